@@ -1,0 +1,264 @@
+//! The decompressor dispatcher (RFC 3320 §4.2, §7) of one endpoint.
+//!
+//! Decompression is two explicit steps, as RFC 3320 §4.3 and §6.3 require:
+//! [`Decompressor::decompress`] runs the UDVM and returns the output plus
+//! the [`Pending`] state requests and feedback; nothing is stored until the
+//! application authenticates the message and calls
+//! [`Decompressor::accept`] with a compartment identifier (or drops the
+//! pending part, which discards it).
+
+use sha1::{Digest, Sha1};
+
+use crate::dict;
+use crate::nack::{Failure, Nack, Reason};
+use crate::params::{ParamError, Params};
+use crate::state::{CompartmentId, CreateOutcome, StateHandler, StateId};
+use crate::udvm::{Machine, RequestedFeedback, ReturnedParameters, StateRequest};
+use crate::wire::{destination_address, Body, Header};
+
+/// How the message arrived: it sets the UDVM memory size (RFC 3320 §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Message-based (UDP): UDVM memory = DMS − message size, at most 65536.
+    Message,
+    /// Stream-based (TCP): UDVM memory = DMS / 2, at most 65536.
+    Stream,
+}
+
+/// What the application must decide on before state is created.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pending {
+    pub requests: Vec<StateRequest>,
+    /// The returned feedback item from the message header (RFC 3320 §7.1),
+    /// for our compressor.
+    pub returned_feedback: Option<Vec<u8>>,
+    pub requested_feedback: Option<RequestedFeedback>,
+    pub returned_parameters: Option<ReturnedParameters>,
+}
+
+/// A successfully decompressed message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decompressed {
+    pub output: Vec<u8>,
+    /// Whether the bytecode produced a message at all (RFC 3320 §9.4.8).
+    pub output_seen: bool,
+    pub cycles: u64,
+    pub pending: Pending,
+}
+
+/// Feedback a compartment has received, kept for the compressor that sends
+/// in the reverse direction (RFC 3320 §6.3).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Feedback {
+    /// Item to echo back to the peer in our next message's header.
+    pub requested_item: Option<Vec<u8>>,
+    pub no_state: bool,
+    pub no_local_states: bool,
+    /// The peer's parameters and locally available states.
+    pub peer_parameters: Option<ReturnedParameters>,
+    /// The last returned feedback item the peer sent us.
+    pub returned_item: Option<Vec<u8>>,
+}
+
+/// What accepting a message did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Accepted {
+    /// Items created or refreshed, in request order.
+    pub created: Vec<StateId>,
+    /// Creation requests the state handler turned down (SMS 0, clash).
+    pub rejected: usize,
+    pub freed: Vec<StateId>,
+}
+
+/// One receiving endpoint: parameters, state handler and scratch memory.
+#[derive(Debug)]
+pub struct Decompressor {
+    params: Params,
+    states: StateHandler,
+    feedback: std::collections::HashMap<CompartmentId, Feedback>,
+    memory: Vec<u8>,
+}
+
+impl Decompressor {
+    /// An endpoint offering `params`, with the SIP/SDP (RFC 3485) and
+    /// presence (RFC 5112) dictionaries as locally available state.
+    pub fn new(params: Params) -> Result<Decompressor, ParamError> {
+        let mut d = Decompressor::bare(params)?;
+        d.states.add_local(dict::sip_sdp_state());
+        d.states.add_local(dict::presence_state());
+        Ok(d)
+    }
+
+    /// An endpoint with no locally available state.
+    pub fn bare(params: Params) -> Result<Decompressor, ParamError> {
+        params.validate()?;
+        Ok(Decompressor {
+            params,
+            states: StateHandler::new(params.sms),
+            feedback: Default::default(),
+            memory: Vec::new(),
+        })
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    pub fn states(&self) -> &StateHandler {
+        &self.states
+    }
+
+    pub fn states_mut(&mut self) -> &mut StateHandler {
+        &mut self.states
+    }
+
+    pub fn feedback(&self, compartment: CompartmentId) -> Option<&Feedback> {
+        self.feedback.get(&compartment)
+    }
+
+    /// UDVM memory size for a message of `len` bytes (RFC 3320 §7).
+    pub fn udvm_memory_size(&self, len: usize, transport: Transport) -> usize {
+        let dms = self.params.dms as usize;
+        match transport {
+            Transport::Message => dms.saturating_sub(len).min(65536),
+            Transport::Stream => (dms / 2).min(65536),
+        }
+    }
+
+    /// Decompresses one complete SigComp message (for a stream, one message
+    /// after record marking has been removed).
+    pub fn decompress(&mut self, msg: &[u8], transport: Transport) -> Result<Decompressed, Failure> {
+        let header = Header::parse(msg)?;
+        let mem_size = self.udvm_memory_size(msg.len(), transport);
+        // RFC 3320 §8.7 item 2, a message larger than the DMS, leaves no UDVM
+        // memory: uploading then fails BYTECODES_TOO_LARGE and accessing
+        // state fails SEGFAULT, below.
+        self.memory.clear();
+        self.memory.resize(mem_size, 0);
+        let mem = &mut self.memory[..];
+
+        let (start, partial_len, state_len) = match header.body {
+            Body::Bytecode { code, destination_bits } => {
+                if code.is_empty() {
+                    // code_len 0 is a NACK (RFC 4077 §3): nothing to run.
+                    return Err(Failure::new(Reason::InvalidCodeLocation));
+                }
+                let dest = usize::from(destination_address(destination_bits));
+                if dest + code.len() > mem_size {
+                    let dms = self.params.dms.min(0xFFFF) as u16;
+                    return Err(Failure::with_details(Reason::BytecodesTooLarge, &dms.to_be_bytes()));
+                }
+                mem[dest..dest + code.len()].copy_from_slice(code);
+                (dest as u16, 0u16, 0u16)
+            }
+            Body::StateId(partial) => {
+                let state = match self.states.lookup(partial) {
+                    Ok(s) => s,
+                    Err(crate::state::LookupError::NotUnique) => {
+                        return Err(Failure::with_details(Reason::IdNotUnique, partial))
+                    }
+                    Err(_) => return Err(Failure::with_details(Reason::StateNotFound, partial)),
+                };
+                let a = usize::from(state.address);
+                if a + state.len() > mem_size {
+                    return Err(Failure::new(Reason::Segfault));
+                }
+                mem[a..a + state.len()].copy_from_slice(&state.value);
+                (state.instruction, partial.len() as u16, state.len() as u16)
+            }
+        };
+        // Useful values (RFC 3320 §7.2, Figure 5); bytes 10..32 are zero.
+        if mem_size < 32 {
+            return Err(Failure::new(Reason::Segfault));
+        }
+        let useful = [
+            (mem_size % 65536) as u16,
+            self.params.cpb,
+            u16::from(self.params.version),
+            partial_len,
+            state_len,
+        ];
+        for (i, v) in useful.iter().enumerate() {
+            mem[2 * i..2 * i + 2].copy_from_slice(&v.to_be_bytes());
+        }
+        mem[10..32].fill(0);
+
+        let mut output = Vec::new();
+        let machine =
+            Machine::new(mem, &self.states, header.remaining, &mut output, self.params.cpb, header.header_len);
+        let outcome = machine.run(start)?;
+        Ok(Decompressed {
+            output,
+            output_seen: outcome.output_seen,
+            cycles: outcome.cycles,
+            pending: Pending {
+                requests: outcome.requests,
+                returned_feedback: header.returned_feedback.map(<[u8]>::to_vec),
+                requested_feedback: outcome.requested_feedback,
+                returned_parameters: outcome.returned_parameters,
+            },
+        })
+    }
+
+    /// The application accepts the message under `compartment`: state
+    /// requests are carried out in order and feedback is kept
+    /// (RFC 3320 §4.3, §6.2, §9.4.9; RFC 4896 §9.2).
+    pub fn accept(&mut self, pending: Pending, compartment: CompartmentId) -> Accepted {
+        let mut accepted = Accepted::default();
+        for req in pending.requests {
+            match req {
+                StateRequest::Create(c) => {
+                    match self.states.create(
+                        compartment,
+                        c.address,
+                        c.instruction,
+                        c.min_access_len,
+                        &c.value,
+                        c.priority,
+                    ) {
+                        CreateOutcome::Created(id) | CreateOutcome::Refreshed(id) => {
+                            accepted.created.push(id)
+                        }
+                        CreateOutcome::Rejected => accepted.rejected += 1,
+                    }
+                }
+                StateRequest::Free(partial) => {
+                    if let Some(id) = self.states.free(compartment, &partial) {
+                        accepted.freed.push(id);
+                    }
+                }
+            }
+        }
+        let fb = self.feedback.entry(compartment).or_default();
+        if let Some(rf) = pending.requested_feedback {
+            // RFC 4896 §9.2: a location of 0 keeps the old request; a
+            // request without Q clears the item.
+            fb.requested_item = rf.item;
+            fb.no_state = rf.no_state;
+            fb.no_local_states = rf.no_local_states;
+        }
+        if let Some(rp) = pending.returned_parameters {
+            fb.peer_parameters = Some(rp);
+        }
+        if let Some(item) = pending.returned_feedback {
+            fb.returned_item = Some(item);
+        }
+        accepted
+    }
+
+    /// Forgets a compartment's state and feedback.
+    pub fn close_compartment(&mut self, compartment: CompartmentId) {
+        self.states.close_compartment(compartment);
+        self.feedback.remove(&compartment);
+    }
+
+    /// The NACK (RFC 4077) to send for `msg`, which failed with `failure`.
+    /// Returns None for a message that is itself a NACK (never NACK a NACK).
+    pub fn nack_for(&self, msg: &[u8], failure: &Failure) -> Option<Vec<u8>> {
+        if Nack::parse(msg).is_ok() {
+            return None;
+        }
+        let sha: [u8; 20] = Sha1::digest(msg).into();
+        Some(Nack::from_failure(failure, sha).emit())
+    }
+}

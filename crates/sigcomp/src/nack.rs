@@ -1,0 +1,301 @@
+//! Decompression failures and the NACK mechanism of RFC 4077.
+//!
+//! Every way a message can fail to decompress maps to exactly one
+//! [`Reason`] (RFC 4077 §3.2). A [`Failure`] carries the reason, the
+//! instruction that failed and the reason-specific details, and can be
+//! turned into the NACK message that goes back to the sender
+//! ([`Nack::emit`]). A received NACK is parsed with [`Nack::parse`].
+
+use std::fmt;
+
+/// RFC 4077 §3.2 reason codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Reason {
+    StateNotFound = 1,
+    CyclesExhausted = 2,
+    UserRequested = 3,
+    Segfault = 4,
+    TooManyStateRequests = 5,
+    InvalidStateIdLength = 6,
+    InvalidStatePriority = 7,
+    OutputOverflow = 8,
+    StackUnderflow = 9,
+    BadInputBitorder = 10,
+    DivByZero = 11,
+    SwitchValueTooHigh = 12,
+    TooManyBitsRequested = 13,
+    InvalidOperand = 14,
+    HuffmanNoMatch = 15,
+    MessageTooShort = 16,
+    InvalidCodeLocation = 17,
+    BytecodesTooLarge = 18,
+    InvalidOpcode = 19,
+    InvalidStateProbe = 20,
+    IdNotUnique = 21,
+    MultiloadOverwritten = 22,
+    StateTooShort = 23,
+    InternalError = 24,
+    FramingError = 25,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 25] = [
+        Reason::StateNotFound,
+        Reason::CyclesExhausted,
+        Reason::UserRequested,
+        Reason::Segfault,
+        Reason::TooManyStateRequests,
+        Reason::InvalidStateIdLength,
+        Reason::InvalidStatePriority,
+        Reason::OutputOverflow,
+        Reason::StackUnderflow,
+        Reason::BadInputBitorder,
+        Reason::DivByZero,
+        Reason::SwitchValueTooHigh,
+        Reason::TooManyBitsRequested,
+        Reason::InvalidOperand,
+        Reason::HuffmanNoMatch,
+        Reason::MessageTooShort,
+        Reason::InvalidCodeLocation,
+        Reason::BytecodesTooLarge,
+        Reason::InvalidOpcode,
+        Reason::InvalidStateProbe,
+        Reason::IdNotUnique,
+        Reason::MultiloadOverwritten,
+        Reason::StateTooShort,
+        Reason::InternalError,
+        Reason::FramingError,
+    ];
+
+    /// The code carried in a NACK.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_code(code: u8) -> Option<Reason> {
+        Reason::ALL.get(usize::from(code).wrapping_sub(1)).copied()
+    }
+
+    /// The name RFC 4077 gives the reason, e.g. `CYCLES_EXHAUSTED`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::StateNotFound => "STATE_NOT_FOUND",
+            Reason::CyclesExhausted => "CYCLES_EXHAUSTED",
+            Reason::UserRequested => "USER_REQUESTED",
+            Reason::Segfault => "SEGFAULT",
+            Reason::TooManyStateRequests => "TOO_MANY_STATE_REQUESTS",
+            Reason::InvalidStateIdLength => "INVALID_STATE_ID_LENGTH",
+            Reason::InvalidStatePriority => "INVALID_STATE_PRIORITY",
+            Reason::OutputOverflow => "OUTPUT_OVERFLOW",
+            Reason::StackUnderflow => "STACK_UNDERFLOW",
+            Reason::BadInputBitorder => "BAD_INPUT_BITORDER",
+            Reason::DivByZero => "DIV_BY_ZERO",
+            Reason::SwitchValueTooHigh => "SWITCH_VALUE_TOO_HIGH",
+            Reason::TooManyBitsRequested => "TOO_MANY_BITS_REQUESTED",
+            Reason::InvalidOperand => "INVALID_OPERAND",
+            Reason::HuffmanNoMatch => "HUFFMAN_NO_MATCH",
+            Reason::MessageTooShort => "MESSAGE_TOO_SHORT",
+            Reason::InvalidCodeLocation => "INVALID_CODE_LOCATION",
+            Reason::BytecodesTooLarge => "BYTECODES_TOO_LARGE",
+            Reason::InvalidOpcode => "INVALID_OPCODE",
+            Reason::InvalidStateProbe => "INVALID_STATE_PROBE",
+            Reason::IdNotUnique => "ID_NOT_UNIQUE",
+            Reason::MultiloadOverwritten => "MULTILOAD_OVERWRITTEN",
+            Reason::StateTooShort => "STATE_TOO_SHORT",
+            Reason::InternalError => "INTERNAL_ERROR",
+            Reason::FramingError => "FRAMING_ERROR",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Reason> {
+        Reason::ALL.iter().copied().find(|r| r.name() == name)
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why and where a message failed to decompress (RFC 3320 §8.7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub reason: Reason,
+    /// Opcode at the PC when the failure occurred; 0 before execution began.
+    pub opcode: u8,
+    /// Address of the failing instruction; 0 before execution began.
+    pub pc: u16,
+    /// Reason-specific details (RFC 4077 §3.2): a partial state identifier,
+    /// the cycles per bit, or the decompression memory size.
+    pub details: Vec<u8>,
+    /// UDVM cycles used before the failure.
+    pub cycles: u64,
+}
+
+impl Failure {
+    pub(crate) fn new(reason: Reason) -> Failure {
+        Failure { reason, opcode: 0, pc: 0, details: Vec::new(), cycles: 0 }
+    }
+
+    pub(crate) fn with_details(reason: Reason, details: &[u8]) -> Failure {
+        Failure { details: details.to_vec(), ..Failure::new(reason) }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at pc {} (opcode {})", self.reason, self.pc, self.opcode)?;
+        if !self.details.is_empty() {
+            f.write_str(", details ")?;
+            for b in &self.details {
+                write!(f, "{b:02x}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// A SigComp NACK (RFC 4077 §3.1), version 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nack {
+    pub reason: Reason,
+    pub opcode: u8,
+    pub pc: u16,
+    /// SHA-1 of the SigComp message that failed (all zeros for FRAMING_ERROR).
+    pub message_sha1: [u8; 20],
+    pub details: Vec<u8>,
+    /// Returned feedback item carried in the NACK's header, if any.
+    pub returned_feedback: Option<Vec<u8>>,
+}
+
+/// Why bytes are not a NACK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NackParseError {
+    /// Not a SigComp message with code_len 0.
+    NotNack,
+    /// A NACK version this implementation does not know.
+    UnknownVersion(u8),
+    Truncated,
+    UnknownReason(u8),
+}
+
+impl fmt::Display for NackParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NackParseError::NotNack => f.write_str("not a NACK (code_len is not 0)"),
+            NackParseError::UnknownVersion(v) => write!(f, "unknown NACK version {v}"),
+            NackParseError::Truncated => f.write_str("NACK message too short"),
+            NackParseError::UnknownReason(r) => write!(f, "unknown NACK reason code {r}"),
+        }
+    }
+}
+
+impl std::error::Error for NackParseError {}
+
+impl Nack {
+    pub fn from_failure(failure: &Failure, message_sha1: [u8; 20]) -> Nack {
+        let message_sha1 =
+            if failure.reason == Reason::FramingError { [0; 20] } else { message_sha1 };
+        Nack {
+            reason: failure.reason,
+            opcode: failure.opcode,
+            pc: failure.pc,
+            message_sha1,
+            details: failure.details.clone(),
+            returned_feedback: None,
+        }
+    }
+
+    /// The NACK message bytes (RFC 4077 Figure 1).
+    pub fn emit(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(26 + self.details.len());
+        match &self.returned_feedback {
+            Some(item) => {
+                out.push(0xFC);
+                out.extend_from_slice(item);
+            }
+            None => out.push(0xF8),
+        }
+        // code_len = 0, version = 1 (RFC 4077 §3.1).
+        out.push(0x00);
+        out.push(0x01);
+        out.push(self.reason.code());
+        out.push(self.opcode);
+        out.extend_from_slice(&self.pc.to_be_bytes());
+        out.extend_from_slice(&self.message_sha1);
+        out.extend_from_slice(&self.details);
+        out
+    }
+
+    /// Parses a NACK. Returns [`NackParseError::NotNack`] for any message
+    /// that is not a code_len = 0 SigComp message.
+    pub fn parse(msg: &[u8]) -> Result<Nack, NackParseError> {
+        let header = crate::wire::Header::parse(msg).map_err(|_| NackParseError::NotNack)?;
+        let crate::wire::Body::Bytecode { code, destination_bits } = header.body else {
+            return Err(NackParseError::NotNack);
+        };
+        if !code.is_empty() {
+            return Err(NackParseError::NotNack);
+        }
+        if destination_bits != 1 {
+            return Err(NackParseError::UnknownVersion(destination_bits));
+        }
+        let rest = header.remaining;
+        if rest.len() < 24 {
+            return Err(NackParseError::Truncated);
+        }
+        let reason = Reason::from_code(rest[0]).ok_or(NackParseError::UnknownReason(rest[0]))?;
+        let mut message_sha1 = [0u8; 20];
+        message_sha1.copy_from_slice(&rest[4..24]);
+        Ok(Nack {
+            reason,
+            opcode: rest[1],
+            pc: u16::from_be_bytes([rest[2], rest[3]]),
+            message_sha1,
+            details: rest[24..].to_vec(),
+            returned_feedback: header.returned_feedback.map(<[u8]>::to_vec),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_codes_round_trip() {
+        for (i, r) in Reason::ALL.iter().enumerate() {
+            assert_eq!(r.code() as usize, i + 1);
+            assert_eq!(Reason::from_code(r.code()), Some(*r));
+            assert_eq!(Reason::from_name(r.name()), Some(*r));
+        }
+        assert_eq!(Reason::from_code(0), None);
+        assert_eq!(Reason::from_code(26), None);
+    }
+
+    #[test]
+    fn nack_round_trip() {
+        let n = Nack {
+            reason: Reason::StateNotFound,
+            opcode: 31,
+            pc: 0x1234,
+            message_sha1: [7; 20],
+            details: vec![1, 2, 3, 4, 5, 6],
+            returned_feedback: Some(vec![0x05]),
+        };
+        let bytes = n.emit();
+        assert_eq!(&bytes[..6], &[0xFC, 0x05, 0x00, 0x01, 1, 31]);
+        assert_eq!(Nack::parse(&bytes), Ok(n));
+    }
+
+    #[test]
+    fn framing_error_nack_has_zero_hash() {
+        let f = Failure::new(Reason::FramingError);
+        let n = Nack::from_failure(&f, [9; 20]);
+        assert_eq!(n.message_sha1, [0; 20]);
+    }
+}

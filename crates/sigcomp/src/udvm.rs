@@ -1,0 +1,1165 @@
+//! The Universal Decompressor Virtual Machine (RFC 3320 §8–9, corrected by
+//! RFC 4896 §3–4).
+//!
+//! A [`Machine`] runs one message: it owns nothing but borrows the UDVM
+//! memory, the compressed input, the output buffer and the state handler
+//! (read-only: state is created only after the application accepts the
+//! message, RFC 3320 §6.3). Every memory access is bounds-checked, every
+//! instruction is charged its cycles before it acts, and no loop runs longer
+//! than the cycles it was charged for, so hostile bytecode ends in a
+//! [`Failure`], never a panic or a hang.
+
+use sha1::{Digest, Sha1};
+
+use crate::nack::{Failure, Reason};
+use crate::state::{LookupError, StateHandler};
+
+/// Opcodes (RFC 3320 Figure 11).
+pub mod op {
+    pub const DECOMPRESSION_FAILURE: u8 = 0;
+    pub const AND: u8 = 1;
+    pub const OR: u8 = 2;
+    pub const NOT: u8 = 3;
+    pub const LSHIFT: u8 = 4;
+    pub const RSHIFT: u8 = 5;
+    pub const ADD: u8 = 6;
+    pub const SUBTRACT: u8 = 7;
+    pub const MULTIPLY: u8 = 8;
+    pub const DIVIDE: u8 = 9;
+    pub const REMAINDER: u8 = 10;
+    pub const SORT_ASCENDING: u8 = 11;
+    pub const SORT_DESCENDING: u8 = 12;
+    pub const SHA_1: u8 = 13;
+    pub const LOAD: u8 = 14;
+    pub const MULTILOAD: u8 = 15;
+    pub const PUSH: u8 = 16;
+    pub const POP: u8 = 17;
+    pub const COPY: u8 = 18;
+    pub const COPY_LITERAL: u8 = 19;
+    pub const COPY_OFFSET: u8 = 20;
+    pub const MEMSET: u8 = 21;
+    pub const JUMP: u8 = 22;
+    pub const COMPARE: u8 = 23;
+    pub const CALL: u8 = 24;
+    pub const RETURN: u8 = 25;
+    pub const SWITCH: u8 = 26;
+    pub const CRC: u8 = 27;
+    pub const INPUT_BYTES: u8 = 28;
+    pub const INPUT_BITS: u8 = 29;
+    pub const INPUT_HUFFMAN: u8 = 30;
+    pub const STATE_ACCESS: u8 = 31;
+    pub const STATE_CREATE: u8 = 32;
+    pub const STATE_FREE: u8 = 33;
+    pub const OUTPUT: u8 = 34;
+    pub const END_MESSAGE: u8 = 35;
+}
+
+/// UDVM register addresses (RFC 3320 §8.1).
+const BYTE_COPY_LEFT: u16 = 64;
+const BYTE_COPY_RIGHT: u16 = 66;
+const INPUT_BIT_ORDER: u16 = 68;
+const STACK_LOCATION: u16 = 70;
+
+/// RFC 3320 §9.4.8: at most 65536 bytes of output per message.
+pub const MAX_OUTPUT: usize = 65536;
+
+/// A state creation request as buffered by STATE-CREATE or END-MESSAGE, with
+/// the value copied out of UDVM memory at the end of the message
+/// (RFC 4896 §4.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateRequest {
+    pub address: u16,
+    pub instruction: u16,
+    pub min_access_len: u16,
+    pub priority: u16,
+    pub value: Vec<u8>,
+}
+
+/// State requests in the order the bytecode made them (RFC 3320 §9.4.9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateRequest {
+    Create(CreateRequest),
+    /// Partial identifier of the item to free (6–20 bytes).
+    Free(Vec<u8>),
+}
+
+/// Requested feedback data (RFC 3320 Figure 12).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RequestedFeedback {
+    /// Q-bit set: the item to return to the peer, including its length byte.
+    pub item: Option<Vec<u8>>,
+    /// S-bit: the peer no longer wants state saved here.
+    pub no_state: bool,
+    /// I-bit: the peer will not access our locally available states.
+    pub no_local_states: bool,
+}
+
+/// Returned SigComp parameters (RFC 3320 Figure 13).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReturnedParameters {
+    /// cpb/dms/sms byte; 0 when not included.
+    pub params_byte: u8,
+    /// 0 when not included.
+    pub version: u8,
+    /// Partial identifiers of the peer's locally available states.
+    pub local_states: Vec<Vec<u8>>,
+}
+
+impl ReturnedParameters {
+    pub fn cycles_per_bit(&self) -> Option<u16> {
+        (self.params_byte != 0).then(|| crate::params::decode_cpb(self.params_byte >> 6))
+    }
+    pub fn decompression_memory_size(&self) -> Option<u32> {
+        (self.params_byte != 0).then(|| crate::params::decode_memory_size(self.params_byte >> 3))
+    }
+    pub fn state_memory_size(&self) -> Option<u32> {
+        (self.params_byte != 0).then(|| crate::params::decode_memory_size(self.params_byte))
+    }
+}
+
+/// What a successful run hands to the dispatcher at END-MESSAGE.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Outcome {
+    pub cycles: u64,
+    /// Whether OUTPUT ran at all (a 0-byte message differs from no message,
+    /// RFC 3320 §9.4.8).
+    pub output_seen: bool,
+    pub requests: Vec<StateRequest>,
+    /// None when requested_feedback_location was 0 (RFC 4896 §9.2: keep the
+    /// earlier feedback).
+    pub requested_feedback: Option<RequestedFeedback>,
+    pub returned_parameters: Option<ReturnedParameters>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PendingCreate {
+    length: u16,
+    address: u16,
+    instruction: u16,
+    min_access_len: u16,
+    priority: u16,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Pending {
+    Create(PendingCreate),
+    Free { start: u16, length: u16 },
+}
+
+type Res<T> = Result<T, Failure>;
+
+#[inline]
+fn fail<T>(reason: Reason) -> Res<T> {
+    Err(Failure::new(reason))
+}
+
+/// One UDVM instance.
+pub struct Machine<'a> {
+    mem: &'a mut [u8],
+    states: &'a StateHandler,
+    input: &'a [u8],
+    in_pos: usize,
+    /// Bits of a partly consumed byte: value, count left, and P-bit used.
+    partial: u8,
+    partial_left: u8,
+    last_p: Option<bool>,
+    output: &'a mut Vec<u8>,
+    output_seen: bool,
+    cpb: u64,
+    cycles_left: u64,
+    cycles_used: u64,
+    pending: Vec<Pending>,
+    creates: u8,
+    frees: u8,
+}
+
+impl<'a> Machine<'a> {
+    /// A machine over initialised memory. `header_len` is the SigComp header
+    /// size in bytes: the cycle budget starts at (1000 + 8 × header bits)
+    /// × cycles_per_bit and grows by cycles_per_bit for every bit input
+    /// (RFC 3320 §8.6).
+    pub fn new(
+        mem: &'a mut [u8],
+        states: &'a StateHandler,
+        input: &'a [u8],
+        output: &'a mut Vec<u8>,
+        cpb: u16,
+        header_len: usize,
+    ) -> Machine<'a> {
+        let cpb = u64::from(cpb);
+        Machine {
+            mem,
+            states,
+            input,
+            in_pos: 0,
+            partial: 0,
+            partial_left: 0,
+            last_p: None,
+            output,
+            output_seen: false,
+            cpb,
+            cycles_left: (1000 + 8 * header_len as u64) * cpb,
+            cycles_used: 0,
+            pending: Vec::new(),
+            creates: 0,
+            frees: 0,
+        }
+    }
+
+    /// Runs from `pc` to END-MESSAGE or failure.
+    pub fn run(mut self, mut pc: u16) -> Result<Outcome, Failure> {
+        loop {
+            match self.step(pc) {
+                Ok(Step::Next(next)) => pc = next,
+                Ok(Step::End(mut outcome)) => {
+                    outcome.cycles = self.cycles_used;
+                    outcome.output_seen = self.output_seen;
+                    return Ok(outcome);
+                }
+                Err(mut f) => {
+                    f.pc = pc;
+                    f.opcode = self.mem.get(usize::from(pc)).copied().unwrap_or(0);
+                    f.cycles = self.cycles_used;
+                    if f.reason == Reason::CyclesExhausted {
+                        f.details = vec![self.cpb.min(255) as u8];
+                    }
+                    return Err(f);
+                }
+            }
+        }
+    }
+
+    // ---- memory -------------------------------------------------------
+
+    #[inline]
+    fn byte(&self, a: u16) -> Res<u8> {
+        match self.mem.get(usize::from(a)) {
+            Some(&b) => Ok(b),
+            None => fail(Reason::Segfault),
+        }
+    }
+
+    #[inline]
+    fn set_byte(&mut self, a: u16, v: u8) -> Res<()> {
+        match self.mem.get_mut(usize::from(a)) {
+            Some(b) => {
+                *b = v;
+                Ok(())
+            }
+            None => fail(Reason::Segfault),
+        }
+    }
+
+    /// memory[a]: MSB at a, LSB at a + 1 (mod 2^16).
+    #[inline]
+    fn word(&self, a: u16) -> Res<u16> {
+        let i = usize::from(a);
+        if i + 1 < self.mem.len() {
+            return Ok(u16::from_be_bytes([self.mem[i], self.mem[i + 1]]));
+        }
+        Ok(u16::from_be_bytes([self.byte(a)?, self.byte(a.wrapping_add(1))?]))
+    }
+
+    #[inline]
+    fn set_word(&mut self, a: u16, v: u16) -> Res<()> {
+        let [hi, lo] = v.to_be_bytes();
+        self.set_byte(a, hi)?;
+        self.set_byte(a.wrapping_add(1), lo)
+    }
+
+    // ---- operands (RFC 3320 §8.5) ---------------------------------------
+
+    /// Literal (#), Figure 8.
+    #[inline]
+    fn lit(&self, c: &mut u16) -> Res<u16> {
+        let b0 = self.byte(*c)?;
+        *c = c.wrapping_add(1);
+        if b0 & 0x80 == 0 {
+            Ok(u16::from(b0))
+        } else if b0 & 0xC0 == 0x80 {
+            let b1 = self.byte(*c)?;
+            *c = c.wrapping_add(1);
+            Ok((u16::from(b0 & 0x3F) << 8) | u16::from(b1))
+        } else if b0 == 0xC0 {
+            let v = self.word(*c)?;
+            *c = c.wrapping_add(2);
+            Ok(v)
+        } else {
+            fail(Reason::InvalidOperand)
+        }
+    }
+
+    /// Reference ($), Figure 9: returns the address of the 2-byte value.
+    #[inline]
+    fn reference(&self, c: &mut u16) -> Res<u16> {
+        let b0 = self.byte(*c)?;
+        *c = c.wrapping_add(1);
+        if b0 & 0x80 == 0 {
+            Ok(u16::from(b0) * 2)
+        } else if b0 & 0xC0 == 0x80 {
+            let b1 = self.byte(*c)?;
+            *c = c.wrapping_add(1);
+            Ok(((u16::from(b0 & 0x3F) << 8) | u16::from(b1)).wrapping_mul(2))
+        } else if b0 == 0xC0 {
+            let v = self.word(*c)?;
+            *c = c.wrapping_add(2);
+            Ok(v)
+        } else {
+            fail(Reason::InvalidOperand)
+        }
+    }
+
+    /// Multitype (%), Figure 10.
+    #[inline]
+    fn multi(&self, c: &mut u16) -> Res<u16> {
+        let b0 = self.byte(*c)?;
+        *c = c.wrapping_add(1);
+        match b0 {
+            0x00..=0x3F => Ok(u16::from(b0)),
+            0x40..=0x7F => self.word(u16::from(b0 & 0x3F) * 2),
+            0x86 | 0x87 => Ok(1 << ((b0 & 1) + 6)),
+            0x88..=0x8F => Ok(1 << ((b0 & 7) + 8)),
+            0xE0..=0xFF => Ok(u16::from(b0 & 0x1F) + 65504),
+            0x90..=0x9F | 0xA0..=0xBF | 0xC0..=0xDF => {
+                let b1 = self.byte(*c)?;
+                *c = c.wrapping_add(1);
+                match b0 {
+                    0x90..=0x9F => Ok(((u16::from(b0 & 0x0F) << 8) | u16::from(b1)) + 61440),
+                    0xA0..=0xBF => Ok((u16::from(b0 & 0x1F) << 8) | u16::from(b1)),
+                    _ => self.word((u16::from(b0 & 0x1F) << 8) | u16::from(b1)),
+                }
+            }
+            0x80 | 0x81 => {
+                let n = self.word(*c)?;
+                *c = c.wrapping_add(2);
+                if b0 == 0x80 {
+                    Ok(n)
+                } else {
+                    self.word(n)
+                }
+            }
+            _ => fail(Reason::InvalidOperand), // 0x82..=0x85 are unassigned
+        }
+    }
+
+    /// Address (@): multitype plus the instruction's own address.
+    #[inline]
+    fn address(&self, c: &mut u16, pc: u16) -> Res<u16> {
+        Ok(pc.wrapping_add(self.multi(c)?))
+    }
+
+    /// Skips one operand's encoding without resolving it (for MULTILOAD's
+    /// overlap check, RFC 4896 §3.2).
+    fn skip_multi(&self, c: &mut u16) -> Res<()> {
+        let b0 = self.byte(*c)?;
+        let len: u16 = match b0 {
+            0x00..=0x7F | 0x86..=0x8F | 0xE0..=0xFF => 1,
+            0x90..=0xDF => 2,
+            0x80 | 0x81 => 3,
+            _ => return fail(Reason::InvalidOperand),
+        };
+        *c = c.wrapping_add(len);
+        Ok(())
+    }
+
+    // ---- cycles (RFC 3320 §8.6) -----------------------------------------
+
+    #[inline]
+    fn charge(&mut self, cost: u64) -> Res<()> {
+        if cost > self.cycles_left {
+            return fail(Reason::CyclesExhausted);
+        }
+        self.cycles_left -= cost;
+        self.cycles_used += cost;
+        Ok(())
+    }
+
+    #[inline]
+    fn credit_bits(&mut self, bits: u64) {
+        self.cycles_left += bits * self.cpb;
+    }
+
+    // ---- byte copying (RFC 3320 §8.4, RFC 4896 §4) -------------------------
+
+    #[inline]
+    fn bounds(&self) -> Res<(u16, u16)> {
+        Ok((self.word(BYTE_COPY_LEFT)?, self.word(BYTE_COPY_RIGHT)?))
+    }
+
+    #[inline]
+    fn next(m: u16, bcl: u16, bcr: u16) -> u16 {
+        let k = m.wrapping_add(1);
+        if k == bcr {
+            bcl
+        } else {
+            k
+        }
+    }
+
+    /// Reads `len` bytes starting at `start` under byte copying rules.
+    fn read_string(&self, start: u16, len: u16, bcl: u16, bcr: u16, out: &mut Vec<u8>) -> Res<()> {
+        let (s, n) = (usize::from(start), usize::from(len));
+        // Fast path: the whole run lies in memory and does not cross bcr.
+        if s + n <= self.mem.len() && !(s < usize::from(bcr) && usize::from(bcr) < s + n) {
+            out.extend_from_slice(&self.mem[s..s + n]);
+            return Ok(());
+        }
+        let mut a = start;
+        for _ in 0..len {
+            out.push(self.byte(a)?);
+            a = Self::next(a, bcl, bcr);
+        }
+        Ok(())
+    }
+
+    /// Writes `data` starting at `start` under byte copying rules; returns
+    /// the address the next byte would go to.
+    fn write_string(&mut self, start: u16, data: &[u8], bcl: u16, bcr: u16) -> Res<u16> {
+        let (s, n) = (usize::from(start), data.len());
+        if s + n < self.mem.len().min(65536) && !(s < usize::from(bcr) && usize::from(bcr) <= s + n)
+        {
+            self.mem[s..s + n].copy_from_slice(data);
+            return Ok((s + n) as u16);
+        }
+        let mut a = start;
+        for &b in data {
+            self.set_byte(a, b)?;
+            a = Self::next(a, bcl, bcr);
+        }
+        Ok(a)
+    }
+
+    /// Copies `len` bytes from `src` to `dst` one byte at a time, so a copy
+    /// may read bytes it has just written (RFC 3320 §8.4). Returns the next
+    /// destination address.
+    fn copy(&mut self, mut src: u16, len: u16, mut dst: u16, bcl: u16, bcr: u16) -> Res<u16> {
+        let (s, d, n, r) =
+            (usize::from(src), usize::from(dst), usize::from(len), usize::from(bcr));
+        let mem_len = self.mem.len();
+        // Fast path: both runs in memory, neither crosses bcr, and the
+        // source does not overlap the destination ahead of it.
+        if s + n <= mem_len
+            && d + n < mem_len.min(65536)
+            && !(s < r && r < s + n)
+            && !(d < r && r <= d + n)
+            && (s >= d || s + n <= d)
+        {
+            self.mem.copy_within(s..s + n, d);
+            return Ok((d + n) as u16);
+        }
+        for _ in 0..len {
+            let b = self.byte(src)?;
+            self.set_byte(dst, b)?;
+            src = Self::next(src, bcl, bcr);
+            dst = Self::next(dst, bcl, bcr);
+        }
+        Ok(dst)
+    }
+
+    // ---- input (RFC 3320 §8.2, RFC 4896 §3.1) ------------------------------
+
+    fn bit_order(&self) -> Res<u16> {
+        let v = self.word(INPUT_BIT_ORDER)?;
+        if v > 7 {
+            return fail(Reason::BadInputBitorder);
+        }
+        Ok(v)
+    }
+
+    /// Discards a partly used byte if the P-bit changed since the last
+    /// bit-wise input.
+    fn check_p(&mut self, p: bool) {
+        if self.last_p.is_some_and(|old| old != p) {
+            self.partial_left = 0;
+        }
+        self.last_p = Some(p);
+    }
+
+    fn bits_available(&self) -> usize {
+        usize::from(self.partial_left) + 8 * (self.input.len() - self.in_pos)
+    }
+
+    /// Takes `n` (≤ 16) bits, already known to be available. `lsb_first`
+    /// is the F or H bit: whether the first bit is the value's LSB.
+    fn take_bits(&mut self, n: u32, p: bool, lsb_first: bool) -> u16 {
+        let mut v: u32 = 0;
+        for i in 0..n {
+            if self.partial_left == 0 {
+                self.partial = self.input[self.in_pos];
+                self.in_pos += 1;
+                self.partial_left = 8;
+            }
+            let bit = if p {
+                (self.partial >> (8 - self.partial_left)) & 1
+            } else {
+                (self.partial >> (self.partial_left - 1)) & 1
+            };
+            self.partial_left -= 1;
+            if lsb_first {
+                v |= u32::from(bit) << i;
+            } else {
+                v = (v << 1) | u32::from(bit);
+            }
+        }
+        v as u16
+    }
+
+    // ---- stack (RFC 3320 §8.3, RFC 4896 §3.4) ------------------------------
+
+    fn push(&mut self, v: u16) -> Res<()> {
+        let sl = self.word(STACK_LOCATION)?;
+        let fill = self.word(sl)?;
+        self.set_word(sl.wrapping_add(fill.wrapping_mul(2)).wrapping_add(2), v)?;
+        // stack_fill is not re-read (RFC 4896 §3.4).
+        self.set_word(sl, fill.wrapping_add(1))
+    }
+
+    fn pop(&mut self) -> Res<u16> {
+        let sl = self.word(STACK_LOCATION)?;
+        let fill = self.word(sl)?;
+        if fill == 0 {
+            return fail(Reason::StackUnderflow);
+        }
+        let fill = fill - 1;
+        let v = self.word(sl.wrapping_add(fill.wrapping_mul(2)).wrapping_add(2))?;
+        self.set_word(sl, fill)?;
+        Ok(v)
+    }
+
+    fn jump_target(&self, a: u16) -> Res<u16> {
+        if usize::from(a) >= self.mem.len() {
+            return fail(Reason::Segfault);
+        }
+        Ok(a)
+    }
+
+    // ---- the instruction set (RFC 3320 §9) --------------------------------
+
+    fn step(&mut self, pc: u16) -> Res<Step> {
+        let opcode = self.byte(pc)?;
+        let mut c = pc.wrapping_add(1);
+        match opcode {
+            op::DECOMPRESSION_FAILURE => {
+                self.charge(1)?;
+                fail(Reason::UserRequested)
+            }
+            op::AND | op::OR | op::LSHIFT | op::RSHIFT | op::ADD | op::SUBTRACT | op::MULTIPLY
+            | op::DIVIDE | op::REMAINDER => {
+                let a = self.reference(&mut c)?;
+                let m = self.word(a)?;
+                let n = self.multi(&mut c)?;
+                self.charge(1)?;
+                let r = match opcode {
+                    op::AND => m & n,
+                    op::OR => m | n,
+                    op::LSHIFT => {
+                        if n >= 16 {
+                            0
+                        } else {
+                            m << n
+                        }
+                    }
+                    op::RSHIFT => {
+                        if n >= 16 {
+                            0
+                        } else {
+                            m >> n
+                        }
+                    }
+                    op::ADD => m.wrapping_add(n),
+                    op::SUBTRACT => m.wrapping_sub(n),
+                    op::MULTIPLY => m.wrapping_mul(n),
+                    op::DIVIDE => match m.checked_div(n) {
+                        Some(v) => v,
+                        None => return fail(Reason::DivByZero),
+                    },
+                    _ => match m.checked_rem(n) {
+                        Some(v) => v,
+                        None => return fail(Reason::DivByZero),
+                    },
+                };
+                self.set_word(a, r)?;
+                Ok(Step::Next(c))
+            }
+            op::NOT => {
+                let a = self.reference(&mut c)?;
+                let m = self.word(a)?;
+                self.charge(1)?;
+                self.set_word(a, !m)?;
+                Ok(Step::Next(c))
+            }
+            op::SORT_ASCENDING | op::SORT_DESCENDING => {
+                let start = self.multi(&mut c)?;
+                let n = self.multi(&mut c)?;
+                let k = self.multi(&mut c)?;
+                let log2k = if k <= 1 { 0 } else { 16 - (k - 1).leading_zeros() as u64 };
+                self.charge(1 + u64::from(k) * (log2k + u64::from(n)))?;
+                self.sort(start, n, k, opcode == op::SORT_DESCENDING)?;
+                Ok(Step::Next(c))
+            }
+            op::SHA_1 => {
+                let position = self.multi(&mut c)?;
+                let length = self.multi(&mut c)?;
+                let destination = self.multi(&mut c)?;
+                self.charge(1 + u64::from(length))?;
+                let (bcl, bcr) = self.bounds()?;
+                let mut data = Vec::with_capacity(usize::from(length));
+                self.read_string(position, length, bcl, bcr, &mut data)?;
+                let digest: [u8; 20] = Sha1::digest(&data).into();
+                self.write_string(destination, &digest, bcl, bcr)?;
+                Ok(Step::Next(c))
+            }
+            op::LOAD => {
+                let address = self.multi(&mut c)?;
+                let value = self.multi(&mut c)?;
+                self.charge(1)?;
+                self.set_word(address, value)?;
+                Ok(Step::Next(c))
+            }
+            op::MULTILOAD => {
+                let address = self.multi(&mut c)?;
+                let n = self.lit(&mut c)?;
+                // Find the instruction's extent first, then load step by step
+                // (RFC 3320 §9.2.2, RFC 4896 §3.2).
+                let values_at = c;
+                let mut end = c;
+                for _ in 0..n {
+                    self.skip_multi(&mut end)?;
+                }
+                self.charge(1 + u64::from(n))?;
+                let instr_len = u32::from(end.wrapping_sub(pc));
+                let span = 2 * u32::from(n);
+                // Writes cover [address, address + span) mod 2^16, the
+                // instruction [pc, pc + instr_len) mod 2^16.
+                let d = u32::from(pc.wrapping_sub(address));
+                let e = u32::from(address.wrapping_sub(pc));
+                if span > 0 && (d < span || e < instr_len) {
+                    return fail(Reason::MultiloadOverwritten);
+                }
+                let mut vc = values_at;
+                for i in 0..n {
+                    let v = self.multi(&mut vc)?;
+                    self.set_word(address.wrapping_add(i.wrapping_mul(2)), v)?;
+                }
+                Ok(Step::Next(end))
+            }
+            op::PUSH => {
+                let v = self.multi(&mut c)?;
+                self.charge(1)?;
+                self.push(v)?;
+                Ok(Step::Next(c))
+            }
+            op::POP => {
+                let address = self.multi(&mut c)?;
+                self.charge(1)?;
+                let v = self.pop()?;
+                self.set_word(address, v)?;
+                Ok(Step::Next(c))
+            }
+            op::COPY => {
+                let position = self.multi(&mut c)?;
+                let length = self.multi(&mut c)?;
+                let destination = self.multi(&mut c)?;
+                self.charge(1 + u64::from(length))?;
+                let (bcl, bcr) = self.bounds()?;
+                self.copy(position, length, destination, bcl, bcr)?;
+                Ok(Step::Next(c))
+            }
+            op::COPY_LITERAL | op::COPY_OFFSET => {
+                let first = self.multi(&mut c)?;
+                let length = self.multi(&mut c)?;
+                let dref = self.reference(&mut c)?;
+                let destination = self.word(dref)?;
+                self.charge(1 + u64::from(length))?;
+                let (bcl, bcr) = self.bounds()?;
+                let position = if opcode == op::COPY_LITERAL {
+                    first
+                } else {
+                    offset_back(destination, first, bcl, bcr)
+                };
+                let next = self.copy(position, length, destination, bcl, bcr)?;
+                if length > 0 {
+                    self.set_word(dref, next)?;
+                }
+                Ok(Step::Next(c))
+            }
+            op::MEMSET => {
+                let address = self.multi(&mut c)?;
+                let length = self.multi(&mut c)?;
+                let start = self.multi(&mut c)?;
+                let offset = self.multi(&mut c)?;
+                self.charge(1 + u64::from(length))?;
+                let (bcl, bcr) = self.bounds()?;
+                let mut a = address;
+                let mut v = start as u8;
+                for _ in 0..length {
+                    self.set_byte(a, v)?;
+                    v = v.wrapping_add(offset as u8);
+                    a = Self::next(a, bcl, bcr);
+                }
+                Ok(Step::Next(c))
+            }
+            op::JUMP => {
+                let a = self.address(&mut c, pc)?;
+                self.charge(1)?;
+                Ok(Step::Next(self.jump_target(a)?))
+            }
+            op::COMPARE => {
+                let v1 = self.multi(&mut c)?;
+                let v2 = self.multi(&mut c)?;
+                let a1 = self.address(&mut c, pc)?;
+                let a2 = self.address(&mut c, pc)?;
+                let a3 = self.address(&mut c, pc)?;
+                self.charge(1)?;
+                let t = match v1.cmp(&v2) {
+                    std::cmp::Ordering::Less => a1,
+                    std::cmp::Ordering::Equal => a2,
+                    std::cmp::Ordering::Greater => a3,
+                };
+                Ok(Step::Next(self.jump_target(t)?))
+            }
+            op::CALL => {
+                let a = self.address(&mut c, pc)?;
+                self.charge(1)?;
+                self.push(c)?;
+                Ok(Step::Next(self.jump_target(a)?))
+            }
+            op::RETURN => {
+                self.charge(1)?;
+                let a = self.pop()?;
+                Ok(Step::Next(self.jump_target(a)?))
+            }
+            op::SWITCH => {
+                let n = self.lit(&mut c)?;
+                let j = self.multi(&mut c)?;
+                // Decode every address operand (conceptual model, §8.5), but
+                // keep only the chosen one.
+                let mut target = None;
+                for i in 0..n {
+                    let a = self.address(&mut c, pc)?;
+                    if i == j {
+                        target = Some(a);
+                    }
+                }
+                self.charge(1 + u64::from(n))?;
+                match target {
+                    Some(t) => Ok(Step::Next(self.jump_target(t)?)),
+                    None => fail(Reason::SwitchValueTooHigh),
+                }
+            }
+            op::CRC => {
+                let value = self.multi(&mut c)?;
+                let position = self.multi(&mut c)?;
+                let length = self.multi(&mut c)?;
+                let a = self.address(&mut c, pc)?;
+                self.charge(1 + u64::from(length))?;
+                let (bcl, bcr) = self.bounds()?;
+                let mut data = Vec::with_capacity(usize::from(length));
+                self.read_string(position, length, bcl, bcr, &mut data)?;
+                if crc16_ppp(&data) == value {
+                    Ok(Step::Next(c))
+                } else {
+                    Ok(Step::Next(self.jump_target(a)?))
+                }
+            }
+            op::INPUT_BYTES => {
+                let length = self.multi(&mut c)?;
+                let destination = self.multi(&mut c)?;
+                let a = self.address(&mut c, pc)?;
+                self.charge(1 + u64::from(length))?;
+                // A partial byte is discarded even when the request fails
+                // (RFC 4896 §3.1).
+                self.partial_left = 0;
+                let n = usize::from(length);
+                if self.input.len() - self.in_pos < n {
+                    return Ok(Step::Next(self.jump_target(a)?));
+                }
+                let (bcl, bcr) = self.bounds()?;
+                let input = self.input;
+                let data = &input[self.in_pos..self.in_pos + n];
+                self.write_string(destination, data, bcl, bcr)?;
+                self.in_pos += n;
+                self.credit_bits(8 * n as u64);
+                Ok(Step::Next(c))
+            }
+            op::INPUT_BITS => {
+                let length = self.multi(&mut c)?;
+                let destination = self.multi(&mut c)?;
+                let a = self.address(&mut c, pc)?;
+                self.charge(1)?;
+                let order = self.bit_order()?;
+                if length > 16 {
+                    return fail(Reason::TooManyBitsRequested);
+                }
+                let p = order & 1 != 0;
+                self.check_p(p);
+                if self.bits_available() < usize::from(length) {
+                    return Ok(Step::Next(self.jump_target(a)?));
+                }
+                let v = self.take_bits(u32::from(length), p, order & 4 != 0);
+                self.set_word(destination, v)?;
+                self.credit_bits(u64::from(length));
+                Ok(Step::Next(c))
+            }
+            op::INPUT_HUFFMAN => self.input_huffman(pc, c),
+            op::STATE_ACCESS => {
+                let id_start = self.multi(&mut c)?;
+                let id_len = self.multi(&mut c)?;
+                let state_begin = self.multi(&mut c)?;
+                let state_length = self.multi(&mut c)?;
+                let state_address = self.multi(&mut c)?;
+                let state_instruction = self.multi(&mut c)?;
+                if !(6..=20).contains(&id_len) {
+                    return fail(Reason::InvalidStateIdLength);
+                }
+                let (bcl, bcr) = self.bounds()?;
+                let mut partial = Vec::with_capacity(usize::from(id_len));
+                self.read_string(id_start, id_len, bcl, bcr, &mut partial)?;
+                let state = match self.states.lookup(&partial) {
+                    Ok(s) => s,
+                    Err(LookupError::NotUnique) => {
+                        return Err(Failure::with_details(Reason::IdNotUnique, &partial))
+                    }
+                    Err(_) => return Err(Failure::with_details(Reason::StateNotFound, &partial)),
+                };
+                let length = if state_length == 0 { state.len() as u16 } else { state_length };
+                let address = if state_address == 0 { state.address } else { state_address };
+                let instruction =
+                    if state_instruction == 0 { state.instruction } else { state_instruction };
+                self.charge(1 + u64::from(length))?;
+                if state_length == 0 && state_begin != 0 {
+                    return fail(Reason::InvalidStateProbe);
+                }
+                let begin = usize::from(state_begin);
+                let Some(bytes) = state.value.get(begin..begin + usize::from(length)) else {
+                    return Err(Failure::with_details(Reason::StateTooShort, &partial));
+                };
+                self.write_string(address, bytes, bcl, bcr)?;
+                if instruction == 0 {
+                    Ok(Step::Next(c))
+                } else {
+                    Ok(Step::Next(self.jump_target(instruction)?))
+                }
+            }
+            op::STATE_CREATE => {
+                let length = self.multi(&mut c)?;
+                let address = self.multi(&mut c)?;
+                let instruction = self.multi(&mut c)?;
+                let min_access_len = self.multi(&mut c)?;
+                let priority = self.multi(&mut c)?;
+                self.charge(1 + u64::from(length))?;
+                if self.creates >= 4 {
+                    return fail(Reason::TooManyStateRequests);
+                }
+                if !(6..=20).contains(&min_access_len) {
+                    return fail(Reason::InvalidStateIdLength);
+                }
+                if priority == 65535 {
+                    return fail(Reason::InvalidStatePriority);
+                }
+                self.creates += 1;
+                self.pending.push(Pending::Create(PendingCreate {
+                    length,
+                    address,
+                    instruction,
+                    min_access_len,
+                    priority,
+                }));
+                Ok(Step::Next(c))
+            }
+            op::STATE_FREE => {
+                let start = self.multi(&mut c)?;
+                let length = self.multi(&mut c)?;
+                self.charge(1)?;
+                if self.frees >= 4 {
+                    return fail(Reason::TooManyStateRequests);
+                }
+                if !(6..=20).contains(&length) {
+                    return fail(Reason::InvalidStateIdLength);
+                }
+                self.frees += 1;
+                self.pending.push(Pending::Free { start, length });
+                Ok(Step::Next(c))
+            }
+            op::OUTPUT => {
+                let start = self.multi(&mut c)?;
+                let length = self.multi(&mut c)?;
+                self.charge(1 + u64::from(length))?;
+                if self.output.len() + usize::from(length) > MAX_OUTPUT {
+                    return fail(Reason::OutputOverflow);
+                }
+                let (bcl, bcr) = self.bounds()?;
+                // Borrow dance: read into the output buffer directly.
+                let mut out = std::mem::take(self.output);
+                let r = self.read_string(start, length, bcl, bcr, &mut out);
+                *self.output = out;
+                r?;
+                self.output_seen = true;
+                Ok(Step::Next(c))
+            }
+            op::END_MESSAGE => {
+                let requested_feedback_location = self.multi(&mut c)?;
+                let returned_parameters_location = self.multi(&mut c)?;
+                let length = self.multi(&mut c)?;
+                let address = self.multi(&mut c)?;
+                let instruction = self.multi(&mut c)?;
+                let min_access_len = self.multi(&mut c)?;
+                let priority = self.multi(&mut c)?;
+                self.charge(1 + u64::from(length))?;
+                // END-MESSAGE's own request is dropped silently when invalid
+                // (RFC 3320 §9.4.9).
+                if (6..=20).contains(&min_access_len) && priority != 65535 {
+                    if self.creates >= 4 {
+                        return fail(Reason::TooManyStateRequests);
+                    }
+                    self.creates += 1;
+                    self.pending.push(Pending::Create(PendingCreate {
+                        length,
+                        address,
+                        instruction,
+                        min_access_len,
+                        priority,
+                    }));
+                }
+                let outcome = self.finish(requested_feedback_location, returned_parameters_location)?;
+                Ok(Step::End(outcome))
+            }
+            _ => fail(Reason::InvalidOpcode),
+        }
+    }
+
+    fn input_huffman(&mut self, pc: u16, mut c: u16) -> Res<Step> {
+        let destination = self.multi(&mut c)?;
+        let a = self.address(&mut c, pc)?;
+        let n = self.lit(&mut c)?;
+        // Decode all operand sets first (conceptual model of §8.5).
+        let mut sets = Vec::with_capacity(usize::from(n));
+        let mut total_bits: u32 = 0;
+        for _ in 0..n {
+            let bits = self.multi(&mut c)?;
+            let lower = self.multi(&mut c)?;
+            let upper = self.multi(&mut c)?;
+            let uncompressed = self.multi(&mut c)?;
+            total_bits += u32::from(bits);
+            sets.push((bits, lower, upper, uncompressed));
+        }
+        self.charge(1 + u64::from(n))?;
+        if n == 0 {
+            return Ok(Step::Next(c));
+        }
+        let order = self.bit_order()?;
+        if total_bits > 16 {
+            return fail(Reason::TooManyBitsRequested);
+        }
+        let p = order & 1 != 0;
+        self.check_p(p);
+        let lsb_first = order & 2 != 0;
+        let mut h: u32 = 0;
+        let mut consumed: u64 = 0;
+        for &(bits, lower, upper, uncompressed) in &sets {
+            if self.bits_available() < usize::from(bits) {
+                self.credit_bits(consumed);
+                return Ok(Step::Next(self.jump_target(a)?));
+            }
+            let k = self.take_bits(u32::from(bits), p, lsb_first);
+            consumed += u64::from(bits);
+            h = (h << bits) | u32::from(k);
+            if h >= u32::from(lower) && h <= u32::from(upper) {
+                let v = (h as u16).wrapping_add(uncompressed).wrapping_sub(lower);
+                self.set_word(destination, v)?;
+                self.credit_bits(consumed);
+                return Ok(Step::Next(c));
+            }
+        }
+        fail(Reason::HuffmanNoMatch)
+    }
+
+    fn sort(&mut self, start: u16, n: u16, k: u16, descending: bool) -> Res<()> {
+        if n == 0 || k == 0 {
+            return Ok(());
+        }
+        let word_at = |list: u16, i: u16| {
+            start.wrapping_add(list.wrapping_mul(k).wrapping_add(i).wrapping_mul(2))
+        };
+        let mut keys = Vec::with_capacity(usize::from(k));
+        for i in 0..k {
+            keys.push(self.word(word_at(0, i))?);
+        }
+        let mut perm: Vec<u16> = (0..k).collect();
+        // Stable: equal words keep their original order (RFC 3320 §9.1.3).
+        if descending {
+            perm.sort_by_key(|&i| std::cmp::Reverse(keys[usize::from(i)]));
+        } else {
+            perm.sort_by_key(|&i| keys[usize::from(i)]);
+        }
+        let mut list = Vec::with_capacity(usize::from(k));
+        for l in 0..n {
+            list.clear();
+            for i in 0..k {
+                list.push(self.word(word_at(l, i))?);
+            }
+            for (i, &from) in perm.iter().enumerate() {
+                self.set_word(word_at(l, i as u16), list[usize::from(from)])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Snapshots state requests and feedback at END-MESSAGE.
+    fn finish(&mut self, rfl: u16, rpl: u16) -> Res<Outcome> {
+        let (bcl, bcr) = self.bounds()?;
+        let mut requests = Vec::with_capacity(self.pending.len());
+        for p in std::mem::take(&mut self.pending) {
+            match p {
+                Pending::Create(pc) => {
+                    let mut value = Vec::with_capacity(usize::from(pc.length));
+                    self.read_string(pc.address, pc.length, bcl, bcr, &mut value)?;
+                    requests.push(StateRequest::Create(CreateRequest {
+                        address: pc.address,
+                        instruction: pc.instruction,
+                        min_access_len: pc.min_access_len,
+                        priority: pc.priority,
+                        value,
+                    }));
+                }
+                Pending::Free { start, length } => {
+                    let mut id = Vec::with_capacity(usize::from(length));
+                    self.read_string(start, length, bcl, bcr, &mut id)?;
+                    requests.push(StateRequest::Free(id));
+                }
+            }
+        }
+        // Feedback is read without byte copying rules (RFC 4896 §4.1).
+        let requested_feedback = if rfl == 0 {
+            None
+        } else {
+            let flags = self.byte(rfl)?;
+            let item = if flags & 0x04 != 0 {
+                Some(self.read_feedback_item(rfl.wrapping_add(1))?)
+            } else {
+                None
+            };
+            Some(RequestedFeedback {
+                item,
+                no_state: flags & 0x02 != 0,
+                no_local_states: flags & 0x01 != 0,
+            })
+        };
+        let returned_parameters = if rpl == 0 {
+            None
+        } else {
+            let params_byte = self.byte(rpl)?;
+            let version = self.byte(rpl.wrapping_add(1))?;
+            let mut local_states = Vec::new();
+            let mut a = rpl.wrapping_add(2);
+            // At most 65536 bytes can be scanned; each entry is ≥ 7 bytes.
+            while local_states.len() < 65536 / 7 {
+                let len = self.byte(a)?;
+                if !(6..=20).contains(&len) {
+                    break;
+                }
+                let mut id = Vec::with_capacity(usize::from(len));
+                for i in 0..u16::from(len) {
+                    id.push(self.byte(a.wrapping_add(1).wrapping_add(i))?);
+                }
+                local_states.push(id);
+                a = a.wrapping_add(1 + u16::from(len));
+            }
+            Some(ReturnedParameters { params_byte, version, local_states })
+        };
+        Ok(Outcome {
+            cycles: 0,
+            output_seen: false,
+            requests,
+            requested_feedback,
+            returned_parameters,
+        })
+    }
+
+    fn read_feedback_item(&self, at: u16) -> Res<Vec<u8>> {
+        let b = self.byte(at)?;
+        let len = if b & 0x80 == 0 { 1 } else { 1 + u16::from(b & 0x7F) };
+        (0..len).map(|i| self.byte(at.wrapping_add(i))).collect()
+    }
+}
+
+enum Step {
+    Next(u16),
+    End(Outcome),
+}
+
+/// COPY-OFFSET's position: `offset` steps back from `dest`, wrapping from
+/// byte_copy_left to byte_copy_right − 1 (RFC 3320 §9.2.6, RFC 4896 §4),
+/// computed in constant time.
+pub fn offset_back(dest: u16, offset: u16, bcl: u16, bcr: u16) -> u16 {
+    let to_left = u32::from(dest.wrapping_sub(bcl));
+    let offset = u32::from(offset);
+    if offset <= to_left {
+        return dest.wrapping_sub(offset as u16);
+    }
+    // At bcl after `to_left` steps; one more lands on bcr − 1, and from there
+    // the walk cycles through [bcl, bcr) of `cycle` addresses.
+    let r = offset - to_left - 1;
+    let cycle = u32::from(bcr.wrapping_sub(1).wrapping_sub(bcl)) + 1;
+    let idx = (cycle - 1 + cycle - (r % cycle)) % cycle;
+    bcl.wrapping_add(idx as u16)
+}
+
+/// The 16-bit FCS of PPP (RFC 1662 §C.2), as the CRC instruction requires.
+pub fn crc16_ppp(data: &[u8]) -> u16 {
+    static TABLE: std::sync::OnceLock<[u16; 256]> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = [0u16; 256];
+        for (i, e) in t.iter_mut().enumerate() {
+            let mut v = i as u16;
+            for _ in 0..8 {
+                v = if v & 1 != 0 { (v >> 1) ^ 0x8408 } else { v >> 1 };
+            }
+            *e = v;
+        }
+        t
+    });
+    let mut fcs: u16 = 0xFFFF;
+    for &b in data {
+        fcs = (fcs >> 8) ^ table[usize::from((fcs ^ u16::from(b)) & 0xFF)];
+    }
+    !fcs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive_offset_back(dest: u16, offset: u16, bcl: u16, bcr: u16) -> u16 {
+        let mut cur = dest;
+        for _ in 0..offset {
+            cur = if cur == bcl { bcr.wrapping_sub(1) } else { cur.wrapping_sub(1) };
+        }
+        cur
+    }
+
+    #[test]
+    fn offset_back_matches_the_walk() {
+        let cases = [
+            (100u16, 5u16, 90u16, 110u16),
+            (100, 10, 90, 110),
+            (100, 11, 90, 110),
+            (100, 45, 90, 110),
+            (95, 300, 90, 110),
+            (50, 70, 90, 110),
+            (5, 20, 0, 0),
+            (1000, 3000, 200, 100),
+            (1000, 65535, 1000, 1001),
+            (0, 1, 0, 0),
+        ];
+        for (d, o, l, r) in cases {
+            assert_eq!(offset_back(d, o, l, r), naive_offset_back(d, o, l, r), "{d} {o} {l} {r}");
+        }
+    }
+
+    #[test]
+    fn crc_of_check_string() {
+        // RFC 1662's FCS-16 of "123456789" is 0x906E.
+        assert_eq!(crc16_ppp(b"123456789"), 0x906E);
+    }
+}
