@@ -25,6 +25,6 @@ pub mod udvm;
 pub mod wire;
 
 pub use decompressor::{Accepted, Decompressed, Decompressor, Feedback, Pending, Transport};
-pub use nack::{Failure, Nack, Reason};
+pub use nack::{Failure, Nack, NackReport, Reason, SentLog, SentRecord};
 pub use params::Params;
 pub use state::{CompartmentId, State, StateHandler, StateId};

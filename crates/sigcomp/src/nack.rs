@@ -6,7 +6,12 @@
 //! turned into the NACK message that goes back to the sender
 //! ([`Nack::emit`]). A received NACK is parsed with [`Nack::parse`].
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
+
+use sha1::{Digest, Sha1};
+
+use crate::state::{CompartmentId, StateId};
 
 /// RFC 4077 §3.2 reason codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -262,6 +267,112 @@ impl Nack {
     }
 }
 
+/// What a compressor remembers about one message it sent, so that a NACK
+/// naming the message's SHA-1 can be traced back (RFC 4077 §2.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentRecord {
+    pub compartment: CompartmentId,
+    /// States the message accessed at the peer (header or STATE-ACCESS).
+    pub states_used: Vec<StateId>,
+    /// States the message asked the peer to create.
+    pub states_requested: Vec<StateId>,
+}
+
+/// What a received NACK means for the compressor (RFC 4077 §2.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NackReport {
+    pub nack: Nack,
+    /// The sent message the NACK refers to, if it is still remembered.
+    pub record: Option<SentRecord>,
+    /// States the peer does not have: those the failed message used whose
+    /// identifier starts with the partial identifier in the details
+    /// (STATE_NOT_FOUND, STATE_TOO_SHORT, ID_NOT_UNIQUE).
+    pub lost_states: Vec<StateId>,
+    /// States the failed message requested, which the peer therefore did not
+    /// create.
+    pub not_created: Vec<StateId>,
+    /// The peer's cycles per bit (CYCLES_EXHAUSTED details).
+    pub peer_cycles_per_bit: Option<u8>,
+    /// The peer's decompression memory size (BYTECODES_TOO_LARGE details).
+    pub peer_decompression_memory_size: Option<u16>,
+}
+
+/// The compressor-facing side of RFC 4077: a bounded log of sent messages
+/// keyed by SHA-1, and the interpretation of NACKs against it.
+#[derive(Debug, Clone)]
+pub struct SentLog {
+    capacity: usize,
+    records: HashMap<[u8; 20], SentRecord>,
+    order: VecDeque<[u8; 20]>,
+}
+
+impl SentLog {
+    /// Remembers at most `capacity` messages, forgetting the oldest.
+    pub fn new(capacity: usize) -> SentLog {
+        SentLog { capacity: capacity.max(1), records: HashMap::new(), order: VecDeque::new() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Records a sent SigComp message (unescaped, without delimiters, as
+    /// RFC 4077 §3.1 hashes it). Returns its SHA-1.
+    pub fn record(&mut self, message: &[u8], record: SentRecord) -> [u8; 20] {
+        let hash: [u8; 20] = Sha1::digest(message).into();
+        if self.records.insert(hash, record).is_none() {
+            self.order.push_back(hash);
+        }
+        while self.order.len() > self.capacity {
+            if let Some(old) = self.order.pop_front() {
+                self.records.remove(&old);
+            }
+        }
+        hash
+    }
+
+    /// Interprets a received NACK message.
+    pub fn on_nack(&mut self, nack_message: &[u8]) -> Result<NackReport, NackParseError> {
+        let nack = Nack::parse(nack_message)?;
+        let record = self.records.get(&nack.message_sha1).cloned();
+        let mut lost_states = Vec::new();
+        let mut not_created = Vec::new();
+        if let Some(r) = &record {
+            not_created = r.states_requested.clone();
+            if matches!(
+                nack.reason,
+                Reason::StateNotFound | Reason::StateTooShort | Reason::IdNotUnique
+            ) && !nack.details.is_empty()
+            {
+                lost_states = r
+                    .states_used
+                    .iter()
+                    .filter(|id| id.0.starts_with(&nack.details))
+                    .copied()
+                    .collect();
+            }
+        }
+        let peer_cycles_per_bit = (nack.reason == Reason::CyclesExhausted)
+            .then(|| nack.details.first().copied())
+            .flatten();
+        let peer_decompression_memory_size = (nack.reason == Reason::BytecodesTooLarge
+            && nack.details.len() >= 2)
+            .then(|| u16::from_be_bytes([nack.details[0], nack.details[1]]));
+        Ok(NackReport {
+            nack,
+            record,
+            lost_states,
+            not_created,
+            peer_cycles_per_bit,
+            peer_decompression_memory_size,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +408,40 @@ mod tests {
         let f = Failure::new(Reason::FramingError);
         let n = Nack::from_failure(&f, [9; 20]);
         assert_eq!(n.message_sha1, [0; 20]);
+    }
+
+    #[test]
+    fn nack_reports_lost_state() {
+        let mut log = SentLog::new(4);
+        let used = StateId([0xAB; 20]);
+        let other = StateId([0xCD; 20]);
+        let requested = StateId([0x11; 20]);
+        let msg = [0xF9, 0xAB, 0xAB, 0xAB, 0xAB, 0xAB, 0xAB, 0x00];
+        let hash = log.record(
+            &msg,
+            SentRecord {
+                compartment: CompartmentId(7),
+                states_used: vec![used, other],
+                states_requested: vec![requested],
+            },
+        );
+        let failure = Failure::with_details(Reason::StateNotFound, &[0xAB; 6]);
+        let nack = Nack::from_failure(&failure, hash).emit();
+        let report = log.on_nack(&nack).unwrap();
+        assert_eq!(report.record.unwrap().compartment, CompartmentId(7));
+        assert_eq!(report.lost_states, vec![used]);
+        assert_eq!(report.not_created, vec![requested]);
+    }
+
+    #[test]
+    fn sent_log_is_bounded() {
+        let mut log = SentLog::new(2);
+        let rec = SentRecord { compartment: CompartmentId(1), states_used: vec![], states_requested: vec![] };
+        let h1 = log.record(b"one", rec.clone());
+        log.record(b"two", rec.clone());
+        log.record(b"three", rec);
+        assert_eq!(log.len(), 2);
+        let nack = Nack::from_failure(&Failure::new(Reason::UserRequested), h1).emit();
+        assert!(log.on_nack(&nack).unwrap().record.is_none());
     }
 }
