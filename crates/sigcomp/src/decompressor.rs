@@ -217,7 +217,9 @@ impl Decompressor {
                         c.priority,
                     ) {
                         CreateOutcome::Created(id) | CreateOutcome::Refreshed(id) => {
-                            accepted.created.push(id)
+                            if !accepted.created.contains(&id) {
+                                accepted.created.push(id)
+                            }
                         }
                         CreateOutcome::Rejected => accepted.rejected += 1,
                     }

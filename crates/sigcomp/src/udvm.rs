@@ -1105,7 +1105,9 @@ pub fn offset_back(dest: u16, offset: u16, bcl: u16, bcr: u16) -> u16 {
     bcl.wrapping_add(idx as u16)
 }
 
-/// The 16-bit FCS of PPP (RFC 1662 §C.2), as the CRC instruction requires.
+/// The 16-bit FCS of PPP (RFC 1662 §C.2) as the CRC instruction compares
+/// it: the FCS register after the bytes, without the ones-complement PPP
+/// applies before transmission (RFC 4465 §2.9 expects 0x62cb this way).
 pub fn crc16_ppp(data: &[u8]) -> u16 {
     static TABLE: std::sync::OnceLock<[u16; 256]> = std::sync::OnceLock::new();
     let table = TABLE.get_or_init(|| {
@@ -1123,7 +1125,7 @@ pub fn crc16_ppp(data: &[u8]) -> u16 {
     for &b in data {
         fcs = (fcs >> 8) ^ table[usize::from((fcs ^ u16::from(b)) & 0xFF)];
     }
-    !fcs
+    fcs
 }
 
 #[cfg(test)]
@@ -1159,7 +1161,8 @@ mod tests {
 
     #[test]
     fn crc_of_check_string() {
-        // RFC 1662's FCS-16 of "123456789" is 0x906E.
-        assert_eq!(crc16_ppp(b"123456789"), 0x906E);
+        // RFC 1662's transmitted FCS-16 of "123456789" is 0x906E, the
+        // complement of the register value.
+        assert_eq!(crc16_ppp(b"123456789"), !0x906E);
     }
 }

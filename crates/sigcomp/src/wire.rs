@@ -55,13 +55,16 @@ impl<'a> Header<'a> {
                 let code_len = (usize::from(b[0]) << 4) | usize::from(b[1] >> 4);
                 let destination_bits = b[1] & 0x0F;
                 pos += 2;
-                let code = msg.get(pos..pos + code_len).ok_or_else(short)?;
-                pos += code_len;
                 // RFC 4077 reserves code_len = 0 for NACKs, whose destination
                 // field is the NACK version; it is validated by the caller.
+                // The destination is checked before the length: RFC 4465
+                // §3.4 expects INVALID_CODE_LOCATION for a message that is
+                // both.
                 if destination_bits == 0 && code_len != 0 {
                     return Err(Failure::new(Reason::InvalidCodeLocation));
                 }
+                let code = msg.get(pos..pos + code_len).ok_or_else(short)?;
+                pos += code_len;
                 Body::Bytecode { code, destination_bits }
             }
             n => {
