@@ -1,0 +1,8 @@
+//! # sigkit-eval
+//!
+//! What sigkit measures with: the SIP call-flow corpus format
+//! ([`corpus`]) and flow runs between two in-process SigComp endpoints
+//! ([`flow`]), reproducing seed 000's per-message tables.
+
+pub mod corpus;
+pub mod flow;
