@@ -119,7 +119,8 @@ pub fn lzss(layout: &Layout, length_bits: u8, dictionary: Option<Priorities>, lo
     put_word(&mut code, l::OFFSET_LOWER, 1 << ob);
     put_word(&mut code, l::OFFSET_UPPER, ((1u32 << (ob + 1)) - 1) as u16);
     put_word(&mut code, l::LENGTH_BITS, u16::from(length_bits));
-    put_word(&mut code, l::CODE_LENGTH, code.len() as u16);
+    let code_len = code.len() as u16;
+    put_word(&mut code, l::CODE_LENGTH, code_len);
     put_word(&mut code, l::ANNOUNCE_PARAMS, u16::from(local.encode_byte()) << 8 | u16::from(local.version));
     put_word(&mut code, l::SNAPSHOT_LENGTH, layout.buffer_end - 64);
     let state_id = State::new(128, 128, 6, &code).id;

@@ -190,7 +190,7 @@ impl Compressor {
     pub fn new(config: Config, peer: Params, local: Params) -> Result<Compressor, CompressError> {
         let length_bits = LzssFormat::length_bits_for(config.lookahead)
             .ok_or(CompressError::BadLookahead(config.lookahead))?;
-        let layout = Layout::plan(&peer, config.transport, config.mechanism.saves_snapshots(), SHARED_RESERVE)
+        let layout = Layout::plan(&peer, config.transport, config.mechanism.saves_snapshots(), SHARED_RESERVE, length_bits)
             .ok_or(CompressError::PeerTooSmall { dms: peer.dms })?;
         let bytecode = bytecode::lzss(&layout, length_bits, config.dictionary, &local);
         let model = Decompressor::new(peer).map_err(|_| CompressError::PeerTooSmall { dms: peer.dms })?;
