@@ -1,4 +1,4 @@
-; RFC 4464 section 4.1.3, lines 1017-1110 of rfc4464.txt
+; RFC 4464 section 4.1.3, lines 1017-1114 of rfc4464.txt
 
 at (32)
 
@@ -87,3 +87,7 @@ decompress_sigcomp_message, 6, 0)
 
 :static_dictionary              pad (256)
 :circular_buffer
+
+at (4492)
+
+:codebook
