@@ -13,7 +13,8 @@
 use sigcomp::nack::Nack;
 use sigcomp::udvm::MAX_OUTPUT;
 use sigcomp::wire::{emit_state_message, Deframer, Frame, Header};
-use sigcomp::{CompartmentId, Decompressor, Params, Pending, Transport};
+use sigcomp::udvm::StateRequest;
+use sigcomp::{CompartmentId, Decompressor, Params, Pending, State, StateId, Transport};
 
 /// Parameters from one byte laid out as RFC 3320 Figure 13's
 /// cycles_per_bit / decompression_memory_size / state_memory_size byte
@@ -64,12 +65,40 @@ pub fn check_states(d: &Decompressor) {
     }
 }
 
-fn accept(d: &mut Decompressor, p: Pending, c: CompartmentId) -> Vec<sigcomp::StateId> {
+/// The item the last creation request of `p` makes in compartment `c`,
+/// worked out here independently of the state handler: RFC 3320 §6.2 step 2
+/// truncates a value longer than SMS − 64 bytes; step 1 creates nothing
+/// when SMS is 0.
+fn last_created(d: &Decompressor, p: &Pending, c: CompartmentId) -> Option<StateId> {
+    let sms = d.states().compartment(c).map_or(d.params().sms, |c| c.sms);
+    if sms == 0 {
+        return None;
+    }
+    p.requests.iter().rev().find_map(|r| match r {
+        StateRequest::Create(r) => {
+            let value = &r.value[..r.value.len().min(sms as usize - 64)];
+            Some(State::new(r.address, r.instruction, r.min_access_len, value).id)
+        }
+        StateRequest::Free(_) => None,
+    })
+}
+
+fn accept(d: &mut Decompressor, p: Pending, c: CompartmentId) -> Vec<StateId> {
+    let last = last_created(d, &p, c);
     let acc = d.accept(p, c);
     // Earlier items of the message may be evicted by later ones, and any
-    // may be freed by a later STATE-FREE; otherwise the last one is stored.
-    if let Some(id) = acc.created.last().filter(|id| !acc.freed.contains(id)) {
-        assert!(d.states().get(id).is_some(), "created {id} is not stored");
+    // may be freed by a later STATE-FREE; but nothing evicts the item of
+    // the last creation request, so unless freed it is stored. (Not simply
+    // `acc.created.last()`: that list names each item once, at its first
+    // request, so an item evicted and then re-created is not last in it.)
+    if let Some(id) = last.filter(|id| !acc.freed.contains(id)) {
+        assert!(acc.created.contains(&id), "created {id} is not reported");
+        assert!(d.states().get(&id).is_some(), "created {id} is not stored");
+    }
+    for id in &acc.created {
+        let stored = d.states().get(id).is_some();
+        let held = d.states().compartment(c).is_some_and(|c| c.entries.iter().any(|e| e.id == *id));
+        assert!(!held || stored, "compartment holds {id}, which is not stored");
     }
     check_states(d);
     acc.created
