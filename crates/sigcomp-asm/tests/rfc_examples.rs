@@ -8,65 +8,11 @@
 //! source and its printed bytes genuinely disagree, the Appendix A bytes are
 //! authoritative (they are what implementations exchange and what the
 //! torture-test expectations were measured with), so the test applies the
-//! smallest source edit that reproduces them; see [`RFC_DISCREPANCIES`].
+//! smallest source edit that reproduces them; see `RFC_DISCREPANCIES` in
+//! `common/mod.rs`.
 
 mod common;
 use common::*;
-
-/// A place where an RFC's printed source does not produce its printed bytes.
-struct Discrepancy {
-    sub: &'static str,
-    stem: &'static str,
-    /// (text in the printed source, replacement that yields the printed bytes)
-    edits: &'static [(&'static str, &'static str)],
-}
-
-/// The RFC's source/bytes disagreements found while checking the assembler.
-///
-/// - RFC 4465 §4.5 (bytecode state creation): Appendix A.3.5 has one more
-///   byte than the printed source: a 0x00 (DECOMPRESSION-FAILURE) right after
-///   `JUMP (modify)`, and `INPUT-BYTES (1, after_output_minus1,
-///   decompression_failure)` branches to that byte (operand 0xfc = -4),
-///   whereas the printed source puts `:decompression_failure` after the last
-///   byte.  Both versions fail the same way at run time (memory past the
-///   bytecode is 0 too), but every address after the JUMP differs by one.
-/// - RFC 4464 §4.1.3 (LZW): the source says `at (4492)` before `:codebook`,
-///   but Appendix A.1.3 encodes `codebook` as 4495 (0xb18f in MULTILOAD and
-///   in `ADD ($index, codebook)`).
-/// - RFC 4464 §4.1.5 (LZJH): likewise `set (codebook_start, 4492)`, while
-///   Appendix A.1.5 encodes 4495 (0xb18f) and `first_codeword` =
-///   codebook_start - 12 as 4483 (0xb183).
-///
-/// Both codebook placements are self-consistent, so either bytecode
-/// decompresses the RFC's example messages (checked below).
-const RFC_DISCREPANCIES: &[Discrepancy] = &[
-    Discrepancy {
-        sub: "rfc4465",
-        stem: "4.5-bytecode-state-creation",
-        edits: &[
-            ("JUMP (modify)\n", "JUMP (modify)\n:decompression_failure\nDECOMPRESSION-FAILURE\n"),
-            (":end_saved\n:decompression_failure\n", ":end_saved\n"),
-        ],
-    },
-    Discrepancy { sub: "rfc4464", stem: "4.1.3-lzw", edits: &[("at (4492)", "at (4495)")] },
-    Discrepancy {
-        sub: "rfc4464",
-        stem: "4.1.5-lzjh",
-        edits: &[("set (codebook_start, 4492)", "set (codebook_start, 4495)")],
-    },
-];
-
-/// The source of `stem` with the edits that make it match the RFC's bytes.
-fn source_matching_rfc_bytes(sub: &str, stem: &str) -> String {
-    let mut src = read(sub, &format!("{stem}.asm"));
-    for d in RFC_DISCREPANCIES.iter().filter(|d| d.sub == sub && d.stem == stem) {
-        for (from, to) in d.edits {
-            assert_eq!(src.matches(from).count(), 1, "{stem}: edit target {from:?} must occur once");
-            src = src.replacen(from, to, 1);
-        }
-    }
-    src
-}
 
 /// Assembles `src` and returns (destination, bytecode) as the standard
 /// SigComp header would upload it.
@@ -123,7 +69,7 @@ fn every_rfc_source_assembles_to_the_printed_bytes() {
 }
 
 /// The printed sources of the discrepancies really do give other bytes, and
-/// exactly the other bytes described in [`RFC_DISCREPANCIES`].
+/// exactly the other bytes described in `common::RFC_DISCREPANCIES`.
 #[test]
 fn printed_sources_of_the_discrepancies_differ_as_documented() {
     // LZW and LZJH: the same bytes with 4492/4480 where the RFC has
