@@ -135,3 +135,28 @@ pub fn run(messages: &[FlowMessage], params: Params, config: Config) -> Result<F
     report.ratio = report.sigcomp as f64 / report.uncompressed.max(1) as f64;
     Ok(report)
 }
+
+/// The algorithms `sigcomp-compress` implements today, by the name the
+/// command line uses.
+pub const ALGORITHMS: &[sigcomp_compress::Algorithm] = &[sigcomp_compress::Algorithm::Lzss];
+
+/// Names an algorithm may be asked for, including ones planned but not yet
+/// implemented (issue 4): asking for those is a clear error, not a crash.
+pub const PLANNED_ALGORITHMS: &[&str] = &["lzss", "deflate", "lz77"];
+
+/// Parses an algorithm name; an unknown or not-yet-available one is an
+/// error saying which ones exist.
+pub fn parse_algorithm(name: &str) -> Result<sigcomp_compress::Algorithm, String> {
+    if let Some(a) = ALGORITHMS.iter().find(|a| a.name() == name) {
+        return Ok(*a);
+    }
+    let available: Vec<&str> = ALGORITHMS.iter().map(|a| a.name()).collect();
+    if PLANNED_ALGORITHMS.contains(&name) {
+        Err(format!(
+            "algorithm {name} is not available yet in sigcomp-compress (available: {})",
+            available.join(", ")
+        ))
+    } else {
+        Err(format!("unknown algorithm {name:?} (available: {})", available.join(", ")))
+    }
+}
