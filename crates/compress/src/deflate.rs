@@ -1,0 +1,373 @@
+//! Deflate for SigComp: the body of one RFC 1951 block with the fixed
+//! Huffman codes (BTYPE=01, §3.2.6), decoded by `asm/deflate.asm` with
+//! INPUT-HUFFMAN as in RFC 4464 §4.1.4.
+//!
+//! What is sent: the literal/length and distance symbols with their extra
+//! bits, packed as RFC 1951 §3.1.1 says (bytes filled from their least
+//! significant bit; Huffman codes most significant bit first, extra bits
+//! least significant bit first: the bytecode's input_bit_order 5). The
+//! 3-bit block header is implied and not sent, and so is the end-of-block
+//! symbol: the zero bits that pad the last byte are either too few for a
+//! code or exactly the 7-bit end-of-block code. [`rfc1951_block`] wraps
+//! the same symbols as a complete raw RFC 1951 stream.
+//!
+//! Seed 001 (Open SigComp 0.9, §2.2.1 and Table 4) compresses with "a
+//! modified version of the Deflate algorithm": a 338-byte bytecode and
+//! precomputed literal (1024 B) and length (1036 B) code tables in the
+//! compressor, i.e. fixed codes as here, over a history the size of the
+//! decompression memory (`MultiBuffer::m_buffer`, 8 KiB per thread).
+//!
+//! Because the codes are fixed, the bit cost of every token is known in
+//! advance, and the encoder picks the cheapest token sequence exactly (a
+//! shortest path over message positions, given the matches the hash
+//! chains find).
+
+use crate::lz77::MatchFinder;
+
+/// Encoder settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeflateParams {
+    /// How many earlier positions with the same 3-byte hash are compared
+    /// per message position.
+    pub max_chain: usize,
+}
+
+impl Default for DeflateParams {
+    fn default() -> Self {
+        DeflateParams { max_chain: 256 }
+    }
+}
+
+/// RFC 1951 §3.2.5: lengths 3..=258, distances 1..=32768.
+pub const MIN_MATCH: usize = 3;
+pub const MAX_MATCH: usize = 258;
+pub const MAX_DISTANCE: usize = 32768;
+
+/// Bits appended least significant first (RFC 1951 §3.1.1).
+#[derive(Default)]
+struct LsbWriter {
+    bytes: Vec<u8>,
+    acc: u64,
+    nacc: u32,
+}
+
+impl LsbWriter {
+    fn bits(&mut self, v: u32, n: u32) {
+        debug_assert!(n <= 32 && (n == 32 || v >> n == 0));
+        self.acc |= u64::from(v) << self.nacc;
+        self.nacc += n;
+        while self.nacc >= 8 {
+            self.bytes.push(self.acc as u8);
+            self.acc >>= 8;
+            self.nacc -= 8;
+        }
+    }
+
+    /// A Huffman code of `n` bits, sent most significant bit first.
+    fn code(&mut self, code: u32, n: u32) {
+        self.bits(code.reverse_bits() >> (32 - n), n);
+    }
+
+    /// The bytes, the last one padded with zero bits.
+    fn finish(mut self) -> Vec<u8> {
+        if self.nacc > 0 {
+            self.bytes.push(self.acc as u8);
+        }
+        self.bytes
+    }
+}
+
+/// The fixed literal/length code of `sym` (RFC 1951 §3.2.6): (code, bits).
+fn literal_length_code(sym: u16) -> (u32, u32) {
+    let s = u32::from(sym);
+    match sym {
+        0..=143 => (0x30 + s, 8),
+        144..=255 => (0x190 + s - 144, 9),
+        256..=279 => (s - 256, 7),
+        _ => (0xC0 + s - 280, 8),
+    }
+}
+
+/// Length → (symbol, extra bits, extra value) (RFC 1951 §3.2.5).
+fn length_symbol(len: usize) -> (u16, u32, u32) {
+    debug_assert!((MIN_MATCH..=MAX_MATCH).contains(&len));
+    if len == 258 {
+        return (285, 0, 0);
+    }
+    let v = (len - 3) as u32;
+    if v < 8 {
+        return (257 + v as u16, 0, 0);
+    }
+    // v = (4 + m) << e + x with 0 <= m < 4, 0 <= x < 2^e; code 257 + 4(e+1) + m.
+    let e = 31 - v.leading_zeros() - 2;
+    let m = (v >> e) - 4;
+    (257 + (4 * (e + 1) + m) as u16, e, v & ((1 << e) - 1))
+}
+
+/// Distance → (code, extra bits, extra value) (RFC 1951 §3.2.5).
+fn distance_code(distance: usize) -> (u32, u32, u32) {
+    debug_assert!((1..=MAX_DISTANCE).contains(&distance));
+    let v = (distance - 1) as u32;
+    if v < 4 {
+        return (v, 0, 0);
+    }
+    // v = (2 + m) << e + x; code 2(e+1) + m.
+    let e = 31 - v.leading_zeros() - 1;
+    let m = (v >> e) - 2;
+    (2 * (e + 1) + m, e, v & ((1 << e) - 1))
+}
+
+fn length_cost(len: usize) -> u32 {
+    let (sym, extra, _) = length_symbol(len);
+    literal_length_code(sym).1 + extra
+}
+
+fn distance_cost(distance: usize) -> u32 {
+    5 + distance_code(distance).1
+}
+
+#[derive(Clone, Copy)]
+enum Token {
+    Literal(u8),
+    Copy { len: u16, distance: u16 },
+}
+
+/// The cheapest token sequence for `message` after `window`.
+fn parse(window: &[u8], message: &[u8], params: &DeflateParams) -> Vec<Token> {
+    let w = window.len();
+    let n = message.len();
+    let mut data = Vec::with_capacity(w + n);
+    data.extend_from_slice(window);
+    data.extend_from_slice(message);
+    // A copy may reach the oldest byte of the circular buffer, buffer-size
+    // bytes back (RFC 3320 §8.4), and RFC 1951 allows 32768.
+    let mut finder = MatchFinder::new(&data, w.min(MAX_DISTANCE), MAX_MATCH, params.max_chain);
+    let length_costs: Vec<u32> = (0..=MAX_MATCH).map(|l| if l < MIN_MATCH { 0 } else { length_cost(l) }).collect();
+
+    const INF: u32 = u32::MAX / 2;
+    // best[i]: bits of the cheapest encoding of message[..i] and its last token.
+    let mut best: Vec<(u32, Option<Token>)> = vec![(INF, None); n + 1];
+    best[0].0 = 0;
+    let mut found = Vec::new();
+    for i in 0..n {
+        let here = best[i].0;
+        let b = message[i];
+        let lit = here + literal_length_code(u16::from(b)).1;
+        if lit < best[i + 1].0 {
+            best[i + 1] = (lit, Some(Token::Literal(b)));
+        }
+        finder.matches_at(w + i, &mut found);
+        let mut shorter = MIN_MATCH - 1;
+        for m in &found {
+            let dcost = distance_cost(m.distance);
+            for len in shorter + 1..=m.len {
+                let c = here + length_costs[len] + dcost;
+                if c < best[i + len].0 {
+                    best[i + len] = (c, Some(Token::Copy { len: len as u16, distance: m.distance as u16 }));
+                }
+            }
+            shorter = m.len;
+        }
+    }
+    let mut tokens = Vec::new();
+    let mut i = n;
+    while i > 0 {
+        let t = best[i].1.expect("every position is reachable by literals");
+        i -= match t {
+            Token::Literal(_) => 1,
+            Token::Copy { len, .. } => usize::from(len),
+        };
+        tokens.push(t);
+    }
+    tokens.reverse();
+    tokens
+}
+
+fn write_tokens(tokens: &[Token], out: &mut LsbWriter) {
+    for t in tokens {
+        match *t {
+            Token::Literal(b) => {
+                let (c, n) = literal_length_code(u16::from(b));
+                out.code(c, n);
+            }
+            Token::Copy { len, distance } => {
+                let (sym, extra, value) = length_symbol(usize::from(len));
+                let (c, n) = literal_length_code(sym);
+                out.code(c, n);
+                out.bits(value, extra);
+                let (dc, extra, value) = distance_code(usize::from(distance));
+                out.code(dc, 5);
+                out.bits(value, extra);
+            }
+        }
+    }
+}
+
+/// Encodes `message` against `window` (the circular buffer in
+/// chronological order, oldest first: exactly buffer-size bytes) and
+/// appends the symbols, as `asm/deflate.asm` reads them, to `out`.
+pub fn encode(window: &[u8], message: &[u8], params: &DeflateParams, out: &mut Vec<u8>) {
+    let mut w = LsbWriter::default();
+    write_tokens(&parse(window, message, params), &mut w);
+    out.extend_from_slice(&w.finish());
+}
+
+/// The same symbols as a complete raw RFC 1951 stream: block header
+/// BFINAL=1, BTYPE=01, the symbols, end-of-block. Any inflater given
+/// `window` as its preset history decodes it to `message`.
+pub fn rfc1951_block(window: &[u8], message: &[u8], params: &DeflateParams) -> Vec<u8> {
+    let mut w = LsbWriter::default();
+    w.bits(0b011, 3);
+    write_tokens(&parse(window, message, params), &mut w);
+    w.code(0, 7);
+    w.finish()
+}
+
+/// Decodes the symbols [`encode`] writes against `window` (a reference
+/// for tests; the real decoder is the bytecode). `None` for malformed
+/// input.
+pub fn decode(window: &[u8], body: &[u8]) -> Option<Vec<u8>> {
+    let total = body.len() * 8;
+    let mut bit = 0usize;
+    let read_bit = |bit: &mut usize| -> Option<u32> {
+        if *bit >= total {
+            return None;
+        }
+        let b = (body[*bit / 8] >> (*bit % 8)) & 1;
+        *bit += 1;
+        Some(u32::from(b))
+    };
+    let w = window.len();
+    let mut hist = window.to_vec();
+    loop {
+        // Fixed literal/length code, most significant bit first.
+        let mut code = 0u32;
+        let mut sym = None;
+        for len in 1..=9 {
+            let Some(b) = read_bit(&mut bit) else { return Some(hist.split_off(w)) };
+            code = code << 1 | b;
+            sym = match (len, code) {
+                (7, 0..=23) => Some(256 + code),
+                (8, 48..=191) => Some(code - 48),
+                (8, 192..=197) => Some(280 + code - 192),
+                (9, 400..=511) => Some(144 + code - 400),
+                (9, _) => return None,
+                _ => None,
+            };
+            if sym.is_some() {
+                break;
+            }
+        }
+        let sym = sym?;
+        if sym < 256 {
+            hist.push(sym as u8);
+            continue;
+        }
+        if sym == 256 {
+            return Some(hist.split_off(w));
+        }
+        let read = |n: u32, bit: &mut usize| -> Option<u32> {
+            let mut v = 0;
+            for k in 0..n {
+                v |= read_bit(bit)? << k;
+            }
+            Some(v)
+        };
+        let len = if sym == 285 {
+            258
+        } else {
+            let i = sym - 257;
+            if i < 8 {
+                3 + i
+            } else {
+                let e = i / 4 - 1;
+                3 + ((4 + i % 4) << e) + read(e, &mut bit)?
+            }
+        };
+        let mut d = 0;
+        for _ in 0..5 {
+            d = d << 1 | read_bit(&mut bit)?;
+        }
+        if d >= 30 {
+            return None;
+        }
+        let distance = if d < 4 {
+            1 + d
+        } else {
+            let e = d / 2 - 1;
+            1 + ((2 + d % 2) << e) + read(e, &mut bit)?
+        } as usize;
+        if distance > w {
+            return None;
+        }
+        for _ in 0..len {
+            let b = hist[hist.len() - distance];
+            hist.push(b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn length_and_distance_codes_follow_rfc1951_tables() {
+        // RFC 1951 §3.2.5 table rows.
+        assert_eq!(length_symbol(3), (257, 0, 0));
+        assert_eq!(length_symbol(10), (264, 0, 0));
+        assert_eq!(length_symbol(11), (265, 1, 0));
+        assert_eq!(length_symbol(12), (265, 1, 1));
+        assert_eq!(length_symbol(19), (269, 2, 0));
+        assert_eq!(length_symbol(227), (284, 5, 0));
+        assert_eq!(length_symbol(257), (284, 5, 30));
+        assert_eq!(length_symbol(258), (285, 0, 0));
+        assert_eq!(distance_code(1), (0, 0, 0));
+        assert_eq!(distance_code(4), (3, 0, 0));
+        assert_eq!(distance_code(5), (4, 1, 0));
+        assert_eq!(distance_code(7), (5, 1, 0));
+        assert_eq!(distance_code(24577), (29, 13, 0));
+        assert_eq!(distance_code(32768), (29, 13, 8191));
+        assert_eq!(literal_length_code(0), (0x30, 8));
+        assert_eq!(literal_length_code(144), (0x190, 9));
+        assert_eq!(literal_length_code(256), (0, 7));
+        assert_eq!(literal_length_code(287), (0xC7, 8));
+    }
+
+    #[test]
+    fn every_length_and_distance_round_trips() {
+        // A window of distinct-ish bytes and messages that copy every
+        // length at a chosen distance.
+        let window: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        for len in [3, 4, 10, 11, 17, 18, 130, 131, 257, 258] {
+            for distance in [1usize, 2, 4, 5, 8, 9, 1024, 1025, 4096] {
+                let start = window.len() - distance;
+                let msg: Vec<u8> = (0..len).map(|k| window[start + k % distance]).collect();
+                let mut out = Vec::new();
+                encode(&window, &msg, &DeflateParams::default(), &mut out);
+                assert_eq!(decode(&window, &out).as_deref(), Some(&msg[..]), "len {len} distance {distance}");
+            }
+        }
+    }
+
+    #[test]
+    fn sip_text_compresses() {
+        let msg = b"SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP pc33.example.com\r\nVia: SIP/2.0/UDP bigbox3.example.com\r\n";
+        let mut out = Vec::new();
+        encode(&[0; 256], msg, &DeflateParams::default(), &mut out);
+        assert!(out.len() < msg.len());
+        assert_eq!(decode(&[0; 256], &out).as_deref(), Some(&msg[..]));
+        // The complete block: header BFINAL=1, BTYPE=01 in the first bits.
+        let block = rfc1951_block(&[0; 256], msg, &DeflateParams::default());
+        assert!(block.len() >= out.len());
+        assert_eq!(block[0] & 0b111, 0b011);
+    }
+
+    #[test]
+    fn decode_rejects_undefined_codes() {
+        // 8-bit code 11000110 (symbol 286) is not a fixed code: sent most
+        // significant bit first into bits 0..8 of the byte.
+        let code = 0b1100_0110u8.reverse_bits();
+        assert_eq!(decode(&[], &[code, 0xFF]), None);
+    }
+}
