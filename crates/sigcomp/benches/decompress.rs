@@ -1,9 +1,17 @@
-//! Decompression benchmarks (criterion). `cargo bench -p sigcomp --bench decompress`
+//! Decompression benchmarks (criterion):
+//! `cargo bench -p sigcomp --bench decompress` (about 6 minutes; criterion
+//! options such as `-- --warm-up-time 1 --measurement-time 2` or a name
+//! filter like `-- lz77_invite` go after `--`).
 //!
-//! * `rfc4465/<test>/step<N>`: every UDP step of the RFC 4465 torture tests
-//!   (`tests/data/rfc4465.json`) that the RFC expects to succeed. Earlier
-//!   steps of the same test are replayed once first, with `accept` into
-//!   their compartment, so a step that reads state finds it.
+//! * `rfc4465/<test>/step<N>`: every step of every RFC 4465 torture test
+//!   (`tests/data/rfc4465.json`), UDP and TCP. Earlier steps of the same
+//!   test are replayed once first, with `accept` into their compartment, so
+//!   a step that reads state finds it. A step the RFC expects to succeed is
+//!   benched only if it gives the RFC's output; a step the RFC expects to
+//!   fail is benched (time to the failure, i.e. to the NACK decision) only
+//!   if it fails with the RFC's reason. A TCP step is a byte stream: it is
+//!   deframed once outside the timing, and each message it holds is a bench
+//!   of its own (`step<N>.<M>`), decompressed as a stream message.
 //! * `lz77_invite/...`: a 1030-byte IMS INVITE (`benches/data/invite.sip`)
 //!   compressed with the RFC 4464 §4.1.1 LZ77 scheme, hand-assembled
 //!   bytecode and encoder in `benches/support/lz77.rs` (verified by
@@ -16,6 +24,8 @@
 //! again; that is why no per-iteration rebuild is needed (the `+accept`
 //! benches, which do change the endpoint, rebuild it outside the timing
 //! with `iter_batched`).
+//!
+//! `benches/summarize.py` turns a run into the tables of BENCHMARKS.md.
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -23,6 +33,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::Value;
+use sigcomp::wire::{Deframer, Frame};
 use sigcomp::{CompartmentId, Decompressor, Params, Transport};
 
 #[path = "support/lz77.rs"]
@@ -45,19 +56,85 @@ fn endpoint_params(e: &Value) -> Option<Params> {
     })
 }
 
-/// A step the RFC expects to succeed: `nack` null and an output given.
-fn expected_output(step: &Value) -> Option<Vec<u8>> {
-    let expect = step.get("expect")?;
-    if !expect.get("nack").map_or(true, Value::is_null) {
-        return None;
-    }
-    unhex(expect.get("output_hex")?.as_str()?)
+/// What the RFC expects of one message.
+#[derive(Debug, Clone, PartialEq)]
+enum Expected {
+    Output(Vec<u8>),
+    Nack(String),
 }
 
-fn compartment(step: &Value, ids: &mut HashMap<String, CompartmentId>) -> Option<CompartmentId> {
-    let name = step.get("compartment")?.as_str()?;
+fn expected(expect: &Value) -> Option<Expected> {
+    match expect.get("nack").and_then(Value::as_str) {
+        Some(reason) => Some(Expected::Nack(reason.to_string())),
+        None => unhex(expect.get("output_hex")?.as_str()?).map(Expected::Output),
+    }
+}
+
+/// One message of a torture test, in order: a UDP step's message, or one
+/// of the messages a TCP step's stream holds (unescaped).
+struct Unit {
+    name: String,
+    msg: Vec<u8>,
+    transport: Transport,
+    compartment: Option<String>,
+    expected: Option<Expected>,
+}
+
+fn units(t: &Value, id: &str) -> Vec<Unit> {
+    let tcp = t.get("transport").and_then(Value::as_str) == Some("tcp");
+    let steps = t.get("steps").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut out = Vec::new();
+    for (k, step) in steps.iter().enumerate() {
+        let Some(bytes) = step.get("message_hex").and_then(Value::as_str).and_then(unhex) else {
+            eprintln!("rfc4465: {id}/step{}: bad message_hex, skipped", k + 1);
+            continue;
+        };
+        let compartment = step.get("compartment").and_then(Value::as_str).map(str::to_string);
+        let expect = step.get("expect").cloned().unwrap_or(Value::Null);
+        if !tcp {
+            out.push(Unit {
+                name: format!("{id}/step{}", k + 1),
+                msg: bytes,
+                transport: Transport::Message,
+                compartment,
+                expected: expected(&expect),
+            });
+            continue;
+        }
+        // RFC 3320 §4.2.2: each TCP step is a stream of its own (as in
+        // tests/rfc4465.rs); its expectations are `messages`, or the step's
+        // own for a single message.
+        let wants: Vec<Value> = match expect.get("messages").and_then(Value::as_array) {
+            Some(m) => m.clone(),
+            None => vec![expect.clone()],
+        };
+        let mut frames = Vec::new();
+        Deframer::new(0).push(&bytes, &mut frames);
+        let msgs: Vec<Vec<u8>> = frames
+            .into_iter()
+            .filter_map(|f| match f {
+                Frame::Message(m) => Some(m),
+                Frame::FramingError => None,
+            })
+            .collect();
+        let many = msgs.len() > 1;
+        for (j, m) in msgs.into_iter().enumerate() {
+            out.push(Unit {
+                name: if many { format!("{id}/step{}.{}", k + 1, j + 1) } else { format!("{id}/step{}", k + 1) },
+                msg: m,
+                transport: Transport::Stream,
+                compartment: compartment.clone(),
+                expected: wants.get(j).and_then(expected),
+            });
+        }
+    }
+    out
+}
+
+fn compartment(name: &Option<String>, ids: &mut HashMap<String, CompartmentId>) -> Option<CompartmentId> {
+    let name = name.as_ref()?;
     let n = ids.len() as u64;
-    Some(*ids.entry(name.to_string()).or_insert(CompartmentId(n)))
+    Some(*ids.entry(name.clone()).or_insert(CompartmentId(n)))
 }
 
 fn rfc4465(c: &mut Criterion) {
@@ -77,73 +154,76 @@ fn rfc4465(c: &mut Criterion) {
     };
     let tests = v.get("tests").and_then(Value::as_array).cloned().unwrap_or_default();
     let mut group = c.benchmark_group("rfc4465");
-    group.sample_size(30).measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(500));
     let (mut benched, mut skipped) = (0, 0);
     for t in &tests {
         let id = t.get("id").and_then(Value::as_str).unwrap_or("?");
-        if t.get("transport").and_then(Value::as_str) != Some("udp") {
-            continue;
-        }
         let Some(params) = t.get("endpoint").and_then(endpoint_params) else {
             eprintln!("rfc4465: {id}: no usable endpoint, skipped");
             continue;
         };
-        let steps = t.get("steps").and_then(Value::as_array).cloned().unwrap_or_default();
-        for (k, step) in steps.iter().enumerate() {
-            let Some(want) = expected_output(step) else { continue };
-            let name = format!("{id}/step{}", k + 1);
-            // Set-up: replay the earlier steps once, accepting as the
+        let units = units(t, id);
+        for (k, unit) in units.iter().enumerate() {
+            let name = &unit.name;
+            let Some(want) = &unit.expected else {
+                eprintln!("rfc4465: {name}: no expectation, skipped");
+                skipped += 1;
+                continue;
+            };
+            // Set-up: replay the earlier messages once, accepting as the
             // application would.
             let mut d = Decompressor::new(params).expect("valid endpoint");
             let mut ids = HashMap::new();
-            for earlier in &steps[..k] {
-                let Some(m) = earlier.get("message_hex").and_then(Value::as_str).and_then(unhex) else {
-                    continue;
-                };
-                if let Ok(out) = d.decompress(&m, Transport::Message) {
-                    if let Some(cid) = compartment(earlier, &mut ids) {
+            for earlier in &units[..k] {
+                if let Ok(out) = d.decompress(&earlier.msg, earlier.transport) {
+                    if let Some(cid) = compartment(&earlier.compartment, &mut ids) {
                         d.accept(out.pending, cid);
                     }
                 }
             }
-            let Some(msg) = step.get("message_hex").and_then(Value::as_str).and_then(unhex) else {
-                eprintln!("rfc4465: {name}: bad message_hex, skipped");
-                skipped += 1;
-                continue;
-            };
+            let (msg, transport) = (&unit.msg, unit.transport);
             // Only bench what gives the RFC's answer.
-            match d.decompress(&msg, Transport::Message) {
-                Ok(out) if out.output == want => {
-                    let rfc_cycles = step.pointer("/expect/cycles").and_then(Value::as_u64);
-                    if rfc_cycles.is_some_and(|c| c != out.cycles) {
-                        eprintln!("note: rfc4465/{name}: {} cycles, RFC says {rfc_cycles:?}", out.cycles);
-                    }
+            let got = d.decompress(msg, transport);
+            let proto = if transport == Transport::Stream { "TCP" } else { "UDP" };
+            match (&got, want) {
+                (Ok(out), Expected::Output(w)) if out.output == *w => {
                     eprintln!(
-                        "info: rfc4465/{name}: {} B message, {} B output, {} cycles",
+                        "info: rfc4465/{name}: {proto}, {} B message, {} B output, {} cycles",
                         msg.len(),
                         out.output.len(),
                         out.cycles
                     );
                 }
-                Ok(out) => {
-                    eprintln!("rfc4465: {name}: output {} differs from the RFC's, skipped", hex::encode(&out.output));
-                    skipped += 1;
-                    continue;
+                (Err(f), Expected::Nack(r)) if f.reason.name() == r => {
+                    eprintln!(
+                        "info: rfc4465/{name}: {proto}, {} B message, fails {r} after {} cycles",
+                        msg.len(),
+                        f.cycles
+                    );
                 }
-                Err(f) => {
-                    eprintln!("rfc4465: {name}: failed with {}, skipped", f.reason.name());
+                _ => {
+                    let got = match &got {
+                        Ok(out) => format!("output {}", hex::encode(&out.output)),
+                        Err(f) => format!("failure {}", f.reason.name()),
+                    };
+                    eprintln!("rfc4465: {name}: {got}, RFC says {want:?}; skipped");
                     skipped += 1;
                     continue;
                 }
             }
-            group.bench_function(&name, |b| {
-                b.iter(|| d.decompress(black_box(&msg), Transport::Message).expect("verified above"))
-            });
+            if got.is_ok() {
+                group.bench_function(name.as_str(), |b| {
+                    b.iter(|| d.decompress(black_box(msg), transport).expect("verified above"))
+                });
+            } else {
+                group.bench_function(name.as_str(), |b| {
+                    b.iter(|| d.decompress(black_box(msg), transport).expect_err("verified above"))
+                });
+            }
             benched += 1;
         }
     }
     group.finish();
-    eprintln!("info: rfc4465: {benched} steps benched, {skipped} skipped");
+    eprintln!("info: rfc4465: {benched} messages benched, {skipped} skipped");
 }
 
 /// Decompressor holding the state `first` created (accepted into
@@ -159,7 +239,6 @@ fn lz77_invite(c: &mut Criterion) {
     let invite = lz77::INVITE;
     let invite2 = lz77::second_invite();
     let mut group = c.benchmark_group("lz77_invite");
-    group.sample_size(50).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
     group.throughput(Throughput::Bytes(invite.len() as u64));
 
     for (label, variant) in [("plain", lz77::Variant::Plain), ("sipdict", lz77::Variant::SipDict)] {
@@ -209,5 +288,18 @@ fn lz77_invite(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, lz77_invite, rfc4465);
+/// Defaults short enough for a 2-core machine (about 6 minutes in all);
+/// criterion's command-line options override them.
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(30)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = lz77_invite, rfc4465
+}
 criterion_main!(benches);

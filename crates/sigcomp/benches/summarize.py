@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Turns a `cargo bench -p sigcomp --bench decompress` run into the
-Markdown table of BENCHMARKS.md.
+Markdown tables of BENCHMARKS.md.
 
     cargo bench -p sigcomp --bench decompress 2>&1 | tee bench.log
     python3 crates/sigcomp/benches/summarize.py bench.log
 
-Times come from criterion's estimates (target/criterion/**/new/), message
-sizes and cycle counts from the bench's "info:" lines in the log.
+Times come from criterion's estimates (target/criterion/**/new/, or
+$CARGO_TARGET_DIR/criterion), message sizes, cycle counts and outcomes from
+the bench's "info:" lines in the log. Prints one table per torture test
+(mean over its messages) and one row per bench.
 """
 
 import json
@@ -15,7 +17,8 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-CRITERION = os.path.join(ROOT, "..", "..", "..", "target", "criterion")
+TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "..", "..", "..", "target")
+CRITERION = os.path.join(TARGET, "criterion")
 
 
 def estimates():
@@ -44,23 +47,44 @@ def infos(log):
     return got
 
 
+def key(name):
+    """lz77 first, then torture tests in RFC section order, steps in order."""
+    group, _, rest = name.partition("/")
+    test = rest.split("/")[0]
+    nums = [int(x) for x in re.findall(r"\d+", test.split("-")[0])]
+    m = re.search(r"step([\d.]+)$", name)
+    step = [int(x) for x in m.group(1).split(".")] if m else [0]
+    return (group != "lz77_invite", nums, test, step, name)
+
+
+def median_us(e):
+    return e["median"]["point_estimate"] / 1000.0
+
+
 def main():
     log = sys.argv[1] if len(sys.argv) > 1 else None
     est = estimates()
     info = infos(log)
+    names = sorted(est, key=key)
+
+    # Per torture test: every message of the test, benched on its own.
+    tests = {}
+    for name in names:
+        if name.startswith("rfc4465/"):
+            tests.setdefault(name.split("/")[1], []).append(name)
+    print("| torture test | messages | mean µs per message | fastest–slowest µs | messages/s per core (mean) |")
+    print("|---|---:|---:|---:|---:|")
+    for test, benches in tests.items():
+        meds = [median_us(est[b]) for b in benches]
+        mean = sum(meds) / len(meds)
+        print(f"| {test} | {len(meds)} | {mean:.2f} | {min(meds):.2f}–{max(meds):.2f} | {1e6 / mean:,.0f} |")
+    print()
+
     print("| bench | median µs | 95% CI of mean µs | messages/s per core | notes |")
     print("|---|---:|---:|---:|---|")
-
-    def key(name):
-        # lz77 first, then torture tests in RFC section order.
-        group, _, rest = name.partition("/")
-        nums = [int(x) for x in re.findall(r"\d+", rest.split("-")[0])]
-        step = int(re.search(r"step(\d+)$", name).group(1)) if "step" in name else 0
-        return (group != "lz77_invite", nums, rest.split("/")[0], step)
-
-    for name in sorted(est, key=key):
+    for name in names:
         e = est[name]
-        med = e["median"]["point_estimate"] / 1000.0
+        med = median_us(e)
         lo = e["mean"]["confidence_interval"]["lower_bound"] / 1000.0
         hi = e["mean"]["confidence_interval"]["upper_bound"] / 1000.0
         rate = 1e6 / med
