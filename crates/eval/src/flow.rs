@@ -30,6 +30,14 @@ pub struct MessageReport {
     pub compress_us: f64,
     pub decompress_us: f64,
     pub cycles: u64,
+    /// The state the message's header names (a memory snapshot, or the
+    /// saved bytecode), if any; None when it uploads bytecode.
+    pub used_state: Option<sigcomp::StateId>,
+    /// The peer's shared state (RFC 3321 §5.2) the message's bytecode
+    /// loads, if any.
+    pub used_shared: Option<sigcomp::StateId>,
+    /// States the message asks the receiver to create (END-MESSAGE).
+    pub created: Vec<sigcomp::StateId>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -129,6 +137,9 @@ pub fn run(messages: &[FlowMessage], params: Params, config: Config) -> Result<F
             compress_us,
             decompress_us,
             cycles,
+            used_state: c.used_state,
+            used_shared: c.used_shared,
+            created: c.requested.clone(),
         });
         report.wire.push((m.sender, wire));
     }
