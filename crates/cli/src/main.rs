@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use sigcomp::wire::{Deframer, Frame};
 use sigcomp::{CompartmentId, Decompressor, Failure, Params, Transport};
 
+mod flow_cmd;
 mod hexin;
 mod jsonl;
 
@@ -43,6 +44,12 @@ enum Command {
     /// With --jsonl: read JSON requests from stdin, one per line, and answer
     /// each with one JSON line on stdout (see README.md).
     Decompress(DecompressArgs),
+    /// Run a SIP call flow between two in-process SigComp endpoints.
+    ///
+    /// Each message of FLOW_DIR is compressed by its sender (UE or P-CSCF)
+    /// and decompressed by the receiver's own UDVM, feedback going back;
+    /// prints the per-message table of seed 000 Appendix H (see README.md).
+    Flow(flow_cmd::FlowArgs),
 }
 
 #[derive(Args)]
@@ -75,6 +82,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Decompress(args) => decompress(args),
+        Command::Flow(args) => flow_cmd::flow(args),
     }
 }
 
