@@ -57,6 +57,10 @@ pub struct FlowArgs {
     /// with 1 <= A <= B <= 5, or "none".
     #[arg(long, default_value = "1-3")]
     pub dict_priority: String,
+    /// Run only the first N messages of the flow (seed 000's tables cover
+    /// session establishment, without the closing BYE).
+    #[arg(long, value_name = "N")]
+    pub first: Option<usize>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -111,10 +115,15 @@ pub fn flow(args: FlowArgs) -> ExitCode {
         dictionary,
         ..Config::default()
     };
-    let messages = match load_flow(&args.dir) {
+    let mut messages = match load_flow(&args.dir) {
         Ok(m) => m,
         Err(e) => return usage(e),
     };
+    match args.first {
+        Some(0) => return usage("--first must be at least 1"),
+        Some(n) => messages.truncate(n),
+        None => {}
+    }
     let report = match run(&messages, params, config) {
         Ok(r) => r,
         Err(e) => {

@@ -230,10 +230,27 @@ fn bad_options_are_clear_errors() {
         }
     }
     expect_error(&["flow", p, "--mechanism", "magic"], "unknown mechanism");
+    expect_error(&["flow", p, "--first", "0"], "--first");
     expect_error(&["flow", p, "--dict-priority", "3-1"], "--dict-priority");
     expect_error(&["flow", p, "--dms", "1000"], "bad endpoint parameters");
     expect_error(&["flow", p, "--lookahead", "17"], "look-ahead 17");
     expect_error(&["flow", p, "--pcap", "/nonexistent-dir/x.pcap"], "/nonexistent-dir/x.pcap");
+}
+
+#[test]
+fn first_n_runs_a_prefix_of_the_flow() {
+    let dir = corpus("3gpp-video-call");
+    let files = flow_files(&dir);
+    let full = json_run(&["flow", path_str(&dir), "--json", "--mechanism", "dynamic"]);
+    let first = json_run(&["flow", path_str(&dir), "--json", "--mechanism", "dynamic", "--first", "12"]);
+    let msgs = first["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 12);
+    let want: usize = files[..12].iter().map(|(_, b)| b.len()).sum();
+    assert_eq!(first["total"]["uncompressed"].as_u64().unwrap() as usize, want);
+    // The same compressor state evolution: the prefix compresses identically.
+    for (a, b) in msgs.iter().zip(full["messages"].as_array().unwrap()) {
+        assert_eq!(a["sigcomp"], b["sigcomp"]);
+    }
 }
 
 #[test]
