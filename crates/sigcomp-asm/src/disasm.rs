@@ -92,44 +92,94 @@ enum Style {
     Bytes,
 }
 
+/// How many zero bytes past the end of the bytecode an instruction may read:
+/// the UDVM memory there is 0 (RFC 3320 §7, memory is initialised to 0),
+/// and bytecode often leaves out the trailing zero operands of its last
+/// END-MESSAGE (RFC 4464 Appendix A does).
+const ZERO_TAIL: usize = 32;
+
 struct Listing<'a> {
     code: &'a [u8],
+    /// `code` followed by [`ZERO_TAIL`] zero bytes (what UDVM memory holds).
+    mem: Vec<u8>,
     load: u16,
-    /// Offsets where a reachable instruction starts.
+    /// Offsets where an instruction starts (reachable, or found by the
+    /// linear sweep of unreached bytes).
     start: Vec<bool>,
-    /// Offsets that branches of reachable instructions point to.
+    /// Offsets that branches of those instructions point to.
     targets: BTreeSet<usize>,
 }
 
 impl<'a> Listing<'a> {
     fn new(code: &'a [u8], load: u16) -> Self {
         let n = code.len();
+        let mut mem = code.to_vec();
+        // memory ends at 65535: no zero tail beyond it
+        let room = 65536 - (usize::from(load) + n).min(65536);
+        mem.resize(n + ZERO_TAIL.min(room), 0);
         let mut start = vec![false; n];
         let mut seen = vec![false; n];
+        let mut covered = vec![false; n];
         let mut targets = BTreeSet::new();
+        // branch targets of the instruction at `off` that lie in the code
+        let branch_targets = |off: usize, insn: &Insn| -> Vec<usize> {
+            let pc = load.wrapping_add(off as u16);
+            insn.ops
+                .iter()
+                .filter(|(k, d)| *k == OperandKind::Address && !d.memory)
+                .filter_map(|(_, d)| {
+                    let t = usize::from(pc.wrapping_add(d.value));
+                    t.checked_sub(usize::from(load)).filter(|t| *t < n)
+                })
+                .collect()
+        };
+        // 1. recursive descent from the first byte (the entry point)
         let mut work = if n > 0 { vec![0usize] } else { Vec::new() };
         while let Some(off) = work.pop() {
             if off >= n || seen[off] {
                 continue;
             }
             seen[off] = true;
-            let Some(insn) = decode(&code[off..]) else { continue };
+            let Some(insn) = decode(&mem[off..]) else { continue };
             start[off] = true;
-            let pc = load.wrapping_add(off as u16);
-            for (k, d) in &insn.ops {
-                if *k == OperandKind::Address && !d.memory {
-                    let t = usize::from(pc.wrapping_add(d.value));
-                    if let Some(t) = t.checked_sub(usize::from(load)).filter(|t| *t < n) {
-                        targets.insert(t);
-                        work.push(t);
-                    }
-                }
+            for c in covered.iter_mut().skip(off).take(insn.len) {
+                *c = true;
+            }
+            for t in branch_targets(off, &insn) {
+                targets.insert(t);
+                work.push(t);
             }
             if !ends_flow(insn.def.opcode) {
                 work.push(off + insn.len);
             }
         }
-        Listing { code, load, start, targets }
+        // 2. linear sweep of the bytes no reachable instruction covers:
+        // code reached only through indirect jumps (JUMP ($64), RETURN,
+        // SWITCH on computed values) is shown as instructions too.  Zero
+        // bytes are left as data unless something branches to them, and a
+        // swept instruction never swallows a branch target or reached code.
+        let mut off = 0;
+        while off < n {
+            if covered[off] || code[off] == 0 {
+                off += 1;
+                continue;
+            }
+            let fits = |insn: &Insn| {
+                (off + 1..off + insn.len).all(|i| i >= n || (!covered[i] && !targets.contains(&i)))
+                    && canonical(insn, &mem[off..off + insn.len])
+            };
+            match decode(&mem[off..]).filter(|i| fits(i)) {
+                Some(insn) => {
+                    start[off] = true;
+                    for t in branch_targets(off, &insn) {
+                        targets.insert(t);
+                    }
+                    off += insn.len;
+                }
+                None => off += 1,
+            }
+        }
+        Listing { code, mem, load, start, targets }
     }
 
     fn addr(&self, off: usize) -> u32 {
@@ -147,13 +197,14 @@ impl<'a> Listing<'a> {
         let mut off = 0;
         while off < n {
             if style != Style::Bytes && self.start[off] {
-                if let Some(insn) = decode(&self.code[off..]) {
+                if let Some(insn) = decode(&self.mem[off..]) {
                     let len = insn.len;
-                    if canonical(&insn, &self.code[off..off + len]) {
+                    if canonical(&insn, &self.mem[off..off + len]) {
                         items.push((off, len, Some(insn)));
                     } else {
-                        // the assembler would choose shorter encodings
-                        items.push((off, len, None));
+                        // the assembler would choose shorter encodings:
+                        // show the bytes (those of the bytecode only)
+                        items.push((off, len.min(n - off), None));
                     }
                     off += len;
                     continue;
@@ -173,6 +224,8 @@ impl<'a> Listing<'a> {
     }
 
     fn render(&self, style: Style, dropped: usize) -> String {
+        // `Bytes` shows only the bytecode itself
+        debug_assert!(style != Style::Bytes || self.items(style).iter().all(|(o, l, _)| o + l <= self.code.len()));
         let items = self.items(style);
         let boundaries: BTreeSet<usize> = items.iter().map(|(o, _, _)| *o).collect();
         let labelled = |t: usize| style == Style::Labels && self.targets.contains(&t) && boundaries.contains(&t);
@@ -196,7 +249,8 @@ impl<'a> Listing<'a> {
                 }
                 let _ = writeln!(s, ":{}", self.label(off));
             }
-            let bytes = &self.code[off..off + len];
+            // an instruction may end in the zeros past the bytecode
+            let bytes = &self.mem[off..off + len];
             let line = match insn {
                 Some(insn) => self.instruction(insn, off, style, &labelled),
                 None => {
@@ -205,6 +259,14 @@ impl<'a> Listing<'a> {
                 }
             };
             let mut comment = format!("; {here}");
+            let past_end = (off + len).saturating_sub(self.code.len());
+            if past_end > 0 {
+                let _ = write!(
+                    comment,
+                    ": {past_end} byte{} past the end of the bytecode (UDVM memory there is 0)",
+                    if past_end == 1 { "" } else { "s" }
+                );
+            }
             if insn.is_none() && style != Style::Bytes && self.start[off] {
                 match decode(bytes) {
                     Some(i) => {
@@ -257,8 +319,14 @@ pub fn disassemble(code: &[u8], load_address: u16) -> String {
     let dropped = code.len().saturating_sub(room);
     let code = &code[..code.len().min(room)];
     let listing = Listing::new(code, load_address);
+    // the same bytes, followed at most by zeros the UDVM memory holds anyway
     let reproduces = |text: &str| match crate::assemble(text) {
-        Ok(a) => a.bytes == code && (code.is_empty() || a.start == load_address),
+        Ok(a) => {
+            a.bytes.len() >= code.len()
+                && a.bytes[..code.len()] == *code
+                && a.bytes[code.len()..].iter().all(|&b| b == 0)
+                && (code.is_empty() || a.start == load_address)
+        }
         Err(_) => false,
     };
     for style in [Style::Labels, Style::Relative] {

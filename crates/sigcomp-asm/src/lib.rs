@@ -202,9 +202,16 @@ pub fn assemble(src: &str) -> Result<Assembly, AsmError> {
 /// [`assemble`]s back to the same bytes at the same address.
 ///
 /// Instructions reachable from `load_address` are shown as instructions
-/// (with labels for branch targets); everything else, and instructions
-/// whose operands are not in their shortest encoding, become `byte (...)`
-/// lines.  Bytes that would lie beyond address 65535 are dropped.
+/// (with labels for branch targets), and so are valid instructions found by
+/// a linear sweep of the bytes left over (code reached by indirect jumps);
+/// everything else, and instructions whose operands are not in their
+/// shortest encoding, become `byte (...)` lines.  Bytes that would lie
+/// beyond address 65535 are dropped.
+///
+/// UDVM memory past the bytecode is zero (RFC 3320 §7), and bytecode often
+/// leaves out the zero operands at its very end (RFC 4464 Appendix A does):
+/// such a last instruction is shown complete, so the text then assembles to
+/// `code` followed by those zero bytes.
 pub fn disassemble(code: &[u8], load_address: u16) -> String {
     disasm::disassemble(code, load_address)
 }

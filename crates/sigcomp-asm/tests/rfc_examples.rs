@@ -144,6 +144,18 @@ fn rfc_bytecode_disassembles_and_reassembles() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // RFC 4465 §2.14 reaches most of its code through JUMP ($64) and SWITCH:
+    // the linear sweep shows it as instructions with labels, and the final
+    // END-MESSAGE, whose seven zero operands the RFC leaves out, complete
+    let text = sigcomp_asm::disassemble(&hex_file("rfc4465", "2.14-program-flow.hex"), 128);
+    assert!(!text.contains("byte ("), "{text}");
+    assert!(text.contains("\nSWITCH (4, $68, l_190, $64, l_146, l_167) "), "{text}");
+    assert!(text.contains("\nEND-MESSAGE (0, 0, 0, 0, 0, 0, 0) "), "{text}");
+    // RFC 4464 A.1.3 (LZW) leaves out END-MESSAGE's last operand
+    let text = sigcomp_asm::disassemble(&hex_file("rfc4464", "4.1.3-lzw.hex"), 128);
+    assert!(text.contains("\nCOMPARE ($36, 256, l_140, l_159, 0) "), "{text}");
+    assert!(text.contains("\nEND-MESSAGE (0, 0, 8128, 64, 159, 6, 0) "), "{text}");
 }
 
 /// The assembled RFC 4464 bytecode decompresses the example message printed
