@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use sigcomp::wire::{Deframer, Frame};
 use sigcomp::{CompartmentId, Decompressor, Failure, Params, Transport};
 
+mod asm_cmd;
 mod flow_cmd;
 mod hexin;
 mod jsonl;
@@ -50,6 +51,17 @@ enum Command {
     /// and decompressed by the receiver's own UDVM, feedback going back;
     /// prints the per-message table of seed 000 Appendix H (see README.md).
     Flow(flow_cmd::FlowArgs),
+    /// Assemble RFC 4464 UDVM assembly into SigComp bytecode.
+    ///
+    /// Writes the bytecode from the first instruction on (binary, or hex
+    /// with --hex); with --message a complete SigComp message that uploads
+    /// it. Assembly errors go to stderr as FILE:LINE:COLUMN: message, exit
+    /// code 1 (see README.md).
+    Asm(asm_cmd::AsmArgs),
+    /// Disassemble UDVM bytecode (or the bytecode a SigComp message
+    /// uploads, with --message) into RFC 4464 assembly that `sigkit asm`
+    /// turns back into the same bytes.
+    Disasm(asm_cmd::DisasmArgs),
 }
 
 #[derive(Args)]
@@ -83,6 +95,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Decompress(args) => decompress(args),
         Command::Flow(args) => flow_cmd::flow(args),
+        Command::Asm(args) => asm_cmd::asm(args),
+        Command::Disasm(args) => asm_cmd::disasm(args),
     }
 }
 
