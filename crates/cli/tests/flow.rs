@@ -209,6 +209,11 @@ fn malformed_flows_are_clear_errors_naming_the_file() {
     let d = temp_dir("bad-name");
     std::fs::write(d.join("first-INVITE.sip"), b"OPTIONS sip:a@b SIP/2.0\r\n\r\n").unwrap();
     expect_error(&["flow", path_str(&d)], "first-INVITE.sip");
+    // Two files with the same number.
+    let d = temp_dir("dup");
+    std::fs::write(d.join("01-ue-OPTIONS.sip"), b"OPTIONS sip:a@b SIP/2.0\r\n\r\n").unwrap();
+    std::fs::write(d.join("01-ue-INFO.sip"), b"INFO sip:a@b SIP/2.0\r\n\r\n").unwrap();
+    expect_error(&["flow", path_str(&d)], "is also used by");
     // Empty directory, missing directory.
     let d = temp_dir("empty");
     expect_error(&["flow", path_str(&d)], "no .sip messages");

@@ -139,6 +139,14 @@ pub fn load_flow(dir: &Path) -> Result<Vec<FlowMessage>, CorpusError> {
         return Err(CorpusError::Empty(dir.to_path_buf()));
     }
     msgs.sort_by_key(|m| m.index);
+    // Two files with one number would leave the order to chance.
+    if let Some(w) = msgs.windows(2).find(|w| w[0].index == w[1].index) {
+        return Err(CorpusError::Malformed {
+            file: w[1].file.clone(),
+            message: w[1].name.clone(),
+            why: format!("its number {:02} is also used by {}", w[1].index, w[0].file.display()),
+        });
+    }
     Ok(msgs)
 }
 
