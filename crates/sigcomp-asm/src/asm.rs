@@ -61,7 +61,7 @@ impl<'a> Env<'a> {
     /// The address of the zero byte closest to `dot` (RFC 4464 §3.2.1 `!`).
     ///
     /// "Closest" is resolved the way the RFC 4464 Appendix A bytecode shows
-    /// (see NOTES.md): the nearest zero byte at or before `dot`; only if
+    /// (see README.md): the nearest zero byte at or before `dot`; only if
     /// there is none, the nearest one after it.
     fn bang(&self, dot: i64) -> Option<i64> {
         let z = self.zeros;

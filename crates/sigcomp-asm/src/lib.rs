@@ -17,8 +17,9 @@
 //! assert_eq!(sigcomp_asm::assemble(&text).unwrap().bytes, asm.bytes);
 //! ```
 //!
-//! See README.md for the language accepted and NOTES.md for how the RFC
-//! examples were checked.
+//! See README.md (beside Cargo.toml) for the language accepted, its
+//! extensions, and where the RFC examples' printed sources and bytes
+//! disagree.
 
 mod asm;
 mod disasm;
