@@ -1,22 +1,74 @@
 //! Assembles the decompressor bytecode under asm/ with sigcomp-asm, so the
 //! UDVM programs stay readable RFC 4464 assembly in the repository.
+//!
+//! `asm/mechanism.asm` is the mechanism program; each algorithm's fragment
+//! `asm/<algo>.asm` is spliced into it at the placeholders `; @@VARS@@`,
+//! `; @@INIT@@` and `; @@TOKENS@@` (/work/notes/fragment-contract.md).
+//! LZSS is always built; Deflate and LZ77 when both their fragment and
+//! their encoder module exist (the cfg `sigkit_<algo>` is then set).
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// The three sections of a fragment, in order.
+const SECTIONS: [(&str, &str); 3] =
+    [("; @vars", "; @@VARS@@"), ("; @init", "; @@INIT@@"), ("; @tokens", "; @@TOKENS@@")];
+
+fn splice(mechanism: &str, fragment: &str, path: &str) -> String {
+    let lines: Vec<&str> = fragment.lines().collect();
+    let find = |marker: &str| {
+        lines
+            .iter()
+            .position(|l| l.trim() == marker)
+            .unwrap_or_else(|| panic!("{path}: no line '{marker}'"))
+    };
+    let starts: Vec<usize> = SECTIONS.iter().map(|(m, _)| find(m)).collect();
+    assert!(starts.windows(2).all(|w| w[0] < w[1]), "{path}: sections must be @vars, @init, @tokens in order");
+    let mut out = String::new();
+    for line in mechanism.lines() {
+        match SECTIONS.iter().position(|(_, p)| line.trim() == *p) {
+            Some(k) => {
+                let end = starts.get(k + 1).copied().unwrap_or(lines.len());
+                writeln!(out, "; ---- {path}: {} ----", SECTIONS[k].0.trim_start_matches("; ")).unwrap();
+                for l in &lines[starts[k] + 1..end] {
+                    writeln!(out, "{l}").unwrap();
+                }
+                writeln!(out, "; ---- end of {path} section ----").unwrap();
+            }
+            None => writeln!(out, "{line}").unwrap(),
+        }
+    }
+    out
+}
 
 fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    for name in ["lzss"] {
+    println!("cargo::rustc-check-cfg=cfg(sigkit_deflate)");
+    println!("cargo::rustc-check-cfg=cfg(sigkit_lz77)");
+    println!("cargo:rerun-if-changed=asm");
+    println!("cargo:rerun-if-changed=src");
+    let mechanism_path = "asm/mechanism.asm";
+    let mechanism = std::fs::read_to_string(mechanism_path).unwrap_or_else(|e| panic!("{mechanism_path}: {e}"));
+    let mut images = String::new();
+    for name in ["lzss", "deflate", "lz77"] {
         let path = format!("asm/{name}.asm");
-        println!("cargo:rerun-if-changed={path}");
-        let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let asm = sigcomp_asm::assemble(&src).unwrap_or_else(|e| panic!("{path}: {e}"));
+        if name != "lzss" {
+            if !Path::new(&path).exists() || !Path::new(&format!("src/{name}.rs")).exists() {
+                continue;
+            }
+            println!("cargo:rustc-cfg=sigkit_{name}");
+        }
+        let fragment = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let src = splice(&mechanism, &fragment, &path);
+        std::fs::write(out.join(format!("{name}_full.asm")), &src).expect("write spliced source");
+        let asm = sigcomp_asm::assemble(&src).unwrap_or_else(|e| panic!("{path} spliced into {mechanism_path}: {e}"));
         let label = |l: &str| -> u16 {
             let a = *asm.labels.get(l).unwrap_or_else(|| panic!("{path}: no label {l}"));
             u16::try_from(a).unwrap_or_else(|_| panic!("{path}: label {l} at {a}"))
         };
+        // RFC 3320 §7.3: the code destination is a multiple of 64 in 128..=1024.
         let init = label("init");
-        assert_eq!(init, 128, "{path}: code must start at 128");
+        assert!(init % 64 == 0 && (128..=1024).contains(&init), "{path}: code starts at {init}");
         let end = label("circular_buffer");
         // Memory from `init` up to the circular buffer, padding as zeros.
         let image: Vec<u8> = (init..end).map(|a| asm.byte_at(a).unwrap_or(0)).collect();
@@ -29,5 +81,26 @@ fn main() {
             writeln!(consts, "pub const {}: u16 = {a};", l.to_uppercase()).unwrap();
         }
         std::fs::write(out.join(format!("{name}_labels.rs")), consts).expect("write labels");
+        let upper = name.to_uppercase();
+        writeln!(
+            images,
+            "/// `asm/{name}.asm` spliced into `asm/mechanism.asm`.\npub const {upper}: Image = Image {{ code: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{name}.bin\")), init: {init}, circular_buffer: {end}, buffer_end: {}, buffer_size: {}, dict_begin: {}, dict_length: {}, code_length: {}, announce_params: {}, snapshot_length: {}, dictionary_id: {} }};",
+            label("buffer_end"),
+            label("buffer_size"),
+            label("dict_begin"),
+            label("dict_length"),
+            label("code_length"),
+            label("announce_params"),
+            label("snapshot_length"),
+            label("dictionary_id"),
+        )
+        .unwrap();
     }
+    // The fallback that outputs its input (not spliced).
+    let path = "asm/literal.asm";
+    let src = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let asm = sigcomp_asm::assemble(&src).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let image: Vec<u8> = (128..asm.labels["circular_buffer"] as u16).map(|a| asm.byte_at(a).unwrap_or(0)).collect();
+    std::fs::write(out.join("literal.bin"), image).expect("write literal image");
+    std::fs::write(out.join("images.rs"), images).expect("write images.rs");
 }

@@ -20,27 +20,61 @@ use sigcomp::wire;
 use sigcomp::{CompartmentId, Decompressor, Params, State, StateId, Transport};
 
 use crate::bits::BitWriter;
-use crate::bytecode::{self, Bytecode, Layout};
+use crate::bytecode::{self, Bytecode, DictionarySource, Image, Layout};
 use crate::dictionary::Priorities;
-use crate::lzss::{self, Effort, LzssFormat};
+use crate::lzss::{Effort, LzssFormat, MatchFinder};
 
-/// Compression algorithm (its bytecode and encoder).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Compression algorithm (its bytecode fragment and encoder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// The modified LZSS of seed 000 §7.8.4.
     Lzss,
+    /// Deflate (RFC 1951) tokens, fixed Huffman codes.
+    #[cfg(sigkit_deflate)]
+    Deflate,
+    /// LZ77 tokens.
+    #[cfg(sigkit_lz77)]
+    Lz77,
 }
 
 impl Algorithm {
+    /// Every algorithm this build has.
+    pub const ALL: &'static [Algorithm] = &[
+        Algorithm::Lzss,
+        #[cfg(sigkit_deflate)]
+        Algorithm::Deflate,
+        #[cfg(sigkit_lz77)]
+        Algorithm::Lz77,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Lzss => "lzss",
+            #[cfg(sigkit_deflate)]
+            Algorithm::Deflate => "deflate",
+            #[cfg(sigkit_lz77)]
+            Algorithm::Lz77 => "lz77",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Algorithm> {
+        Algorithm::ALL.iter().copied().find(|a| a.name() == s)
+    }
+
+    /// The assembled bytecode (mechanism program + this algorithm's fragment).
+    pub fn image(self) -> &'static Image {
+        match self {
+            Algorithm::Lzss => &bytecode::images::LZSS,
+            #[cfg(sigkit_deflate)]
+            Algorithm::Deflate => &bytecode::images::DEFLATE,
+            #[cfg(sigkit_lz77)]
+            Algorithm::Lz77 => &bytecode::images::LZ77,
         }
     }
 }
 
 /// How much state the compressor builds at the peer (seed 000 §9.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mechanism {
     /// Bytecode uploaded in every message; nothing saved.
     Basic,
@@ -56,6 +90,8 @@ pub enum Mechanism {
 }
 
 impl Mechanism {
+    pub const ALL: [Mechanism; 4] = [Mechanism::Basic, Mechanism::Static, Mechanism::Dynamic, Mechanism::Shared];
+
     pub fn name(self) -> &'static str {
         match self {
             Mechanism::Basic => "basic",
@@ -66,9 +102,7 @@ impl Mechanism {
     }
 
     pub fn parse(s: &str) -> Option<Mechanism> {
-        [Mechanism::Basic, Mechanism::Static, Mechanism::Dynamic, Mechanism::Shared]
-            .into_iter()
-            .find(|m| m.name() == s)
+        Mechanism::ALL.into_iter().find(|m| m.name() == s)
     }
 
     fn saves_snapshots(self) -> bool {
@@ -84,9 +118,11 @@ pub struct Config {
     /// Message-based (UDP): states are used only once acknowledged.
     /// Stream-based (TCP): states are usable once sent.
     pub transport: Transport,
-    /// Longest match: 18, 66 or 258 bytes.
+    /// Longest match: 18, 66 or 258 bytes (LZSS; seed 000 §9.3).
     pub lookahead: usize,
-    /// Part of the SIP/SDP dictionary in the window; None for none.
+    /// Part of the SIP/SDP dictionary in the window; None for none. With a
+    /// user dictionary ([`Compressor::set_user_dictionary`]) that one is
+    /// loaded instead.
     pub dictionary: Option<Priorities>,
     pub effort: Effort,
 }
@@ -98,7 +134,7 @@ impl Default for Config {
             mechanism: Mechanism::Shared,
             transport: Transport::Message,
             lookahead: 258,
-            dictionary: Priorities::new(1, 3),
+            dictionary: Priorities::new(1, 5),
             effort: Effort::default(),
         }
     }
@@ -167,9 +203,11 @@ pub struct Compressor {
     peer: Params,
     local: Params,
     layout: Layout,
+    format: LzssFormat,
     bytecode: Bytecode,
+    dictionary: Option<DictionarySource>,
+    user_dictionary: Option<Arc<[u8]>>,
     bytecode_usable: bool,
-    bytecode_requested: bool,
     snapshots: Vec<Snapshot>,
     seq: u8,
     /// Feedback item → states it acknowledges.
@@ -177,37 +215,80 @@ pub struct Compressor {
     peer_shared: Option<State>,
     model: Decompressor,
     sent: SentLog,
+    finder: MatchFinder,
 }
 
 const MODEL: CompartmentId = CompartmentId(0);
 
-/// Room kept for the peer's own shared state in its compartment.
+/// Room kept in the peer's compartment for its own shared state (about one
+/// large SIP message, RFC 3321 shared mode).
 const SHARED_RESERVE: u32 = 1200;
 
 impl Compressor {
     /// A compressor sending to a peer that offers `peer`; `local` is what
     /// this endpoint offers (announced to the peer).
     pub fn new(config: Config, peer: Params, local: Params) -> Result<Compressor, CompressError> {
-        let length_bits = LzssFormat::length_bits_for(config.lookahead)
-            .ok_or(CompressError::BadLookahead(config.lookahead))?;
-        let layout = Layout::plan(&peer, config.transport, config.mechanism.saves_snapshots(), SHARED_RESERVE, length_bits)
+        Compressor::with_user_dictionary(config, peer, local, None)
+    }
+
+    /// As [`Compressor::new`], loading `user_dictionary` (a state the peer
+    /// holds, identified as `State::new(0, 0, 6, value)`: a user-specific
+    /// dictionary, RFC 3321 §3.3) into the window instead of the SIP/SDP
+    /// dictionary.
+    pub fn with_user_dictionary(
+        config: Config,
+        peer: Params,
+        local: Params,
+        user_dictionary: Option<Arc<[u8]>>,
+    ) -> Result<Compressor, CompressError> {
+        LzssFormat::length_bits_for(config.lookahead).ok_or(CompressError::BadLookahead(config.lookahead))?;
+        let image = config.algorithm.image();
+        let mech = config.mechanism;
+        // Over a stream a snapshot is usable at once, so one is enough and
+        // the window can be as large as the state memory allows.
+        let reserve = if mech == Mechanism::Shared { SHARED_RESERVE.min(peer.sms / 3) } else { 0 };
+        let layout = Layout::plan(image, &peer, config.transport, mech.saves_snapshots(), reserve)
+            .or_else(|| Layout::plan(image, &peer, config.transport, mech.saves_snapshots(), 0))
             .ok_or(CompressError::PeerTooSmall { dms: peer.dms })?;
-        let bytecode = bytecode::lzss(&layout, length_bits, config.dictionary, &local);
-        let model = Decompressor::new(peer).map_err(|_| CompressError::PeerTooSmall { dms: peer.dms })?;
+        let format = LzssFormat::for_buffer(usize::from(layout.buffer_size), config.lookahead)
+            .ok_or(CompressError::BadLookahead(config.lookahead))?;
+        let dict = match (&user_dictionary, config.dictionary) {
+            (Some(v), _) => Some(DictionarySource {
+                id: State::new(0, 0, 6, v).id,
+                value: v.clone(),
+                range: (0, u16::try_from(v.len()).unwrap_or(u16::MAX)),
+            }),
+            (None, Some(p)) => Some(DictionarySource {
+                id: StateId(sigcomp::dict::SIP_SDP_ID),
+                value: Arc::from(sigcomp::dict::SIP_SDP),
+                range: p.string_range(),
+            }),
+            (None, None) => None,
+        };
+        let bytecode = bytecode::build(image, &layout, dict.as_ref(), &local, |code, base| {
+            patch_algorithm(config.algorithm, code, base, &layout, format)
+        });
+        let mut model = Decompressor::new(peer).map_err(|_| CompressError::PeerTooSmall { dms: peer.dms })?;
+        if let Some(v) = &user_dictionary {
+            model.states_mut().add_local(State::new(0, 0, 6, v));
+        }
         Ok(Compressor {
             config,
             peer,
             local,
             layout,
+            format,
             bytecode,
+            dictionary: dict,
+            user_dictionary,
             bytecode_usable: false,
-            bytecode_requested: false,
             snapshots: Vec::new(),
             seq: 0,
             awaiting: HashMap::new(),
             peer_shared: None,
             model,
             sent: SentLog::new(256),
+            finder: MatchFinder::default(),
         })
     }
 
@@ -219,6 +300,11 @@ impl Compressor {
         &self.layout
     }
 
+    pub fn bytecode(&self) -> &Bytecode {
+        &self.bytecode
+    }
+
+    /// The parameters the compressor assumes the peer offers.
     pub fn peer(&self) -> &Params {
         &self.peer
     }
@@ -227,16 +313,27 @@ impl Compressor {
         &self.local
     }
 
+    pub fn user_dictionary(&self) -> Option<&Arc<[u8]>> {
+        self.user_dictionary.as_ref()
+    }
+
+    /// How often the match finder had to rehash a whole window.
+    pub fn match_finder_rebuilds(&self) -> usize {
+        self.finder.rebuilds
+    }
+
     /// Bytes of state the model says the peer holds for this compartment.
     pub fn peer_state_memory(&self) -> u32 {
         self.model.states().compartment(MODEL).map(|c| c.used).unwrap_or(0)
     }
 
+    /// Identifiers of the dynamic snapshots the compressor may continue from.
+    pub fn usable_snapshots(&self) -> Vec<StateId> {
+        self.snapshots.iter().filter(|s| s.usable).map(|s| s.id).collect()
+    }
+
     fn in_model(&self, id: &StateId) -> bool {
-        self.model
-            .states()
-            .compartment(MODEL)
-            .is_some_and(|c| c.entries.iter().any(|e| e.id == *id))
+        self.model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == *id))
     }
 
     /// The peer echoed a feedback item we requested (RFC 3320 §5): the
@@ -276,27 +373,24 @@ impl Compressor {
         true
     }
 
-    /// A NACK from the peer (RFC 4077 §2.3): forget what it lost.
+    /// A NACK from the peer (RFC 4077 §2.3). The compressor falls back to
+    /// what needs no state of the peer's but the dictionary: every snapshot,
+    /// the bytecode state and the peer's shared state are forgotten (and
+    /// dropped from the model), so the next message uploads the bytecode
+    /// and decompresses whatever the peer lost.
     pub fn on_nack(&mut self, nack: &[u8]) -> Result<NackReport, NackParseError> {
         let report = self.sent.on_nack(nack)?;
-        let mut gone: Vec<StateId> = report.lost_states.clone();
+        let mut gone: Vec<StateId> = self.snapshots.iter().map(|s| s.id).collect();
+        gone.push(self.bytecode.state_id);
+        gone.extend(self.peer_shared.take().map(|s| s.id));
+        gone.extend(report.lost_states.iter().copied());
         gone.extend(report.not_created.iter().copied());
-        if report.record.is_none() || report.nack.reason == sigcomp::Reason::StateNotFound && gone.is_empty() {
-            // Unknown message or no detail: start over from the bytecode.
-            gone.extend(self.snapshots.iter().map(|s| s.id));
-            gone.push(self.bytecode.state_id);
-        }
         for id in gone {
             self.model.states_mut().free(MODEL, &id.0);
-            self.snapshots.retain(|s| s.id != id);
-            if id == self.bytecode.state_id {
-                self.bytecode_usable = false;
-                self.bytecode_requested = false;
-            }
-            if self.peer_shared.as_ref().is_some_and(|s| s.id == id) {
-                self.peer_shared = None;
-            }
         }
+        self.snapshots.clear();
+        self.bytecode_usable = false;
+        self.awaiting.clear();
         Ok(report)
     }
 
@@ -315,6 +409,73 @@ impl Compressor {
         returned_feedback: Option<&[u8]>,
         announce: bool,
     ) -> Result<Compressed, CompressError> {
+        match self.compress_stateful(message, returned_feedback, announce) {
+            // Over a message transport the UDVM memory shrinks as the
+            // message grows (RFC 3320 §7): a large message at a small DMS
+            // may not leave room for the planned buffer.
+            Err(CompressError::DoesNotFit(_)) if self.config.transport == Transport::Message => {
+                self.compress_fallback(message, returned_feedback)
+            }
+            other => other,
+        }
+    }
+
+    /// One message that needs no state but the dictionary and creates
+    /// none: the bytecode with a circular buffer that fits beside this
+    /// message, or, if none does, the literal bytecode.
+    fn compress_fallback(&mut self, message: &[u8], returned_feedback: Option<&[u8]>) -> Result<Compressed, CompressError> {
+        let image = self.config.algorithm.image();
+        let mut estimate = image.code.len() + message.len() / 2;
+        for _ in 0..4 {
+            let memory = self.peer.dms.saturating_sub(estimate as u32 + 16).min(65535);
+            let Some(layout) = Layout::plan_memory(image, &self.peer, memory, false, 0, 64) else { break };
+            let Some(format) = LzssFormat::for_buffer(usize::from(layout.buffer_size), self.config.lookahead) else {
+                break;
+            };
+            let algorithm = self.config.algorithm;
+            let code = bytecode::build(image, &layout, self.dictionary.as_ref(), &self.local, |code, base| {
+                patch_algorithm(algorithm, code, base, &layout, format)
+            });
+            let window = code.fresh_window(&layout);
+            let mut input = vec![0u8];
+            let mut finder = MatchFinder::default();
+            input.extend(encode_tokens(algorithm, &mut finder, &window, &[], message, format, self.config.effort));
+            let sig = wire::emit_bytecode_message(returned_feedback, &code.code, code.destination, &input);
+            if let Ok(out) = self.check_stateless(&sig, message, input.len() - 1, code.dictionary_id) {
+                return Ok(out);
+            }
+            estimate = sig.len() + 16;
+        }
+        let sig = wire::emit_bytecode_message(returned_feedback, bytecode::LITERAL, 128, message);
+        self.check_stateless(&sig, message, message.len(), None)
+    }
+
+    /// Runs a message that creates no state through the model.
+    fn check_stateless(
+        &mut self,
+        sig: &[u8],
+        message: &[u8],
+        payload_len: usize,
+        dictionary: Option<StateId>,
+    ) -> Result<Compressed, CompressError> {
+        let d = self.model.decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
+        if d.output != message {
+            return Err(CompressError::Mismatch);
+        }
+        self.model.accept(d.pending, MODEL);
+        self.sent.record(
+            sig,
+            SentRecord { compartment: MODEL, states_used: dictionary.into_iter().collect(), states_requested: vec![] },
+        );
+        Ok(Compressed { message: sig.to_vec(), payload_len, uploaded_bytecode: true, ..Compressed::default() })
+    }
+
+    fn compress_stateful(
+        &mut self,
+        message: &[u8],
+        returned_feedback: Option<&[u8]>,
+        announce: bool,
+    ) -> Result<Compressed, CompressError> {
         let mech = self.config.mechanism;
         let stream = self.config.transport == Transport::Stream;
         // The newest snapshot the peer holds and we may use.
@@ -323,31 +484,32 @@ impl Compressor {
         } else {
             None
         };
-        let use_bytecode_state =
-            base.is_none() && mech == Mechanism::Static && self.bytecode_usable && self.in_model(&self.bytecode.state_id);
-
+        let bytecode_state = mech == Mechanism::Static && self.bytecode_usable && self.in_model(&self.bytecode.state_id);
         let w = usize::from(self.layout.buffer_size);
-        let mut history: Vec<u8> = match &base {
+        let window: Vec<u8> = match &base {
             Some(s) => self.layout.window_of(&s.memory),
             None => self.bytecode.fresh_window(&self.layout),
         };
+        // Bytes the mechanism writes to the buffer before the tokens.
+        let mut extra: Vec<u8> = Vec::new();
         let mut flags = 0u8;
         let mut input = vec![0u8];
         let mut used_shared = None;
         if mech == Mechanism::Shared {
             if let Some(ps) = &self.peer_shared {
                 let already = base.as_ref().is_some_and(|b| b.shared_loaded == Some(ps.id));
-                if !already && ps.len() + 8 < w && self.in_model(&ps.id) {
+                if !already && ps.len() + 8 < w / 2 && self.in_model(&ps.id) {
                     flags |= 0x80;
                     input.extend_from_slice(&ps.id.0[..6]);
                     input.extend_from_slice(&(ps.len() as u16).to_be_bytes());
-                    history.extend_from_slice(&ps.value);
+                    extra.extend_from_slice(&ps.value);
                     used_shared = Some(ps.id);
                 }
             }
         }
-        let wants_ack = !stream
-            && (mech.saves_snapshots() || (mech == Mechanism::Static && !self.bytecode_usable));
+        // Over UDP a state is used only once the peer has acknowledged it
+        // (RFC 3321 §5.1): ask for the acknowledgement as feedback.
+        let wants_ack = !stream && (mech.saves_snapshots() || (mech == Mechanism::Static && !self.bytecode_usable));
         let seq = if wants_ack { Some(self.next_seq()) } else { None };
         if let Some(seq) = seq {
             flags |= 0x40;
@@ -356,43 +518,32 @@ impl Compressor {
         if mech.saves_snapshots() {
             flags |= 0x08;
         }
-        if mech == Mechanism::Static && !self.bytecode_usable && !use_bytecode_state {
+        if mech == Mechanism::Static && !self.bytecode_usable {
             flags |= 0x10;
         }
         let announced = announce && mech == Mechanism::Shared && message.len() + 8 < w;
         if announced {
             flags |= 0x20;
-            history.extend_from_slice(&[0u8; 8]);
+            // The state header is reserved as zeros and filled in at the end.
+            extra.extend_from_slice(&[0u8; 8]);
         }
         input[0] = flags;
-        let window = &history[history.len() - w..];
-        let format = self.layout.format;
-        let mut bw = BitWriter::default();
-        match self.config.algorithm {
-            Algorithm::Lzss => lzss::encode(window, message, format, self.config.effort, &mut bw),
-        }
-        let tokens = bw.finish();
+        let tokens = self.encode(&window, &extra, message);
         let payload_len = tokens.len();
         input.extend_from_slice(&tokens);
 
         let (sig, uploaded, used_state) = if let Some(s) = &base {
             (wire::emit_state_message(returned_feedback, &s.id.0[..6], &input), false, Some(s.id))
-        } else if use_bytecode_state {
+        } else if bytecode_state {
             let id = self.bytecode.state_id;
             (wire::emit_state_message(returned_feedback, &id.0[..6], &input), false, Some(id))
         } else {
-            (
-                wire::emit_bytecode_message(returned_feedback, &self.bytecode.code, 128, &input),
-                true,
-                None,
-            )
+            let code = &self.bytecode.code;
+            (wire::emit_bytecode_message(returned_feedback, code, self.bytecode.destination, &input), true, None)
         };
 
         // Run the peer's decompressor on it (RFC 3320 §5.1).
-        let d = self
-            .model
-            .decompress(&sig, self.config.transport)
-            .map_err(CompressError::DoesNotFit)?;
+        let d = self.model.decompress(&sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
         if d.output != message {
             return Err(CompressError::Mismatch);
         }
@@ -409,7 +560,6 @@ impl Compressor {
         for id in &accepted.created {
             requested.push(*id);
             if *id == self.bytecode.state_id {
-                self.bytecode_requested = true;
                 if stream {
                     self.bytecode_usable = true;
                 }
@@ -426,22 +576,18 @@ impl Compressor {
         }
         // Keep only snapshots the peer may still hold.
         let model = &self.model;
-        self.snapshots.retain(|s| {
-            model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == s.id))
-        });
+        self.snapshots
+            .retain(|s| model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == s.id)));
         if let Some(seq) = seq {
             self.awaiting.insert(seq, requested.clone());
         }
         let mut used = Vec::new();
         used.extend(used_state);
         used.extend(used_shared);
-        if self.config.dictionary.is_some() && base.is_none() {
-            used.push(StateId(sigcomp::dict::SIP_SDP_ID));
+        if base.is_none() {
+            used.extend(self.bytecode.dictionary_id);
         }
-        self.sent.record(
-            &sig,
-            SentRecord { compartment: MODEL, states_used: used, states_requested: requested.clone() },
-        );
+        self.sent.record(&sig, SentRecord { compartment: MODEL, states_used: used, states_requested: requested.clone() });
         Ok(Compressed {
             message: sig,
             payload_len,
@@ -451,5 +597,68 @@ impl Compressor {
             requested,
             announced: announced.then(|| State::new(0, 0, 6, message)),
         })
+    }
+
+    fn encode(&mut self, window: &[u8], extra: &[u8], message: &[u8]) -> Vec<u8> {
+        encode_tokens(self.config.algorithm, &mut self.finder, window, extra, message, self.format, self.config.effort)
+    }
+}
+
+/// The algorithm's tokens for `message`, written after `window` (the
+/// circular buffer in chronological order) and `extra` (bytes the
+/// mechanism adds to the buffer before the message).
+fn encode_tokens(
+    algorithm: Algorithm,
+    finder: &mut MatchFinder,
+    window: &[u8],
+    extra: &[u8],
+    message: &[u8],
+    format: LzssFormat,
+    effort: Effort,
+) -> Vec<u8> {
+    let w = window.len();
+    match algorithm {
+        Algorithm::Lzss => {
+            let _ = w;
+            let mut bw = BitWriter::default();
+            finder.prepare(window);
+            finder.append(extra);
+            finder.encode(message, w, format, effort, &mut bw);
+            bw.finish()
+        }
+        #[cfg(sigkit_deflate)]
+        Algorithm::Deflate => {
+            let history = [window, extra].concat();
+            let mut out = Vec::new();
+            let params = crate::deflate::DeflateParams { max_chain: effort.max_chain };
+            crate::deflate::encode(&history[history.len() - w..], message, &params, &mut out);
+            out
+        }
+        #[cfg(sigkit_lz77)]
+        Algorithm::Lz77 => {
+            let history = [window, extra].concat();
+            let mut out = Vec::new();
+            let params = crate::lz77::Lz77Params { max_chain: effort.max_chain };
+            crate::lz77::encode(&history[history.len() - w..], message, &params, &mut out);
+            out
+        }
+    }
+}
+
+/// Sets the algorithm's own words in the bytecode image.
+fn patch_algorithm(algorithm: Algorithm, code: &mut [u8], base: u16, _layout: &Layout, format: LzssFormat) {
+    match algorithm {
+        Algorithm::Lzss => {
+            use crate::bytecode::lzss_labels as l;
+            let ob = format.offset_bits;
+            bytecode::put_word(code, base, l::LZSS_OFFSET_EXTRA_BITS, u16::from(ob - 8));
+            bytecode::put_word(code, base, l::LZSS_OFFSET_LOWER, 1 << ob);
+            bytecode::put_word(code, base, l::LZSS_OFFSET_UPPER, ((1u32 << (ob + 1)) - 1) as u16);
+            bytecode::put_word(code, base, l::LZSS_LENGTH_BITS, u16::from(format.length_bits));
+        }
+        #[cfg(sigkit_deflate)]
+        Algorithm::Deflate => {}
+        #[cfg(sigkit_lz77)]
+        Algorithm::Lz77 => {}
     }
 }

@@ -3,8 +3,9 @@
 //! (RFC 3320 §3.2, §6.3), shared states (RFC 3321) and NACKs (RFC 4077).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use sigcomp::{CompartmentId, Decompressor, Failure, Nack, Params, Transport};
+use sigcomp::{CompartmentId, Decompressor, Failure, Nack, Params, State, Transport};
 
 use crate::compressor::{CompressError, Compressed, Compressor, Config, Mechanism};
 
@@ -24,6 +25,14 @@ pub struct ReceiveError {
     pub nack: Option<Vec<u8>>,
 }
 
+impl std::fmt::Display for ReceiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "decompression failed: {}", self.failure)
+    }
+}
+
+impl std::error::Error for ReceiveError {}
+
 pub struct Endpoint {
     local: Params,
     peer: Params,
@@ -32,15 +41,22 @@ pub struct Endpoint {
     compressors: HashMap<CompartmentId, Compressor>,
     /// Our own shared state per compartment (the last message we announced).
     own_shared: HashMap<CompartmentId, sigcomp::StateId>,
+    /// The last feedback item echoed to each compartment's peer: an item
+    /// is returned once (a lost echo only delays the peer's use of state).
+    echoed: HashMap<CompartmentId, Vec<u8>>,
+    /// A user-specific dictionary the peer holds (RFC 3321 §3.3).
+    user_dictionary: Option<Arc<[u8]>>,
 }
 
 impl Endpoint {
     /// An endpoint offering `local` to its peers, expecting peers to offer
-    /// `peer` (until their feedback says otherwise), compressing with
-    /// `config`.
+    /// `peer` (until their returned parameters say otherwise), compressing
+    /// with `config`.
     pub fn new(local: Params, peer: Params, config: Config) -> Result<Endpoint, CompressError> {
-        let decompressor =
-            Decompressor::new(local).map_err(|_| CompressError::PeerTooSmall { dms: local.dms })?;
+        let decompressor = Decompressor::new(local).map_err(|_| CompressError::PeerTooSmall { dms: local.dms })?;
+        // Checks the configuration against the assumed peer now, not at the
+        // first message.
+        Compressor::new(config, peer, local)?;
         Ok(Endpoint {
             local,
             peer,
@@ -48,20 +64,49 @@ impl Endpoint {
             decompressor,
             compressors: HashMap::new(),
             own_shared: HashMap::new(),
+            echoed: HashMap::new(),
+            user_dictionary: None,
         })
+    }
+
+    /// Compress with `dictionary` in the window instead of the SIP/SDP
+    /// dictionary: a user-specific dictionary (RFC 3321 §3.3) that the peer
+    /// holds as a state (it called [`Endpoint::add_local_dictionary`] with
+    /// the same bytes). Applies to compartments opened from now on.
+    pub fn set_user_dictionary(&mut self, dictionary: &[u8]) {
+        self.user_dictionary = Some(Arc::from(dictionary));
+    }
+
+    /// Makes `dictionary` a locally available state of our decompressor
+    /// (identifier `State::new(0, 0, 6, dictionary)`), for peers that
+    /// compress with it as their user dictionary.
+    pub fn add_local_dictionary(&mut self, dictionary: &[u8]) -> sigcomp::StateId {
+        let state = State::new(0, 0, 6, dictionary);
+        let id = state.id;
+        self.decompressor.states_mut().add_local(state);
+        id
     }
 
     pub fn decompressor(&self) -> &Decompressor {
         &self.decompressor
     }
 
+    /// For tests and fault injection: the decompressor's state handler.
+    pub fn decompressor_mut(&mut self) -> &mut Decompressor {
+        &mut self.decompressor
+    }
+
     pub fn compressor(&self, compartment: CompartmentId) -> Option<&Compressor> {
         self.compressors.get(&compartment)
     }
 
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     fn compressor_mut(&mut self, compartment: CompartmentId) -> Result<&mut Compressor, CompressError> {
         if !self.compressors.contains_key(&compartment) {
-            let c = Compressor::new(self.config, self.peer, self.local)?;
+            let c = Compressor::with_user_dictionary(self.config, self.peer, self.local, self.user_dictionary.clone())?;
             self.compressors.insert(compartment, c);
         }
         Ok(self.compressors.get_mut(&compartment).expect("inserted above"))
@@ -69,10 +114,8 @@ impl Endpoint {
 
     /// Compresses `message` for the peer of `compartment`.
     pub fn compress(&mut self, compartment: CompartmentId, message: &[u8]) -> Result<Compressed, CompressError> {
-        let returned = self
-            .decompressor
-            .feedback(compartment)
-            .and_then(|f| f.requested_item.clone());
+        let pending = self.decompressor.feedback(compartment).and_then(|f| f.requested_item.clone());
+        let returned = pending.filter(|item| self.echoed.get(&compartment) != Some(item));
         // Shared mode: announce the message only if saving it here evicts
         // nothing the peer created (RFC 4896 §5.3: one such state at most).
         let shared = self.config.mechanism == Mechanism::Shared;
@@ -91,6 +134,9 @@ impl Endpoint {
         }
         let c = self.compressor_mut(compartment)?;
         let out = c.compress(message, returned.as_deref(), announce)?;
+        if let Some(item) = returned {
+            self.echoed.insert(compartment, item);
+        }
         if let Some(state) = &out.announced {
             let states = self.decompressor.states_mut();
             if let Some(old) = self.own_shared.remove(&compartment) {
@@ -105,13 +151,36 @@ impl Endpoint {
     /// Receives one SigComp message (for a stream, one unframed message)
     /// from the peer of `compartment`, which the application accepts.
     pub fn receive(&mut self, compartment: CompartmentId, msg: &[u8]) -> Result<Received, ReceiveError> {
-        if let Ok(nack) = Nack::parse(msg) {
-            let _ = nack;
-            let report = self
-                .compressor_mut(compartment)
-                .ok()
-                .and_then(|c| c.on_nack(msg).ok())
-                .ok_or_else(|| ReceiveError { failure: Failure { reason: sigcomp::Reason::InternalError, opcode: 0, pc: 0, details: vec![], cycles: 0 }, nack: None })?;
+        if Nack::parse(msg).is_ok() {
+            let internal = |details: &str| ReceiveError {
+                failure: Failure {
+                    reason: sigcomp::Reason::InternalError,
+                    opcode: 0,
+                    pc: 0,
+                    details: details.as_bytes().to_vec(),
+                    cycles: 0,
+                },
+                nack: None,
+            };
+            let c = self.compressor_mut(compartment).map_err(|_| internal("no compressor"))?;
+            let report = c.on_nack(msg).map_err(|_| internal("bad NACK"))?;
+            // RFC 4077 §2.3: a NACK may tell the peer's real memory size or
+            // cycles; compress for those from now on.
+            let mut peer = *c.peer();
+            if let Some(cpb) = report.peer_cycles_per_bit {
+                if let Some(v) = [16u16, 32, 64, 128].into_iter().find(|v| u32::from(*v) == u32::from(cpb)) {
+                    peer.cpb = v;
+                }
+            }
+            if let Some(dms) = report.peer_decompression_memory_size {
+                let dms = u32::from(dms);
+                if [2048u32, 4096, 8192, 16384, 32768, 65536].contains(&dms) {
+                    peer.dms = dms;
+                }
+            }
+            if peer != *c.peer() {
+                self.renew_compressor(compartment, peer);
+            }
             return Ok(Received::Nack(report));
         }
         let transport = self.config.transport;
@@ -123,24 +192,50 @@ impl Endpoint {
             }
         };
         let returned_item = d.pending.returned_feedback.clone();
-        let announced: Vec<Vec<u8>> = d
-            .pending
-            .returned_parameters
-            .as_ref()
-            .map(|p| p.local_states.clone())
-            .unwrap_or_default();
+        let returned_params = d.pending.returned_parameters.clone();
         let output = d.output;
         let cycles = d.cycles;
         self.decompressor.accept(d.pending, compartment);
+        // The peer's announced parameters (RFC 3320 §9.4.9) replace what we
+        // assumed; a change means a new layout, so the compartment's
+        // compressor starts over.
+        if let Some(rp) = &returned_params {
+            if let Some(current) = self.compressor_mut(compartment).ok().map(|c| *c.peer()) {
+                let mut peer = current;
+                if let Some(cpb) = rp.cycles_per_bit() {
+                    peer.cpb = cpb;
+                }
+                if let Some(dms) = rp.decompression_memory_size() {
+                    peer.dms = dms;
+                }
+                if let Some(sms) = rp.state_memory_size() {
+                    peer.sms = sms;
+                }
+                if rp.version != 0 {
+                    peer.version = rp.version;
+                }
+                if peer != current && peer.validate().is_ok() {
+                    self.renew_compressor(compartment, peer);
+                }
+            }
+        }
         if let Ok(c) = self.compressor_mut(compartment) {
             if let Some(item) = returned_item {
                 c.on_returned_feedback(&item);
             }
-            for id in announced {
+            for id in returned_params.map(|p| p.local_states).unwrap_or_default() {
                 c.on_peer_shared_state(&output, &id);
             }
         }
         Ok(Received::Message { output, cycles })
+    }
+
+    /// Replaces a compartment's compressor by one for `peer` (its states at
+    /// the old layout are no longer used).
+    fn renew_compressor(&mut self, compartment: CompartmentId, peer: Params) {
+        if let Ok(c) = Compressor::with_user_dictionary(self.config, peer, self.local, self.user_dictionary.clone()) {
+            self.compressors.insert(compartment, c);
+        }
     }
 
     /// The transport this endpoint's compressors assume.

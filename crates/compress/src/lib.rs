@@ -16,5 +16,10 @@ pub mod endpoint;
 pub mod lzss;
 
 pub use compressor::{Algorithm, CompressError, Compressed, Compressor, Config, Mechanism};
+pub use lzss::Effort;
 pub use dictionary::Priorities;
 pub use endpoint::{Endpoint, ReceiveError, Received};
+#[cfg(sigkit_deflate)]
+pub mod deflate;
+#[cfg(sigkit_lz77)]
+pub mod lz77;

@@ -1,7 +1,15 @@
 //! The modified LZSS encoder of seed 000 §7.8.4–7.8.5: literals and
 //! (offset, length) pairs over a circular window that already holds the
-//! dictionary, earlier messages and shared states, with hash-chain match
-//! finding.
+//! dictionary, earlier messages and shared states.
+//!
+//! Matches are found with hash chains keyed by the next three bytes
+//! (seed 000 §7.8.5 found hashing 64 % faster than a linear search). The
+//! chains are kept between messages in a [`MatchFinder`]: when the next
+//! message's window is the previous window plus what the previous message
+//! added to the buffer (the usual case), only the new bytes are hashed.
+//! The parse is optimal for the token costs (a shortest path over the
+//! message: every token's cost is fixed, so the longest match at each
+//! position and its prefixes are all the choices there are).
 //!
 //! Token format (most significant bit first, as `asm/lzss.asm` reads it):
 //! `0` + 8-bit literal, or `1` + `offset_bits` of (offset − 1) +
@@ -21,6 +29,17 @@ pub struct LzssFormat {
 impl LzssFormat {
     pub const MIN_MATCH: usize = 3;
 
+    /// The format for a circular buffer of `buffer_size` bytes and a
+    /// look-ahead of `lookahead` bytes (None if the look-ahead is not 18,
+    /// 66 or 258, or another 2^k + 2 up to 258).
+    pub fn for_buffer(buffer_size: usize, lookahead: usize) -> Option<LzssFormat> {
+        let length_bits = Self::length_bits_for(lookahead)?;
+        // Offsets reach the whole buffer (seed 000 §7.8.4: 12 bits for a
+        // 4096-byte buffer).
+        let offset_bits = (usize::BITS - buffer_size.max(2).saturating_sub(1).leading_zeros()).clamp(9, 15) as u8;
+        Some(LzssFormat { offset_bits, length_bits })
+    }
+
     pub fn max_match(&self) -> usize {
         Self::MIN_MATCH + (1usize << self.length_bits) - 1
     }
@@ -36,154 +55,233 @@ impl LzssFormat {
         (n.is_power_of_two() && (2..=256).contains(&n)).then(|| n.trailing_zeros() as u8)
     }
 
-    fn match_bits(&self) -> usize {
+    pub fn match_bits(&self) -> usize {
         1 + usize::from(self.offset_bits) + usize::from(self.length_bits)
     }
 }
 
-const HASH_BITS: u32 = 13;
-const HASH_SIZE: usize = 1 << HASH_BITS;
-const NIL: u32 = u32::MAX;
-
-#[inline]
-fn hash3(b: &[u8]) -> usize {
-    // Multiplicative (Fibonacci) hashing of the next three bytes, as
-    // seed 000 §7.8.5 does for its keys.
-    let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
-}
-
-/// Hash chains over a linear history (window followed by the message).
-struct Chains {
-    head: Vec<u32>,
-    prev: Vec<u32>,
-}
-
-impl Chains {
-    fn new(len: usize) -> Chains {
-        Chains { head: vec![NIL; HASH_SIZE], prev: vec![NIL; len] }
-    }
-
-    #[inline]
-    fn insert(&mut self, data: &[u8], pos: usize) {
-        if pos + 3 <= data.len() {
-            let h = hash3(&data[pos..]);
-            self.prev[pos] = self.head[h];
-            self.head[h] = pos as u32;
-        }
-    }
-}
-
-/// Encoding effort: how many chain links are followed per position.
+/// Encoding effort.
 #[derive(Debug, Clone, Copy)]
 pub struct Effort {
+    /// Chain links followed per position.
     pub max_chain: usize,
-    /// Try one position later before committing to a match (lazy matching).
+    /// Optimal parse; otherwise greedy with one step of lazy matching.
     pub lazy: bool,
 }
 
 impl Default for Effort {
     fn default() -> Self {
-        Effort { max_chain: 256, lazy: true }
+        Effort { max_chain: 512, lazy: true }
     }
 }
 
-/// Encodes `message` as LZSS tokens against `window` (the circular buffer
-/// contents in chronological order, oldest first; its bytes are all valid
-/// history). Appends the tokens to `out`.
-pub fn encode(window: &[u8], message: &[u8], format: LzssFormat, effort: Effort, out: &mut BitWriter) {
-    let w = window.len();
-    let mut data = Vec::with_capacity(w + message.len());
-    data.extend_from_slice(window);
-    data.extend_from_slice(message);
-    let mut chains = Chains::new(data.len());
-    for p in 0..w.saturating_sub(2) {
-        chains.insert(&data, p);
-    }
-    // Positions w-2 and w-1 start strings that run into the message; they
-    // are inserted as the message is reached.
-    let mut next_insert = w.saturating_sub(2);
-    // COPY-OFFSET counts back circularly (RFC 3320 §8.4), so a distance
-    // beyond the buffer size would wrap onto the wrong byte. An empty
-    // window (tests) stands for an unbounded linear history.
-    let max_offset = if w == 0 { format.max_offset() } else { format.max_offset().min(w) };
-    let max_len = format.max_match();
+const HASH_BITS: u32 = 14;
+const HASH_SIZE: usize = 1 << HASH_BITS;
+const NIL: u32 = u32::MAX;
 
-    let find = |chains: &Chains, pos: usize| -> (usize, usize) {
+#[inline]
+fn hash3(b: &[u8]) -> usize {
+    // Multiplicative (Fibonacci) hashing of the next three bytes, the key
+    // seed 000 §7.8.5 uses.
+    let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+}
+
+/// A linear copy of the history (everything written to the circular
+/// buffer, oldest first) with hash chains over it, kept between messages.
+#[derive(Debug, Clone)]
+pub struct MatchFinder {
+    data: Vec<u8>,
+    head: Vec<u32>,
+    prev: Vec<u32>,
+    /// Positions below this are in the chains.
+    hashed: usize,
+    /// Whole rebuilds done (for tests and reports).
+    pub rebuilds: usize,
+}
+
+impl Default for MatchFinder {
+    fn default() -> Self {
+        MatchFinder { data: Vec::new(), head: vec![NIL; HASH_SIZE], prev: Vec::new(), hashed: 0, rebuilds: 0 }
+    }
+}
+
+impl MatchFinder {
+    /// Makes the history end with `window` (the circular buffer in
+    /// chronological order). If the history already ends with it (a few
+    /// differing bytes, such as the shared-state header the bytecode writes
+    /// over the message start, are patched in place) nothing is rehashed;
+    /// otherwise the chains are rebuilt over the window.
+    pub fn prepare(&mut self, window: &[u8]) {
+        let w = window.len();
+        let l = self.data.len();
+        if l >= w && l <= 4 * w.max(1024) {
+            let tail = &mut self.data[l - w..];
+            let diffs = tail.iter().zip(window).filter(|(a, b)| a != b).count();
+            if diffs == 0 {
+                return;
+            }
+            if diffs <= 16 {
+                // Stale chain entries are harmless: every candidate is
+                // compared byte by byte before use.
+                tail.copy_from_slice(window);
+                return;
+            }
+        }
+        self.rebuilds += 1;
+        self.data.clear();
+        self.data.extend_from_slice(window);
+        self.head.fill(NIL);
+        self.prev.clear();
+        self.hashed = 0;
+    }
+
+    /// Appends bytes the bytecode writes to the buffer before the message
+    /// (a shared state, the announced-state header).
+    pub fn append(&mut self, bytes: &[u8]) {
+        self.data.extend_from_slice(bytes);
+    }
+
+    fn hash_up_to(&mut self, end: usize) {
+        let end = end.min(self.data.len().saturating_sub(2));
+        if self.prev.len() < self.data.len() {
+            self.prev.resize(self.data.len(), NIL);
+        }
+        while self.hashed < end {
+            let p = self.hashed;
+            let h = hash3(&self.data[p..]);
+            self.prev[p] = self.head[h];
+            self.head[h] = p as u32;
+            self.hashed += 1;
+        }
+    }
+
+    /// Longest match for position `pos` among the earlier `reach` bytes:
+    /// (length, distance), length 0 if none of at least 3 bytes.
+    fn longest(&self, pos: usize, reach: usize, max_len: usize, max_chain: usize) -> (usize, usize) {
+        let data = &self.data;
         if pos + LzssFormat::MIN_MATCH > data.len() {
             return (0, 0);
         }
         let limit = (data.len() - pos).min(max_len);
-        let mut best_len = 0;
-        let mut best_off = 0;
-        let mut cand = chains.head[hash3(&data[pos..])];
+        let oldest = pos.saturating_sub(reach);
+        let (mut best_len, mut best_dist) = (0, 0);
+        let mut cand = self.head[hash3(&data[pos..])];
+        let mut last = pos;
         let mut steps = 0;
-        // The window holds the last `w` bytes before the current position:
-        // anything older has been overwritten in the circular buffer.
-        let oldest = pos.saturating_sub(max_offset);
-        while cand != NIL && steps < effort.max_chain {
+        while cand != NIL && steps < max_chain {
             let c = cand as usize;
-            if c < oldest || c >= pos {
-                if c < oldest {
-                    break;
-                }
-                cand = chains.prev[c];
-                continue;
+            // Chains run from newer to older; anything else is stale.
+            if c >= last || c < oldest {
+                break;
             }
+            last = c;
             steps += 1;
-            if data[c + best_len.min(limit - 1)] == data[pos + best_len.min(limit - 1)] {
-                let mut l = 0;
-                while l < limit && data[c + l] == data[pos + l] {
-                    l += 1;
-                }
+            let probe = best_len.min(limit - 1);
+            if data[c + probe] == data[pos + probe] {
+                let l = data[c..c + limit].iter().zip(&data[pos..pos + limit]).take_while(|(a, b)| a == b).count();
                 if l > best_len {
                     best_len = l;
-                    best_off = pos - c;
+                    best_dist = pos - c;
                     if l == limit {
                         break;
                     }
                 }
             }
-            cand = chains.prev[c];
+            cand = self.prev[c];
         }
         if best_len >= LzssFormat::MIN_MATCH {
-            (best_len, best_off)
+            (best_len, best_dist)
         } else {
             (0, 0)
         }
-    };
+    }
 
-    let mut pos = w;
-    while pos < data.len() {
-        while next_insert < pos {
-            chains.insert(&data, next_insert);
-            next_insert += 1;
+    /// Encodes `message` after the current history, appends it to the
+    /// history and the tokens to `out`. `buffer_size` is the circular
+    /// buffer's size: no copy reaches further back.
+    pub fn encode(&mut self, message: &[u8], buffer_size: usize, format: LzssFormat, effort: Effort, out: &mut BitWriter) {
+        let start = self.data.len();
+        self.data.extend_from_slice(message);
+        // COPY-OFFSET counts back circularly (RFC 3320 §8.4): a distance
+        // beyond the buffer would wrap onto the wrong byte.
+        let reach = format.max_offset().min(buffer_size);
+        let max_len = format.max_match();
+        let n = message.len();
+        // Longest match at each message position.
+        let mut matches = vec![(0usize, 0usize); n];
+        for (i, m) in matches.iter_mut().enumerate() {
+            self.hash_up_to(start + i);
+            *m = self.longest(start + i, reach, max_len, effort.max_chain);
         }
-        let (mut len, mut off) = find(&chains, pos);
-        if len > 0 && effort.lazy && len < max_len && pos + 1 < data.len() {
-            chains.insert(&data, pos);
-            next_insert = next_insert.max(pos + 1);
-            let (l2, o2) = find(&chains, pos + 1);
-            // A longer match one byte later is worth a literal now when it
-            // saves more bits than the literal costs.
-            if l2 > len + 1 {
-                out.write(u32::from(data[pos]), 9);
-                pos += 1;
-                len = l2;
-                off = o2;
+        self.hash_up_to(self.data.len());
+        let lit = 9usize;
+        let mat = format.match_bits();
+        let mut tokens: Vec<(usize, usize)> = Vec::new(); // (length, distance); length 0 = literal
+        if effort.lazy {
+            // Shortest path from the end: cost[i] = fewest bits for message[i..].
+            let mut cost = vec![0usize; n + 1];
+            let mut choice = vec![0usize; n];
+            for i in (0..n).rev() {
+                cost[i] = lit + cost[i + 1];
+                choice[i] = 0;
+                let (len, _) = matches[i];
+                for l in LzssFormat::MIN_MATCH..=len {
+                    let c = mat + cost[i + l];
+                    if c < cost[i] || (c == cost[i] && l > choice[i]) {
+                        cost[i] = c;
+                        choice[i] = l;
+                    }
+                }
+            }
+            let mut i = 0;
+            while i < n {
+                if choice[i] == 0 {
+                    tokens.push((0, 0));
+                    i += 1;
+                } else {
+                    tokens.push((choice[i], matches[i].1));
+                    i += choice[i];
+                }
+            }
+        } else {
+            let mut i = 0;
+            while i < n {
+                let (len, dist) = matches[i];
+                if len == 0 {
+                    tokens.push((0, 0));
+                    i += 1;
+                } else {
+                    tokens.push((len, dist));
+                    i += len;
+                }
             }
         }
-        if len == 0 {
-            out.write(u32::from(data[pos]), 9);
-            pos += 1;
-        } else {
-            let token = (1u32 << (format.offset_bits + format.length_bits))
-                | ((off as u32 - 1) << format.length_bits)
-                | (len - LzssFormat::MIN_MATCH) as u32;
-            out.write(token, format.match_bits() as u32);
-            pos += len;
+        let mut i = 0;
+        for (len, dist) in tokens {
+            if len == 0 {
+                out.write(u32::from(message[i]), 9);
+                i += 1;
+            } else {
+                let token = (1u32 << (format.offset_bits + format.length_bits))
+                    | ((dist as u32 - 1) << format.length_bits)
+                    | (len - LzssFormat::MIN_MATCH) as u32;
+                out.write(token, mat as u32);
+                i += len;
+            }
         }
     }
+}
+
+/// Encodes `message` as LZSS tokens against `window` (the circular buffer
+/// contents in chronological order, oldest first; its bytes are all valid
+/// history) with a fresh match finder. An empty window stands for an
+/// unbounded linear history (tests).
+pub fn encode(window: &[u8], message: &[u8], format: LzssFormat, effort: Effort, out: &mut BitWriter) {
+    let mut f = MatchFinder::default();
+    f.prepare(window);
+    let size = if window.is_empty() { usize::MAX } else { window.len() };
+    f.encode(message, size, format, effort, out);
 }
 
 /// Decodes LZSS tokens (reference implementation for tests).
