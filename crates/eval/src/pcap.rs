@@ -40,7 +40,11 @@ pub enum PcapTransport {
     Tcp,
 }
 
-fn endpoints(sender: Side) -> (([u8; 6], [u8; 4]), ([u8; 6], [u8; 4])) {
+/// One end's link-layer and IPv4 address.
+type Host = ([u8; 6], [u8; 4]);
+
+/// (source, destination) of a packet that `sender` sends.
+fn endpoints(sender: Side) -> (Host, Host) {
     match sender {
         Side::Ue => ((UE_MAC, UE_IP), (PCSCF_MAC, PCSCF_IP)),
         Side::Pcscf => ((PCSCF_MAC, PCSCF_IP), (UE_MAC, UE_IP)),
