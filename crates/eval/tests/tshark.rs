@@ -114,6 +114,28 @@ fn decode_with_tshark(pcap: &Path) -> Vec<Decoded> {
         .collect()
 }
 
+/// Wireshark's own view of the capture: every IPv4, UDP and TCP checksum
+/// verifies, and its TCP analysis flags nothing (no retransmission, lost
+/// or unseen segment, bad window) — the handshake and sequence numbers are
+/// right.
+fn check_transport(pcap: &Path, messages: usize, tag: &str) {
+    let run = |filter: &str| -> usize {
+        let out = Command::new("tshark")
+            .arg("-r")
+            .arg(pcap)
+            .args(["-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE"])
+            .args(["-Y", filter])
+            .output()
+            .expect("run tshark");
+        assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    let bad = run("tcp.analysis.flags || ip.checksum.status != 1 || udp.checksum.status != 1 || tcp.checksum.status != 1");
+    assert_eq!(bad, 0, "{tag}: tshark flags {bad} packets");
+    let good = run("ip.checksum.status == 1 && (udp.checksum.status == 1 || tcp.checksum.status == 1)");
+    assert!(good >= messages, "{tag}: only {good} packets with verified checksums");
+}
+
 /// Which messages tshark can decode, given the known limitation: a message
 /// fails if it loads a shared state (RFC 3321 §5.2, never on the wire) or
 /// names in its header a state that no message tshark decoded created.
@@ -154,6 +176,7 @@ fn check_flow(flow: &str, messages: &[FlowMessage], config: Config) -> (usize, u
     let path = std::env::temp_dir().join(format!("sigkit-tshark-{}-{tag}.pcap", std::process::id()));
     write_pcap(std::fs::File::create(&path).unwrap(), &report.wire, pcap_transport).unwrap();
     let decoded = decode_with_tshark(&path);
+    check_transport(&path, report.wire.len(), &tag);
     std::fs::remove_file(&path).ok();
     assert_eq!(decoded.len(), messages.len(), "{tag}: tshark saw {} SigComp packets", decoded.len());
     let expected = predict(&report);
