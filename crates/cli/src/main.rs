@@ -9,6 +9,7 @@ use sigcomp::wire::{Deframer, Frame};
 use sigcomp::{CompartmentId, Decompressor, Failure, Params, Transport};
 
 mod asm_cmd;
+mod bench_cmd;
 mod flow_cmd;
 mod hexin;
 mod jsonl;
@@ -62,6 +63,10 @@ enum Command {
     /// uploads, with --message) into RFC 4464 assembly that `sigkit asm`
     /// turns back into the same bytes.
     Disasm(asm_cmd::DisasmArgs),
+    /// Measure speed (round trips/s, µs per message, ratio), memory per
+    /// compartment (--compartments N) and multi-core scaling (--threads N)
+    /// of compress + decompress between two in-process endpoints.
+    Bench(bench_cmd::BenchArgs),
 }
 
 #[derive(Args)]
@@ -97,6 +102,7 @@ fn main() -> ExitCode {
         Command::Flow(args) => flow_cmd::flow(args),
         Command::Asm(args) => asm_cmd::asm(args),
         Command::Disasm(args) => asm_cmd::disasm(args),
+        Command::Bench(args) => bench_cmd::bench(args),
     }
 }
 

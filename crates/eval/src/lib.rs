@@ -4,6 +4,7 @@
 //! ([`corpus`]) and flow runs between two in-process SigComp endpoints
 //! ([`flow`]), reproducing seed 000's per-message tables.
 
+pub mod bench;
 pub mod corpus;
 pub mod flow;
 pub mod pcap;
