@@ -11,11 +11,14 @@
 //! code or exactly the 7-bit end-of-block code. [`rfc1951_block`] wraps
 //! the same symbols as a complete raw RFC 1951 stream.
 //!
-//! Seed 001 (Open SigComp 0.9, §2.2.1 and Table 4) compresses with "a
-//! modified version of the Deflate algorithm": a 338-byte bytecode and
-//! precomputed literal (1024 B) and length (1036 B) code tables in the
-//! compressor, i.e. fixed codes as here, over a history the size of the
-//! decompression memory (`MultiBuffer::m_buffer`, 8 KiB per thread).
+//! Seed 001 (Open SigComp 0.9) characterises "a modified version of the
+//! Deflate algorithm" (§2.2.1) without describing it; its Table 4 lists a
+//! 338-byte bytecode and, in the compressor, a 1024-byte literal table and
+//! a 1036-byte length table (256 and 259 four-byte entries: precomputed
+//! codes, which suggests fixed codes as here), and Tables 7-8 a history
+//! buffer of 8 KiB per compressing thread. The RFC 4464 §4.1.4 bytecode,
+//! fixed codes with its tables in memory, is 326 bytes; this one, without
+//! tables, adds 167 bytes of fragment to the mechanism program.
 //!
 //! Because the codes are fixed, the bit cost of every token is known in
 //! advance, and the encoder picks the cheapest token sequence exactly (a
