@@ -147,9 +147,8 @@ pub fn run(messages: &[FlowMessage], params: Params, config: Config) -> Result<F
     Ok(report)
 }
 
-/// The algorithms `sigcomp-compress` implements today, by the name the
-/// command line uses.
-pub const ALGORITHMS: &[sigcomp_compress::Algorithm] = &[sigcomp_compress::Algorithm::Lzss];
+/// The algorithms this build of `sigcomp-compress` has.
+pub const ALGORITHMS: &[sigcomp_compress::Algorithm] = sigcomp_compress::Algorithm::ALL;
 
 /// Names an algorithm may be asked for, including ones planned but not yet
 /// implemented (issue 4): asking for those is a clear error, not a crash.
