@@ -41,6 +41,27 @@ fn splice(mechanism: &str, fragment: &str, path: &str) -> String {
     out
 }
 
+/// Keeps the lines of `src` outside `; @@IF` blocks, and inside those
+/// that name `mechanism`.
+fn select(src: &str, mechanism: &str) -> String {
+    let mut out = String::new();
+    let mut keep = true;
+    for line in src.lines() {
+        let t = line.trim();
+        if let Some(names) = t.strip_prefix("; @@IF ") {
+            keep = names.split_whitespace().any(|n| n == mechanism);
+        } else if t == "; @@ENDIF" {
+            keep = true;
+        } else if keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+const MECHANISMS: [&str; 4] = ["basic", "static", "dynamic", "shared"];
+
 fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     println!("cargo::rustc-check-cfg=cfg(sigkit_deflate)");
@@ -59,42 +80,57 @@ fn main() {
             println!("cargo:rustc-cfg=sigkit_{name}");
         }
         let fragment = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let src = splice(&mechanism, &fragment, &path);
-        std::fs::write(out.join(format!("{name}_full.asm")), &src).expect("write spliced source");
-        let asm = sigcomp_asm::assemble(&src).unwrap_or_else(|e| panic!("{path} spliced into {mechanism_path}: {e}"));
-        let label = |l: &str| -> u16 {
-            let a = *asm.labels.get(l).unwrap_or_else(|| panic!("{path}: no label {l}"));
-            u16::try_from(a).unwrap_or_else(|_| panic!("{path}: label {l} at {a}"))
-        };
-        // RFC 3320 §7.3: the code destination is a multiple of 64 in 128..=1024.
-        let init = label("init");
-        assert!(init % 64 == 0 && (128..=1024).contains(&init), "{path}: code starts at {init}");
-        let end = label("circular_buffer");
-        // Memory from `init` up to the circular buffer, padding as zeros.
-        let image: Vec<u8> = (init..end).map(|a| asm.byte_at(a).unwrap_or(0)).collect();
-        std::fs::write(out.join(format!("{name}.bin")), image).expect("write image");
-        let mut consts = String::new();
-        let mut labels: Vec<_> = asm.labels.iter().collect();
-        labels.sort();
-        for (l, a) in labels {
-            let a = u16::try_from(*a).unwrap_or_else(|_| panic!("{path}: label {l} at {a}"));
-            writeln!(consts, "pub const {}: u16 = {a};", l.to_uppercase()).unwrap();
+        for mech in MECHANISMS {
+            let src = splice(&select(&mechanism, mech), &fragment, &path);
+            let stem = format!("{name}_{mech}");
+            std::fs::write(out.join(format!("{stem}.asm")), &src).expect("write spliced source");
+            let asm = sigcomp_asm::assemble(&src)
+                .unwrap_or_else(|e| panic!("{path} spliced into {mechanism_path} ({mech}): {e}"));
+            let label = |l: &str| -> u16 {
+                let a = *asm.labels.get(l).unwrap_or_else(|| panic!("{path}: no label {l}"));
+                u16::try_from(a).unwrap_or_else(|_| panic!("{path}: label {l} at {a}"))
+            };
+            // RFC 3320 §7.3: the code destination is a multiple of 64 in 128..=1024.
+            let init = label("init");
+            assert!(init % 64 == 0 && (128..=1024).contains(&init), "{path}: code starts at {init}");
+            let end = label("circular_buffer");
+            // Memory from `init` up to the circular buffer, padding as zeros.
+            let image: Vec<u8> = (init..end).map(|a| asm.byte_at(a).unwrap_or(0)).collect();
+            std::fs::write(out.join(format!("{stem}.bin")), image).expect("write image");
+            let mut consts = String::new();
+            let mut labels: Vec<_> = asm.labels.iter().collect();
+            labels.sort();
+            for (l, a) in labels {
+                let a = u16::try_from(*a).unwrap_or_else(|_| panic!("{path}: label {l} at {a}"));
+                writeln!(consts, "pub const {}: u16 = {a};", l.to_uppercase()).unwrap();
+            }
+            std::fs::write(out.join(format!("{stem}_labels.rs")), &consts).expect("write labels");
+            let table: String = asm
+                .labels
+                .iter()
+                .filter(|(l, _)| l.starts_with(&format!("{name}_")))
+                .map(|(l, a)| format!("({l:?}, {a}), "))
+                .collect();
+            let upper = stem.to_uppercase();
+            writeln!(
+                images,
+                "/// `asm/{name}.asm` spliced into `asm/mechanism.asm` for {mech}.\npub const {upper}: Image = Image {{ code: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{stem}.bin\")), init: {init}, circular_buffer: {end}, buffer_end: {}, buffer_size: {}, dict_begin: {}, dict_length: {}, dict_end: {}, code_length: {}, announce_params: {}, snapshot_length: {}, dictionary_id: {}, labels: &[{table}] }};",
+                label("buffer_end"),
+                label("buffer_size"),
+                label("dict_begin"),
+                label("dict_length"),
+                label("dict_end"),
+                label("code_length"),
+                label("announce_params"),
+                label("snapshot_length"),
+                label("dictionary_id"),
+            )
+            .unwrap();
+            if mech == "shared" {
+                // The contract's `<algo>_labels.rs`: the full program's labels.
+                std::fs::write(out.join(format!("{name}_labels.rs")), &consts).expect("write labels");
+            }
         }
-        std::fs::write(out.join(format!("{name}_labels.rs")), consts).expect("write labels");
-        let upper = name.to_uppercase();
-        writeln!(
-            images,
-            "/// `asm/{name}.asm` spliced into `asm/mechanism.asm`.\npub const {upper}: Image = Image {{ code: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{name}.bin\")), init: {init}, circular_buffer: {end}, buffer_end: {}, buffer_size: {}, dict_begin: {}, dict_length: {}, code_length: {}, announce_params: {}, snapshot_length: {}, dictionary_id: {} }};",
-            label("buffer_end"),
-            label("buffer_size"),
-            label("dict_begin"),
-            label("dict_length"),
-            label("code_length"),
-            label("announce_params"),
-            label("snapshot_length"),
-            label("dictionary_id"),
-        )
-        .unwrap();
     }
     // The fallback that outputs its input (not spliced).
     let path = "asm/literal.asm";

@@ -5,23 +5,31 @@
 ; spliced in by build.rs at the three placeholders (see
 ; /work/notes/fragment-contract.md).
 ;
+; build.rs assembles one image per algorithm and mechanism: lines between
+; `; @@IF m1 m2 ...` and `; @@ENDIF` are kept only for the mechanisms
+; named, so a peer receives only the code its mechanism needs (the
+; bytecode is part of the first messages' size).
+;
 ; The circular buffer (RFC 3320 §8.4) holds a part of the RFC 3485 SIP/SDP
 ; dictionary (or a user dictionary state), earlier messages and shared
 ; states. Every SigComp message that runs this bytecode starts its
-; compressed data with one flags byte:
-;   0x80  a shared state follows: 6-byte partial identifier, 2-byte length;
-;         it is appended to the circular buffer (RFC 3321 shared mode)
-;   0x40  a 1-byte feedback item follows, requested back as feedback
-;         (RFC 3320 §9.4.9): its return tells the compressor that this
-;         message was decompressed and its states created
-;   0x08  dynamic: the UDVM memory from address 64 to buffer_end is saved
-;         as state (the snapshot); a later message names it in its header
-;         and continues from there
-;   0x20  the sender saved this message as a shared state: its identifier
-;         (SHA-1 over length, address 0, instruction 0, minimum access
-;         length 6 and the message) is announced in the returned parameters
-;   0x10  save the bytecode as state (static mechanism)
-; then the algorithm's tokens up to the end of the message.
+; compressed data with one flags byte; the items of the set flags follow
+; in this order:
+;   0x80  shared: a state of the sender's (6-byte partial identifier,
+;         2-byte offset, 2-byte length) is appended to the circular buffer
+;         (RFC 3321 shared mode; the compressor picks the useful part)
+;   0x40  a 1-byte feedback item, requested back as feedback (RFC 3320
+;         §9.4.9): its return tells the compressor that this message was
+;         decompressed and its states created
+;   0x20  shared: the 6-byte partial identifier of this message, which the
+;         sender saved as a shared state (State(address 0, instruction 0,
+;         minimum access length 6, the message)); it is announced in the
+;         returned parameters
+;   0x10  static: save the bytecode as state
+; then the algorithm's tokens up to the end of the message. Dynamic and
+; shared save the UDVM memory from address 64 to buffer_end as state at
+; every message (the snapshot): a later message names it in its header and
+; continues at :decompress.
 ;
 ; The words between :params and :circular_buffer are set by the compressor.
 
@@ -33,10 +41,8 @@ at (32)
 :flags                          pad (1)
 :flags_lsb                      pad (1)
 :shared_id                      pad (6)
+:shared_offset                  pad (2)
 :shared_len                     pad (2)
-:msg_start                      pad (2)
-:msg_len                        pad (2)
-:state_header                   pad (8)
 
 at (64)
 :byte_copy_left                 pad (2)
@@ -44,103 +50,87 @@ at (64)
 :input_bit_order                pad (2)
 :decompressed_pointer           pad (2)
 :fb_loc                         pad (2)
-:rp_loc                         pad (2)
 :snap_mal                       pad (2)
-:requested_feedback_location    pad (1)
-:requested_feedback_item        pad (1)
 :returned_parameters_location   pad (1)
 :returned_sigcomp_version       pad (1)
 :announced_length               pad (1)
 :announced_id                   pad (6)
 :announced_end                  pad (1)
+:requested_feedback_location    pad (1)
+:requested_feedback_item        pad (1)
 ; @@VARS@@
 
 align (64)
 readonly (1)
 
 :init
-MULTILOAD (64, 4, circular_buffer, $buffer_end, 0, circular_buffer)
+MULTILOAD (64, 4, circular_buffer, $buffer_end, 0, $dict_end)
 COMPARE ($dict_length, 0, load_dict, init_algorithm, load_dict)
 :load_dict
 STATE-ACCESS (dictionary_id, 6, $dict_begin, $dict_length, circular_buffer, 0)
-ADD ($decompressed_pointer, $dict_length)
 :init_algorithm
 ; @@INIT@@
 
 :decompress
-MULTILOAD (fb_loc, 3, 0, 0, 0)
+; Per message: no feedback request, our parameters returned (RFC 3320
+; §9.4.9, so the peer's compressor learns our DMS, SMS and cycles per bit)
+; with no state identifiers, and the snapshot's minimum access length.
+; @@IF basic static
+MULTILOAD (fb_loc, 4, 0, 0, $announce_params, 0)
+; @@ENDIF
+; @@IF dynamic shared
+MULTILOAD (fb_loc, 4, 0, 6, $announce_params, 0)
+; @@ENDIF
 INPUT-BYTES (1, flags_lsb, fail)
 
-LOAD (index, $flags)
-AND ($index, 128)
-COMPARE ($index, 0, after_shared, after_shared, load_shared)
+; @@IF shared
+COMPARE ($flags, 128, after_shared, load_shared, load_shared)
 :load_shared
-INPUT-BYTES (8, shared_id, fail)
-STATE-ACCESS (shared_id, 6, 0, $shared_len, $decompressed_pointer, 0)
+SUBTRACT ($flags, 128)
+INPUT-BYTES (10, shared_id, fail)
+STATE-ACCESS (shared_id, 6, $shared_offset, $shared_len, $decompressed_pointer, 0)
 ADD ($decompressed_pointer, $shared_len)
 COMPARE ($decompressed_pointer, $buffer_end, after_shared, wrap_shared, wrap_shared)
 :wrap_shared
 SUBTRACT ($decompressed_pointer, $buffer_size)
 :after_shared
+; @@ENDIF
 
-LOAD (index, $flags)
-AND ($index, 64)
-COMPARE ($index, 0, after_feedback, after_feedback, feedback)
+; @@IF static dynamic shared
+COMPARE ($flags, 64, after_feedback, feedback, feedback)
 :feedback
+SUBTRACT ($flags, 64)
 LOAD (fb_loc, requested_feedback_location)
 LOAD (requested_feedback_location, 1024)
 INPUT-BYTES (1, requested_feedback_item, fail)
 :after_feedback
+; @@ENDIF
 
-LOAD (index, $flags)
-AND ($index, 8)
-COMPARE ($index, 0, after_snapshot, after_snapshot, snapshot)
-:snapshot
-LOAD (snap_mal, 6)
-:after_snapshot
+; @@IF shared
+COMPARE ($flags, 32, after_announce, announce, announce)
+:announce
+SUBTRACT ($flags, 32)
+LOAD (announced_length, 1536)
+INPUT-BYTES (6, announced_id, fail)
+:after_announce
+; @@ENDIF
 
-LOAD (index, $flags)
-AND ($index, 32)
-COMPARE ($index, 0, tokens, tokens, reserve_header)
-:reserve_header
-LOAD (msg_start, $decompressed_pointer)
-COPY-LITERAL (state_header, 8, $decompressed_pointer)
+; @@IF static
+COMPARE ($flags, 16, tokens, save_bytecode, save_bytecode)
+:save_bytecode
+STATE-CREATE ($code_length, init, init, 6, 2)
+; @@ENDIF
 :tokens
 
 ; @@TOKENS@@
 
 :end_of_message
-; Every message returns our parameters (RFC 3320 §9.4.9), so the peer's
-; compressor learns our DMS, SMS and cycles per bit; the list of state
-; identifiers is empty unless this message is announced below.
-MULTILOAD (returned_parameters_location, 2, $announce_params, 0)
-LOAD (rp_loc, returned_parameters_location)
-LOAD (index, $flags)
-AND ($index, 32)
-COMPARE ($index, 0, after_announce, after_announce, announce)
-:announce
-LOAD (msg_len, $decompressed_pointer)
-SUBTRACT ($msg_len, $msg_start)
-COMPARE ($decompressed_pointer, $msg_start, unwrap, hash, hash)
-:unwrap
-ADD ($msg_len, $buffer_size)
-:hash
-SUBTRACT ($msg_len, 8)
-MULTILOAD (state_header, 4, $msg_len, 0, 0, 6)
-COPY (state_header, 8, $msg_start)
-ADD ($msg_len, 8)
-LOAD (announced_length, 1536)
-SHA-1 ($msg_start, $msg_len, announced_id)
-MEMSET (announced_end, 1, 0, 0)
-:after_announce
-
-LOAD (index, $flags)
-AND ($index, 16)
-COMPARE ($index, 0, end, end, save_bytecode)
-:save_bytecode
-STATE-CREATE ($code_length, init, init, 6, 2)
-:end
-END-MESSAGE ($fb_loc, $rp_loc, $snapshot_length, 64, decompress, $snap_mal, 1)
+; @@IF basic static
+END-MESSAGE ($fb_loc, returned_parameters_location, 0, 0, 0, 0, 0)
+; @@ENDIF
+; @@IF dynamic shared
+END-MESSAGE ($fb_loc, returned_parameters_location, $snapshot_length, 64, decompress, $snap_mal, 1)
+; @@ENDIF
 :fail
 DECOMPRESSION-FAILURE
 
@@ -151,6 +141,7 @@ readonly (0)
 :buffer_size                    word (0)
 :dict_begin                     word (0)
 :dict_length                    word (0)
+:dict_end                       word (0)
 :code_length                    word (0)
 :announce_params                word (0)
 :snapshot_length                word (0)

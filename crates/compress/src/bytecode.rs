@@ -16,10 +16,20 @@ pub struct Image {
     pub buffer_size: u16,
     pub dict_begin: u16,
     pub dict_length: u16,
+    pub dict_end: u16,
     pub code_length: u16,
     pub announce_params: u16,
     pub snapshot_length: u16,
     pub dictionary_id: u16,
+    /// The fragment's own labels (named `<algo>_…`) and their addresses.
+    pub labels: &'static [(&'static str, u16)],
+}
+
+impl Image {
+    /// Address of the fragment label `name` (as written in the fragment).
+    pub fn label(&self, name: &str) -> Option<u16> {
+        self.labels.iter().find(|(l, _)| *l == name).map(|(_, a)| *a)
+    }
 }
 
 /// The assembled images, one per algorithm built (see build.rs).
@@ -31,24 +41,10 @@ pub mod images {
 /// asm/literal.asm: uploaded at 128, outputs the compressed data as it is.
 pub static LITERAL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/literal.bin"));
 
-/// Label addresses of asm/lzss.asm spliced into asm/mechanism.asm.
+/// Label addresses of the full LZSS program (shared mechanism).
 #[allow(dead_code)]
 pub mod lzss_labels {
     include!(concat!(env!("OUT_DIR"), "/lzss_labels.rs"));
-}
-
-/// Label addresses of asm/deflate.asm spliced into asm/mechanism.asm.
-#[cfg(sigkit_deflate)]
-#[allow(dead_code)]
-pub mod deflate_labels {
-    include!(concat!(env!("OUT_DIR"), "/deflate_labels.rs"));
-}
-
-/// Label addresses of asm/lz77.asm spliced into asm/mechanism.asm.
-#[cfg(sigkit_lz77)]
-#[allow(dead_code)]
-pub mod lz77_labels {
-    include!(concat!(env!("OUT_DIR"), "/lz77_labels.rs"));
 }
 
 /// Where the circular buffer lies in the peer's UDVM memory.
@@ -182,6 +178,7 @@ pub fn build(
     put_word(&mut code, base, image.buffer_size, layout.buffer_size);
     put_word(&mut code, base, image.dict_begin, begin);
     put_word(&mut code, base, image.dict_length, len);
+    put_word(&mut code, base, image.dict_end, layout.circular_buffer + len);
     let code_len = code.len() as u16;
     put_word(&mut code, base, image.code_length, code_len);
     put_word(&mut code, base, image.announce_params, u16::from(local.encode_byte()) << 8 | u16::from(local.version));

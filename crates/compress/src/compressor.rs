@@ -61,14 +61,32 @@ impl Algorithm {
         Algorithm::ALL.iter().copied().find(|a| a.name() == s)
     }
 
-    /// The assembled bytecode (mechanism program + this algorithm's fragment).
-    pub fn image(self) -> &'static Image {
-        match self {
-            Algorithm::Lzss => &bytecode::images::LZSS,
+    /// The assembled bytecode (mechanism program for `mechanism` + this
+    /// algorithm's fragment).
+    pub fn image(self, mechanism: Mechanism) -> &'static Image {
+        use bytecode::images as i;
+        use Mechanism::*;
+        match (self, mechanism) {
+            (Algorithm::Lzss, Basic) => &i::LZSS_BASIC,
+            (Algorithm::Lzss, Static) => &i::LZSS_STATIC,
+            (Algorithm::Lzss, Dynamic) => &i::LZSS_DYNAMIC,
+            (Algorithm::Lzss, Shared) => &i::LZSS_SHARED,
             #[cfg(sigkit_deflate)]
-            Algorithm::Deflate => &bytecode::images::DEFLATE,
+            (Algorithm::Deflate, Basic) => &i::DEFLATE_BASIC,
+            #[cfg(sigkit_deflate)]
+            (Algorithm::Deflate, Static) => &i::DEFLATE_STATIC,
+            #[cfg(sigkit_deflate)]
+            (Algorithm::Deflate, Dynamic) => &i::DEFLATE_DYNAMIC,
+            #[cfg(sigkit_deflate)]
+            (Algorithm::Deflate, Shared) => &i::DEFLATE_SHARED,
             #[cfg(sigkit_lz77)]
-            Algorithm::Lz77 => &bytecode::images::LZ77,
+            (Algorithm::Lz77, Basic) => &i::LZ77_BASIC,
+            #[cfg(sigkit_lz77)]
+            (Algorithm::Lz77, Static) => &i::LZ77_STATIC,
+            #[cfg(sigkit_lz77)]
+            (Algorithm::Lz77, Dynamic) => &i::LZ77_DYNAMIC,
+            #[cfg(sigkit_lz77)]
+            (Algorithm::Lz77, Shared) => &i::LZ77_SHARED,
         }
     }
 }
@@ -242,7 +260,7 @@ impl Compressor {
         user_dictionary: Option<Arc<[u8]>>,
     ) -> Result<Compressor, CompressError> {
         LzssFormat::length_bits_for(config.lookahead).ok_or(CompressError::BadLookahead(config.lookahead))?;
-        let image = config.algorithm.image();
+        let image = config.algorithm.image(config.mechanism);
         let mech = config.mechanism;
         // Over a stream a snapshot is usable at once, so one is enough and
         // the window can be as large as the state memory allows.
@@ -266,7 +284,7 @@ impl Compressor {
             (None, None) => None,
         };
         let bytecode = bytecode::build(image, &layout, dict.as_ref(), &local, |code, base| {
-            patch_algorithm(config.algorithm, code, base, &layout, format)
+            patch_algorithm(config.algorithm, image, code, base, &layout, format)
         });
         let mut model = Decompressor::new(peer).map_err(|_| CompressError::PeerTooSmall { dms: peer.dms })?;
         if let Some(v) = &user_dictionary {
@@ -424,7 +442,7 @@ impl Compressor {
     /// none: the bytecode with a circular buffer that fits beside this
     /// message, or, if none does, the literal bytecode.
     fn compress_fallback(&mut self, message: &[u8], returned_feedback: Option<&[u8]>) -> Result<Compressed, CompressError> {
-        let image = self.config.algorithm.image();
+        let image = self.config.algorithm.image(self.config.mechanism);
         let mut estimate = image.code.len() + message.len() / 2;
         for _ in 0..4 {
             let memory = self.peer.dms.saturating_sub(estimate as u32 + 16).min(65535);
@@ -434,7 +452,7 @@ impl Compressor {
             };
             let algorithm = self.config.algorithm;
             let code = bytecode::build(image, &layout, self.dictionary.as_ref(), &self.local, |code, base| {
-                patch_algorithm(algorithm, code, base, &layout, format)
+                patch_algorithm(algorithm, image, code, base, &layout, format)
             });
             let window = code.fresh_window(&layout);
             let mut input = vec![0u8];
@@ -498,11 +516,17 @@ impl Compressor {
         if mech == Mechanism::Shared {
             if let Some(ps) = &self.peer_shared {
                 let already = base.as_ref().is_some_and(|b| b.shared_loaded == Some(ps.id));
-                if !already && ps.len() + 8 < w / 2 && self.in_model(&ps.id) {
+                if !already && self.in_model(&ps.id) {
+                    // The part of the peer's message to load: it must leave
+                    // room for our history; the start (the headers a reply
+                    // repeats) is the most useful part.
+                    let len = ps.len().min(w / 2).min(usize::from(u16::MAX));
+                    let offset = 0usize;
                     flags |= 0x80;
                     input.extend_from_slice(&ps.id.0[..6]);
-                    input.extend_from_slice(&(ps.len() as u16).to_be_bytes());
-                    extra.extend_from_slice(&ps.value);
+                    input.extend_from_slice(&(offset as u16).to_be_bytes());
+                    input.extend_from_slice(&(len as u16).to_be_bytes());
+                    extra.extend_from_slice(&ps.value[offset..offset + len]);
                     used_shared = Some(ps.id);
                 }
             }
@@ -515,17 +539,14 @@ impl Compressor {
             flags |= 0x40;
             input.push(seq);
         }
-        if mech.saves_snapshots() {
-            flags |= 0x08;
+        let own_shared = State::new(0, 0, 6, message);
+        let announced = announce && mech == Mechanism::Shared;
+        if announced {
+            flags |= 0x20;
+            input.extend_from_slice(&own_shared.id.0[..6]);
         }
         if mech == Mechanism::Static && !self.bytecode_usable {
             flags |= 0x10;
-        }
-        let announced = announce && mech == Mechanism::Shared && message.len() + 8 < w;
-        if announced {
-            flags |= 0x20;
-            // The state header is reserved as zeros and filled in at the end.
-            extra.extend_from_slice(&[0u8; 8]);
         }
         input[0] = flags;
         let tokens = self.encode(&window, &extra, message);
@@ -595,7 +616,7 @@ impl Compressor {
             used_state,
             used_shared,
             requested,
-            announced: announced.then(|| State::new(0, 0, 6, message)),
+            announced: announced.then_some(own_shared),
         })
     }
 
@@ -646,15 +667,18 @@ fn encode_tokens(
 }
 
 /// Sets the algorithm's own words in the bytecode image.
-fn patch_algorithm(algorithm: Algorithm, code: &mut [u8], base: u16, _layout: &Layout, format: LzssFormat) {
+fn patch_algorithm(algorithm: Algorithm, image: &Image, code: &mut [u8], base: u16, _layout: &Layout, format: LzssFormat) {
+    let mut put = |name: &str, v: u16| {
+        let at = image.label(name).unwrap_or_else(|| panic!("bytecode has no label {name}"));
+        bytecode::put_word(code, base, at, v);
+    };
     match algorithm {
         Algorithm::Lzss => {
-            use crate::bytecode::lzss_labels as l;
             let ob = format.offset_bits;
-            bytecode::put_word(code, base, l::LZSS_OFFSET_EXTRA_BITS, u16::from(ob - 8));
-            bytecode::put_word(code, base, l::LZSS_OFFSET_LOWER, 1 << ob);
-            bytecode::put_word(code, base, l::LZSS_OFFSET_UPPER, ((1u32 << (ob + 1)) - 1) as u16);
-            bytecode::put_word(code, base, l::LZSS_LENGTH_BITS, u16::from(format.length_bits));
+            put("lzss_offset_extra_bits", u16::from(ob - 8));
+            put("lzss_offset_lower", 1 << ob);
+            put("lzss_offset_upper", ((1u32 << (ob + 1)) - 1) as u16);
+            put("lzss_length_bits", u16::from(format.length_bits));
         }
         #[cfg(sigkit_deflate)]
         Algorithm::Deflate => {}
