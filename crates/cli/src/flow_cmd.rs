@@ -32,7 +32,8 @@ pub struct FlowArgs {
     /// Directory of NN-<ue|pcscf>-<name>.sip files, one SIP message each,
     /// sent in file-number order (the corpus format, see corpus/README.md).
     pub dir: PathBuf,
-    /// Compression algorithm: lzss (deflate and lz77 once sigcomp-compress has them).
+    /// Compression algorithm: lzss, deflate or lz77 (those this build of
+    /// sigcomp-compress has; any other name is an error listing them).
     #[arg(long, default_value = "lzss")]
     pub algo: String,
     /// SigComp mechanism: basic, static, dynamic or shared (seed 000 §9.6).
