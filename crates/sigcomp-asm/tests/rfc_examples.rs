@@ -177,7 +177,7 @@ fn rfc4464_examples_decompress_their_messages() {
     for (stem, want) in expected {
         let input = hex_file("rfc4464", &format!("{stem}.msg"));
         let printed = read("rfc4464", &format!("{stem}.asm"));
-        let matching = source_matching_rfc_bytes("rfc4464", &stem);
+        let matching = source_matching_rfc_bytes("rfc4464", stem);
         for (which, src) in [("printed source", printed), ("RFC bytes", matching)] {
             let a = sigcomp_asm::assemble(&src).unwrap_or_else(|e| panic!("{stem}: {e}"));
             let msg = a.upload().unwrap().message(&input);

@@ -158,3 +158,39 @@ fn assembled_torture_tests_run_with_the_rfc_results() {
     assert!(unused.is_empty(), "assembled but never run: {unused:?}");
     assert!(checked >= 100, "only {checked} messages checked");
 }
+
+/// Why the RFC 4465 §4.5 bytes, not its printed source, are authoritative:
+/// the later messages of the test access the state END-MESSAGE creates by
+/// its identifier, a SHA-1 over the state's address and instruction (RFC
+/// 3320 §9.4.9), which the printed source puts one byte lower (ok1 at 167,
+/// modify at 170, instead of 168 and 171).  With the printed source, message
+/// 1 still outputs "OK" but message 2 finds no such state.
+#[test]
+fn printed_rfc4465_4_5_source_breaks_the_later_messages() {
+    let json = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../sigcomp/tests/data/rfc4465.json"))
+        .expect("rfc4465.json");
+    let vectors: Value = serde_json::from_str(&json).expect("rfc4465.json parses");
+    let test = vectors["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "4.5-bytecode-state-creation")
+        .expect("4.5 in rfc4465.json");
+    let steps = test["steps"].as_array().unwrap();
+    let first = unhex(steps[0]["message_hex"].as_str().unwrap());
+    let second = unhex(steps[1]["message_hex"].as_str().unwrap());
+    let remaining = Header::parse(&first).unwrap().remaining.to_vec();
+
+    let run = |src: &str| {
+        let a = sigcomp_asm::assemble(src).unwrap().upload().unwrap();
+        let mut d = Decompressor::new(Params { dms: 2048, cpb: 16, sms: 2048, version: 1 }).unwrap();
+        let out = d.decompress(&a.message(&remaining), Transport::Message).expect("message 1");
+        d.accept(out.pending, CompartmentId(0));
+        let second = d.decompress(&second, Transport::Message);
+        (out.output, second.map(|o| o.output).map_err(|f| f.reason.name()))
+    };
+    let printed = run(&read("rfc4465", "4.5-bytecode-state-creation.asm"));
+    assert_eq!(printed, (b"OK".to_vec(), Err("STATE_NOT_FOUND")));
+    let edited = run(&source_matching_rfc_bytes("rfc4465", "4.5-bytecode-state-creation"));
+    assert_eq!(edited, (b"OK".to_vec(), Ok(b"OK1".to_vec())));
+}

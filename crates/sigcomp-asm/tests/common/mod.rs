@@ -75,8 +75,10 @@ pub struct Discrepancy {
 ///   `JUMP (modify)`, and `INPUT-BYTES (1, after_output_minus1,
 ///   decompression_failure)` branches to that byte (operand 0xfc = -4),
 ///   whereas the printed source puts `:decompression_failure` after the last
-///   byte.  Both versions fail the same way at run time (memory past the
-///   bytecode is 0 too), but every address after the JUMP differs by one.
+///   byte.  Both branch to a zero byte (memory past the bytecode is 0
+///   too), but every address after the JUMP differs by one, and with it the
+///   identifier of the state END-MESSAGE creates, which the test's later
+///   messages access (see `torture_runs.rs`).
 /// - RFC 4464 §4.1.3 (LZW): the source says `at (4492)` before `:codebook`,
 ///   but Appendix A.1.3 encodes `codebook` as 4495 (0xb18f in MULTILOAD and
 ///   in `ADD ($index, codebook)`).
