@@ -25,8 +25,10 @@
 ;                      bits, base 1 + ((2 + d%2) << e)
 ; Codes the fixed code does not define (literal/length 286, 287; distance
 ; 30, 31) match no INPUT-HUFFMAN interval: decompression failure.
-; Distances up to the buffer size (at most 32768) are accepted; COPY-OFFSET
-; wraps in the circular buffer (RFC 3320 §8.4).
+; The encoder copies from at most the buffer size back (and at most 32768,
+; RFC 1951's limit); COPY-OFFSET wraps in the circular buffer (RFC 3320
+; §8.4, RFC 4896 §4), so a distance equal to the buffer size reads the
+; oldest byte.
 ;
 ; Scratch: index (symbol, then distance code, extra bits), length_value
 ; (match length), old_pointer (distance, then where the copy starts).
