@@ -454,6 +454,13 @@ proptest! {
             Algo::Lz77 => lz77::decode(&window, &tokens),
         };
         prop_assert_eq!(reference.as_deref(), Some(&msg[..]));
+        // The parse is never worse than all literals: 9 bits a byte (fixed
+        // codes), or one byte a byte plus a control byte per 128.
+        let all_literals = match algo {
+            Algo::Deflate => (9 * msg.len()).div_ceil(8),
+            Algo::Lz77 => msg.len() + msg.len().div_ceil(128),
+        };
+        prop_assert!(tokens.len() <= all_literals, "{} > {}", tokens.len(), all_literals);
     }
 
     #[test]
