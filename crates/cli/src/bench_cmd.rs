@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 use sigcomp::{Params, Transport};
-use sigcomp_compress::{Algorithm, Config, Mechanism, Priorities};
+use sigcomp_compress::{Algorithm, Config, Effort, Mechanism, Priorities};
 use sigkit_eval::bench::{
     run_memory, run_speed, sequence, CompartmentPolicy, Latency, Limit, MemoryOptions, MemoryReport, SpeedOptions,
     SpeedReport,
@@ -69,6 +69,13 @@ pub struct BenchArgs {
     /// Priorities of the RFC 3485 dictionary in the window, "A-B" or "none".
     #[arg(long, default_value = "1-3")]
     pub dict_priority: String,
+    /// Compressor effort: hash-chain links followed per position
+    /// [default: the compressor's own, 512].
+    #[arg(long, value_name = "N")]
+    pub max_chain: Option<usize>,
+    /// Compressor effort: greedy parse instead of the optimal parse.
+    #[arg(long)]
+    pub greedy: bool,
     /// Workers (std threads), each on its own compartments; the report is
     /// the aggregate.
     #[arg(long, default_value_t = 1)]
@@ -173,7 +180,22 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         TransportArg::Udp => Transport::Message,
         TransportArg::Tcp => Transport::Stream,
     };
-    let config = Config { algorithm, mechanism, transport, lookahead: args.lookahead, dictionary, ..Config::default() };
+    let mut effort = Effort::default();
+    match args.max_chain {
+        Some(0) => return usage("--max-chain must be at least 1"),
+        Some(n) => effort.max_chain = n,
+        None => {}
+    }
+    effort.lazy &= !args.greedy;
+    // Fields set one by one so that settings sigcomp-compress adds later
+    // keep their defaults.
+    let mut config = Config::default();
+    config.algorithm = algorithm;
+    config.mechanism = mechanism;
+    config.transport = transport;
+    config.lookahead = args.lookahead;
+    config.dictionary = dictionary;
+    config.effort = effort;
     let policy = match CompartmentPolicy::parse(&args.compartment_every) {
         Ok(p) => p,
         Err(e) => return usage(e),
@@ -249,6 +271,8 @@ fn settings_json(args: &BenchArgs) -> serde_json::Value {
         "transport": match args.transport { TransportArg::Udp => "udp", TransportArg::Tcp => "tcp" },
         "lookahead": args.lookahead,
         "dict_priority": args.dict_priority,
+        "max_chain": args.max_chain.unwrap_or(Effort::default().max_chain),
+        "optimal_parse": Effort::default().lazy && !args.greedy,
         "compartment_every": args.compartment_every,
     })
 }

@@ -243,6 +243,7 @@ fn bad_arguments_are_refused_with_a_clear_error() {
         (vec!["--dms", "1000"], "parameters"),
         (vec!["--dict-priority", "9-1"], "--dict-priority"),
         (vec!["--first", "0"], "--first"),
+        (vec!["--max-chain", "0"], "--max-chain"),
         (vec!["--compartments", "0"], "--compartments"),
         (vec!["--messages", "5", "--duration", "1"], "cannot be used with"),
         (vec!["--same-calls"], "--compartments"),
