@@ -21,11 +21,15 @@
 ;   0x40  a 1-byte feedback item, requested back as feedback (RFC 3320
 ;         §9.4.9): its return tells the compressor that this message was
 ;         decompressed and its states created
-;   0x20  shared: the 6-byte partial identifier of this message, which the
-;         sender saved as a shared state (State(address 0, instruction 0,
-;         minimum access length 6, the message)); it is announced in the
-;         returned parameters
-;   0x10  static: save the bytecode as state
+;   0x20  a 7-byte entry (length 6, partial identifier) announced in the
+;         returned parameters (RFC 3320 §9.4.9, locally available states):
+;         the identifier of this message, which the sender saved as a
+;         shared state (State(address 0, instruction 0, minimum access
+;         length 6, the message); shared mode), or of the sender's own
+;         bytecode, which it holds as a local state so that a peer with the
+;         same bytecode need not upload it
+;   0x10  a second such entry (the first must be present)
+;   0x08  static: save the bytecode as state
 ; then the algorithm's tokens up to the end of the message. Dynamic and
 ; shared save the UDVM memory from address 64 to buffer_end as state at
 ; every message (the snapshot): a later message names it in its header and
@@ -53,8 +57,8 @@ at (64)
 :snap_mal                       pad (2)
 :returned_parameters_location   pad (1)
 :returned_sigcomp_version       pad (1)
-:announced_length               pad (1)
-:announced_id                   pad (6)
+:announced_a                    pad (7)
+:announced_b                    pad (7)
 :announced_end                  pad (1)
 :requested_feedback_location    pad (1)
 :requested_feedback_item        pad (1)
@@ -106,17 +110,21 @@ INPUT-BYTES (1, requested_feedback_item, fail)
 :after_feedback
 ; @@ENDIF
 
-; @@IF shared
-COMPARE ($flags, 32, after_announce, announce, announce)
-:announce
+; @@IF static dynamic shared
+COMPARE ($flags, 32, after_announce_a, announce_a, announce_a)
+:announce_a
 SUBTRACT ($flags, 32)
-LOAD (announced_length, 1536)
-INPUT-BYTES (6, announced_id, fail)
-:after_announce
+INPUT-BYTES (7, announced_a, fail)
+:after_announce_a
+COMPARE ($flags, 16, after_announce_b, announce_b, announce_b)
+:announce_b
+SUBTRACT ($flags, 16)
+INPUT-BYTES (7, announced_b, fail)
+:after_announce_b
 ; @@ENDIF
 
 ; @@IF static
-COMPARE ($flags, 16, tokens, save_bytecode, save_bytecode)
+COMPARE ($flags, 8, tokens, save_bytecode, save_bytecode)
 :save_bytecode
 STATE-CREATE ($code_length, init, init, 6, 2)
 ; @@ENDIF

@@ -24,8 +24,12 @@ struct Row {
 fn total(flow: &[FlowMessage], params: Params, config: Config) -> (usize, usize) {
     let mut pair = Pair::new(params, config);
     let (mut raw, mut sent) = (0, 0);
+    let verbose = std::env::var_os("VERBOSE").is_some();
     for m in flow {
         let n = pair.send(m.from, &m.bytes);
+        if verbose {
+            println!("  {:40} {:5} -> {:5}", m.name, m.bytes.len(), n);
+        }
         raw += m.bytes.len();
         sent += match config.transport {
             Transport::Message => n,
@@ -62,7 +66,11 @@ fn main() {
     ];
     println!("| run | uncompressed | SigComp thesis | ours | ours/thesis | ratio |");
     println!("|---|---|---|---|---|---|");
+    let only = std::env::var("ROW").ok();
     for r in rows {
+        if only.as_deref().is_some_and(|o| !r.name.contains(o)) {
+            continue;
+        }
         let mut flow = read_flow(r.flow);
         flow.truncate(r.first);
         let params = Params { dms: r.dms, sms: 131072, cpb: 32, version: 2 };

@@ -226,6 +226,12 @@ pub struct Compressor {
     dictionary: Option<DictionarySource>,
     user_dictionary: Option<Arc<[u8]>>,
     bytecode_usable: bool,
+    /// The peer holds our bytecode as a local state of its own (it
+    /// announced the identifier): no upload needed.
+    peer_has_bytecode: bool,
+    /// We hold our bytecode as a local state and announce it until the
+    /// peer has shown it received an announcement.
+    announce_bytecode: bool,
     snapshots: Vec<Snapshot>,
     seq: u8,
     /// Feedback item → states it acknowledges.
@@ -300,6 +306,8 @@ impl Compressor {
             dictionary: dict,
             user_dictionary,
             bytecode_usable: false,
+            peer_has_bytecode: false,
+            announce_bytecode: false,
             snapshots: Vec::new(),
             seq: 0,
             awaiting: HashMap::new(),
@@ -354,9 +362,41 @@ impl Compressor {
         self.model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == *id))
     }
 
+    /// The bytecode as the state a peer with the same bytecode may hold:
+    /// [`Compressor::announce_own_bytecode`].
+    pub fn bytecode_state(&self) -> State {
+        let at = self.bytecode.destination;
+        State::new(at, at, 6, &self.bytecode.code)
+    }
+
+    /// The endpoint holds [`Compressor::bytecode_state`] as a locally
+    /// available state: announce it to the peer (RFC 3320 §3.3.3), whose
+    /// compressor then references it instead of uploading the same
+    /// bytecode. Not for the basic mechanism, which uploads by definition.
+    pub fn announce_own_bytecode(&mut self) {
+        self.announce_bytecode = self.config.mechanism != Mechanism::Basic;
+    }
+
+    /// The peer announced a locally available state with this partial
+    /// identifier; returns whether it is our bytecode (which we then stop
+    /// uploading).
+    pub fn on_peer_local_state(&mut self, announced: &[u8]) -> bool {
+        let state = self.bytecode_state();
+        if announced.len() < 6 || !state.id.0.starts_with(announced) {
+            return false;
+        }
+        if self.config.mechanism != Mechanism::Basic && !self.peer_has_bytecode {
+            self.model.states_mut().add_local(state);
+            self.peer_has_bytecode = true;
+        }
+        true
+    }
+
     /// The peer echoed a feedback item we requested (RFC 3320 §5): the
     /// message that carried it was decompressed and its states created.
     pub fn on_returned_feedback(&mut self, item: &[u8]) {
+        // The message carried our announcements too.
+        self.announce_bytecode = false;
         if let [b] = item {
             if let Some(ids) = self.awaiting.remove(b) {
                 for id in ids {
@@ -502,7 +542,8 @@ impl Compressor {
         } else {
             None
         };
-        let bytecode_state = mech == Mechanism::Static && self.bytecode_usable && self.in_model(&self.bytecode.state_id);
+        let bytecode_state = (mech == Mechanism::Static && self.bytecode_usable && self.in_model(&self.bytecode.state_id))
+            || (self.peer_has_bytecode && self.model.states().get(&self.bytecode.state_id).is_some());
         let w = usize::from(self.layout.buffer_size);
         let window: Vec<u8> = match &base {
             Some(s) => self.layout.window_of(&s.memory),
@@ -541,12 +582,24 @@ impl Compressor {
         }
         let own_shared = State::new(0, 0, 6, message);
         let announced = announce && mech == Mechanism::Shared;
+        // Up to two entries for the returned parameters' list.
+        let mut entries: Vec<StateId> = Vec::new();
         if announced {
-            flags |= 0x20;
-            input.extend_from_slice(&own_shared.id.0[..6]);
+            entries.push(own_shared.id);
+        }
+        if self.announce_bytecode {
+            entries.push(self.bytecode.state_id);
+            if stream {
+                self.announce_bytecode = false;
+            }
+        }
+        for (k, id) in entries.iter().enumerate() {
+            flags |= if k == 0 { 0x20 } else { 0x10 };
+            input.push(6);
+            input.extend_from_slice(&id.0[..6]);
         }
         if mech == Mechanism::Static && !self.bytecode_usable {
-            flags |= 0x10;
+            flags |= 0x08;
         }
         input[0] = flags;
         let tokens = self.encode(&window, &extra, message);

@@ -106,7 +106,8 @@ impl Endpoint {
 
     fn compressor_mut(&mut self, compartment: CompartmentId) -> Result<&mut Compressor, CompressError> {
         if !self.compressors.contains_key(&compartment) {
-            let c = Compressor::with_user_dictionary(self.config, self.peer, self.local, self.user_dictionary.clone())?;
+            let mut c = Compressor::with_user_dictionary(self.config, self.peer, self.local, self.user_dictionary.clone())?;
+            self.hold_own_bytecode(&mut c);
             self.compressors.insert(compartment, c);
         }
         Ok(self.compressors.get_mut(&compartment).expect("inserted above"))
@@ -224,7 +225,9 @@ impl Endpoint {
                 c.on_returned_feedback(&item);
             }
             for id in returned_params.map(|p| p.local_states).unwrap_or_default() {
-                c.on_peer_shared_state(&output, &id);
+                if !c.on_peer_local_state(&id) {
+                    c.on_peer_shared_state(&output, &id);
+                }
             }
         }
         Ok(Received::Message { output, cycles })
@@ -233,8 +236,20 @@ impl Endpoint {
     /// Replaces a compartment's compressor by one for `peer` (its states at
     /// the old layout are no longer used).
     fn renew_compressor(&mut self, compartment: CompartmentId, peer: Params) {
-        if let Ok(c) = Compressor::with_user_dictionary(self.config, peer, self.local, self.user_dictionary.clone()) {
+        if let Ok(mut c) = Compressor::with_user_dictionary(self.config, peer, self.local, self.user_dictionary.clone()) {
+            self.hold_own_bytecode(&mut c);
             self.compressors.insert(compartment, c);
+        }
+    }
+
+    /// Keeps the compressor's bytecode as a locally available state of our
+    /// decompressor and lets the compressor announce it: a peer that
+    /// compresses with the same bytecode (same algorithm, mechanism and
+    /// parameters) then references it instead of uploading it.
+    fn hold_own_bytecode(&mut self, c: &mut Compressor) {
+        if self.config.mechanism != Mechanism::Basic {
+            self.decompressor.states_mut().add_local(c.bytecode_state());
+            c.announce_own_bytecode();
         }
     }
 
