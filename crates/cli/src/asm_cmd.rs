@@ -209,12 +209,13 @@ pub fn disasm(args: DisasmArgs) -> ExitCode {
             }
         };
         let destination = destination_address(destination_bits);
+        let bytes = |n: usize| if n == 1 { "1 byte".to_string() } else { format!("{n} bytes") };
         let mut text = format!(
-            "; SigComp message of {} bytes: {}-byte header, {} bytes of bytecode for address {destination}, {} bytes of compressed data\n",
-            input.len(),
+            "; SigComp message of {}: {}-byte header, {} of bytecode for address {destination}, {} of compressed data\n",
+            bytes(input.len()),
             header.header_len - code.len(),
-            code.len(),
-            header.remaining.len()
+            bytes(code.len()),
+            bytes(header.remaining.len())
         );
         if let Some(fb) = header.returned_feedback {
             text.push_str(&format!("; returned feedback item: {}\n", hexin::encode(fb)));

@@ -177,10 +177,18 @@ fn disasm_message_uses_its_destination() {
     let run = sigkit(&["disasm", "--message", "-"], &run.stdout);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     let text = run.stdout_text();
-    assert!(text.starts_with("; SigComp message of 8 bytes: 3-byte header, 5 bytes of bytecode for address 960"), "{text}");
+    assert!(text.starts_with("; SigComp message of 8 bytes: 3-byte header, 5 bytes of bytecode for address 960, 0 bytes of compressed data\n"), "{text}");
     assert!(text.contains("\nat (960)\nOUTPUT (960, 1) "), "{text}");
     // END-MESSAGE's zero operands are not sent; the disassembly completes it
     assert!(text.contains("\nEND-MESSAGE (0, 0, 0, 0, 0, 0, 0) "), "{text}");
+
+    // with a returned feedback item (T bit, RFC 3320 §7.1) before code_len
+    let run = sigkit(&["disasm", "--message", "--hex", "-"], b"fc 05 00 11 19 aa");
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let text = run.stdout_text();
+    assert!(text.starts_with("; SigComp message of 6 bytes: 4-byte header, 1 byte of bytecode for address 128, 1 byte of compressed data\n"), "{text}");
+    assert!(text.contains("; returned feedback item: 05\n"), "{text}");
+    assert!(text.contains("\nRETURN "), "{text}");
 }
 
 #[test]
