@@ -305,6 +305,7 @@ fn print_speed_json(r: &SpeedReport, args: &BenchArgs, sequence_len: usize) -> i
         "round_trips_per_s": r.round_trips_per_s,
         "round_trips_per_s_per_thread": r.round_trips_per_s_per_thread,
         "round_trips_per_s_wall": r.round_trips_per_s_wall,
+        "round_trips_per_cpu_s": r.round_trips_per_cpu_s,
         "compress_us_p50": r.compress.p50_us,
         "compress_us_p99": r.compress.p99_us,
         "decompress_us_p50": r.decompress.p50_us,
@@ -349,6 +350,9 @@ fn print_speed(r: &SpeedReport, args: &BenchArgs, source: &str, sequence_len: us
         "round trips/s    {:.0} aggregate, {:.0} per thread ({:.0}/s wall clock incl. {:.3} s endpoint setup)",
         r.round_trips_per_s, r.round_trips_per_s_per_thread, r.round_trips_per_s_wall, r.setup_s
     )?;
+    if let Some(cpu) = r.round_trips_per_cpu_s {
+        writeln!(out, "per CPU-second   {cpu:.0} round trips (on-CPU time of the workers, setup included)")?;
+    }
     writeln!(out, "{:<16} {:>9} {:>9} {:>9} {:>9}", "µs per message", "p50", "p99", "mean", "max")?;
     for (name, l) in [("compress", &r.compress), ("decompress", &r.decompress)] {
         writeln!(out, "{name:<16} {:>9.2} {:>9.2} {:>9.2} {:>9.1}", l.p50_us, l.p99_us, l.mean_us, l.max_us)?;

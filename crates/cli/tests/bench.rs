@@ -66,6 +66,9 @@ fn check_speed_fields(v: &Value) {
     assert!(ratio > 0.0 && ratio <= 1.0, "ratio {ratio} not in (0, 1]");
     let expected = f(v, "sigcomp_bytes") / f(v, "uncompressed_bytes");
     assert!((ratio - expected).abs() < 1e-9, "ratio {ratio} is not sigcomp/uncompressed {expected}");
+    // The scheduler's CPU-time counter moves at ticks and context
+    // switches, so a run of a few milliseconds may have none (null).
+    assert!(v["round_trips_per_cpu_s"].is_null() || f(v, "round_trips_per_cpu_s") > 0.0);
     let per_thread = f(v, "round_trips_per_s") / f(v, "threads");
     assert!((f(v, "round_trips_per_s_per_thread") - per_thread).abs() < 1e-6 * per_thread);
 }
@@ -198,6 +201,9 @@ fn a_duration_bound_runs_until_it_expires() {
     check_speed_fields(&v);
     assert!(u(&v, "messages") >= 1);
     assert!(f(&v, "wall_s") >= 0.2);
+    if cfg!(target_os = "linux") {
+        assert!(f(&v, "round_trips_per_cpu_s") > 0.0, "a 0.2 s run has a CPU time: {v}");
+    }
 }
 
 #[test]

@@ -141,6 +141,11 @@ pub struct SpeedReport {
     /// Messages / wall-clock time of the whole run, endpoint creation
     /// included.
     pub round_trips_per_s_wall: f64,
+    /// Messages / on-CPU time of the workers (endpoint creation included;
+    /// time spent waiting for a core while other processes ran is not
+    /// counted): round trips per CPU-second, Open SigComp's measure (seed
+    /// 001 §2.1.1 gives CPU seconds). None without /proc.
+    pub round_trips_per_cpu_s: Option<f64>,
     pub wall_s: f64,
     /// Time the workers spent creating endpoints (summed), not counted in
     /// `round_trips_per_s`; see [`run_speed`].
@@ -213,6 +218,8 @@ struct WorkerResult {
     sigcomp: u64,
     busy: Duration,
     setup: Duration,
+    /// On-CPU time of the worker thread, setup included (Linux only).
+    cpu: Option<Duration>,
     compress: Histogram<u64>,
     decompress: Histogram<u64>,
     /// Per sequence position: (compress ns, decompress ns) samples.
@@ -238,10 +245,12 @@ fn worker(seq: &[BenchMessage], opts: &SpeedOptions, quota: Option<u64>) -> Resu
         sigcomp: 0,
         busy: Duration::ZERO,
         setup: Duration::ZERO,
+        cpu: None,
         compress: histogram(),
         decompress: histogram(),
         samples: if opts.per_message { vec![Vec::new(); seq.len()] } else { Vec::new() },
     };
+    let cpu_start = thread_cpu_time();
     let start = Instant::now();
     let deadline = match opts.limit {
         Limit::Duration(d) => Some(start + d),
@@ -328,7 +337,18 @@ fn worker(seq: &[BenchMessage], opts: &SpeedOptions, quota: Option<u64>) -> Resu
         pos = (pos + 1) % seq.len();
     }
     r.busy = start.elapsed().saturating_sub(r.setup);
+    r.cpu = cpu_start.zip(thread_cpu_time()).map(|(a, b)| b.saturating_sub(a));
     Ok(r)
+}
+
+/// On-CPU time of the calling thread so far, from the scheduler's
+/// statistics (`/proc/thread-self/schedstat`, first field, ns): unlike the
+/// wall clock it does not count time the thread waited for a core while
+/// other processes ran. None where that file does not exist.
+pub fn thread_cpu_time() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 fn median(v: &mut [u64]) -> u64 {
@@ -371,7 +391,9 @@ pub fn run_speed(seq: &[BenchMessage], opts: &SpeedOptions) -> Result<SpeedRepor
     let mut rate = 0.0;
     let (mut messages, mut pairs, mut unc, mut sig) = (0u64, 0u64, 0u64, 0u64);
     let mut setup = Duration::ZERO;
+    let mut cpu = Some(Duration::ZERO);
     for w in &workers {
+        cpu = cpu.zip(w.cpu).map(|(a, b)| a + b);
         compress.add(&w.compress).map_err(|e| BenchError::Setup(format!("histogram: {e}")))?;
         decompress.add(&w.decompress).map_err(|e| BenchError::Setup(format!("histogram: {e}")))?;
         if w.messages > 0 {
@@ -416,6 +438,7 @@ pub fn run_speed(seq: &[BenchMessage], opts: &SpeedOptions) -> Result<SpeedRepor
         round_trips_per_s: rate,
         round_trips_per_s_per_thread: rate / threads as f64,
         round_trips_per_s_wall: messages as f64 / wall.as_secs_f64().max(1e-9),
+        round_trips_per_cpu_s: cpu.filter(|c| !c.is_zero()).map(|c| messages as f64 / c.as_secs_f64()),
         wall_s: wall.as_secs_f64(),
         setup_s: setup.as_secs_f64(),
         compress: latency(&compress),
@@ -614,9 +637,16 @@ mod tests {
     }
 
     #[test]
-    fn resident_memory_is_read_on_linux() {
+    fn resident_memory_and_cpu_time_are_read_on_linux() {
         if cfg!(target_os = "linux") {
             assert!(resident_bytes().is_some_and(|b| b > 0));
+            let a = thread_cpu_time().expect("schedstat");
+            // Burn some CPU so the scheduler's counter must move.
+            let mut x = 0u64;
+            for i in 0..20_000_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+            assert!(thread_cpu_time().expect("schedstat") > a, "{x}");
         }
     }
 }
