@@ -223,6 +223,13 @@ pub fn disasm(args: DisasmArgs) -> ExitCode {
         text.push_str(&sigcomp_asm::disassemble(code, destination));
         text
     } else {
+        // 0xf8..0xff is never an opcode but starts every SigComp message
+        // (RFC 3320 §7): point at --message rather than only print bytes
+        let looks_like_message = input.first().is_some_and(|&b| b >= 0xf8)
+            && matches!(Header::parse(&input), Ok(Header { body: Body::Bytecode { code, .. }, .. }) if !code.is_empty());
+        if looks_like_message {
+            eprintln!("sigkit: note: {name} looks like a SigComp message; --message disassembles the bytecode it uploads");
+        }
         sigcomp_asm::disassemble(&input, args.address)
     };
     write_output(args.output.as_deref(), text.as_bytes())

@@ -131,6 +131,7 @@ fn disasm_raw_default_address_128() {
     let code = temp_file("hi.bin", &HI_CODE);
     let run = sigkit(&["disasm", path_str(&code)], b"");
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert!(run.stderr.is_empty(), "stderr: {}", run.stderr);
     let text = run.stdout_text();
     assert!(text.contains("\nat (128)\n"), "{text}");
     assert!(text.contains("\nOUTPUT (140, 2) "), "{text}");
@@ -174,7 +175,13 @@ fn disasm_message_uses_its_destination() {
     let run = sigkit(&["asm", "--message", "-"], b"at (960)\nOUTPUT (960, 1)\nEND-MESSAGE (0, 0, 0, 0, 0, 0, 0)\n");
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     assert_eq!(&run.stdout[..3], [0xf8, 0x00, 0x5e]);
-    let run = sigkit(&["disasm", "--message", "-"], &run.stdout);
+    let message = run.stdout.clone();
+    // without --message the bytes are disassembled as they are, with a hint
+    let raw = sigkit(&["disasm", "-"], &message);
+    assert_eq!(raw.code, Some(0), "stderr: {}", raw.stderr);
+    assert!(raw.stderr.contains("looks like a SigComp message; --message"), "stderr: {}", raw.stderr);
+    assert!(raw.stdout_text().contains("byte (0xf8"), "{}", raw.stdout_text());
+    let run = sigkit(&["disasm", "--message", "-"], &message);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     let text = run.stdout_text();
     assert!(text.starts_with("; SigComp message of 8 bytes: 3-byte header, 5 bytes of bytecode for address 960, 0 bytes of compressed data\n"), "{text}");
