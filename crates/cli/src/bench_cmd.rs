@@ -187,15 +187,18 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         None => {}
     }
     effort.lazy &= !args.greedy;
-    // Fields set one by one so that settings sigcomp-compress adds later
-    // keep their defaults.
-    let mut config = Config::default();
-    config.algorithm = algorithm;
-    config.mechanism = mechanism;
-    config.transport = transport;
-    config.lookahead = args.lookahead;
-    config.dictionary = dictionary;
-    config.effort = effort;
+    // `..Config::default()`: settings sigcomp-compress adds later keep
+    // their defaults.
+    #[allow(clippy::needless_update)]
+    let config = Config {
+        algorithm,
+        mechanism,
+        transport,
+        lookahead: args.lookahead,
+        dictionary,
+        effort,
+        ..Config::default()
+    };
     let policy = match CompartmentPolicy::parse(&args.compartment_every) {
         Ok(p) => p,
         Err(e) => return usage(e),
