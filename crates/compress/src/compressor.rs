@@ -549,36 +549,16 @@ impl Compressor {
             Some(s) => self.layout.window_of(&s.memory),
             None => self.bytecode.fresh_window(&self.layout),
         };
-        // Bytes the mechanism writes to the buffer before the tokens.
-        let mut extra: Vec<u8> = Vec::new();
         let mut flags = 0u8;
-        let mut input = vec![0u8];
-        let mut used_shared = None;
-        if mech == Mechanism::Shared {
-            if let Some(ps) = &self.peer_shared {
-                let already = base.as_ref().is_some_and(|b| b.shared_loaded == Some(ps.id));
-                if !already && self.in_model(&ps.id) {
-                    // The part of the peer's message to load: it must leave
-                    // room for our history; the start (the headers a reply
-                    // repeats) is the most useful part.
-                    let len = ps.len().min(w / 2).min(usize::from(u16::MAX));
-                    let offset = 0usize;
-                    flags |= 0x80;
-                    input.extend_from_slice(&ps.id.0[..6]);
-                    input.extend_from_slice(&(offset as u16).to_be_bytes());
-                    input.extend_from_slice(&(len as u16).to_be_bytes());
-                    extra.extend_from_slice(&ps.value[offset..offset + len]);
-                    used_shared = Some(ps.id);
-                }
-            }
-        }
+        // Items after the flags byte other than the shared state's.
+        let mut items: Vec<u8> = Vec::new();
         // Over UDP a state is used only once the peer has acknowledged it
         // (RFC 3321 §5.1): ask for the acknowledgement as feedback.
         let wants_ack = !stream && (mech.saves_snapshots() || (mech == Mechanism::Static && !self.bytecode_usable));
         let seq = if wants_ack { Some(self.next_seq()) } else { None };
         if let Some(seq) = seq {
             flags |= 0x40;
-            input.push(seq);
+            items.push(seq);
         }
         let own_shared = State::new(0, 0, 6, message);
         let announced = announce && mech == Mechanism::Shared;
@@ -595,14 +575,61 @@ impl Compressor {
         }
         for (k, id) in entries.iter().enumerate() {
             flags |= if k == 0 { 0x20 } else { 0x10 };
-            input.push(6);
-            input.extend_from_slice(&id.0[..6]);
+            items.push(6);
+            items.extend_from_slice(&id.0[..6]);
         }
         if mech == Mechanism::Static && !self.bytecode_usable {
             flags |= 0x08;
         }
+        // Shared mode: which part of the peer's last message to append to
+        // the buffer (RFC 3321 shared mode). It displaces older history, so
+        // a few lengths are tried and the smallest result is kept.
+        let mut used_shared = None;
+        let mut candidates: Vec<usize> = vec![0];
+        if mech == Mechanism::Shared {
+            if let Some(ps) = &self.peer_shared {
+                let already = base.as_ref().is_some_and(|b| b.shared_loaded == Some(ps.id));
+                if !already && self.in_model(&ps.id) {
+                    let full = ps.len().min(usize::from(u16::MAX));
+                    for d in [4usize, 2, 1] {
+                        let l = full.min(w * 3 / 4 / d);
+                        if l >= 32 && !candidates.contains(&l) {
+                            candidates.push(l);
+                        }
+                    }
+                }
+            }
+        }
+        let mut best: Option<(usize, usize, Vec<u8>, Option<MatchFinder>)> = None;
+        let start_finder = (candidates.len() > 1).then(|| self.finder.clone());
+        for &len in &candidates {
+            let shared_value = self.peer_shared.as_ref().map(|ps| ps.value.clone()).unwrap_or_default();
+            let extra: &[u8] = &shared_value[..len.min(shared_value.len())];
+            if let Some(f) = &start_finder {
+                self.finder = f.clone();
+            }
+            let tokens = self.encode(&window, extra, message);
+            let cost = tokens.len() + if len > 0 { 10 } else { 0 };
+            if best.as_ref().is_none_or(|(c, _, _, _)| cost < *c) {
+                let finder = start_finder.is_some().then(|| self.finder.clone());
+                best = Some((cost, len, tokens, finder));
+            }
+        }
+        let (_, best_len, tokens, finder) = best.expect("one candidate at least");
+        if let Some(f) = finder {
+            self.finder = f;
+        }
+        let shared_len = (best_len > 0).then_some(best_len);
+        let mut input = vec![0u8];
+        if let (Some(len), Some(ps)) = (shared_len, &self.peer_shared) {
+            flags |= 0x80;
+            input.extend_from_slice(&ps.id.0[..6]);
+            input.extend_from_slice(&0u16.to_be_bytes());
+            input.extend_from_slice(&(len as u16).to_be_bytes());
+            used_shared = Some(ps.id);
+        }
         input[0] = flags;
-        let tokens = self.encode(&window, &extra, message);
+        input.extend_from_slice(&items);
         let payload_len = tokens.len();
         input.extend_from_slice(&tokens);
 
