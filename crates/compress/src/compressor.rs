@@ -211,6 +211,9 @@ pub struct Compressed {
     pub used_shared: Option<StateId>,
     /// States the message asks the peer to create.
     pub requested: Vec<StateId>,
+    /// The feedback item the message asks the peer to return (its
+    /// acknowledgement over a message transport).
+    pub feedback_item: Option<u8>,
     /// The message announces itself as our shared state (id to create locally).
     pub announced: Option<State>,
 }
@@ -697,6 +700,7 @@ impl Compressor {
             used_shared,
             requested,
             announced: announced.then_some(own_shared),
+            feedback_item: seq,
         })
     }
 

@@ -118,20 +118,23 @@ impl Endpoint {
         let pending = self.decompressor.feedback(compartment).and_then(|f| f.requested_item.clone());
         let returned = pending.filter(|item| self.echoed.get(&compartment) != Some(item));
         // Shared mode: announce the message only if saving it here evicts
-        // nothing the peer created (RFC 4896 §5.3: one such state at most).
+        // nothing the peer created (RFC 4896 §5.3). Our shared states have
+        // priority 65535, so the state handler frees the oldest of them
+        // first; older ones stay while there is room, so a peer whose view
+        // lags (acknowledgements and announcements delayed over UDP) still
+        // finds the one it names.
         let shared = self.config.mechanism == Mechanism::Shared;
         let mut announce = false;
         if shared {
             let cost = message.len() as u32 + 64;
-            let (used, sms, old_cost) = match self.decompressor.states().compartment(compartment) {
+            let (used, sms, ours) = match self.decompressor.states().compartment(compartment) {
                 Some(c) => {
-                    let old = self.own_shared.get(&compartment);
-                    let old_cost = c.entries.iter().find(|e| Some(&e.id) == old).map(|e| e.cost).unwrap_or(0);
-                    (c.used, c.sms, old_cost)
+                    let ours: u32 = c.entries.iter().filter(|e| e.priority == 65535).map(|e| e.cost).sum();
+                    (c.used, c.sms, ours)
                 }
                 None => (0, self.local.sms, 0),
             };
-            announce = used - old_cost + cost <= sms;
+            announce = used - ours + cost <= sms;
         }
         let c = self.compressor_mut(compartment)?;
         let out = c.compress(message, returned.as_deref(), announce)?;
@@ -140,9 +143,6 @@ impl Endpoint {
         }
         if let Some(state) = &out.announced {
             let states = self.decompressor.states_mut();
-            if let Some(old) = self.own_shared.remove(&compartment) {
-                states.free(compartment, &old.0);
-            }
             states.create(compartment, 0, 0, 6, &state.value, 65535);
             self.own_shared.insert(compartment, state.id);
         }

@@ -1,0 +1,281 @@
+//! Feedback, acknowledgement, NACK recovery, parameter announcement and
+//! the user-specific dictionary between two endpoints.
+
+mod common;
+
+use std::collections::HashSet;
+
+use common::*;
+use sigcomp::wire::Header;
+use sigcomp::{Params, StateId, Transport};
+use sigcomp_compress::{Config, Endpoint, Mechanism, Received};
+
+fn config(mechanism: Mechanism, transport: Transport) -> Config {
+    Config { mechanism, transport, ..Config::default() }
+}
+
+fn video_call() -> Vec<FlowMessage> {
+    read_flow("3gpp-video-call")
+}
+
+fn deliver(to: &mut Endpoint, msg: &[u8]) -> Vec<u8> {
+    match to.receive(C, msg) {
+        Ok(Received::Message { output, .. }) => output,
+        other => panic!("expected a message, got {other:?}"),
+    }
+}
+
+#[test]
+fn feedback_makes_later_messages_smaller() {
+    // The same message, sent first (bytecode uploaded) and again after the
+    // peer's reply acknowledged the first: the second references state.
+    let flow = video_call();
+    let invite = &flow[0].bytes;
+    for mechanism in [Mechanism::Static, Mechanism::Dynamic, Mechanism::Shared] {
+        let mut ue = Endpoint::new(params(8192), params(8192), config(mechanism, Transport::Message)).unwrap();
+        let mut pcscf = Endpoint::new(params(8192), params(8192), config(mechanism, Transport::Message)).unwrap();
+        let first = ue.compress(C, invite).unwrap();
+        assert!(first.uploaded_bytecode);
+        assert!(first.feedback_item.is_some(), "{mechanism:?}: no acknowledgement requested");
+        assert_eq!(&deliver(&mut pcscf, &first.message), invite);
+        let reply = pcscf.compress(C, &flow[1].bytes).unwrap();
+        // The reply echoes the item (RFC 3320 §7.1 returned feedback).
+        let header = Header::parse(&reply.message).unwrap();
+        assert_eq!(header.returned_feedback, Some(&[first.feedback_item.unwrap()][..]));
+        assert_eq!(deliver(&mut ue, &reply.message), flow[1].bytes);
+        let second = ue.compress(C, invite).unwrap();
+        assert!(!second.uploaded_bytecode, "{mechanism:?}");
+        assert!(second.used_state.is_some(), "{mechanism:?}");
+        // Static saves the bytecode only; dynamic and shared the history.
+        let factor = if mechanism == Mechanism::Static { 1 } else { 2 };
+        assert!(
+            second.message.len() * factor < first.message.len(),
+            "{mechanism:?}: {} then {}",
+            second.message.len(),
+            first.message.len()
+        );
+        assert_eq!(&deliver(&mut pcscf, &second.message), invite);
+    }
+}
+
+#[test]
+fn udp_never_references_a_state_before_its_ack() {
+    // The P-CSCF's messages reach the UE only `delay` messages late; the UE
+    // may reference only states whose acknowledgement it has received.
+    let flow = video_call();
+    for mechanism in [Mechanism::Static, Mechanism::Dynamic, Mechanism::Shared] {
+        for delay in [0usize, 1, 3] {
+            let mut ue = Endpoint::new(params(8192), params(8192), config(mechanism, Transport::Message)).unwrap();
+            let mut pcscf = Endpoint::new(params(8192), params(8192), config(mechanism, Transport::Message)).unwrap();
+            // UE feedback item → states that message requested.
+            let mut requested_by_item: Vec<(u8, Vec<StateId>)> = Vec::new();
+            let mut acked: HashSet<StateId> = HashSet::new();
+            let mut in_flight: Vec<(Vec<u8>, Option<StateId>, Vec<u8>)> = Vec::new();
+            let mut referenced = 0;
+            let mut nacks = 0;
+            for round in 0..3 {
+                for m in &flow {
+                    match m.from {
+                        Side::Ue => {
+                            let out = ue.compress(C, &m.bytes).unwrap();
+                            if let Some(id) = out.used_state {
+                                assert!(
+                                    acked.contains(&id) || out.used_state == Some(ue.compressor(C).unwrap().bytecode_state().id),
+                                    "{mechanism:?} delay {delay} round {round} {}: state used before its ack",
+                                    m.name
+                                );
+                                referenced += 1;
+                            }
+                            if let Some(item) = out.feedback_item {
+                                requested_by_item.retain(|(i, _)| *i != item);
+                                requested_by_item.push((item, out.requested.clone()));
+                            }
+                            match pcscf.receive(C, &out.message) {
+                                Ok(Received::Message { output, .. }) => assert_eq!(output, m.bytes),
+                                // The P-CSCF's own shared states are not
+                                // acknowledged (the P-CSCF announces them);
+                                // one the UE learnt late may have been freed
+                                // meanwhile. That, and only that, is a
+                                // NACK, after which the UE recovers.
+                                Err(e) if out.used_shared.is_some_and(|id| id.0.starts_with(&e.failure.details)) => {
+                                    assert_eq!(e.failure.reason, sigcomp::Reason::StateNotFound);
+                                    assert!(matches!(ue.receive(C, &e.nack.unwrap()), Ok(Received::Nack(_))));
+                                    let retry = ue.compress(C, &m.bytes).unwrap();
+                                    assert!(retry.used_state.is_none() || retry.used_state == Some(ue.compressor(C).unwrap().bytecode_state().id));
+                                    if let Some(item) = retry.feedback_item {
+                                        requested_by_item.retain(|(i, _)| *i != item);
+                                        requested_by_item.push((item, retry.requested.clone()));
+                                    }
+                                    assert_eq!(deliver(&mut pcscf, &retry.message), m.bytes);
+                                    nacks += 1;
+                                }
+                                other => panic!("{mechanism:?} delay {delay} round {round} {} to the P-CSCF: {other:?}", m.name),
+                            }
+                        }
+                        Side::Pcscf => {
+                            let out = pcscf.compress(C, &m.bytes).unwrap();
+                            in_flight.push((out.message, out.used_shared, m.bytes.clone()));
+                            while in_flight.len() > delay {
+                                let (msg, used_shared, bytes) = in_flight.remove(0);
+                                if let Some(item) = Header::parse(&msg).unwrap().returned_feedback {
+                                    if let Some((_, ids)) = requested_by_item.iter().find(|(i, _)| [*i] == item) {
+                                        acked.extend(ids.iter().copied());
+                                    }
+                                }
+                                match ue.receive(C, &msg) {
+                                    Ok(_) => {}
+                                    // As above, the other way round.
+                                    Err(e) if used_shared.is_some_and(|id| id.0.starts_with(&e.failure.details)) => {
+                                        assert!(matches!(pcscf.receive(C, &e.nack.unwrap()), Ok(Received::Nack(_))));
+                                        let retry = pcscf.compress(C, &bytes).unwrap();
+                                        if let Some(item) = Header::parse(&retry.message).unwrap().returned_feedback {
+                                            if let Some((_, ids)) = requested_by_item.iter().find(|(i, _)| [*i] == item) {
+                                                acked.extend(ids.iter().copied());
+                                            }
+                                        }
+                                        assert_eq!(deliver(&mut ue, &retry.message), bytes);
+                                        nacks += 1;
+                                    }
+                                    Err(e) => panic!("{mechanism:?} delay {delay} round {round} {} to the UE: {e}", m.name),
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            assert!(referenced > 0, "{mechanism:?} delay {delay}: no state ever used");
+            // Without delay the UE's view is exact: no NACK at all.
+            if delay == 0 {
+                assert_eq!(nacks, 0, "{mechanism:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn lost_messages_do_not_break_later_ones() {
+    // Over UDP every third UE message is lost: no state is used before its
+    // acknowledgement, so every delivered message still decompresses.
+    let flow = video_call();
+    for mechanism in Mechanism::ALL {
+        let mut pair = Pair::new(params(8192), config(mechanism, Transport::Message));
+        let mut k = 0;
+        for m in &flow {
+            if m.from == Side::Ue {
+                k += 1;
+                if k % 3 == 0 {
+                    pair.ue.compress(C, &m.bytes).unwrap();
+                    continue;
+                }
+            }
+            pair.send(m.from, &m.bytes);
+        }
+    }
+}
+
+#[test]
+fn nack_recovery() {
+    // The P-CSCF loses every state of the compartment (a restart): the
+    // UE's next message names a lost state, the P-CSCF answers with an
+    // RFC 4077 NACK, and the UE's next try decompresses.
+    // (Static is left out: its only state, the bytecode, is the same as the
+    // P-CSCF's own, which the P-CSCF holds as a local state that no
+    // compartment loss removes.)
+    let flow = video_call();
+    for mechanism in [Mechanism::Dynamic, Mechanism::Shared] {
+        for transport in [Transport::Message, Transport::Stream] {
+            let mut pair = Pair::new(params(8192), config(mechanism, transport));
+            for m in &flow[..6] {
+                pair.send(m.from, &m.bytes);
+            }
+            pair.pcscf.decompressor_mut().close_compartment(C);
+            let msg = &flow[8].bytes;
+            let out = pair.ue.compress(C, msg).unwrap();
+            assert!(out.used_state.is_some(), "{mechanism:?} {transport:?}: the test needs a state reference");
+            let err = match pair.pcscf.receive(C, &out.message) {
+                Err(e) => e,
+                Ok(r) => panic!("{mechanism:?} {transport:?}: lost state not noticed: {r:?}"),
+            };
+            assert_eq!(err.failure.reason, sigcomp::Reason::StateNotFound);
+            let nack = err.nack.expect("a NACK to send back");
+            match pair.ue.receive(C, &nack) {
+                Ok(Received::Nack(report)) => {
+                    assert_eq!(report.nack.reason, sigcomp::Reason::StateNotFound);
+                    assert!(report.record.is_some(), "the NACK names the message sent");
+                }
+                other => panic!("expected the NACK to be taken: {other:?}"),
+            }
+            let retry = pair.ue.compress(C, msg).unwrap();
+            assert_eq!(deliver(&mut pair.pcscf, &retry.message), *msg);
+            // And the flow goes on with state again.
+            for m in &flow[9..] {
+                pair.send(m.from, &m.bytes);
+            }
+        }
+    }
+}
+
+#[test]
+fn announced_parameters_update_the_compressor() {
+    // The UE starts assuming the minimum (DMS 2048, SMS 2048); the
+    // P-CSCF's messages return its real parameters (RFC 3320 §9.4.9).
+    let small = Params { dms: 2048, sms: 2048, cpb: 16, version: 2 };
+    let big = Params { dms: 16384, sms: 16384, cpb: 32, version: 2 };
+    let cfg = config(Mechanism::Dynamic, Transport::Message);
+    let mut ue = Endpoint::new(big, small, cfg).unwrap();
+    let mut pcscf = Endpoint::new(big, big, cfg).unwrap();
+    let flow = video_call();
+    let out = ue.compress(C, &flow[0].bytes).unwrap();
+    assert_eq!(ue.compressor(C).unwrap().peer().dms, 2048);
+    deliver(&mut pcscf, &out.message);
+    let reply = pcscf.compress(C, &flow[1].bytes).unwrap();
+    deliver(&mut ue, &reply.message);
+    let peer = *ue.compressor(C).unwrap().peer();
+    assert_eq!((peer.dms, peer.sms, peer.cpb), (16384, 16384, 32));
+    // The larger memory gives a larger window.
+    assert!(ue.compressor(C).unwrap().layout().buffer_size > 4096);
+    for m in &flow[3..] {
+        let (from, to) = match m.from {
+            Side::Ue => (&mut ue, &mut pcscf),
+            Side::Pcscf => (&mut pcscf, &mut ue),
+        };
+        let out = from.compress(C, &m.bytes).unwrap();
+        assert_eq!(deliver(to, &out.message), m.bytes);
+    }
+}
+
+#[test]
+fn user_specific_dictionary() {
+    // RFC 3321 §3.3: a dictionary both sides hold (here the first messages
+    // of the flow), loaded into the window instead of the SIP/SDP one.
+    let flow = video_call();
+    let dictionary: Vec<u8> = flow[..3].iter().flat_map(|m| m.bytes.clone()).take(3000).collect();
+    let cfg = config(Mechanism::Basic, Transport::Message);
+    let msg = &flow[5].bytes;
+    let mut plain = Endpoint::new(params(16384), params(16384), cfg).unwrap();
+    let plain_len = plain.compress(C, msg).unwrap().message.len();
+    let mut ue = Endpoint::new(params(16384), params(16384), cfg).unwrap();
+    let mut pcscf = Endpoint::new(params(16384), params(16384), cfg).unwrap();
+    ue.set_user_dictionary(&dictionary);
+    pcscf.add_local_dictionary(&dictionary);
+    let out = ue.compress(C, msg).unwrap();
+    assert_eq!(&deliver(&mut pcscf, &out.message), msg);
+    assert!(out.message.len() < plain_len, "{} vs {plain_len}", out.message.len());
+    // A peer without the dictionary cannot decompress it.
+    let mut other = Endpoint::new(params(16384), params(16384), cfg).unwrap();
+    assert!(other.receive(C, &out.message).is_err());
+}
+
+#[test]
+fn bytecode_is_not_uploaded_twice_between_like_endpoints() {
+    // Each side announces its bytecode as a local state; the other side's
+    // first message then references it instead of uploading its own copy.
+    let flow = video_call();
+    let mut pair = Pair::new(params(8192), config(Mechanism::Shared, Transport::Stream));
+    let first = pair.ue.compress(C, &flow[0].bytes).unwrap();
+    assert!(first.uploaded_bytecode);
+    deliver(&mut pair.pcscf, &first.message);
+    let reply = pair.pcscf.compress(C, &flow[1].bytes).unwrap();
+    assert!(!reply.uploaded_bytecode);
+    assert_eq!(deliver(&mut pair.ue, &reply.message), flow[1].bytes);
+}
