@@ -1,11 +1,16 @@
 ; LZSS token decoder (fragment of asm/mechanism.asm, see
 ; /work/notes/fragment-contract.md): the modified LZSS of seed 000 §7.8.4,
-; offsets of up to 15 bits over the circular buffer, configurable length
-; bits (look-ahead 18, 66 or 258 bytes). Tokens, most significant bit first
-; (input_bit_order 0):
+; offsets of up to 15 bits over the circular buffer. Tokens, most
+; significant bit first (input_bit_order 0):
 ;   0 + 8 bits                       literal byte
-;   1 + offset_bits + length_bits    copy (length + 3) bytes from offset
+;   1 + offset_bits + length code    copy length bytes from offset
 ;                                    (1 .. 2^offset_bits) back
+; Where the thesis gives the length a fixed field sized by the look-ahead,
+; sigkit uses a prefix code, so the many short matches cost less:
+;   0  + 2 bits   lengths 3..6
+;   10 + 4 bits   lengths 7..22
+;   11 + 8 bits   lengths 23..278
+; (the compressor's look-ahead, 18, 66 or 258, only bounds the length).
 ; The message ends where fewer bits remain than a token needs.
 ; @vars
 ; @init
@@ -20,8 +25,7 @@ COPY-LITERAL (index_lsb, 1, $decompressed_pointer)
 JUMP (next_character)
 :lzss_match
 SUBTRACT ($index, 256)
-INPUT-BITS ($lzss_length_bits, length_value, fail)
-ADD ($length_value, 3)
+INPUT-HUFFMAN (length_value, fail, 3, 3, 0, 3, 3, 3, 32, 47, 7, 4, 768, 1023, 23)
 LOAD (old_pointer, $decompressed_pointer)
 COPY-OFFSET ($index, $length_value, $decompressed_pointer)
 OUTPUT ($old_pointer, $length_value)
@@ -32,5 +36,4 @@ readonly (0)
 :lzss_offset_extra_bits         word (0)
 :lzss_offset_lower              word (0)
 :lzss_offset_upper              word (0)
-:lzss_length_bits               word (0)
 readonly (1)

@@ -78,7 +78,8 @@ fn main() {
             algorithm,
             mechanism: r.mechanism,
             transport: r.transport,
-            dictionary: Priorities::parse(r.dict),
+            dictionary: Priorities::parse(std::env::var("DICT").as_deref().unwrap_or(r.dict)),
+            lookahead: std::env::var("LOOKAHEAD").ok().and_then(|v| v.parse().ok()).unwrap_or(258),
             ..Config::default()
         };
         let (raw, sent) = total(&flow, params, config);

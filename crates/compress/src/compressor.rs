@@ -762,7 +762,6 @@ fn patch_algorithm(algorithm: Algorithm, image: &Image, code: &mut [u8], base: u
             put("lzss_offset_extra_bits", u16::from(ob - 8));
             put("lzss_offset_lower", 1 << ob);
             put("lzss_offset_upper", ((1u32 << (ob + 1)) - 1) as u16);
-            put("lzss_length_bits", u16::from(format.length_bits));
         }
         #[cfg(sigkit_deflate)]
         Algorithm::Deflate => {}

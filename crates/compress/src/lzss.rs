@@ -12,8 +12,8 @@
 //! position and its prefixes are all the choices there are).
 //!
 //! Token format (most significant bit first, as `asm/lzss.asm` reads it):
-//! `0` + 8-bit literal, or `1` + `offset_bits` of (offset − 1) +
-//! `length_bits` of (length − 3).
+//! `0` + 8-bit literal, or `1` + `offset_bits` of (offset − 1) + the
+//! length's prefix code ([`length_code`]).
 
 use crate::bits::BitWriter;
 
@@ -22,7 +22,9 @@ use crate::bits::BitWriter;
 pub struct LzssFormat {
     /// 9..=15: offsets 1..=2^offset_bits.
     pub offset_bits: u8,
-    /// 4 (look-ahead 18), 6 (66) or 8 (258).
+    /// The longest match is 2 + 2^length_bits: 4 (look-ahead 18), 6 (66)
+    /// or 8 (258). (Lengths are sent with a prefix code, not in a field of
+    /// this width.)
     pub length_bits: u8,
 }
 
@@ -55,8 +57,19 @@ impl LzssFormat {
         (n.is_power_of_two() && (2..=256).contains(&n)).then(|| n.trailing_zeros() as u8)
     }
 
-    pub fn match_bits(&self) -> usize {
-        1 + usize::from(self.offset_bits) + usize::from(self.length_bits)
+    /// Bits of a match token of `length` bytes.
+    pub fn match_bits(&self, length: usize) -> usize {
+        1 + usize::from(self.offset_bits) + length_code(length).1 as usize
+    }
+}
+
+/// The prefix code of a match length (asm/lzss.asm): (code, bits).
+pub fn length_code(length: usize) -> (u32, u32) {
+    let l = length as u32;
+    match length {
+        0..=6 => (l - 3, 3),
+        7..=22 => (32 + l - 7, 6),
+        _ => (768 + l - 23, 10),
     }
 }
 
@@ -216,7 +229,6 @@ impl MatchFinder {
         }
         self.hash_up_to(self.data.len());
         let lit = 9usize;
-        let mat = format.match_bits();
         let mut tokens: Vec<(usize, usize)> = Vec::new(); // (length, distance); length 0 = literal
         if effort.lazy {
             // Shortest path from the end: cost[i] = fewest bits for message[i..].
@@ -227,7 +239,7 @@ impl MatchFinder {
                 choice[i] = 0;
                 let (len, _) = matches[i];
                 for l in LzssFormat::MIN_MATCH..=len {
-                    let c = mat + cost[i + l];
+                    let c = format.match_bits(l) + cost[i + l];
                     if c < cost[i] || (c == cost[i] && l > choice[i]) {
                         cost[i] = c;
                         choice[i] = l;
@@ -263,10 +275,10 @@ impl MatchFinder {
                 out.write(u32::from(message[i]), 9);
                 i += 1;
             } else {
-                let token = (1u32 << (format.offset_bits + format.length_bits))
-                    | ((dist as u32 - 1) << format.length_bits)
-                    | (len - LzssFormat::MIN_MATCH) as u32;
-                out.write(token, mat as u32);
+                let ob = u32::from(format.offset_bits);
+                out.write((1u32 << ob) | (dist as u32 - 1), 1 + ob);
+                let (code, bits) = length_code(len);
+                out.write(code, bits);
                 i += len;
             }
         }
@@ -311,7 +323,13 @@ pub fn decode(window: &[u8], tokens: &[u8], format: LzssFormat) -> Option<Vec<u8
         let extra = usize::from(format.offset_bits) - 8;
         let Some(rest) = read(&mut bit, extra) else { break };
         let off = ((((flag_lit - 256) as usize) << extra) | rest as usize) + 1;
-        let len = read(&mut bit, usize::from(format.length_bits))? as usize + LzssFormat::MIN_MATCH;
+        let len = if read(&mut bit, 1)? == 0 {
+            read(&mut bit, 2)? as usize + 3
+        } else if read(&mut bit, 1)? == 0 {
+            read(&mut bit, 4)? as usize + 7
+        } else {
+            read(&mut bit, 8)? as usize + 23
+        };
         if off > hist.len() {
             return None;
         }
