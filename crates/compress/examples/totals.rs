@@ -64,6 +64,10 @@ fn main() {
         Row { name: "L reinv-unrel shared TCP 4096", flow: "3gpp-video-call-reinvite-unreliable", first: 8, mechanism: Shared, dms: 4096, dict: "1-3", transport: Stream, thesis: 2030 },
         Row { name: "L reinv-rel shared TCP 4096", flow: "3gpp-video-call-reinvite-reliable", first: 10, mechanism: Shared, dms: 4096, dict: "1-3", transport: Stream, thesis: 2504 },
     ];
+    if std::env::var_os("MATRIX").is_some() {
+        matrix(algorithm);
+        return;
+    }
     println!("| run | uncompressed | SigComp thesis | ours | ours/thesis | ratio |");
     println!("|---|---|---|---|---|---|");
     let only = std::env::var("ROW").ok();
@@ -90,5 +94,29 @@ fn main() {
             sent as f64 / r.thesis as f64,
             sent as f64 / raw as f64
         );
+    }
+}
+
+/// Every corpus flow (all its messages) × mechanism, for DMS 4096 and 8192
+/// over UDP and TCP: SigComp bytes (ratio).
+fn matrix(algorithm: Algorithm) {
+    println!("| flow (uncompressed) | DMS | transport | basic | static | dynamic | shared |");
+    println!("|---|---|---|---|---|---|---|");
+    for name in flows() {
+        let flow = read_flow(&name);
+        let raw: usize = flow.iter().map(|m| m.bytes.len()).sum();
+        for dms in std::env::var("DMS").map(|d| d.split(',').map(|x| x.parse().expect("DMS")).collect()).unwrap_or(vec![4096u32, 8192]) {
+            for transport in [Transport::Message, Transport::Stream] {
+                let mut cells = Vec::new();
+                for mechanism in Mechanism::ALL {
+                    let params = Params { dms, sms: 131072, cpb: 32, version: 2 };
+                    let config = Config { algorithm, mechanism, transport, ..Config::default() };
+                    let (_, sent) = total(&flow, params, config);
+                    cells.push(format!("{sent} ({:.3})", sent as f64 / raw as f64));
+                }
+                let t = if transport == Transport::Message { "UDP" } else { "TCP" };
+                println!("| {name} ({raw}) | {dms} | {t} | {} |", cells.join(" | "));
+            }
+        }
     }
 }

@@ -275,3 +275,22 @@ fn bytecode_is_not_uploaded_twice_between_like_endpoints() {
     assert!(!reply.uploaded_bytecode);
     assert_eq!(deliver(&mut pair.ue, &reply.message), flow[1].bytes);
 }
+
+#[test]
+fn hash_chains_are_kept_between_messages() {
+    // Seed 000 §7.8.5: the match finder's chains survive from one message
+    // to the next when the window is the previous one plus the last
+    // message, so a whole window is hashed only when the compressor
+    // starts over (first message, or an older snapshot as base).
+    let flow = video_call();
+    for mechanism in [Mechanism::Dynamic, Mechanism::Shared] {
+        let mut pair = Pair::new(params(16384), config(mechanism, Transport::Stream));
+        for m in &flow {
+            pair.send(m.from, &m.bytes);
+        }
+        for ep in [&pair.ue, &pair.pcscf] {
+            let c = ep.compressor(C).unwrap();
+            assert_eq!(c.match_finder_rebuilds(), 1, "{mechanism:?}");
+        }
+    }
+}
