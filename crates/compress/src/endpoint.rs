@@ -253,6 +253,15 @@ impl Endpoint {
         }
     }
 
+    /// Ends a compartment (RFC 3320 §4.1: the application closes it): its
+    /// compressor, its states at our decompressor and its feedback go.
+    pub fn close_compartment(&mut self, compartment: CompartmentId) {
+        self.compressors.remove(&compartment);
+        self.own_shared.remove(&compartment);
+        self.echoed.remove(&compartment);
+        self.decompressor.close_compartment(compartment);
+    }
+
     /// The transport this endpoint's compressors assume.
     pub fn transport(&self) -> Transport {
         self.config.transport

@@ -294,3 +294,20 @@ fn hash_chains_are_kept_between_messages() {
         }
     }
 }
+
+#[test]
+fn closing_a_compartment_starts_it_over() {
+    let flow = video_call();
+    let mut pair = Pair::new(params(8192), config(Mechanism::Dynamic, Transport::Stream));
+    for m in &flow[..4] {
+        pair.send(m.from, &m.bytes);
+    }
+    pair.ue.close_compartment(C);
+    pair.pcscf.close_compartment(C);
+    assert!(pair.ue.compressor(C).is_none());
+    assert!(pair.pcscf.decompressor().states().compartment(C).is_none_or(|c| c.entries.is_empty()));
+    // Both sides start from nothing: the next message uploads the bytecode.
+    let out = pair.ue.compress(C, &flow[4].bytes).unwrap();
+    assert!(out.uploaded_bytecode);
+    assert_eq!(deliver(&mut pair.pcscf, &out.message), flow[4].bytes);
+}
