@@ -2,8 +2,9 @@
 ; /work/notes/fragment-contract.md): the modified LZSS of seed 000 §7.8.4,
 ; offsets of up to 15 bits over the circular buffer. Tokens, most
 ; significant bit first (input_bit_order 0):
-;   0 + 8 bits                       literal byte
-;   1 + offset_bits + length code    copy length bytes from offset
+;   0 + 7 bits                       literal byte 0..127 (SIP is ASCII)
+;   10 + 7 bits                      literal byte 128..255
+;   11 + offset_bits + length code   copy length bytes from offset
 ;                                    (1 .. 2^offset_bits) back
 ; Where the thesis gives the length a fixed field sized by the look-ahead,
 ; sigkit uses a prefix code, so the many short matches cost less:
@@ -16,7 +17,7 @@
 ; @init
 ; @tokens
 :next_character
-INPUT-HUFFMAN (index, end_of_message, 2, 9, 0, 255, 0, $lzss_offset_extra_bits, $lzss_offset_lower, $lzss_offset_upper, 257)
+INPUT-HUFFMAN (index, end_of_message, 3, 8, 0, 127, 0, 1, 256, 383, 128, $lzss_offset_extra_bits, $lzss_offset_lower, $lzss_offset_upper, 257)
 COMPARE ($index, 256, lzss_literal, lzss_match, lzss_match)
 :lzss_literal
 set (index_lsb, (index + 1))

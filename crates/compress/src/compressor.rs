@@ -612,6 +612,8 @@ impl Compressor {
                 self.finder = f.clone();
             }
             let tokens = self.encode(&window, extra, message);
+            // (Charging the loaded bytes for the history they displace was
+            // tried: no better over the corpus as a whole.)
             let cost = tokens.len() + if len > 0 { 10 } else { 0 };
             if best.as_ref().is_none_or(|(c, _, _, _)| cost < *c) {
                 let finder = start_finder.is_some().then(|| self.finder.clone());
@@ -759,9 +761,10 @@ fn patch_algorithm(algorithm: Algorithm, image: &Image, code: &mut [u8], base: u
     match algorithm {
         Algorithm::Lzss => {
             let ob = format.offset_bits;
-            put("lzss_offset_extra_bits", u16::from(ob - 8));
-            put("lzss_offset_lower", 1 << ob);
-            put("lzss_offset_upper", ((1u32 << (ob + 1)) - 1) as u16);
+            // Third group of the INPUT-HUFFMAN: '11' + ob bits.
+            put("lzss_offset_extra_bits", u16::from(ob - 7));
+            put("lzss_offset_lower", (3u32 << ob) as u16);
+            put("lzss_offset_upper", ((1u32 << (ob + 2)) - 1) as u16);
         }
         #[cfg(sigkit_deflate)]
         Algorithm::Deflate => {}

@@ -59,7 +59,16 @@ impl LzssFormat {
 
     /// Bits of a match token of `length` bytes.
     pub fn match_bits(&self, length: usize) -> usize {
-        1 + usize::from(self.offset_bits) + length_code(length).1 as usize
+        2 + usize::from(self.offset_bits) + length_code(length).1 as usize
+    }
+
+    /// Bits of a literal: 8 for ASCII, 9 for the rest.
+    pub fn literal_bits(byte: u8) -> usize {
+        if byte < 128 {
+            8
+        } else {
+            9
+        }
     }
 }
 
@@ -228,14 +237,13 @@ impl MatchFinder {
             *m = self.longest(start + i, reach, max_len, effort.max_chain);
         }
         self.hash_up_to(self.data.len());
-        let lit = 9usize;
         let mut tokens: Vec<(usize, usize)> = Vec::new(); // (length, distance); length 0 = literal
         if effort.lazy {
             // Shortest path from the end: cost[i] = fewest bits for message[i..].
             let mut cost = vec![0usize; n + 1];
             let mut choice = vec![0usize; n];
             for i in (0..n).rev() {
-                cost[i] = lit + cost[i + 1];
+                cost[i] = LzssFormat::literal_bits(message[i]) + cost[i + 1];
                 choice[i] = 0;
                 let (len, _) = matches[i];
                 for l in LzssFormat::MIN_MATCH..=len {
@@ -272,11 +280,16 @@ impl MatchFinder {
         let mut i = 0;
         for (len, dist) in tokens {
             if len == 0 {
-                out.write(u32::from(message[i]), 9);
+                let b = message[i];
+                if b < 128 {
+                    out.write(u32::from(b), 8);
+                } else {
+                    out.write(256 + u32::from(b - 128), 9);
+                }
                 i += 1;
             } else {
                 let ob = u32::from(format.offset_bits);
-                out.write((1u32 << ob) | (dist as u32 - 1), 1 + ob);
+                out.write((3u32 << ob) | (dist as u32 - 1), 2 + ob);
                 let (code, bits) = length_code(len);
                 out.write(code, bits);
                 i += len;
@@ -315,14 +328,22 @@ pub fn decode(window: &[u8], tokens: &[u8], format: LzssFormat) -> Option<Vec<u8
         Some(v)
     };
     loop {
-        let Some(flag_lit) = read(&mut bit, 9) else { break };
-        if flag_lit < 256 {
-            hist.push(flag_lit as u8);
+        // Like INPUT-HUFFMAN: too few bits left for a whole code ends the
+        // message.
+        let Some(first) = read(&mut bit, 8) else { break };
+        if first < 128 {
+            hist.push(first as u8);
             continue;
         }
-        let extra = usize::from(format.offset_bits) - 8;
+        let Some(b9) = read(&mut bit, 1) else { break };
+        let code9 = (first << 1) | b9;
+        if code9 < 384 {
+            hist.push((code9 - 256 + 128) as u8);
+            continue;
+        }
+        let extra = usize::from(format.offset_bits) - 7;
         let Some(rest) = read(&mut bit, extra) else { break };
-        let off = ((((flag_lit - 256) as usize) << extra) | rest as usize) + 1;
+        let off = ((((code9 - 384) as usize) << extra) | rest as usize) + 1;
         let len = if read(&mut bit, 1)? == 0 {
             read(&mut bit, 2)? as usize + 3
         } else if read(&mut bit, 1)? == 0 {
