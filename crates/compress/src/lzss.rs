@@ -12,8 +12,11 @@
 //! position and its prefixes are all the choices there are).
 //!
 //! Token format (most significant bit first, as `asm/lzss.asm` reads it):
-//! `0` + 8-bit literal, or `1` + `offset_bits` of (offset − 1) + the
-//! length's prefix code ([`length_code`]).
+//! `0` + 7 bits: a literal byte below 128 (SIP is ASCII); `10` + 7 bits: a
+//! literal byte 128..=255; `11` + `offset_bits` of (offset − 1) + the
+//! length's prefix code ([`length_code`]). Seed 000 §7.8.4 spends 9 bits
+//! on every literal and a fixed field on the length; these codes cost less
+//! on SIP.
 
 use crate::bits::BitWriter;
 

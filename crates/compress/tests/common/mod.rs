@@ -82,6 +82,9 @@ pub struct Pair {
     pub ue: Endpoint,
     pub pcscf: Endpoint,
     pub transport: Transport,
+    /// Bytes the transport carried for the last message (with RFC 3320
+    /// §4.2.2 record marking over a stream).
+    pub last_wire_len: usize,
     to_ue: Deframer,
     to_pcscf: Deframer,
 }
@@ -92,6 +95,7 @@ impl Pair {
             ue: Endpoint::new(params, params, config).expect("endpoint"),
             pcscf: Endpoint::new(params, params, config).expect("endpoint"),
             transport: config.transport,
+            last_wire_len: 0,
             to_ue: Deframer::new(1 << 20),
             to_pcscf: Deframer::new(1 << 20),
         }
@@ -115,10 +119,14 @@ impl Pair {
     /// receiver's transport delivers (the message, unescaped).
     pub fn carry(&mut self, from: Side, msg: &[u8]) -> Vec<u8> {
         match self.transport {
-            Transport::Message => msg.to_vec(),
+            Transport::Message => {
+                self.last_wire_len = msg.len();
+                msg.to_vec()
+            }
             Transport::Stream => {
                 let mut bytes = Vec::new();
                 wire::frame_for_stream(msg, &mut bytes);
+                self.last_wire_len = bytes.len();
                 let deframer = match from {
                     Side::Ue => &mut self.to_pcscf,
                     Side::Pcscf => &mut self.to_ue,
