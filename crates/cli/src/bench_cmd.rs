@@ -305,6 +305,7 @@ fn print_speed_json(r: &SpeedReport, args: &BenchArgs, sequence_len: usize) -> i
         "messages": r.messages,
         "worker_messages": r.worker_messages,
         "compartment_pairs": r.compartment_pairs,
+        "compartments_held_at_end": r.compartments_held_at_end,
         "round_trips_per_s": r.round_trips_per_s,
         "round_trips_per_s_per_thread": r.round_trips_per_s_per_thread,
         "round_trips_per_s_wall": r.round_trips_per_s_wall,

@@ -131,6 +131,9 @@ fn compartment_every_starts_a_pair_every_n_messages() {
     // ratio is worse than with one long-lived pair.
     let every1 = bench_json(&["--flow", &flow("open-sigcomp-startup"), "--compartment-every", "1", "--messages", "30"]);
     assert_eq!(u(&every1, "compartment_pairs"), 30);
+    // Closed compartments are gone: each endpoint holds only its current one.
+    assert!(u(&every1, "compartments_held_at_end") <= 2, "{every1}");
+    assert!(u(&v, "compartments_held_at_end") <= 2, "{v}");
     assert!(f(&every1, "ratio") > f(&never, "ratio"));
 }
 
