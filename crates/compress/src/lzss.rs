@@ -100,7 +100,7 @@ impl Default for Effort {
     }
 }
 
-const HASH_BITS: u32 = 14;
+const HASH_BITS: u32 = 12;
 const HASH_SIZE: usize = 1 << HASH_BITS;
 const NIL: u32 = u32::MAX;
 
@@ -140,7 +140,7 @@ impl MatchFinder {
     pub fn prepare(&mut self, window: &[u8]) {
         let w = window.len();
         let l = self.data.len();
-        if l >= w && l <= 4 * w.max(1024) {
+        if l >= w && l <= 2 * w.max(1024) {
             let tail = &mut self.data[l - w..];
             let diffs = tail.iter().zip(window).filter(|(a, b)| a != b).count();
             if diffs == 0 {
