@@ -90,7 +90,8 @@ pub fn length_code(length: usize) -> (u32, u32) {
 pub struct Effort {
     /// Chain links followed per position.
     pub max_chain: usize,
-    /// Optimal parse; otherwise greedy with one step of lazy matching.
+    /// Optimal (shortest-path) parse; false: greedy, the longest match at
+    /// each position (faster, a few per cent larger).
     pub lazy: bool,
 }
 
