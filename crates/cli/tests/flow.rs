@@ -271,3 +271,22 @@ fn users_can_bring_their_own_flow() {
     assert_eq!(msgs[0]["uncompressed"].as_u64().unwrap() as usize, req.len());
     assert_eq!(msgs[1]["direction"], "pcscf->ue");
 }
+
+/// README's quick start: `sigkit flow corpus/3gpp-video-call` on the
+/// embedded defaults runs every message and compresses the call well below
+/// the thesis's shared-compression ratio on the same flow (0.27–0.28,
+/// seed 000 Appendix H), as README says.
+#[test]
+fn readme_quick_start_flow_runs_on_the_defaults() {
+    let dir = corpus("3gpp-video-call");
+    let files = flow_files(&dir);
+    let r = sigkit(&["flow", path_str(&dir)], b"");
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let text = r.stdout_text();
+    assert_eq!(text.lines().count(), files.len() + 2, "{text}");
+    let v = json_run(&["flow", path_str(&dir), "--json"]);
+    let uncompressed: usize = files.iter().map(|(_, b)| b.len()).sum();
+    assert_eq!(uncompressed, 11878);
+    let ratio = v["total"]["ratio"].as_f64().unwrap();
+    assert!(ratio < 0.2, "default flow ratio {ratio}");
+}
