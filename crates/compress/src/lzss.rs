@@ -205,7 +205,7 @@ impl MatchFinder {
             steps += 1;
             let probe = best_len.min(limit - 1);
             if data[c + probe] == data[pos + probe] {
-                let l = data[c..c + limit].iter().zip(&data[pos..pos + limit]).take_while(|(a, b)| a == b).count();
+                let l = common_prefix(&data[c..c + limit], &data[pos..pos + limit]);
                 if l > best_len {
                     best_len = l;
                     best_dist = pos - c;
@@ -223,81 +223,160 @@ impl MatchFinder {
         }
     }
 
-    /// Encodes `message` after the current history, appends it to the
-    /// history and the tokens to `out`. `buffer_size` is the circular
-    /// buffer's size: no copy reaches further back.
-    pub fn encode(&mut self, message: &[u8], buffer_size: usize, format: LzssFormat, effort: Effort, out: &mut BitWriter) {
+    /// Appends `message` to the history and returns the longest match at
+    /// each of its positions, (length, distance) with length 0 for none.
+    /// `buffer_size` is the circular buffer's size: no copy reaches
+    /// further back.
+    fn find_matches(&mut self, message: &[u8], buffer_size: usize, format: LzssFormat, effort: Effort) -> Vec<(usize, usize)> {
         let start = self.data.len();
         self.data.extend_from_slice(message);
         // COPY-OFFSET counts back circularly (RFC 3320 §8.4): a distance
         // beyond the buffer would wrap onto the wrong byte.
         let reach = format.max_offset().min(buffer_size);
         let max_len = format.max_match();
-        let n = message.len();
-        // Longest match at each message position.
-        let mut matches = vec![(0usize, 0usize); n];
+        let mut matches = vec![(0usize, 0usize); message.len()];
         for (i, m) in matches.iter_mut().enumerate() {
             self.hash_up_to(start + i);
             *m = self.longest(start + i, reach, max_len, effort.max_chain);
         }
         self.hash_up_to(self.data.len());
-        let mut tokens: Vec<(usize, usize)> = Vec::new(); // (length, distance); length 0 = literal
-        if effort.lazy {
-            // Shortest path from the end: cost[i] = fewest bits for message[i..].
-            let mut cost = vec![0usize; n + 1];
-            let mut choice = vec![0usize; n];
-            for i in (0..n).rev() {
-                cost[i] = LzssFormat::literal_bits(message[i]) + cost[i + 1];
-                choice[i] = 0;
-                let (len, _) = matches[i];
-                for l in LzssFormat::MIN_MATCH..=len {
-                    let c = format.match_bits(l) + cost[i + l];
-                    if c < cost[i] || (c == cost[i] && l > choice[i]) {
-                        cost[i] = c;
-                        choice[i] = l;
+        matches
+    }
+
+    /// Encodes `message` after the current history, appends it to the
+    /// history and the tokens to `out`. `buffer_size` is the circular
+    /// buffer's size: no copy reaches further back.
+    pub fn encode(&mut self, message: &[u8], buffer_size: usize, format: LzssFormat, effort: Effort, out: &mut BitWriter) {
+        let matches = self.find_matches(message, buffer_size, format, effort);
+        let tokens = if effort.lazy { optimal_parse(message, &matches, format) } else { greedy_parse(&matches) };
+        write_tokens(message, &tokens, format, out);
+    }
+}
+
+/// Length of the common prefix of `a` and `b` (equal lengths), 8 bytes at
+/// a time: the first differing byte is the lowest set byte of the XOR of
+/// two little-endian words.
+#[inline]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let mut n = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let diff = u64::from_le_bytes(x.try_into().expect("8 bytes")) ^ u64::from_le_bytes(y.try_into().expect("8 bytes"));
+        if diff != 0 {
+            return n + diff.trailing_zeros() as usize / 8;
+        }
+        n += 8;
+    }
+    n + a[n..].iter().zip(&b[n..]).take_while(|(x, y)| x == y).count()
+}
+
+/// Match lengths that cost the same number of bits: the buckets of
+/// [`length_code`] (3, 6 and 10 bits).
+const LENGTH_BUCKETS: [(usize, usize); 3] = [(3, 6), (7, 22), (23, usize::MAX)];
+
+/// The tokens, (length, distance) with length 0 for a literal, of the
+/// cheapest parse of `message` given the longest match at each position
+/// (a match's prefixes of 3 bytes or more are copies too).
+///
+/// A shortest path from the end: `cost[i]` is the fewest bits for
+/// `message[i..]`; at `i` a literal or a match of any length
+/// `3..=matches[i].0` can be taken. Ties go to the longer token (a match
+/// over a literal). The cost of a match depends only on its length bucket,
+/// so within a bucket the cheapest choice is the `l` with the smallest
+/// `cost[i + l]`, the largest such `l` on a tie. `cost` usually never
+/// increases along the message (a match of `L` at `j` is a match of `L - 1`
+/// at `j + 1`, no dearer), and then that is the bucket's last length: one
+/// comparison per bucket instead of one per length. Where `cost` does rise
+/// somewhere in a bucket's range (two literals cheaper than a 3-byte match
+/// at 9 or 10 offset bits, or a match the bounded chain search missed), the
+/// bucket is scanned length by length, so the result is always the exact
+/// optimum and the same tokens as scanning every length.
+fn optimal_parse(message: &[u8], matches: &[(usize, usize)], format: LzssFormat) -> Vec<(usize, usize)> {
+    let n = message.len();
+    let mut cost = vec![0usize; n + 1];
+    let mut choice = vec![0usize; n];
+    // next_rise[k]: the smallest j >= k with cost[j] < cost[j + 1]
+    // (usize::MAX if none), so cost is non-increasing on k..=next_rise[k].
+    let mut next_rise = vec![usize::MAX; n + 1];
+    for i in (0..n).rev() {
+        let mut best = LzssFormat::literal_bits(message[i]) + cost[i + 1];
+        let mut best_len = 0;
+        let len = matches[i].0;
+        for &(lo, hi) in &LENGTH_BUCKETS {
+            if lo > len {
+                break;
+            }
+            let hi = hi.min(len);
+            let bits = format.match_bits(lo);
+            if next_rise[i + lo] >= i + hi {
+                // cost is non-increasing on i+lo..=i+hi.
+                let c = bits + cost[i + hi];
+                if c <= best {
+                    best = c;
+                    best_len = hi;
+                }
+            } else {
+                for l in lo..=hi {
+                    let c = bits + cost[i + l];
+                    if c <= best {
+                        best = c;
+                        best_len = l;
                     }
                 }
             }
-            let mut i = 0;
-            while i < n {
-                if choice[i] == 0 {
-                    tokens.push((0, 0));
-                    i += 1;
-                } else {
-                    tokens.push((choice[i], matches[i].1));
-                    i += choice[i];
-                }
-            }
-        } else {
-            let mut i = 0;
-            while i < n {
-                let (len, dist) = matches[i];
-                if len == 0 {
-                    tokens.push((0, 0));
-                    i += 1;
-                } else {
-                    tokens.push((len, dist));
-                    i += len;
-                }
-            }
         }
-        let mut i = 0;
-        for (len, dist) in tokens {
-            if len == 0 {
-                let b = message[i];
-                if b < 128 {
-                    out.write(u32::from(b), 8);
-                } else {
-                    out.write(256 + u32::from(b - 128), 9);
-                }
-                i += 1;
+        cost[i] = best;
+        choice[i] = best_len;
+        next_rise[i] = if cost[i] < cost[i + 1] { i } else { next_rise[i + 1] };
+    }
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < n {
+        if choice[i] == 0 {
+            tokens.push((0, 0));
+            i += 1;
+        } else {
+            tokens.push((choice[i], matches[i].1));
+            i += choice[i];
+        }
+    }
+    tokens
+}
+
+/// The longest match at each position, else a literal.
+fn greedy_parse(matches: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < matches.len() {
+        let (len, dist) = matches[i];
+        if len == 0 {
+            tokens.push((0, 0));
+            i += 1;
+        } else {
+            tokens.push((len, dist));
+            i += len;
+        }
+    }
+    tokens
+}
+
+/// Writes the tokens in the format `asm/lzss.asm` reads (module doc).
+fn write_tokens(message: &[u8], tokens: &[(usize, usize)], format: LzssFormat, out: &mut BitWriter) {
+    let mut i = 0;
+    for &(len, dist) in tokens {
+        if len == 0 {
+            let b = message[i];
+            if b < 128 {
+                out.write(u32::from(b), 8);
             } else {
-                let ob = u32::from(format.offset_bits);
-                out.write((3u32 << ob) | (dist as u32 - 1), 2 + ob);
-                let (code, bits) = length_code(len);
-                out.write(code, bits);
-                i += len;
+                out.write(256 + u32::from(b - 128), 9);
             }
+            i += 1;
+        } else {
+            let ob = u32::from(format.offset_bits);
+            out.write((3u32 << ob) | (dist as u32 - 1), 2 + ob);
+            let (code, bits) = length_code(len);
+            out.write(code, bits);
+            i += len;
         }
     }
 }
