@@ -184,7 +184,11 @@ impl MatchFinder {
 
     /// Longest match for position `pos` among the earlier `reach` bytes:
     /// (length, distance), length 0 if none of at least 3 bytes.
-    fn longest(&self, pos: usize, reach: usize, max_len: usize, max_chain: usize) -> (usize, usize) {
+    /// `known` = (k, d): the bytes at distance d are already known to match
+    /// for k bytes (the previous position's match, one byte shorter), so
+    /// that candidate is compared from byte k on. Inside a long match this
+    /// skips nearly all of the extension and changes no result.
+    fn longest(&self, pos: usize, reach: usize, max_len: usize, max_chain: usize, known: (usize, usize)) -> (usize, usize) {
         let data = &self.data;
         if pos + LzssFormat::MIN_MATCH > data.len() {
             return (0, 0);
@@ -205,7 +209,8 @@ impl MatchFinder {
             steps += 1;
             let probe = best_len.min(limit - 1);
             if data[c + probe] == data[pos + probe] {
-                let l = common_prefix(&data[c..c + limit], &data[pos..pos + limit]);
+                let skip = if pos - c == known.1 { known.0.min(limit) } else { 0 };
+                let l = skip + common_prefix(&data[c + skip..c + limit], &data[pos + skip..pos + limit]);
                 if l > best_len {
                     best_len = l;
                     best_dist = pos - c;
@@ -235,9 +240,12 @@ impl MatchFinder {
         let reach = format.max_offset().min(buffer_size);
         let max_len = format.max_match();
         let mut matches = vec![(0usize, 0usize); message.len()];
+        let mut known = (0, 0);
         for (i, m) in matches.iter_mut().enumerate() {
             self.hash_up_to(start + i);
-            *m = self.longest(start + i, reach, max_len, effort.max_chain);
+            *m = self.longest(start + i, reach, max_len, effort.max_chain, known);
+            // The copy at the same distance matches one byte less at i + 1.
+            known = (m.0.saturating_sub(1), m.1);
         }
         self.hash_up_to(self.data.len());
         matches
