@@ -110,7 +110,7 @@ fn hash3(b: &[u8]) -> usize {
     // Multiplicative (Fibonacci) hashing of the next three bytes, the key
     // seed 000 §7.8.5 uses.
     let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize & (HASH_SIZE - 1)
 }
 
 /// A linear copy of the history (everything written to the circular
@@ -118,7 +118,8 @@ fn hash3(b: &[u8]) -> usize {
 #[derive(Debug, Clone)]
 pub struct MatchFinder {
     data: Vec<u8>,
-    head: Vec<u32>,
+    /// A fixed-size array, so a hash indexes it without a bounds check.
+    head: Box<[u32; HASH_SIZE]>,
     prev: Vec<u32>,
     /// Positions below this are in the chains.
     hashed: usize,
@@ -128,7 +129,7 @@ pub struct MatchFinder {
 
 impl Default for MatchFinder {
     fn default() -> Self {
-        MatchFinder { data: Vec::new(), head: vec![NIL; HASH_SIZE], prev: Vec::new(), hashed: 0, rebuilds: 0 }
+        MatchFinder { data: Vec::new(), head: Box::new([NIL; HASH_SIZE]), prev: Vec::new(), hashed: 0, rebuilds: 0 }
     }
 }
 
@@ -173,13 +174,17 @@ impl MatchFinder {
         if self.prev.len() < self.data.len() {
             self.prev.resize(self.data.len(), NIL);
         }
-        while self.hashed < end {
-            let p = self.hashed;
-            let h = hash3(&self.data[p..]);
-            self.prev[p] = self.head[h];
-            self.head[h] = p as u32;
-            self.hashed += 1;
+        if self.hashed >= end {
+            return;
         }
+        let from = self.hashed;
+        let head = &mut self.head;
+        for ((p, link), key) in (from..end).zip(&mut self.prev[from..end]).zip(self.data[from..end + 2].windows(3)) {
+            let h = hash3(key);
+            *link = head[h];
+            head[h] = p as u32;
+        }
+        self.hashed = end;
     }
 
     /// Longest match for position `pos` among the earlier `reach` bytes:
