@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
-use sigcomp::{Params, Transport};
-use sigcomp_compress::{Algorithm, Config, Effort, Mechanism, Priorities};
+use sigcomp::Params;
+use sigcomp_compress::{Config, Effort};
 use sigkit_eval::bench::{
     run_memory, run_speed, sequence, CompartmentPolicy, Latency, Limit, MemoryOptions, MemoryReport, SpeedOptions,
     SpeedReport,
 };
 use sigkit_eval::corpus::load_flow;
 
-use crate::flow_cmd::TransportArg;
+use crate::endpoint_args::EndpointArgs;
 
 /// Exit code of a run whose message failed to compress or decompress.
 const EXIT_FAILED: u8 = 1;
@@ -45,30 +45,8 @@ pub struct BenchArgs {
     /// open-sigcomp-startup alternates its REGISTER and 200 OK).
     #[arg(long, value_name = "N")]
     pub first: Option<usize>,
-    /// Compression algorithm (lzss; deflate and lz77 once sigcomp-compress has them).
-    #[arg(long, default_value = "lzss")]
-    pub algo: String,
-    /// SigComp mechanism: basic, static, dynamic or shared (seed 000 §9.6).
-    #[arg(long, default_value = "shared")]
-    pub mechanism: String,
-    /// decompression_memory_size of both endpoints (2048, ..., 131072).
-    #[arg(long, default_value_t = 8192)]
-    pub dms: u32,
-    /// state_memory_size per compartment (0, 2048, ..., 131072).
-    #[arg(long, default_value_t = 131072)]
-    pub sms: u32,
-    /// cycles_per_bit (16, 32, 64, 128).
-    #[arg(long, default_value_t = 32)]
-    pub cpb: u16,
-    /// Transport between the endpoints.
-    #[arg(long, value_enum, default_value = "udp")]
-    pub transport: TransportArg,
-    /// Longest match of the compressor: 18, 66 or 258 bytes.
-    #[arg(long, default_value_t = 258)]
-    pub lookahead: usize,
-    /// Priorities of the RFC 3485 dictionary in the window, "A-B" or "none".
-    #[arg(long, default_value = "1-3")]
-    pub dict_priority: String,
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
     /// Compressor effort: hash-chain links followed per position
     /// [default: the compressor's own, 512].
     #[arg(long, value_name = "N")]
@@ -148,37 +126,9 @@ fn flow_name(dir: &Path) -> String {
 }
 
 pub fn bench(args: BenchArgs) -> ExitCode {
-    let Some(algorithm) = Algorithm::parse(&args.algo) else {
-        let have: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-        return usage(format!(
-            "algorithm {:?} is not available in this build (available: {})",
-            args.algo,
-            have.join(", ")
-        ));
-    };
-    let Some(mechanism) = Mechanism::parse(&args.mechanism) else {
-        return usage(format!("unknown mechanism {:?} (basic, static, dynamic or shared)", args.mechanism));
-    };
-    let dictionary = if args.dict_priority == "none" {
-        None
-    } else {
-        match Priorities::parse(&args.dict_priority) {
-            Some(p) => Some(p),
-            None => {
-                return usage(format!(
-                    "--dict-priority {:?} is not A-B with 1 <= A <= B <= 5, nor none",
-                    args.dict_priority
-                ))
-            }
-        }
-    };
-    let params = Params { dms: args.dms, sms: args.sms, cpb: args.cpb, ..Params::default() };
-    if let Err(e) = params.validate() {
-        return usage(format!("bad endpoint parameters: {}", e.0));
-    }
-    let transport = match args.transport {
-        TransportArg::Udp => Transport::Message,
-        TransportArg::Tcp => Transport::Stream,
+    let (mut config, params) = match args.endpoint.resolve() {
+        Ok(c) => c,
+        Err(e) => return usage(e),
     };
     let mut effort = Effort::default();
     match args.max_chain {
@@ -187,18 +137,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         None => {}
     }
     effort.lazy &= !args.greedy;
-    // `..Config::default()`: settings sigcomp-compress adds later keep
-    // their defaults.
-    #[allow(clippy::needless_update)]
-    let config = Config {
-        algorithm,
-        mechanism,
-        transport,
-        lookahead: args.lookahead,
-        dictionary,
-        effort,
-        ..Config::default()
-    };
+    config.effort = effort;
     let policy = match CompartmentPolicy::parse(&args.compartment_every) {
         Ok(p) => p,
         Err(e) => return usage(e),
@@ -266,14 +205,14 @@ fn finish(printed: io::Result<()>) -> ExitCode {
 
 fn settings_json(args: &BenchArgs) -> serde_json::Value {
     json!({
-        "algo": args.algo,
-        "mechanism": args.mechanism,
-        "dms": args.dms,
-        "sms": args.sms,
-        "cpb": args.cpb,
-        "transport": match args.transport { TransportArg::Udp => "udp", TransportArg::Tcp => "tcp" },
-        "lookahead": args.lookahead,
-        "dict_priority": args.dict_priority,
+        "algo": args.endpoint.algo,
+        "mechanism": args.endpoint.mechanism,
+        "dms": args.endpoint.dms,
+        "sms": args.endpoint.sms,
+        "cpb": args.endpoint.cpb,
+        "transport": args.endpoint.transport.name(),
+        "lookahead": args.endpoint.lookahead,
+        "dict_priority": args.endpoint.dict_priority,
         "max_chain": args.max_chain.unwrap_or(Effort::default().max_chain),
         "optimal_parse": Effort::default().lazy && !args.greedy,
         "compartment_every": args.compartment_every,
@@ -333,15 +272,12 @@ fn print_speed(r: &SpeedReport, args: &BenchArgs, source: &str, sequence_len: us
     writeln!(
         out,
         "sigkit bench: {source} ({sequence_len} messages in the sequence), {} {}, DMS {} SMS {} CPB {}, {}, new compartments: {}",
-        args.algo,
-        args.mechanism,
-        args.dms,
-        args.sms,
-        args.cpb,
-        match args.transport {
-            TransportArg::Udp => "UDP",
-            TransportArg::Tcp => "TCP",
-        },
+        args.endpoint.algo,
+        args.endpoint.mechanism,
+        args.endpoint.dms,
+        args.endpoint.sms,
+        args.endpoint.cpb,
+        args.endpoint.transport.name().to_uppercase(),
         args.compartment_every
     )?;
     writeln!(
@@ -449,11 +385,11 @@ fn print_memory(r: &MemoryReport, args: &BenchArgs, dir: &Path) -> io::Result<()
         dir.display(),
         r.messages_per_compartment,
         if args.same_calls { ", identical calls" } else { ", one Call-ID per call" },
-        args.algo,
-        args.mechanism,
-        args.dms,
-        args.sms,
-        args.cpb
+        args.endpoint.algo,
+        args.endpoint.mechanism,
+        args.endpoint.dms,
+        args.endpoint.sms,
+        args.endpoint.cpb
     )?;
     writeln!(out, "resident (VmRSS)   before {}, after {}", mib(r.rss_before), mib(r.rss_after))?;
     if let Some(per) = r.rss_per_compartment {

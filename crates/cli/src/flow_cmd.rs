@@ -6,58 +6,26 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::json;
-use sigcomp::{Params, Transport};
-use sigcomp_compress::{Config, Mechanism, Priorities};
 use sigkit_eval::corpus::load_flow;
-use sigkit_eval::flow::{parse_algorithm, run, FlowReport};
+use sigkit_eval::flow::{run, FlowReport};
 use sigkit_eval::pcap::{write_pcap, PcapTransport};
+
+use crate::endpoint_args::{EndpointArgs, TransportArg};
 
 /// Exit code of a flow whose message failed to compress or decompress.
 const EXIT_FAILED: u8 = 1;
 /// Exit code of bad arguments or a bad flow directory.
 const EXIT_USAGE: u8 = 2;
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum TransportArg {
-    /// Message-based: each SigComp message is one datagram (RFC 3320 §4.2.1).
-    Udp,
-    /// Stream-based: record-marked messages on one connection (RFC 3320 §4.2.2).
-    Tcp,
-}
-
 #[derive(Args)]
 pub struct FlowArgs {
     /// Directory of NN-<ue|pcscf>-<name>.sip files, one SIP message each,
     /// sent in file-number order (the corpus format, see corpus/README.md).
     pub dir: PathBuf,
-    /// Compression algorithm: lzss, deflate or lz77 (those this build of
-    /// sigcomp-compress has; any other name is an error listing them).
-    #[arg(long, default_value = "lzss")]
-    pub algo: String,
-    /// SigComp mechanism: basic, static, dynamic or shared (seed 000 §9.6).
-    #[arg(long, default_value = "shared")]
-    pub mechanism: String,
-    /// decompression_memory_size of both endpoints (2048, 4096, ..., 131072).
-    #[arg(long, default_value_t = 8192)]
-    pub dms: u32,
-    /// state_memory_size per compartment; seed 000 §8 uses the maximum, 131072.
-    #[arg(long, default_value_t = 131072)]
-    pub sms: u32,
-    /// cycles_per_bit (16, 32, 64, 128); seed 000 §8 uses 32.
-    #[arg(long, default_value_t = 32)]
-    pub cpb: u16,
-    /// Transport between the endpoints.
-    #[arg(long, value_enum, default_value = "udp")]
-    pub transport: TransportArg,
-    /// Longest match of the compressor: 18, 66 or 258 bytes.
-    #[arg(long, default_value_t = 258)]
-    pub lookahead: usize,
-    /// Priorities of the RFC 3485 SIP/SDP dictionary in the window, "A-B"
-    /// with 1 <= A <= B <= 5, or "none".
-    #[arg(long, default_value = "1-3")]
-    pub dict_priority: String,
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
     /// Run only the first N messages of the flow (seed 000's tables cover
     /// session establishment, without the closing BYE).
     #[arg(long, value_name = "N")]
@@ -77,44 +45,13 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn flow(args: FlowArgs) -> ExitCode {
-    let algorithm = match parse_algorithm(&args.algo) {
-        Ok(a) => a,
+    let (config, params) = match args.endpoint.resolve() {
+        Ok(c) => c,
         Err(e) => return usage(e),
     };
-    let Some(mechanism) = Mechanism::parse(&args.mechanism) else {
-        return usage(format!(
-            "unknown mechanism {:?} (basic, static, dynamic or shared)",
-            args.mechanism
-        ));
-    };
-    let dictionary = if args.dict_priority == "none" {
-        None
-    } else {
-        match Priorities::parse(&args.dict_priority) {
-            Some(p) => Some(p),
-            None => {
-                return usage(format!(
-                    "--dict-priority {:?} is not A-B with 1 <= A <= B <= 5, nor none",
-                    args.dict_priority
-                ))
-            }
-        }
-    };
-    let params = Params { dms: args.dms, sms: args.sms, cpb: args.cpb, ..Params::default() };
-    if let Err(e) = params.validate() {
-        return usage(format!("bad endpoint parameters: {}", e.0));
-    }
-    let (transport, pcap_transport) = match args.transport {
-        TransportArg::Udp => (Transport::Message, PcapTransport::Udp),
-        TransportArg::Tcp => (Transport::Stream, PcapTransport::Tcp),
-    };
-    let config = Config {
-        algorithm,
-        mechanism,
-        transport,
-        lookahead: args.lookahead,
-        dictionary,
-        ..Config::default()
+    let pcap_transport = match args.endpoint.transport {
+        TransportArg::Udp => PcapTransport::Udp,
+        TransportArg::Tcp => PcapTransport::Tcp,
     };
     let mut messages = match load_flow(&args.dir) {
         Ok(m) => m,

@@ -10,6 +10,7 @@ use sigcomp::{CompartmentId, Decompressor, Failure, Params, Transport};
 
 mod asm_cmd;
 mod bench_cmd;
+mod endpoint_args;
 mod flow_cmd;
 mod hexin;
 mod jsonl;
