@@ -1,5 +1,7 @@
 //! Locally available state items every SIP endpoint offers.
 
+use std::sync::OnceLock;
+
 use crate::state::State;
 
 /// The SIP/SDP static dictionary of RFC 3485 (its Section 5 table), 4836 bytes.
@@ -21,13 +23,20 @@ pub const PRESENCE_ID: [u8; 20] = [
 ];
 
 /// RFC 3485 §5: address 0, instruction 0, minimum access length 6.
+///
+/// Built (copied and hashed) once per process: every endpoint's state
+/// handler, and every compressor's model of a peer, then holds the same
+/// bytes through the state's `Arc` rather than a copy of its own.
 pub fn sip_sdp_state() -> State {
-    State::new(0, 0, 6, SIP_SDP)
+    static STATE: OnceLock<State> = OnceLock::new();
+    STATE.get_or_init(|| State::new(0, 0, 6, SIP_SDP)).clone()
 }
 
-/// RFC 5112: address 0, instruction 0, minimum access length 6.
+/// RFC 5112: address 0, instruction 0, minimum access length 6 (built once
+/// per process, like [`sip_sdp_state`]).
 pub fn presence_state() -> State {
-    State::new(0, 0, 6, PRESENCE)
+    static STATE: OnceLock<State> = OnceLock::new();
+    STATE.get_or_init(|| State::new(0, 0, 6, PRESENCE)).clone()
 }
 
 #[cfg(test)]
@@ -40,5 +49,12 @@ mod tests {
         assert_eq!(sip_sdp_state().id.0, SIP_SDP_ID);
         assert_eq!(PRESENCE.len(), 0x0D93);
         assert_eq!(presence_state().id.0, PRESENCE_ID);
+    }
+
+    #[test]
+    fn dictionaries_are_stored_once_per_process() {
+        // Two endpoints' copies point at the same bytes.
+        assert!(std::sync::Arc::ptr_eq(&sip_sdp_state().value, &sip_sdp_state().value));
+        assert!(std::sync::Arc::ptr_eq(&presence_state().value, &presence_state().value));
     }
 }
