@@ -603,26 +603,25 @@ impl Compressor {
                 }
             }
         }
-        let mut best: Option<(usize, usize, Vec<u8>, Option<MatchFinder>)> = None;
-        let start_finder = (candidates.len() > 1).then(|| self.finder.clone());
+        let shared_value = self.peer_shared.as_ref().map(|ps| ps.value.clone()).unwrap_or_default();
+        let mut best: Option<(usize, usize, Vec<u8>)> = None;
+        // Each candidate is a trial encoding rolled back afterwards (the
+        // match finder's chains over the window are shared, not copied);
+        // the chosen one's bytes are then added to the history.
+        let trial = candidates.len() > 1;
         for &len in &candidates {
-            let shared_value = self.peer_shared.as_ref().map(|ps| ps.value.clone()).unwrap_or_default();
             let extra: &[u8] = &shared_value[..len.min(shared_value.len())];
-            if let Some(f) = &start_finder {
-                self.finder = f.clone();
-            }
-            let tokens = self.encode(&window, extra, message);
+            let tokens = self.encode(&window, extra, message, trial);
             // (Charging the loaded bytes for the history they displace was
             // tried: no better over the corpus as a whole.)
             let cost = tokens.len() + if len > 0 { 10 } else { 0 };
-            if best.as_ref().is_none_or(|(c, _, _, _)| cost < *c) {
-                let finder = start_finder.is_some().then(|| self.finder.clone());
-                best = Some((cost, len, tokens, finder));
+            if best.as_ref().is_none_or(|(c, _, _)| cost < *c) {
+                best = Some((cost, len, tokens));
             }
         }
-        let (_, best_len, tokens, finder) = best.expect("one candidate at least");
-        if let Some(f) = finder {
-            self.finder = f;
+        let (_, best_len, tokens) = best.expect("one candidate at least");
+        if trial {
+            self.keep_in_history(&window, &shared_value[..best_len.min(shared_value.len())], message);
         }
         let shared_len = (best_len > 0).then_some(best_len);
         let mut input = vec![0u8];
@@ -706,8 +705,28 @@ impl Compressor {
         })
     }
 
-    fn encode(&mut self, window: &[u8], extra: &[u8], message: &[u8]) -> Vec<u8> {
-        encode_tokens(self.config.algorithm, &mut self.finder, window, extra, message, self.format, self.config.effort)
+    /// The tokens for `message` after `window` and `extra`; a `trial`
+    /// leaves the match finder's history as it was.
+    fn encode(&mut self, window: &[u8], extra: &[u8], message: &[u8], trial: bool) -> Vec<u8> {
+        let mark = (trial && self.config.algorithm == Algorithm::Lzss).then(|| {
+            self.finder.prepare(window);
+            self.finder.mark()
+        });
+        let tokens =
+            encode_tokens(self.config.algorithm, &mut self.finder, window, extra, message, self.format, self.config.effort);
+        if let Some(mark) = mark {
+            self.finder.rollback(mark);
+        }
+        tokens
+    }
+
+    /// After trials: the history the chosen encoding leaves.
+    fn keep_in_history(&mut self, window: &[u8], extra: &[u8], message: &[u8]) {
+        if self.config.algorithm == Algorithm::Lzss {
+            self.finder.prepare(window);
+            self.finder.append(extra);
+            self.finder.append_hashed(message);
+        }
     }
 }
 

@@ -93,13 +93,29 @@ pub struct Effort {
     /// Optimal (shortest-path) parse; false: greedy, the longest match at
     /// each position (faster, a few per cent larger).
     pub lazy: bool,
+    /// A match this long ends the search at a position (zlib's
+    /// `nice_match`): every offset costs the same bits in this format, so
+    /// only a longer match elsewhere could do better, and inside a long
+    /// match the previous position's copy, one byte shorter, is taken
+    /// without walking the chain. `usize::MAX`: always the longest match.
+    pub nice_len: usize,
+}
+
+impl Effort {
+    /// Always the longest match within `max_chain` links (no early stop).
+    pub const fn exhaustive(max_chain: usize, lazy: bool) -> Effort {
+        Effort { max_chain, lazy, nice_len: usize::MAX }
+    }
 }
 
 impl Default for Effort {
     fn default() -> Self {
-        Effort { max_chain: 512, lazy: true }
+        Effort { max_chain: 512, lazy: true, nice_len: NICE_LEN }
     }
 }
+
+/// Default [`Effort::nice_len`].
+pub const NICE_LEN: usize = 32;
 
 const HASH_BITS: u32 = 12;
 const HASH_SIZE: usize = 1 << HASH_BITS;
@@ -111,6 +127,13 @@ fn hash3(b: &[u8]) -> usize {
     // seed 000 §7.8.5 uses.
     let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
     (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize & (HASH_SIZE - 1)
+}
+
+/// A point in the history to return to ([`MatchFinder::mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryMark {
+    len: usize,
+    hashed: usize,
 }
 
 /// A linear copy of the history (everything written to the circular
@@ -169,6 +192,37 @@ impl MatchFinder {
         self.data.extend_from_slice(bytes);
     }
 
+    /// Where the history ends now, for [`MatchFinder::rollback`]. The
+    /// history so far is hashed first, so trials share its chains.
+    pub fn mark(&mut self) -> HistoryMark {
+        self.hash_up_to(self.data.len());
+        HistoryMark { len: self.data.len(), hashed: self.hashed }
+    }
+
+    /// Forgets everything appended since `mark` (a trial encoding), chains
+    /// included, as if it had never been added: the head entries are
+    /// restored in reverse order of insertion (each insertion saved the old
+    /// head in its own link).
+    pub fn rollback(&mut self, mark: HistoryMark) {
+        if mark.len > self.data.len() || mark.hashed > self.hashed {
+            return;
+        }
+        for p in (mark.hashed..self.hashed).rev() {
+            self.head[hash3(&self.data[p..])] = self.prev[p];
+        }
+        self.hashed = mark.hashed;
+        self.data.truncate(mark.len);
+        self.prev.truncate(mark.len);
+    }
+
+    /// Appends `bytes` to the history and hashes it, as [`MatchFinder::encode`]
+    /// would, without encoding (the message of a trial chosen after a
+    /// rollback).
+    pub fn append_hashed(&mut self, bytes: &[u8]) {
+        self.data.extend_from_slice(bytes);
+        self.hash_up_to(self.data.len());
+    }
+
     fn hash_up_to(&mut self, end: usize) {
         let end = end.min(self.data.len().saturating_sub(2));
         if self.prev.len() < self.data.len() {
@@ -193,13 +247,20 @@ impl MatchFinder {
     /// for k bytes (the previous position's match, one byte shorter), so
     /// that candidate is compared from byte k on. Inside a long match this
     /// skips nearly all of the extension and changes no result.
-    fn longest(&self, pos: usize, reach: usize, max_len: usize, max_chain: usize, known: (usize, usize)) -> (usize, usize) {
+    fn longest(&self, pos: usize, reach: usize, max_len: usize, effort: Effort, known: (usize, usize)) -> (usize, usize) {
         let data = &self.data;
         if pos + LzssFormat::MIN_MATCH > data.len() {
             return (0, 0);
         }
         let limit = (data.len() - pos).min(max_len);
         let oldest = pos.saturating_sub(reach);
+        let max_chain = effort.max_chain;
+        if known.0 >= effort.nice_len.max(LzssFormat::MIN_MATCH) && known.1 <= pos - oldest {
+            // Inside a long match: continue it (its first known.0 bytes are
+            // already known to match) without a search.
+            let (k, c) = (known.0.min(limit), pos - known.1);
+            return (k + common_prefix(&data[c + k..c + limit], &data[pos + k..pos + limit]), known.1);
+        }
         let (mut best_len, mut best_dist) = (0, 0);
         let mut cand = self.head[hash3(&data[pos..])];
         let mut last = pos;
@@ -219,7 +280,7 @@ impl MatchFinder {
                 if l > best_len {
                     best_len = l;
                     best_dist = pos - c;
-                    if l == limit {
+                    if l == limit || l >= effort.nice_len {
                         break;
                     }
                 }
@@ -248,7 +309,7 @@ impl MatchFinder {
         let mut known = (0, 0);
         for (i, m) in matches.iter_mut().enumerate() {
             self.hash_up_to(start + i);
-            *m = self.longest(start + i, reach, max_len, effort.max_chain, known);
+            *m = self.longest(start + i, reach, max_len, effort, known);
             // The copy at the same distance matches one byte less at i + 1.
             known = (m.0.saturating_sub(1), m.1);
         }
@@ -657,7 +718,7 @@ mod tests {
         for flow in corpus_flows() {
             for (buffer, lookahead) in [(512, 18), (1024, 66), (4096, 258), (4096, 18), (16384, 258)] {
                 let format = LzssFormat::for_buffer(buffer, lookahead).expect("format");
-                for effort in [Effort::default(), Effort { max_chain: 8, lazy: true }] {
+                for effort in [Effort::exhaustive(512, true), Effort::exhaustive(8, true)] {
                     let mut finder = MatchFinder::default();
                     finder.prepare(&dict[dict.len().saturating_sub(buffer)..]);
                     for message in &flow {
@@ -673,12 +734,76 @@ mod tests {
     }
 
     #[test]
+    fn rollback_restores_the_history_and_its_chains() {
+        // A trial encoding rolled back leaves the finder exactly as before;
+        // the chosen trial re-added with append_hashed equals encoding it.
+        let dict = sigcomp::dict::SIP_SDP;
+        let format = LzssFormat::for_buffer(4096, 258).expect("format");
+        for flow in corpus_flows().iter().take(4) {
+            let mut finder = MatchFinder::default();
+            finder.prepare(&dict[dict.len() - 4096..]);
+            for (k, message) in flow.iter().enumerate() {
+                let mark = finder.mark();
+                let before = finder.clone();
+                finder.append(&flow[k.saturating_sub(1)][..40]);
+                let mut bw = BitWriter::default();
+                finder.encode(message, 4096, format, Effort::default(), &mut bw);
+                finder.rollback(mark);
+                assert_eq!((&finder.data, &finder.head, &finder.prev[..finder.hashed], finder.hashed), (&before.data, &before.head, &before.prev[..before.hashed], before.hashed));
+                let mut encoded = finder.clone();
+                encoded.encode(message, 4096, format, Effort::default(), &mut BitWriter::default());
+                finder.append_hashed(message);
+                assert_eq!((&finder.data, &finder.head, &finder.prev[..finder.hashed], finder.hashed), (&encoded.data, &encoded.head, &encoded.prev[..encoded.hashed], encoded.hashed));
+            }
+        }
+    }
+
+    #[test]
+    fn nice_length_stops_only_at_long_genuine_matches() {
+        // With a nice length each match is the exhaustive search's, or at
+        // least nice_len long; every match is a genuine copy within reach.
+        let dict = sigcomp::dict::SIP_SDP;
+        let (buffer, lookahead) = (4096, 258);
+        let format = LzssFormat::for_buffer(buffer, lookahead).expect("format");
+        let reach = format.max_offset().min(buffer);
+        let mut shortcuts = 0;
+        for flow in corpus_flows() {
+            for nice in [8, 32] {
+                let effort = Effort { nice_len: nice, ..Effort::default() };
+                let mut finder = MatchFinder::default();
+                finder.prepare(&dict[dict.len() - buffer..]);
+                for message in &flow {
+                    let start = finder.data.len();
+                    let mut exhaustive = finder.clone();
+                    let want = exhaustive.find_matches(message, buffer, format, Effort::exhaustive(512, true));
+                    let got = finder.find_matches(message, buffer, format, effort);
+                    for (i, (&(l, d), &(wl, _))) in got.iter().zip(&want).enumerate() {
+                        assert!(l == wl || l >= nice, "position {i}: {l} vs {wl}");
+                        shortcuts += usize::from(l != wl);
+                        if l > 0 {
+                            let p = start + i;
+                            assert!(d >= 1 && d <= reach && d <= p, "distance {d}");
+                            assert_eq!(finder.data[p - d..p - d + l], finder.data[p..p + l]);
+                        }
+                    }
+                    let tokens = optimal_parse(message, &got, format);
+                    let mut bw = BitWriter::default();
+                    write_tokens(message, &tokens, format, &mut bw);
+                    let window = &exhaustive.data[start.saturating_sub(buffer)..start];
+                    assert_eq!(decode(window, &bw.finish(), format).as_deref(), Some(&message[..]));
+                }
+            }
+        }
+        assert!(shortcuts > 0, "the nice length never changed a match");
+    }
+
+    #[test]
     fn unbounded_chains_find_the_longest_nearest_match() {
         // With no chain limit and a fresh finder (no stale links) the hash
         // chains must find exactly what trying every position finds, and
         // the parse must cost no more than the reference parse of those.
         let dict = sigcomp::dict::SIP_SDP;
-        let effort = Effort { max_chain: usize::MAX, lazy: true };
+        let effort = Effort::exhaustive(usize::MAX, true);
         for flow in corpus_flows().iter().take(3) {
             for (buffer, lookahead) in [(1024, 66), (4096, 258)] {
                 let format = LzssFormat::for_buffer(buffer, lookahead).expect("format");
@@ -742,7 +867,7 @@ mod tests {
             let window: Vec<u8> = window.iter().map(|b| b % alphabet + b'a').collect();
             let message: Vec<u8> = message.iter().map(|b| b % alphabet + b'a').collect();
             let format = LzssFormat { offset_bits, length_bits };
-            let effort = Effort { max_chain, lazy: true };
+            let effort = Effort::exhaustive(max_chain, true);
             let mut finder = MatchFinder::default();
             finder.prepare(&window);
             // An empty window: an unbounded linear history, as encode() takes it.
