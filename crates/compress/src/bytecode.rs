@@ -127,7 +127,7 @@ pub struct DictionarySource {
 }
 
 /// Bytecode with its parameters filled in for one peer.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bytecode {
     /// Memory image from `destination` up to the circular buffer.
     pub code: Vec<u8>,

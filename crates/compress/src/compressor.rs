@@ -15,7 +15,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sigcomp::nack::{NackParseError, NackReport, SentLog, SentRecord};
-use sigcomp::udvm::StateRequest;
 use sigcomp::wire;
 use sigcomp::{CompartmentId, Decompressor, Params, State, StateId, Transport};
 
@@ -225,7 +224,9 @@ pub struct Compressor {
     local: Params,
     layout: Layout,
     format: LzssFormat,
-    bytecode: Bytecode,
+    /// Shared by the compartments of an endpoint that build the same one
+    /// ([`Compressor::share_bytecode`]).
+    bytecode: Arc<Bytecode>,
     dictionary: Option<DictionarySource>,
     user_dictionary: Option<Arc<[u8]>>,
     bytecode_usable: bool,
@@ -242,10 +243,20 @@ pub struct Compressor {
     peer_shared: Option<State>,
     model: Decompressor,
     sent: SentLog,
-    finder: MatchFinder,
+    /// Hash chains over the history, kept between messages; dropped by
+    /// [`Compressor::release_scratch`] and rebuilt on the next message.
+    finder: Option<Box<MatchFinder>>,
+    /// Rebuilds done by finders since released.
+    released_rebuilds: usize,
 }
 
 const MODEL: CompartmentId = CompartmentId(0);
+
+/// Sent messages remembered for NACKs (RFC 4077 §2.3). A NACK answers a
+/// message within about one round trip, when a handful are in flight;
+/// 32 records (≈ 200 B each) keep that with a wide margin without every
+/// long-lived compartment holding hundreds.
+const SENT_LOG: usize = 32;
 
 /// Room kept in the peer's compartment for its own shared state (about one
 /// large SIP message, RFC 3321 shared mode).
@@ -287,7 +298,8 @@ impl Compressor {
             }),
             (None, Some(p)) => Some(DictionarySource {
                 id: StateId(sigcomp::dict::SIP_SDP_ID),
-                value: Arc::from(sigcomp::dict::SIP_SDP),
+                // The process's one copy (the state handler's), not a new one.
+                value: sigcomp::dict::sip_sdp_state().value,
                 range: p.string_range(),
             }),
             (None, None) => None,
@@ -305,7 +317,7 @@ impl Compressor {
             local,
             layout,
             format,
-            bytecode,
+            bytecode: Arc::new(bytecode),
             dictionary: dict,
             user_dictionary,
             bytecode_usable: false,
@@ -316,8 +328,9 @@ impl Compressor {
             awaiting: HashMap::new(),
             peer_shared: None,
             model,
-            sent: SentLog::new(256),
-            finder: MatchFinder::default(),
+            sent: SentLog::new(SENT_LOG),
+            finder: None,
+            released_rebuilds: 0,
         })
     }
 
@@ -329,8 +342,22 @@ impl Compressor {
         &self.layout
     }
 
-    pub fn bytecode(&self) -> &Bytecode {
+    pub fn bytecode(&self) -> &Arc<Bytecode> {
         &self.bytecode
+    }
+
+    /// Uses `other` instead of our own bytecode if they are the same bytes
+    /// (same algorithm, mechanism, layout and dictionary): compartments
+    /// then hold one copy. Returns whether it was shared.
+    pub fn share_bytecode(&mut self, other: &Arc<Bytecode>) -> bool {
+        if Arc::ptr_eq(&self.bytecode, other) {
+            return true;
+        }
+        let same = *self.bytecode == **other;
+        if same {
+            self.bytecode = other.clone();
+        }
+        same
     }
 
     /// The parameters the compressor assumes the peer offers.
@@ -348,7 +375,25 @@ impl Compressor {
 
     /// How often the match finder had to rehash a whole window.
     pub fn match_finder_rebuilds(&self) -> usize {
-        self.finder.rebuilds
+        self.released_rebuilds + self.finder.as_ref().map_or(0, |f| f.rebuilds)
+    }
+
+    /// Frees what is only a cache between messages: the match finder's
+    /// chains (≈ 16 KB of hash head plus 5 bytes per history byte) and
+    /// the model decompressor's UDVM memory (up to the peer's DMS). The
+    /// next message rebuilds them, which costs one hashing of the window
+    /// (the tokens do not change). An endpoint with many compartments
+    /// keeps them only for the recently active ones.
+    pub fn release_scratch(&mut self) {
+        if let Some(f) = self.finder.take() {
+            self.released_rebuilds += f.rebuilds;
+        }
+        self.model.release_scratch();
+    }
+
+    /// Whether the scratch of [`Compressor::release_scratch`] is held.
+    pub fn holds_scratch(&self) -> bool {
+        self.finder.is_some()
     }
 
     /// Bytes of state the model says the peer holds for this compartment.
@@ -652,14 +697,6 @@ impl Compressor {
         if d.output != message {
             return Err(CompressError::Mismatch);
         }
-        let mut snapshot = None;
-        for r in &d.pending.requests {
-            if let StateRequest::Create(c) = r {
-                if c.address == 64 {
-                    snapshot = Some(Arc::<[u8]>::from(c.value.as_slice()));
-                }
-            }
-        }
         let accepted = self.model.accept(d.pending, MODEL);
         let mut requested = Vec::new();
         for id in &accepted.created {
@@ -668,11 +705,13 @@ impl Compressor {
                 if stream {
                     self.bytecode_usable = true;
                 }
-            } else if let Some(mem) = &snapshot {
+            } else if let Some(state) = self.model.states().get(id).filter(|s| s.address == 64) {
+                // The decompressor memory from address 64: a snapshot. Its
+                // bytes are the model's state value, shared, not copied.
                 if !self.snapshots.iter().any(|s| s.id == *id) {
                     self.snapshots.push(Snapshot {
                         id: *id,
-                        memory: mem.clone(),
+                        memory: state.value.clone(),
                         usable: stream,
                         shared_loaded: used_shared.or(base.as_ref().and_then(|b| b.shared_loaded)),
                     });
@@ -708,14 +747,14 @@ impl Compressor {
     /// The tokens for `message` after `window` and `extra`; a `trial`
     /// leaves the match finder's history as it was.
     fn encode(&mut self, window: &[u8], extra: &[u8], message: &[u8], trial: bool) -> Vec<u8> {
+        let finder = self.finder.get_or_insert_with(Box::default);
         let mark = (trial && self.config.algorithm == Algorithm::Lzss).then(|| {
-            self.finder.prepare(window);
-            self.finder.mark()
+            finder.prepare(window);
+            finder.mark()
         });
-        let tokens =
-            encode_tokens(self.config.algorithm, &mut self.finder, window, extra, message, self.format, self.config.effort);
+        let tokens = encode_tokens(self.config.algorithm, finder, window, extra, message, self.format, self.config.effort);
         if let Some(mark) = mark {
-            self.finder.rollback(mark);
+            finder.rollback(mark);
         }
         tokens
     }
@@ -723,9 +762,10 @@ impl Compressor {
     /// After trials: the history the chosen encoding leaves.
     fn keep_in_history(&mut self, window: &[u8], extra: &[u8], message: &[u8]) {
         if self.config.algorithm == Algorithm::Lzss {
-            self.finder.prepare(window);
-            self.finder.append(extra);
-            self.finder.append_hashed(message);
+            let finder = self.finder.get_or_insert_with(Box::default);
+            finder.prepare(window);
+            finder.append(extra);
+            finder.append_hashed(message);
         }
     }
 }

@@ -2,7 +2,7 @@
 //! compressor per compartment for what we send, tied together by feedback
 //! (RFC 3320 §3.2, §6.3), shared states (RFC 3321) and NACKs (RFC 4077).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use sigcomp::{CompartmentId, Decompressor, Failure, Nack, Params, State, Transport};
@@ -46,7 +46,19 @@ pub struct Endpoint {
     echoed: HashMap<CompartmentId, Vec<u8>>,
     /// A user-specific dictionary the peer holds (RFC 3321 §3.3).
     user_dictionary: Option<Arc<[u8]>>,
+    /// Compartments whose compressors keep their scratch (match finder,
+    /// model UDVM memory), least recently compressing first.
+    hot: VecDeque<CompartmentId>,
+    scratch_compartments: usize,
+    /// The bytecode the last new compressor built, shared with the next
+    /// ones that build the same.
+    bytecode: Option<Arc<crate::bytecode::Bytecode>>,
 }
+
+/// How many compartments keep their compressor's scratch by default: a
+/// busy server's active calls keep their chains; the thousands of idle
+/// compartments hold only their states.
+pub const DEFAULT_SCRATCH_COMPARTMENTS: usize = 64;
 
 impl Endpoint {
     /// An endpoint offering `local` to its peers, expecting peers to offer
@@ -66,6 +78,9 @@ impl Endpoint {
             own_shared: HashMap::new(),
             echoed: HashMap::new(),
             user_dictionary: None,
+            hot: VecDeque::new(),
+            scratch_compartments: DEFAULT_SCRATCH_COMPARTMENTS,
+            bytecode: None,
         })
     }
 
@@ -85,6 +100,37 @@ impl Endpoint {
         let id = state.id;
         self.decompressor.states_mut().add_local(state);
         id
+    }
+
+    /// Keep the compressors' scratch (see [`Compressor::release_scratch`])
+    /// in at most `n` compartments, the most recently compressing ones
+    /// (at least 1). Memory per idle compartment falls from ≈ 90 kB to its
+    /// states; a compartment that becomes active again rehashes its window
+    /// once.
+    pub fn set_scratch_compartments(&mut self, n: usize) {
+        self.scratch_compartments = n.max(1);
+        self.trim_scratch();
+    }
+
+    fn trim_scratch(&mut self) {
+        while self.hot.len() > self.scratch_compartments {
+            if let Some(old) = self.hot.pop_front() {
+                if let Some(c) = self.compressors.get_mut(&old) {
+                    c.release_scratch();
+                }
+            }
+        }
+    }
+
+    /// `compartment` compresses now: it goes to the back of the hot list.
+    fn touch(&mut self, compartment: CompartmentId) {
+        if self.hot.back() != Some(&compartment) {
+            if let Some(i) = self.hot.iter().position(|c| *c == compartment) {
+                self.hot.remove(i);
+            }
+            self.hot.push_back(compartment);
+            self.trim_scratch();
+        }
     }
 
     pub fn decompressor(&self) -> &Decompressor {
@@ -107,6 +153,7 @@ impl Endpoint {
     fn compressor_mut(&mut self, compartment: CompartmentId) -> Result<&mut Compressor, CompressError> {
         if !self.compressors.contains_key(&compartment) {
             let mut c = Compressor::with_user_dictionary(self.config, self.peer, self.local, self.user_dictionary.clone())?;
+            self.share_bytecode(&mut c);
             self.hold_own_bytecode(&mut c);
             self.compressors.insert(compartment, c);
         }
@@ -136,6 +183,7 @@ impl Endpoint {
             };
             announce = used - ours + cost <= sms;
         }
+        self.touch(compartment);
         let c = self.compressor_mut(compartment)?;
         let out = c.compress(message, returned.as_deref(), announce)?;
         if let Some(item) = returned {
@@ -237,8 +285,17 @@ impl Endpoint {
     /// the old layout are no longer used).
     fn renew_compressor(&mut self, compartment: CompartmentId, peer: Params) {
         if let Ok(mut c) = Compressor::with_user_dictionary(self.config, peer, self.local, self.user_dictionary.clone()) {
+            self.share_bytecode(&mut c);
             self.hold_own_bytecode(&mut c);
             self.compressors.insert(compartment, c);
+        }
+    }
+
+    /// One copy of identical bytecode for all compartments.
+    fn share_bytecode(&mut self, c: &mut Compressor) {
+        match &self.bytecode {
+            Some(b) if c.share_bytecode(b) => {}
+            _ => self.bytecode = Some(c.bytecode().clone()),
         }
     }
 
@@ -257,6 +314,7 @@ impl Endpoint {
     /// compressor, its states at our decompressor and its feedback go.
     pub fn close_compartment(&mut self, compartment: CompartmentId) {
         self.compressors.remove(&compartment);
+        self.hot.retain(|c| *c != compartment);
         self.own_shared.remove(&compartment);
         self.echoed.remove(&compartment);
         self.decompressor.close_compartment(compartment);

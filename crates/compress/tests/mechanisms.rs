@@ -311,3 +311,50 @@ fn closing_a_compartment_starts_it_over() {
     assert!(out.uploaded_bytecode);
     assert_eq!(deliver(&mut pair.pcscf, &out.message), flow[4].bytes);
 }
+
+#[test]
+fn idle_compartments_release_their_scratch_and_still_round_trip() {
+    // Two calls interleaved message by message at the same two endpoints;
+    // with room for one compartment's scratch, every message finds its
+    // compressor released by the other call and rebuilds its chains.
+    // Everything still decompresses, and the messages cost what they cost
+    // with the chains kept (within a few bytes: stale chain links left in
+    // a kept finder can use up a bounded search).
+    let flow = video_call();
+    let (a, b) = (sigcomp::CompartmentId(1), sigcomp::CompartmentId(2));
+    let mut totals = Vec::new();
+    for cap in [64usize, 1] {
+        let cfg = config(Mechanism::Shared, Transport::Message);
+        let mut ue = Endpoint::new(params(8192), params(8192), cfg).unwrap();
+        let mut pcscf = Endpoint::new(params(8192), params(8192), cfg).unwrap();
+        ue.set_scratch_compartments(cap);
+        pcscf.set_scratch_compartments(cap);
+        let mut total = 0usize;
+        for m in &flow {
+            for c in [a, b] {
+                let (from, to) = match m.from {
+                    Side::Ue => (&mut ue, &mut pcscf),
+                    Side::Pcscf => (&mut pcscf, &mut ue),
+                };
+                let out = from.compress(c, &m.bytes).unwrap();
+                total += out.message.len();
+                match to.receive(c, &out.message) {
+                    Ok(Received::Message { output, .. }) => assert_eq!(output, m.bytes, "{}", m.name),
+                    other => panic!("{}: {other:?}", m.name),
+                }
+            }
+            if cap == 1 {
+                // Only the compartment that compressed last holds scratch.
+                let sender = match m.from {
+                    Side::Ue => &ue,
+                    Side::Pcscf => &pcscf,
+                };
+                assert!(sender.compressor(b).unwrap().holds_scratch());
+                assert!(!sender.compressor(a).unwrap().holds_scratch());
+            }
+        }
+        totals.push(total);
+    }
+    let (kept, released) = (totals[0] as f64, totals[1] as f64);
+    assert!((released - kept).abs() <= kept * 0.01, "kept {kept} B, released {released} B");
+}

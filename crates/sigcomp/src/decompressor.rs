@@ -116,6 +116,12 @@ impl Decompressor {
         self.feedback.get(&compartment)
     }
 
+    /// Frees the UDVM memory kept between messages (up to DMS bytes); the
+    /// next message allocates it again.
+    pub fn release_scratch(&mut self) {
+        self.memory = Vec::new();
+    }
+
     /// UDVM memory size for a message of `len` bytes (RFC 3320 §7).
     pub fn udvm_memory_size(&self, len: usize, transport: Transport) -> usize {
         let dms = self.params.dms as usize;
