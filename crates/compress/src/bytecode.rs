@@ -135,6 +135,9 @@ pub struct Bytecode {
     pub destination: u16,
     /// Identifier of the bytecode saved as state (static mechanism).
     pub state_id: StateId,
+    /// That state (address and instruction = destination, minimum access
+    /// length 6), hashed once.
+    pub state: State,
     /// Dictionary bytes placed at the start of the buffer.
     pub dictionary: Vec<u8>,
     /// The dictionary state the bytecode accesses, if any.
@@ -190,9 +193,10 @@ pub fn build(
         code[i..i + 6].copy_from_slice(&d.id.0[..6]);
     }
     patch(&mut code, base);
-    let state_id = State::new(base, base, 6, &code).id;
+    let state = State::new(base, base, 6, &code);
+    let state_id = state.id;
     let dict = dictionary
         .map(|d| d.value[usize::from(begin)..usize::from(begin + len)].to_vec())
         .unwrap_or_default();
-    Bytecode { code, destination: base, state_id, dictionary: dict, dictionary_id: dictionary.map(|d| d.id) }
+    Bytecode { code, destination: base, state_id, state, dictionary: dict, dictionary_id: dictionary.map(|d| d.id) }
 }

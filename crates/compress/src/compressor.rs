@@ -413,8 +413,7 @@ impl Compressor {
     /// The bytecode as the state a peer with the same bytecode may hold:
     /// [`Compressor::announce_own_bytecode`].
     pub fn bytecode_state(&self) -> State {
-        let at = self.bytecode.destination;
-        State::new(at, at, 6, &self.bytecode.code)
+        self.bytecode.state.clone()
     }
 
     /// The endpoint holds [`Compressor::bytecode_state`] as a locally
@@ -429,11 +428,11 @@ impl Compressor {
     /// identifier; returns whether it is our bytecode (which we then stop
     /// uploading).
     pub fn on_peer_local_state(&mut self, announced: &[u8]) -> bool {
-        let state = self.bytecode_state();
-        if announced.len() < 6 || !state.id.0.starts_with(announced) {
+        if announced.len() < 6 || !self.bytecode.state_id.0.starts_with(announced) {
             return false;
         }
         if self.config.mechanism != Mechanism::Basic && !self.peer_has_bytecode {
+            let state = self.bytecode_state();
             self.model.states_mut().add_local(state);
             self.peer_has_bytecode = true;
         }
@@ -472,7 +471,7 @@ impl Compressor {
         if let Some(old) = self.peer_shared.take() {
             self.model.states_mut().free(MODEL, &old.id.0);
         }
-        self.model.states_mut().create(MODEL, 0, 0, 6, message, 65535);
+        self.model.states_mut().create_state(MODEL, state.clone(), 65535);
         if self.in_model(&state.id) {
             self.peer_shared = Some(state);
         }
@@ -608,12 +607,13 @@ impl Compressor {
             flags |= 0x40;
             items.push(seq);
         }
-        let own_shared = State::new(0, 0, 6, message);
         let announced = announce && mech == Mechanism::Shared;
+        // Hashed only if announced (the endpoint then stores this State).
+        let own_shared = announced.then(|| State::new(0, 0, 6, message));
         // Up to two entries for the returned parameters' list.
         let mut entries: Vec<StateId> = Vec::new();
-        if announced {
-            entries.push(own_shared.id);
+        if let Some(own) = &own_shared {
+            entries.push(own.id);
         }
         if self.announce_bytecode {
             entries.push(self.bytecode.state_id);
@@ -650,13 +650,35 @@ impl Compressor {
         }
         let shared_value = self.peer_shared.as_ref().map(|ps| ps.value.clone()).unwrap_or_default();
         let mut best: Option<(usize, usize, Vec<u8>)> = None;
-        // Each candidate is a trial encoding rolled back afterwards (the
-        // match finder's chains over the window are shared, not copied);
-        // the chosen one's bytes are then added to the history.
-        let trial = candidates.len() > 1;
-        for &len in &candidates {
+        // The first candidate is encoded into the history; a later one is
+        // encoded after rolling that back to the window (the match finder's
+        // chains over the window are shared, not copied), and the chosen
+        // one's bytes are in the history at the end.
+        let lzss = self.config.algorithm == Algorithm::Lzss;
+        let mut mark = None;
+        // The candidate whose bytes the history ends with.
+        let mut in_history = None;
+        // A shared candidate costs its tokens plus 10 bytes of header, and
+        // no tokens of this message can be fewer than `floor` bytes: once
+        // the plain encoding is within `floor + 10` bytes, no candidate can
+        // beat it (the choice is the same, the trials are saved).
+        let floor = self.token_floor(message.len());
+        for (k, &len) in candidates.iter().enumerate() {
+            if len > 0 && best.as_ref().is_some_and(|(c, _, _)| *c <= floor + 10) {
+                break;
+            }
             let extra: &[u8] = &shared_value[..len.min(shared_value.len())];
-            let tokens = self.encode(&window, extra, message, trial);
+            if lzss && candidates.len() > 1 {
+                let finder = self.finder.get_or_insert_with(Box::default);
+                if k == 0 {
+                    finder.prepare(&window);
+                    mark = Some(finder.mark());
+                } else if let Some(m) = mark {
+                    finder.rollback(m);
+                }
+            }
+            let tokens = self.encode(&window, extra, message);
+            in_history = Some(len);
             // (Charging the loaded bytes for the history they displace was
             // tried: no better over the corpus as a whole.)
             let cost = tokens.len() + if len > 0 { 10 } else { 0 };
@@ -665,7 +687,8 @@ impl Compressor {
             }
         }
         let (_, best_len, tokens) = best.expect("one candidate at least");
-        if trial {
+        if let (Some(m), true) = (mark, in_history != Some(best_len)) {
+            self.finder.get_or_insert_with(Box::default).rollback(m);
             self.keep_in_history(&window, &shared_value[..best_len.min(shared_value.len())], message);
         }
         let shared_len = (best_len > 0).then_some(best_len);
@@ -739,24 +762,26 @@ impl Compressor {
             used_state,
             used_shared,
             requested,
-            announced: announced.then_some(own_shared),
+            announced: own_shared,
             feedback_item: seq,
         })
     }
 
-    /// The tokens for `message` after `window` and `extra`; a `trial`
-    /// leaves the match finder's history as it was.
-    fn encode(&mut self, window: &[u8], extra: &[u8], message: &[u8], trial: bool) -> Vec<u8> {
-        let finder = self.finder.get_or_insert_with(Box::default);
-        let mark = (trial && self.config.algorithm == Algorithm::Lzss).then(|| {
-            finder.prepare(window);
-            finder.mark()
-        });
-        let tokens = encode_tokens(self.config.algorithm, finder, window, extra, message, self.format, self.config.effort);
-        if let Some(mark) = mark {
-            finder.rollback(mark);
+    /// A lower bound on the token bytes of a message of `len` bytes (0 for
+    /// the algorithms without one).
+    fn token_floor(&self, len: usize) -> usize {
+        match self.config.algorithm {
+            Algorithm::Lzss => self.format.min_token_bytes(len),
+            #[allow(unreachable_patterns)]
+            _ => 0,
         }
-        tokens
+    }
+
+    /// The tokens for `message` after `window` and `extra`, which the
+    /// match finder's history then ends with.
+    fn encode(&mut self, window: &[u8], extra: &[u8], message: &[u8]) -> Vec<u8> {
+        let finder = self.finder.get_or_insert_with(Box::default);
+        encode_tokens(self.config.algorithm, finder, window, extra, message, self.format, self.config.effort)
     }
 
     /// After trials: the history the chosen encoding leaves.

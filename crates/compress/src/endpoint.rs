@@ -191,7 +191,7 @@ impl Endpoint {
         }
         if let Some(state) = &out.announced {
             let states = self.decompressor.states_mut();
-            states.create(compartment, 0, 0, 6, &state.value, 65535);
+            states.create_state(compartment, state.clone(), 65535);
             self.own_shared.insert(compartment, state.id);
         }
         Ok(out)

@@ -65,6 +65,25 @@ impl LzssFormat {
         2 + usize::from(self.offset_bits) + length_code(length).1 as usize
     }
 
+    /// A lower bound on the bytes of any token sequence for a message of
+    /// `len` bytes: every token covers at most [`LzssFormat::max_match`]
+    /// bytes, and none costs fewer bits per byte covered than the cheapest
+    /// of a literal (8 bits, 1 byte) and a match of each length bucket at
+    /// its longest. (The compressor uses it to skip shared-state
+    /// candidates that cannot win.)
+    pub fn min_token_bytes(&self, len: usize) -> usize {
+        let max = self.max_match();
+        // Bits per covered byte as a fraction (bits, bytes); the smallest.
+        let (bits, bytes) = [(8, 1), (6, 6), (22, 22), (max, max)]
+            .into_iter()
+            .filter(|&(l, _)| l <= max)
+            .map(|(l, covered)| if covered == 1 { (8, 1) } else { (self.match_bits(l), covered) })
+            .min_by(|a, b| (a.0 * b.1).cmp(&(b.0 * a.1)))
+            .expect("a literal at least");
+        // floor(len × bits / bytes) bits, rounded down to whole bytes.
+        len * bits / bytes / 8
+    }
+
     /// Bits of a literal: 8 for ASCII, 9 for the rest.
     pub fn literal_bits(byte: u8) -> usize {
         if byte < 128 {
@@ -167,6 +186,10 @@ impl MatchFinder {
         let l = self.data.len();
         if l >= w && l <= 2 * w.max(1024) {
             let tail = &mut self.data[l - w..];
+            // The usual case, equal, costs one memcmp; counting is for the rest.
+            if *tail == *window {
+                return;
+            }
             let diffs = tail.iter().zip(window).filter(|(a, b)| a != b).count();
             if diffs == 0 {
                 return;
@@ -876,6 +899,47 @@ mod tests {
             // A second message against the grown history (chains kept).
             assert_same_as_reference(&mut finder, &message[message.len() / 2..], buffer, format, effort);
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+        /// The floor is never above the real token bytes, whatever the
+        /// history: repetitive bytes (long matches), and the message itself
+        /// in the window (the longest matches there are).
+        #[test]
+        fn min_token_bytes_is_a_lower_bound(
+            alphabet in 2u8..200,
+            window in proptest::collection::vec(proptest::num::u8::ANY, 0..3000),
+            message in proptest::collection::vec(proptest::num::u8::ANY, 0..1500),
+            offset_bits in 9u8..13,
+            length_bits in proptest::sample::select(vec![4u8, 6, 8]),
+            message_in_window in proptest::bool::ANY,
+        ) {
+            let message: Vec<u8> = message.iter().map(|b| b % alphabet).collect();
+            let mut window: Vec<u8> = window.iter().map(|b| b % alphabet).collect();
+            if message_in_window {
+                window.extend_from_slice(&message);
+            }
+            let format = LzssFormat { offset_bits, length_bits };
+            let mut out = BitWriter::default();
+            encode(&window, &message, format, Effort::default(), &mut out);
+            let tokens = out.finish();
+            proptest::prop_assert!(format.min_token_bytes(message.len()) <= tokens.len());
+        }
+    }
+
+    #[test]
+    fn min_token_bytes_is_tight_for_a_repeated_message() {
+        // A message already in the window costs whole 258-byte matches:
+        // 24 bits each with 12 offset bits, within a byte of the floor.
+        let format = LzssFormat { offset_bits: 12, length_bits: 8 };
+        let message: Vec<u8> = (0..1032u32).map(|i| (i * 7 % 251) as u8 & 0x7F).collect();
+        let mut out = BitWriter::default();
+        encode(&message, &message, format, Effort::default(), &mut out);
+        let tokens = out.finish();
+        let floor = format.min_token_bytes(message.len());
+        assert_eq!(floor, 1032 * 24 / 258 / 8);
+        assert!(floor <= tokens.len() && tokens.len() <= floor + 1, "floor {floor}, tokens {}", tokens.len());
     }
 
     #[test]

@@ -280,6 +280,21 @@ impl StateHandler {
         value: &[u8],
         priority: u16,
     ) -> CreateOutcome {
+        // Step 2's truncation first, so the identifier is hashed once.
+        let max_len = self.compartment_sms(compartment).saturating_sub(64) as usize;
+        let value = if value.len() > max_len { &value[..max_len] } else { value };
+        self.create_state(compartment, State::new(address, instruction, min_access_len, value), priority)
+    }
+
+    /// The SMS of `compartment` (the default for one not seen yet).
+    fn compartment_sms(&self, compartment: CompartmentId) -> u32 {
+        self.compartments.get(&compartment).map_or(self.default_sms, |c| c.sms)
+    }
+
+    /// As [`StateHandler::create`], for an item already built (its
+    /// identifier hashed, its value shared, not copied): a caller that
+    /// built the [`State`] for its own use saves the second SHA-1.
+    pub fn create_state(&mut self, compartment: CompartmentId, state: State, priority: u16) -> CreateOutcome {
         let default_sms = self.default_sms;
         let c = self
             .compartments
@@ -291,10 +306,13 @@ impl StateHandler {
         }
         // Step 2: truncate an item larger than the whole SMS.
         let max_len = c.sms.saturating_sub(64) as usize;
-        let value = if value.len() > max_len { &value[..max_len] } else { value };
-        let state = State::new(address, instruction, min_access_len, value);
+        let state = if state.len() > max_len {
+            State::new(state.address, state.instruction, state.min_access_len, &state.value[..max_len])
+        } else {
+            state
+        };
         let id = state.id;
-        let cost = value.len() as u32 + 64;
+        let cost = state.len() as u32 + 64;
         // Step 3: an existing identifier must be the identical item.
         if let Some(existing) = self.items.get(&id) {
             if !existing.state.same_item(&state) {

@@ -932,17 +932,26 @@ impl<'a> Machine<'a> {
         let destination = self.multi(&mut c)?;
         let a = self.address(&mut c, pc)?;
         let n = self.lit(&mut c)?;
-        // Decode all operand sets first (conceptual model of §8.5).
-        let mut sets = Vec::with_capacity(usize::from(n));
+        // Decode all operand sets first (conceptual model of §8.5). Real
+        // decoders use a few sets (at most 16 can consume bits), so they
+        // live on the stack; more go to the heap.
+        const INLINE: usize = 16;
+        let mut inline = [(0u16, 0u16, 0u16, 0u16); INLINE];
+        let mut spill = Vec::new();
         let mut total_bits: u32 = 0;
-        for _ in 0..n {
+        for i in 0..usize::from(n) {
             let bits = self.multi(&mut c)?;
             let lower = self.multi(&mut c)?;
             let upper = self.multi(&mut c)?;
             let uncompressed = self.multi(&mut c)?;
             total_bits += u32::from(bits);
-            sets.push((bits, lower, upper, uncompressed));
+            if i < INLINE {
+                inline[i] = (bits, lower, upper, uncompressed);
+            } else {
+                spill.push((bits, lower, upper, uncompressed));
+            }
         }
+        let sets = inline[..usize::from(n).min(INLINE)].iter().chain(&spill);
         self.charge(1 + u64::from(n))?;
         if n == 0 {
             return Ok(Step::Next(c));
@@ -956,7 +965,7 @@ impl<'a> Machine<'a> {
         let lsb_first = order & 2 != 0;
         let mut h: u32 = 0;
         let mut consumed: u64 = 0;
-        for &(bits, lower, upper, uncompressed) in &sets {
+        for &(bits, lower, upper, uncompressed) in sets {
             if self.bits_available() < usize::from(bits) {
                 self.credit_bits(consumed);
                 return Ok(Step::Next(self.jump_target(a)?));
