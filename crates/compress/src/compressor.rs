@@ -401,6 +401,12 @@ impl Compressor {
         self.model.states().compartment(MODEL).map(|c| c.used).unwrap_or(0)
     }
 
+    /// Bytes of snapshot memory the compressor holds (those it may still
+    /// continue from; older ones are kept only as identifiers and sizes).
+    pub fn snapshot_bytes_held(&self) -> usize {
+        self.snapshots.iter().map(|s| s.memory.len()).sum()
+    }
+
     /// Identifiers of the dynamic snapshots the compressor may continue from.
     pub fn usable_snapshots(&self) -> Vec<StateId> {
         self.snapshots.iter().filter(|s| s.usable).map(|s| s.id).collect()
@@ -454,6 +460,22 @@ impl Compressor {
                         s.usable = true;
                     }
                 }
+                self.forget_superseded();
+            }
+        }
+    }
+
+    /// Snapshots older than the newest usable one are never continued from
+    /// again (the newest usable is always the base, and the peer evicts
+    /// older ones first), yet the peer keeps them until evicted: the model
+    /// keeps their identifiers and sizes for its accounting, not their
+    /// bytes.
+    fn forget_superseded(&mut self) {
+        let Some(newest) = self.snapshots.iter().rposition(|s| s.usable) else { return };
+        for s in &mut self.snapshots[..newest] {
+            if !s.memory.is_empty() {
+                self.model.states_mut().forget_value(&s.id);
+                s.memory = Arc::from(&[][..]);
             }
         }
     }
@@ -745,6 +767,9 @@ impl Compressor {
         let model = &self.model;
         self.snapshots
             .retain(|s| model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == s.id)));
+        if stream {
+            self.forget_superseded();
+        }
         if let Some(seq) = seq {
             self.awaiting.insert(seq, requested.clone());
         }

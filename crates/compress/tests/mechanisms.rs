@@ -358,3 +358,34 @@ fn idle_compartments_release_their_scratch_and_still_round_trip() {
     let (kept, released) = (totals[0] as f64, totals[1] as f64);
     assert!((released - kept).abs() <= kept * 0.01, "kept {kept} B, released {released} B");
 }
+
+#[test]
+fn superseded_snapshots_are_kept_as_sizes_not_bytes() {
+    // The thesis's SMS of 128 KiB keeps many snapshots at the peer; the
+    // compressor holds the bytes of only those it may still continue from
+    // (the newest usable one and any newer, unacknowledged ones), while its
+    // model still counts every snapshot the peer holds.
+    let flow = video_call();
+    for transport in [Transport::Message, Transport::Stream] {
+        let big = Params { dms: 8192, sms: 131072, cpb: 16, version: 2 };
+        let cfg = config(Mechanism::Shared, transport);
+        let mut ue = Endpoint::new(big, big, cfg).unwrap();
+        let mut pcscf = Endpoint::new(big, big, cfg).unwrap();
+        for _ in 0..3 {
+            for m in &flow {
+                let (from, to) = match m.from {
+                    Side::Ue => (&mut ue, &mut pcscf),
+                    Side::Pcscf => (&mut pcscf, &mut ue),
+                };
+                let out = from.compress(C, &m.bytes).unwrap();
+                assert_eq!(deliver(to, &out.message), m.bytes, "{}", m.name);
+            }
+        }
+        for side in [&ue, &pcscf] {
+            let c = side.compressor(C).unwrap();
+            let snapshot = usize::from(c.layout().buffer_end) - 64;
+            assert!(c.peer_state_memory() as usize > 6 * snapshot, "{transport:?}: the peer holds many snapshots");
+            assert!(c.snapshot_bytes_held() <= 2 * snapshot, "{transport:?}: {} bytes held", c.snapshot_bytes_held());
+        }
+    }
+}
