@@ -391,6 +391,23 @@ impl Compressor {
         self.model.release_scratch();
     }
 
+    /// A match finder over this compressor's fresh window (the bytecode's
+    /// dictionary part; LZSS only), for an endpoint to give to later
+    /// compressors with the same bytecode ([`Compressor::adopt_finder`]).
+    pub fn fresh_finder(&self) -> Option<MatchFinder> {
+        (self.config.algorithm == Algorithm::Lzss).then(|| MatchFinder::over(&self.bytecode.fresh_window(&self.layout)))
+    }
+
+    /// Starts from `finder` (from [`Compressor::fresh_finder`] of a
+    /// compressor with the same bytecode) if this one has none yet. Any
+    /// finder gives the same tokens; this one only saves hashing the
+    /// fresh window.
+    pub fn adopt_finder(&mut self, finder: MatchFinder) {
+        if self.finder.is_none() && self.config.algorithm == Algorithm::Lzss {
+            self.finder = Some(Box::new(finder));
+        }
+    }
+
     /// Whether the scratch of [`Compressor::release_scratch`] is held.
     pub fn holds_scratch(&self) -> bool {
         self.finder.is_some()

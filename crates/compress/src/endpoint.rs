@@ -53,6 +53,9 @@ pub struct Endpoint {
     /// The bytecode the last new compressor built, shared with the next
     /// ones that build the same.
     bytecode: Option<Arc<crate::bytecode::Bytecode>>,
+    /// A match finder over that bytecode's fresh window, cloned into each
+    /// new compressor that shares it.
+    fresh_finder: Option<crate::lzss::MatchFinder>,
 }
 
 /// How many compartments keep their compressor's scratch by default: a
@@ -81,6 +84,7 @@ impl Endpoint {
             hot: VecDeque::new(),
             scratch_compartments: DEFAULT_SCRATCH_COMPARTMENTS,
             bytecode: None,
+            fresh_finder: None,
         })
     }
 
@@ -295,7 +299,13 @@ impl Endpoint {
     fn share_bytecode(&mut self, c: &mut Compressor) {
         match &self.bytecode {
             Some(b) if c.share_bytecode(b) => {}
-            _ => self.bytecode = Some(c.bytecode().clone()),
+            _ => {
+                self.bytecode = Some(c.bytecode().clone());
+                self.fresh_finder = c.fresh_finder();
+            }
+        }
+        if let Some(f) = &self.fresh_finder {
+            c.adopt_finder(f.clone());
         }
     }
 

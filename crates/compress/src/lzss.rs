@@ -176,6 +176,16 @@ impl Default for MatchFinder {
 }
 
 impl MatchFinder {
+    /// A finder whose history is `window`, every position hashed: a
+    /// template that new compartments with the same fresh window clone
+    /// (a copy of the chains) instead of hashing the same bytes again.
+    pub fn over(window: &[u8]) -> MatchFinder {
+        let mut f = MatchFinder::default();
+        f.prepare(window);
+        f.mark();
+        f
+    }
+
     /// Makes the history end with `window` (the circular buffer in
     /// chronological order). If the history already ends with it (a few
     /// differing bytes, such as the shared-state header the bytecode writes
@@ -328,13 +338,16 @@ impl MatchFinder {
         // beyond the buffer would wrap onto the wrong byte.
         let reach = format.max_offset().min(buffer_size);
         let max_len = format.max_match();
-        let mut matches = vec![(0usize, 0usize); message.len()];
+        // Filled in order, so not zeroed first (a message's worth of
+        // zeroing showed up in profiles).
+        let mut matches = Vec::with_capacity(message.len());
         let mut known = (0, 0);
-        for (i, m) in matches.iter_mut().enumerate() {
+        for i in 0..message.len() {
             self.hash_up_to(start + i);
-            *m = self.longest(start + i, reach, max_len, effort, known);
+            let m = self.longest(start + i, reach, max_len, effort, known);
             // The copy at the same distance matches one byte less at i + 1.
             known = (m.0.saturating_sub(1), m.1);
+            matches.push(m);
         }
         self.hash_up_to(self.data.len());
         matches
@@ -389,13 +402,15 @@ const LENGTH_BUCKETS: [(usize, usize); 3] = [(3, 6), (7, 22), (23, usize::MAX)];
 /// optimum and the same tokens as scanning every length.
 fn optimal_parse(message: &[u8], matches: &[(usize, usize)], format: LzssFormat) -> Vec<(usize, usize)> {
     let n = message.len();
-    let mut cost = vec![0usize; n + 1];
-    let mut choice = vec![0usize; n];
+    // Compact types (bits fit u32 for any message a UDVM can take; a length
+    // is at most 258; positions fit u32), a third of the bytes to zero.
+    let mut cost = vec![0u32; n + 1];
+    let mut choice = vec![0u16; n];
     // next_rise[k]: the smallest j >= k with cost[j] < cost[j + 1]
-    // (usize::MAX if none), so cost is non-increasing on k..=next_rise[k].
-    let mut next_rise = vec![usize::MAX; n + 1];
+    // (u32::MAX if none), so cost is non-increasing on k..=next_rise[k].
+    let mut next_rise = vec![u32::MAX; n + 1];
     for i in (0..n).rev() {
-        let mut best = LzssFormat::literal_bits(message[i]) + cost[i + 1];
+        let mut best = LzssFormat::literal_bits(message[i]) as u32 + cost[i + 1];
         let mut best_len = 0;
         let len = matches[i].0;
         for &(lo, hi) in &LENGTH_BUCKETS {
@@ -403,8 +418,8 @@ fn optimal_parse(message: &[u8], matches: &[(usize, usize)], format: LzssFormat)
                 break;
             }
             let hi = hi.min(len);
-            let bits = format.match_bits(lo);
-            if next_rise[i + lo] >= i + hi {
+            let bits = format.match_bits(lo) as u32;
+            if next_rise[i + lo] as usize >= i + hi {
                 // cost is non-increasing on i+lo..=i+hi.
                 let c = bits + cost[i + hi];
                 if c <= best {
@@ -422,18 +437,19 @@ fn optimal_parse(message: &[u8], matches: &[(usize, usize)], format: LzssFormat)
             }
         }
         cost[i] = best;
-        choice[i] = best_len;
-        next_rise[i] = if cost[i] < cost[i + 1] { i } else { next_rise[i + 1] };
+        choice[i] = best_len as u16;
+        next_rise[i] = if cost[i] < cost[i + 1] { i as u32 } else { next_rise[i + 1] };
     }
     let mut tokens = Vec::new();
     let mut i = 0;
     while i < n {
-        if choice[i] == 0 {
+        let len = usize::from(choice[i]);
+        if len == 0 {
             tokens.push((0, 0));
             i += 1;
         } else {
-            tokens.push((choice[i], matches[i].1));
-            i += choice[i];
+            tokens.push((len, matches[i].1));
+            i += len;
         }
     }
     tokens
