@@ -1,0 +1,95 @@
+//! Criterion benches of the round-trip hot paths (issue 5): one SIP message
+//! compressed by one endpoint and decompressed by the other, feedback
+//! returned, with the Open SigComp speed-test settings (DMS 8192, SMS
+//! 8192, CPB 64, LZSS shared over UDP) on the REGISTER / 200 OK pair of
+//! `corpus/open-sigcomp-startup`.
+//!
+//! `cargo bench -p sigcomp-compress --bench round_trip`
+//!
+//! * `round_trip/steady_pair`: a REGISTER and its 200 OK in a compartment
+//!   that has carried the pair before (history acknowledged): two round
+//!   trips per iteration.
+//! * `round_trip/new_pair_10_messages`: a fresh compartment pair carries ten
+//!   messages and is closed, as Open SigComp's speed test switches
+//!   compartments every ten messages: ten round trips per iteration.
+//! * `state_id/<n>`: the SHA-1 state identifier (RFC 3320 §3.3.3) of an
+//!   `n`-byte state, the size of this workload's snapshots, which both
+//!   sides hash on every message.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use sigcomp::{CompartmentId, Params, State};
+use sigcomp_compress::{Config, Endpoint, Received};
+
+fn message(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus/open-sigcomp-startup").join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn endpoints() -> (Endpoint, Endpoint) {
+    let p = Params { dms: 8192, sms: 8192, cpb: 64, version: 2 };
+    (Endpoint::new(p, p, Config::default()).expect("ue"), Endpoint::new(p, p, Config::default()).expect("pcscf"))
+}
+
+fn send(from: &mut Endpoint, to: &mut Endpoint, c: CompartmentId, msg: &[u8]) {
+    let out = from.compress(c, msg).expect("compress");
+    match to.receive(c, &out.message) {
+        Ok(Received::Message { output, .. }) => assert_eq!(output.len(), msg.len()),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let register = message("01-ue-REGISTER.sip");
+    let ok = message("02-pcscf-200-OK.sip");
+    let mut group = c.benchmark_group("round_trip");
+
+    let (mut ue, mut pcscf) = endpoints();
+    let steady = CompartmentId(1);
+    for _ in 0..4 {
+        send(&mut ue, &mut pcscf, steady, &register);
+        send(&mut pcscf, &mut ue, steady, &ok);
+    }
+    group.throughput(Throughput::Elements(2));
+    group.bench_function("steady_pair", |b| {
+        b.iter(|| {
+            send(&mut ue, &mut pcscf, steady, black_box(&register));
+            send(&mut pcscf, &mut ue, steady, black_box(&ok));
+        })
+    });
+
+    let (mut ue, mut pcscf) = endpoints();
+    let mut next = 0u64;
+    group.throughput(Throughput::Elements(10));
+    group.bench_function("new_pair_10_messages", |b| {
+        b.iter(|| {
+            next += 1;
+            let c = CompartmentId(next);
+            for _ in 0..5 {
+                send(&mut ue, &mut pcscf, c, black_box(&register));
+                send(&mut pcscf, &mut ue, c, black_box(&ok));
+            }
+            ue.close_compartment(c);
+            pcscf.close_compartment(c);
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("state_id");
+    for n in [600usize, 3600] {
+        let value: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
+        group.throughput(Throughput::Bytes(n as u64));
+        group.bench_function(format!("{n}"), |b| b.iter(|| State::new(64, 156, 6, black_box(&value)).id));
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = round_trip;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    targets = benches
+}
+criterion_main!(round_trip);
