@@ -114,7 +114,7 @@ fn main() {
             let upper = stem.to_uppercase();
             writeln!(
                 images,
-                "/// `asm/{name}.asm` spliced into `asm/mechanism.asm` for {mech}.\npub const {upper}: Image = Image {{ code: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{stem}.bin\")), init: {init}, circular_buffer: {end}, buffer_end: {}, buffer_size: {}, dict_begin: {}, dict_length: {}, dict_end: {}, code_length: {}, announce_params: {}, snapshot_length: {}, dictionary_id: {}, labels: &[{table}] }};",
+                "/// `asm/{name}.asm` spliced into `asm/mechanism.asm` for {mech}.\npub const {upper}: Image = Image {{ code: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{stem}.bin\")), init: {init}, circular_buffer: {end}, buffer_end: {}, buffer_size: {}, dict_begin: {}, dict_length: {}, dict_end: {}, code_length: {}, announce_params: {}, snapshot_length: {}, dictionary_id: {}, decompress: {}, labels: &[{table}] }};",
                 label("buffer_end"),
                 label("buffer_size"),
                 label("dict_begin"),
@@ -124,6 +124,7 @@ fn main() {
                 label("announce_params"),
                 label("snapshot_length"),
                 label("dictionary_id"),
+                label("decompress"),
             )
             .unwrap();
             if mech == "shared" {

@@ -21,6 +21,9 @@ pub struct Image {
     pub announce_params: u16,
     pub snapshot_length: u16,
     pub dictionary_id: u16,
+    /// Where a message that continues from a snapshot starts (the
+    /// snapshot state's instruction).
+    pub decompress: u16,
     /// The fragment's own labels (named `<algo>_…`) and their addresses.
     pub labels: &'static [(&'static str, u16)],
 }

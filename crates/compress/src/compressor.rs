@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sigcomp::nack::{NackParseError, NackReport, SentLog, SentRecord};
+use sigcomp::state::CreateOutcome;
+use sigcomp::udvm::StateRequest;
 use sigcomp::wire;
 use sigcomp::{CompartmentId, Decompressor, Params, State, StateId, Transport};
 
@@ -142,6 +144,12 @@ pub struct Config {
     /// loaded instead.
     pub dictionary: Option<Priorities>,
     pub effort: Effort,
+    /// Also run the peer's decompressor on every message (RFC 3320 §5.1)
+    /// and check it against what the compressor computes: the output, the
+    /// states it creates, the cycles within the bound. Off, an LZSS
+    /// message is not run at all (the other algorithms always are); the
+    /// tests turn it on.
+    pub verify: bool,
 }
 
 impl Default for Config {
@@ -153,6 +161,7 @@ impl Default for Config {
             lookahead: 258,
             dictionary: Priorities::new(1, 5),
             effort: Effort::default(),
+            verify: false,
         }
     }
 }
@@ -248,6 +257,8 @@ pub struct Compressor {
     finder: Option<Box<MatchFinder>>,
     /// Rebuilds done by finders since released.
     released_rebuilds: usize,
+    /// Messages the model decompressor ran (the others were computed).
+    model_runs: usize,
 }
 
 const MODEL: CompartmentId = CompartmentId(0);
@@ -331,6 +342,7 @@ impl Compressor {
             sent: SentLog::new(SENT_LOG),
             finder: None,
             released_rebuilds: 0,
+            model_runs: 0,
         })
     }
 
@@ -411,6 +423,14 @@ impl Compressor {
     /// Whether the scratch of [`Compressor::release_scratch`] is held.
     pub fn holds_scratch(&self) -> bool {
         self.finder.is_some()
+    }
+
+    /// Messages of this compartment run through the model decompressor
+    /// (with `verify`, or where the peer's run could not be computed: the
+    /// algorithms other than LZSS, a cycle bound above the budget, a
+    /// memory too small); the other messages were not run.
+    pub fn model_runs(&self) -> usize {
+        self.model_runs
     }
 
     /// Bytes of state the model says the peer holds for this compartment.
@@ -754,14 +774,42 @@ impl Compressor {
             (wire::emit_bytecode_message(returned_feedback, code, self.bytecode.destination, &input), true, None)
         };
 
-        // Run the peer's decompressor on it (RFC 3320 §5.1).
-        let d = self.model.decompress(&sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
-        if d.output != message {
-            return Err(CompressError::Mismatch);
-        }
-        let accepted = self.model.accept(d.pending, MODEL);
+        // What the peer will do with it (RFC 3320 §5.1): computed from what
+        // the compressor knows (LZSS), or found by running the peer's
+        // decompressor on it; `verify` does both and compares them.
+        let shared_bytes = &shared_value[..shared_len.unwrap_or(0).min(shared_value.len())];
+        let view = MessageView { fresh: base.is_none(), flags, seq, entries: &entries, shared: shared_bytes, message, sig_len: sig.len() };
+        let predicted = self.predict(base.as_ref(), &view);
+        let creates = match predicted {
+            Some((creates, _)) if !self.config.verify => creates,
+            _ => {
+                self.model_runs += 1;
+                let d = self.model.decompress(&sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
+                if d.output != message {
+                    return Err(CompressError::Mismatch);
+                }
+                let run: Vec<(State, u16)> = d
+                    .pending
+                    .requests
+                    .iter()
+                    .filter_map(|r| match r {
+                        StateRequest::Create(c) => {
+                            Some((State::new(c.address, c.instruction, c.min_access_len, &c.value), c.priority))
+                        }
+                        StateRequest::Free(_) => None,
+                    })
+                    .collect();
+                if let Some((creates, bound)) = predicted {
+                    if creates != run || d.cycles > bound {
+                        return Err(CompressError::Mismatch);
+                    }
+                }
+                run
+            }
+        };
+        let accepted = self.model_create(creates);
         let mut requested = Vec::new();
-        for id in &accepted.created {
+        for id in &accepted {
             requested.push(*id);
             if *id == self.bytecode.state_id {
                 if stream {
@@ -817,6 +865,150 @@ impl Compressor {
             #[allow(unreachable_patterns)]
             _ => 0,
         }
+    }
+
+    /// Carries out the peer's state creation requests in the model, in
+    /// order, as its decompressor's `accept` would (RFC 3320 §6.2); the
+    /// identifiers created or refreshed.
+    fn model_create(&mut self, creates: Vec<(State, u16)>) -> Vec<StateId> {
+        let mut created = Vec::new();
+        for (state, priority) in creates {
+            match self.model.states_mut().create_state(MODEL, state, priority) {
+                CreateOutcome::Created(id) | CreateOutcome::Refreshed(id) => {
+                    if !created.contains(&id) {
+                        created.push(id);
+                    }
+                }
+                CreateOutcome::Rejected => {}
+            }
+        }
+        created
+    }
+
+    /// The peer's run of an LZSS message, computed instead of run: the
+    /// state creation requests (with their retention priorities) and an
+    /// upper bound on the UDVM cycles. `None` where only a run can tell:
+    /// other algorithms, a memory too small for the buffer (the run fails,
+    /// and the caller falls back), or a cycle bound above the peer's
+    /// budget (RFC 3320 §8.6).
+    ///
+    /// The bytecode is `asm/mechanism.asm` with `asm/lzss.asm`: before the
+    /// tokens it sets the words of :decompress's MULTILOAD, appends the
+    /// shared state at `decompressed_pointer` (0x80), sets the feedback
+    /// request (0x40) and the announced entries (0x20, 0x10), saves the
+    /// bytecode (0x08); the tokens write the message into the circular
+    /// buffer; END-MESSAGE saves memory 64..buffer_end. The LZSS
+    /// fragment's own variables lie below 64, outside the snapshot.
+    fn predict(&self, base: Option<&Snapshot>, v: &MessageView<'_>) -> Option<(Vec<(State, u16)>, u64)> {
+        if self.config.algorithm != Algorithm::Lzss {
+            return None;
+        }
+        use crate::bytecode::lzss_labels as at;
+        let mech = self.config.mechanism;
+        let image = self.config.algorithm.image(mech);
+        let (cb, end) = (usize::from(self.layout.circular_buffer), usize::from(self.layout.buffer_end));
+        let dms = self.peer.dms as usize;
+        let memory = match self.config.transport {
+            Transport::Message => dms.saturating_sub(v.sig_len),
+            Transport::Stream => dms / 2,
+        }
+        .min(65536);
+        if end > memory {
+            return None;
+        }
+        // Memory from address 64 (index 0) to buffer_end.
+        let mut m: Vec<u8> = match base {
+            Some(s) if s.memory.len() == end - 64 => s.memory.to_vec(),
+            Some(_) => return None,
+            None => {
+                // Bytecode uploaded or accessed as a state: the code at its
+                // destination, zeros elsewhere, then :init's MULTILOAD and
+                // the dictionary's STATE-ACCESS into the buffer.
+                let mut m = vec![0u8; end - 64];
+                let d = usize::from(self.bytecode.destination) - 64;
+                m[d..d + self.bytecode.code.len()].copy_from_slice(&self.bytecode.code);
+                let dict = &self.bytecode.dictionary;
+                put_word(&mut m, at::BYTE_COPY_LEFT, cb as u16);
+                put_word(&mut m, at::BYTE_COPY_RIGHT, end as u16);
+                put_word(&mut m, at::INPUT_BIT_ORDER, 0);
+                put_word(&mut m, at::DECOMPRESSED_POINTER, (cb + dict.len()) as u16);
+                m[cb - 64..cb - 64 + dict.len()].copy_from_slice(dict);
+                m
+            }
+        };
+        let word = |m: &[u8], a: u16| u16::from_be_bytes([m[usize::from(a) - 64], m[usize::from(a) - 63]]);
+        // :decompress: MULTILOAD (fb_loc, 4, 0, snap_mal, $announce_params, 0).
+        let announce_params = word(&m, image.announce_params);
+        put_word(&mut m, at::FB_LOC, 0);
+        put_word(&mut m, at::SNAP_MAL, if mech.saves_snapshots() { 6 } else { 0 });
+        put_word(&mut m, at::RETURNED_PARAMETERS_LOCATION, announce_params);
+        put_word(&mut m, at::ANNOUNCED_A, 0);
+        // Bytes written at decompressed_pointer wrap within the buffer
+        // (RFC 3320 §8.4; byte_copy_left/right are the buffer's bounds).
+        let append = |m: &mut Vec<u8>, bytes: &[u8]| {
+            let mut dp = usize::from(word(m, at::DECOMPRESSED_POINTER));
+            if !(cb..end).contains(&dp) {
+                return false;
+            }
+            for &b in bytes {
+                m[dp - 64] = b;
+                dp += 1;
+                if dp == end {
+                    dp = cb;
+                }
+            }
+            put_word(m, at::DECOMPRESSED_POINTER, dp as u16);
+            true
+        };
+        if v.flags & 0x80 != 0 && !append(&mut m, v.shared) {
+            return None;
+        }
+        if let Some(seq) = v.seq {
+            put_word(&mut m, at::FB_LOC, at::REQUESTED_FEEDBACK_LOCATION);
+            put_word(&mut m, at::REQUESTED_FEEDBACK_LOCATION, 1024);
+            m[usize::from(at::REQUESTED_FEEDBACK_ITEM) - 64] = seq;
+        }
+        for (k, id) in v.entries.iter().enumerate() {
+            let a = usize::from(if k == 0 { at::ANNOUNCED_A } else { at::ANNOUNCED_B }) - 64;
+            m[a] = 6;
+            m[a + 1..a + 7].copy_from_slice(&id.0[..6]);
+        }
+        if !append(&mut m, v.message) {
+            return None;
+        }
+        // Cycles (RFC 3320 §9 costs): a literal token costs 10 (INPUT-HUFFMAN
+        // with 3 sets 4, COMPARE, OUTPUT 2, COPY-LITERAL 2, JUMP), a match of
+        // l bytes 14 + 2l ≤ 10 l for l ≥ 3: at most 10 per message byte. The
+        // rest is at most 200 plus the bytes the STATE-ACCESSes, STATE-CREATE
+        // and END-MESSAGE move.
+        let code_len = self.bytecode.code.len();
+        let mut bound = 200 + 10 * v.message.len() + v.shared.len();
+        if v.fresh {
+            bound += self.bytecode.dictionary.len();
+        }
+        if v.flags & 0x08 != 0 {
+            bound += code_len;
+        }
+        if mech.saves_snapshots() {
+            bound += m.len();
+        }
+        // The budget: (1000 + 8 × header bytes) × CPB, plus 8 × CPB per
+        // input byte consumed; all but at most 7 trailing bits are.
+        let cpb = u64::from(self.peer.cpb);
+        let budget = (1000 + 8 * v.sig_len as u64).saturating_sub(7) * cpb;
+        if bound as u64 > budget {
+            return None;
+        }
+        let mut creates = Vec::new();
+        if v.flags & 0x08 != 0 {
+            // STATE-CREATE ($code_length, init, init, 6, 2).
+            creates.push((self.bytecode.state.clone(), 2));
+        }
+        if mech.saves_snapshots() {
+            // END-MESSAGE (..., $snapshot_length, 64, decompress, $snap_mal, 1).
+            creates.push((State::new(64, image.decompress, 6, &m), 1));
+        }
+        Some((creates, bound as u64))
     }
 
     /// The tokens for `message` after `window` and `extra`, which the
@@ -897,4 +1089,25 @@ fn patch_algorithm(algorithm: Algorithm, image: &Image, code: &mut [u8], base: u
         #[cfg(sigkit_lz77)]
         Algorithm::Lz77 => {}
     }
+}
+
+/// What [`Compressor::predict`] needs to know of one message.
+struct MessageView<'a> {
+    /// No snapshot: the bytecode starts at :init.
+    fresh: bool,
+    flags: u8,
+    seq: Option<u8>,
+    /// Announced identifiers (flags 0x20, 0x10).
+    entries: &'a [StateId],
+    /// The part of the peer's shared state appended (flag 0x80).
+    shared: &'a [u8],
+    message: &'a [u8],
+    /// Length of the SigComp message (unframed).
+    sig_len: usize,
+}
+
+/// Writes a UDVM word at address `a` of a memory image that starts at 64.
+fn put_word(m: &mut [u8], a: u16, v: u16) {
+    let i = usize::from(a) - 64;
+    m[i..i + 2].copy_from_slice(&v.to_be_bytes());
 }

@@ -319,7 +319,7 @@ mod tests {
         // full buffer size back.
         let text = b"abcdefghijklmnopqrstuvwxyz";
         let mut window = text.to_vec();
-        window.extend(std::iter::repeat(b'-').take(100));
+        window.extend(std::iter::repeat_n(b'-', 100));
         let out = round_trip(&window, text);
         assert_eq!(out, [0x80 | (26 - 4) as u8, 0, 126]);
     }

@@ -523,10 +523,9 @@ pub fn decode(window: &[u8], tokens: &[u8], format: LzssFormat) -> Option<Vec<u8
         }
         Some(v)
     };
-    loop {
-        // Like INPUT-HUFFMAN: too few bits left for a whole code ends the
-        // message.
-        let Some(first) = read(&mut bit, 8) else { break };
+    // Like INPUT-HUFFMAN: too few bits left for a whole code ends the
+    // message.
+    while let Some(first) = read(&mut bit, 8) {
         if first < 128 {
             hist.push(first as u8);
             continue;
@@ -593,7 +592,7 @@ mod tests {
         // The earlier copy lies beyond 2^9 bytes: it must not be used.
         let f = LzssFormat { offset_bits: 9, length_bits: 4 };
         let mut w = b"abcdefghijklmnop".to_vec();
-        w.extend(std::iter::repeat(0u8).take(600));
+        w.extend(std::iter::repeat_n(0u8, 600));
         round_trip(&w, b"abcdefghijklmnop", f);
     }
 

@@ -13,7 +13,9 @@ fn matrix(algorithm: Algorithm) {
     for mechanism in Mechanism::ALL {
         for transport in [Transport::Message, Transport::Stream] {
             for dms in [2048, 4096, 8192, 16384] {
-                let config = Config { algorithm, mechanism, transport, ..Config::default() };
+                // verify: every LZSS message is also run by the peer's decompressor
+                // and checked against what the compressor computed of that run.
+                let config = Config { algorithm, mechanism, transport, verify: true, ..Config::default() };
                 for (name, flow) in &flows {
                     let t = std::panic::catch_unwind(|| play(flow, params(dms), config)).unwrap_or_else(|_| {
                         panic!("{name}: {} {} {transport:?} DMS {dms} failed", algorithm.name(), mechanism.name())

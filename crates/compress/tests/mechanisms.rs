@@ -11,7 +11,9 @@ use sigcomp::{Params, StateId, Transport};
 use sigcomp_compress::{Config, Endpoint, Mechanism, Received};
 
 fn config(mechanism: Mechanism, transport: Transport) -> Config {
-    Config { mechanism, transport, ..Config::default() }
+    // verify: each message is also run by the peer's decompressor in the
+    // compressor and checked against what the compressor computed.
+    Config { mechanism, transport, verify: true, ..Config::default() }
 }
 
 fn video_call() -> Vec<FlowMessage> {
@@ -386,6 +388,46 @@ fn superseded_snapshots_are_kept_as_sizes_not_bytes() {
             let snapshot = usize::from(c.layout().buffer_end) - 64;
             assert!(c.peer_state_memory() as usize > 6 * snapshot, "{transport:?}: the peer holds many snapshots");
             assert!(c.snapshot_bytes_held() <= 2 * snapshot, "{transport:?}: {} bytes held", c.snapshot_bytes_held());
+        }
+    }
+}
+
+#[test]
+fn lzss_messages_are_computed_not_run_unless_verifying() {
+    // Without verify, an LZSS compressor runs no message through its model
+    // of the peer (the peer's memory and states are computed); with it,
+    // every message is run and compared. Both send the same bytes.
+    let flow = video_call();
+    for mechanism in Mechanism::ALL {
+        for transport in [Transport::Message, Transport::Stream] {
+            let mut sent = Vec::new();
+            for verify in [false, true] {
+                let cfg = Config { verify, ..config(mechanism, transport) };
+                let mut ue = Endpoint::new(params(8192), params(8192), cfg).unwrap();
+                let mut pcscf = Endpoint::new(params(8192), params(8192), cfg).unwrap();
+                let mut bytes = Vec::new();
+                let mut count = [0usize; 2];
+                for _ in 0..2 {
+                    for m in &flow {
+                        let (from, to, k) = match m.from {
+                            Side::Ue => (&mut ue, &mut pcscf, 0),
+                            Side::Pcscf => (&mut pcscf, &mut ue, 1),
+                        };
+                        let out = from.compress(C, &m.bytes).unwrap();
+                        assert_eq!(deliver(to, &out.message), m.bytes, "{mechanism:?} {transport:?} {}", m.name);
+                        bytes.push(out.message);
+                        count[k] += 1;
+                    }
+                }
+                let runs = [ue.compressor(C).unwrap().model_runs(), pcscf.compressor(C).unwrap().model_runs()];
+                if verify {
+                    assert_eq!(runs, count, "{mechanism:?} {transport:?}");
+                } else {
+                    assert_eq!(runs, [0, 0], "{mechanism:?} {transport:?}");
+                }
+                sent.push(bytes);
+            }
+            assert_eq!(sent[0], sent[1], "{mechanism:?} {transport:?}: verify changed the messages");
         }
     }
 }

@@ -40,7 +40,9 @@ proptest! {
         dms_exp in 0u32..4,
     ) {
         let transport = if stream { Transport::Stream } else { Transport::Message };
-        let config = Config { mechanism: Mechanism::ALL[mechanism], transport, ..Config::default() };
+        // verify: each message is also run by the peer's decompressor in the
+        // compressor and compared with what the compressor computed.
+        let config = Config { mechanism: Mechanism::ALL[mechanism], transport, verify: true, ..Config::default() };
         let dms = 2048 << dms_exp;
         let mut pair = Pair::new(params(dms), config);
         for (msg, from_ue) in &messages {

@@ -320,7 +320,7 @@ impl<'a> Machine<'a> {
             0x86 | 0x87 => Ok(1 << ((b0 & 1) + 6)),
             0x88..=0x8F => Ok(1 << ((b0 & 7) + 8)),
             0xE0..=0xFF => Ok(u16::from(b0 & 0x1F) + 65504),
-            0x90..=0x9F | 0xA0..=0xBF | 0xC0..=0xDF => {
+            0x90..=0xDF => {
                 let b1 = self.byte(*c)?;
                 *c = c.wrapping_add(1);
                 match b0 {
@@ -945,10 +945,9 @@ impl<'a> Machine<'a> {
             let upper = self.multi(&mut c)?;
             let uncompressed = self.multi(&mut c)?;
             total_bits += u32::from(bits);
-            if i < INLINE {
-                inline[i] = (bits, lower, upper, uncompressed);
-            } else {
-                spill.push((bits, lower, upper, uncompressed));
+            match inline.get_mut(i) {
+                Some(slot) => *slot = (bits, lower, upper, uncompressed),
+                None => spill.push((bits, lower, upper, uncompressed)),
             }
         }
         let sets = inline[..usize::from(n).min(INLINE)].iter().chain(&spill);
