@@ -216,6 +216,7 @@ fn settings_json(args: &BenchArgs) -> serde_json::Value {
         "max_chain": args.max_chain.unwrap_or(Effort::default().max_chain),
         "optimal_parse": Effort::default().lazy && !args.greedy,
         "compartment_every": args.compartment_every,
+        "verify": args.endpoint.verify,
     })
 }
 

@@ -62,6 +62,12 @@ pub struct EndpointArgs {
     /// with 1 <= A <= B <= 5, or "none".
     #[arg(long, default_value = "1-3")]
     pub dict_priority: String,
+    /// Also run every message through the peer's decompressor inside the
+    /// compressor and check the output, the states created and the cycles
+    /// against what the compressor computed (slower; LZSS messages are
+    /// otherwise not run, the other algorithms always are).
+    #[arg(long)]
+    pub verify: bool,
 }
 
 impl EndpointArgs {
@@ -87,6 +93,7 @@ impl EndpointArgs {
             transport: self.transport.transport(),
             lookahead: self.lookahead,
             dictionary,
+            verify: self.verify,
             ..Config::default()
         };
         Ok((config, params))

@@ -85,6 +85,20 @@ fn json_report_matches_the_flow_for_every_mechanism() {
 }
 
 #[test]
+fn verify_runs_the_peer_and_changes_no_byte() {
+    // --verify makes each compressor also run its messages through the
+    // peer's decompressor and compare; the messages are the same.
+    let dir = corpus("3gpp-video-call");
+    for mech in ["static", "shared"] {
+        let plain = json_run(&["flow", path_str(&dir), "--mechanism", mech, "--json"]);
+        let verified = json_run(&["flow", path_str(&dir), "--mechanism", mech, "--json", "--verify"]);
+        let sizes = |v: &Value| v["messages"].as_array().unwrap().iter().map(|m| m["sigcomp"].as_u64().unwrap()).collect::<Vec<_>>();
+        assert_eq!(sizes(&plain), sizes(&verified), "{mech}");
+        assert_eq!(plain["total"], verified["total"], "{mech}");
+    }
+}
+
+#[test]
 fn table_lists_every_message_and_the_totals() {
     let dir = corpus("3gpp-registration");
     let files = flow_files(&dir);
