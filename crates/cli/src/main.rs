@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use sigcomp::wire::{Deframer, Frame};
 use sigcomp::{CompartmentId, Decompressor, Failure, Params, Transport};
 
+mod alloc_tuning;
 mod asm_cmd;
 mod bench_cmd;
 mod endpoint_args;
@@ -97,6 +98,7 @@ struct DecompressArgs {
 }
 
 fn main() -> ExitCode {
+    alloc_tuning::keep_heap_top();
     let cli = Cli::parse();
     match cli.command {
         Command::Decompress(args) => decompress(args),
