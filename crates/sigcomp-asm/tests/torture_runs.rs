@@ -194,3 +194,28 @@ fn printed_rfc4465_4_5_source_breaks_the_later_messages() {
     let edited = run(&source_matching_rfc_bytes("rfc4465", "4.5-bytecode-state-creation"));
     assert_eq!(edited, (b"OK".to_vec(), Ok(b"OK1".to_vec())));
 }
+
+#[test]
+fn input_huffman_that_rewrites_its_own_operands_is_decoded_again() {
+    // The UDVM keeps INPUT-HUFFMAN's decoded operands for the rest of a run,
+    // valid only while the instruction's bytes are unchanged. This loop
+    // rewrites its own first `bits` operand from 8 to 4 after the first
+    // token: a cache that missed the write would read 8 bits again.
+    let src = "at (128)
+:huff
+INPUT-HUFFMAN (64, done, 1, 8, 0, 255, 0)
+OUTPUT (65, 1)
+MEMSET ((huff + 4), 1, 4, 0)
+JUMP (huff)
+:done
+END-MESSAGE (0, 0, 0, 0, 0, 0, 0)
+";
+    let a = sigcomp_asm::assemble(src).expect("assembles");
+    let u = a.upload().expect("upload");
+    // The operand rewritten is the one encoding 8 (a one-byte literal).
+    assert_eq!(u.code[4], 8, "{:02x?}", u.code);
+    let msg = emit_bytecode_message(None, &u.code, u.destination, &[0xAB, 0xCD]);
+    let mut d = Decompressor::new(Params { dms: 8192, sms: 2048, cpb: 16, version: 1 }).expect("params");
+    let out = d.decompress(&msg, Transport::Message).expect("decompresses");
+    assert_eq!(out.output, vec![0xAB, 0x0C, 0x0D]);
+}

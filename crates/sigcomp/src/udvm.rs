@@ -153,6 +153,47 @@ fn fail<T>(reason: Reason) -> Res<T> {
     Err(Failure::new(reason))
 }
 
+/// A decoded multitype operand (RFC 3320 §8.5, Figure 10): a value held in
+/// the instruction's own bytes, or the word at a memory address, read each
+/// time the instruction runs.
+#[derive(Debug, Clone, Copy)]
+enum Operand {
+    Value(u16),
+    Memory(u16),
+}
+
+/// Sets of an INPUT-HUFFMAN that [`HuffmanEntry`] keeps decoded.
+const HUFFMAN_CACHED_SETS: usize = 4;
+/// Instruction bytes a [`HuffmanEntry`] can hold.
+const HUFFMAN_CACHED_BYTES: usize = 48;
+/// INPUT-HUFFMAN instructions cached per run (a decoder loop has one or two).
+const HUFFMAN_CACHE: usize = 4;
+
+/// An INPUT-HUFFMAN instruction decoded once in a run: its operands as
+/// [`Operand`]s, and its bytes, which must still be in memory unchanged
+/// for the entry to be used (the bytecode may rewrite itself).
+#[derive(Debug, Clone, Copy)]
+struct HuffmanEntry {
+    pc: u16,
+    /// Bytes from `pc` to the next instruction; 0 for an empty slot.
+    len: u8,
+    raw: [u8; HUFFMAN_CACHED_BYTES],
+    destination: Operand,
+    address: Operand,
+    n: u8,
+    sets: [[Operand; 4]; HUFFMAN_CACHED_SETS],
+}
+
+const EMPTY_HUFFMAN: HuffmanEntry = HuffmanEntry {
+    pc: 0,
+    len: 0,
+    raw: [0; HUFFMAN_CACHED_BYTES],
+    destination: Operand::Value(0),
+    address: Operand::Value(0),
+    n: 0,
+    sets: [[Operand::Value(0); 4]; HUFFMAN_CACHED_SETS],
+};
+
 /// One UDVM instance.
 pub struct Machine<'a> {
     mem: &'a mut [u8],
@@ -171,6 +212,10 @@ pub struct Machine<'a> {
     pending: Vec<Pending>,
     creates: u8,
     frees: u8,
+    /// INPUT-HUFFMAN decodes its up to 3 + 4n operands at every token; a
+    /// decompressor loop runs the same one hundreds of times a message.
+    huffman: [HuffmanEntry; HUFFMAN_CACHE],
+    huffman_next: usize,
 }
 
 impl<'a> Machine<'a> {
@@ -203,6 +248,8 @@ impl<'a> Machine<'a> {
             pending: Vec::new(),
             creates: 0,
             frees: 0,
+            huffman: [EMPTY_HUFFMAN; HUFFMAN_CACHE],
+            huffman_next: 0,
         }
     }
 
@@ -312,33 +359,49 @@ impl<'a> Machine<'a> {
     /// Multitype (%), Figure 10.
     #[inline]
     fn multi(&self, c: &mut u16) -> Res<u16> {
+        let o = self.multi_operand(c)?;
+        self.value(o)
+    }
+
+    /// Decodes a multitype operand without reading the memory it names.
+    #[inline(always)]
+    fn multi_operand(&self, c: &mut u16) -> Res<Operand> {
         let b0 = self.byte(*c)?;
         *c = c.wrapping_add(1);
         match b0 {
-            0x00..=0x3F => Ok(u16::from(b0)),
-            0x40..=0x7F => self.word(u16::from(b0 & 0x3F) * 2),
-            0x86 | 0x87 => Ok(1 << ((b0 & 1) + 6)),
-            0x88..=0x8F => Ok(1 << ((b0 & 7) + 8)),
-            0xE0..=0xFF => Ok(u16::from(b0 & 0x1F) + 65504),
+            0x00..=0x3F => Ok(Operand::Value(u16::from(b0))),
+            0x40..=0x7F => Ok(Operand::Memory(u16::from(b0 & 0x3F) * 2)),
+            0x86 | 0x87 => Ok(Operand::Value(1 << ((b0 & 1) + 6))),
+            0x88..=0x8F => Ok(Operand::Value(1 << ((b0 & 7) + 8))),
+            0xE0..=0xFF => Ok(Operand::Value(u16::from(b0 & 0x1F) + 65504)),
             0x90..=0xDF => {
                 let b1 = self.byte(*c)?;
                 *c = c.wrapping_add(1);
                 match b0 {
-                    0x90..=0x9F => Ok(((u16::from(b0 & 0x0F) << 8) | u16::from(b1)) + 61440),
-                    0xA0..=0xBF => Ok((u16::from(b0 & 0x1F) << 8) | u16::from(b1)),
-                    _ => self.word((u16::from(b0 & 0x1F) << 8) | u16::from(b1)),
+                    0x90..=0x9F => Ok(Operand::Value(((u16::from(b0 & 0x0F) << 8) | u16::from(b1)) + 61440)),
+                    0xA0..=0xBF => Ok(Operand::Value((u16::from(b0 & 0x1F) << 8) | u16::from(b1))),
+                    _ => Ok(Operand::Memory((u16::from(b0 & 0x1F) << 8) | u16::from(b1))),
                 }
             }
             0x80 | 0x81 => {
                 let n = self.word(*c)?;
                 *c = c.wrapping_add(2);
                 if b0 == 0x80 {
-                    Ok(n)
+                    Ok(Operand::Value(n))
                 } else {
-                    self.word(n)
+                    Ok(Operand::Memory(n))
                 }
             }
             _ => fail(Reason::InvalidOperand), // 0x82..=0x85 are unassigned
+        }
+    }
+
+    /// The value of a decoded operand now.
+    #[inline(always)]
+    fn value(&self, o: Operand) -> Res<u16> {
+        match o {
+            Operand::Value(v) => Ok(v),
+            Operand::Memory(a) => self.word(a),
         }
     }
 
@@ -928,10 +991,17 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// The cached decoding of the INPUT-HUFFMAN at `pc`, if its bytes are
+    /// still those it was decoded from.
+    fn huffman_entry(&self, pc: u16) -> Option<HuffmanEntry> {
+        self.huffman.iter().find_map(|e| {
+            let len = usize::from(e.len);
+            let at = usize::from(pc);
+            (len > 0 && e.pc == pc && self.mem.get(at..at + len) == Some(&e.raw[..len])).then_some(*e)
+        })
+    }
+
     fn input_huffman(&mut self, pc: u16, mut c: u16) -> Res<Step> {
-        let destination = self.multi(&mut c)?;
-        let a = self.address(&mut c, pc)?;
-        let n = self.lit(&mut c)?;
         // Decode all operand sets first (conceptual model of §8.5). Real
         // decoders use a few sets (at most 16 can consume bits), so they
         // live on the stack; more go to the heap.
@@ -939,15 +1009,50 @@ impl<'a> Machine<'a> {
         let mut inline = [(0u16, 0u16, 0u16, 0u16); INLINE];
         let mut spill = Vec::new();
         let mut total_bits: u32 = 0;
-        for i in 0..usize::from(n) {
-            let bits = self.multi(&mut c)?;
-            let lower = self.multi(&mut c)?;
-            let upper = self.multi(&mut c)?;
-            let uncompressed = self.multi(&mut c)?;
-            total_bits += u32::from(bits);
-            match inline.get_mut(i) {
-                Some(slot) => *slot = (bits, lower, upper, uncompressed),
-                None => spill.push((bits, lower, upper, uncompressed)),
+        let (destination, a, n);
+        if let Some(e) = self.huffman_entry(pc) {
+            // Decoded before in this run, bytes unchanged: the same operands,
+            // memory ones read now, in the same order as decoding reads them.
+            destination = self.value(e.destination)?;
+            a = pc.wrapping_add(self.value(e.address)?);
+            n = u16::from(e.n);
+            for (slot, set) in inline.iter_mut().zip(&e.sets[..usize::from(e.n)]) {
+                *slot = (self.value(set[0])?, self.value(set[1])?, self.value(set[2])?, self.value(set[3])?);
+                total_bits += u32::from(slot.0);
+            }
+            c = pc.wrapping_add(u16::from(e.len));
+        } else {
+            let mut entry = EMPTY_HUFFMAN;
+            entry.destination = self.multi_operand(&mut c)?;
+            destination = self.value(entry.destination)?;
+            entry.address = self.multi_operand(&mut c)?;
+            a = pc.wrapping_add(self.value(entry.address)?);
+            n = self.lit(&mut c)?;
+            for i in 0..usize::from(n) {
+                let mut set = [Operand::Value(0); 4];
+                let mut v = [0u16; 4];
+                for (o, x) in set.iter_mut().zip(v.iter_mut()) {
+                    *o = self.multi_operand(&mut c)?;
+                    *x = self.value(*o)?;
+                }
+                total_bits += u32::from(v[0]);
+                if let Some(s) = entry.sets.get_mut(i) {
+                    *s = set;
+                }
+                match inline.get_mut(i) {
+                    Some(slot) => *slot = (v[0], v[1], v[2], v[3]),
+                    None => spill.push((v[0], v[1], v[2], v[3])),
+                }
+            }
+            let len = usize::from(c.wrapping_sub(pc));
+            let at = usize::from(pc);
+            if usize::from(n) <= HUFFMAN_CACHED_SETS && c > pc && len <= HUFFMAN_CACHED_BYTES && at + len <= self.mem.len() {
+                entry.pc = pc;
+                entry.len = len as u8;
+                entry.n = n as u8;
+                entry.raw[..len].copy_from_slice(&self.mem[at..at + len]);
+                self.huffman[self.huffman_next] = entry;
+                self.huffman_next = (self.huffman_next + 1) % HUFFMAN_CACHE;
             }
         }
         let sets = inline[..usize::from(n).min(INLINE)].iter().chain(&spill);
