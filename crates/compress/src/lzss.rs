@@ -256,12 +256,23 @@ impl MatchFinder {
         self.hash_up_to(self.data.len());
     }
 
+    #[inline]
     fn hash_up_to(&mut self, end: usize) {
         let end = end.min(self.data.len().saturating_sub(2));
         if self.prev.len() < self.data.len() {
             self.prev.resize(self.data.len(), NIL);
         }
         if self.hashed >= end {
+            return;
+        }
+        if end == self.hashed + 1 {
+            // One position, the encoder's step: without the iterator set-up
+            // below, which cost more than the insertion itself.
+            let p = self.hashed;
+            let h = hash3(&self.data[p..p + 3]);
+            self.prev[p] = self.head[h];
+            self.head[h] = p as u32;
+            self.hashed = end;
             return;
         }
         let from = self.hashed;
