@@ -194,20 +194,23 @@ impl MatchFinder {
     pub fn prepare(&mut self, window: &[u8]) {
         let w = window.len();
         let l = self.data.len();
-        if l >= w && l <= 2 * w.max(1024) {
+        if l >= w {
             let tail = &mut self.data[l - w..];
             // The usual case, equal, costs one memcmp; counting is for the rest.
-            if *tail == *window {
-                return;
-            }
-            let diffs = tail.iter().zip(window).filter(|(a, b)| a != b).count();
-            if diffs == 0 {
-                return;
-            }
-            if diffs <= 16 {
+            let same = *tail == *window || {
+                let diffs = tail.iter().zip(window).filter(|(a, b)| a != b).count();
                 // Stale chain entries are harmless: every candidate is
                 // compared byte by byte before use.
-                tail.copy_from_slice(window);
+                if diffs <= 16 {
+                    tail.copy_from_slice(window);
+                }
+                diffs <= 16
+            };
+            if same {
+                // History beyond twice the window is dropped, chains kept.
+                if l > 2 * w.max(1024) {
+                    self.slide(l - w);
+                }
                 return;
             }
         }
@@ -217,6 +220,19 @@ impl MatchFinder {
         self.head.fill(NIL);
         self.prev.clear();
         self.hashed = 0;
+    }
+
+    /// Forgets the oldest `drop` bytes of the history: the chains keep the
+    /// positions after them, renumbered, and lose the ones before — the
+    /// chains a rebuild over the rest would give, without hashing it again.
+    fn slide(&mut self, drop: usize) {
+        let d = u32::try_from(drop).unwrap_or(u32::MAX);
+        let shift = |p: &mut u32| *p = if *p == NIL || *p < d { NIL } else { *p - d };
+        self.data.drain(..drop.min(self.data.len()));
+        self.head.iter_mut().for_each(shift);
+        self.prev.drain(..drop.min(self.prev.len()));
+        self.prev.iter_mut().for_each(shift);
+        self.hashed = self.hashed.saturating_sub(drop);
     }
 
     /// Appends bytes the bytecode writes to the buffer before the message
