@@ -301,6 +301,23 @@ impl MatchFinder {
         self.hashed = end;
     }
 
+    /// [`MatchFinder::longest`] where it needs no chain search: too near the
+    /// end for a match, or inside a long match that continues.
+    #[inline]
+    fn without_search(&self, pos: usize, max_len: usize, reach: usize, effort: Effort, known: (usize, usize)) -> Option<(usize, usize)> {
+        let data = &self.data;
+        if pos + LzssFormat::MIN_MATCH > data.len() {
+            return Some((0, 0));
+        }
+        let limit = (data.len() - pos).min(max_len);
+        let oldest = pos.saturating_sub(reach);
+        if known.0 >= effort.nice_len.max(LzssFormat::MIN_MATCH) && known.1 <= pos - oldest {
+            let (k, c) = (known.0.min(limit), pos - known.1);
+            return Some((k + common_prefix(&data[c + k..c + limit], &data[pos + k..pos + limit]), known.1));
+        }
+        None
+    }
+
     /// Longest match for position `pos` among the earlier `reach` bytes:
     /// (length, distance), length 0 if none of at least 3 bytes.
     /// `known` = (k, d): the bytes at distance d are already known to match
@@ -370,8 +387,18 @@ impl MatchFinder {
         let mut matches = Vec::with_capacity(message.len());
         let mut known = (0, 0);
         for i in 0..message.len() {
-            self.hash_up_to(start + i);
-            let m = self.longest(start + i, reach, max_len, effort, known);
+            let pos = start + i;
+            // Positions are inserted into the chains just before a chain
+            // search needs them (all earlier positions, in order, as if one
+            // at a time): inside a long match none is searched, and they go
+            // in later in one batch, which is cheaper than one call each.
+            let m = match self.without_search(pos, max_len, reach, effort, known) {
+                Some(m) => m,
+                None => {
+                    self.hash_up_to(pos);
+                    self.longest(pos, reach, max_len, effort, known)
+                }
+            };
             // The copy at the same distance matches one byte less at i + 1.
             known = (m.0.saturating_sub(1), m.1);
             matches.push(m);
