@@ -644,7 +644,10 @@ impl Compressor {
         let stream = self.config.transport == Transport::Stream;
         // The newest snapshot the peer holds and we may use.
         let base = if mech.saves_snapshots() {
-            self.snapshots.iter().rev().find(|s| s.usable && self.in_model(&s.id)).cloned()
+            // (A snapshot kept only as an identifier, forget_superseded,
+            // is never the newest usable one: the peer evicts older
+            // snapshots first. The check keeps that an invariant here.)
+            self.snapshots.iter().rev().find(|s| s.usable && !s.memory.is_empty() && self.in_model(&s.id)).cloned()
         } else {
             None
         };
