@@ -73,11 +73,13 @@ impl LzssFormat {
     /// candidates that cannot win.)
     pub fn min_token_bytes(&self, len: usize) -> usize {
         let max = self.max_match();
-        // Bits per covered byte as a fraction (bits, bytes); the smallest.
-        let (bits, bytes) = [(8, 1), (6, 6), (22, 22), (max, max)]
-            .into_iter()
-            .filter(|&(l, _)| l <= max)
-            .map(|(l, covered)| if covered == 1 { (8, 1) } else { (self.match_bits(l), covered) })
+        // (bits, bytes covered) of each token kind at its cheapest per
+        // byte: a literal, and a match of each bucket's longest length
+        // (`LENGTH_BUCKETS`); the smallest ratio bits / bytes.
+        let literal = (8, 1);
+        let matches = [6, 22, max].into_iter().filter(|&l| l <= max).map(|l| (self.match_bits(l), l));
+        let (bits, bytes) = std::iter::once(literal)
+            .chain(matches)
             .min_by(|a, b| (a.0 * b.1).cmp(&(b.0 * a.1)))
             .expect("a literal at least");
         // floor(len × bits / bytes) bits, rounded down to whole bytes.
@@ -312,6 +314,8 @@ impl MatchFinder {
         let limit = (data.len() - pos).min(max_len);
         let oldest = pos.saturating_sub(reach);
         if known.0 >= effort.nice_len.max(LzssFormat::MIN_MATCH) && known.1 <= pos - oldest {
+            // Inside a long match: continue it (its first known.0 bytes are
+            // already known to match) without a search.
             let (k, c) = (known.0.min(limit), pos - known.1);
             return Some((k + common_prefix(&data[c + k..c + limit], &data[pos + k..pos + limit]), known.1));
         }
@@ -325,19 +329,13 @@ impl MatchFinder {
     /// that candidate is compared from byte k on. Inside a long match this
     /// skips nearly all of the extension and changes no result.
     fn longest(&self, pos: usize, reach: usize, max_len: usize, effort: Effort, known: (usize, usize)) -> (usize, usize) {
-        let data = &self.data;
-        if pos + LzssFormat::MIN_MATCH > data.len() {
-            return (0, 0);
+        if let Some(m) = self.without_search(pos, max_len, reach, effort, known) {
+            return m;
         }
+        let data = &self.data;
         let limit = (data.len() - pos).min(max_len);
         let oldest = pos.saturating_sub(reach);
         let max_chain = effort.max_chain;
-        if known.0 >= effort.nice_len.max(LzssFormat::MIN_MATCH) && known.1 <= pos - oldest {
-            // Inside a long match: continue it (its first known.0 bytes are
-            // already known to match) without a search.
-            let (k, c) = (known.0.min(limit), pos - known.1);
-            return (k + common_prefix(&data[c + k..c + limit], &data[pos + k..pos + limit]), known.1);
-        }
         let (mut best_len, mut best_dist) = (0, 0);
         let mut cand = self.head[hash3(&data[pos..])];
         let mut last = pos;

@@ -303,8 +303,7 @@ impl StateHandler {
                 stored.state.value = Arc::from(&[][..]);
                 true
             }
-            Some(_) => false,
-            None => false,
+            _ => false,
         }
     }
 
