@@ -393,9 +393,10 @@ impl Compressor {
     /// Frees what is only a cache between messages: the match finder's
     /// chains (≈ 16 KB of hash head plus 5 bytes per history byte) and
     /// the model decompressor's UDVM memory (up to the peer's DMS). The
-    /// next message rebuilds them, which costs one hashing of the window
-    /// (the tokens do not change). An endpoint with many compartments
-    /// keeps them only for the recently active ones.
+    /// next message rebuilds them, which costs one hashing of the window.
+    /// The tokens are the same but where stale links in a kept finder's
+    /// chains used up a bounded search (none on the corpus). An endpoint
+    /// with many compartments keeps them only for the recently active ones.
     pub fn release_scratch(&mut self) {
         if let Some(f) = self.finder.take() {
             self.released_rebuilds += f.rebuilds;
@@ -919,66 +920,6 @@ impl Compressor {
         if end > memory {
             return None;
         }
-        // Memory from address 64 (index 0) to buffer_end.
-        let mut m: Vec<u8> = match base {
-            Some(s) if s.memory.len() == end - 64 => s.memory.to_vec(),
-            Some(_) => return None,
-            None => {
-                // Bytecode uploaded or accessed as a state: the code at its
-                // destination, zeros elsewhere, then :init's MULTILOAD and
-                // the dictionary's STATE-ACCESS into the buffer.
-                let mut m = vec![0u8; end - 64];
-                let d = usize::from(self.bytecode.destination) - 64;
-                m[d..d + self.bytecode.code.len()].copy_from_slice(&self.bytecode.code);
-                let dict = &self.bytecode.dictionary;
-                put_word(&mut m, at::BYTE_COPY_LEFT, cb as u16);
-                put_word(&mut m, at::BYTE_COPY_RIGHT, end as u16);
-                put_word(&mut m, at::INPUT_BIT_ORDER, 0);
-                put_word(&mut m, at::DECOMPRESSED_POINTER, (cb + dict.len()) as u16);
-                m[cb - 64..cb - 64 + dict.len()].copy_from_slice(dict);
-                m
-            }
-        };
-        let word = |m: &[u8], a: u16| u16::from_be_bytes([m[usize::from(a) - 64], m[usize::from(a) - 63]]);
-        // :decompress: MULTILOAD (fb_loc, 4, 0, snap_mal, $announce_params, 0).
-        let announce_params = word(&m, image.announce_params);
-        put_word(&mut m, at::FB_LOC, 0);
-        put_word(&mut m, at::SNAP_MAL, if mech.saves_snapshots() { 6 } else { 0 });
-        put_word(&mut m, at::RETURNED_PARAMETERS_LOCATION, announce_params);
-        put_word(&mut m, at::ANNOUNCED_A, 0);
-        // Bytes written at decompressed_pointer wrap within the buffer
-        // (RFC 3320 §8.4; byte_copy_left/right are the buffer's bounds).
-        let append = |m: &mut Vec<u8>, bytes: &[u8]| {
-            let mut dp = usize::from(word(m, at::DECOMPRESSED_POINTER));
-            if !(cb..end).contains(&dp) {
-                return false;
-            }
-            for &b in bytes {
-                m[dp - 64] = b;
-                dp += 1;
-                if dp == end {
-                    dp = cb;
-                }
-            }
-            put_word(m, at::DECOMPRESSED_POINTER, dp as u16);
-            true
-        };
-        if v.flags & 0x80 != 0 && !append(&mut m, v.shared) {
-            return None;
-        }
-        if let Some(seq) = v.seq {
-            put_word(&mut m, at::FB_LOC, at::REQUESTED_FEEDBACK_LOCATION);
-            put_word(&mut m, at::REQUESTED_FEEDBACK_LOCATION, 1024);
-            m[usize::from(at::REQUESTED_FEEDBACK_ITEM) - 64] = seq;
-        }
-        for (k, id) in v.entries.iter().enumerate() {
-            let a = usize::from(if k == 0 { at::ANNOUNCED_A } else { at::ANNOUNCED_B }) - 64;
-            m[a] = 6;
-            m[a + 1..a + 7].copy_from_slice(&id.0[..6]);
-        }
-        if !append(&mut m, v.message) {
-            return None;
-        }
         // Cycles (RFC 3320 §9 costs): a literal token costs 10 (INPUT-HUFFMAN
         // with 3 sets 4, COMPARE, OUTPUT 2, COPY-LITERAL 2, JUMP), a match of
         // l bytes 14 + 2l ≤ 10 l for l ≥ 3: at most 10 per message byte. The
@@ -993,7 +934,7 @@ impl Compressor {
             bound += code_len;
         }
         if mech.saves_snapshots() {
-            bound += m.len();
+            bound += end - 64;
         }
         // The budget: (1000 + 8 × header bytes) × CPB, plus 8 × CPB per
         // input byte consumed; all but at most 7 trailing bits are.
@@ -1007,10 +948,72 @@ impl Compressor {
             // STATE-CREATE ($code_length, init, init, 6, 2).
             creates.push((self.bytecode.state.clone(), 2));
         }
-        if mech.saves_snapshots() {
-            // END-MESSAGE (..., $snapshot_length, 64, decompress, $snap_mal, 1).
-            creates.push((State::new(64, image.decompress, 6, &m), 1));
+        if !mech.saves_snapshots() {
+            // Basic and static save no memory: no image to compute.
+            return Some((creates, bound as u64));
         }
+        // Memory from address 64 (index 0) to buffer_end.
+        let mut m: Vec<u8> = match base {
+            Some(s) if s.memory.len() == end - 64 => s.memory.to_vec(),
+            Some(_) => return None,
+            None => {
+                // Bytecode uploaded or accessed as a state: the code at its
+                // destination, zeros elsewhere, then :init's MULTILOAD and
+                // the dictionary's STATE-ACCESS into the buffer.
+                let mut m = vec![0u8; end - 64];
+                let d = usize::from(self.bytecode.destination) - 64;
+                m[d..d + self.bytecode.code.len()].copy_from_slice(&self.bytecode.code);
+                let dict = &self.bytecode.dictionary;
+                bytecode::put_word(&mut m, 64, at::BYTE_COPY_LEFT, cb as u16);
+                bytecode::put_word(&mut m, 64, at::BYTE_COPY_RIGHT, end as u16);
+                bytecode::put_word(&mut m, 64, at::INPUT_BIT_ORDER, 0);
+                bytecode::put_word(&mut m, 64, at::DECOMPRESSED_POINTER, (cb + dict.len()) as u16);
+                m[cb - 64..cb - 64 + dict.len()].copy_from_slice(dict);
+                m
+            }
+        };
+        let word = |m: &[u8], a: u16| u16::from_be_bytes([m[usize::from(a) - 64], m[usize::from(a) - 63]]);
+        // :decompress: MULTILOAD (fb_loc, 4, 0, snap_mal, $announce_params, 0).
+        let announce_params = word(&m, image.announce_params);
+        bytecode::put_word(&mut m, 64, at::FB_LOC, 0);
+        bytecode::put_word(&mut m, 64, at::SNAP_MAL, 6);
+        bytecode::put_word(&mut m, 64, at::RETURNED_PARAMETERS_LOCATION, announce_params);
+        bytecode::put_word(&mut m, 64, at::ANNOUNCED_A, 0);
+        // Bytes written at decompressed_pointer wrap within the buffer
+        // (RFC 3320 §8.4; byte_copy_left/right are the buffer's bounds).
+        let append = |m: &mut Vec<u8>, bytes: &[u8]| {
+            let mut dp = usize::from(word(m, at::DECOMPRESSED_POINTER));
+            if !(cb..end).contains(&dp) {
+                return false;
+            }
+            for &b in bytes {
+                m[dp - 64] = b;
+                dp += 1;
+                if dp == end {
+                    dp = cb;
+                }
+            }
+            bytecode::put_word(m, 64, at::DECOMPRESSED_POINTER, dp as u16);
+            true
+        };
+        if v.flags & 0x80 != 0 && !append(&mut m, v.shared) {
+            return None;
+        }
+        if let Some(seq) = v.seq {
+            bytecode::put_word(&mut m, 64, at::FB_LOC, at::REQUESTED_FEEDBACK_LOCATION);
+            bytecode::put_word(&mut m, 64, at::REQUESTED_FEEDBACK_LOCATION, 1024);
+            m[usize::from(at::REQUESTED_FEEDBACK_ITEM) - 64] = seq;
+        }
+        for (k, id) in v.entries.iter().enumerate() {
+            let a = usize::from(if k == 0 { at::ANNOUNCED_A } else { at::ANNOUNCED_B }) - 64;
+            m[a] = 6;
+            m[a + 1..a + 7].copy_from_slice(&id.0[..6]);
+        }
+        if !append(&mut m, v.message) {
+            return None;
+        }
+        // END-MESSAGE (..., $snapshot_length, 64, decompress, $snap_mal, 1).
+        creates.push((State::new(64, image.decompress, 6, &m), 1));
         Some((creates, bound as u64))
     }
 
@@ -1107,10 +1110,4 @@ struct MessageView<'a> {
     message: &'a [u8],
     /// Length of the SigComp message (unframed).
     sig_len: usize,
-}
-
-/// Writes a UDVM word at address `a` of a memory image that starts at 64.
-fn put_word(m: &mut [u8], a: u16, v: u16) {
-    let i = usize::from(a) - 64;
-    m[i..i + 2].copy_from_slice(&v.to_be_bytes());
 }

@@ -993,11 +993,11 @@ impl<'a> Machine<'a> {
 
     /// The cached decoding of the INPUT-HUFFMAN at `pc`, if its bytes are
     /// still those it was decoded from.
-    fn huffman_entry(&self, pc: u16) -> Option<HuffmanEntry> {
-        self.huffman.iter().find_map(|e| {
+    fn huffman_entry(&self, pc: u16) -> Option<&HuffmanEntry> {
+        self.huffman.iter().find(|e| {
             let len = usize::from(e.len);
             let at = usize::from(pc);
-            (len > 0 && e.pc == pc && self.mem.get(at..at + len) == Some(&e.raw[..len])).then_some(*e)
+            len > 0 && e.pc == pc && self.mem.get(at..at + len) == Some(&e.raw[..len])
         })
     }
 
