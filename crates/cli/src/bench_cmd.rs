@@ -79,6 +79,10 @@ pub struct BenchArgs {
     /// (default: each call gets its own Call-ID).
     #[arg(long, requires = "compartments")]
     pub same_calls: bool,
+    /// Memory bench: compartments the server keeps hot (states unpacked,
+    /// compressor scratch kept); the others are idle and kept packed.
+    #[arg(long, value_name = "N", requires = "compartments", default_value_t = sigcomp_compress::DEFAULT_SCRATCH_COMPARTMENTS)]
+    pub hot: usize,
     /// Print one JSON document instead of text.
     #[arg(long)]
     pub json: bool,
@@ -336,7 +340,7 @@ fn memory(args: &BenchArgs, params: Params, config: Config, compartments: u64) -
         Ok(m) => m,
         Err(e) => return usage(e),
     };
-    let opts = MemoryOptions { params, config, compartments, distinct_calls: !args.same_calls };
+    let opts = MemoryOptions { params, config, compartments, distinct_calls: !args.same_calls, hot: args.hot };
     let report = match run_memory(&flow, &opts) {
         Ok(r) => r,
         Err(e) => {
@@ -367,7 +371,10 @@ fn print_memory_json(r: &MemoryReport, args: &BenchArgs, dir: &Path) -> io::Resu
         "distinct_state_items": r.distinct_state_items,
         "state_entries": r.state_entries,
         "stored_state_bytes": r.stored_state_bytes,
+        "resident_state_bytes": r.resident_state_bytes,
+        "hot_compartments": args.hot,
         "model_state_bytes_per_compartment": r.model_state_bytes_per_compartment,
+        "model_resident_bytes_per_compartment": r.model_resident_bytes_per_compartment,
         "elapsed_s": r.elapsed_s,
     });
     writeln!(io::stdout().lock(), "{doc}")
@@ -403,13 +410,13 @@ fn print_memory(r: &MemoryReport, args: &BenchArgs, dir: &Path) -> io::Result<()
     )?;
     writeln!(
         out,
-        "state items        {} stored once ({} bytes of values), {} compartment entries point to them",
-        r.distinct_state_items, r.stored_state_bytes, r.state_entries
+        "state items        {} stored once ({} bytes of values, {} in memory: all but {} hot compartments packed), {} compartment entries point to them",
+        r.distinct_state_items, r.stored_state_bytes, r.resident_state_bytes, args.hot, r.state_entries
     )?;
     writeln!(
         out,
-        "compressor models  {:.0} bytes of peer state per compartment",
-        r.model_state_bytes_per_compartment
+        "compressor models  {:.0} bytes of peer state per compartment ({:.0} in memory)",
+        r.model_state_bytes_per_compartment, r.model_resident_bytes_per_compartment
     )?;
     writeln!(out, "elapsed            {:.2} s", r.elapsed_s)
 }

@@ -235,6 +235,26 @@ fn memory_bench_holds_the_compartments_and_shares_identical_states() {
         v["distinct_state_items"]
     );
     assert!(u(&same, "stored_state_bytes") < u(&v, "stored_state_bytes"));
+    // Under 64 compartments all are hot: every value is held plain.
+    assert_eq!(u(&v, "resident_state_bytes"), u(&v, "stored_state_bytes"));
+}
+
+#[test]
+fn memory_bench_keeps_idle_compartments_packed() {
+    // 20 compartments, 4 hot: the 16 idle ones hold their states packed,
+    // at the decompressor and in the compressors' models.
+    let hot = bench_json(&["--compartments", "20", "--hot", "64"]);
+    let v = bench_json(&["--compartments", "20", "--hot", "4"]);
+    assert_eq!(u(&v, "hot_compartments"), 4);
+    assert_eq!(u(&v, "stored_state_bytes"), u(&hot, "stored_state_bytes"));
+    assert_eq!(f(&v, "state_bytes_per_compartment"), f(&hot, "state_bytes_per_compartment"));
+    assert!(
+        u(&v, "resident_state_bytes") * 2 < u(&v, "stored_state_bytes"),
+        "packed: {} of {} bytes",
+        v["resident_state_bytes"],
+        v["stored_state_bytes"]
+    );
+    assert!(f(&v, "model_resident_bytes_per_compartment") * 2.0 < f(&hot, "model_resident_bytes_per_compartment"));
 }
 
 #[test]

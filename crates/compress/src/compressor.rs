@@ -259,6 +259,8 @@ pub struct Compressor {
     released_rebuilds: usize,
     /// Messages the model decompressor ran (the others were computed).
     model_runs: usize,
+    /// The model's states are packed ([`Compressor::pack_states`]).
+    packed: bool,
 }
 
 const MODEL: CompartmentId = CompartmentId(0);
@@ -310,7 +312,7 @@ impl Compressor {
             (None, Some(p)) => Some(DictionarySource {
                 id: StateId(sigcomp::dict::SIP_SDP_ID),
                 // The process's one copy (the state handler's), not a new one.
-                value: sigcomp::dict::sip_sdp_state().value,
+                value: sigcomp::dict::sip_sdp_state().shared_value(),
                 range: p.string_range(),
             }),
             (None, None) => None,
@@ -343,6 +345,7 @@ impl Compressor {
             finder: None,
             released_rebuilds: 0,
             model_runs: 0,
+            packed: false,
         })
     }
 
@@ -404,6 +407,45 @@ impl Compressor {
         self.model.release_scratch();
     }
 
+    /// For an idle compartment: keeps the model of the peer's states
+    /// packed ([`sigcomp::StateHandler::pack_compartment`]), the snapshot
+    /// bytes included (they are the model's values). Nothing the
+    /// compressor decides changes: the next call that needs the states
+    /// unpacks them first. Returns the bytes saved.
+    pub fn pack_states(&mut self) -> usize {
+        // The snapshots and the peer's shared state share their bytes with
+        // the model's items: let go of them so that packing frees them.
+        for s in &mut self.snapshots {
+            s.memory = Arc::from(&[][..]);
+        }
+        let shared = self.peer_shared.take().map(|ps| ps.id);
+        let saved = self.model.states_mut().pack_compartment(MODEL);
+        self.peer_shared = shared.and_then(|id| self.model.states().get(&id).cloned());
+        self.packed = true;
+        saved
+    }
+
+    /// Undoes [`Compressor::pack_states`].
+    fn unpack_states(&mut self) {
+        if !self.packed {
+            return;
+        }
+        self.packed = false;
+        self.model.states_mut().unpack_compartment(MODEL);
+        let states = self.model.states();
+        for s in &mut self.snapshots {
+            if let Some(state) = states.get(&s.id) {
+                s.memory = state.shared_value();
+            }
+        }
+        self.peer_shared = self.peer_shared.take().and_then(|ps| states.get(&ps.id).cloned());
+    }
+
+    /// Whether the model's states are packed ([`Compressor::pack_states`]).
+    pub fn states_packed(&self) -> bool {
+        self.packed
+    }
+
     /// A match finder over this compressor's fresh window (the bytecode's
     /// dictionary part; LZSS only), for an endpoint to give to later
     /// compressors with the same bytecode ([`Compressor::adopt_finder`]).
@@ -439,6 +481,12 @@ impl Compressor {
         self.model.states().compartment(MODEL).map(|c| c.used).unwrap_or(0)
     }
 
+    /// Bytes the model's items for this compartment take in memory
+    /// (packed ones at their packed size, [`Compressor::pack_states`]).
+    pub fn peer_state_bytes_resident(&self) -> usize {
+        self.model.states().compartment_resident_bytes(MODEL)
+    }
+
     /// Bytes of snapshot memory the compressor holds (those it may still
     /// continue from; older ones are kept only as identifiers and sizes).
     pub fn snapshot_bytes_held(&self) -> usize {
@@ -472,6 +520,7 @@ impl Compressor {
     /// identifier; returns whether it is our bytecode (which we then stop
     /// uploading).
     pub fn on_peer_local_state(&mut self, announced: &[u8]) -> bool {
+        self.unpack_states();
         if announced.len() < 6 || !self.bytecode.state_id.0.starts_with(announced) {
             return false;
         }
@@ -486,6 +535,7 @@ impl Compressor {
     /// The peer echoed a feedback item we requested (RFC 3320 §5): the
     /// message that carried it was decompressed and its states created.
     pub fn on_returned_feedback(&mut self, item: &[u8]) {
+        self.unpack_states();
         // The message carried our announcements too.
         self.announce_bytecode = false;
         if let [b] = item {
@@ -523,6 +573,7 @@ impl Compressor {
     /// decompressed; `announced` the partial identifier in the returned
     /// parameters. Returns whether they match.
     pub fn on_peer_shared_state(&mut self, message: &[u8], announced: &[u8]) -> bool {
+        self.unpack_states();
         let state = State::new(0, 0, 6, message);
         if announced.len() < 6 || !state.id.0.starts_with(announced) {
             return false;
@@ -544,6 +595,7 @@ impl Compressor {
     /// dropped from the model), so the next message uploads the bytecode
     /// and decompresses whatever the peer lost.
     pub fn on_nack(&mut self, nack: &[u8]) -> Result<NackReport, NackParseError> {
+        self.unpack_states();
         let report = self.sent.on_nack(nack)?;
         let mut gone: Vec<StateId> = self.snapshots.iter().map(|s| s.id).collect();
         gone.push(self.bytecode.state_id);
@@ -574,6 +626,7 @@ impl Compressor {
         returned_feedback: Option<&[u8]>,
         announce: bool,
     ) -> Result<Compressed, CompressError> {
+        self.unpack_states();
         match self.compress_stateful(message, returned_feedback, announce) {
             // Over a message transport the UDVM memory shrinks as the
             // message grows (RFC 3320 §7): a large message at a small DMS
@@ -711,7 +764,7 @@ impl Compressor {
                 }
             }
         }
-        let shared_value = self.peer_shared.as_ref().map(|ps| ps.value.clone()).unwrap_or_default();
+        let shared_value = self.peer_shared.as_ref().map(|ps| ps.shared_value()).unwrap_or_default();
         let mut best: Option<(usize, usize, Vec<u8>)> = None;
         // The first candidate is encoded into the history; a later one is
         // encoded after rolling that back to the window (the match finder's
@@ -825,7 +878,7 @@ impl Compressor {
                 if !self.snapshots.iter().any(|s| s.id == *id) {
                     self.snapshots.push(Snapshot {
                         id: *id,
-                        memory: state.value.clone(),
+                        memory: state.shared_value(),
                         usable: stream,
                         shared_loaded: used_shared.or(base.as_ref().and_then(|b| b.shared_loaded)),
                     });

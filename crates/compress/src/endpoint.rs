@@ -38,7 +38,8 @@ pub struct Endpoint {
     peer: Params,
     config: Config,
     decompressor: Decompressor,
-    compressors: HashMap<CompartmentId, Compressor>,
+    /// Boxed: the map's spare slots then cost a pointer, not a compressor.
+    compressors: HashMap<CompartmentId, Box<Compressor>>,
     /// Our own shared state per compartment (the last message we announced).
     own_shared: HashMap<CompartmentId, sigcomp::StateId>,
     /// The last feedback item echoed to each compartment's peer: an item
@@ -106,11 +107,15 @@ impl Endpoint {
         id
     }
 
-    /// Keep the compressors' scratch (see [`Compressor::release_scratch`])
-    /// in at most `n` compartments, the most recently compressing ones
-    /// (at least 1). Memory per idle compartment falls from ≈ 90 kB to its
-    /// states; a compartment that becomes active again rehashes its window
-    /// once.
+    /// Keep at most `n` compartments hot (at least 1), the most recently
+    /// used ones (compressing or receiving). An idle compartment's
+    /// compressor releases its scratch ([`Compressor::release_scratch`]),
+    /// and its states, at our decompressor and in the compressor's model of
+    /// the peer, are kept packed ([`sigcomp::StateHandler::pack_compartment`],
+    /// [`Compressor::pack_states`]): memory per idle compartment falls from
+    /// ≈ 90 kB to its states, and those to about a third. A compartment
+    /// that becomes active again unpacks its states and rehashes its window
+    /// once; nothing it sends or accepts changes.
     pub fn set_scratch_compartments(&mut self, n: usize) {
         self.scratch_compartments = n.max(1);
         self.trim_scratch();
@@ -121,16 +126,37 @@ impl Endpoint {
             if let Some(old) = self.hot.pop_front() {
                 if let Some(c) = self.compressors.get_mut(&old) {
                     c.release_scratch();
+                    c.pack_states();
                 }
+                self.decompressor.states_mut().pack_compartment(old);
             }
         }
     }
 
-    /// `compartment` compresses now: it goes to the back of the hot list.
+    /// Packs `compartment`'s states now, at our decompressor and in its
+    /// compressor's model of the peer, as happens when it stops being one
+    /// of the hot compartments ([`Endpoint::set_scratch_compartments`]),
+    /// but keeping its compressor's scratch: for an application that knows
+    /// a peer has gone quiet. The next message to or from it unpacks them.
+    pub fn pack_compartment(&mut self, compartment: CompartmentId) {
+        if let Some(c) = self.compressors.get_mut(&compartment) {
+            c.pack_states();
+        }
+        self.decompressor.states_mut().pack_compartment(compartment);
+        self.hot.retain(|c| *c != compartment);
+    }
+
+    /// `compartment` compresses or receives now: it goes to the back of
+    /// the hot list, its states unpacked if it was idle.
     fn touch(&mut self, compartment: CompartmentId) {
         if self.hot.back() != Some(&compartment) {
-            if let Some(i) = self.hot.iter().position(|c| *c == compartment) {
-                self.hot.remove(i);
+            match self.hot.iter().position(|c| *c == compartment) {
+                Some(i) => {
+                    self.hot.remove(i);
+                }
+                None => {
+                    self.decompressor.states_mut().unpack_compartment(compartment);
+                }
             }
             self.hot.push_back(compartment);
             self.trim_scratch();
@@ -147,7 +173,7 @@ impl Endpoint {
     }
 
     pub fn compressor(&self, compartment: CompartmentId) -> Option<&Compressor> {
-        self.compressors.get(&compartment)
+        self.compressors.get(&compartment).map(|c| &**c)
     }
 
     pub fn config(&self) -> &Config {
@@ -159,7 +185,7 @@ impl Endpoint {
             let mut c = Compressor::with_user_dictionary(self.config, self.peer, self.local, self.user_dictionary.clone())?;
             self.share_bytecode(&mut c);
             self.hold_own_bytecode(&mut c);
-            self.compressors.insert(compartment, c);
+            self.compressors.insert(compartment, Box::new(c));
         }
         Ok(self.compressors.get_mut(&compartment).expect("inserted above"))
     }
@@ -236,6 +262,9 @@ impl Endpoint {
             }
             return Ok(Received::Nack(report));
         }
+        // The message's compartment becomes hot before decompressing, so
+        // that its states are read unpacked.
+        self.touch(compartment);
         let transport = self.config.transport;
         let d = match self.decompressor.decompress(msg, transport) {
             Ok(d) => d,
@@ -291,7 +320,7 @@ impl Endpoint {
         if let Ok(mut c) = Compressor::with_user_dictionary(self.config, peer, self.local, self.user_dictionary.clone()) {
             self.share_bytecode(&mut c);
             self.hold_own_bytecode(&mut c);
-            self.compressors.insert(compartment, c);
+            self.compressors.insert(compartment, Box::new(c));
         }
     }
 

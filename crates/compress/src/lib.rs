@@ -18,7 +18,7 @@ pub mod lzss;
 pub use compressor::{Algorithm, CompressError, Compressed, Compressor, Config, Mechanism};
 pub use lzss::Effort;
 pub use dictionary::Priorities;
-pub use endpoint::{Endpoint, ReceiveError, Received};
+pub use endpoint::{Endpoint, ReceiveError, Received, DEFAULT_SCRATCH_COMPARTMENTS};
 #[cfg(sigkit_deflate)]
 pub mod deflate;
 #[cfg(sigkit_lz77)]

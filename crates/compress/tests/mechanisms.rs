@@ -353,12 +353,66 @@ fn idle_compartments_release_their_scratch_and_still_round_trip() {
                 };
                 assert!(sender.compressor(b).unwrap().holds_scratch());
                 assert!(!sender.compressor(a).unwrap().holds_scratch());
+                // and only it has its states unpacked, at both endpoints
+                // (the two calls being byte-identical, their states at the
+                // decompressors are the same items, held by both, and stay
+                // plain: only a compartment's own items are packed).
+                assert!(sender.compressor(a).unwrap().states_packed());
+                assert!(!sender.compressor(b).unwrap().states_packed());
+                for e in [&ue, &pcscf] {
+                    let states = e.decompressor().states();
+                    let entries = states.compartment(b).map_or(&[][..], |c| &c.entries[..]);
+                    assert!(entries.iter().all(|x| !states.get(&x.id).unwrap().is_packed()), "{}", m.name);
+                }
             }
         }
         totals.push(total);
     }
     let (kept, released) = (totals[0] as f64, totals[1] as f64);
     assert!((released - kept).abs() <= kept * 0.01, "kept {kept} B, released {released} B");
+}
+
+#[test]
+fn packed_states_change_nothing_sent_or_received() {
+    // The same call twice, once with both endpoints packing the
+    // compartment's states before every message (an idle compartment's
+    // storage): every message is byte for byte the same, and decompresses.
+    let flow = video_call();
+    for (mechanism, transport) in
+        [(Mechanism::Shared, Transport::Message), (Mechanism::Dynamic, Transport::Stream), (Mechanism::Shared, Transport::Stream)]
+    {
+        let cfg = config(mechanism, transport);
+        let mut sent: Vec<Vec<Vec<u8>>> = Vec::new();
+        let mut packed_seen = 0;
+        for pack in [false, true] {
+            let mut ue = Endpoint::new(params(8192), params(8192), cfg).unwrap();
+            let mut pcscf = Endpoint::new(params(8192), params(8192), cfg).unwrap();
+            let mut messages = Vec::new();
+            for m in flow.iter().chain(flow.iter()) {
+                if pack {
+                    ue.pack_compartment(C);
+                    pcscf.pack_compartment(C);
+                    for e in [&ue, &pcscf] {
+                        let states = e.decompressor().states();
+                        packed_seen += states
+                            .compartment(C)
+                            .map_or(0, |c| c.entries.iter().filter(|x| states.get(&x.id).unwrap().is_packed()).count());
+                        packed_seen += usize::from(e.compressor(C).is_some_and(|c| c.states_packed()));
+                    }
+                }
+                let (from, to) = match m.from {
+                    Side::Ue => (&mut ue, &mut pcscf),
+                    Side::Pcscf => (&mut pcscf, &mut ue),
+                };
+                let out = from.compress(C, &m.bytes).unwrap();
+                assert_eq!(deliver(to, &out.message), m.bytes, "{}", m.name);
+                messages.push(out.message);
+            }
+            sent.push(messages);
+        }
+        assert_eq!(sent[0], sent[1], "{mechanism:?} {transport:?}");
+        assert!(packed_seen >= flow.len(), "{mechanism:?} {transport:?}: {packed_seen} packed");
+    }
 }
 
 #[test]

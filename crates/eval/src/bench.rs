@@ -509,6 +509,9 @@ pub struct MemoryOptions {
     /// Make each compartment's call distinct ([`personalize`]); false runs
     /// byte-identical calls, whose states the handler stores once.
     pub distinct_calls: bool,
+    /// Compartments the server keeps hot (unpacked states, compressor
+    /// scratch): [`Endpoint::set_scratch_compartments`].
+    pub hot: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -531,8 +534,13 @@ pub struct MemoryReport {
     /// Bytes of state values the handler stores, locally available
     /// dictionaries included: what the sharing actually costs.
     pub stored_state_bytes: usize,
+    /// Bytes the server's decompressor holds its state values in: idle
+    /// compartments' items packed, each stored item counted once.
+    pub resident_state_bytes: usize,
     /// The server compressors' model of each peer's state memory, averaged.
     pub model_state_bytes_per_compartment: f64,
+    /// Bytes the models' values take in memory (packed when idle), averaged.
+    pub model_resident_bytes_per_compartment: f64,
     pub elapsed_s: f64,
 }
 
@@ -547,6 +555,7 @@ pub fn run_memory(flow: &[FlowMessage], opts: &MemoryOptions) -> Result<MemoryRe
     }
     let start = Instant::now();
     let mut server = Endpoint::new(opts.params, opts.params, opts.config).map_err(|e| BenchError::Setup(e.to_string()))?;
+    server.set_scratch_compartments(opts.hot);
     let rss_before = resident_bytes();
     for n in 0..opts.compartments {
         let compartment = CompartmentId(n);
@@ -584,6 +593,7 @@ pub fn run_memory(flow: &[FlowMessage], opts: &MemoryOptions) -> Result<MemoryRe
     let mut used = 0u64;
     let mut entries = 0usize;
     let mut model = 0u64;
+    let mut model_resident = 0u64;
     for n in 0..opts.compartments {
         if let Some(c) = states.compartment(CompartmentId(n)) {
             used += u64::from(c.used);
@@ -591,6 +601,7 @@ pub fn run_memory(flow: &[FlowMessage], opts: &MemoryOptions) -> Result<MemoryRe
         }
         if let Some(c) = server.compressor(CompartmentId(n)) {
             model += u64::from(c.peer_state_memory());
+            model_resident += c.peer_state_bytes_resident() as u64;
         }
     }
     let count = opts.compartments.max(1) as f64;
@@ -606,7 +617,9 @@ pub fn run_memory(flow: &[FlowMessage], opts: &MemoryOptions) -> Result<MemoryRe
         distinct_state_items: states.item_count(),
         state_entries: entries,
         stored_state_bytes: states.stored_bytes(),
+        resident_state_bytes: states.resident_bytes(),
         model_state_bytes_per_compartment: model as f64 / count,
+        model_resident_bytes_per_compartment: model_resident as f64 / count,
         elapsed_s: start.elapsed().as_secs_f64(),
     })
 }

@@ -169,7 +169,7 @@ impl Decompressor {
                 if a + state.len() > mem_size {
                     return Err(Failure::new(Reason::Segfault));
                 }
-                mem[a..a + state.len()].copy_from_slice(&state.value);
+                mem[a..a + state.len()].copy_from_slice(&state.value());
                 (state.instruction, partial.len() as u16, state.len() as u16)
             }
         };

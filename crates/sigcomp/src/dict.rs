@@ -54,7 +54,7 @@ mod tests {
     #[test]
     fn dictionaries_are_stored_once_per_process() {
         // Two endpoints' copies point at the same bytes.
-        assert!(std::sync::Arc::ptr_eq(&sip_sdp_state().value, &sip_sdp_state().value));
-        assert!(std::sync::Arc::ptr_eq(&presence_state().value, &presence_state().value));
+        assert!(std::sync::Arc::ptr_eq(&sip_sdp_state().shared_value(), &sip_sdp_state().shared_value()));
+        assert!(std::sync::Arc::ptr_eq(&presence_state().shared_value(), &presence_state().shared_value()));
     }
 }

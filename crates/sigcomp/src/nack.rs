@@ -6,7 +6,7 @@
 //! turned into the NACK message that goes back to the sender
 //! ([`Nack::emit`]). A received NACK is parsed with [`Nack::parse`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
 use sha1::{Digest, Sha1};
@@ -302,14 +302,36 @@ pub struct NackReport {
 #[derive(Debug, Clone)]
 pub struct SentLog {
     capacity: usize,
-    records: HashMap<[u8; 20], SentRecord>,
-    order: VecDeque<[u8; 20]>,
+    /// Oldest first. A few dozen at most, searched by SHA-1 from the
+    /// newest: a compressor per compartment keeps one, so it is kept small
+    /// rather than indexed.
+    records: VecDeque<Logged>,
+}
+
+/// A [`SentRecord`] as the log keeps it: the identifiers in one allocation.
+#[derive(Debug, Clone)]
+struct Logged {
+    sha1: [u8; 20],
+    compartment: CompartmentId,
+    /// `states_used` then `states_requested`.
+    states: Box<[StateId]>,
+    used: usize,
+}
+
+impl Logged {
+    fn record(&self) -> SentRecord {
+        SentRecord {
+            compartment: self.compartment,
+            states_used: self.states[..self.used].to_vec(),
+            states_requested: self.states[self.used..].to_vec(),
+        }
+    }
 }
 
 impl SentLog {
     /// Remembers at most `capacity` messages, forgetting the oldest.
     pub fn new(capacity: usize) -> SentLog {
-        SentLog { capacity: capacity.max(1), records: HashMap::new(), order: VecDeque::new() }
+        SentLog { capacity: capacity.max(1), records: VecDeque::new() }
     }
 
     pub fn len(&self) -> usize {
@@ -323,22 +345,31 @@ impl SentLog {
     /// Records a sent SigComp message (unescaped, without delimiters, as
     /// RFC 4077 §3.1 hashes it). Returns its SHA-1.
     pub fn record(&mut self, message: &[u8], record: SentRecord) -> [u8; 20] {
-        let hash: [u8; 20] = Sha1::digest(message).into();
-        if self.records.insert(hash, record).is_none() {
-            self.order.push_back(hash);
+        let sha1: [u8; 20] = Sha1::digest(message).into();
+        let mut states = record.states_used;
+        let used = states.len();
+        states.extend_from_slice(&record.states_requested);
+        let logged = Logged { sha1, compartment: record.compartment, states: states.into_boxed_slice(), used };
+        // The same message sent again replaces its record, keeping its age.
+        match self.records.iter_mut().find(|r| r.sha1 == sha1) {
+            Some(r) => *r = logged,
+            None => self.records.push_back(logged),
         }
-        while self.order.len() > self.capacity {
-            if let Some(old) = self.order.pop_front() {
-                self.records.remove(&old);
-            }
+        while self.records.len() > self.capacity {
+            self.records.pop_front();
         }
-        hash
+        sha1
+    }
+
+    /// The record of the sent message whose SHA-1 is `sha1`, if remembered.
+    pub fn get(&self, sha1: &[u8; 20]) -> Option<SentRecord> {
+        self.records.iter().rev().find(|r| &r.sha1 == sha1).map(Logged::record)
     }
 
     /// Interprets a received NACK message.
     pub fn on_nack(&mut self, nack_message: &[u8]) -> Result<NackReport, NackParseError> {
         let nack = Nack::parse(nack_message)?;
-        let record = self.records.get(&nack.message_sha1).cloned();
+        let record = self.get(&nack.message_sha1);
         let mut lost_states = Vec::new();
         let mut not_created = Vec::new();
         if let Some(r) = &record {

@@ -6,6 +6,7 @@
 //! and an item is dropped when no compartment and no local owner holds it
 //! any more (RFC 3320 §6.2 step 4).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Bound;
@@ -70,40 +71,130 @@ impl fmt::Display for StateId {
 }
 
 /// An item of state (RFC 3320 §3.3.3).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct State {
     pub id: StateId,
     pub address: u16,
     pub instruction: u16,
     pub min_access_len: u16,
-    /// Shared between every compartment that holds the item.
-    pub value: Arc<[u8]>,
+    value: Value,
 }
+
+/// A state item's bytes. RFC 3320 says what a state holds, not how it is
+/// kept: an idle compartment's items are kept packed
+/// ([`StateHandler::pack_compartment`]) and read back on access.
+#[derive(Debug, Clone)]
+enum Value {
+    /// Shared between every compartment that holds the item.
+    Plain(Arc<[u8]>),
+    /// Bytes `offset..offset + len` of a pack's unpacked contents.
+    Packed { pack: Arc<Pack>, offset: u32, len: u32 },
+}
+
+/// Several items' values, concatenated and LZ4-compressed against the
+/// SIP/SDP dictionary (RFC 3485), which every SigComp endpoint for SIP
+/// holds and whose strings the values of SIP states are made of.
+#[derive(Debug)]
+struct Pack {
+    lz4: Box<[u8]>,
+    len: u32,
+}
+
+impl Pack {
+    /// `None` if packing would not save at least an eighth, or (never seen;
+    /// a guard, so that [`Pack::unpack`] cannot fail later) if the packed
+    /// bytes do not unpack to `plain`.
+    fn new(plain: &[u8]) -> Option<Pack> {
+        let dict = crate::dict::sip_sdp_state();
+        let lz4 = lz4_flex::block::compress_with_dict(plain, dict.plain_bytes());
+        if lz4.len() > plain.len() - plain.len() / 8 {
+            return None;
+        }
+        let pack = Pack { lz4: lz4.into_boxed_slice(), len: u32::try_from(plain.len()).ok()? };
+        (pack.unpack() == plain).then_some(pack)
+    }
+
+    fn unpack(&self) -> Vec<u8> {
+        let dict = crate::dict::sip_sdp_state();
+        // Checked against the plain bytes when packed (Pack::new), and the
+        // packed bytes never change afterwards: this cannot fail.
+        lz4_flex::block::decompress_with_dict(&self.lz4, self.len as usize, dict.plain_bytes()).unwrap_or_default()
+    }
+}
+
+impl PartialEq for State {
+    fn eq(&self, other: &State) -> bool {
+        self.id == other.id && self.same_item(other)
+    }
+}
+
+impl Eq for State {}
 
 impl State {
     pub fn new(address: u16, instruction: u16, min_access_len: u16, value: &[u8]) -> State {
+        State::from_shared(address, instruction, min_access_len, value.into())
+    }
+
+    /// As [`State::new`], keeping `value` itself (no copy).
+    pub fn from_shared(address: u16, instruction: u16, min_access_len: u16, value: Arc<[u8]>) -> State {
         State {
-            id: StateId::compute(address, instruction, min_access_len, value),
+            id: StateId::compute(address, instruction, min_access_len, &value),
             address,
             instruction,
             min_access_len,
-            value: value.into(),
+            value: Value::Plain(value),
         }
     }
 
     pub fn len(&self) -> usize {
-        self.value.len()
+        match &self.value {
+            Value::Plain(v) => v.len(),
+            Value::Packed { len, .. } => *len as usize,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.value.is_empty()
+        self.len() == 0
+    }
+
+    /// The item's bytes: borrowed, or unpacked if the item is packed.
+    pub fn value(&self) -> Cow<'_, [u8]> {
+        match &self.value {
+            Value::Plain(v) => Cow::Borrowed(v),
+            Value::Packed { pack, offset, len } => {
+                let all = pack.unpack();
+                let (at, n) = (*offset as usize, *len as usize);
+                Cow::Owned(all.get(at..at + n).unwrap_or_default().to_vec())
+            }
+        }
+    }
+
+    /// The item's bytes as a shared buffer (the item's own, if not packed).
+    pub fn shared_value(&self) -> Arc<[u8]> {
+        match &self.value {
+            Value::Plain(v) => v.clone(),
+            Value::Packed { .. } => self.value().into(),
+        }
+    }
+
+    /// Whether the item is kept packed ([`StateHandler::pack_compartment`]).
+    pub fn is_packed(&self) -> bool {
+        matches!(self.value, Value::Packed { .. })
+    }
+
+    /// The bytes of a state that is never packed (the dictionaries).
+    fn plain_bytes(&self) -> &[u8] {
+        match &self.value {
+            Value::Plain(v) => v,
+            Value::Packed { .. } => &[],
+        }
     }
 
     fn same_item(&self, other: &State) -> bool {
         self.address == other.address
             && self.instruction == other.instruction
             && self.min_access_len == other.min_access_len
-            && self.value == other.value
+            && self.value() == other.value()
     }
 }
 
@@ -201,9 +292,116 @@ impl StateHandler {
         self.items.len()
     }
 
-    /// Bytes of state values stored, each distinct item counted once.
+    /// Bytes of state values stored, each distinct item counted once, at
+    /// their plain size.
     pub fn stored_bytes(&self) -> usize {
         self.items.values().map(|s| s.state.len()).sum()
+    }
+
+    /// Bytes the stored values take in memory: plain items at their size,
+    /// each pack of packed items ([`StateHandler::pack_compartment`]) once.
+    pub fn resident_bytes(&self) -> usize {
+        let mut packs: Vec<*const Pack> = Vec::new();
+        let mut total = 0;
+        for s in self.items.values() {
+            match &s.state.value {
+                Value::Plain(v) => total += v.len(),
+                Value::Packed { pack, .. } => {
+                    let p = Arc::as_ptr(pack);
+                    if !packs.contains(&p) {
+                        packs.push(p);
+                        total += pack.lz4.len();
+                    }
+                }
+            }
+        }
+        total
+    }
+
+    /// Bytes the values of `compartment`'s items take in memory, as
+    /// [`StateHandler::resident_bytes`] counts them.
+    pub fn compartment_resident_bytes(&self, compartment: CompartmentId) -> usize {
+        let Some(c) = self.compartments.get(&compartment) else { return 0 };
+        let mut packs: Vec<*const Pack> = Vec::new();
+        let mut total = 0;
+        for e in &c.entries {
+            match self.items.get(&e.id).map(|s| &s.state.value) {
+                Some(Value::Plain(v)) => total += v.len(),
+                Some(Value::Packed { pack, .. }) => {
+                    let p = Arc::as_ptr(pack);
+                    if !packs.contains(&p) {
+                        packs.push(p);
+                        total += pack.lz4.len();
+                    }
+                }
+                None => {}
+            }
+        }
+        total
+    }
+
+    /// Keeps the values of `compartment`'s items packed (LZ4 against the
+    /// SIP/SDP dictionary, all of them together so that what consecutive
+    /// snapshots share is stored once), for a compartment that has gone
+    /// idle. Only items no other compartment holds and no local owner
+    /// keeps are packed. Identifiers, lengths, priorities and accounting
+    /// are unchanged: a packed item is found and read as before (slower:
+    /// reading unpacks), and [`StateHandler::unpack_compartment`] undoes
+    /// it. Returns the bytes saved.
+    pub fn pack_compartment(&mut self, compartment: CompartmentId) -> usize {
+        let Some(c) = self.compartments.get(&compartment) else { return 0 };
+        let mut ids: Vec<StateId> = Vec::new();
+        let mut plain: Vec<u8> = Vec::new();
+        for e in &c.entries {
+            if let Some(Stored { state: State { value: Value::Plain(v), .. }, holders: 1, local: false }) =
+                self.items.get(&e.id)
+            {
+                if !v.is_empty() && !ids.contains(&e.id) {
+                    ids.push(e.id);
+                    plain.extend_from_slice(v);
+                }
+            }
+        }
+        if ids.is_empty() {
+            return 0;
+        }
+        let Some(pack) = Pack::new(&plain) else { return 0 };
+        let saved = plain.len() - pack.lz4.len();
+        let pack = Arc::new(pack);
+        let mut offset = 0u32;
+        for id in ids {
+            if let Some(stored) = self.items.get_mut(&id) {
+                let len = stored.state.len() as u32;
+                stored.state.value = Value::Packed { pack: pack.clone(), offset, len };
+                offset += len;
+            }
+        }
+        saved
+    }
+
+    /// Undoes [`StateHandler::pack_compartment`] for the packed items of
+    /// `compartment` (each pack unpacked once). Returns the items unpacked.
+    pub fn unpack_compartment(&mut self, compartment: CompartmentId) -> usize {
+        let Some(c) = self.compartments.get(&compartment) else { return 0 };
+        let mut unpacked: Vec<(*const Pack, Vec<u8>)> = Vec::new();
+        let mut n = 0;
+        for e in &c.entries {
+            let Some(stored) = self.items.get_mut(&e.id) else { continue };
+            let Value::Packed { pack, offset, len } = &stored.state.value else { continue };
+            let p = Arc::as_ptr(pack);
+            let i = match unpacked.iter().position(|(q, _)| *q == p) {
+                Some(i) => i,
+                None => {
+                    unpacked.push((p, pack.unpack()));
+                    unpacked.len() - 1
+                }
+            };
+            let (at, len) = (*offset as usize, *len as usize);
+            let bytes: Arc<[u8]> = unpacked[i].1.get(at..at + len).unwrap_or_default().into();
+            stored.state.value = Value::Plain(bytes);
+            n += 1;
+        }
+        n
     }
 
     /// Finds the unique item whose identifier begins with `partial`
@@ -300,7 +498,7 @@ impl StateHandler {
     pub fn forget_value(&mut self, id: &StateId) -> bool {
         match self.items.get_mut(id) {
             Some(stored) if !stored.local => {
-                stored.state.value = Arc::from(&[][..]);
+                stored.state.value = Value::Plain(Arc::from(&[][..]));
                 true
             }
             _ => false,
@@ -323,7 +521,7 @@ impl StateHandler {
         // Step 2: truncate an item larger than the whole SMS.
         let max_len = c.sms.saturating_sub(64) as usize;
         let state = if state.len() > max_len {
-            State::new(state.address, state.instruction, state.min_access_len, &state.value[..max_len])
+            State::new(state.address, state.instruction, state.min_access_len, &state.value()[..max_len])
         } else {
             state
         };
@@ -331,13 +529,18 @@ impl StateHandler {
         let cost = state.len() as u32 + 64;
         // Step 3: an existing identifier must be the identical item.
         if let Some(existing) = self.items.get_mut(&id) {
-            if existing.state.value.is_empty() && !state.value.is_empty() {
+            if existing.state.is_empty() && !state.is_empty() {
                 // A model's forgotten item made again: the same identifier,
                 // so its bytes come back ([`StateHandler::forget_value`]).
                 existing.state.value = state.value.clone();
             }
             if !existing.state.same_item(&state) {
                 return CreateOutcome::Rejected;
+            }
+            if existing.state.is_packed() && !state.is_packed() {
+                // An idle compartment's packed item, made by a compartment
+                // in use: kept plain again (the bytes are at hand).
+                existing.state.value = state.value.clone();
             }
         }
         let order = self.next_order;
@@ -409,7 +612,7 @@ mod tests {
         let CreateOutcome::Created(id2) = h.create(A, 0, 0, 6, &v2, 1) else { panic!() };
         let used = h.compartment(A).unwrap().used;
         assert!(h.forget_value(&id1));
-        assert!(h.get(&id1).unwrap().value.is_empty());
+        assert!(h.get(&id1).unwrap().is_empty());
         assert_eq!(h.compartment(A).unwrap().used, used, "the cost stays");
         // Eviction goes on as before: a third item evicts the oldest.
         let CreateOutcome::Created(_) = h.create(A, 0, 0, 6, &v3, 1) else { panic!() };
@@ -417,12 +620,73 @@ mod tests {
         // Forgotten, then made again (same identifier): the bytes return.
         assert!(h.forget_value(&id2));
         assert_eq!(h.create(A, 0, 0, 6, &v2, 1), CreateOutcome::Refreshed(id2));
-        assert_eq!(&h.get(&id2).unwrap().value[..], &v2[..]);
+        assert_eq!(&h.get(&id2).unwrap().value()[..], &v2[..]);
         // Local items (dictionaries) are never forgotten.
         let dict = crate::dict::sip_sdp_state();
         h.add_local(dict.clone());
         assert!(!h.forget_value(&dict.id));
         assert_eq!(h.get(&dict.id).unwrap().len(), dict.len());
+    }
+
+    #[test]
+    fn an_idle_compartments_items_are_packed_and_read_back_unchanged() {
+        let mut h = StateHandler::new(8192);
+        let dict = crate::dict::sip_sdp_state();
+        h.add_local(dict.clone());
+        let sip = |n: usize| -> Vec<u8> {
+            (0..n).flat_map(|i| format!("Via: SIP/2.0/UDP pc{i}.example.com;branch=z9hG4bK{i}\r\n").into_bytes()).collect()
+        };
+        let (v1, v2, v3) = (sip(40), sip(41), sip(5));
+        let CreateOutcome::Created(id1) = h.create(A, 64, 64, 6, &v1, 1) else { panic!() };
+        let CreateOutcome::Created(id2) = h.create(A, 64, 64, 6, &v2, 1) else { panic!() };
+        // Held by two compartments: not A's alone, never packed.
+        let CreateOutcome::Created(id3) = h.create(A, 0, 0, 6, &v3, 1) else { panic!() };
+        assert_eq!(h.create(B, 0, 0, 6, &v3, 1), CreateOutcome::Created(id3));
+        let (used, resident) = (h.compartment(A).unwrap().used, h.resident_bytes());
+        let saved = h.pack_compartment(A);
+        assert!(saved > v1.len(), "saved {saved} of {} bytes", v1.len() + v2.len());
+        assert_eq!(h.resident_bytes(), resident - saved);
+        assert!(h.get(&id1).unwrap().is_packed() && h.get(&id2).unwrap().is_packed());
+        assert!(!h.get(&id3).unwrap().is_packed() && !h.get(&dict.id).unwrap().is_packed());
+        // Identifiers, lengths, lookups and accounting are those of before.
+        assert_eq!(h.compartment(A).unwrap().used, used);
+        assert_eq!(h.get(&id1).unwrap().len(), v1.len());
+        assert_eq!(&h.lookup(&id2.0[..6]).unwrap().value()[..], &v2[..]);
+        assert_eq!(&h.get(&id1).unwrap().value()[..], &v1[..]);
+        assert_eq!(&h.get(&id1).unwrap().shared_value()[..], &v1[..]);
+        // The same item made in another compartment while packed is the
+        // identical item (RFC 3320 §6.2 step 3), not a collision.
+        assert_eq!(h.create(B, 64, 64, 6, &v1, 1), CreateOutcome::Created(id1));
+        // B is in use: its item is read plain from now on.
+        assert!(!h.get(&id1).unwrap().is_packed());
+        assert_eq!(h.unpack_compartment(A), 1);
+        assert!(!h.get(&id1).unwrap().is_packed() && !h.get(&id2).unwrap().is_packed());
+        assert_eq!(&h.get(&id2).unwrap().value()[..], &v2[..]);
+        assert_eq!(h.resident_bytes(), resident);
+        // Packed again, then closed: B's items keep their bytes.
+        assert!(h.pack_compartment(A) > 0);
+        h.close_compartment(A);
+        assert!(h.get(&id2).is_none());
+        assert_eq!(&h.get(&id1).unwrap().value()[..], &v1[..]);
+        assert_eq!(&h.get(&id3).unwrap().value()[..], &v3[..]);
+    }
+
+    #[test]
+    fn values_that_do_not_compress_stay_plain() {
+        let mut h = StateHandler::new(8192);
+        // A maximal-period byte sequence: nothing for LZ4 to find.
+        let mut x = 1u32;
+        let noise: Vec<u8> = (0..3000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect();
+        let CreateOutcome::Created(id) = h.create(A, 0, 0, 6, &noise, 1) else { panic!() };
+        assert_eq!(h.pack_compartment(A), 0);
+        assert!(!h.get(&id).unwrap().is_packed());
     }
 
     #[test]

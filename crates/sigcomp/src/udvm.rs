@@ -894,7 +894,8 @@ impl<'a> Machine<'a> {
                     return fail(Reason::InvalidStateProbe);
                 }
                 let begin = usize::from(state_begin);
-                let Some(bytes) = state.value.get(begin..begin + usize::from(length)) else {
+                let value = state.value();
+                let Some(bytes) = value.get(begin..begin + usize::from(length)) else {
                     return Err(Failure::with_details(Reason::StateTooShort, &partial));
                 };
                 self.write_string(address, bytes, bcl, bcr)?;

@@ -65,7 +65,7 @@ fn round_trip(variant: Variant) -> (Vec<u8>, Vec<u8>) {
     assert_eq!(out.output, INVITE, "{variant:?}: first message output");
     let acc = d.accept(out.pending, CompartmentId(7));
     assert_eq!(acc.created, vec![c.state_id()], "{variant:?}: state the compressor expects");
-    assert_eq!(d.states().get(&c.state_id()).unwrap().value[..], c.state_value()[..]);
+    assert_eq!(d.states().get(&c.state_id()).unwrap().value()[..], c.state_value()[..]);
 
     let invite2 = lz77::second_invite();
     let m2 = c.state_message(&invite2);

@@ -603,7 +603,7 @@ fn snapshot(d: &Decompressor, c: CompartmentId) -> Snapshot {
         .iter()
         .map(|e| {
             let s = d.states().get(&e.id).expect("entry's item stored");
-            (s.address, s.instruction, s.min_access_len, s.value.to_vec())
+            (s.address, s.instruction, s.min_access_len, s.value().to_vec())
         })
         .collect();
     Snapshot { used: comp.used, sms: comp.sms, entries: comp.entries.clone(), items }
