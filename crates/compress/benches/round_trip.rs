@@ -9,6 +9,8 @@
 //! * `round_trip/steady_pair`: a REGISTER and its 200 OK in a compartment
 //!   that has carried the pair before (history acknowledged): two round
 //!   trips per iteration.
+//! * `round_trip/steady_pair_woken_from_packed`: the same, both endpoints
+//!   packing the compartment's states first (an idle compartment woken).
 //! * `round_trip/new_pair_10_messages`: a fresh compartment pair carries ten
 //!   messages and is closed, as Open SigComp's speed test switches
 //!   compartments every ten messages: ten round trips per iteration.
@@ -56,6 +58,25 @@ fn benches(c: &mut Criterion) {
     group.throughput(Throughput::Elements(2));
     group.bench_function("steady_pair", |b| {
         b.iter(|| {
+            send(&mut ue, &mut pcscf, steady, black_box(&register));
+            send(&mut pcscf, &mut ue, steady, black_box(&ok));
+        })
+    });
+
+    // The same, but both endpoints pack the compartment's states before
+    // each pair (Endpoint::pack_compartment, what an idle compartment
+    // gets): the difference to steady_pair is the cost of waking an idle
+    // compartment twice (once per endpoint and direction).
+    let (mut ue, mut pcscf) = endpoints();
+    for _ in 0..4 {
+        send(&mut ue, &mut pcscf, steady, &register);
+        send(&mut pcscf, &mut ue, steady, &ok);
+    }
+    group.throughput(Throughput::Elements(2));
+    group.bench_function("steady_pair_woken_from_packed", |b| {
+        b.iter(|| {
+            ue.pack_compartment(steady);
+            pcscf.pack_compartment(steady);
             send(&mut ue, &mut pcscf, steady, black_box(&register));
             send(&mut pcscf, &mut ue, steady, black_box(&ok));
         })
