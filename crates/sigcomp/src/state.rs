@@ -301,43 +301,14 @@ impl StateHandler {
     /// Bytes the stored values take in memory: plain items at their size,
     /// each pack of packed items ([`StateHandler::pack_compartment`]) once.
     pub fn resident_bytes(&self) -> usize {
-        let mut packs: Vec<*const Pack> = Vec::new();
-        let mut total = 0;
-        for s in self.items.values() {
-            match &s.state.value {
-                Value::Plain(v) => total += v.len(),
-                Value::Packed { pack, .. } => {
-                    let p = Arc::as_ptr(pack);
-                    if !packs.contains(&p) {
-                        packs.push(p);
-                        total += pack.lz4.len();
-                    }
-                }
-            }
-        }
-        total
+        held_bytes(self.items.values().map(|s| &s.state.value))
     }
 
     /// Bytes the values of `compartment`'s items take in memory, as
     /// [`StateHandler::resident_bytes`] counts them.
     pub fn compartment_resident_bytes(&self, compartment: CompartmentId) -> usize {
         let Some(c) = self.compartments.get(&compartment) else { return 0 };
-        let mut packs: Vec<*const Pack> = Vec::new();
-        let mut total = 0;
-        for e in &c.entries {
-            match self.items.get(&e.id).map(|s| &s.state.value) {
-                Some(Value::Plain(v)) => total += v.len(),
-                Some(Value::Packed { pack, .. }) => {
-                    let p = Arc::as_ptr(pack);
-                    if !packs.contains(&p) {
-                        packs.push(p);
-                        total += pack.lz4.len();
-                    }
-                }
-                None => {}
-            }
-        }
-        total
+        held_bytes(c.entries.iter().filter_map(|e| self.items.get(&e.id)).map(|s| &s.state.value))
     }
 
     /// Keeps the values of `compartment`'s items packed (LZ4 against the
@@ -586,6 +557,26 @@ impl StateHandler {
         self.release(&e.id);
         Some(e.id)
     }
+}
+
+/// Bytes `values` take in memory: plain ones at their length, each pack
+/// once at its packed length.
+fn held_bytes<'a>(values: impl Iterator<Item = &'a Value>) -> usize {
+    let mut packs: Vec<*const Pack> = Vec::new();
+    let mut total = 0;
+    for v in values {
+        match v {
+            Value::Plain(v) => total += v.len(),
+            Value::Packed { pack, .. } => {
+                let p = Arc::as_ptr(pack);
+                if !packs.contains(&p) {
+                    packs.push(p);
+                    total += pack.lz4.len();
+                }
+            }
+        }
+    }
+    total
 }
 
 fn prefix_range(partial: &[u8]) -> (StateId, StateId) {
