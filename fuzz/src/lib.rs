@@ -8,7 +8,8 @@
 //! * after accept, each compartment's `used` ≤ its SMS and equals the sum
 //!   of its entries' costs, and every entry's item is stored;
 //! * a failure's NACK parses back to the same reason, opcode, pc, details;
-//! * the deframer gives the same frames however the stream is chunked.
+//! * the deframer gives the same frames however the stream is chunked;
+//! * a run naming states gives the same result with the states packed.
 
 use sigcomp::nack::Nack;
 use sigcomp::udvm::MAX_OUTPUT;
@@ -104,6 +105,21 @@ fn accept(d: &mut Decompressor, p: Pending, c: CompartmentId) -> Vec<StateId> {
     acc.created
 }
 
+/// Packing a compartment's states (what an endpoint does to an idle one,
+/// `StateHandler::pack_compartment`) changes nothing a message naming them
+/// does: the same output, cycles, or failure.
+fn same_when_packed(d: &mut Decompressor, msg: &[u8], t: Transport, c: CompartmentId) {
+    let run = |d: &mut Decompressor| match d.decompress(msg, t) {
+        Ok(o) => Ok((o.output, o.cycles)),
+        Err(f) => Err((f.reason, f.pc, f.cycles, f.details)),
+    };
+    let plain = run(d);
+    d.states_mut().pack_compartment(c);
+    let packed = run(d);
+    d.states_mut().unpack_compartment(c);
+    assert_eq!(plain, packed, "packing the states changed the run");
+}
+
 /// The decompress target: `data[0]` = parameters, the rest = one message,
 /// decompressed as a UDP then as a TCP message; successful runs are
 /// accepted and the states they created are run again by identifier, with
@@ -117,6 +133,7 @@ pub fn run_decompress(data: &[u8]) {
         let created = accept(&mut d, p, CompartmentId(i as u64));
         for id in created.iter().take(2) {
             let again = emit_state_message(None, &id.0[..12], input);
+            same_when_packed(&mut d, &again, t, CompartmentId(i as u64));
             if let Some(p) = checked(&mut d, &again, t) {
                 accept(&mut d, p, CompartmentId(7));
             }
