@@ -545,24 +545,37 @@ impl<'a> Machine<'a> {
     /// Takes `n` (≤ 16) bits, already known to be available. `lsb_first`
     /// is the F or H bit: whether the first bit is the value's LSB.
     fn take_bits(&mut self, n: u32, p: bool, lsb_first: bool) -> u16 {
+        // As many bits at a time as the partial byte holds (RFC 3320 §8.2:
+        // P says which end of each byte goes first; the instruction's own
+        // bit order says whether the first bit taken is the value's most or
+        // least significant).
         let mut v: u32 = 0;
-        for i in 0..n {
+        let mut got = 0;
+        while got < n {
             if self.partial_left == 0 {
                 self.partial = self.input[self.in_pos];
                 self.in_pos += 1;
                 self.partial_left = 8;
             }
-            let bit = if p {
-                (self.partial >> (8 - self.partial_left)) & 1
+            let left = u32::from(self.partial_left);
+            let m = (n - got).min(left);
+            let mask = (1u32 << m) - 1;
+            // P = 1: from the byte's low end, so the chunk's bit 0 is the
+            // first taken; P = 0: from its high end, the chunk's top bit is.
+            let chunk = if p {
+                (u32::from(self.partial) >> (8 - left)) & mask
             } else {
-                (self.partial >> (self.partial_left - 1)) & 1
+                (u32::from(self.partial) >> (left - m)) & mask
             };
-            self.partial_left -= 1;
-            if lsb_first {
-                v |= u32::from(bit) << i;
-            } else {
-                v = (v << 1) | u32::from(bit);
-            }
+            let reversed = || chunk.reverse_bits() >> (32 - m);
+            v = match (p, lsb_first) {
+                (false, false) => (v << m) | chunk,
+                (true, false) => (v << m) | reversed(),
+                (true, true) => v | (chunk << got),
+                (false, true) => v | (reversed() << got),
+            };
+            self.partial_left -= m as u8;
+            got += m;
         }
         v as u16
     }
@@ -1270,6 +1283,37 @@ mod tests {
         ];
         for (d, o, l, r) in cases {
             assert_eq!(offset_back(d, o, l, r), naive_offset_back(d, o, l, r), "{d} {o} {l} {r}");
+        }
+    }
+
+    /// RFC 3320 §8.2 bit by bit: what take_bits does a byte at a time.
+    fn naive_take_bits(input: &[u8], at: &mut usize, n: u32, p: bool, lsb_first: bool) -> u16 {
+        let mut v = 0u32;
+        for i in 0..n {
+            let byte = input[*at / 8];
+            let k = (*at % 8) as u32;
+            let bit = u32::from(if p { byte >> k } else { byte >> (7 - k) }) & 1;
+            *at += 1;
+            v = if lsb_first { v | bit << i } else { (v << 1) | bit };
+        }
+        v as u16
+    }
+
+    #[test]
+    fn take_bits_matches_the_bit_by_bit_reading() {
+        let input: Vec<u8> = (0..64u32).map(|i| (i.wrapping_mul(0x9E37_79B9) >> 13) as u8).collect();
+        let (mut mem, states, mut out) = (vec![0u8; 64], StateHandler::new(0), Vec::new());
+        for p in [false, true] {
+            for lsb_first in [false, true] {
+                let mut m = Machine::new(&mut mem, &states, &input, &mut out, 16, 0);
+                let mut at = 0;
+                // Widths 1..=16 in a pattern that crosses byte boundaries
+                // at every offset.
+                for n in (0..40u32).map(|i| 1 + (i * 7) % 16) {
+                    let want = naive_take_bits(&input, &mut at, n, p, lsb_first);
+                    assert_eq!(m.take_bits(n, p, lsb_first), want, "n {n} p {p} lsb {lsb_first} at {at}");
+                }
+            }
         }
     }
 
