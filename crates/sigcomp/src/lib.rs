@@ -27,4 +27,4 @@ pub mod wire;
 pub use decompressor::{Accepted, Decompressed, Decompressor, Feedback, Pending, Transport};
 pub use nack::{Failure, Nack, NackReport, Reason, SentLog, SentRecord};
 pub use params::Params;
-pub use state::{CompartmentId, State, StateHandler, StateId};
+pub use state::{CompartmentId, State, StateHandler, StateId, UnpackCache};

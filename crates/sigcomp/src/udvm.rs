@@ -12,7 +12,7 @@
 use sha1::{Digest, Sha1};
 
 use crate::nack::{Failure, Reason};
-use crate::state::{LookupError, StateHandler};
+use crate::state::{LookupError, StateHandler, UnpackCache};
 
 /// Opcodes (RFC 3320 Figure 11).
 pub mod op {
@@ -216,6 +216,8 @@ pub struct Machine<'a> {
     /// decompressor loop runs the same one hundreds of times a message.
     huffman: [HuffmanEntry; HUFFMAN_CACHE],
     huffman_next: usize,
+    /// Packed states read by STATE-ACCESS, unpacked once per message.
+    unpacked: UnpackCache,
 }
 
 impl<'a> Machine<'a> {
@@ -250,6 +252,7 @@ impl<'a> Machine<'a> {
             frees: 0,
             huffman: [EMPTY_HUFFMAN; HUFFMAN_CACHE],
             huffman_next: 0,
+            unpacked: UnpackCache::default(),
         }
     }
 
@@ -907,8 +910,12 @@ impl<'a> Machine<'a> {
                     return fail(Reason::InvalidStateProbe);
                 }
                 let begin = usize::from(state_begin);
-                let value = state.value();
-                let Some(bytes) = value.get(begin..begin + usize::from(length)) else {
+                let end = begin + usize::from(length);
+                if end > state.len() {
+                    return Err(Failure::with_details(Reason::StateTooShort, &partial));
+                }
+                let (buffer, at) = state.bytes_in(&mut self.unpacked);
+                let Some(bytes) = buffer.get(at + begin..at + end) else {
                     return Err(Failure::with_details(Reason::StateTooShort, &partial));
                 };
                 self.write_string(address, bytes, bcl, bcr)?;
