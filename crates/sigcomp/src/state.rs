@@ -125,28 +125,26 @@ impl Pack {
 /// The packs one decompression has unpacked ([`State::bytes_in`]). A
 /// STATE-ACCESS costs the UDVM 1 + length cycles (RFC 3320 §9.4.5), however
 /// large the state: without this, a message reading a byte of a packed item
-/// in a loop would cost an unpacking per cycle or two. A pack is unpacked
-/// once per message, for the last [`UnpackCache::PACKS`] packs read.
+/// in a loop would cost an unpacking per cycle or two. Every pack read is
+/// unpacked once per message and kept until the message ends: at most the
+/// bytes those compartments' items took before they were packed.
 #[derive(Debug, Default)]
 pub struct UnpackCache {
-    packs: Vec<(Arc<Pack>, Arc<[u8]>)>,
+    /// By the pack's address (the `Arc<Pack>` kept beside, so it stays
+    /// valid while the cache lives).
+    packs: HashMap<usize, (Arc<Pack>, Arc<[u8]>)>,
     unpacks: usize,
 }
 
 impl UnpackCache {
-    /// Packs kept (each is one compartment's items, a few kB to 128 KiB).
-    pub const PACKS: usize = 8;
-
     fn unpacked(&mut self, pack: &Arc<Pack>) -> Arc<[u8]> {
-        if let Some((_, bytes)) = self.packs.iter().find(|(p, _)| Arc::ptr_eq(p, pack)) {
+        let key = Arc::as_ptr(pack) as usize;
+        if let Some((_, bytes)) = self.packs.get(&key) {
             return bytes.clone();
         }
         let bytes: Arc<[u8]> = pack.unpack().into();
         self.unpacks += 1;
-        if self.packs.len() == Self::PACKS {
-            self.packs.remove(0);
-        }
-        self.packs.push((pack.clone(), bytes.clone()));
+        self.packs.insert(key, (pack.clone(), bytes.clone()));
         bytes
     }
 

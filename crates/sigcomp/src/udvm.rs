@@ -216,7 +216,8 @@ pub struct Machine<'a> {
     /// decompressor loop runs the same one hundreds of times a message.
     huffman: [HuffmanEntry; HUFFMAN_CACHE],
     huffman_next: usize,
-    /// Packed states read by STATE-ACCESS, unpacked once per message.
+    /// Packed states read by STATE-ACCESS, each pack unpacked once per
+    /// message.
     unpacked: UnpackCache,
 }
 
