@@ -164,17 +164,12 @@ impl Eq for State {}
 
 impl State {
     pub fn new(address: u16, instruction: u16, min_access_len: u16, value: &[u8]) -> State {
-        State::from_shared(address, instruction, min_access_len, value.into())
-    }
-
-    /// As [`State::new`], keeping `value` itself (no copy).
-    pub fn from_shared(address: u16, instruction: u16, min_access_len: u16, value: Arc<[u8]>) -> State {
         State {
-            id: StateId::compute(address, instruction, min_access_len, &value),
+            id: StateId::compute(address, instruction, min_access_len, value),
             address,
             instruction,
             min_access_len,
-            value: Value::Plain(value),
+            value: Value::Plain(value.into()),
         }
     }
 
