@@ -197,12 +197,12 @@ impl std::fmt::Display for CompressError {
 
 impl std::error::Error for CompressError {}
 
-/// One saved decompressor memory (dynamic mechanism).
+/// One saved decompressor memory (dynamic mechanism). Its bytes (UDVM
+/// memory from address 64 to buffer_end) are the model's item
+/// ([`Compressor::snapshot_memory`]), empty once forgotten.
 #[derive(Debug, Clone)]
 struct Snapshot {
     id: StateId,
-    /// UDVM memory from address 64 to buffer_end.
-    memory: Arc<[u8]>,
     usable: bool,
     /// The peer shared state already in this snapshot's history.
     shared_loaded: Option<StateId>,
@@ -249,7 +249,8 @@ pub struct Compressor {
     seq: u8,
     /// Feedback item → states it acknowledges.
     awaiting: HashMap<u8, Vec<StateId>>,
-    peer_shared: Option<State>,
+    /// The peer's shared state (its item in the model holds the bytes).
+    peer_shared: Option<StateId>,
     model: Decompressor,
     sent: SentLog,
     /// Hash chains over the history, kept between messages; dropped by
@@ -413,16 +414,8 @@ impl Compressor {
     /// compressor decides changes: the next call that needs the states
     /// unpacks them first. Returns the bytes saved.
     pub fn pack_states(&mut self) -> usize {
-        // The snapshots and the peer's shared state share their bytes with
-        // the model's items: let go of them so that packing frees them.
-        for s in &mut self.snapshots {
-            s.memory = Arc::from(&[][..]);
-        }
-        let shared = self.peer_shared.take().map(|ps| ps.id);
-        let saved = self.model.states_mut().pack_compartment(MODEL);
-        self.peer_shared = shared.and_then(|id| self.model.states().get(&id).cloned());
         self.packed = true;
-        saved
+        self.model.states_mut().pack_compartment(MODEL)
     }
 
     /// Undoes [`Compressor::pack_states`].
@@ -432,13 +425,6 @@ impl Compressor {
         }
         self.packed = false;
         self.model.states_mut().unpack_compartment(MODEL);
-        let states = self.model.states();
-        for s in &mut self.snapshots {
-            if let Some(state) = states.get(&s.id) {
-                s.memory = state.shared_value();
-            }
-        }
-        self.peer_shared = self.peer_shared.take().and_then(|ps| states.get(&ps.id).cloned());
     }
 
     /// Whether the model's states are packed ([`Compressor::pack_states`]).
@@ -490,7 +476,13 @@ impl Compressor {
     /// Bytes of snapshot memory the compressor holds (those it may still
     /// continue from; older ones are kept only as identifiers and sizes).
     pub fn snapshot_bytes_held(&self) -> usize {
-        self.snapshots.iter().map(|s| s.memory.len()).sum()
+        self.snapshots.iter().filter_map(|s| self.snapshot_memory(&s.id)).map(|m| m.len()).sum()
+    }
+
+    /// The bytes of snapshot `id` (the model's item), unless forgotten
+    /// ([`Compressor::forget_superseded`]) or no longer held.
+    fn snapshot_memory(&self, id: &StateId) -> Option<Arc<[u8]>> {
+        self.model.states().get(id).filter(|s| !s.is_empty()).map(State::shared_value)
     }
 
     /// Identifiers of the dynamic snapshots the compressor may continue from.
@@ -560,11 +552,8 @@ impl Compressor {
     /// bytes.
     fn forget_superseded(&mut self) {
         let Some(newest) = self.snapshots.iter().rposition(|s| s.usable) else { return };
-        for s in &mut self.snapshots[..newest] {
-            if !s.memory.is_empty() {
-                self.model.states_mut().forget_value(&s.id);
-                s.memory = Arc::from(&[][..]);
-            }
+        for s in &self.snapshots[..newest] {
+            self.model.states_mut().forget_value(&s.id);
         }
     }
 
@@ -580,11 +569,11 @@ impl Compressor {
         }
         // Model the peer's local creation (priority 65535: freed first).
         if let Some(old) = self.peer_shared.take() {
-            self.model.states_mut().free(MODEL, &old.id.0);
+            self.model.states_mut().free(MODEL, &old.0);
         }
         self.model.states_mut().create_state(MODEL, state.clone(), 65535);
         if self.in_model(&state.id) {
-            self.peer_shared = Some(state);
+            self.peer_shared = Some(state.id);
         }
         true
     }
@@ -599,7 +588,7 @@ impl Compressor {
         let report = self.sent.on_nack(nack)?;
         let mut gone: Vec<StateId> = self.snapshots.iter().map(|s| s.id).collect();
         gone.push(self.bytecode.state_id);
-        gone.extend(self.peer_shared.take().map(|s| s.id));
+        gone.extend(self.peer_shared.take());
         gone.extend(report.lost_states.iter().copied());
         gone.extend(report.not_created.iter().copied());
         for id in gone {
@@ -701,15 +690,20 @@ impl Compressor {
             // (A snapshot kept only as an identifier, forget_superseded,
             // is never the newest usable one: the peer evicts older
             // snapshots first. The check keeps that an invariant here.)
-            self.snapshots.iter().rev().find(|s| s.usable && !s.memory.is_empty() && self.in_model(&s.id)).cloned()
+            self.snapshots
+                .iter()
+                .rev()
+                .filter(|s| s.usable && self.in_model(&s.id))
+                .find_map(|s| Some((s.clone(), self.snapshot_memory(&s.id)?)))
         } else {
             None
         };
+        let (base, base_memory) = base.unzip();
         let bytecode_state = (mech == Mechanism::Static && self.bytecode_usable && self.in_model(&self.bytecode.state_id))
             || (self.peer_has_bytecode && self.model.states().get(&self.bytecode.state_id).is_some());
         let w = usize::from(self.layout.buffer_size);
-        let window: Vec<u8> = match &base {
-            Some(s) => self.layout.window_of(&s.memory),
+        let window: Vec<u8> = match &base_memory {
+            Some(m) => self.layout.window_of(m),
             None => self.bytecode.fresh_window(&self.layout),
         };
         let mut flags = 0u8;
@@ -751,7 +745,7 @@ impl Compressor {
         let mut used_shared = None;
         let mut candidates: Vec<usize> = vec![0];
         if mech == Mechanism::Shared {
-            if let Some(ps) = &self.peer_shared {
+            if let Some(ps) = self.peer_shared.and_then(|id| self.model.states().get(&id)) {
                 let already = base.as_ref().is_some_and(|b| b.shared_loaded == Some(ps.id));
                 if !already && self.in_model(&ps.id) {
                     let full = ps.len().min(usize::from(u16::MAX));
@@ -764,7 +758,8 @@ impl Compressor {
                 }
             }
         }
-        let shared_value = self.peer_shared.as_ref().map(|ps| ps.shared_value()).unwrap_or_default();
+        let shared_value =
+            self.peer_shared.and_then(|id| self.model.states().get(&id)).map(State::shared_value).unwrap_or_default();
         let mut best: Option<(usize, usize, Vec<u8>)> = None;
         // The first candidate is encoded into the history; a later one is
         // encoded after rolling that back to the window (the match finder's
@@ -809,12 +804,12 @@ impl Compressor {
         }
         let shared_len = (best_len > 0).then_some(best_len);
         let mut input = vec![0u8];
-        if let (Some(len), Some(ps)) = (shared_len, &self.peer_shared) {
+        if let (Some(len), Some(ps)) = (shared_len, self.peer_shared) {
             flags |= 0x80;
-            input.extend_from_slice(&ps.id.0[..6]);
+            input.extend_from_slice(&ps.0[..6]);
             input.extend_from_slice(&0u16.to_be_bytes());
             input.extend_from_slice(&(len as u16).to_be_bytes());
-            used_shared = Some(ps.id);
+            used_shared = Some(ps);
         }
         input[0] = flags;
         input.extend_from_slice(&items);
@@ -836,7 +831,7 @@ impl Compressor {
         // decompressor on it; `verify` does both and compares them.
         let shared_bytes = &shared_value[..shared_len.unwrap_or(0).min(shared_value.len())];
         let view = MessageView { fresh: base.is_none(), flags, seq, entries: &entries, shared: shared_bytes, message, sig_len: sig.len() };
-        let predicted = self.predict(base.as_ref(), &view);
+        let predicted = self.predict(base_memory.as_deref(), &view);
         let creates = match predicted {
             Some((creates, _)) if !self.config.verify => creates,
             _ => {
@@ -872,13 +867,12 @@ impl Compressor {
                 if stream {
                     self.bytecode_usable = true;
                 }
-            } else if let Some(state) = self.model.states().get(id).filter(|s| s.address == 64) {
+            } else if self.model.states().get(id).is_some_and(|s| s.address == 64) {
                 // The decompressor memory from address 64: a snapshot. Its
-                // bytes are the model's state value, shared, not copied.
+                // bytes are the model's state value.
                 if !self.snapshots.iter().any(|s| s.id == *id) {
                     self.snapshots.push(Snapshot {
                         id: *id,
-                        memory: state.shared_value(),
                         usable: stream,
                         shared_loaded: used_shared.or(base.as_ref().and_then(|b| b.shared_loaded)),
                     });
@@ -956,7 +950,7 @@ impl Compressor {
     /// bytecode (0x08); the tokens write the message into the circular
     /// buffer; END-MESSAGE saves memory 64..buffer_end. The LZSS
     /// fragment's own variables lie below 64, outside the snapshot.
-    fn predict(&self, base: Option<&Snapshot>, v: &MessageView<'_>) -> Option<(Vec<(State, u16)>, u64)> {
+    fn predict(&self, base: Option<&[u8]>, v: &MessageView<'_>) -> Option<(Vec<(State, u16)>, u64)> {
         if self.config.algorithm != Algorithm::Lzss {
             return None;
         }
@@ -1007,7 +1001,7 @@ impl Compressor {
         }
         // Memory from address 64 (index 0) to buffer_end.
         let mut m: Vec<u8> = match base {
-            Some(s) if s.memory.len() == end - 64 => s.memory.to_vec(),
+            Some(m) if m.len() == end - 64 => m.to_vec(),
             Some(_) => return None,
             None => {
                 // Bytecode uploaded or accessed as a state: the code at its
