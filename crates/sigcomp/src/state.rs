@@ -393,21 +393,15 @@ impl StateHandler {
     /// `compartment` (each pack unpacked once). Returns the items unpacked.
     pub fn unpack_compartment(&mut self, compartment: CompartmentId) -> usize {
         let Some(c) = self.compartments.get(&compartment) else { return 0 };
-        let mut unpacked: Vec<(*const Pack, Vec<u8>)> = Vec::new();
+        let mut cache = UnpackCache::default();
         let mut n = 0;
         for e in &c.entries {
             let Some(stored) = self.items.get_mut(&e.id) else { continue };
-            let Value::Packed { pack, offset, len } = &stored.state.value else { continue };
-            let p = Arc::as_ptr(pack);
-            let i = match unpacked.iter().position(|(q, _)| *q == p) {
-                Some(i) => i,
-                None => {
-                    unpacked.push((p, pack.unpack()));
-                    unpacked.len() - 1
-                }
-            };
-            let (at, len) = (*offset as usize, *len as usize);
-            let bytes: Arc<[u8]> = unpacked[i].1.get(at..at + len).unwrap_or_default().into();
+            if !stored.state.is_packed() {
+                continue;
+            }
+            let (buffer, at) = stored.state.bytes_in(&mut cache);
+            let bytes: Arc<[u8]> = buffer.get(at..at + stored.state.len()).unwrap_or_default().into();
             stored.state.value = Value::Plain(bytes);
             n += 1;
         }
