@@ -105,7 +105,11 @@ impl<'a> Env<'a> {
             Node::Name(n) => self.name(n, e.pos)?,
             Node::Dot => dot,
             Node::Bang => self.bang(dot).ok_or_else(|| {
-                err(e.pos, ErrorKind::NoZeroByte, "'!' needs a zero byte (DECOMPRESSION-FAILURE) in readonly memory, and there is none")
+                err(
+                    e.pos,
+                    ErrorKind::NoZeroByte,
+                    "'!' needs a zero byte (DECOMPRESSION-FAILURE) in readonly memory, and there is none",
+                )
             })?,
             Node::Unary(op, a) => {
                 let a = self.eval(a, dot)?;
@@ -335,7 +339,11 @@ impl Program {
                 ItemKind::Readonly(e) => match errors.take(env.eval(e, at), 1) {
                     0 => readonly = false,
                     1 => readonly = true,
-                    v => errors.push(err(e.pos, ErrorKind::Range, format!("readonly ({v}): the argument must be 0 or 1"))),
+                    v => errors.push(err(
+                        e.pos,
+                        ErrorKind::Range,
+                        format!("readonly ({v}): the argument must be 0 or 1"),
+                    )),
                 },
                 ItemKind::Set(_, e) => {
                     // evaluate even if unused, to report errors in it
@@ -470,9 +478,5 @@ pub fn assemble_items(items: Vec<Item>) -> Result<Assembly, AsmError> {
         return Err(e);
     }
     let pos = prog.items.first().map(|i| i.pos).unwrap_or_default();
-    Err(err(
-        pos,
-        ErrorKind::Layout,
-        format!("the layout did not settle after {} passes", EXACT_PASSES + GROW_PASSES),
-    ))
+    Err(err(pos, ErrorKind::Layout, format!("the layout did not settle after {} passes", EXACT_PASSES + GROW_PASSES)))
 }

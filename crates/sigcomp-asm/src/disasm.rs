@@ -76,10 +76,7 @@ fn canonical(insn: &Insn, bytes: &[u8]) -> bool {
 }
 
 fn ends_flow(opcode: u8) -> bool {
-    matches!(
-        opcode,
-        op::DECOMPRESSION_FAILURE | op::JUMP | op::RETURN | op::END_MESSAGE | op::COMPARE | op::SWITCH
-    )
+    matches!(opcode, op::DECOMPRESSION_FAILURE | op::JUMP | op::RETURN | op::END_MESSAGE | op::COMPARE | op::SWITCH)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -126,7 +126,8 @@ fn rfc_bytecode_disassembles_and_reassembles() {
         let dest = hex_destination(sub, &format!("{stem}.hex"));
         let text = sigcomp_asm::disassemble(&code, dest);
         let first_opcode = sigcomp_asm::isa::by_opcode(code[0]).unwrap().name;
-        let first_line = text.lines().find(|l| !l.starts_with(';') && !l.starts_with("at ") && !l.starts_with(':')).unwrap_or("");
+        let first_line =
+            text.lines().find(|l| !l.starts_with(';') && !l.starts_with("at ") && !l.starts_with(':')).unwrap_or("");
         if !first_line.starts_with(first_opcode) {
             failures.push(format!("{sub}/{stem}: first line {first_line:?}, expected {first_opcode}"));
         }
@@ -186,9 +187,8 @@ fn rfc4464_examples_decompress_their_messages() {
             // size (RFC 3320 §7), so take the next valid DMS
             let params = Params { dms: 16384, cpb: 16, sms: 8192, version: 1 };
             let mut d = Decompressor::new(params).unwrap();
-            let out = d
-                .decompress(&msg, Transport::Message)
-                .unwrap_or_else(|f| panic!("{stem} ({which}): {:?}", f.reason));
+            let out =
+                d.decompress(&msg, Transport::Message).unwrap_or_else(|f| panic!("{stem} ({which}): {:?}", f.reason));
             assert_eq!(String::from_utf8_lossy(&out.output), want, "{stem} ({which})");
             checked += 1;
         }

@@ -63,11 +63,7 @@ fn rebuild(msg: &[u8], sec: &str, ours: &[Assembled]) -> Option<(Vec<u8>, String
 }
 
 fn expectation(e: &Value) -> (Option<String>, Option<u64>, Option<String>) {
-    (
-        e["output_hex"].as_str().map(str::to_lowercase),
-        e["cycles"].as_u64(),
-        e["nack"].as_str().map(str::to_string),
-    )
+    (e["output_hex"].as_str().map(str::to_lowercase), e["cycles"].as_u64(), e["nack"].as_str().map(str::to_string))
 }
 
 #[test]

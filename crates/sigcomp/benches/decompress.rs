@@ -48,12 +48,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 fn endpoint_params(e: &Value) -> Option<Params> {
     let n = |k: &str| e.get(k).and_then(Value::as_u64);
     let version = n("sigcomp_version").or_else(|| n("version")).unwrap_or(1);
-    Some(Params {
-        dms: n("dms")? as u32,
-        sms: n("sms")? as u32,
-        cpb: n("cpb")? as u16,
-        version: version as u8,
-    })
+    Some(Params { dms: n("dms")? as u32, sms: n("sms")? as u32, cpb: n("cpb")? as u16, version: version as u8 })
 }
 
 /// What the RFC expects of one message.

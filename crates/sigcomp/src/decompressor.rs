@@ -177,13 +177,8 @@ impl Decompressor {
         if mem_size < 32 {
             return Err(Failure::new(Reason::Segfault));
         }
-        let useful = [
-            (mem_size % 65536) as u16,
-            self.params.cpb,
-            u16::from(self.params.version),
-            partial_len,
-            state_len,
-        ];
+        let useful =
+            [(mem_size % 65536) as u16, self.params.cpb, u16::from(self.params.version), partial_len, state_len];
         for (i, v) in useful.iter().enumerate() {
             mem[2 * i..2 * i + 2].copy_from_slice(&v.to_be_bytes());
         }

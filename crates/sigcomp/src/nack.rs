@@ -203,8 +203,7 @@ impl std::error::Error for NackParseError {}
 
 impl Nack {
     pub fn from_failure(failure: &Failure, message_sha1: [u8; 20]) -> Nack {
-        let message_sha1 =
-            if failure.reason == Reason::FramingError { [0; 20] } else { message_sha1 };
+        let message_sha1 = if failure.reason == Reason::FramingError { [0; 20] } else { message_sha1 };
         Nack {
             reason: failure.reason,
             opcode: failure.opcode,
@@ -374,33 +373,17 @@ impl SentLog {
         let mut not_created = Vec::new();
         if let Some(r) = &record {
             not_created = r.states_requested.clone();
-            if matches!(
-                nack.reason,
-                Reason::StateNotFound | Reason::StateTooShort | Reason::IdNotUnique
-            ) && !nack.details.is_empty()
+            if matches!(nack.reason, Reason::StateNotFound | Reason::StateTooShort | Reason::IdNotUnique)
+                && !nack.details.is_empty()
             {
-                lost_states = r
-                    .states_used
-                    .iter()
-                    .filter(|id| id.0.starts_with(&nack.details))
-                    .copied()
-                    .collect();
+                lost_states = r.states_used.iter().filter(|id| id.0.starts_with(&nack.details)).copied().collect();
             }
         }
-        let peer_cycles_per_bit = (nack.reason == Reason::CyclesExhausted)
-            .then(|| nack.details.first().copied())
-            .flatten();
-        let peer_decompression_memory_size = (nack.reason == Reason::BytecodesTooLarge
-            && nack.details.len() >= 2)
+        let peer_cycles_per_bit =
+            (nack.reason == Reason::CyclesExhausted).then(|| nack.details.first().copied()).flatten();
+        let peer_decompression_memory_size = (nack.reason == Reason::BytecodesTooLarge && nack.details.len() >= 2)
             .then(|| u16::from_be_bytes([nack.details[0], nack.details[1]]));
-        Ok(NackReport {
-            nack,
-            record,
-            lost_states,
-            not_created,
-            peer_cycles_per_bit,
-            peer_decompression_memory_size,
-        })
+        Ok(NackReport { nack, record, lost_states, not_created, peer_cycles_per_bit, peer_decompression_memory_size })
     }
 }
 

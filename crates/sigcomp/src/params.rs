@@ -42,16 +42,10 @@ impl Params {
             )));
         }
         if encode_memory_size(self.sms).is_none() {
-            return Err(ParamError(format!(
-                "state memory size {} is not one of 0, 2048, 4096, ..., 131072",
-                self.sms
-            )));
+            return Err(ParamError(format!("state memory size {} is not one of 0, 2048, 4096, ..., 131072", self.sms)));
         }
         if encode_cpb(self.cpb).is_none() {
-            return Err(ParamError(format!(
-                "cycles per bit {} is not one of 16, 32, 64, 128",
-                self.cpb
-            )));
+            return Err(ParamError(format!("cycles per bit {} is not one of 16, 32, 64, 128", self.cpb)));
         }
         if self.version == 0 {
             return Err(ParamError("SigComp version 0 does not exist".into()));
@@ -87,9 +81,7 @@ pub fn decode_cpb(bits: u8) -> u16 {
 pub fn encode_memory_size(size: u32) -> Option<u8> {
     match size {
         0 => Some(0),
-        2048 | 4096 | 8192 | 16384 | 32768 | 65536 | 131072 => {
-            Some((size.trailing_zeros() - 10) as u8)
-        }
+        2048 | 4096 | 8192 | 16384 | 32768 | 65536 | 131072 => Some((size.trailing_zeros() - 10) as u8),
         _ => None,
     }
 }

@@ -280,11 +280,7 @@ impl Compartment {
     /// RFC 3320 §6.2 step 5 with RFC 4896 §5.1: 65535 < 0 < 1 < … < 65534,
     /// and among equals the oldest goes first.
     fn eviction_victim(&self) -> Option<usize> {
-        self.entries
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order))
-            .map(|(i, _)| i)
+        self.entries.iter().enumerate().min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order)).map(|(i, _)| i)
     }
 }
 
@@ -316,10 +312,7 @@ impl StateHandler {
     /// any compartment, never freed, no cost against any SMS.
     pub fn add_local(&mut self, state: State) {
         let id = state.id;
-        self.items
-            .entry(id)
-            .and_modify(|s| s.local = true)
-            .or_insert(Stored { state, holders: 0, local: true });
+        self.items.entry(id).and_modify(|s| s.local = true).or_insert(Stored { state, holders: 0, local: true });
     }
 
     pub fn get(&self, id: &StateId) -> Option<&State> {
@@ -436,10 +429,8 @@ impl StateHandler {
     /// per compartment). Shrinking evicts in retention order.
     pub fn set_compartment_sms(&mut self, id: CompartmentId, sms: u32) {
         let default_sms = self.default_sms;
-        let c = self
-            .compartments
-            .entry(id)
-            .or_insert_with(|| Compartment { sms: default_sms, ..Compartment::default() });
+        let c =
+            self.compartments.entry(id).or_insert_with(|| Compartment { sms: default_sms, ..Compartment::default() });
         c.sms = sms;
         let mut victims = Vec::new();
         while c.used > c.sms {
@@ -566,10 +557,7 @@ impl StateHandler {
         }
         c.entries.push(Entry { id, priority, order, cost });
         c.used += cost;
-        self.items
-            .entry(id)
-            .and_modify(|s| s.holders += 1)
-            .or_insert(Stored { state, holders: 1, local: false });
+        self.items.entry(id).and_modify(|s| s.holders += 1).or_insert(Stored { state, holders: 1, local: false });
         for v in victims {
             self.release(&v);
         }
@@ -658,7 +646,9 @@ mod tests {
         let dict = crate::dict::sip_sdp_state();
         h.add_local(dict.clone());
         let sip = |n: usize| -> Vec<u8> {
-            (0..n).flat_map(|i| format!("Via: SIP/2.0/UDP pc{i}.example.com;branch=z9hG4bK{i}\r\n").into_bytes()).collect()
+            (0..n)
+                .flat_map(|i| format!("Via: SIP/2.0/UDP pc{i}.example.com;branch=z9hG4bK{i}\r\n").into_bytes())
+                .collect()
         };
         let (v1, v2, v3) = (sip(40), sip(41), sip(5));
         let CreateOutcome::Created(id1) = h.create(A, 64, 64, 6, &v1, 1) else { panic!() };

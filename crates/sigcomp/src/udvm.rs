@@ -483,8 +483,7 @@ impl<'a> Machine<'a> {
     /// the address the next byte would go to.
     fn write_string(&mut self, start: u16, data: &[u8], bcl: u16, bcr: u16) -> Res<u16> {
         let (s, n) = (usize::from(start), data.len());
-        if s + n < self.mem.len().min(65536) && !(s < usize::from(bcr) && usize::from(bcr) <= s + n)
-        {
+        if s + n < self.mem.len().min(65536) && !(s < usize::from(bcr) && usize::from(bcr) <= s + n) {
             self.mem[s..s + n].copy_from_slice(data);
             return Ok((s + n) as u16);
         }
@@ -500,8 +499,7 @@ impl<'a> Machine<'a> {
     /// may read bytes it has just written (RFC 3320 §8.4). Returns the next
     /// destination address.
     fn copy(&mut self, mut src: u16, len: u16, mut dst: u16, bcl: u16, bcr: u16) -> Res<u16> {
-        let (s, d, n, r) =
-            (usize::from(src), usize::from(dst), usize::from(len), usize::from(bcr));
+        let (s, d, n, r) = (usize::from(src), usize::from(dst), usize::from(len), usize::from(bcr));
         let mem_len = self.mem.len();
         // Fast path: both runs in memory, neither crosses bcr, and the
         // source does not overlap the destination ahead of it.
@@ -623,8 +621,15 @@ impl<'a> Machine<'a> {
                 self.charge(1)?;
                 fail(Reason::UserRequested)
             }
-            op::AND | op::OR | op::LSHIFT | op::RSHIFT | op::ADD | op::SUBTRACT | op::MULTIPLY
-            | op::DIVIDE | op::REMAINDER => {
+            op::AND
+            | op::OR
+            | op::LSHIFT
+            | op::RSHIFT
+            | op::ADD
+            | op::SUBTRACT
+            | op::MULTIPLY
+            | op::DIVIDE
+            | op::REMAINDER => {
                 let a = self.reference(&mut c)?;
                 let m = self.word(a)?;
                 let n = self.multi(&mut c)?;
@@ -752,11 +757,8 @@ impl<'a> Machine<'a> {
                 let destination = self.word(dref)?;
                 self.charge(1 + u64::from(length))?;
                 let (bcl, bcr) = self.bounds()?;
-                let position = if opcode == op::COPY_LITERAL {
-                    first
-                } else {
-                    offset_back(destination, first, bcl, bcr)
-                };
+                let position =
+                    if opcode == op::COPY_LITERAL { first } else { offset_back(destination, first, bcl, bcr) };
                 let next = self.copy(position, length, destination, bcl, bcr)?;
                 if length > 0 {
                     self.set_word(dref, next)?;
@@ -897,15 +899,12 @@ impl<'a> Machine<'a> {
                 self.read_string(id_start, id_len, bcl, bcr, &mut partial)?;
                 let state = match self.states.lookup(&partial) {
                     Ok(s) => s,
-                    Err(LookupError::NotUnique) => {
-                        return Err(Failure::with_details(Reason::IdNotUnique, &partial))
-                    }
+                    Err(LookupError::NotUnique) => return Err(Failure::with_details(Reason::IdNotUnique, &partial)),
                     Err(_) => return Err(Failure::with_details(Reason::StateNotFound, &partial)),
                 };
                 let length = if state_length == 0 { state.len() as u16 } else { state_length };
                 let address = if state_address == 0 { state.address } else { state_address };
-                let instruction =
-                    if state_instruction == 0 { state.instruction } else { state_instruction };
+                let instruction = if state_instruction == 0 { state.instruction } else { state_instruction };
                 self.charge(1 + u64::from(length))?;
                 if state_length == 0 && state_begin != 0 {
                     return fail(Reason::InvalidStateProbe);
@@ -1068,7 +1067,11 @@ impl<'a> Machine<'a> {
             }
             let len = usize::from(c.wrapping_sub(pc));
             let at = usize::from(pc);
-            if usize::from(n) <= HUFFMAN_CACHED_SETS && c > pc && len <= HUFFMAN_CACHED_BYTES && at + len <= self.mem.len() {
+            if usize::from(n) <= HUFFMAN_CACHED_SETS
+                && c > pc
+                && len <= HUFFMAN_CACHED_BYTES
+                && at + len <= self.mem.len()
+            {
                 entry.pc = pc;
                 entry.len = len as u8;
                 entry.n = n as u8;
@@ -1113,9 +1116,7 @@ impl<'a> Machine<'a> {
         if n == 0 || k == 0 {
             return Ok(());
         }
-        let word_at = |list: u16, i: u16| {
-            start.wrapping_add(list.wrapping_mul(k).wrapping_add(i).wrapping_mul(2))
-        };
+        let word_at = |list: u16, i: u16| start.wrapping_add(list.wrapping_mul(k).wrapping_add(i).wrapping_mul(2));
         let mut keys = Vec::with_capacity(usize::from(k));
         for i in 0..k {
             keys.push(self.word(word_at(0, i))?);
@@ -1169,16 +1170,8 @@ impl<'a> Machine<'a> {
             None
         } else {
             let flags = self.byte(rfl)?;
-            let item = if flags & 0x04 != 0 {
-                Some(self.read_feedback_item(rfl.wrapping_add(1))?)
-            } else {
-                None
-            };
-            Some(RequestedFeedback {
-                item,
-                no_state: flags & 0x02 != 0,
-                no_local_states: flags & 0x01 != 0,
-            })
+            let item = if flags & 0x04 != 0 { Some(self.read_feedback_item(rfl.wrapping_add(1))?) } else { None };
+            Some(RequestedFeedback { item, no_state: flags & 0x02 != 0, no_local_states: flags & 0x01 != 0 })
         };
         let returned_parameters = if rpl == 0 {
             None
@@ -1202,13 +1195,7 @@ impl<'a> Machine<'a> {
             }
             Some(ReturnedParameters { params_byte, version, local_states })
         };
-        Ok(Outcome {
-            cycles: 0,
-            output_seen: false,
-            requests,
-            requested_feedback,
-            returned_parameters,
-        })
+        Ok(Outcome { cycles: 0, output_seen: false, requests, requested_feedback, returned_parameters })
     }
 
     fn read_feedback_item(&self, at: u16) -> Res<Vec<u8>> {

@@ -85,12 +85,7 @@ pub fn destination_address(bits: u8) -> u16 {
 
 /// Emits a SigComp message that uploads `code` to `destination` (128..=1024,
 /// a multiple of 64) followed by `input`. Used by tests and tools.
-pub fn emit_bytecode_message(
-    returned_feedback: Option<&[u8]>,
-    code: &[u8],
-    destination: u16,
-    input: &[u8],
-) -> Vec<u8> {
+pub fn emit_bytecode_message(returned_feedback: Option<&[u8]>, code: &[u8], destination: u16, input: &[u8]) -> Vec<u8> {
     debug_assert!(code.len() < 4096);
     debug_assert!(destination % 64 == 0 && (128..=1024).contains(&destination));
     let mut out = Vec::with_capacity(4 + code.len() + input.len());
@@ -108,11 +103,7 @@ pub fn emit_bytecode_message(
 
 /// Emits a SigComp message that accesses state by a 6, 9 or 12-byte partial
 /// identifier, followed by `input`.
-pub fn emit_state_message(
-    returned_feedback: Option<&[u8]>,
-    partial_id: &[u8],
-    input: &[u8],
-) -> Vec<u8> {
+pub fn emit_state_message(returned_feedback: Option<&[u8]>, partial_id: &[u8], input: &[u8]) -> Vec<u8> {
     let len_bits = match partial_id.len() {
         6 => 1,
         9 => 2,
@@ -293,12 +284,8 @@ mod tests {
 
     #[test]
     fn framing_round_trips_in_any_chunking() {
-        let msgs: Vec<Vec<u8>> = vec![
-            vec![0xF8, 0xFF, 0xFF, 0x01, 0xFF],
-            vec![0xFF; 300],
-            (0..=255u8).collect(),
-            vec![0xF8],
-        ];
+        let msgs: Vec<Vec<u8>> =
+            vec![vec![0xF8, 0xFF, 0xFF, 0x01, 0xFF], vec![0xFF; 300], (0..=255u8).collect(), vec![0xF8]];
         let mut stream = vec![0xFF, 0xFF];
         for m in &msgs {
             frame_for_stream(m, &mut stream);

@@ -25,13 +25,7 @@ fn invite_is_a_1kb_crlf_sip_message() {
     assert!(text.starts_with("INVITE "));
     assert!(!text.replace("\r\n", "").contains('\n'), "bare LF");
     let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let cl: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("Content-Length: "))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let cl: usize = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).unwrap().trim().parse().unwrap();
     assert_eq!(cl, body.len());
     assert_eq!(lz77::second_invite().len(), INVITE.len());
 }

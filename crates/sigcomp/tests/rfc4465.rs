@@ -152,19 +152,12 @@ impl Runner {
         }
         match self.d.decompress(msg, transport) {
             Ok(out) => {
-                let requested_feedback =
-                    out.pending.requested_feedback.as_ref().and_then(|f| f.item.clone());
+                let requested_feedback = out.pending.requested_feedback.as_ref().and_then(|f| f.item.clone());
                 let returned_feedback = out.pending.returned_feedback.clone();
-                let flags = out
-                    .pending
-                    .requested_feedback
-                    .as_ref()
-                    .map(|f| (f.item.is_some(), f.no_state, f.no_local_states));
+                let flags =
+                    out.pending.requested_feedback.as_ref().map(|f| (f.item.is_some(), f.no_state, f.no_local_states));
                 let returned_parameters = out.pending.returned_parameters.as_ref().map(|p| {
-                    (
-                        vec![p.params_byte, p.version],
-                        p.local_states.iter().map(hex::encode).collect::<Vec<_>>(),
-                    )
+                    (vec![p.params_byte, p.version], p.local_states.iter().map(hex::encode).collect::<Vec<_>>())
                 });
                 let mut cid = None;
                 let created = match compartment {
@@ -239,8 +232,7 @@ fn check(ctx: &str, got: &Got, want: &Expect, failures: &mut Vec<String>) {
         let ok = got.created.len() == w.len()
             && got.created.iter().zip(&w).all(|(g, w)| g.starts_with(&w.id_prefix_hex.to_lowercase()));
         if !ok {
-            let names: Vec<String> =
-                w.iter().map(|c| format!("{}={}", c.name, c.id_prefix_hex)).collect();
+            let names: Vec<String> = w.iter().map(|c| format!("{}={}", c.name, c.id_prefix_hex)).collect();
             bad(format!("created {:?}, RFC says {:?}", got.created, names));
         }
     }
@@ -259,13 +251,21 @@ fn check(ctx: &str, got: &Got, want: &Expect, failures: &mut Vec<String>) {
     if let Some(w) = &want.requested_feedback_hex {
         let w = unhex(w);
         if got.requested_feedback.as_deref() != Some(&w[..]) {
-            bad(format!("requested feedback {:?}, RFC says {}", got.requested_feedback.as_ref().map(hex::encode), hex::encode(&w)));
+            bad(format!(
+                "requested feedback {:?}, RFC says {}",
+                got.requested_feedback.as_ref().map(hex::encode),
+                hex::encode(&w)
+            ));
         }
     }
     if let Some(w) = &want.returned_feedback_hex {
         let w = unhex(w);
         if got.returned_feedback.as_deref() != Some(&w[..]) {
-            bad(format!("returned feedback {:?}, RFC says {}", got.returned_feedback.as_ref().map(hex::encode), hex::encode(&w)));
+            bad(format!(
+                "returned feedback {:?}, RFC says {}",
+                got.returned_feedback.as_ref().map(hex::encode),
+                hex::encode(&w)
+            ));
         }
     }
 }
@@ -286,14 +286,9 @@ fn check_compartment(
         }
     }
     let Some(cid) = got.compartment else { return };
-    let held: Vec<String> = r
-        .d
-        .states()
-        .compartment(cid)
-        .map(|c| c.entries.iter().map(|e| e.id.to_hex()).collect())
-        .unwrap_or_default();
-    let recreated: Vec<&str> =
-        want.states_created.iter().flatten().map(|c| c.name.as_str()).collect();
+    let held: Vec<String> =
+        r.d.states().compartment(cid).map(|c| c.entries.iter().map(|e| e.id.to_hex()).collect()).unwrap_or_default();
+    let recreated: Vec<&str> = want.states_created.iter().flatten().map(|c| c.name.as_str()).collect();
     for name in want.states_freed.iter().chain(want.states_deleted.iter()).flatten() {
         if recreated.contains(&name.as_str()) {
             continue; // freed, then created again by the same message
@@ -319,7 +314,8 @@ fn run_case(t: &TestCase, failures: &mut Vec<String>, pack: bool) -> usize {
     r.pack = pack;
     let mut names: HashMap<String, String> = HashMap::new();
     for (i, step) in t.steps.iter().enumerate() {
-        let ctx = format!("{} step {}{}", t.id, i + 1, step.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default());
+        let ctx =
+            format!("{} step {}{}", t.id, i + 1, step.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default());
         let bytes = unhex(&step.message_hex);
         let compartment = step.compartment.as_deref();
         if t.transport == "tcp" {

@@ -511,22 +511,26 @@ fn interesting_byte() -> impl Strategy<Value = u8> {
 fn arbitrary_message() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         prop::collection::vec(any::<u8>(), 0..600),
-        (prop::sample::select(&[0xF8u8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD, 0xFE, 0xFF][..]),
-         prop::collection::vec(interesting_byte(), 0..600))
-            .prop_map(|(b, mut rest)| { rest.insert(0, b); rest }),
-        (prop::collection::vec(interesting_byte(), 1..1200),
-         0u16..16,
-         prop::collection::vec(any::<u8>(), 0..300))
+        (
+            prop::sample::select(&[0xF8u8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD, 0xFE, 0xFF][..]),
+            prop::collection::vec(interesting_byte(), 0..600)
+        )
+            .prop_map(|(b, mut rest)| {
+                rest.insert(0, b);
+                rest
+            }),
+        (prop::collection::vec(interesting_byte(), 1..1200), 0u16..16, prop::collection::vec(any::<u8>(), 0..300))
             .prop_map(|(code, dest, input)| emit_bytecode_message(None, &code, 64 * (dest + 2).min(16), &input)),
-        (prop::sample::select(&[6usize, 9, 12][..]), prop::collection::vec(any::<u8>(), 0..64))
-            .prop_map(|(n, input)| {
+        (prop::sample::select(&[6usize, 9, 12][..]), prop::collection::vec(any::<u8>(), 0..64)).prop_map(
+            |(n, input)| {
                 // Often the dictionary, sometimes an unknown identifier.
                 let mut id = sigcomp::dict::SIP_SDP_ID[..n].to_vec();
                 if input.first().is_some_and(|b| b & 1 == 1) {
                     id[n - 1] ^= 0x5A;
                 }
                 emit_state_message(None, &id, &input)
-            }),
+            }
+        ),
     ]
 }
 
@@ -643,9 +647,8 @@ fn valid_messages_decompress() {
     let mut d = Decompressor::new(Params::default()).unwrap();
     let mut outputs = HashMap::new();
     for (name, msg) in valid_messages() {
-        let out = d
-            .decompress(&msg, Transport::Message)
-            .unwrap_or_else(|f| panic!("{name}: {f}\n{}", hex::encode(&msg)));
+        let out =
+            d.decompress(&msg, Transport::Message).unwrap_or_else(|f| panic!("{name}: {f}\n{}", hex::encode(&msg)));
         assert!(out.output_seen, "{name} produced no message");
         outputs.insert(name, out.output.clone());
         accept_checked(&mut d, out.pending, CompartmentId(9));
@@ -963,7 +966,11 @@ fn seed_files() -> Vec<(String, String, Vec<u8>)> {
         frame_for_stream(msg, &mut data);
         out.push(("stream".to_string(), name.to_string(), data));
     }
-    out.push(("stream".to_string(), "framing_error".to_string(), vec![params_byte(default), 0, 0xF8, 0x01, 0xFF, 0x80, 0xFF, 0xFF]));
+    out.push((
+        "stream".to_string(),
+        "framing_error".to_string(),
+        vec![params_byte(default), 0, 0xF8, 0x01, 0xFF, 0x80, 0xFF, 0xFF],
+    ));
     // NACKs: the NACK of each failure of the mutated valid messages, with
     // and without a returned feedback item.
     let mut d = Decompressor::new(default).unwrap();
@@ -1026,9 +1033,11 @@ fn write_rfc4465_seeds(dir: &Path) {
         let tcp = t["transport"].as_str() == Some("tcp");
         let steps = t["steps"].as_array().cloned().unwrap_or_default();
         for (i, s) in steps.iter().enumerate() {
-            let hex_str: String = s["message_hex"].as_str().unwrap_or("").chars().filter(|c| !c.is_whitespace()).collect();
+            let hex_str: String =
+                s["message_hex"].as_str().unwrap_or("").chars().filter(|c| !c.is_whitespace()).collect();
             let Ok(bytes) = hex::decode(hex_str) else { continue };
-            let (target, mut data) = if tcp { ("stream", vec![params_byte(p), 0]) } else { ("decompress", vec![params_byte(p)]) };
+            let (target, mut data) =
+                if tcp { ("stream", vec![params_byte(p), 0]) } else { ("decompress", vec![params_byte(p)]) };
             data.extend_from_slice(&bytes);
             let path = dir.join(target).join(format!("rfc4465-{id}-{}", i + 1));
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();

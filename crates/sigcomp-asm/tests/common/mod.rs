@@ -14,21 +14,13 @@ pub fn read(sub: &str, name: &str) -> String {
 
 /// Hex from a .hex/.msg file: '#' lines are comments, whitespace ignored.
 pub fn hex_file(sub: &str, name: &str) -> Vec<u8> {
-    unhex(
-        &read(sub, name)
-            .lines()
-            .filter(|l| !l.trim_start().starts_with('#'))
-            .collect::<String>(),
-    )
+    unhex(&read(sub, name).lines().filter(|l| !l.trim_start().starts_with('#')).collect::<String>())
 }
 
 pub fn unhex(s: &str) -> Vec<u8> {
     let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
     assert!(s.len() % 2 == 0, "odd hex length");
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
 }
 
 pub fn hex(b: &[u8]) -> String {
@@ -116,4 +108,3 @@ pub fn source_matching_rfc_bytes(sub: &str, stem: &str) -> String {
     }
     src
 }
-

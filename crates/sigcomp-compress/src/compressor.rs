@@ -1,0 +1,1181 @@
+//! The compressor of one compartment (RFC 3320 §5, RFC 3321 mechanisms as
+//! seed 000 §3.4 and §7.11 describe them, with RFC 4896's corrections).
+//!
+//! The compressor keeps a *model* of the peer's compartment: a real
+//! [`Decompressor`] with the peer's parameters, into which it feeds every
+//! message it sends. That model does three jobs at once: it proves each
+//! message decompresses to the original bytes within the peer's cycles and
+//! memory before it leaves (RFC 3320 §5.1), it yields the exact state the
+//! peer will create (snapshot identifiers and memory images, so the next
+//! message's window is known byte for byte), and it tracks the peer's state
+//! memory, so a state that the peer's retention rules have evicted is
+//! never referenced.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sigcomp::nack::{NackParseError, NackReport, SentLog, SentRecord};
+use sigcomp::state::CreateOutcome;
+use sigcomp::udvm::StateRequest;
+use sigcomp::wire;
+use sigcomp::{CompartmentId, Decompressor, Params, State, StateId, Transport};
+
+use crate::bits::BitWriter;
+use crate::bytecode::{self, Bytecode, DictionarySource, Image, Layout};
+use crate::dictionary::Priorities;
+use crate::lzss::{Effort, LzssFormat, MatchFinder};
+
+/// Compression algorithm (its bytecode fragment and encoder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// The modified LZSS of seed 000 §7.8.4.
+    Lzss,
+    /// Deflate (RFC 1951) tokens, fixed Huffman codes.
+    #[cfg(sigkit_deflate)]
+    Deflate,
+    /// LZ77 tokens.
+    #[cfg(sigkit_lz77)]
+    Lz77,
+}
+
+impl Algorithm {
+    /// Every algorithm this build has.
+    pub const ALL: &'static [Algorithm] = &[
+        Algorithm::Lzss,
+        #[cfg(sigkit_deflate)]
+        Algorithm::Deflate,
+        #[cfg(sigkit_lz77)]
+        Algorithm::Lz77,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Lzss => "lzss",
+            #[cfg(sigkit_deflate)]
+            Algorithm::Deflate => "deflate",
+            #[cfg(sigkit_lz77)]
+            Algorithm::Lz77 => "lz77",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Algorithm> {
+        Algorithm::ALL.iter().copied().find(|a| a.name() == s)
+    }
+
+    /// The assembled bytecode (mechanism program for `mechanism` + this
+    /// algorithm's fragment).
+    pub fn image(self, mechanism: Mechanism) -> &'static Image {
+        use bytecode::images as i;
+        use Mechanism::*;
+        match (self, mechanism) {
+            (Algorithm::Lzss, Basic) => &i::LZSS_BASIC,
+            (Algorithm::Lzss, Static) => &i::LZSS_STATIC,
+            (Algorithm::Lzss, Dynamic) => &i::LZSS_DYNAMIC,
+            (Algorithm::Lzss, Shared) => &i::LZSS_SHARED,
+            #[cfg(sigkit_deflate)]
+            (Algorithm::Deflate, Basic) => &i::DEFLATE_BASIC,
+            #[cfg(sigkit_deflate)]
+            (Algorithm::Deflate, Static) => &i::DEFLATE_STATIC,
+            #[cfg(sigkit_deflate)]
+            (Algorithm::Deflate, Dynamic) => &i::DEFLATE_DYNAMIC,
+            #[cfg(sigkit_deflate)]
+            (Algorithm::Deflate, Shared) => &i::DEFLATE_SHARED,
+            #[cfg(sigkit_lz77)]
+            (Algorithm::Lz77, Basic) => &i::LZ77_BASIC,
+            #[cfg(sigkit_lz77)]
+            (Algorithm::Lz77, Static) => &i::LZ77_STATIC,
+            #[cfg(sigkit_lz77)]
+            (Algorithm::Lz77, Dynamic) => &i::LZ77_DYNAMIC,
+            #[cfg(sigkit_lz77)]
+            (Algorithm::Lz77, Shared) => &i::LZ77_SHARED,
+        }
+    }
+}
+
+/// How much state the compressor builds at the peer (seed 000 §9.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mechanism {
+    /// Bytecode uploaded in every message; nothing saved.
+    Basic,
+    /// The bytecode is saved as state and named in later headers.
+    Static,
+    /// Each message saves the decompressor's memory (bytecode, dictionary
+    /// part, history); later messages continue from the newest one the
+    /// peer has acknowledged.
+    Dynamic,
+    /// Dynamic, plus messages received from the peer are used as history
+    /// (RFC 3321 shared mode): each side saves what it sends.
+    Shared,
+}
+
+impl Mechanism {
+    pub const ALL: [Mechanism; 4] = [Mechanism::Basic, Mechanism::Static, Mechanism::Dynamic, Mechanism::Shared];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Basic => "basic",
+            Mechanism::Static => "static",
+            Mechanism::Dynamic => "dynamic",
+            Mechanism::Shared => "shared",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Mechanism> {
+        Mechanism::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    fn saves_snapshots(self) -> bool {
+        matches!(self, Mechanism::Dynamic | Mechanism::Shared)
+    }
+}
+
+/// Compressor settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub algorithm: Algorithm,
+    pub mechanism: Mechanism,
+    /// Message-based (UDP): states are used only once acknowledged.
+    /// Stream-based (TCP): states are usable once sent.
+    pub transport: Transport,
+    /// Longest match: 18, 66 or 258 bytes (LZSS; seed 000 §9.3).
+    pub lookahead: usize,
+    /// Part of the SIP/SDP dictionary in the window; None for none. With a
+    /// user dictionary ([`Compressor::set_user_dictionary`]) that one is
+    /// loaded instead.
+    pub dictionary: Option<Priorities>,
+    pub effort: Effort,
+    /// Also run the peer's decompressor on every message (RFC 3320 §5.1)
+    /// and check it against what the compressor computes: the output, the
+    /// states it creates, the cycles within the bound. Off, an LZSS
+    /// message is not run at all (the other algorithms always are); the
+    /// tests turn it on.
+    pub verify: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            algorithm: Algorithm::Lzss,
+            mechanism: Mechanism::Shared,
+            transport: Transport::Message,
+            lookahead: 258,
+            dictionary: Priorities::new(1, 5),
+            effort: Effort::default(),
+            verify: false,
+        }
+    }
+}
+
+/// Why a message could not be compressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompressError {
+    /// The lookahead is not 18, 66 or 258 (or another 2^k + 2).
+    BadLookahead(usize),
+    /// The peer's memory is too small for this bytecode.
+    PeerTooSmall { dms: u32 },
+    /// The message, compressed, does not fit the peer's memory or cycles:
+    /// the model decompressor failed.
+    DoesNotFit(sigcomp::Failure),
+    /// The model decompressed something else (a bug; never sent).
+    Mismatch,
+}
+
+impl std::fmt::Display for CompressError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CompressError::BadLookahead(n) => write!(f, "look-ahead {n} is not 18, 66 or 258"),
+            CompressError::PeerTooSmall { dms } => {
+                write!(f, "a decompression memory of {dms} bytes is too small for the bytecode")
+            }
+            CompressError::DoesNotFit(fl) => {
+                write!(f, "the compressed message would fail at the peer: {fl}")
+            }
+            CompressError::Mismatch => f.write_str("model decompression differs from the input"),
+        }
+    }
+}
+
+impl std::error::Error for CompressError {}
+
+/// One saved decompressor memory (dynamic mechanism). Its bytes (UDVM
+/// memory from address 64 to buffer_end) are the model's item
+/// ([`Compressor::snapshot_memory`]), empty once forgotten.
+#[derive(Debug, Clone)]
+struct Snapshot {
+    id: StateId,
+    usable: bool,
+    /// The peer shared state already in this snapshot's history.
+    shared_loaded: Option<StateId>,
+}
+
+/// What one compressed message was, for reports.
+#[derive(Debug, Clone, Default)]
+pub struct Compressed {
+    pub message: Vec<u8>,
+    /// Bytes of the compressed payload (tokens), without header and flags.
+    pub payload_len: usize,
+    pub uploaded_bytecode: bool,
+    pub used_state: Option<StateId>,
+    pub used_shared: Option<StateId>,
+    /// States the message asks the peer to create.
+    pub requested: Vec<StateId>,
+    /// The feedback item the message asks the peer to return (its
+    /// acknowledgement over a message transport).
+    pub feedback_item: Option<u8>,
+    /// The message announces itself as our shared state (id to create locally).
+    pub announced: Option<State>,
+}
+
+/// The compressor of one compartment.
+pub struct Compressor {
+    config: Config,
+    peer: Params,
+    local: Params,
+    layout: Layout,
+    format: LzssFormat,
+    /// Shared by the compartments of an endpoint that build the same one
+    /// ([`Compressor::share_bytecode`]).
+    bytecode: Arc<Bytecode>,
+    dictionary: Option<DictionarySource>,
+    user_dictionary: Option<Arc<[u8]>>,
+    bytecode_usable: bool,
+    /// The peer holds our bytecode as a local state of its own (it
+    /// announced the identifier): no upload needed.
+    peer_has_bytecode: bool,
+    /// We hold our bytecode as a local state and announce it until the
+    /// peer has shown it received an announcement.
+    announce_bytecode: bool,
+    snapshots: Vec<Snapshot>,
+    seq: u8,
+    /// Feedback item → states it acknowledges.
+    awaiting: HashMap<u8, Vec<StateId>>,
+    /// The peer's shared state (its item in the model holds the bytes).
+    peer_shared: Option<StateId>,
+    model: Decompressor,
+    sent: SentLog,
+    /// Hash chains over the history, kept between messages; dropped by
+    /// [`Compressor::release_scratch`] and rebuilt on the next message.
+    finder: Option<Box<MatchFinder>>,
+    /// Rebuilds done by finders since released.
+    released_rebuilds: usize,
+    /// Messages the model decompressor ran (the others were computed).
+    model_runs: usize,
+    /// The model's states are packed ([`Compressor::pack_states`]).
+    packed: bool,
+}
+
+const MODEL: CompartmentId = CompartmentId(0);
+
+/// Sent messages remembered for NACKs (RFC 4077 §2.3). A NACK answers a
+/// message within about one round trip, when a handful are in flight;
+/// 32 records (≈ 200 B each) keep that with a wide margin without every
+/// long-lived compartment holding hundreds.
+const SENT_LOG: usize = 32;
+
+/// Room kept in the peer's compartment for its own shared state (about one
+/// large SIP message, RFC 3321 shared mode).
+const SHARED_RESERVE: u32 = 1200;
+
+impl Compressor {
+    /// A compressor sending to a peer that offers `peer`; `local` is what
+    /// this endpoint offers (announced to the peer).
+    pub fn new(config: Config, peer: Params, local: Params) -> Result<Compressor, CompressError> {
+        Compressor::with_user_dictionary(config, peer, local, None)
+    }
+
+    /// As [`Compressor::new`], loading `user_dictionary` (a state the peer
+    /// holds, identified as `State::new(0, 0, 6, value)`: a user-specific
+    /// dictionary, RFC 3321 §3.3) into the window instead of the SIP/SDP
+    /// dictionary.
+    pub fn with_user_dictionary(
+        config: Config,
+        peer: Params,
+        local: Params,
+        user_dictionary: Option<Arc<[u8]>>,
+    ) -> Result<Compressor, CompressError> {
+        LzssFormat::length_bits_for(config.lookahead).ok_or(CompressError::BadLookahead(config.lookahead))?;
+        let image = config.algorithm.image(config.mechanism);
+        let mech = config.mechanism;
+        // Over a stream a snapshot is usable at once, so one is enough and
+        // the window can be as large as the state memory allows.
+        let reserve = if mech == Mechanism::Shared { SHARED_RESERVE.min(peer.sms / 3) } else { 0 };
+        let layout = Layout::plan(image, &peer, config.transport, mech.saves_snapshots(), reserve)
+            .or_else(|| Layout::plan(image, &peer, config.transport, mech.saves_snapshots(), 0))
+            .ok_or(CompressError::PeerTooSmall { dms: peer.dms })?;
+        let format = LzssFormat::for_buffer(usize::from(layout.buffer_size), config.lookahead)
+            .ok_or(CompressError::BadLookahead(config.lookahead))?;
+        let dict = match (&user_dictionary, config.dictionary) {
+            (Some(v), _) => Some(DictionarySource {
+                id: State::new(0, 0, 6, v).id,
+                value: v.clone(),
+                range: (0, u16::try_from(v.len()).unwrap_or(u16::MAX)),
+            }),
+            (None, Some(p)) => Some(DictionarySource {
+                id: StateId(sigcomp::dict::SIP_SDP_ID),
+                // The process's one copy (the state handler's), not a new one.
+                value: sigcomp::dict::sip_sdp_state().shared_value(),
+                range: p.string_range(),
+            }),
+            (None, None) => None,
+        };
+        let bytecode = bytecode::build(image, &layout, dict.as_ref(), &local, |code, base| {
+            patch_algorithm(config.algorithm, image, code, base, &layout, format)
+        });
+        let mut model = Decompressor::new(peer).map_err(|_| CompressError::PeerTooSmall { dms: peer.dms })?;
+        if let Some(v) = &user_dictionary {
+            model.states_mut().add_local(State::new(0, 0, 6, v));
+        }
+        Ok(Compressor {
+            config,
+            peer,
+            local,
+            layout,
+            format,
+            bytecode: Arc::new(bytecode),
+            dictionary: dict,
+            user_dictionary,
+            bytecode_usable: false,
+            peer_has_bytecode: false,
+            announce_bytecode: false,
+            snapshots: Vec::new(),
+            seq: 0,
+            awaiting: HashMap::new(),
+            peer_shared: None,
+            model,
+            sent: SentLog::new(SENT_LOG),
+            finder: None,
+            released_rebuilds: 0,
+            model_runs: 0,
+            packed: false,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn bytecode(&self) -> &Arc<Bytecode> {
+        &self.bytecode
+    }
+
+    /// Uses `other` instead of our own bytecode if they are the same bytes
+    /// (same algorithm, mechanism, layout and dictionary): compartments
+    /// then hold one copy. Returns whether it was shared.
+    pub fn share_bytecode(&mut self, other: &Arc<Bytecode>) -> bool {
+        if Arc::ptr_eq(&self.bytecode, other) {
+            return true;
+        }
+        let same = *self.bytecode == **other;
+        if same {
+            self.bytecode = other.clone();
+        }
+        same
+    }
+
+    /// The parameters the compressor assumes the peer offers.
+    pub fn peer(&self) -> &Params {
+        &self.peer
+    }
+
+    pub fn local(&self) -> &Params {
+        &self.local
+    }
+
+    pub fn user_dictionary(&self) -> Option<&Arc<[u8]>> {
+        self.user_dictionary.as_ref()
+    }
+
+    /// How often the match finder had to rehash a whole window.
+    pub fn match_finder_rebuilds(&self) -> usize {
+        self.released_rebuilds + self.finder.as_ref().map_or(0, |f| f.rebuilds)
+    }
+
+    /// Frees what is only a cache between messages: the match finder's
+    /// chains (≈ 16 KB of hash head plus 5 bytes per history byte) and
+    /// the model decompressor's UDVM memory (up to the peer's DMS). The
+    /// next message rebuilds them, which costs one hashing of the window.
+    /// The tokens are the same but where stale links in a kept finder's
+    /// chains used up a bounded search (none on the corpus). An endpoint
+    /// with many compartments keeps them only for the recently active ones.
+    pub fn release_scratch(&mut self) {
+        if let Some(f) = self.finder.take() {
+            self.released_rebuilds += f.rebuilds;
+        }
+        self.model.release_scratch();
+    }
+
+    /// For an idle compartment: keeps the model of the peer's states
+    /// packed ([`sigcomp::StateHandler::pack_compartment`]), the snapshot
+    /// bytes included (they are the model's values). Nothing the
+    /// compressor decides changes: the next call that needs the states
+    /// unpacks them first. Returns the bytes saved.
+    pub fn pack_states(&mut self) -> usize {
+        self.packed = true;
+        self.model.states_mut().pack_compartment(MODEL)
+    }
+
+    /// Undoes [`Compressor::pack_states`].
+    fn unpack_states(&mut self) {
+        if !self.packed {
+            return;
+        }
+        self.packed = false;
+        self.model.states_mut().unpack_compartment(MODEL);
+    }
+
+    /// Whether the model's states are packed ([`Compressor::pack_states`]).
+    pub fn states_packed(&self) -> bool {
+        self.packed
+    }
+
+    /// A match finder over this compressor's fresh window (the bytecode's
+    /// dictionary part; LZSS only), for an endpoint to give to later
+    /// compressors with the same bytecode ([`Compressor::adopt_finder`]).
+    pub fn fresh_finder(&self) -> Option<MatchFinder> {
+        (self.config.algorithm == Algorithm::Lzss).then(|| MatchFinder::over(&self.bytecode.fresh_window(&self.layout)))
+    }
+
+    /// Starts from `finder` (from [`Compressor::fresh_finder`] of a
+    /// compressor with the same bytecode) if this one has none yet. Any
+    /// finder gives the same tokens; this one only saves hashing the
+    /// fresh window.
+    pub fn adopt_finder(&mut self, finder: MatchFinder) {
+        if self.finder.is_none() && self.config.algorithm == Algorithm::Lzss {
+            self.finder = Some(Box::new(finder));
+        }
+    }
+
+    /// Whether the scratch of [`Compressor::release_scratch`] is held.
+    pub fn holds_scratch(&self) -> bool {
+        self.finder.is_some()
+    }
+
+    /// Messages of this compartment run through the model decompressor
+    /// (with `verify`, or where the peer's run could not be computed: the
+    /// algorithms other than LZSS, a cycle bound above the budget, a
+    /// memory too small); the other messages were not run.
+    pub fn model_runs(&self) -> usize {
+        self.model_runs
+    }
+
+    /// Bytes of state the model says the peer holds for this compartment.
+    pub fn peer_state_memory(&self) -> u32 {
+        self.model.states().compartment(MODEL).map(|c| c.used).unwrap_or(0)
+    }
+
+    /// Bytes the model's items for this compartment take in memory
+    /// (packed ones at their packed size, [`Compressor::pack_states`]).
+    pub fn peer_state_bytes_resident(&self) -> usize {
+        self.model.states().compartment_resident_bytes(MODEL)
+    }
+
+    /// Bytes of snapshot memory the compressor holds (those it may still
+    /// continue from; older ones are kept only as identifiers and sizes).
+    pub fn snapshot_bytes_held(&self) -> usize {
+        self.snapshots.iter().filter_map(|s| self.snapshot_memory(&s.id)).map(|m| m.len()).sum()
+    }
+
+    /// The bytes of snapshot `id` (the model's item), unless forgotten
+    /// ([`Compressor::forget_superseded`]) or no longer held.
+    fn snapshot_memory(&self, id: &StateId) -> Option<Arc<[u8]>> {
+        self.model.states().get(id).filter(|s| !s.is_empty()).map(State::shared_value)
+    }
+
+    /// Identifiers of the dynamic snapshots the compressor may continue from.
+    pub fn usable_snapshots(&self) -> Vec<StateId> {
+        self.snapshots.iter().filter(|s| s.usable).map(|s| s.id).collect()
+    }
+
+    fn in_model(&self, id: &StateId) -> bool {
+        self.model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == *id))
+    }
+
+    /// The bytecode as the state a peer with the same bytecode may hold:
+    /// [`Compressor::announce_own_bytecode`].
+    pub fn bytecode_state(&self) -> State {
+        self.bytecode.state.clone()
+    }
+
+    /// The endpoint holds [`Compressor::bytecode_state`] as a locally
+    /// available state: announce it to the peer (RFC 3320 §3.3.3), whose
+    /// compressor then references it instead of uploading the same
+    /// bytecode. Not for the basic mechanism, which uploads by definition.
+    pub fn announce_own_bytecode(&mut self) {
+        self.announce_bytecode = self.config.mechanism != Mechanism::Basic;
+    }
+
+    /// The peer announced a locally available state with this partial
+    /// identifier; returns whether it is our bytecode (which we then stop
+    /// uploading).
+    pub fn on_peer_local_state(&mut self, announced: &[u8]) -> bool {
+        self.unpack_states();
+        if announced.len() < 6 || !self.bytecode.state_id.0.starts_with(announced) {
+            return false;
+        }
+        if self.config.mechanism != Mechanism::Basic && !self.peer_has_bytecode {
+            let state = self.bytecode_state();
+            self.model.states_mut().add_local(state);
+            self.peer_has_bytecode = true;
+        }
+        true
+    }
+
+    /// The peer echoed a feedback item we requested (RFC 3320 §5): the
+    /// message that carried it was decompressed and its states created.
+    pub fn on_returned_feedback(&mut self, item: &[u8]) {
+        self.unpack_states();
+        // The message carried our announcements too.
+        self.announce_bytecode = false;
+        if let [b] = item {
+            if let Some(ids) = self.awaiting.remove(b) {
+                for id in ids {
+                    if id == self.bytecode.state_id {
+                        self.bytecode_usable = true;
+                    }
+                    if let Some(s) = self.snapshots.iter_mut().find(|s| s.id == id) {
+                        s.usable = true;
+                    }
+                }
+                self.forget_superseded();
+            }
+        }
+    }
+
+    /// Snapshots older than the newest usable one are never continued from
+    /// again (the newest usable is always the base, and the peer evicts
+    /// older ones first), yet the peer keeps them until evicted: the model
+    /// keeps their identifiers and sizes for its accounting, not their
+    /// bytes.
+    fn forget_superseded(&mut self) {
+        let Some(newest) = self.snapshots.iter().rposition(|s| s.usable) else { return };
+        for s in &self.snapshots[..newest] {
+            self.model.states_mut().forget_value(&s.id);
+        }
+    }
+
+    /// The peer saved a message it sent us as a shared state and announced
+    /// its identifier (RFC 3321 shared mode). `message` is what we
+    /// decompressed; `announced` the partial identifier in the returned
+    /// parameters. Returns whether they match.
+    pub fn on_peer_shared_state(&mut self, message: &[u8], announced: &[u8]) -> bool {
+        self.unpack_states();
+        let state = State::new(0, 0, 6, message);
+        if announced.len() < 6 || !state.id.0.starts_with(announced) {
+            return false;
+        }
+        // Model the peer's local creation (priority 65535: freed first).
+        if let Some(old) = self.peer_shared.take() {
+            self.model.states_mut().free(MODEL, &old.0);
+        }
+        self.model.states_mut().create_state(MODEL, state.clone(), 65535);
+        if self.in_model(&state.id) {
+            self.peer_shared = Some(state.id);
+        }
+        true
+    }
+
+    /// A NACK from the peer (RFC 4077 §2.3). The compressor falls back to
+    /// what needs no state of the peer's but the dictionary: every snapshot,
+    /// the bytecode state and the peer's shared state are forgotten (and
+    /// dropped from the model), so the next message uploads the bytecode
+    /// and decompresses whatever the peer lost.
+    pub fn on_nack(&mut self, nack: &[u8]) -> Result<NackReport, NackParseError> {
+        self.unpack_states();
+        let report = self.sent.on_nack(nack)?;
+        let mut gone: Vec<StateId> = self.snapshots.iter().map(|s| s.id).collect();
+        gone.push(self.bytecode.state_id);
+        gone.extend(self.peer_shared.take());
+        gone.extend(report.lost_states.iter().copied());
+        gone.extend(report.not_created.iter().copied());
+        for id in gone {
+            self.model.states_mut().free(MODEL, &id.0);
+        }
+        self.snapshots.clear();
+        self.bytecode_usable = false;
+        self.awaiting.clear();
+        Ok(report)
+    }
+
+    fn next_seq(&mut self) -> u8 {
+        self.seq = (self.seq + 1) % 128;
+        self.seq
+    }
+
+    /// Compresses one application message. `returned_feedback` is the item
+    /// the peer asked us to echo (it goes into the header, RFC 3320 §7.1).
+    /// `announce` asks for the message to be announced as our shared state
+    /// (the caller then creates it locally, see [`Compressed::announced`]).
+    pub fn compress(
+        &mut self,
+        message: &[u8],
+        returned_feedback: Option<&[u8]>,
+        announce: bool,
+    ) -> Result<Compressed, CompressError> {
+        self.unpack_states();
+        match self.compress_stateful(message, returned_feedback, announce) {
+            // Over a message transport the UDVM memory shrinks as the
+            // message grows (RFC 3320 §7): a large message at a small DMS
+            // may not leave room for the planned buffer.
+            Err(CompressError::DoesNotFit(_)) if self.config.transport == Transport::Message => {
+                self.compress_fallback(message, returned_feedback)
+            }
+            other => other,
+        }
+    }
+
+    /// One message that needs no state but the dictionary and creates
+    /// none: the bytecode with a circular buffer that fits beside this
+    /// message, or, if none does, the literal bytecode.
+    fn compress_fallback(
+        &mut self,
+        message: &[u8],
+        returned_feedback: Option<&[u8]>,
+    ) -> Result<Compressed, CompressError> {
+        let image = self.config.algorithm.image(self.config.mechanism);
+        let mut estimate = image.code.len() + message.len() / 2;
+        for _ in 0..4 {
+            let memory = self.peer.dms.saturating_sub(estimate as u32 + 16).min(65535);
+            let Some(layout) = Layout::plan_memory(image, &self.peer, memory, false, 0, 64) else { break };
+            let Some(format) = LzssFormat::for_buffer(usize::from(layout.buffer_size), self.config.lookahead) else {
+                break;
+            };
+            let algorithm = self.config.algorithm;
+            let code = bytecode::build(image, &layout, self.dictionary.as_ref(), &self.local, |code, base| {
+                patch_algorithm(algorithm, image, code, base, &layout, format)
+            });
+            let window = code.fresh_window(&layout);
+            let mut input = vec![0u8];
+            let mut finder = MatchFinder::default();
+            input.extend(encode_tokens(algorithm, &mut finder, &window, &[], message, format, self.config.effort));
+            let sig = wire::emit_bytecode_message(returned_feedback, &code.code, code.destination, &input);
+            if let Ok(out) = self.check_stateless(&sig, message, input.len() - 1, code.dictionary_id) {
+                return Ok(out);
+            }
+            estimate = sig.len() + 16;
+        }
+        let sig = wire::emit_bytecode_message(returned_feedback, bytecode::LITERAL, 128, message);
+        self.check_stateless(&sig, message, message.len(), None)
+    }
+
+    /// Runs a message that creates no state through the model.
+    fn check_stateless(
+        &mut self,
+        sig: &[u8],
+        message: &[u8],
+        payload_len: usize,
+        dictionary: Option<StateId>,
+    ) -> Result<Compressed, CompressError> {
+        let d = self.model.decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
+        if d.output != message {
+            return Err(CompressError::Mismatch);
+        }
+        self.model.accept(d.pending, MODEL);
+        self.sent.record(
+            sig,
+            SentRecord { compartment: MODEL, states_used: dictionary.into_iter().collect(), states_requested: vec![] },
+        );
+        Ok(Compressed { message: sig.to_vec(), payload_len, uploaded_bytecode: true, ..Compressed::default() })
+    }
+
+    fn compress_stateful(
+        &mut self,
+        message: &[u8],
+        returned_feedback: Option<&[u8]>,
+        announce: bool,
+    ) -> Result<Compressed, CompressError> {
+        let mech = self.config.mechanism;
+        let stream = self.config.transport == Transport::Stream;
+        // The newest snapshot the peer holds and we may use.
+        let base = if mech.saves_snapshots() {
+            // (A snapshot kept only as an identifier, forget_superseded,
+            // is never the newest usable one: the peer evicts older
+            // snapshots first. The check keeps that an invariant here.)
+            self.snapshots
+                .iter()
+                .rev()
+                .filter(|s| s.usable && self.in_model(&s.id))
+                .find_map(|s| Some((s.clone(), self.snapshot_memory(&s.id)?)))
+        } else {
+            None
+        };
+        let (base, base_memory) = base.unzip();
+        let bytecode_state =
+            (mech == Mechanism::Static && self.bytecode_usable && self.in_model(&self.bytecode.state_id))
+                || (self.peer_has_bytecode && self.model.states().get(&self.bytecode.state_id).is_some());
+        let w = usize::from(self.layout.buffer_size);
+        let window: Vec<u8> = match &base_memory {
+            Some(m) => self.layout.window_of(m),
+            None => self.bytecode.fresh_window(&self.layout),
+        };
+        let mut flags = 0u8;
+        // Items after the flags byte other than the shared state's.
+        let mut items: Vec<u8> = Vec::new();
+        // Over UDP a state is used only once the peer has acknowledged it
+        // (RFC 3321 §5.1): ask for the acknowledgement as feedback.
+        let wants_ack = !stream && (mech.saves_snapshots() || (mech == Mechanism::Static && !self.bytecode_usable));
+        let seq = if wants_ack { Some(self.next_seq()) } else { None };
+        if let Some(seq) = seq {
+            flags |= 0x40;
+            items.push(seq);
+        }
+        let announced = announce && mech == Mechanism::Shared;
+        // Hashed only if announced (the endpoint then stores this State).
+        let own_shared = announced.then(|| State::new(0, 0, 6, message));
+        // Up to two entries for the returned parameters' list.
+        let mut entries: Vec<StateId> = Vec::new();
+        if let Some(own) = &own_shared {
+            entries.push(own.id);
+        }
+        if self.announce_bytecode {
+            entries.push(self.bytecode.state_id);
+            if stream {
+                self.announce_bytecode = false;
+            }
+        }
+        for (k, id) in entries.iter().enumerate() {
+            flags |= if k == 0 { 0x20 } else { 0x10 };
+            items.push(6);
+            items.extend_from_slice(&id.0[..6]);
+        }
+        if mech == Mechanism::Static && !self.bytecode_usable {
+            flags |= 0x08;
+        }
+        // Shared mode: which part of the peer's last message to append to
+        // the buffer (RFC 3321 shared mode). It displaces older history, so
+        // a few lengths are tried and the smallest result is kept.
+        let mut used_shared = None;
+        let mut candidates: Vec<usize> = vec![0];
+        if mech == Mechanism::Shared {
+            if let Some(ps) = self.peer_shared.and_then(|id| self.model.states().get(&id)) {
+                let already = base.as_ref().is_some_and(|b| b.shared_loaded == Some(ps.id));
+                if !already && self.in_model(&ps.id) {
+                    let full = ps.len().min(usize::from(u16::MAX));
+                    for d in [4usize, 2, 1] {
+                        let l = full.min(w * 3 / 4 / d);
+                        if l >= 32 && !candidates.contains(&l) {
+                            candidates.push(l);
+                        }
+                    }
+                }
+            }
+        }
+        let shared_value =
+            self.peer_shared.and_then(|id| self.model.states().get(&id)).map(State::shared_value).unwrap_or_default();
+        let mut best: Option<(usize, usize, Vec<u8>)> = None;
+        // The first candidate is encoded into the history; a later one is
+        // encoded after rolling that back to the window (the match finder's
+        // chains over the window are shared, not copied), and the chosen
+        // one's bytes are in the history at the end.
+        let lzss = self.config.algorithm == Algorithm::Lzss;
+        let mut mark = None;
+        // The candidate whose bytes the history ends with.
+        let mut in_history = None;
+        // A shared candidate costs its tokens plus 10 bytes of header, and
+        // no tokens of this message can be fewer than `floor` bytes: once
+        // the plain encoding is within `floor + 10` bytes, no candidate can
+        // beat it (the choice is the same, the trials are saved).
+        let floor = self.token_floor(message.len());
+        for (k, &len) in candidates.iter().enumerate() {
+            if len > 0 && best.as_ref().is_some_and(|(c, _, _)| *c <= floor + 10) {
+                break;
+            }
+            let extra: &[u8] = &shared_value[..len.min(shared_value.len())];
+            if lzss && candidates.len() > 1 {
+                let finder = self.finder.get_or_insert_with(Box::default);
+                if k == 0 {
+                    finder.prepare(&window);
+                    mark = Some(finder.mark());
+                } else if let Some(m) = mark {
+                    finder.rollback(m);
+                }
+            }
+            let tokens = self.encode(&window, extra, message);
+            in_history = Some(len);
+            // (Charging the loaded bytes for the history they displace was
+            // tried: no better over the corpus as a whole.)
+            let cost = tokens.len() + if len > 0 { 10 } else { 0 };
+            if best.as_ref().is_none_or(|(c, _, _)| cost < *c) {
+                best = Some((cost, len, tokens));
+            }
+        }
+        let (_, best_len, tokens) = best.expect("one candidate at least");
+        if let (Some(m), true) = (mark, in_history != Some(best_len)) {
+            self.finder.get_or_insert_with(Box::default).rollback(m);
+            self.keep_in_history(&window, &shared_value[..best_len.min(shared_value.len())], message);
+        }
+        let shared_len = (best_len > 0).then_some(best_len);
+        let mut input = vec![0u8];
+        if let (Some(len), Some(ps)) = (shared_len, self.peer_shared) {
+            flags |= 0x80;
+            input.extend_from_slice(&ps.0[..6]);
+            input.extend_from_slice(&0u16.to_be_bytes());
+            input.extend_from_slice(&(len as u16).to_be_bytes());
+            used_shared = Some(ps);
+        }
+        input[0] = flags;
+        input.extend_from_slice(&items);
+        let payload_len = tokens.len();
+        input.extend_from_slice(&tokens);
+
+        let (sig, uploaded, used_state) = if let Some(s) = &base {
+            (wire::emit_state_message(returned_feedback, &s.id.0[..6], &input), false, Some(s.id))
+        } else if bytecode_state {
+            let id = self.bytecode.state_id;
+            (wire::emit_state_message(returned_feedback, &id.0[..6], &input), false, Some(id))
+        } else {
+            let code = &self.bytecode.code;
+            (wire::emit_bytecode_message(returned_feedback, code, self.bytecode.destination, &input), true, None)
+        };
+
+        // What the peer will do with it (RFC 3320 §5.1): computed from what
+        // the compressor knows (LZSS), or found by running the peer's
+        // decompressor on it; `verify` does both and compares them.
+        let shared_bytes = &shared_value[..shared_len.unwrap_or(0).min(shared_value.len())];
+        let view = MessageView {
+            fresh: base.is_none(),
+            flags,
+            seq,
+            entries: &entries,
+            shared: shared_bytes,
+            message,
+            sig_len: sig.len(),
+        };
+        let predicted = self.predict(base_memory.as_deref(), &view);
+        let creates = match predicted {
+            Some((creates, _)) if !self.config.verify => creates,
+            _ => {
+                self.model_runs += 1;
+                let d = self.model.decompress(&sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
+                if d.output != message {
+                    return Err(CompressError::Mismatch);
+                }
+                let run: Vec<(State, u16)> = d
+                    .pending
+                    .requests
+                    .iter()
+                    .filter_map(|r| match r {
+                        StateRequest::Create(c) => {
+                            Some((State::new(c.address, c.instruction, c.min_access_len, &c.value), c.priority))
+                        }
+                        StateRequest::Free(_) => None,
+                    })
+                    .collect();
+                if let Some((creates, bound)) = predicted {
+                    if creates != run || d.cycles > bound {
+                        return Err(CompressError::Mismatch);
+                    }
+                }
+                run
+            }
+        };
+        let accepted = self.model_create(creates);
+        let mut requested = Vec::new();
+        for id in &accepted {
+            requested.push(*id);
+            if *id == self.bytecode.state_id {
+                if stream {
+                    self.bytecode_usable = true;
+                }
+            } else if self.model.states().get(id).is_some_and(|s| s.address == 64) {
+                // The decompressor memory from address 64: a snapshot. Its
+                // bytes are the model's state value.
+                if !self.snapshots.iter().any(|s| s.id == *id) {
+                    self.snapshots.push(Snapshot {
+                        id: *id,
+                        usable: stream,
+                        shared_loaded: used_shared.or(base.as_ref().and_then(|b| b.shared_loaded)),
+                    });
+                }
+            }
+        }
+        // Keep only snapshots the peer may still hold.
+        let model = &self.model;
+        self.snapshots
+            .retain(|s| model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == s.id)));
+        if stream {
+            self.forget_superseded();
+        }
+        if let Some(seq) = seq {
+            self.awaiting.insert(seq, requested.clone());
+        }
+        let mut used = Vec::new();
+        used.extend(used_state);
+        used.extend(used_shared);
+        if base.is_none() {
+            used.extend(self.bytecode.dictionary_id);
+        }
+        self.sent
+            .record(&sig, SentRecord { compartment: MODEL, states_used: used, states_requested: requested.clone() });
+        Ok(Compressed {
+            message: sig,
+            payload_len,
+            uploaded_bytecode: uploaded,
+            used_state,
+            used_shared,
+            requested,
+            announced: own_shared,
+            feedback_item: seq,
+        })
+    }
+
+    /// A lower bound on the token bytes of a message of `len` bytes (0 for
+    /// the algorithms without one).
+    fn token_floor(&self, len: usize) -> usize {
+        match self.config.algorithm {
+            Algorithm::Lzss => self.format.min_token_bytes(len),
+            #[allow(unreachable_patterns)]
+            _ => 0,
+        }
+    }
+
+    /// Carries out the peer's state creation requests in the model, in
+    /// order, as its decompressor's `accept` would (RFC 3320 §6.2); the
+    /// identifiers created or refreshed.
+    fn model_create(&mut self, creates: Vec<(State, u16)>) -> Vec<StateId> {
+        let mut created = Vec::new();
+        for (state, priority) in creates {
+            match self.model.states_mut().create_state(MODEL, state, priority) {
+                CreateOutcome::Created(id) | CreateOutcome::Refreshed(id) => {
+                    if !created.contains(&id) {
+                        created.push(id);
+                    }
+                }
+                CreateOutcome::Rejected => {}
+            }
+        }
+        created
+    }
+
+    /// The peer's run of an LZSS message, computed instead of run: the
+    /// state creation requests (with their retention priorities) and an
+    /// upper bound on the UDVM cycles. `None` where only a run can tell:
+    /// other algorithms, a memory too small for the buffer (the run fails,
+    /// and the caller falls back), or a cycle bound above the peer's
+    /// budget (RFC 3320 §8.6).
+    ///
+    /// The bytecode is `asm/mechanism.asm` with `asm/lzss.asm`: before the
+    /// tokens it sets the words of :decompress's MULTILOAD, appends the
+    /// shared state at `decompressed_pointer` (0x80), sets the feedback
+    /// request (0x40) and the announced entries (0x20, 0x10), saves the
+    /// bytecode (0x08); the tokens write the message into the circular
+    /// buffer; END-MESSAGE saves memory 64..buffer_end. The LZSS
+    /// fragment's own variables lie below 64, outside the snapshot.
+    fn predict(&self, base: Option<&[u8]>, v: &MessageView<'_>) -> Option<(Vec<(State, u16)>, u64)> {
+        if self.config.algorithm != Algorithm::Lzss {
+            return None;
+        }
+        use crate::bytecode::lzss_labels as at;
+        let mech = self.config.mechanism;
+        let image = self.config.algorithm.image(mech);
+        let (cb, end) = (usize::from(self.layout.circular_buffer), usize::from(self.layout.buffer_end));
+        let dms = self.peer.dms as usize;
+        let memory = match self.config.transport {
+            Transport::Message => dms.saturating_sub(v.sig_len),
+            Transport::Stream => dms / 2,
+        }
+        .min(65536);
+        if end > memory {
+            return None;
+        }
+        // Cycles (RFC 3320 §9 costs): a literal token costs 10 (INPUT-HUFFMAN
+        // with 3 sets 4, COMPARE, OUTPUT 2, COPY-LITERAL 2, JUMP), a match of
+        // l bytes 14 + 2l ≤ 10 l for l ≥ 3: at most 10 per message byte. The
+        // rest is at most 200 plus the bytes the STATE-ACCESSes, STATE-CREATE
+        // and END-MESSAGE move.
+        let code_len = self.bytecode.code.len();
+        let mut bound = 200 + 10 * v.message.len() + v.shared.len();
+        if v.fresh {
+            bound += self.bytecode.dictionary.len();
+        }
+        if v.flags & 0x08 != 0 {
+            bound += code_len;
+        }
+        if mech.saves_snapshots() {
+            bound += end - 64;
+        }
+        // The budget: (1000 + 8 × header bytes) × CPB, plus 8 × CPB per
+        // input byte consumed; all but at most 7 trailing bits are.
+        let cpb = u64::from(self.peer.cpb);
+        let budget = (1000 + 8 * v.sig_len as u64).saturating_sub(7) * cpb;
+        if bound as u64 > budget {
+            return None;
+        }
+        let mut creates = Vec::new();
+        if v.flags & 0x08 != 0 {
+            // STATE-CREATE ($code_length, init, init, 6, 2).
+            creates.push((self.bytecode.state.clone(), 2));
+        }
+        if !mech.saves_snapshots() {
+            // Basic and static save no memory: no image to compute.
+            return Some((creates, bound as u64));
+        }
+        // Memory from address 64 (index 0) to buffer_end.
+        let mut m: Vec<u8> = match base {
+            Some(m) if m.len() == end - 64 => m.to_vec(),
+            Some(_) => return None,
+            None => {
+                // Bytecode uploaded or accessed as a state: the code at its
+                // destination, zeros elsewhere, then :init's MULTILOAD and
+                // the dictionary's STATE-ACCESS into the buffer.
+                let mut m = vec![0u8; end - 64];
+                let d = usize::from(self.bytecode.destination) - 64;
+                m[d..d + self.bytecode.code.len()].copy_from_slice(&self.bytecode.code);
+                let dict = &self.bytecode.dictionary;
+                bytecode::put_word(&mut m, 64, at::BYTE_COPY_LEFT, cb as u16);
+                bytecode::put_word(&mut m, 64, at::BYTE_COPY_RIGHT, end as u16);
+                bytecode::put_word(&mut m, 64, at::INPUT_BIT_ORDER, 0);
+                bytecode::put_word(&mut m, 64, at::DECOMPRESSED_POINTER, (cb + dict.len()) as u16);
+                m[cb - 64..cb - 64 + dict.len()].copy_from_slice(dict);
+                m
+            }
+        };
+        let word = |m: &[u8], a: u16| u16::from_be_bytes([m[usize::from(a) - 64], m[usize::from(a) - 63]]);
+        // :decompress: MULTILOAD (fb_loc, 4, 0, snap_mal, $announce_params, 0).
+        let announce_params = word(&m, image.announce_params);
+        bytecode::put_word(&mut m, 64, at::FB_LOC, 0);
+        bytecode::put_word(&mut m, 64, at::SNAP_MAL, 6);
+        bytecode::put_word(&mut m, 64, at::RETURNED_PARAMETERS_LOCATION, announce_params);
+        bytecode::put_word(&mut m, 64, at::ANNOUNCED_A, 0);
+        // Bytes written at decompressed_pointer wrap within the buffer
+        // (RFC 3320 §8.4; byte_copy_left/right are the buffer's bounds).
+        let append = |m: &mut Vec<u8>, bytes: &[u8]| {
+            let mut dp = usize::from(word(m, at::DECOMPRESSED_POINTER));
+            if !(cb..end).contains(&dp) {
+                return false;
+            }
+            for &b in bytes {
+                m[dp - 64] = b;
+                dp += 1;
+                if dp == end {
+                    dp = cb;
+                }
+            }
+            bytecode::put_word(m, 64, at::DECOMPRESSED_POINTER, dp as u16);
+            true
+        };
+        if v.flags & 0x80 != 0 && !append(&mut m, v.shared) {
+            return None;
+        }
+        if let Some(seq) = v.seq {
+            bytecode::put_word(&mut m, 64, at::FB_LOC, at::REQUESTED_FEEDBACK_LOCATION);
+            bytecode::put_word(&mut m, 64, at::REQUESTED_FEEDBACK_LOCATION, 1024);
+            m[usize::from(at::REQUESTED_FEEDBACK_ITEM) - 64] = seq;
+        }
+        for (k, id) in v.entries.iter().enumerate() {
+            let a = usize::from(if k == 0 { at::ANNOUNCED_A } else { at::ANNOUNCED_B }) - 64;
+            m[a] = 6;
+            m[a + 1..a + 7].copy_from_slice(&id.0[..6]);
+        }
+        if !append(&mut m, v.message) {
+            return None;
+        }
+        // END-MESSAGE (..., $snapshot_length, 64, decompress, $snap_mal, 1).
+        creates.push((State::new(64, image.decompress, 6, &m), 1));
+        Some((creates, bound as u64))
+    }
+
+    /// The tokens for `message` after `window` and `extra`, which the
+    /// match finder's history then ends with.
+    fn encode(&mut self, window: &[u8], extra: &[u8], message: &[u8]) -> Vec<u8> {
+        let finder = self.finder.get_or_insert_with(Box::default);
+        encode_tokens(self.config.algorithm, finder, window, extra, message, self.format, self.config.effort)
+    }
+
+    /// After trials: the history the chosen encoding leaves.
+    fn keep_in_history(&mut self, window: &[u8], extra: &[u8], message: &[u8]) {
+        if self.config.algorithm == Algorithm::Lzss {
+            let finder = self.finder.get_or_insert_with(Box::default);
+            finder.prepare(window);
+            finder.append(extra);
+            finder.append_hashed(message);
+        }
+    }
+}
+
+/// The algorithm's tokens for `message`, written after `window` (the
+/// circular buffer in chronological order) and `extra` (bytes the
+/// mechanism adds to the buffer before the message).
+fn encode_tokens(
+    algorithm: Algorithm,
+    finder: &mut MatchFinder,
+    window: &[u8],
+    extra: &[u8],
+    message: &[u8],
+    format: LzssFormat,
+    effort: Effort,
+) -> Vec<u8> {
+    let w = window.len();
+    match algorithm {
+        Algorithm::Lzss => {
+            let _ = w;
+            let mut bw = BitWriter::default();
+            finder.prepare(window);
+            finder.append(extra);
+            finder.encode(message, w, format, effort, &mut bw);
+            bw.finish()
+        }
+        #[cfg(sigkit_deflate)]
+        Algorithm::Deflate => {
+            let history = [window, extra].concat();
+            let mut out = Vec::new();
+            let params = crate::deflate::DeflateParams { max_chain: effort.max_chain };
+            crate::deflate::encode(&history[history.len() - w..], message, &params, &mut out);
+            out
+        }
+        #[cfg(sigkit_lz77)]
+        Algorithm::Lz77 => {
+            let history = [window, extra].concat();
+            let mut out = Vec::new();
+            let params = crate::lz77::Lz77Params { max_chain: effort.max_chain };
+            crate::lz77::encode(&history[history.len() - w..], message, &params, &mut out);
+            out
+        }
+    }
+}
+
+/// Sets the algorithm's own words in the bytecode image.
+fn patch_algorithm(
+    algorithm: Algorithm,
+    image: &Image,
+    code: &mut [u8],
+    base: u16,
+    _layout: &Layout,
+    format: LzssFormat,
+) {
+    let mut put = |name: &str, v: u16| {
+        let at = image.label(name).unwrap_or_else(|| panic!("bytecode has no label {name}"));
+        bytecode::put_word(code, base, at, v);
+    };
+    match algorithm {
+        Algorithm::Lzss => {
+            let ob = format.offset_bits;
+            // Third group of the INPUT-HUFFMAN: '11' + ob bits.
+            put("lzss_offset_extra_bits", u16::from(ob - 7));
+            put("lzss_offset_lower", (3u32 << ob) as u16);
+            put("lzss_offset_upper", ((1u32 << (ob + 2)) - 1) as u16);
+        }
+        #[cfg(sigkit_deflate)]
+        Algorithm::Deflate => {}
+        #[cfg(sigkit_lz77)]
+        Algorithm::Lz77 => {}
+    }
+}
+
+/// What [`Compressor::predict`] needs to know of one message.
+struct MessageView<'a> {
+    /// No snapshot: the bytecode starts at :init.
+    fresh: bool,
+    flags: u8,
+    seq: Option<u8>,
+    /// Announced identifiers (flags 0x20, 0x10).
+    entries: &'a [StateId],
+    /// The part of the peer's shared state appended (flag 0x80).
+    shared: &'a [u8],
+    message: &'a [u8],
+    /// Length of the SigComp message (unframed).
+    sig_len: usize,
+}

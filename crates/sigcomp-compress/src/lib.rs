@@ -1,0 +1,25 @@
+//! # sigcomp-compress
+//!
+//! The sending side of SigComp: compressors whose output any RFC 3320
+//! decompressor decodes (their decompression algorithms are UDVM bytecode
+//! written in the assembly language of RFC 4464, under `asm/`), the
+//! mechanisms that make SigComp pay off — static, dynamic and shared
+//! compression (RFC 3321, seed 000 §3.4) — and an [`Endpoint`] that pairs a
+//! compressor with the core's decompressor so feedback, shared states and
+//! NACKs flow between them.
+
+pub mod bits;
+pub mod bytecode;
+pub mod compressor;
+pub mod dictionary;
+pub mod endpoint;
+pub mod lzss;
+
+pub use compressor::{Algorithm, CompressError, Compressed, Compressor, Config, Mechanism};
+pub use dictionary::Priorities;
+pub use endpoint::{Endpoint, ReceiveError, Received, DEFAULT_SCRATCH_COMPARTMENTS};
+pub use lzss::Effort;
+#[cfg(sigkit_deflate)]
+pub mod deflate;
+#[cfg(sigkit_lz77)]
+pub mod lz77;

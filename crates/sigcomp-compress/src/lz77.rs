@@ -1,0 +1,336 @@
+//! A byte-oriented LZ77 for SigComp, decoded by `asm/lz77.asm`, and the
+//! hash-chain match finder it shares with the Deflate encoder.
+//!
+//! Token format (RFC 4464 §4.1.1 is the model: whole bytes, strings copied
+//! into the circular buffer; but the copies are relative and literals come
+//! in runs), each token starting with one control byte `c`:
+//! * `c` in `0x00..=0x7F`: a literal run, the next `c + 1` bytes (1..=128);
+//! * `c` in `0x80..=0xFF`: a match of `(c & 0x7F) + 4` bytes (4..=131)
+//!   copied from `offset` bytes back; the offset follows in 2 bytes, most
+//!   significant first (1..=buffer size).
+//!
+//! The message ends after its last token. A match costs 3 bytes and a
+//! literal one byte plus one per run of up to 128, so the encoder chooses
+//! its tokens by a shortest-path parse over those costs.
+
+/// Shortest match the format can express (a 3-byte match would cost as
+/// much as its literals).
+pub const MIN_MATCH: usize = 4;
+/// Longest match one token expresses; longer ones take several tokens.
+pub const MAX_MATCH: usize = 131;
+/// Longest literal run one control byte announces.
+pub const MAX_RUN: usize = 128;
+/// Largest offset the 2-byte field holds.
+pub const MAX_OFFSET: usize = 65535;
+
+/// Encoder settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lz77Params {
+    /// How many earlier positions with the same 3-byte hash are compared
+    /// per message position (more: slower, sometimes smaller).
+    pub max_chain: usize,
+}
+
+impl Default for Lz77Params {
+    fn default() -> Self {
+        Lz77Params { max_chain: 256 }
+    }
+}
+
+const HASH_BITS: u32 = 15;
+const NIL: u32 = u32::MAX;
+
+/// Hash chains over a linear history: the window (the circular buffer in
+/// chronological order) followed by the message. Every position is
+/// inserted, so the finder can be asked for the matches at every message
+/// position, as an optimal parse needs.
+pub struct MatchFinder<'a> {
+    data: &'a [u8],
+    head: Vec<u32>,
+    prev: Vec<u32>,
+    next_insert: usize,
+    max_distance: usize,
+    max_len: usize,
+    max_chain: usize,
+}
+
+/// One match candidate: `len` bytes from `distance` back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Match {
+    pub len: usize,
+    pub distance: usize,
+}
+
+#[inline]
+fn hash3(b: &[u8]) -> usize {
+    // Multiplicative (Fibonacci) hashing of the next three bytes.
+    let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+}
+
+impl<'a> MatchFinder<'a> {
+    /// A finder over `data` (window then message) for matches of at most
+    /// `max_len` bytes starting at most `max_distance` bytes back.
+    pub fn new(data: &'a [u8], max_distance: usize, max_len: usize, max_chain: usize) -> MatchFinder<'a> {
+        MatchFinder {
+            data,
+            head: vec![NIL; 1 << HASH_BITS],
+            prev: vec![NIL; data.len()],
+            next_insert: 0,
+            max_distance,
+            max_len,
+            max_chain: max_chain.max(1),
+        }
+    }
+
+    fn insert_up_to(&mut self, end: usize) {
+        while self.next_insert < end {
+            let p = self.next_insert;
+            if p + 3 <= self.data.len() {
+                let h = hash3(&self.data[p..]);
+                self.prev[p] = self.head[h];
+                self.head[h] = p as u32;
+            }
+            self.next_insert += 1;
+        }
+    }
+
+    /// The matches at `pos` (at least 3 bytes long), each longer than the
+    /// one before and at the smallest distance found for its length:
+    /// for any length up to the last one's, the first entry at least that
+    /// long is the nearest copy seen. Positions must be asked in
+    /// increasing order.
+    pub fn matches_at(&mut self, pos: usize, out: &mut Vec<Match>) {
+        out.clear();
+        self.insert_up_to(pos);
+        let data = self.data;
+        if pos + 3 > data.len() {
+            return;
+        }
+        let limit = (data.len() - pos).min(self.max_len);
+        let mut best = 2;
+        let mut cand = self.head[hash3(&data[pos..])];
+        let mut steps = 0;
+        while cand != NIL && steps < self.max_chain {
+            let c = cand as usize;
+            let distance = pos - c;
+            if distance > self.max_distance {
+                break;
+            }
+            steps += 1;
+            // Only a candidate that beats the best so far matters; check
+            // the byte that would make it longer first.
+            if data[c + best.min(limit - 1)] == data[pos + best.min(limit - 1)] {
+                let len = data[c..c + limit].iter().zip(&data[pos..pos + limit]).take_while(|(a, b)| a == b).count();
+                if len > best {
+                    best = len;
+                    out.push(Match { len, distance });
+                    if len == limit {
+                        break;
+                    }
+                }
+            }
+            cand = self.prev[c];
+        }
+    }
+}
+
+/// Encodes `message` as LZ77 tokens against `window` (the circular buffer
+/// in chronological order, oldest first: exactly buffer-size bytes) and
+/// appends them to `out`.
+pub fn encode(window: &[u8], message: &[u8], params: &Lz77Params, out: &mut Vec<u8>) {
+    let w = window.len();
+    let n = message.len();
+    let mut data = Vec::with_capacity(w + n);
+    data.extend_from_slice(window);
+    data.extend_from_slice(message);
+    // A copy may reach the oldest byte of the buffer, `buffer size` back
+    // (RFC 3320 §8.4: COPY-OFFSET wraps in the circular buffer).
+    let mut finder = MatchFinder::new(&data, w.min(MAX_OFFSET), MAX_MATCH, params.max_chain);
+
+    // Shortest path over message positions. Two costs per position: the
+    // cheapest encoding of message[..i] that ends with a match (or is
+    // empty), `after_match`, and the cheapest that ends inside a literal
+    // run, `in_run` (with the length of that run, since a run of 128 needs
+    // a new control byte).
+    const INF: u32 = u32::MAX / 2;
+    #[derive(Clone, Copy)]
+    enum Step {
+        None,
+        /// A literal after the state `from_run` (true: inside a run) at i − 1.
+        Literal {
+            from_run: bool,
+        },
+        /// A match of `len` from `distance` after the cheaper state at i − len.
+        Copy {
+            len: u16,
+            distance: u16,
+            from_run: bool,
+        },
+    }
+    let mut after_match = vec![(INF, Step::None); n + 1];
+    let mut in_run = vec![(INF, Step::None, 0usize); n + 1];
+    after_match[0].0 = 0;
+    let mut found = Vec::new();
+    for i in 0..n {
+        let (am, _) = after_match[i];
+        let (ir, _, run) = in_run[i];
+        // A literal: opens a run (2 bytes with its control byte) or joins one.
+        let open = am.saturating_add(2);
+        let join = if run == MAX_RUN { ir.saturating_add(2) } else { ir.saturating_add(1) };
+        let (cost, from_run, new_run) =
+            if join <= open && ir < INF { (join, true, run % MAX_RUN + 1) } else { (open, false, 1) };
+        if cost < in_run[i + 1].0 {
+            in_run[i + 1] = (cost, Step::Literal { from_run }, new_run);
+        }
+        // Matches: 3 bytes each, from the cheaper state.
+        let (base, from_run) = if ir < am { (ir, true) } else { (am, false) };
+        finder.matches_at(w + i, &mut found);
+        let mut shorter = MIN_MATCH - 1;
+        for m in &found {
+            for len in (shorter + 1).max(MIN_MATCH)..=m.len {
+                let c = base + 3;
+                if c < after_match[i + len].0 {
+                    after_match[i + len] = (c, Step::Copy { len: len as u16, distance: m.distance as u16, from_run });
+                }
+            }
+            shorter = shorter.max(m.len);
+        }
+    }
+
+    // Walk back from the cheaper end state, then emit in order.
+    enum Token {
+        Literal,
+        Copy { len: usize, distance: usize },
+    }
+    let mut tokens = Vec::new();
+    let mut i = n;
+    let mut in_a_run = in_run[n].0 < after_match[n].0;
+    while i > 0 {
+        if in_a_run {
+            let Step::Literal { from_run } = in_run[i].1 else { unreachable!("a run state ends with a literal") };
+            tokens.push(Token::Literal);
+            in_a_run = from_run;
+            i -= 1;
+        } else {
+            let Step::Copy { len, distance, from_run } = after_match[i].1 else {
+                unreachable!("a match state ends with a match")
+            };
+            tokens.push(Token::Copy { len: usize::from(len), distance: usize::from(distance) });
+            in_a_run = from_run;
+            i -= usize::from(len);
+        }
+    }
+    tokens.reverse();
+
+    let mut pos = 0;
+    let mut t = 0;
+    while t < tokens.len() {
+        match tokens[t] {
+            Token::Copy { len, distance } => {
+                out.push(0x80 | (len - MIN_MATCH) as u8);
+                out.extend_from_slice(&(distance as u16).to_be_bytes());
+                pos += len;
+                t += 1;
+            }
+            Token::Literal => {
+                let mut run = 0;
+                while t < tokens.len() && run < MAX_RUN && matches!(tokens[t], Token::Literal) {
+                    run += 1;
+                    t += 1;
+                }
+                out.push((run - 1) as u8);
+                out.extend_from_slice(&message[pos..pos + run]);
+                pos += run;
+            }
+        }
+    }
+    debug_assert_eq!(pos, n);
+}
+
+/// Decodes LZ77 tokens against `window` (a reference for tests; the real
+/// decoder is the bytecode). `None` for malformed input.
+pub fn decode(window: &[u8], tokens: &[u8]) -> Option<Vec<u8>> {
+    let w = window.len();
+    let mut hist = window.to_vec();
+    let mut i = 0;
+    while i < tokens.len() {
+        let c = usize::from(tokens[i]);
+        i += 1;
+        if c < 0x80 {
+            let run = tokens.get(i..i + c + 1)?;
+            hist.extend_from_slice(run);
+            i += c + 1;
+        } else {
+            let off = tokens.get(i..i + 2)?;
+            let distance = usize::from(u16::from_be_bytes([off[0], off[1]]));
+            i += 2;
+            // The circular buffer holds the last `w` bytes.
+            if distance == 0 || distance > w {
+                return None;
+            }
+            for _ in 0..(c & 0x7F) + MIN_MATCH {
+                let b = hist[hist.len() - distance];
+                hist.push(b);
+            }
+        }
+    }
+    Some(hist.split_off(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(window: &[u8], msg: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode(window, msg, &Lz77Params::default(), &mut out);
+        assert_eq!(decode(window, &out).as_deref(), Some(msg));
+        out
+    }
+
+    #[test]
+    fn literal_runs_and_matches() {
+        let msg = b"INVITE sip:bob@example.com SIP/2.0\r\nTo: <sip:bob@example.com>\r\n";
+        let out = round_trip(&[0; 64], msg);
+        assert!(out.len() < msg.len(), "{} >= {}", out.len(), msg.len());
+        // Empty message: no tokens.
+        assert!(round_trip(&[0; 64], b"").is_empty());
+        // 300 distinct-ish literals need three runs (128 + 128 + 44).
+        let lits: Vec<u8> = (0..300u32).map(|i| (i * 7 % 251) as u8).collect();
+        let out = round_trip(&[1; 16], &lits);
+        assert_eq!(out.len(), 300 + 3);
+    }
+
+    #[test]
+    fn window_copies_and_long_matches() {
+        let mut window = vec![0u8; 1000];
+        let text = b"Via: SIP/2.0/UDP pc33.atlanta.example.com;branch=z9hG4bK776asdhds\r\n";
+        window[500..500 + text.len()].copy_from_slice(text);
+        let out = round_trip(&window, text);
+        // One match of 68 bytes: 3 bytes.
+        assert_eq!(out.len(), 3);
+        // A run of 1000 equal bytes: matches of 131 with offset 1.
+        let out = round_trip(&[5u8; 8], &[5u8; 1000]);
+        assert_eq!(out.len(), 3 * 1000usize.div_ceil(MAX_MATCH));
+    }
+
+    #[test]
+    fn copies_reach_the_oldest_window_byte() {
+        // The only earlier copy of the text starts at the oldest byte, a
+        // full buffer size back.
+        let text = b"abcdefghijklmnopqrstuvwxyz";
+        let mut window = text.to_vec();
+        window.extend(std::iter::repeat_n(b'-', 100));
+        let out = round_trip(&window, text);
+        assert_eq!(out, [0x80 | (26 - 4) as u8, 0, 126]);
+    }
+
+    #[test]
+    fn decode_rejects_truncated_and_bad_offsets() {
+        assert_eq!(decode(&[0; 4], &[3, b'a']), None);
+        assert_eq!(decode(&[0; 4], &[0x80, 0]), None);
+        assert_eq!(decode(&[0; 4], &[0x80, 0, 5]), None);
+        assert_eq!(decode(&[0; 4], &[0x80, 0, 0]), None);
+    }
+}

@@ -1,0 +1,239 @@
+//! `sigkit`: command-line tools for SigComp (RFC 3320).
+
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use sigcomp::wire::{Deframer, Frame};
+use sigcomp::{CompartmentId, Decompressor, Failure, Params, Transport};
+
+mod alloc_tuning;
+mod asm_cmd;
+mod bench_cmd;
+mod endpoint_args;
+mod flow_cmd;
+mod hexin;
+mod jsonl;
+
+/// Exit code of a message that failed to decompress.
+const EXIT_FAILED: u8 = 1;
+/// Exit code of bad arguments, unreadable input or bad hex.
+const EXIT_USAGE: u8 = 2;
+
+/// Longest message a stream may carry (after unescaping); anything longer
+/// is a framing error rather than unbounded buffering.
+pub const MAX_STREAM_MESSAGE: usize = 1 << 20;
+
+#[derive(Parser)]
+#[command(name = "sigkit", version, about = "SigComp (RFC 3320) tools for SIP signalling")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decompress SigComp messages with one receiving endpoint.
+    ///
+    /// With FILE: decompress one message (or, with --stream, every message
+    /// of a TCP stream) and write the decompressed bytes to stdout. On a
+    /// decompression failure the RFC 4077 reason goes to stderr and the exit
+    /// code is 1.
+    ///
+    /// With --jsonl: read JSON requests from stdin, one per line, and answer
+    /// each with one JSON line on stdout (see README.md).
+    Decompress(DecompressArgs),
+    /// Run a SIP call flow between two in-process SigComp endpoints.
+    ///
+    /// Each message of FLOW_DIR is compressed by its sender (UE or P-CSCF)
+    /// and decompressed by the receiver's own UDVM, feedback going back;
+    /// prints the per-message table of seed 000 Appendix H (see README.md).
+    Flow(flow_cmd::FlowArgs),
+    /// Assemble RFC 4464 UDVM assembly into SigComp bytecode.
+    ///
+    /// Writes the bytecode from the first instruction on (binary, or hex
+    /// with --hex); with --message a complete SigComp message that uploads
+    /// it. Assembly errors go to stderr as FILE:LINE:COLUMN: message, exit
+    /// code 1 (see README.md).
+    Asm(asm_cmd::AsmArgs),
+    /// Disassemble UDVM bytecode (or the bytecode a SigComp message
+    /// uploads, with --message) into RFC 4464 assembly that `sigkit asm`
+    /// turns back into the same bytes.
+    Disasm(asm_cmd::DisasmArgs),
+    /// Measure speed (round trips/s, µs per message, ratio), memory per
+    /// compartment (--compartments N) and multi-core scaling (--threads N)
+    /// of compress + decompress between two in-process endpoints.
+    Bench(bench_cmd::BenchArgs),
+}
+
+#[derive(Args)]
+struct DecompressArgs {
+    /// SigComp message file, or - for standard input.
+    #[arg(required_unless_present = "jsonl", conflicts_with = "jsonl")]
+    file: Option<PathBuf>,
+    /// FILE is a TCP stream with record marking (RFC 3320 §4.2.2) that may
+    /// hold many messages.
+    #[arg(long)]
+    stream: bool,
+    /// FILE is hex text (whitespace, commas and 0x prefixes ignored).
+    #[arg(long)]
+    hex: bool,
+    /// Read JSON-lines requests from stdin and answer on stdout.
+    #[arg(long, conflicts_with_all = ["stream", "hex"])]
+    jsonl: bool,
+    /// decompression_memory_size in bytes (2048, 4096, ..., 131072).
+    #[arg(long, default_value_t = 8192)]
+    dms: u32,
+    /// state_memory_size per compartment in bytes (0, 2048, ..., 131072).
+    #[arg(long, default_value_t = 8192)]
+    sms: u32,
+    /// cycles_per_bit (16, 32, 64 or 128).
+    #[arg(long, default_value_t = 16)]
+    cpb: u16,
+}
+
+fn main() -> ExitCode {
+    alloc_tuning::keep_heap_top();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Decompress(args) => decompress(args),
+        Command::Flow(args) => flow_cmd::flow(args),
+        Command::Asm(args) => asm_cmd::asm(args),
+        Command::Disasm(args) => asm_cmd::disasm(args),
+        Command::Bench(args) => bench_cmd::bench(args),
+    }
+}
+
+fn decompress(args: DecompressArgs) -> ExitCode {
+    let params = Params { dms: args.dms, sms: args.sms, cpb: args.cpb, ..Params::default() };
+    if let Err(e) = params.validate() {
+        eprintln!("sigkit: invalid endpoint parameters: {e}");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let decompressor = match Decompressor::new(params) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("sigkit: invalid endpoint parameters: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if args.jsonl {
+        let stdin = io::stdin();
+        let stdout = io::stdout();
+        return match jsonl::run(decompressor, stdin.lock(), stdout.lock()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("sigkit: {e}");
+                ExitCode::from(EXIT_USAGE)
+            }
+        };
+    }
+    let Some(file) = args.file else {
+        eprintln!("sigkit: a FILE (or -) is needed without --jsonl");
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let input = match read_input(&file, args.hex) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            eprintln!("sigkit: {}: {e}", file.display());
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let result =
+        if args.stream { decompress_stream(decompressor, &input) } else { decompress_one(decompressor, &input) };
+    match result {
+        Ok(code) => code,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sigkit: writing output: {e}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// The bytes of `file` (`-` is stdin), hex-decoded with `hex`.
+fn read_input(file: &PathBuf, hex: bool) -> Result<Vec<u8>, String> {
+    let raw = if file.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        io::stdin().read_to_end(&mut buf).map_err(|e| e.to_string())?;
+        buf
+    } else {
+        std::fs::read(file).map_err(|e| e.to_string())?
+    };
+    if !hex {
+        return Ok(raw);
+    }
+    let text = String::from_utf8(raw).map_err(|_| "hex input is not UTF-8 text".to_string())?;
+    hexin::decode(&text).map_err(|e| format!("bad hex: {e}"))
+}
+
+/// One line describing a failure: reason name, where, and the details.
+fn describe(f: &Failure) -> String {
+    let details = if f.details.is_empty() { "none".to_string() } else { hexin::encode(&f.details) };
+    format!("{} (pc {}, opcode {}, {} cycles), details: {}", f.reason.name(), f.pc, f.opcode, f.cycles, details)
+}
+
+fn decompress_one(mut d: Decompressor, msg: &[u8]) -> io::Result<ExitCode> {
+    match d.decompress(msg, Transport::Message) {
+        Ok(out) => {
+            let mut stdout = io::stdout().lock();
+            stdout.write_all(&out.output)?;
+            stdout.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(f) => {
+            eprintln!("sigkit: decompression failed: {}", describe(&f));
+            Ok(ExitCode::from(EXIT_FAILED))
+        }
+    }
+}
+
+/// Every message of a record-marked stream, in order. The stream is one
+/// compartment: state a message creates is committed, so later messages of
+/// the same stream can use it. A message that fails is reported and
+/// skipped; a framing error ends the stream.
+fn decompress_stream(mut d: Decompressor, stream: &[u8]) -> io::Result<ExitCode> {
+    let mut deframer = Deframer::new(MAX_STREAM_MESSAGE);
+    let mut frames = Vec::new();
+    deframer.push(stream, &mut frames);
+    let mut stdout = io::stdout().lock();
+    let mut failed = false;
+    for (i, frame) in frames.into_iter().enumerate() {
+        let n = i + 1;
+        match frame {
+            Frame::Message(msg) => match d.decompress(&msg, Transport::Stream) {
+                Ok(out) => {
+                    stdout.write_all(&out.output)?;
+                    d.accept(out.pending, CompartmentId(0));
+                }
+                Err(f) => {
+                    stdout.flush()?;
+                    eprintln!("sigkit: message {n} of the stream failed: {}", describe(&f));
+                    failed = true;
+                }
+            },
+            Frame::FramingError => {
+                stdout.flush()?;
+                eprintln!(
+                    "sigkit: FRAMING_ERROR in the stream after {} message(s): an unquoted \
+                     0xFF 0x80..0xFE, or a message over {MAX_STREAM_MESSAGE} bytes; the rest \
+                     of the stream is ignored",
+                    n - 1
+                );
+                failed = true;
+            }
+        }
+    }
+    stdout.flush()?;
+    if deframer.buffered() > 0 {
+        eprintln!(
+            "sigkit: the stream ends inside a message: {} byte(s) after the last 0xFF 0xFF \
+             delimiter",
+            deframer.buffered()
+        );
+        failed = true;
+    }
+    Ok(if failed { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS })
+}
