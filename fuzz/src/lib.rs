@@ -11,6 +11,8 @@
 //! * the deframer gives the same frames however the stream is chunked;
 //! * a run naming states gives the same result with the states packed.
 
+#![forbid(unsafe_code)]
+
 use sigcomp::nack::Nack;
 use sigcomp::udvm::MAX_OUTPUT;
 use sigcomp::wire::{emit_state_message, Deframer, Frame, Header};

@@ -21,6 +21,8 @@
 //! extensions, and where the RFC examples' printed sources and bytes
 //! disagree.
 
+#![forbid(unsafe_code)]
+
 mod asm;
 mod disasm;
 pub mod encode;

@@ -8,6 +8,8 @@
 //! compressor with the core's decompressor so feedback, shared states and
 //! NACKs flow between them.
 
+#![forbid(unsafe_code)]
+
 pub mod bits;
 pub mod bytecode;
 pub mod compressor;

@@ -16,6 +16,8 @@
 //! d.accept(out.pending, CompartmentId(1));
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod decompressor;
 pub mod dict;
 pub mod nack;

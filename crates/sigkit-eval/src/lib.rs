@@ -4,6 +4,8 @@
 //! ([`corpus`]) and flow runs between two in-process SigComp endpoints
 //! ([`flow`]), reproducing seed 000's per-message tables.
 
+#![forbid(unsafe_code)]
+
 pub mod bench;
 pub mod corpus;
 pub mod flow;
