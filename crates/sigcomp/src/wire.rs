@@ -191,6 +191,16 @@ impl Deframer {
         self.buf.len()
     }
 
+    /// Bytes received since the last delimiter that no completed message
+    /// holds: the unescaped bytes buffered, plus an 0xFF whose escape byte
+    /// has not arrived (RFC 3320 §4.2.2: an 0xFF always starts a two-byte
+    /// sequence, so it belongs to a message or delimiter still open).
+    /// Non-zero at the end of a stream means the stream ended inside a
+    /// message.
+    pub fn incomplete(&self) -> usize {
+        self.buf.len() + usize::from(self.pending_ff)
+    }
+
     /// Feeds `data`, appending every completed frame to `frames`.
     pub fn push(&mut self, data: &[u8], frames: &mut Vec<Frame>) {
         if self.broken {
@@ -306,6 +316,21 @@ mod tests {
                 .collect();
             assert_eq!(got, msgs, "chunk size {chunk}");
         }
+    }
+
+    #[test]
+    fn pending_escape_byte_is_an_incomplete_message() {
+        let mut d = Deframer::new(0);
+        let mut frames = Vec::new();
+        d.push(&[0xF8, 0x01, 0xFF, 0xFF, 0xFF], &mut frames);
+        assert_eq!(frames, vec![Frame::Message(vec![0xF8, 0x01])]);
+        assert_eq!(d.buffered(), 0);
+        assert_eq!(d.incomplete(), 1);
+        d.push(&[0x00], &mut frames);
+        assert_eq!(d.incomplete(), 1, "the escaped 0xFF is buffered");
+        d.push(&[0xFF, 0xFF], &mut frames);
+        assert_eq!(d.incomplete(), 0);
+        assert_eq!(frames[1], Frame::Message(vec![0xFF]));
     }
 
     #[test]

@@ -227,11 +227,11 @@ fn decompress_stream(mut d: Decompressor, stream: &[u8]) -> io::Result<ExitCode>
         }
     }
     stdout.flush()?;
-    if deframer.buffered() > 0 {
+    if deframer.incomplete() > 0 {
         eprintln!(
             "sigkit: the stream ends inside a message: {} byte(s) after the last 0xFF 0xFF \
              delimiter",
-            deframer.buffered()
+            deframer.incomplete()
         );
         failed = true;
     }

@@ -254,3 +254,15 @@ fn hostile_input_never_panics() {
         assert_eq!(run.code, Some(1), "random bytes decompressed: {}", run.stderr);
     }
 }
+
+#[test]
+fn stream_ending_with_a_lone_escape_byte_exits_1() {
+    // A 0xFF after the last delimiter starts an escape (RFC 3320 §4.2.2):
+    // the stream ends inside a message.
+    let mut stream = stream_of(&[output_message(b"whole")]);
+    stream.push(0xFF);
+    let run = sigkit(&["decompress", "--stream", "-"], &stream);
+    assert_eq!(run.code, Some(1), "stderr: {}", run.stderr);
+    assert_eq!(run.stdout_text(), "whole");
+    assert!(run.stderr.contains("ends inside a message: 1 byte"), "stderr: {}", run.stderr);
+}
