@@ -1,9 +1,22 @@
 //! `sigkit decompress --jsonl`: one endpoint driven by JSON lines.
 //!
-//! Each input line is one request:
-//! `{"message_hex": "...", "compartment": "<id>" | null, "stream": false}`
-//! (`stream` may be left out). Each gets exactly one output line, flushed
-//! at once, in input order; see README.md for the answer's fields.
+//! Each input line is one request, and gets exactly one output line,
+//! flushed at once, in input order:
+//!
+//! - `{"message_hex": "...", "compartment": "<name>" | null, "stream": false}`
+//!   decompresses a message (`stream` may be left out); see README.md for
+//!   the answer's fields.
+//! - `{"close": "<name>"}` closes the compartment of that name (RFC 3320
+//!   §6.2: its state is released, and its feedback forgotten). The answer
+//!   is `{"closed": "<name>", "known": true}`, `known` being false when no
+//!   message was accepted under that name since it was last closed. A
+//!   later message under the same name starts a fresh compartment.
+//!
+//! A line is at most [`MAX_LINE`] bytes (2 MiB + 64 KiB): room for the
+//! largest message a stream carries, 1 MiB, as plain hex (2 MiB), with the
+//! rest of the request around it. A longer line is read through and
+//! dropped without being held in memory, and answered
+//! `{"error": "line N: line too long: …"}`; the next line is read as usual.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
@@ -12,7 +25,13 @@ use serde::{Deserialize, Serialize};
 use sigcomp::wire::{Deframer, Frame};
 use sigcomp::{CompartmentId, Decompressor, Failure, Reason, Transport};
 
+use crate::line_reader::{self, Line};
 use crate::{hexin, MAX_STREAM_MESSAGE};
+
+/// Longest request line, in bytes without the line end: a 1 MiB message
+/// (the most a stream message may hold) in plain hex, plus 64 KiB for the
+/// JSON around it.
+pub const MAX_LINE: usize = 2 * MAX_STREAM_MESSAGE + 64 * 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,6 +69,29 @@ struct Answer {
     messages: Option<Vec<MessageResult>>,
 }
 
+/// `{"close": "<name>"}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CloseRequest {
+    close: String,
+}
+
+/// The answer to a close request.
+#[derive(Serialize)]
+struct Closed {
+    closed: String,
+    /// Whether the name had a compartment to close.
+    known: bool,
+}
+
+/// One answer line.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Reply {
+    Message(Answer),
+    Closed(Closed),
+}
+
 #[derive(Serialize)]
 struct ErrorLine {
     error: String,
@@ -60,13 +102,29 @@ struct ErrorLine {
 struct Endpoint {
     d: Decompressor,
     compartments: HashMap<String, CompartmentId>,
+    /// The identifier the next new name gets: identifiers are never
+    /// reused, so a closed compartment's name and a new name cannot meet.
+    next_compartment: u64,
     deframer: Deframer,
 }
 
 impl Endpoint {
     fn compartment(&mut self, name: &str) -> CompartmentId {
-        let next = CompartmentId(self.compartments.len() as u64);
-        *self.compartments.entry(name.to_string()).or_insert(next)
+        if let Some(&id) = self.compartments.get(name) {
+            return id;
+        }
+        let id = CompartmentId(self.next_compartment);
+        self.next_compartment += 1;
+        self.compartments.insert(name.to_string(), id);
+        id
+    }
+
+    fn close(&mut self, name: String) -> Closed {
+        let id = self.compartments.remove(&name);
+        if let Some(id) = id {
+            self.d.close_compartment(id);
+        }
+        Closed { closed: name, known: id.is_some() }
     }
 
     fn message(&mut self, msg: &[u8], transport: Transport, compartment: Option<&str>) -> MessageResult {
@@ -98,12 +156,20 @@ impl Endpoint {
         }
     }
 
-    fn handle(&mut self, line: &[u8]) -> Result<Answer, String> {
+    fn handle(&mut self, line: &[u8]) -> Result<Reply, String> {
         let value: serde_json::Value = serde_json::from_slice(line).map_err(|e| format!("bad request: {e}"))?;
         // Serde would also take a JSON array for a struct; only objects are requests.
-        if !value.is_object() {
+        let Some(object) = value.as_object() else {
             return Err("bad request: expected a JSON object".into());
+        };
+        if object.contains_key("close") {
+            let req = CloseRequest::deserialize(value).map_err(|e| format!("bad close request: {e}"))?;
+            return Ok(Reply::Closed(self.close(req.close)));
         }
+        self.message_request(value).map(Reply::Message)
+    }
+
+    fn message_request(&mut self, value: serde_json::Value) -> Result<Answer, String> {
         let req = Request::deserialize(value).map_err(|e| format!("bad request: {e}"))?;
         let bytes = hexin::decode(&req.message_hex).map_err(|e| format!("bad message_hex: {e}"))?;
         let compartment = req.compartment.as_deref();
@@ -135,18 +201,21 @@ impl Endpoint {
 
 /// Answers every line of `input` on `output` until end of input.
 pub fn run(d: Decompressor, mut input: impl BufRead, mut output: impl Write) -> io::Result<()> {
-    let mut ep = Endpoint { d, compartments: HashMap::new(), deframer: Deframer::new(MAX_STREAM_MESSAGE) };
+    let mut ep =
+        Endpoint { d, compartments: HashMap::new(), next_compartment: 0, deframer: Deframer::new(MAX_STREAM_MESSAGE) };
     let mut line = Vec::new();
     let mut number = 0u64;
     loop {
-        line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
-            return Ok(());
-        }
+        let result = match line_reader::read_line(&mut input, &mut line, MAX_LINE)? {
+            Line::End => return Ok(()),
+            Line::Complete => {
+                let text = line.strip_suffix(b"\r").unwrap_or(&line);
+                ep.handle(text)
+            }
+            Line::TooLong { len } => Err(format!("line too long: {len} bytes (at most {MAX_LINE})")),
+        };
         number += 1;
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        let json = match ep.handle(text) {
+        let json = match result {
             Ok(answer) => serde_json::to_string(&answer),
             Err(error) => serde_json::to_string(&ErrorLine { error: format!("line {number}: {error}") }),
         }

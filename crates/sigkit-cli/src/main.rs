@@ -15,6 +15,7 @@ mod endpoint_args;
 mod flow_cmd;
 mod hexin;
 mod jsonl;
+mod line_reader;
 
 /// Exit code of a message that failed to decompress.
 const EXIT_FAILED: u8 = 1;
@@ -42,7 +43,10 @@ enum Command {
     /// code is 1.
     ///
     /// With --jsonl: read JSON requests from stdin, one per line, and answer
-    /// each with one JSON line on stdout (see README.md).
+    /// each with one JSON line on stdout (see README.md). A request is
+    /// {"message_hex": HEX, "compartment": NAME|null, "stream": BOOL} or
+    /// {"close": NAME}; a line over 2 MiB + 64 KiB is answered with an
+    /// error and skipped.
     Decompress(DecompressArgs),
     /// Run a SIP call flow between two in-process SigComp endpoints.
     ///
@@ -79,7 +83,9 @@ struct DecompressArgs {
     /// FILE is hex text (whitespace, commas and 0x prefixes ignored).
     #[arg(long)]
     hex: bool,
-    /// Read JSON-lines requests from stdin and answer on stdout.
+    /// Read JSON-lines requests from stdin and answer on stdout: messages
+    /// ({"message_hex": ..., "compartment": ...}) and compartment closes
+    /// ({"close": NAME}).
     #[arg(long, conflicts_with_all = ["stream", "hex"])]
     jsonl: bool,
     /// decompression_memory_size in bytes (2048, 4096, ..., 131072).

@@ -363,3 +363,93 @@ fn hostile_lines_never_panic() {
         assert!(v.get("cycles").is_some(), "{v}");
     }
 }
+
+/// The longest request line `sigkit decompress --jsonl` reads (its module
+/// docs): a 1 MiB message in plain hex plus 64 KiB.
+const MAX_LINE: usize = 2 * (1 << 20) + 64 * 1024;
+
+#[test]
+fn over_long_lines_are_refused_and_the_next_line_is_read() {
+    // A 1 MiB message in plain hex fits; one byte over the bound does not,
+    // nor does a line of 16 MiB. Each answer is one line, in order.
+    let mut big = output_message(b"big");
+    big.resize(1 << 20, 0);
+    let fits = req(&big, None);
+    assert!(fits.len() <= MAX_LINE);
+    let just_over = format!(r#"{{"message_hex": "{}", "compartment": null}}"#, "0".repeat(MAX_LINE - 39));
+    assert_eq!(just_over.len(), MAX_LINE + 1);
+    let huge = format!(r#"{{"message_hex": "{}", "compartment": null}}"#, "ab".repeat(8 << 20));
+    let lines = [fits, just_over, req(&output_message(b"after"), None), huge, req(&output_message(b"end"), None)];
+    let a = jsonl(&[], &lines);
+    assert!(a[0].get("error").is_none(), "a 1 MiB message is a request: {}", a[0]);
+    assert!(a[0].get("cycles").is_some(), "{}", a[0]);
+    for (n, len) in [(2, MAX_LINE + 1), (4, lines[3].len())] {
+        let err = a[n - 1]["error"].as_str().unwrap_or_else(|| panic!("line {n}: {}", a[n - 1]));
+        assert_eq!(err, format!("line {n}: line too long: {len} bytes (at most {MAX_LINE})"));
+    }
+    assert_eq!(output_of(&a[2]), b"after");
+    assert_eq!(output_of(&a[4]), b"end");
+}
+
+fn close_req(name: &str) -> String {
+    json!({ "close": name }).to_string()
+}
+
+#[test]
+fn close_releases_a_compartments_state() {
+    let (maker, id) = state_maker(b"closable", 48);
+    let lines = [
+        req(&maker, Some("alice")),
+        req(&access_message(&id.0[..6]), None),
+        close_req("alice"),
+        req(&access_message(&id.0[..6]), None),
+        close_req("alice"),
+        close_req("nobody"),
+        // The name starts a fresh compartment.
+        req(&maker, Some("alice")),
+        req(&access_message(&id.0[..6]), None),
+    ];
+    let a = jsonl(&[], &lines);
+    assert_eq!(a[0]["states_created"], json!([id.to_hex()]));
+    assert_eq!(output_of(&a[1]), b"closable");
+    assert_eq!(a[2], json!({"closed": "alice", "known": true}));
+    assert_eq!(a[3]["nack"], "STATE_NOT_FOUND", "{}", a[3]);
+    assert_eq!(a[4], json!({"closed": "alice", "known": false}));
+    assert_eq!(a[5], json!({"closed": "nobody", "known": false}));
+    assert_eq!(a[6]["states_created"], json!([id.to_hex()]));
+    assert_eq!(output_of(&a[7]), b"closable");
+}
+
+#[test]
+fn a_new_name_after_a_close_gets_its_own_compartment() {
+    // SMS 2048 holds one 1100-byte item per compartment. "c", first named
+    // after "a" is closed, must not share "b"'s state memory.
+    let (x, _) = state_maker(b"x", 1100);
+    let (y, yid) = state_maker(b"y", 1100);
+    let (z, _) = state_maker(b"z", 1100);
+    let lines = [
+        req(&x, Some("a")),
+        req(&y, Some("b")),
+        close_req("a"),
+        req(&z, Some("c")),
+        req(&access_message(&yid.0[..6]), None),
+    ];
+    let a = jsonl(&["--sms", "2048"], &lines);
+    assert_eq!(a[2]["known"], true);
+    assert_eq!(a[3]["states_created"].as_array().unwrap().len(), 1);
+    assert_eq!(output_of(&a[4]), b"y", "{}", a[4]);
+}
+
+#[test]
+fn bad_close_requests_get_an_error() {
+    let lines = [
+        r#"{"close": 7}"#.to_string(),
+        r#"{"close": "a", "compartment": null}"#.to_string(),
+        r#"{"close": null}"#.to_string(),
+    ];
+    let a = jsonl(&[], &lines);
+    for (n, v) in a.iter().enumerate() {
+        let err = v["error"].as_str().unwrap_or_else(|| panic!("{v}"));
+        assert!(err.starts_with(&format!("line {}: bad close request", n + 1)), "{err}");
+    }
+}
