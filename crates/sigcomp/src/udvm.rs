@@ -101,9 +101,24 @@ pub struct ReturnedParameters {
     pub params_byte: u8,
     /// 0 when not included.
     pub version: u8,
-    /// Partial identifiers of the peer's locally available states.
+    /// Partial identifiers of the peer's locally available states
+    /// (RFC 3320 §9.4.9): the first [`MAX_ANNOUNCED_STATES`] of the list.
     pub local_states: Vec<Vec<u8>>,
+    /// Identifiers the list held after the first [`MAX_ANNOUNCED_STATES`],
+    /// read (a list running outside UDVM memory still fails) but not kept.
+    pub local_states_dropped: usize,
 }
+
+/// The most locally available state identifiers kept from one message's
+/// returned parameters (RFC 3320 §9.4.9), and so per compartment (its
+/// feedback keeps the last message's list).
+///
+/// A list can run to 65536 / 7 ≈ 9,362 identifiers, 0.5 MB per
+/// compartment kept outside the state memory accounting (RFC 3320 §6.2),
+/// for a 12-byte message. A compressor needs only the few it can use as
+/// dictionaries or bytecode (the RFC 3485 and RFC 5112 dictionaries and a
+/// shared bytecode make three): the first 16 are kept, in the peer's order.
+pub const MAX_ANNOUNCED_STATES: usize = 16;
 
 impl ReturnedParameters {
     pub fn cycles_per_bit(&self) -> Option<u16> {
@@ -1179,21 +1194,36 @@ impl<'a> Machine<'a> {
             let params_byte = self.byte(rpl)?;
             let version = self.byte(rpl.wrapping_add(1))?;
             let mut local_states = Vec::new();
+            let mut local_states_dropped = 0;
             let mut a = rpl.wrapping_add(2);
             // At most 65536 bytes can be scanned; each entry is ≥ 7 bytes.
-            while local_states.len() < 65536 / 7 {
+            while local_states.len() + local_states_dropped < 65536 / 7 {
                 let len = self.byte(a)?;
                 if !(6..=20).contains(&len) {
                     break;
                 }
-                let mut id = Vec::with_capacity(usize::from(len));
-                for i in 0..u16::from(len) {
-                    id.push(self.byte(a.wrapping_add(1).wrapping_add(i))?);
+                let first = a.wrapping_add(1);
+                let last = a.wrapping_add(u16::from(len));
+                if local_states.len() < MAX_ANNOUNCED_STATES {
+                    let mut id = Vec::with_capacity(usize::from(len));
+                    for i in 0..u16::from(len) {
+                        id.push(self.byte(first.wrapping_add(i))?);
+                    }
+                    local_states.push(id);
+                } else {
+                    // Not kept, but read as a kept one is: an identifier
+                    // outside memory fails the same way. Memory is one run
+                    // from address 0, so its last byte (and, if it wraps,
+                    // byte 0xFFFF) being inside means all of it is.
+                    if last < first {
+                        self.byte(0xFFFF)?;
+                    }
+                    self.byte(last)?;
+                    local_states_dropped += 1;
                 }
-                local_states.push(id);
-                a = a.wrapping_add(1 + u16::from(len));
+                a = last.wrapping_add(1);
             }
-            Some(ReturnedParameters { params_byte, version, local_states })
+            Some(ReturnedParameters { params_byte, version, local_states, local_states_dropped })
         };
         Ok(Outcome { cycles: 0, output_seen: false, requests, requested_feedback, returned_parameters })
     }
