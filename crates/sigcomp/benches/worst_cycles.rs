@@ -1,0 +1,280 @@
+//! The most expensive UDVM cycles: `cargo bench -p sigcomp --bench worst_cycles`.
+//!
+//! RFC 3320 §8.6 bounds a message by the cycles it is charged, so what a
+//! hostile message can cost an endpoint is the time of its dearest cycle
+//! times its budget. Each bench is one message whose bytecode repeats one
+//! instruction (most loop on themselves: an instruction whose jump target
+//! is its own address) until its cycles run out, or a straight run of
+//! instructions that ends the message; it reports nanoseconds per charged
+//! cycle. Loops that read state run on an endpoint holding thousands of
+//! states in thousands of compartments.
+//!
+//! First a table (ns per cycle, median of a few runs, measured with
+//! `Instant`, about 10 s) is printed, then criterion measures each message
+//! with the cycles as its throughput (elements/s = cycles/s). Criterion's
+//! options go after `--` (`-- --warm-up-time 1 --measurement-time 2`, or a
+//! name filter); `-- --table-only` prints the table alone.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput};
+use sigcomp::udvm::op;
+use sigcomp::wire::emit_bytecode_message;
+use sigcomp::{CompartmentId, Decompressor, Params, StateId, Transport};
+
+/// Where the bytecode is uploaded.
+const CODE: u16 = 128;
+/// Scratch memory the loops write to.
+const SCRATCH: u16 = 4096;
+/// States stored at the endpoint for the loops that read state.
+const STORED_STATES: u64 = 4000;
+
+/// Multitype operand (RFC 3320 §8.5 Figure 10), shortest form.
+fn m(v: u16) -> Vec<u8> {
+    match v {
+        0..=63 => vec![v as u8],
+        64..=8191 => vec![0xA0 | (v >> 8) as u8, v as u8],
+        _ => vec![0x80, (v >> 8) as u8, v as u8],
+    }
+}
+
+/// Multitype operand in its 3-byte form (for addresses computed from the
+/// code's length).
+fn fixed(v: u16) -> Vec<u8> {
+    vec![0x80, (v >> 8) as u8, v as u8]
+}
+
+/// Literal operand (RFC 3320 §8.5 Figure 8).
+fn lit(v: u16) -> Vec<u8> {
+    match v {
+        0..=127 => vec![v as u8],
+        128..=16383 => vec![0x80 | (v >> 8) as u8, v as u8],
+        _ => vec![0xC0, (v >> 8) as u8, v as u8],
+    }
+}
+
+fn instr(opcode: u8, operands: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = vec![opcode];
+    for o in operands {
+        v.extend_from_slice(o);
+    }
+    v
+}
+
+fn end_message() -> Vec<u8> {
+    instr(op::END_MESSAGE, &[m(0), m(0), m(0), m(0), m(0), m(0), m(0)])
+}
+
+/// `body` then a JUMP back to its start (at CODE).
+fn looped(body: Vec<u8>) -> Vec<u8> {
+    let mut code = body;
+    let back = 0u16.wrapping_sub(code.len() as u16);
+    code.extend(instr(op::JUMP, &[fixed(back)]));
+    code
+}
+
+fn params() -> Params {
+    Params { dms: 131072, sms: 131072, cpb: 128, version: 2 }
+}
+
+/// A decompressor holding `STORED_STATES` states, one per compartment,
+/// and the states the loops read, which are returned.
+struct Endpoint {
+    d: Decompressor,
+    /// An empty state whose instruction is CODE.
+    empty: StateId,
+    /// A 2000-byte state.
+    large: StateId,
+    /// Identifiers of states kept packed, one per compartment.
+    packed: Vec<StateId>,
+}
+
+fn sip_text(i: u64, len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len + 100);
+    let mut n = 0;
+    while v.len() < len {
+        v.extend_from_slice(
+            format!("Via: SIP/2.0/UDP host{i}.example.com:5060;branch=z9hG4bK{i}x{n}\r\nCSeq: {n} INVITE\r\n")
+                .as_bytes(),
+        );
+        n += 1;
+    }
+    v.truncate(len);
+    v
+}
+
+fn endpoint() -> Endpoint {
+    let mut d = Decompressor::new(params()).expect("valid parameters");
+    let states = d.states_mut();
+    for i in 0..STORED_STATES {
+        let value: Vec<u8> = i.to_be_bytes().iter().copied().cycle().take(200).collect();
+        states.create(CompartmentId(i), 0, 0, 6, &value, 1);
+    }
+    let created = |d: &mut Decompressor, c: u64, instruction: u16, value: &[u8]| match d.states_mut().create(
+        CompartmentId(c),
+        0,
+        instruction,
+        6,
+        value,
+        1,
+    ) {
+        sigcomp::state::CreateOutcome::Created(id) => id,
+        o => panic!("{o:?}"),
+    };
+    let empty = created(&mut d, 1_000_000, CODE, &[]);
+    let large = created(&mut d, 1_000_001, 0, &sip_text(0, 2000));
+    let mut packed = Vec::new();
+    for i in 0..100 {
+        let c = 2_000_000 + i;
+        packed.push(created(&mut d, c, 0, &sip_text(c, 4000)));
+        assert!(d.states_mut().pack_compartment(CompartmentId(c)) > 0);
+    }
+    Endpoint { d, empty, large, packed }
+}
+
+/// The benched messages: name and message.
+fn messages(e: &Endpoint) -> Vec<(&'static str, Vec<u8>)> {
+    let mut out = Vec::new();
+    let msg = |code: &[u8]| emit_bytecode_message(None, code, CODE, &[]);
+    // JUMP to itself: the cheapest cycle.
+    out.push(("jump", msg(&instr(op::JUMP, &[m(0)]))));
+    // COMPARE jumping to itself.
+    out.push(("compare", msg(&instr(op::COMPARE, &[m(0), m(0), m(0), m(0), m(0)]))));
+    // STATE-ACCESS of an empty state by a 6-byte or 20-byte identifier,
+    // jumping to itself (the state's instruction): 1 cycle.
+    for (name, len) in [("state_access_empty_id6", 6u16), ("state_access_empty_id20", 20)] {
+        let code_at = |ids_at: u16| instr(op::STATE_ACCESS, &[fixed(ids_at), m(len), m(0), m(0), m(0), m(0)]);
+        let mut code = code_at(CODE + code_at(0).len() as u16);
+        code.extend_from_slice(&e.empty.0[..usize::from(len)]);
+        out.push((name, msg(&code)));
+    }
+    // STATE-ACCESS of 1 byte of a 2000-byte state, then JUMP: 3 cycles.
+    {
+        let code_at =
+            |ids_at: u16| looped(instr(op::STATE_ACCESS, &[fixed(ids_at), m(6), m(1999), m(1), fixed(SCRATCH), m(0)]));
+        let ids_at = CODE + code_at(0).len() as u16;
+        let mut code = code_at(ids_at);
+        code.extend_from_slice(&e.large.0[..6]);
+        out.push(("state_access_1_byte_of_2000", msg(&code)));
+    }
+    // One byte of each of 100 packed states, then END-MESSAGE.
+    {
+        let access = |at: u16| instr(op::STATE_ACCESS, &[fixed(at), m(6), m(0), m(1), fixed(SCRATCH), m(0)]);
+        let ids_at = CODE + (access(0).len() * e.packed.len() + end_message().len()) as u16;
+        let mut code = Vec::new();
+        for i in 0..e.packed.len() {
+            code.extend(access(ids_at + 6 * i as u16));
+        }
+        code.extend(end_message());
+        for id in &e.packed {
+            code.extend_from_slice(&id.0[..6]);
+        }
+        out.push(("state_access_100_packed", msg(&code)));
+    }
+    // CRC of 0 bytes, which never matches 0: jumps to itself, 1 cycle.
+    out.push(("crc_0_bytes", msg(&instr(op::CRC, &[m(0), m(0), m(0), m(0)]))));
+    // CRC of 1 byte: 2 cycles.
+    out.push(("crc_1_byte", msg(&instr(op::CRC, &[m(0), m(SCRATCH), m(1), m(0)]))));
+    // SHA-1 of 0 bytes, then JUMP: 2 cycles.
+    out.push(("sha1_0_bytes", msg(&looped(instr(op::SHA_1, &[m(SCRATCH), m(0), m(SCRATCH)])))));
+    // SHA-1 of 1 byte into itself (a new input each time), then JUMP: 3 cycles.
+    out.push(("sha1_1_byte_fed_back", msg(&looped(instr(op::SHA_1, &[m(SCRATCH), m(1), m(SCRATCH)])))));
+    // COPY of 0 and 1 bytes, then JUMP.
+    out.push(("copy_0_bytes", msg(&looped(instr(op::COPY, &[m(SCRATCH), m(0), m(SCRATCH + 8)])))));
+    out.push(("copy_1_byte", msg(&looped(instr(op::COPY, &[m(SCRATCH), m(1), m(SCRATCH + 8)])))));
+    // OUTPUT of 0 bytes, then JUMP.
+    out.push(("output_0_bytes", msg(&looped(instr(op::OUTPUT, &[m(SCRATCH), m(0)])))));
+    // MEMSET of 0 bytes, then JUMP.
+    out.push(("memset_0_bytes", msg(&looped(instr(op::MEMSET, &[m(SCRATCH), m(0), m(0), m(0)])))));
+    // MULTILOAD of 1 and of 60 words, then JUMP.
+    out.push(("multiload_1", msg(&looped(instr(op::MULTILOAD, &[m(SCRATCH), lit(1), m(7)])))));
+    {
+        let mut ops = vec![m(SCRATCH), lit(60)];
+        ops.extend((0..60).map(|i| vec![0x80, 0x12, i as u8]));
+        out.push(("multiload_60_long_operands", msg(&looped(instr(op::MULTILOAD, &ops)))));
+    }
+    // SWITCH over 200 targets, all its own address.
+    {
+        let mut ops = vec![lit(200), m(0)];
+        ops.extend((0..200).map(|_| m(0)));
+        out.push(("switch_200", msg(&instr(op::SWITCH, &ops))));
+    }
+    // INPUT-BITS and INPUT-HUFFMAN with no input left: jump to themselves.
+    out.push(("input_bits_no_input", msg(&instr(op::INPUT_BITS, &[m(1), m(SCRATCH), m(0)]))));
+    out.push((
+        "input_huffman_1_set_no_input",
+        msg(&instr(op::INPUT_HUFFMAN, &[m(SCRATCH), m(0), lit(1), m(1), m(0), m(0), m(0)])),
+    ));
+    {
+        // 100 sets (not cached): the first needs a bit, the others none.
+        let mut ops = vec![m(SCRATCH), m(0), lit(100), m(1), m(0), m(1), m(0)];
+        for _ in 1..100 {
+            ops.extend([vec![0x80, 0, 0], vec![0x80, 0, 0], vec![0x80, 0, 0], vec![0x80, 0, 0]]);
+        }
+        out.push(("input_huffman_100_sets_no_input", msg(&instr(op::INPUT_HUFFMAN, &ops))));
+    }
+    // INPUT-BYTES of 1 byte with no input: jumps to itself, 2 cycles.
+    out.push(("input_bytes_no_input", msg(&instr(op::INPUT_BYTES, &[m(1), m(SCRATCH), m(0)]))));
+    // SORT of 1 list of 2 words, then JUMP.
+    out.push(("sort_2_words", msg(&looped(instr(op::SORT_ASCENDING, &[m(SCRATCH), m(1), m(2)])))));
+    // CALL to itself (the stack wraps in memory).
+    out.push(("call", msg(&instr(op::CALL, &[m(0)]))));
+    // PUSH and POP, then JUMP.
+    out.push(("push_pop", msg(&looped([instr(op::PUSH, &[m(1)]), instr(op::POP, &[m(SCRATCH)])].concat()))));
+    out
+}
+
+/// Runs `msg` once: the cycles it was charged, and whether it ran out.
+fn run(d: &mut Decompressor, msg: &[u8]) -> u64 {
+    match d.decompress(msg, Transport::Message) {
+        Ok(out) => out.cycles,
+        Err(f) => f.cycles,
+    }
+}
+
+fn table(e: &mut Endpoint, msgs: &[(&'static str, Vec<u8>)]) {
+    println!("{:<34} {:>10} {:>12} {:>10}", "loop", "cycles", "µs/message", "ns/cycle");
+    for (name, msg) in msgs {
+        let cycles = run(&mut e.d, msg);
+        let mut times: Vec<Duration> = (0..7)
+            .map(|_| {
+                let t = Instant::now();
+                black_box(run(&mut e.d, black_box(msg)));
+                t.elapsed()
+            })
+            .collect();
+        times.sort();
+        let t = times[times.len() / 2];
+        println!(
+            "{:<34} {:>10} {:>12.1} {:>10.1}",
+            name,
+            cycles,
+            t.as_secs_f64() * 1e6,
+            t.as_secs_f64() * 1e9 / cycles.max(1) as f64
+        );
+    }
+}
+
+fn main() {
+    let mut e = endpoint();
+    let msgs = messages(&e);
+    table(&mut e, &msgs);
+    if std::env::args().any(|a| a == "--table-only") {
+        return;
+    }
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(1))
+        .sample_size(10)
+        .without_plots()
+        .configure_from_args();
+    let mut group = c.benchmark_group("worst_cycles");
+    for (name, msg) in &msgs {
+        let cycles = run(&mut e.d, msg);
+        group.throughput(Throughput::Elements(cycles));
+        group.bench_function(*name, |b| b.iter(|| run(&mut e.d, black_box(msg))));
+    }
+    group.finish();
+    c.final_summary();
+}
