@@ -104,7 +104,7 @@ print(d["round_trips_per_s"], d["ratio"])' "$report")
   done
 done
 
-python3 - "$runs" "$json" "$cpu" "$cpus" "$rounds" "$messages" "$mechanism" "$(git -C "$repo" describe --always --dirty)" <<'EOF'
+python3 - "$runs" "$json" "$cpu" "$cpus" "$rounds" "$messages" "$mechanism" "$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)" <<'EOF'
 import json
 import statistics
 import sys
