@@ -22,33 +22,50 @@ impl Default for Params {
 }
 
 /// A parameter value outside the set RFC 3320 §3.3.1 allows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamError(pub String);
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamError {
+    /// decompression_memory_size not one of 2048, 4096, …, 131072.
+    DecompressionMemorySize(u32),
+    /// state_memory_size not one of 0, 2048, 4096, …, 131072.
+    StateMemorySize(u32),
+    /// cycles_per_bit not one of 16, 32, 64, 128.
+    CyclesPerBit(u16),
+    /// SigComp_version 0 (versions start at 1, RFC 3320 §3.3.2).
+    Version0,
+}
 
 impl fmt::Display for ParamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            ParamError::DecompressionMemorySize(v) => {
+                write!(f, "decompression memory size {v} is not one of 2048, 4096, ..., 131072")
+            }
+            ParamError::StateMemorySize(v) => {
+                write!(f, "state memory size {v} is not one of 0, 2048, 4096, ..., 131072")
+            }
+            ParamError::CyclesPerBit(v) => write!(f, "cycles per bit {v} is not one of 16, 32, 64, 128"),
+            ParamError::Version0 => f.write_str("SigComp version 0 does not exist"),
+        }
     }
 }
 
 impl std::error::Error for ParamError {}
 
 impl Params {
+    /// Checks every parameter against RFC 3320 §3.3.1, in the order dms,
+    /// sms, cpb, version: the first invalid one is the error.
     pub fn validate(&self) -> Result<(), ParamError> {
         if encode_memory_size(self.dms).is_none() || self.dms == 0 {
-            return Err(ParamError(format!(
-                "decompression memory size {} is not one of 2048, 4096, ..., 131072",
-                self.dms
-            )));
+            return Err(ParamError::DecompressionMemorySize(self.dms));
         }
         if encode_memory_size(self.sms).is_none() {
-            return Err(ParamError(format!("state memory size {} is not one of 0, 2048, 4096, ..., 131072", self.sms)));
+            return Err(ParamError::StateMemorySize(self.sms));
         }
         if encode_cpb(self.cpb).is_none() {
-            return Err(ParamError(format!("cycles per bit {} is not one of 16, 32, 64, 128", self.cpb)));
+            return Err(ParamError::CyclesPerBit(self.cpb));
         }
         if self.version == 0 {
-            return Err(ParamError("SigComp version 0 does not exist".into()));
+            return Err(ParamError::Version0);
         }
         Ok(())
     }
@@ -115,9 +132,13 @@ mod tests {
     #[test]
     fn validation_rejects_odd_sizes() {
         assert!(Params::default().validate().is_ok());
-        assert!(Params { dms: 1000, ..Params::default() }.validate().is_err());
-        assert!(Params { dms: 0, ..Params::default() }.validate().is_err());
-        assert!(Params { cpb: 17, ..Params::default() }.validate().is_err());
+        let invalid = |p: Params| p.validate().unwrap_err();
+        assert_eq!(invalid(Params { dms: 1000, ..Params::default() }), ParamError::DecompressionMemorySize(1000));
+        assert_eq!(invalid(Params { dms: 0, ..Params::default() }), ParamError::DecompressionMemorySize(0));
+        assert_eq!(invalid(Params { sms: 100, ..Params::default() }), ParamError::StateMemorySize(100));
+        assert_eq!(invalid(Params { cpb: 17, ..Params::default() }), ParamError::CyclesPerBit(17));
+        assert_eq!(invalid(Params { version: 0, ..Params::default() }), ParamError::Version0);
         assert!(Params { sms: 0, ..Params::default() }.validate().is_ok());
+        assert_eq!(ParamError::CyclesPerBit(17).to_string(), "cycles per bit 17 is not one of 16, 32, 64, 128");
     }
 }

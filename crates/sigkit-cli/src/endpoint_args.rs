@@ -86,7 +86,7 @@ impl EndpointArgs {
             })?)
         };
         let params = Params { dms: self.dms, sms: self.sms, cpb: self.cpb, ..Params::default() };
-        params.validate().map_err(|e| format!("bad endpoint parameters: {}", e.0))?;
+        params.validate().map_err(|e| format!("bad endpoint parameters: {e}"))?;
         let config = Config {
             algorithm,
             mechanism,
