@@ -1,7 +1,7 @@
 //! `sigkit`: command-line tools for SigComp (RFC 3320).
 
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -77,7 +77,8 @@ struct DecompressArgs {
     #[arg(required_unless_present = "jsonl", conflicts_with = "jsonl")]
     file: Option<PathBuf>,
     /// FILE is a TCP stream with record marking (RFC 3320 §4.2.2) that may
-    /// hold many messages.
+    /// hold many messages; it is read in chunks, and each message's output
+    /// is written as soon as the message is complete.
     #[arg(long)]
     stream: bool,
     /// FILE is hex text (whitespace, commas and 0x prefixes ignored).
@@ -140,15 +141,28 @@ fn decompress(args: DecompressArgs) -> ExitCode {
         eprintln!("sigkit: a FILE (or -) is needed without --jsonl");
         return ExitCode::from(EXIT_USAGE);
     };
-    let input = match read_input(&file, args.hex) {
-        Ok(bytes) => bytes,
-        Err(e) => {
-            eprintln!("sigkit: {}: {e}", file.display());
-            return ExitCode::from(EXIT_USAGE);
+    let result = if args.stream {
+        let input: Box<dyn Read> = if file.as_os_str() == "-" {
+            Box::new(io::stdin().lock())
+        } else {
+            match std::fs::File::open(&file) {
+                Ok(f) => Box::new(f),
+                Err(e) => {
+                    eprintln!("sigkit: {}: {e}", file.display());
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            }
+        };
+        decompress_stream(decompressor, input, args.hex, &file)
+    } else {
+        match read_input(&file, args.hex) {
+            Ok(input) => decompress_one(decompressor, &input),
+            Err(e) => {
+                eprintln!("sigkit: {}: {e}", file.display());
+                return ExitCode::from(EXIT_USAGE);
+            }
         }
     };
-    let result =
-        if args.stream { decompress_stream(decompressor, &input) } else { decompress_one(decompressor, &input) };
     match result {
         Ok(code) => code,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -196,43 +210,86 @@ fn decompress_one(mut d: Decompressor, msg: &[u8]) -> io::Result<ExitCode> {
     }
 }
 
-/// Every message of a record-marked stream, in order. The stream is one
+/// Bytes read from a stream at a time.
+const STREAM_CHUNK: usize = 64 * 1024;
+
+/// Every message of a record-marked stream, in order, each decompressed
+/// and written as soon as the framing completes it: the input is read in
+/// chunks, so memory stays bounded by the largest message
+/// ([`MAX_STREAM_MESSAGE`]) whatever the stream's length. The stream is one
 /// compartment: state a message creates is committed, so later messages of
 /// the same stream can use it. A message that fails is reported and
-/// skipped; a framing error ends the stream.
-fn decompress_stream(mut d: Decompressor, stream: &[u8]) -> io::Result<ExitCode> {
+/// skipped; a framing error ends the stream. With `hex` the stream is hex
+/// text, decoded as it is read.
+fn decompress_stream(mut d: Decompressor, mut input: impl Read, hex: bool, file: &Path) -> io::Result<ExitCode> {
     let mut deframer = Deframer::new(MAX_STREAM_MESSAGE);
+    let mut hex_decoder = hex.then(hexin::HexDecoder::default);
+    let mut chunk = vec![0u8; STREAM_CHUNK];
+    let mut decoded = Vec::new();
     let mut frames = Vec::new();
-    deframer.push(stream, &mut frames);
     let mut stdout = io::stdout().lock();
+    let mut messages = 0usize;
     let mut failed = false;
-    for (i, frame) in frames.into_iter().enumerate() {
-        let n = i + 1;
-        match frame {
-            Frame::Message(msg) => match d.decompress(&msg, Transport::Stream) {
-                Ok(out) => {
-                    stdout.write_all(&out.output)?;
-                    d.accept(out.pending, CompartmentId(0));
-                }
-                Err(f) => {
-                    stdout.flush()?;
-                    eprintln!("sigkit: message {n} of the stream failed: {}", describe(&f));
-                    failed = true;
-                }
-            },
-            Frame::FramingError => {
+    loop {
+        let n = match input.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
                 stdout.flush()?;
-                eprintln!(
-                    "sigkit: FRAMING_ERROR in the stream after {} message(s): an unquoted \
-                     0xFF 0x80..0xFE, or a message over {MAX_STREAM_MESSAGE} bytes; the rest \
-                     of the stream is ignored",
-                    n - 1
-                );
-                failed = true;
+                eprintln!("sigkit: {}: {e}", file.display());
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        };
+        // Bad hex ends the stream after the messages the text before it
+        // completes.
+        let mut bad_hex = None;
+        let bytes = match &mut hex_decoder {
+            None => &chunk[..n],
+            Some(decoder) => {
+                decoded.clear();
+                let result =
+                    if n == 0 { decoder.finish(&mut decoded) } else { decoder.push(&chunk[..n], &mut decoded) };
+                bad_hex = result.err();
+                &decoded[..]
+            }
+        };
+        deframer.push(bytes, &mut frames);
+        for frame in frames.drain(..) {
+            match frame {
+                Frame::Message(msg) => {
+                    messages += 1;
+                    match d.decompress(&msg, Transport::Stream) {
+                        Ok(out) => {
+                            stdout.write_all(&out.output)?;
+                            d.accept(out.pending, CompartmentId(0));
+                        }
+                        Err(f) => {
+                            stdout.flush()?;
+                            eprintln!("sigkit: message {messages} of the stream failed: {}", describe(&f));
+                            failed = true;
+                        }
+                    }
+                }
+                Frame::FramingError => {
+                    stdout.flush()?;
+                    eprintln!(
+                        "sigkit: FRAMING_ERROR in the stream after {messages} message(s): an unquoted \
+                         0xFF 0x80..0xFE, or a message over {MAX_STREAM_MESSAGE} bytes; the rest \
+                         of the stream is ignored"
+                    );
+                    return Ok(ExitCode::from(EXIT_FAILED));
+                }
             }
         }
+        stdout.flush()?;
+        if let Some(e) = bad_hex {
+            eprintln!("sigkit: {}: bad hex: {e}", file.display());
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+        if n == 0 {
+            break;
+        }
     }
-    stdout.flush()?;
     if deframer.incomplete() > 0 {
         eprintln!(
             "sigkit: the stream ends inside a message: {} byte(s) after the last 0xFF 0xFF \

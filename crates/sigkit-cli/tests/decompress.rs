@@ -266,3 +266,88 @@ fn stream_ending_with_a_lone_escape_byte_exits_1() {
     assert_eq!(run.stdout_text(), "whole");
     assert!(run.stderr.contains("ends inside a message: 1 byte"), "stderr: {}", run.stderr);
 }
+
+/// Reads the child's stdout in a thread, passing on what each read returns.
+fn read_chunks(mut stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<Vec<u8>> {
+    use std::io::Read;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Collects output until it holds `want` bytes, waiting at most 20 s.
+fn expect_output(rx: &std::sync::mpsc::Receiver<Vec<u8>>, want: &[u8]) {
+    let mut got = Vec::new();
+    while got.len() < want.len() {
+        match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(bytes) => got.extend(bytes),
+            Err(e) => panic!("{e}: output {:?} so far, {:?} expected", String::from_utf8_lossy(&got), want),
+        }
+    }
+    assert_eq!(got, want);
+}
+
+#[test]
+fn stream_messages_are_written_as_they_arrive() {
+    // Each message's output must come out while stdin is still open: the
+    // stream is decompressed as it is read, not after its end. The second
+    // message arrives in two writes, cut inside its 0xFF escapes.
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    for hex in [false, true] {
+        let mut args = vec!["decompress", "--stream", "-"];
+        if hex {
+            args.insert(2, "--hex");
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sigkit"))
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let rx = read_chunks(child.stdout.take().unwrap());
+        let encode = |bytes: &[u8]| if hex { format!("{} ", hex::encode(bytes)).into_bytes() } else { bytes.to_vec() };
+        stdin.write_all(&encode(&stream_of(&[output_message(b"first")]))).unwrap();
+        stdin.flush().unwrap();
+        expect_output(&rx, b"first");
+        let second = stream_of(&[output_message(&[0xFF, 0xFF, 0x01, 0xFF, b'2'])]);
+        let cut = second.iter().position(|&b| b == 0xFF).unwrap() + 1;
+        stdin.write_all(&encode(&second[..cut])).unwrap();
+        stdin.flush().unwrap();
+        stdin.write_all(&encode(&second[cut..])).unwrap();
+        stdin.flush().unwrap();
+        expect_output(&rx, &[0xFF, 0xFF, 0x01, 0xFF, b'2']);
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "hex {hex}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn stream_hex_is_decoded_as_read() {
+    // A hex stream cut anywhere (the binary reads it in chunks): the same
+    // output as the binary stream; bad hex is a usage error after the
+    // messages before it.
+    let msgs: Vec<Vec<u8>> = (0..2000).map(|i| output_message(format!("{i};").as_bytes())).collect();
+    let want: String = (0..2000).map(|i| format!("{i};")).collect();
+    let text = hex::encode(stream_of(&msgs)).into_bytes();
+    let text: Vec<u8> = text.chunks(7).flat_map(|c| c.iter().copied().chain(*b", 0x")).collect();
+    let run = sigkit(&["decompress", "--stream", "--hex", "-"], &text);
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    assert_eq!(run.stdout_text(), want);
+    let mut text = hex::encode(stream_of(&[output_message(b"before")])).into_bytes();
+    text.extend_from_slice(b" zz");
+    let run = sigkit(&["decompress", "--stream", "--hex", "-"], &text);
+    assert_eq!(run.code, Some(2), "stderr: {}", run.stderr);
+    assert_eq!(run.stdout_text(), "before");
+    assert!(run.stderr.contains("bad hex"), "stderr: {}", run.stderr);
+}
