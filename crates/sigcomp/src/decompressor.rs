@@ -12,7 +12,7 @@ use sha1::{Digest, Sha1};
 use crate::dict;
 use crate::nack::{Failure, Nack, Reason};
 use crate::params::{ParamError, Params};
-use crate::state::{CompartmentId, CreateOutcome, StateHandler, StateId};
+use crate::state::{CompartmentId, CreateOutcome, Limits, StateHandler, StateId};
 use crate::udvm::{Machine, RequestedFeedback, ReturnedParameters, StateRequest};
 use crate::wire::{destination_address, Body, Header};
 
@@ -68,6 +68,28 @@ pub struct Accepted {
     /// Creation requests the state handler turned down (SMS 0, clash).
     pub rejected: usize,
     pub freed: Vec<StateId>,
+    /// Other compartments closed to keep within the [`Limits`], least
+    /// recently used first (also returned by
+    /// [`Decompressor::take_evicted`]).
+    pub evicted: Vec<CompartmentId>,
+}
+
+/// Counters and sizes of one endpoint's decompressor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Metrics {
+    /// Compartments open.
+    pub compartments: usize,
+    /// State memory of all compartments, as RFC 3320 §6.2 accounts it
+    /// (what [`Limits::max_state_bytes`] bounds).
+    pub state_bytes: usize,
+    /// Bytes the stored state values take in memory, each item once
+    /// ([`StateHandler::resident_bytes`]).
+    pub resident_bytes: usize,
+    /// Compartments closed to keep within the limits since creation.
+    pub evicted_compartments: u64,
+    /// Announced locally available state identifiers not kept
+    /// ([`crate::udvm::MAX_ANNOUNCED_STATES`]) since creation.
+    pub announced_ids_dropped: u64,
 }
 
 /// One receiving endpoint: parameters, state handler and scratch memory.
@@ -75,8 +97,8 @@ pub struct Accepted {
 pub struct Decompressor {
     params: Params,
     states: StateHandler,
-    feedback: std::collections::HashMap<CompartmentId, Feedback>,
     memory: Vec<u8>,
+    announced_ids_dropped: u64,
 }
 
 impl Decompressor {
@@ -92,12 +114,7 @@ impl Decompressor {
     /// An endpoint with no locally available state.
     pub fn bare(params: Params) -> Result<Decompressor, ParamError> {
         params.validate()?;
-        Ok(Decompressor {
-            params,
-            states: StateHandler::new(params.sms),
-            feedback: Default::default(),
-            memory: Vec::new(),
-        })
+        Ok(Decompressor { params, states: StateHandler::new(params.sms), memory: Vec::new(), announced_ids_dropped: 0 })
     }
 
     pub fn params(&self) -> &Params {
@@ -112,8 +129,52 @@ impl Decompressor {
         &mut self.states
     }
 
+    /// The feedback received under `compartment`, if it is open and
+    /// received any.
     pub fn feedback(&self, compartment: CompartmentId) -> Option<&Feedback> {
-        self.feedback.get(&compartment)
+        self.states.feedback(compartment)
+    }
+
+    /// The limits on compartments and state memory in force
+    /// ([`Limits::default`] unless set).
+    pub fn limits(&self) -> Limits {
+        self.states.limits()
+    }
+
+    /// Sets the limits on compartments and state memory; compartments
+    /// beyond them are closed at once, least recently used first (see
+    /// [`Decompressor::take_evicted`]).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.states.set_limits(limits);
+    }
+
+    /// Marks `compartment` as used now, opening it if new: the
+    /// application calls it when it compresses for the compartment, so
+    /// that a compartment it sends on is not the first to be closed.
+    /// [`Decompressor::accept`] and every state creation touch their
+    /// compartment themselves.
+    pub fn touch(&mut self, compartment: CompartmentId) {
+        self.states.touch(compartment);
+    }
+
+    /// The compartments closed to keep within the [`Limits`] since the
+    /// last call, whatever caused it (accepting, touching, creating state
+    /// through [`Decompressor::states_mut`], setting the limits), least
+    /// recently used first; their states and feedback are gone. Kept for
+    /// at most [`crate::state::MAX_UNTAKEN_EVICTIONS`] compartments.
+    pub fn take_evicted(&mut self) -> Vec<CompartmentId> {
+        self.states.take_evicted()
+    }
+
+    /// Sizes and counters. Walks the stored items for `resident_bytes`.
+    pub fn metrics(&self) -> Metrics {
+        Metrics {
+            compartments: self.states.compartment_count(),
+            state_bytes: self.states.state_bytes(),
+            resident_bytes: self.states.resident_bytes(),
+            evicted_compartments: self.states.evictions(),
+            announced_ids_dropped: self.announced_ids_dropped,
+        }
     }
 
     /// Frees the UDVM memory kept between messages (up to DMS bytes); the
@@ -188,6 +249,9 @@ impl Decompressor {
         let machine =
             Machine::new(mem, &self.states, header.remaining, &mut output, self.params.cpb, header.header_len);
         let outcome = machine.run(start)?;
+        if let Some(rp) = &outcome.returned_parameters {
+            self.announced_ids_dropped += rp.local_states_dropped as u64;
+        }
         Ok(Decompressed {
             output,
             output_seen: outcome.output_seen,
@@ -204,8 +268,15 @@ impl Decompressor {
     /// The application accepts the message under `compartment`: state
     /// requests are carried out in order and feedback is kept
     /// (RFC 3320 §4.3, §6.2, §9.4.9; RFC 4896 §9.2).
+    ///
+    /// `compartment` becomes the most recently used, opened if new. If
+    /// that exceeds [`Limits::max_compartments`], or the states created
+    /// exceed [`Limits::max_state_bytes`], the least recently used other
+    /// compartments are closed ([`Accepted::evicted`]).
     pub fn accept(&mut self, pending: Pending, compartment: CompartmentId) -> Accepted {
         let mut accepted = Accepted::default();
+        let evictions = self.states.evictions();
+        self.states.touch(compartment);
         for req in pending.requests {
             match req {
                 StateRequest::Create(c) => {
@@ -232,7 +303,7 @@ impl Decompressor {
                 }
             }
         }
-        let fb = self.feedback.entry(compartment).or_default();
+        let fb = self.states.feedback_mut(compartment);
         if let Some(rf) = pending.requested_feedback {
             // RFC 4896 §9.2: a location of 0 keeps the old request; a
             // request without Q clears the item.
@@ -246,13 +317,13 @@ impl Decompressor {
         if let Some(item) = pending.returned_feedback {
             fb.returned_item = Some(item);
         }
+        accepted.evicted = self.states.last_evicted((self.states.evictions() - evictions) as usize);
         accepted
     }
 
     /// Forgets a compartment's state and feedback.
     pub fn close_compartment(&mut self, compartment: CompartmentId) {
         self.states.close_compartment(compartment);
-        self.feedback.remove(&compartment);
     }
 
     /// The NACK (RFC 4077) to send for `msg`, which failed with `failure`.

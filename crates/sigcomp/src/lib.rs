@@ -10,7 +10,7 @@
 //! let mut d = Decompressor::new(Params::default()).unwrap();
 //! // Bytecode at 128: OUTPUT (140, 2), END-MESSAGE, then the bytes "hi" at 140.
 //! let code = [0x22, 0xA0, 0x8C, 0x02, 0x23, 0, 0, 0, 0, 0, 0, 0, b'h', b'i'];
-//! let msg = sigcomp::wire::emit_bytecode_message(None, &code, 128, &[]);
+//! let msg = sigcomp::wire::emit_bytecode_message(None, &code, 128, &[]).unwrap();
 //! let out = d.decompress(&msg, Transport::Message).unwrap();
 //! assert_eq!(out.output, b"hi");
 //! d.accept(out.pending, CompartmentId(1));
@@ -26,7 +26,7 @@ pub mod state;
 pub mod udvm;
 pub mod wire;
 
-pub use decompressor::{Accepted, Decompressed, Decompressor, Feedback, Pending, Transport};
+pub use decompressor::{Accepted, Decompressed, Decompressor, Feedback, Metrics, Pending, Transport};
 pub use nack::{Failure, Nack, NackReport, Reason, SentLog, SentRecord};
 pub use params::Params;
-pub use state::{CompartmentId, State, StateHandler, StateId, UnpackCache};
+pub use state::{CompartmentId, Limits, State, StateHandler, StateId, UnpackCache};

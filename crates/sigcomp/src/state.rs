@@ -7,12 +7,14 @@
 //! any more (RFC 3320 §6.2 step 4).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use sha1::{Digest, Sha1};
+
+use crate::decompressor::Feedback;
 
 /// A 20-byte state identifier (RFC 3320 §9.4.9).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -274,7 +276,52 @@ pub struct Compartment {
     pub sms: u32,
     pub used: u32,
     pub entries: Vec<Entry>,
+    /// Feedback received under this compartment
+    /// ([`crate::Decompressor::feedback`]): it goes with the compartment.
+    pub(crate) feedback: Option<Feedback>,
+    /// When the compartment was last used: its key in
+    /// [`StateHandler`]'s least-recently-used order.
+    last_used: u64,
 }
+
+/// Bounds on what all compartments together may hold; past them the
+/// least recently used compartments are closed (RFC 3320 §4.1 and
+/// RFC 5049 §5 leave closing compartments to the application; this is
+/// its policy when it sets none).
+///
+/// A compartment counts from the first time it is used: a message
+/// accepted under it, a state created in it by any caller (the endpoint's
+/// own shared states included), its SMS set, or
+/// [`StateHandler::touch`]. Using it makes it the most recently used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Compartments open at once (at least 1 is always allowed).
+    pub max_compartments: usize,
+    /// Bytes of state memory of all compartments together, as RFC 3320
+    /// §6.2 accounts them ([`Compartment::used`]: each item's length + 64,
+    /// in every compartment that holds it).
+    pub max_state_bytes: usize,
+}
+
+impl Default for Limits {
+    /// 65,536 compartments and 1 GiB of accounted state: a busy proxy's
+    /// worth of peers, with 16 KiB each on average (most SIP peers use a
+    /// few KiB; 8,192 peers can each fill an SMS of 131,072 bytes).
+    fn default() -> Self {
+        Limits { max_compartments: 65_536, max_state_bytes: 1 << 30 }
+    }
+}
+
+impl Limits {
+    /// No bound: compartments stay until the application closes them.
+    pub fn unlimited() -> Limits {
+        Limits { max_compartments: usize::MAX, max_state_bytes: usize::MAX }
+    }
+}
+
+/// Evicted compartments kept for [`StateHandler::take_evicted`]; an
+/// application that never takes them loses the oldest past this many.
+pub const MAX_UNTAKEN_EVICTIONS: usize = 65_536;
 
 impl Compartment {
     /// RFC 3320 §6.2 step 5 with RFC 4896 §5.1: 65535 < 0 < 1 < … < 65534,
@@ -295,17 +342,134 @@ pub enum CreateOutcome {
 }
 
 /// The state handler of one endpoint.
+///
+/// Besides the state of each compartment it keeps the compartments in
+/// least-recently-used order and enforces [`Limits`]: opening a
+/// compartment beyond `max_compartments`, or creating state beyond
+/// `max_state_bytes`, closes whole least recently used compartments
+/// (never the one in use), each in O(log n) for n compartments. Every way
+/// of creating a compartment goes through this, so no caller can bypass
+/// the limits.
 #[derive(Debug, Default)]
 pub struct StateHandler {
     items: BTreeMap<StateId, Stored>,
     compartments: HashMap<CompartmentId, Compartment>,
     next_order: u64,
     default_sms: u32,
+    limits: Limits,
+    /// Compartments by [`Compartment::last_used`], least recent first.
+    lru: BTreeMap<u64, CompartmentId>,
+    next_use: u64,
+    /// Sum of every compartment's `used`.
+    total_used: usize,
+    /// Compartments closed to keep within the limits, not taken yet.
+    evicted: VecDeque<CompartmentId>,
+    evictions: u64,
 }
 
 impl StateHandler {
     pub fn new(default_sms: u32) -> StateHandler {
         StateHandler { default_sms, ..StateHandler::default() }
+    }
+
+    /// The limits in force ([`Limits::default`] unless set).
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Sets the limits; compartments beyond them are closed at once, least
+    /// recently used first.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+        while self.compartments.len() > limits.max_compartments.max(1) || self.total_used > limits.max_state_bytes {
+            if !self.evict_least_recent(None) {
+                break;
+            }
+        }
+    }
+
+    /// Marks `compartment` as used now (the most recently used), opening
+    /// it if new (which may close the least recently used other one).
+    pub fn touch(&mut self, compartment: CompartmentId) {
+        self.open(compartment);
+    }
+
+    /// Compartments open.
+    pub fn compartment_count(&self) -> usize {
+        self.compartments.len()
+    }
+
+    /// State memory of all compartments, as RFC 3320 §6.2 accounts it
+    /// (the sum of [`Compartment::used`]).
+    pub fn state_bytes(&self) -> usize {
+        self.total_used
+    }
+
+    /// Compartments closed to keep within the limits since the handler was
+    /// made.
+    pub fn evictions(&self) -> u64 {
+        self.evictions
+    }
+
+    /// Drains the compartments closed to keep within the limits since the
+    /// last call (at most [`MAX_UNTAKEN_EVICTIONS`], the latest), least
+    /// recently used first.
+    pub fn take_evicted(&mut self) -> Vec<CompartmentId> {
+        self.evicted.drain(..).collect()
+    }
+
+    /// The last `n` compartments evicted (fewer if not kept).
+    pub(crate) fn last_evicted(&self, n: usize) -> Vec<CompartmentId> {
+        self.evicted.iter().skip(self.evicted.len().saturating_sub(n)).copied().collect()
+    }
+
+    /// The compartment, made the most recently used; a new one is opened
+    /// (after closing the least recently used others beyond
+    /// `max_compartments`).
+    fn open(&mut self, id: CompartmentId) -> &mut Compartment {
+        let now = self.next_use;
+        self.next_use += 1;
+        if let Some(c) = self.compartments.get(&id) {
+            let old = c.last_used;
+            self.lru.remove(&old);
+        } else {
+            while self.compartments.len() >= self.limits.max_compartments.max(1) {
+                if !self.evict_least_recent(Some(id)) {
+                    break;
+                }
+            }
+        }
+        self.lru.insert(now, id);
+        let default_sms = self.default_sms;
+        let c =
+            self.compartments.entry(id).or_insert_with(|| Compartment { sms: default_sms, ..Compartment::default() });
+        c.last_used = now;
+        c
+    }
+
+    /// Closes the least recently used compartment other than `keep`;
+    /// false if there is none.
+    fn evict_least_recent(&mut self, keep: Option<CompartmentId>) -> bool {
+        // `keep` is at most one entry: the first or the second one is it.
+        let Some(victim) = self.lru.values().copied().find(|c| Some(*c) != keep) else { return false };
+        self.close_compartment(victim);
+        if self.evicted.len() >= MAX_UNTAKEN_EVICTIONS {
+            self.evicted.pop_front();
+        }
+        self.evicted.push_back(victim);
+        self.evictions += 1;
+        true
+    }
+
+    /// The feedback kept for `compartment`, if it is open and has any.
+    pub(crate) fn feedback(&self, compartment: CompartmentId) -> Option<&Feedback> {
+        self.compartments.get(&compartment)?.feedback.as_ref()
+    }
+
+    /// The feedback of `compartment`, which is opened (and made the most
+    /// recently used) if need be.
+    pub(crate) fn feedback_mut(&mut self, compartment: CompartmentId) -> &mut Feedback {
+        self.open(compartment).feedback.get_or_insert_with(Feedback::default)
     }
 
     /// Adds a locally available state item (RFC 3320 §3.3.3): not mapped to
@@ -428,17 +592,18 @@ impl StateHandler {
     /// Sets a compartment's state memory size (RFC 3320 §3.3.1: it may vary
     /// per compartment). Shrinking evicts in retention order.
     pub fn set_compartment_sms(&mut self, id: CompartmentId, sms: u32) {
-        let default_sms = self.default_sms;
-        let c =
-            self.compartments.entry(id).or_insert_with(|| Compartment { sms: default_sms, ..Compartment::default() });
+        let c = self.open(id);
         c.sms = sms;
         let mut victims = Vec::new();
+        let mut freed = 0;
         while c.used > c.sms {
             let Some(v) = c.eviction_victim() else { break };
             let e = c.entries.remove(v);
             c.used -= e.cost;
+            freed += e.cost as usize;
             victims.push(e.id);
         }
+        self.total_used -= freed;
         for v in victims {
             self.release(&v);
         }
@@ -447,6 +612,8 @@ impl StateHandler {
     /// Closes a compartment, releasing its state (RFC 3320 §6.2, last para).
     pub fn close_compartment(&mut self, id: CompartmentId) {
         if let Some(c) = self.compartments.remove(&id) {
+            self.lru.remove(&c.last_used);
+            self.total_used -= c.used as usize;
             for e in c.entries {
                 self.release(&e.id);
             }
@@ -503,12 +670,17 @@ impl StateHandler {
     /// As [`StateHandler::create`], for an item already built (its
     /// identifier hashed, its value shared, not copied): a caller that
     /// built the [`State`] for its own use saves the second SHA-1.
+    ///
+    /// The compartment is opened if new and becomes the most recently used
+    /// ([`Limits`]). If all compartments together would hold more than
+    /// `max_state_bytes`, the least recently used others are closed; if
+    /// this one alone still holds too much, its own items go in retention
+    /// order (as with a smaller SMS), never the one created; an item that
+    /// could never fit is rejected.
     pub fn create_state(&mut self, compartment: CompartmentId, state: State, priority: u16) -> CreateOutcome {
-        let default_sms = self.default_sms;
-        let c = self
-            .compartments
-            .entry(compartment)
-            .or_insert_with(|| Compartment { sms: default_sms, ..Compartment::default() });
+        let max_state_bytes = self.limits.max_state_bytes;
+        self.open(compartment);
+        let Some(c) = self.compartments.get_mut(&compartment) else { return CreateOutcome::Rejected };
         // Step 1: no state memory, no state.
         if c.sms == 0 {
             return CreateOutcome::Rejected;
@@ -522,6 +694,9 @@ impl StateHandler {
         };
         let id = state.id;
         let cost = state.len() as u32 + 64;
+        if cost as usize > max_state_bytes {
+            return CreateOutcome::Rejected;
+        }
         // Step 3: an existing identifier must be the identical item.
         if let Some(existing) = self.items.get_mut(&id) {
             if existing.state.is_empty() && !state.is_empty() {
@@ -549,19 +724,48 @@ impl StateHandler {
         }
         // Steps 4–5: free in retention order until the item fits.
         let mut victims = Vec::new();
+        let mut freed = 0;
         while c.used + cost > c.sms {
             let Some(v) = c.eviction_victim() else { break };
             let e = c.entries.remove(v);
             c.used -= e.cost;
+            freed += e.cost as usize;
             victims.push(e.id);
         }
         c.entries.push(Entry { id, priority, order, cost });
         c.used += cost;
+        self.total_used = self.total_used - freed + cost as usize;
         self.items.entry(id).and_modify(|s| s.holders += 1).or_insert(Stored { state, holders: 1, local: false });
         for v in victims {
             self.release(&v);
         }
+        self.keep_total_within(compartment, id);
         CreateOutcome::Created(id)
+    }
+
+    /// After `created` was created in `compartment`: closes the least
+    /// recently used other compartments, then frees `compartment`'s other
+    /// items in retention order, until all state is within
+    /// `max_state_bytes`.
+    fn keep_total_within(&mut self, compartment: CompartmentId, created: StateId) {
+        while self.total_used > self.limits.max_state_bytes {
+            if self.evict_least_recent(Some(compartment)) {
+                continue;
+            }
+            let Some(c) = self.compartments.get_mut(&compartment) else { return };
+            let victim = c
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.id != created)
+                .min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order))
+                .map(|(i, _)| i);
+            let Some(v) = victim else { return };
+            let e = c.entries.remove(v);
+            c.used -= e.cost;
+            self.total_used -= e.cost as usize;
+            self.release(&e.id);
+        }
     }
 
     /// A state free request (RFC 3320 §9.4.9, RFC 4896 §3.3): frees the
@@ -575,6 +779,7 @@ impl StateHandler {
         }
         let e = c.entries.remove(idx);
         c.used -= e.cost;
+        self.total_used -= e.cost as usize;
         self.release(&e.id);
         Some(e.id)
     }

@@ -4,7 +4,7 @@
 
 use sigcomp::udvm::{op, MAX_ANNOUNCED_STATES};
 use sigcomp::wire::emit_bytecode_message;
-use sigcomp::{CompartmentId, Decompressor, Params, Transport};
+use sigcomp::{CompartmentId, Decompressor, Limits, Params, Transport};
 
 /// Where the bytecode is uploaded.
 const CODE: u16 = 128;
@@ -23,7 +23,7 @@ fn instr(opcode: u8, operands: &[[u8; 3]]) -> Vec<u8> {
 }
 
 fn msg(code: &[u8]) -> Vec<u8> {
-    emit_bytecode_message(None, code, CODE, &[])
+    emit_bytecode_message(None, code, CODE, &[]).unwrap()
 }
 
 /// END-MESSAGE returning parameters at `rpl` (RFC 3320 §9.4.9).
@@ -72,4 +72,116 @@ fn a_dropped_announced_identifier_outside_memory_still_fails() {
     code.extend(end_message(rpl));
     let f = d.decompress(&msg(&code), Transport::Message).unwrap_err();
     assert_eq!(f.reason, sigcomp::Reason::Segfault);
+}
+
+/// A message that saves `len` bytes of its own memory from CODE as a state
+/// (END-MESSAGE's state creation, RFC 3320 §9.4.9); `tag` makes the state
+/// differ from other tags'.
+fn saving_msg(tag: u8, len: u16) -> Vec<u8> {
+    let mut code = instr(op::END_MESSAGE, &[m(0), m(0), m(len), m(CODE), m(0), m(6), m(1)]);
+    code.push(tag);
+    msg(&code)
+}
+
+/// Decompresses and accepts `msg` under `c`.
+fn deliver(d: &mut Decompressor, msg: &[u8], c: u64) -> sigcomp::Accepted {
+    let out = d.decompress(msg, Transport::Message).unwrap();
+    d.accept(out.pending, CompartmentId(c))
+}
+
+fn reachable(d: &Decompressor, id: &sigcomp::StateId) -> bool {
+    d.states().lookup(&id.0[..6]).is_ok()
+}
+
+#[test]
+fn the_least_recently_used_compartment_goes_past_max_compartments() {
+    let mut d = big_endpoint(8192);
+    assert_eq!(d.limits(), Limits::default());
+    d.set_limits(Limits { max_compartments: 3, ..Limits::default() });
+    let mut ids = Vec::new();
+    for c in 1..=3 {
+        let a = deliver(&mut d, &saving_msg(c as u8, 100), c);
+        assert!(a.evicted.is_empty());
+        ids.push(a.created[0]);
+    }
+    // Compartment 1 sends (the application touches it): 2 is now the
+    // least recently used.
+    d.touch(CompartmentId(1));
+    let a = deliver(&mut d, &saving_msg(4, 100), 4);
+    assert_eq!(a.evicted, vec![CompartmentId(2)]);
+    assert!(!reachable(&d, &ids[1]));
+    assert!(d.states().compartment(CompartmentId(2)).is_none() && d.feedback(CompartmentId(2)).is_none());
+    assert!(reachable(&d, &ids[0]) && reachable(&d, &ids[2]) && reachable(&d, &a.created[0]));
+    assert!(d.feedback(CompartmentId(1)).is_some());
+    assert_eq!(d.take_evicted(), vec![CompartmentId(2)]);
+    assert!(d.take_evicted().is_empty());
+    let metrics = d.metrics();
+    assert_eq!((metrics.compartments, metrics.evicted_compartments), (3, 1));
+    // Accepting under an open compartment evicts nothing.
+    assert!(deliver(&mut d, &saving_msg(5, 100), 3).evicted.is_empty());
+}
+
+#[test]
+fn state_created_directly_opens_a_tracked_compartment() {
+    let mut d = big_endpoint(8192);
+    d.set_limits(Limits { max_compartments: 2, ..Limits::default() });
+    deliver(&mut d, &saving_msg(1, 100), 1);
+    deliver(&mut d, &saving_msg(2, 100), 2);
+    // The application's own state (as an endpoint's shared state) under a
+    // third compartment: the least recently used one, 1, goes.
+    let own = sigcomp::State::new(0, 0, 6, b"our own shared state");
+    d.states_mut().create_state(CompartmentId(3), own.clone(), 65535);
+    assert_eq!(d.take_evicted(), vec![CompartmentId(1)]);
+    assert_eq!(d.metrics().compartments, 2);
+    assert!(reachable(&d, &own.id));
+    // Touching a new compartment opens it too.
+    d.touch(CompartmentId(4));
+    assert_eq!(d.take_evicted(), vec![CompartmentId(2)]);
+    // Lowering the limits evicts at once.
+    d.set_limits(Limits { max_compartments: 1, ..Limits::default() });
+    assert_eq!(d.take_evicted(), vec![CompartmentId(3)]);
+    assert!(!reachable(&d, &own.id));
+}
+
+#[test]
+fn the_least_recently_used_compartments_go_past_max_state_bytes() {
+    let mut d = big_endpoint(131072);
+    // Room for three 1000-byte states (1064 accounted bytes each).
+    d.set_limits(Limits { max_compartments: 100, max_state_bytes: 3 * 1064 + 500 });
+    let ids: Vec<_> = (1..=3).map(|c| deliver(&mut d, &saving_msg(c as u8, 1000), c).created[0]).collect();
+    assert_eq!(d.metrics().state_bytes, 3 * 1064);
+    let a = deliver(&mut d, &saving_msg(4, 1000), 4);
+    assert_eq!(a.evicted, vec![CompartmentId(1)]);
+    assert!(!reachable(&d, &ids[0]) && reachable(&d, &ids[1]) && reachable(&d, &ids[2]));
+    assert_eq!(d.metrics().state_bytes, 3 * 1064);
+    // One compartment filling the whole budget pushes out all others, then
+    // its own oldest items (as a smaller SMS would), never the new one.
+    let created: Vec<_> = (10..14).map(|t| deliver(&mut d, &saving_msg(t, 1000), 4).created[0]).collect();
+    assert_eq!(d.metrics().compartments, 1);
+    assert!(d.metrics().state_bytes <= 3 * 1064 + 500);
+    assert!(reachable(&d, &created[3]) && !reachable(&d, &created[0]));
+    assert_eq!(d.take_evicted(), vec![CompartmentId(1), CompartmentId(2), CompartmentId(3)]);
+    // An item larger than the whole budget is refused.
+    d.set_limits(Limits { max_compartments: 100, max_state_bytes: 1000 });
+    let a = deliver(&mut d, &saving_msg(20, 2000), 5);
+    assert_eq!((a.created.len(), a.rejected), (0, 1));
+}
+
+#[test]
+fn metrics_count_states_evictions_and_dropped_identifiers() {
+    let mut d = big_endpoint(8192);
+    assert_eq!(d.metrics().compartments, 0);
+    let stored = d.metrics().resident_bytes; // the two dictionaries
+    deliver(&mut d, &saving_msg(1, 200), 1);
+    deliver(&mut d, &saving_msg(2, 300), 2);
+    let m = d.metrics();
+    assert_eq!((m.compartments, m.state_bytes, m.evicted_compartments), (2, 200 + 64 + 300 + 64, 0));
+    assert_eq!(m.resident_bytes, stored + 500);
+    let out = d.decompress(&msg(&announcing_code()), Transport::Message).unwrap();
+    let dropped = out.pending.returned_parameters.as_ref().unwrap().local_states_dropped as u64;
+    assert_eq!(d.metrics().announced_ids_dropped, dropped);
+    d.close_compartment(CompartmentId(1));
+    let m = d.metrics();
+    assert_eq!((m.compartments, m.state_bytes, m.evicted_compartments), (1, 364, 0));
+    assert!(Limits::unlimited().max_compartments == usize::MAX && Limits::unlimited().max_state_bytes == usize::MAX);
 }
