@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use sigcomp::{CompartmentId, Params, State};
-use sigcomp_compress::{Config, Endpoint, Received};
+use sigcomp_compress::{Config, Endpoint, EndpointConfig, Received};
 
 fn message(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus/open-sigcomp-startup").join(name);
@@ -33,13 +33,15 @@ fn message(name: &str) -> Vec<u8> {
 
 fn endpoints() -> (Endpoint, Endpoint) {
     let p = Params { dms: 8192, sms: 8192, cpb: 64, version: 2 };
-    (Endpoint::new(p, p, Config::default()).expect("ue"), Endpoint::new(p, p, Config::default()).expect("pcscf"))
+    let config = EndpointConfig::new(p, p, Config::default());
+    (Endpoint::new(config).expect("ue"), Endpoint::new(config).expect("pcscf"))
 }
 
 fn send(from: &mut Endpoint, to: &mut Endpoint, c: CompartmentId, msg: &[u8]) {
-    let out = from.compress(c, msg).expect("compress");
-    match to.receive(c, &out.message) {
-        Ok(Received::Message { output, .. }) => assert_eq!(output.len(), msg.len()),
+    let now = std::time::Instant::now();
+    let out = from.compress(now, c, msg).expect("compress");
+    match to.receive(&out.message, sigcomp::Transport::Message) {
+        Ok(Received::Message(incoming)) => assert_eq!(to.accept(now, incoming, c).message.len(), msg.len()),
         other => panic!("{other:?}"),
     }
 }

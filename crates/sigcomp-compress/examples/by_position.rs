@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use sigcomp::{CompartmentId, Params};
-use sigcomp_compress::{Config, Endpoint, Received};
+use sigcomp_compress::{Config, Endpoint, EndpointConfig, Received};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -35,8 +35,9 @@ fn main() {
         })
         .collect();
     let params = Params { dms: 8192, sms: 8192, cpb: 64, version: 2 };
-    let mut ue = Endpoint::new(params, params, Config::default()).expect("endpoint");
-    let mut pcscf = Endpoint::new(params, params, Config::default()).expect("endpoint");
+    let config = EndpointConfig::new(params, params, Config::default());
+    let mut ue = Endpoint::new(config).expect("endpoint");
+    let mut pcscf = Endpoint::new(config).expect("endpoint");
     let (mut compress, mut receive) = (vec![0f64; per], vec![0f64; per]);
     for k in 0..pairs {
         let c = CompartmentId(k);
@@ -44,9 +45,12 @@ fn main() {
             let (from_ue, m) = &messages[i % messages.len()];
             let (a, b) = if *from_ue { (&mut ue, &mut pcscf) } else { (&mut pcscf, &mut ue) };
             let t0 = Instant::now();
-            let out = a.compress(c, m).expect("compress");
+            let out = a.compress(t0, c, m).expect("compress");
             let t1 = Instant::now();
-            assert!(matches!(b.receive(c, &out.message), Ok(Received::Message { ref output, .. }) if output == m));
+            match b.receive(&out.message, sigcomp::Transport::Message) {
+                Ok(Received::Message(incoming)) => assert_eq!(&b.accept(t1, incoming, c).message, m),
+                other => panic!("{other:?}"),
+            }
             compress[i] += (t1 - t0).as_secs_f64();
             receive[i] += t1.elapsed().as_secs_f64();
         }

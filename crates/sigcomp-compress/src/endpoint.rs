@@ -1,28 +1,129 @@
-//! A SigComp endpoint: the decompressor for what the peer sends and a
+//! A sans-IO SigComp endpoint: the decompressor for what peers send and a
 //! compressor per compartment for what we send, tied together by feedback
 //! (RFC 3320 §3.2, §6.3), shared states (RFC 3321) and NACKs (RFC 4077).
+//!
+//! The endpoint has no sockets and no clock. The application feeds it what
+//! arrives and the time, and sends what it returns:
+//!
+//! 1. [`Endpoint::receive`] decompresses a message before anyone knows its
+//!    compartment (RFC 3320 §4: the application learns that from the
+//!    decompressed message, e.g. its SIP `sigcomp-id`, RFC 5049 §4). It
+//!    returns an [`Incoming`], or a [`ReceiveError`] carrying the NACK to
+//!    send back (RFC 4077 §2.2). A NACK from a peer is acted on at once.
+//! 2. The application then either [`Endpoint::accept`]s the message under
+//!    a compartment, which carries out its state requests and keeps its
+//!    feedback, or [`Endpoint::discard`]s it (an unauthenticated REGISTER,
+//!    a message that fails SIP parsing), which creates nothing (RFC 3320
+//!    §4.3, §6.2; RFC 5049 §4).
+//! 3. [`Endpoint::compress`] compresses a message for a compartment's peer.
+//!
+//! Each compartment has its own peer: its parameters are assumed from
+//! [`EndpointConfig::assumed_peer`] until the peer announces its own
+//! (RFC 3320 §9.4.9) or a NACK tells them (RFC 4077 §2.3), and its
+//! transport is the one its messages arrive on. Compartments end when the
+//! application closes them, after [`EndpointConfig::idle_timeout`]
+//! ([`Endpoint::poll_timeout`], [`Endpoint::handle_timeout`]), or when the
+//! limits of [`EndpointConfig::limits`] evict the least recently used one
+//! (RFC 5049 §5 leaves the choice of which to the application).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use sigcomp::{CompartmentId, Decompressor, Failure, Nack, Params, State, Transport};
+use sha1::{Digest, Sha1};
+use sigcomp::nack::NackReport;
+use sigcomp::{CompartmentId, Decompressor, Failure, Limits, Nack, Params, Pending, Reason, State, StateId, Transport};
 
 use crate::compressor::{CompressError, Compressed, Compressor, Config, Mechanism};
 
-/// What receiving one SigComp message gave.
-#[derive(Debug, Clone)]
-pub enum Received {
-    /// A decompressed application message.
-    Message { output: Vec<u8>, cycles: u64 },
-    /// A NACK for a message we sent; the compressor has adjusted.
-    Nack(sigcomp::NackReport),
+/// How an endpoint behaves toward every peer.
+#[derive(Debug, Clone, Copy)]
+pub struct EndpointConfig {
+    /// What this endpoint offers to its peers (RFC 3320 §3.3): its
+    /// decompression memory, state memory per compartment and cycles.
+    pub local: Params,
+    /// What a peer is assumed to offer until it announces its own
+    /// parameters or a NACK reveals them.
+    pub assumed_peer: Params,
+    /// How to compress. Its `transport` applies to a compartment that
+    /// sends before it has received anything
+    /// ([`Endpoint::open_compartment`] sets another).
+    pub compressor: Config,
+    /// A compartment with no message accepted or compressed for this long
+    /// is closed by [`Endpoint::handle_timeout`]; `None` keeps it until
+    /// closed or evicted.
+    pub idle_timeout: Option<Duration>,
+    /// Caps on the number of compartments and their total state memory;
+    /// beyond them the least recently used compartment is closed.
+    pub limits: Limits,
+    /// How many of the most recently used compartments keep their
+    /// compressor's scratch and unpacked states
+    /// ([`Endpoint::set_scratch_compartments`]).
+    pub hot_compartments: usize,
 }
 
-/// A failure to decompress, with the NACK to send back (RFC 4077 §2.2).
-#[derive(Debug, Clone)]
+impl EndpointConfig {
+    /// An endpoint offering `local`, assuming `assumed_peer` of new peers,
+    /// compressing with `compressor`; no idle timeout, the default limits.
+    pub fn new(local: Params, assumed_peer: Params, compressor: Config) -> EndpointConfig {
+        EndpointConfig {
+            local,
+            assumed_peer,
+            compressor,
+            idle_timeout: None,
+            limits: Limits::default(),
+            hot_compartments: DEFAULT_SCRATCH_COMPARTMENTS,
+        }
+    }
+}
+
+/// How many compartments keep their compressor's scratch by default: a
+/// busy server's active calls keep their chains; the thousands of idle
+/// compartments hold only their states.
+pub const DEFAULT_SCRATCH_COMPARTMENTS: usize = 64;
+
+/// Sent messages whose compartment a NACK can be traced to (RFC 4077 §2.3
+/// names a failed message by its SHA-1 only). A NACK answers within about
+/// a round trip; this many of the most recent messages, over all
+/// compartments, covers a few seconds of a busy proxy.
+const SENT_INDEX: usize = 65_536;
+
+/// Why an endpoint cannot be set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndpointError {
+    /// The parameters this endpoint offers are not valid SigComp values.
+    LocalParams(sigcomp::params::ParamError),
+    /// The parameters assumed of peers are not valid SigComp values.
+    AssumedPeerParams(sigcomp::params::ParamError),
+    /// The compressor configuration does not work for the assumed peer.
+    Compressor(CompressError),
+}
+
+impl std::fmt::Display for EndpointError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndpointError::LocalParams(e) => write!(f, "local parameters: {e}"),
+            EndpointError::AssumedPeerParams(e) => write!(f, "assumed peer parameters: {e}"),
+            EndpointError::Compressor(e) => write!(f, "compressor: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EndpointError {}
+
+/// A message that failed to decompress (RFC 3320 §8.7), with the NACK to
+/// send back to its sender (RFC 4077 §2.2); `None` for a message that was
+/// itself a NACK, which is never answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReceiveError {
     pub failure: Failure,
     pub nack: Option<Vec<u8>>,
+}
+
+impl ReceiveError {
+    pub fn reason(&self) -> Reason {
+        self.failure.reason
+    }
 }
 
 impl std::fmt::Display for ReceiveError {
@@ -33,24 +134,146 @@ impl std::fmt::Display for ReceiveError {
 
 impl std::error::Error for ReceiveError {}
 
-pub struct Endpoint {
-    local: Params,
+/// What receiving one SigComp message gave.
+#[derive(Debug)]
+pub enum Received {
+    /// A decompressed message, waiting for the application to accept it
+    /// under a compartment or to discard it.
+    Message(Incoming),
+    /// A NACK from a peer for a message we sent; already acted on.
+    Nack(ReceivedNack),
+}
+
+/// A NACK that arrived (RFC 4077 §2.3).
+#[derive(Debug, Clone)]
+pub struct ReceivedNack {
+    pub reason: Reason,
+    /// The compartment whose message failed, if the NACK names a message
+    /// this endpoint still remembers sending.
+    pub compartment: Option<CompartmentId>,
+    /// How that compartment's compressor read it: the states the peer
+    /// lacks, its real cycles or memory. `None` when unmatched.
+    pub report: Option<NackReport>,
+}
+
+/// A decompressed message whose state requests and feedback wait for the
+/// application's decision ([`Endpoint::accept`] or [`Endpoint::discard`]).
+#[derive(Debug)]
+#[must_use = "accept or discard the message"]
+pub struct Incoming {
+    output: Vec<u8>,
+    cycles: u64,
+    transport: Transport,
+    pending: Pending,
+}
+
+impl Incoming {
+    /// The decompressed message.
+    pub fn message(&self) -> &[u8] {
+        &self.output
+    }
+
+    /// UDVM cycles the message took.
+    pub fn cycles(&self) -> u64 {
+        self.cycles
+    }
+
+    /// The transport it arrived on.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// Whether accepting it would create or free state.
+    pub fn requests_state(&self) -> bool {
+        !self.pending.requests.is_empty()
+    }
+}
+
+/// What accepting a message did.
+#[derive(Debug, Clone, Default)]
+pub struct Accepted {
+    /// The decompressed message.
+    pub message: Vec<u8>,
+    pub cycles: u64,
+    /// States created or refreshed in the compartment, in request order.
+    pub created: Vec<StateId>,
+    /// Creation requests turned down (SMS 0, identifier clash).
+    pub rejected: usize,
+    pub freed: Vec<StateId>,
+    /// Other compartments closed to stay within the limits.
+    pub evicted: Vec<CompartmentId>,
+}
+
+/// Counters of an endpoint, for metrics.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointMetrics {
+    /// Compartments open.
+    pub compartments: usize,
+    /// State memory used by all compartments (RFC 3320 §6.2 accounting).
+    pub state_bytes: usize,
+    pub messages_received: u64,
+    pub bytes_received: u64,
+    pub messages_accepted: u64,
+    pub messages_discarded: u64,
+    /// Decompressed bytes of accepted and discarded messages.
+    pub bytes_decompressed: u64,
+    pub cycles: u64,
+    /// Decompression failures by RFC 4077 reason code.
+    pub failures: [u64; 32],
+    pub nacks_sent: u64,
+    pub nacks_received: u64,
+    pub messages_sent: u64,
+    pub bytes_sent: u64,
+    /// Uncompressed bytes of the messages sent.
+    pub bytes_compressed_from: u64,
+    pub compartments_evicted: u64,
+    pub compartments_timed_out: u64,
+}
+
+impl EndpointMetrics {
+    /// Failures with `reason`.
+    pub fn failures(&self, reason: Reason) -> u64 {
+        self.failures.get(usize::from(reason.code())).copied().unwrap_or(0)
+    }
+}
+
+/// One peer as this endpoint knows it.
+struct Compartment {
+    transport: Transport,
     peer: Params,
-    config: Config,
+    /// Boxed: a compartment that only receives holds a pointer.
+    compressor: Option<Box<Compressor>>,
+    /// The last feedback item echoed to the peer: an item is returned
+    /// once (a lost echo only delays the peer's use of state).
+    echoed: Option<Vec<u8>>,
+    /// Key in [`Endpoint::idle`], once the compartment has been used.
+    active: Option<(Instant, u64)>,
+}
+
+pub struct Endpoint {
+    config: EndpointConfig,
     decompressor: Decompressor,
-    /// Boxed: the map's spare slots then cost a pointer, not a compressor.
-    compressors: HashMap<CompartmentId, Box<Compressor>>,
-    /// Our own shared state per compartment (the last message we announced).
-    own_shared: HashMap<CompartmentId, sigcomp::StateId>,
-    /// The last feedback item echoed to each compartment's peer: an item
-    /// is returned once (a lost echo only delays the peer's use of state).
-    echoed: HashMap<CompartmentId, Vec<u8>>,
-    /// A user-specific dictionary the peer holds (RFC 3321 §3.3).
-    user_dictionary: Option<Arc<[u8]>>,
+    compartments: HashMap<CompartmentId, Compartment>,
+    /// Compartments by last activity, oldest first (idle timeout).
+    idle: BTreeMap<(Instant, u64), CompartmentId>,
+    activity_seq: u64,
+    /// SHA-1 of recently sent messages → their compartment, for NACKs.
+    sent: HashMap<[u8; 20], CompartmentId>,
+    sent_order: VecDeque<[u8; 20]>,
     /// Compartments whose compressors keep their scratch (match finder,
-    /// model UDVM memory), least recently compressing first.
+    /// model UDVM memory), least recently used first.
     hot: VecDeque<CompartmentId>,
-    scratch_compartments: usize,
+    factory: CompressorFactory,
+    metrics: EndpointMetrics,
+}
+
+/// Builds the compressors of an endpoint's compartments, sharing what
+/// they have in common.
+struct CompressorFactory {
+    config: Config,
+    local: Params,
+    /// A user-specific dictionary the peers hold (RFC 3321 §3.3).
+    user_dictionary: Option<Arc<[u8]>>,
     /// The bytecode the last new compressor built, shared with the next
     /// ones that build the same.
     bytecode: Option<Arc<crate::bytecode::Bytecode>>,
@@ -59,48 +282,96 @@ pub struct Endpoint {
     fresh_finder: Option<crate::lzss::MatchFinder>,
 }
 
-/// How many compartments keep their compressor's scratch by default: a
-/// busy server's active calls keep their chains; the thousands of idle
-/// compartments hold only their states.
-pub const DEFAULT_SCRATCH_COMPARTMENTS: usize = 64;
+impl CompressorFactory {
+    /// A compressor for a peer offering `peer` over `transport`.
+    fn build(
+        &mut self,
+        transport: Transport,
+        peer: Params,
+        decompressor: &mut Decompressor,
+    ) -> Result<Compressor, CompressError> {
+        let config = Config { transport, ..self.config };
+        let mut c = Compressor::with_user_dictionary(config, peer, self.local, self.user_dictionary.clone())?;
+        // One copy of identical bytecode for all compartments.
+        match &self.bytecode {
+            Some(b) if c.share_bytecode(b) => {}
+            _ => {
+                self.bytecode = Some(c.bytecode().clone());
+                self.fresh_finder = c.fresh_finder();
+            }
+        }
+        if let Some(f) = &self.fresh_finder {
+            c.adopt_finder(f.clone());
+        }
+        // Our decompressor holds the bytecode as a locally available state
+        // and the compressor announces it (RFC 3320 §3.3.3): a peer that
+        // compresses with the same bytecode (same algorithm, mechanism and
+        // parameters) then references it instead of uploading it.
+        if config.mechanism != Mechanism::Basic {
+            decompressor.states_mut().add_local(c.bytecode_state());
+            c.announce_own_bytecode();
+        }
+        Ok(c)
+    }
+}
+
+impl Compartment {
+    fn new(config: &EndpointConfig) -> Compartment {
+        Compartment {
+            transport: config.compressor.transport,
+            peer: config.assumed_peer,
+            compressor: None,
+            echoed: None,
+            active: None,
+        }
+    }
+}
 
 impl Endpoint {
-    /// An endpoint offering `local` to its peers, expecting peers to offer
-    /// `peer` (until their returned parameters say otherwise), compressing
-    /// with `config`.
-    pub fn new(local: Params, peer: Params, config: Config) -> Result<Endpoint, CompressError> {
-        let decompressor = Decompressor::new(local).map_err(|_| CompressError::PeerTooSmall { dms: local.dms })?;
-        // Checks the configuration against the assumed peer now, not at the
+    pub fn new(config: EndpointConfig) -> Result<Endpoint, EndpointError> {
+        config.local.validate().map_err(EndpointError::LocalParams)?;
+        config.assumed_peer.validate().map_err(EndpointError::AssumedPeerParams)?;
+        let mut decompressor = Decompressor::new(config.local).map_err(EndpointError::LocalParams)?;
+        decompressor.set_limits(config.limits);
+        // The configuration must work for the assumed peer now, not at the
         // first message.
-        Compressor::new(config, peer, local)?;
+        Compressor::new(config.compressor, config.assumed_peer, config.local).map_err(EndpointError::Compressor)?;
         Ok(Endpoint {
-            local,
-            peer,
-            config,
+            config: EndpointConfig { hot_compartments: config.hot_compartments.max(1), ..config },
             decompressor,
-            compressors: HashMap::new(),
-            own_shared: HashMap::new(),
-            echoed: HashMap::new(),
-            user_dictionary: None,
+            compartments: HashMap::new(),
+            idle: BTreeMap::new(),
+            activity_seq: 0,
+            sent: HashMap::new(),
+            sent_order: VecDeque::new(),
             hot: VecDeque::new(),
-            scratch_compartments: DEFAULT_SCRATCH_COMPARTMENTS,
-            bytecode: None,
-            fresh_finder: None,
+            factory: CompressorFactory {
+                config: config.compressor,
+                local: config.local,
+                user_dictionary: None,
+                bytecode: None,
+                fresh_finder: None,
+            },
+            metrics: EndpointMetrics::default(),
         })
     }
 
+    pub fn config(&self) -> &EndpointConfig {
+        &self.config
+    }
+
     /// Compress with `dictionary` in the window instead of the SIP/SDP
-    /// dictionary: a user-specific dictionary (RFC 3321 §3.3) that the peer
-    /// holds as a state (it called [`Endpoint::add_local_dictionary`] with
-    /// the same bytes). Applies to compartments opened from now on.
+    /// dictionary: a user-specific dictionary (RFC 3321 §3.3) that the
+    /// peers hold as a state (they called [`Endpoint::add_local_dictionary`]
+    /// with the same bytes). Applies to compressors created from now on.
     pub fn set_user_dictionary(&mut self, dictionary: &[u8]) {
-        self.user_dictionary = Some(Arc::from(dictionary));
+        self.factory.user_dictionary = Some(Arc::from(dictionary));
     }
 
     /// Makes `dictionary` a locally available state of our decompressor
     /// (identifier `State::new(0, 0, 6, dictionary)`), for peers that
     /// compress with it as their user dictionary.
-    pub fn add_local_dictionary(&mut self, dictionary: &[u8]) -> sigcomp::StateId {
+    pub fn add_local_dictionary(&mut self, dictionary: &[u8]) -> StateId {
         let state = State::new(0, 0, 6, dictionary);
         let id = state.id;
         self.decompressor.states_mut().add_local(state);
@@ -108,47 +379,117 @@ impl Endpoint {
     }
 
     /// Keep at most `n` compartments hot (at least 1), the most recently
-    /// used ones (compressing or receiving). An idle compartment's
-    /// compressor releases its scratch ([`Compressor::release_scratch`]),
-    /// and its states, at our decompressor and in the compressor's model of
-    /// the peer, are kept packed ([`sigcomp::StateHandler::pack_compartment`],
+    /// used ones. An idle compartment's compressor releases its scratch
+    /// ([`Compressor::release_scratch`]), and its states, at our
+    /// decompressor and in the compressor's model of the peer, are kept
+    /// packed ([`sigcomp::StateHandler::pack_compartment`],
     /// [`Compressor::pack_states`]): memory per idle compartment falls from
     /// ≈ 90 kB to its states, and those to about a third. A compartment
     /// that becomes active again unpacks its states and rehashes its window
     /// once; nothing it sends or accepts changes.
     pub fn set_scratch_compartments(&mut self, n: usize) {
-        self.scratch_compartments = n.max(1);
+        self.config.hot_compartments = n.max(1);
         self.trim_scratch();
     }
 
     fn trim_scratch(&mut self) {
-        while self.hot.len() > self.scratch_compartments {
-            if let Some(old) = self.hot.pop_front() {
-                if let Some(c) = self.compressors.get_mut(&old) {
-                    c.release_scratch();
-                    c.pack_states();
-                }
-                self.decompressor.states_mut().pack_compartment(old);
+        while self.hot.len() > self.config.hot_compartments {
+            let Some(old) = self.hot.pop_front() else { break };
+            if let Some(c) = self.compartments.get_mut(&old).and_then(|c| c.compressor.as_mut()) {
+                c.release_scratch();
+                c.pack_states();
             }
+            self.decompressor.states_mut().pack_compartment(old);
         }
     }
 
     /// Packs `compartment`'s states now, at our decompressor and in its
     /// compressor's model of the peer, as happens when it stops being one
-    /// of the hot compartments ([`Endpoint::set_scratch_compartments`]),
-    /// but keeping its compressor's scratch: for an application that knows
-    /// a peer has gone quiet. The next message to or from it unpacks them.
+    /// of the hot compartments, but keeping its compressor's scratch: for
+    /// an application that knows a peer has gone quiet. The next message
+    /// to or from it unpacks them.
     pub fn pack_compartment(&mut self, compartment: CompartmentId) {
-        if let Some(c) = self.compressors.get_mut(&compartment) {
+        if let Some(c) = self.compartments.get_mut(&compartment).and_then(|c| c.compressor.as_mut()) {
             c.pack_states();
         }
         self.decompressor.states_mut().pack_compartment(compartment);
         self.hot.retain(|c| *c != compartment);
     }
 
-    /// `compartment` compresses or receives now: it goes to the back of
-    /// the hot list, its states unpacked if it was idle.
-    fn touch(&mut self, compartment: CompartmentId) {
+    pub fn decompressor(&self) -> &Decompressor {
+        &self.decompressor
+    }
+
+    /// For tests and fault injection: the decompressor and its states.
+    pub fn decompressor_mut(&mut self) -> &mut Decompressor {
+        &mut self.decompressor
+    }
+
+    pub fn compressor(&self, compartment: CompartmentId) -> Option<&Compressor> {
+        self.compartments.get(&compartment)?.compressor.as_deref()
+    }
+
+    /// Whether `compartment` is open.
+    pub fn has_compartment(&self, compartment: CompartmentId) -> bool {
+        self.compartments.contains_key(&compartment)
+    }
+
+    /// The open compartments.
+    pub fn compartment_ids(&self) -> impl Iterator<Item = CompartmentId> + '_ {
+        self.compartments.keys().copied()
+    }
+
+    /// The transport and parameters this endpoint assumes of the peer of
+    /// `compartment`.
+    pub fn peer(&self, compartment: CompartmentId) -> Option<(Transport, Params)> {
+        self.compartments.get(&compartment).map(|c| (c.transport, c.peer))
+    }
+
+    pub fn metrics(&self) -> EndpointMetrics {
+        let state_bytes = self.decompressor.states().state_bytes();
+        EndpointMetrics { compartments: self.compartments.len(), state_bytes, ..self.metrics.clone() }
+    }
+
+    /// Opens `compartment` for a peer reached over `transport` (or changes
+    /// the transport of an open one), before it sends or receives anything:
+    /// a compartment opened by [`Endpoint::compress`] alone takes the
+    /// configured transport. A changed transport starts its compressor over,
+    /// since what the peer acknowledges differs (RFC 3320 §5.2.3).
+    pub fn open_compartment(&mut self, now: Instant, compartment: CompartmentId, transport: Transport) {
+        self.activate(now, compartment, transport);
+    }
+
+    /// Sets the parameters the peer of `compartment` offers, as learned
+    /// outside SigComp (configuration, a previous session).
+    pub fn set_peer_params(&mut self, now: Instant, compartment: CompartmentId, peer: Params) {
+        if peer.validate().is_err() {
+            return;
+        }
+        let transport = self.compartments.get(&compartment).map_or(self.config.compressor.transport, |c| c.transport);
+        self.activate(now, compartment, transport);
+        self.update_peer(compartment, |p| *p = peer);
+    }
+
+    /// Marks `compartment` used at `now` (opening it with `transport` if
+    /// new): idle timer, LRU order, hot list. Returns the compartments
+    /// closed to make room for it.
+    fn activate(&mut self, now: Instant, compartment: CompartmentId, transport: Transport) -> Vec<CompartmentId> {
+        self.activity_seq += 1;
+        let key = (now, self.activity_seq);
+        let config = &self.config;
+        let c = self
+            .compartments
+            .entry(compartment)
+            .or_insert_with(|| Compartment { transport, ..Compartment::new(config) });
+        if let Some(old) = c.active.replace(key) {
+            self.idle.remove(&old);
+        }
+        self.idle.insert(key, compartment);
+        if c.transport != transport {
+            c.transport = transport;
+            c.compressor = None;
+        }
+        self.decompressor.touch(compartment);
         if self.hot.back() != Some(&compartment) {
             match self.hot.iter().position(|c| *c == compartment) {
                 Some(i) => {
@@ -161,130 +502,111 @@ impl Endpoint {
             self.hot.push_back(compartment);
             self.trim_scratch();
         }
+        self.drop_evicted()
     }
 
-    pub fn decompressor(&self) -> &Decompressor {
-        &self.decompressor
-    }
-
-    /// For tests and fault injection: the decompressor's state handler.
-    pub fn decompressor_mut(&mut self) -> &mut Decompressor {
-        &mut self.decompressor
-    }
-
-    pub fn compressor(&self, compartment: CompartmentId) -> Option<&Compressor> {
-        self.compressors.get(&compartment).map(|c| &**c)
-    }
-
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    fn compressor_mut(&mut self, compartment: CompartmentId) -> Result<&mut Compressor, CompressError> {
-        if !self.compressors.contains_key(&compartment) {
-            let mut c =
-                Compressor::with_user_dictionary(self.config, self.peer, self.local, self.user_dictionary.clone())?;
-            self.share_bytecode(&mut c);
-            self.hold_own_bytecode(&mut c);
-            self.compressors.insert(compartment, Box::new(c));
+    /// Drops what the endpoint keeps for compartments the decompressor
+    /// evicted to stay within the limits.
+    fn drop_evicted(&mut self) -> Vec<CompartmentId> {
+        let evicted = self.decompressor.take_evicted();
+        for c in &evicted {
+            self.metrics.compartments_evicted += 1;
+            self.forget(*c);
         }
-        Ok(self.compressors.get_mut(&compartment).expect("inserted above"))
+        evicted
     }
 
-    /// Compresses `message` for the peer of `compartment`.
-    pub fn compress(&mut self, compartment: CompartmentId, message: &[u8]) -> Result<Compressed, CompressError> {
-        let pending = self.decompressor.feedback(compartment).and_then(|f| f.requested_item.clone());
-        let returned = pending.filter(|item| self.echoed.get(&compartment) != Some(item));
-        // Shared mode: announce the message only if saving it here evicts
-        // nothing the peer created (RFC 4896 §5.3). Our shared states have
-        // priority 65535, so the state handler frees the oldest of them
-        // first; older ones stay while there is room, so a peer whose view
-        // lags (acknowledgements and announcements delayed over UDP) still
-        // finds the one it names.
-        let shared = self.config.mechanism == Mechanism::Shared;
-        let mut announce = false;
-        if shared {
-            let cost = message.len() as u32 + 64;
-            let (used, sms, ours) = match self.decompressor.states().compartment(compartment) {
-                Some(c) => {
-                    let ours: u32 = c.entries.iter().filter(|e| e.priority == 65535).map(|e| e.cost).sum();
-                    (c.used, c.sms, ours)
-                }
-                None => (0, self.local.sms, 0),
-            };
-            announce = used - ours + cost <= sms;
+    fn forget(&mut self, compartment: CompartmentId) {
+        if let Some(key) = self.compartments.remove(&compartment).and_then(|c| c.active) {
+            self.idle.remove(&key);
         }
-        self.touch(compartment);
-        let c = self.compressor_mut(compartment)?;
-        let out = c.compress(message, returned.as_deref(), announce)?;
-        if let Some(item) = returned {
-            self.echoed.insert(compartment, item);
-        }
-        if let Some(state) = &out.announced {
-            let states = self.decompressor.states_mut();
-            states.create_state(compartment, state.clone(), 65535);
-            self.own_shared.insert(compartment, state.id);
-        }
-        Ok(out)
+        self.hot.retain(|c| *c != compartment);
     }
 
-    /// Receives one SigComp message (for a stream, one unframed message)
-    /// from the peer of `compartment`, which the application accepts.
-    pub fn receive(&mut self, compartment: CompartmentId, msg: &[u8]) -> Result<Received, ReceiveError> {
-        if Nack::parse(msg).is_ok() {
-            let internal = |details: &str| ReceiveError {
-                failure: Failure {
-                    reason: sigcomp::Reason::InternalError,
-                    opcode: 0,
-                    pc: 0,
-                    details: details.as_bytes().to_vec(),
-                    cycles: 0,
-                },
-                nack: None,
-            };
-            let c = self.compressor_mut(compartment).map_err(|_| internal("no compressor"))?;
-            let report = c.on_nack(msg).map_err(|_| internal("bad NACK"))?;
-            // RFC 4077 §2.3: a NACK may tell the peer's real memory size or
-            // cycles; compress for those from now on.
-            let mut peer = *c.peer();
-            if let Some(cpb) = report.peer_cycles_per_bit {
-                if let Some(v) = [16u16, 32, 64, 128].into_iter().find(|v| u32::from(*v) == u32::from(cpb)) {
-                    peer.cpb = v;
-                }
+    /// Receives one SigComp message (for a stream, one message with its
+    /// record marking removed) that arrived over `transport`.
+    pub fn receive(&mut self, message: &[u8], transport: Transport) -> Result<Received, ReceiveError> {
+        self.metrics.messages_received += 1;
+        self.metrics.bytes_received += message.len() as u64;
+        if let Ok(nack) = Nack::parse(message) {
+            self.metrics.nacks_received += 1;
+            return Ok(Received::Nack(self.on_nack(message, &nack)));
+        }
+        match self.decompressor.decompress(message, transport) {
+            Ok(d) => {
+                self.metrics.cycles += d.cycles;
+                Ok(Received::Message(Incoming { output: d.output, cycles: d.cycles, transport, pending: d.pending }))
             }
-            if let Some(dms) = report.peer_decompression_memory_size {
-                let dms = u32::from(dms);
-                if [2048u32, 4096, 8192, 16384, 32768, 65536].contains(&dms) {
-                    peer.dms = dms;
-                }
-            }
-            if peer != *c.peer() {
-                self.renew_compressor(compartment, peer);
-            }
-            return Ok(Received::Nack(report));
-        }
-        // The message's compartment becomes hot before decompressing, so
-        // that its states are read unpacked.
-        self.touch(compartment);
-        let transport = self.config.transport;
-        let d = match self.decompressor.decompress(msg, transport) {
-            Ok(d) => d,
             Err(failure) => {
-                let nack = self.decompressor.nack_for(msg, &failure);
-                return Err(ReceiveError { failure, nack });
+                if let Some(n) = self.metrics.failures.get_mut(usize::from(failure.reason.code())) {
+                    *n += 1;
+                }
+                let nack = self.decompressor.nack_for(message, &failure);
+                if nack.is_some() {
+                    self.metrics.nacks_sent += 1;
+                }
+                Err(ReceiveError { failure, nack })
             }
+        }
+    }
+
+    /// A NACK for a message we sent: its compartment's compressor falls
+    /// back to what the peer still has, and learns the peer's real cycles
+    /// or memory where the NACK tells them (RFC 4077 §2.3).
+    fn on_nack(&mut self, message: &[u8], nack: &Nack) -> ReceivedNack {
+        let unmatched = ReceivedNack { reason: nack.reason, compartment: None, report: None };
+        let Some(&compartment) = self.sent.get(&nack.message_sha1) else { return unmatched };
+        let Some(c) = self.compartments.get_mut(&compartment).and_then(|c| c.compressor.as_mut()) else {
+            return unmatched;
         };
-        let returned_item = d.pending.returned_feedback.clone();
-        let returned_params = d.pending.returned_parameters.clone();
-        let output = d.output;
-        let cycles = d.cycles;
-        self.decompressor.accept(d.pending, compartment);
-        // The peer's announced parameters (RFC 3320 §9.4.9) replace what we
-        // assumed; a change means a new layout, so the compartment's
-        // compressor starts over.
+        let Ok(report) = c.on_nack(message) else { return unmatched };
+        let cpb = report.peer_cycles_per_bit.map(u16::from).filter(|v| [16, 32, 64, 128].contains(v));
+        let dms = report.peer_decompression_memory_size.map(u32::from).filter(|v| v.is_power_of_two() && *v >= 2048);
+        self.update_peer(compartment, |p| {
+            if let Some(cpb) = cpb {
+                p.cpb = cpb;
+            }
+            if let Some(dms) = dms {
+                p.dms = dms;
+            }
+        });
+        ReceivedNack { reason: nack.reason, compartment: Some(compartment), report: Some(report) }
+    }
+
+    /// Changes what the peer of `compartment` offers; a change means a new
+    /// layout, so its compressor starts over (the states it built at the
+    /// old layout are no longer used).
+    fn update_peer(&mut self, compartment: CompartmentId, change: impl FnOnce(&mut Params)) {
+        let Some(c) = self.compartments.get_mut(&compartment) else { return };
+        let mut peer = c.peer;
+        change(&mut peer);
+        if peer != c.peer && peer.validate().is_ok() {
+            c.peer = peer;
+            if c.compressor.is_some() {
+                c.compressor = None;
+                // Best effort: a peer too small for our bytecode keeps no
+                // compressor until a message needs one, which then fails.
+                let _ = self.compressor_mut(compartment);
+            }
+        }
+    }
+
+    /// The application accepts `incoming` as a message of `compartment`
+    /// (RFC 3320 §4.3, §6.2): its state requests are carried out, its
+    /// feedback is kept for our compressor, and the peer's announced
+    /// parameters and states are learned.
+    pub fn accept(&mut self, now: Instant, incoming: Incoming, compartment: CompartmentId) -> Accepted {
+        let Incoming { output, cycles, transport, pending } = incoming;
+        self.metrics.messages_accepted += 1;
+        self.metrics.bytes_decompressed += output.len() as u64;
+        let mut evicted = self.activate(now, compartment, transport);
+        let returned_item = pending.returned_feedback.clone();
+        let returned_params = pending.returned_parameters.clone();
+        let core = self.decompressor.accept(pending, compartment);
+        evicted.extend(self.drop_evicted());
         if let Some(rp) = &returned_params {
-            if let Some(current) = self.compressor_mut(compartment).ok().map(|c| *c.peer()) {
-                let mut peer = current;
+            // RFC 3320 §9.4.9: the peer's parameters replace what we assumed.
+            self.update_peer(compartment, |peer| {
                 if let Some(cpb) = rp.cycles_per_bit() {
                     peer.cpb = cpb;
                 }
@@ -297,72 +619,127 @@ impl Endpoint {
                 if rp.version != 0 {
                     peer.version = rp.version;
                 }
-                if peer != current && peer.validate().is_ok() {
-                    self.renew_compressor(compartment, peer);
-                }
-            }
+            });
         }
         if let Ok(c) = self.compressor_mut(compartment) {
             if let Some(item) = returned_item {
                 c.on_returned_feedback(&item);
             }
-            for id in returned_params.map(|p| p.local_states).unwrap_or_default() {
-                if !c.on_peer_local_state(&id) {
-                    c.on_peer_shared_state(&output, &id);
+            for id in returned_params.iter().flat_map(|p| &p.local_states) {
+                if !c.on_peer_local_state(id) {
+                    c.on_peer_shared_state(&output, id);
                 }
             }
         }
-        Ok(Received::Message { output, cycles })
+        Accepted { message: output, cycles, created: core.created, rejected: core.rejected, freed: core.freed, evicted }
     }
 
-    /// Replaces a compartment's compressor by one for `peer` (its states at
-    /// the old layout are no longer used).
-    fn renew_compressor(&mut self, compartment: CompartmentId, peer: Params) {
-        if let Ok(mut c) = Compressor::with_user_dictionary(self.config, peer, self.local, self.user_dictionary.clone())
-        {
-            self.share_bytecode(&mut c);
-            self.hold_own_bytecode(&mut c);
-            self.compressors.insert(compartment, Box::new(c));
+    /// The application declines `incoming`'s state requests and feedback
+    /// (RFC 5049 §4: e.g. an unauthenticated REGISTER): nothing is created
+    /// or learned. Returns the decompressed message.
+    pub fn discard(&mut self, incoming: Incoming) -> Vec<u8> {
+        self.metrics.messages_discarded += 1;
+        self.metrics.bytes_decompressed += incoming.output.len() as u64;
+        incoming.output
+    }
+
+    /// The compressor of `compartment`, created if it has none yet.
+    fn compressor_mut(&mut self, compartment: CompartmentId) -> Result<&mut Compressor, CompressError> {
+        let Endpoint { compartments, factory, decompressor, config, .. } = self;
+        let c = compartments.entry(compartment).or_insert_with(|| Compartment::new(config));
+        match &mut c.compressor {
+            Some(compressor) => Ok(compressor),
+            slot => Ok(slot.insert(Box::new(factory.build(c.transport, c.peer, decompressor)?))),
         }
     }
 
-    /// One copy of identical bytecode for all compartments.
-    fn share_bytecode(&mut self, c: &mut Compressor) {
-        match &self.bytecode {
-            Some(b) if c.share_bytecode(b) => {}
-            _ => {
-                self.bytecode = Some(c.bytecode().clone());
-                self.fresh_finder = c.fresh_finder();
+    /// Compresses `message` for the peer of `compartment` (opened with the
+    /// configured transport if new).
+    pub fn compress(
+        &mut self,
+        now: Instant,
+        compartment: CompartmentId,
+        message: &[u8],
+    ) -> Result<Compressed, CompressError> {
+        let transport = self.compartments.get(&compartment).map_or(self.config.compressor.transport, |c| c.transport);
+        self.activate(now, compartment, transport);
+        let pending = self.decompressor.feedback(compartment).and_then(|f| f.requested_item.clone());
+        let echoed = self.compartments.get(&compartment).and_then(|c| c.echoed.as_ref());
+        let returned = pending.filter(|item| echoed != Some(item));
+        // Shared mode: announce the message only if saving it here evicts
+        // nothing the peer created (RFC 4896 §5.3). Our shared states have
+        // priority 65535, so the state handler frees the oldest of them
+        // first; older ones stay while there is room, so a peer whose view
+        // lags (acknowledgements and announcements delayed over UDP) still
+        // finds the one it names.
+        let announce = self.config.compressor.mechanism == Mechanism::Shared && {
+            let cost = message.len() as u32 + 64;
+            let (used, sms, ours) = match self.decompressor.states().compartment(compartment) {
+                Some(c) => {
+                    let ours: u32 = c.entries.iter().filter(|e| e.priority == 65535).map(|e| e.cost).sum();
+                    (c.used, c.sms, ours)
+                }
+                None => (0, self.config.local.sms, 0),
+            };
+            used - ours + cost <= sms
+        };
+        let out = self.compressor_mut(compartment)?.compress(message, returned.as_deref(), announce)?;
+        if let Some(c) = self.compartments.get_mut(&compartment) {
+            if returned.is_some() {
+                c.echoed = returned;
             }
         }
-        if let Some(f) = &self.fresh_finder {
-            c.adopt_finder(f.clone());
+        if let Some(state) = &out.announced {
+            self.decompressor.states_mut().create_state(compartment, state.clone(), 65535);
+            self.drop_evicted();
         }
+        self.remember_sent(&out.message, compartment);
+        self.metrics.messages_sent += 1;
+        self.metrics.bytes_sent += out.message.len() as u64;
+        self.metrics.bytes_compressed_from += message.len() as u64;
+        Ok(out)
     }
 
-    /// Keeps the compressor's bytecode as a locally available state of our
-    /// decompressor and lets the compressor announce it: a peer that
-    /// compresses with the same bytecode (same algorithm, mechanism and
-    /// parameters) then references it instead of uploading it.
-    fn hold_own_bytecode(&mut self, c: &mut Compressor) {
-        if self.config.mechanism != Mechanism::Basic {
-            self.decompressor.states_mut().add_local(c.bytecode_state());
-            c.announce_own_bytecode();
+    fn remember_sent(&mut self, message: &[u8], compartment: CompartmentId) {
+        let sha: [u8; 20] = Sha1::digest(message).into();
+        if self.sent.insert(sha, compartment).is_none() {
+            self.sent_order.push_back(sha);
+        }
+        while self.sent_order.len() > SENT_INDEX {
+            if let Some(old) = self.sent_order.pop_front() {
+                self.sent.remove(&old);
+            }
         }
     }
 
     /// Ends a compartment (RFC 3320 §4.1: the application closes it): its
     /// compressor, its states at our decompressor and its feedback go.
     pub fn close_compartment(&mut self, compartment: CompartmentId) {
-        self.compressors.remove(&compartment);
-        self.hot.retain(|c| *c != compartment);
-        self.own_shared.remove(&compartment);
-        self.echoed.remove(&compartment);
+        self.forget(compartment);
         self.decompressor.close_compartment(compartment);
     }
 
-    /// The transport this endpoint's compressors assume.
-    pub fn transport(&self) -> Transport {
-        self.config.transport
+    /// When [`Endpoint::handle_timeout`] next has work: the moment the
+    /// least recently used compartment reaches the idle timeout.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let timeout = self.config.idle_timeout?;
+        let ((last, _), _) = self.idle.first_key_value()?;
+        Some(*last + timeout)
+    }
+
+    /// Closes every compartment idle for the idle timeout at `now`;
+    /// returns them.
+    pub fn handle_timeout(&mut self, now: Instant) -> Vec<CompartmentId> {
+        let Some(timeout) = self.config.idle_timeout else { return Vec::new() };
+        let mut closed = Vec::new();
+        while let Some((&(last, _), &c)) = self.idle.first_key_value() {
+            if last + timeout > now {
+                break;
+            }
+            closed.push(c);
+            self.close_compartment(c);
+        }
+        self.metrics.compartments_timed_out += closed.len() as u64;
+        closed
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use common::*;
 use sigcomp::wire::Header;
 use sigcomp::{Params, StateId, Transport};
-use sigcomp_compress::{Config, Endpoint, Mechanism, Received};
+use sigcomp_compress::{Config, Endpoint, Mechanism};
 
 fn config(mechanism: Mechanism, transport: Transport) -> Config {
     // verify: each message is also run by the peer's decompressor in the
@@ -21,8 +21,8 @@ fn video_call() -> Vec<FlowMessage> {
 }
 
 fn deliver(to: &mut Endpoint, msg: &[u8]) -> Vec<u8> {
-    match to.receive(C, msg) {
-        Ok(Received::Message { output, .. }) => output,
+    match receive(to, msg) {
+        Ok(Got::Message(output)) => output,
         other => panic!("expected a message, got {other:?}"),
     }
 }
@@ -34,18 +34,18 @@ fn feedback_makes_later_messages_smaller() {
     let flow = video_call();
     let invite = &flow[0].bytes;
     for mechanism in [Mechanism::Static, Mechanism::Dynamic, Mechanism::Shared] {
-        let mut ue = Endpoint::new(params(8192), params(8192), config(mechanism, Transport::Message)).unwrap();
-        let mut pcscf = Endpoint::new(params(8192), params(8192), config(mechanism, Transport::Message)).unwrap();
-        let first = ue.compress(C, invite).unwrap();
+        let mut ue = endpoint(params(8192), params(8192), config(mechanism, Transport::Message));
+        let mut pcscf = endpoint(params(8192), params(8192), config(mechanism, Transport::Message));
+        let first = ue.compress(now(), C, invite).unwrap();
         assert!(first.uploaded_bytecode);
         assert!(first.feedback_item.is_some(), "{mechanism:?}: no acknowledgement requested");
         assert_eq!(&deliver(&mut pcscf, &first.message), invite);
-        let reply = pcscf.compress(C, &flow[1].bytes).unwrap();
+        let reply = pcscf.compress(now(), C, &flow[1].bytes).unwrap();
         // The reply echoes the item (RFC 3320 §7.1 returned feedback).
         let header = Header::parse(&reply.message).unwrap();
         assert_eq!(header.returned_feedback, Some(&[first.feedback_item.unwrap()][..]));
         assert_eq!(deliver(&mut ue, &reply.message), flow[1].bytes);
-        let second = ue.compress(C, invite).unwrap();
+        let second = ue.compress(now(), C, invite).unwrap();
         assert!(!second.uploaded_bytecode, "{mechanism:?}");
         assert!(second.used_state.is_some(), "{mechanism:?}");
         // Static saves the bytecode only; dynamic and shared the history.
@@ -67,8 +67,8 @@ fn udp_never_references_a_state_before_its_ack() {
     let flow = video_call();
     for mechanism in [Mechanism::Static, Mechanism::Dynamic, Mechanism::Shared] {
         for delay in [0usize, 1, 3] {
-            let mut ue = Endpoint::new(params(8192), params(8192), config(mechanism, Transport::Message)).unwrap();
-            let mut pcscf = Endpoint::new(params(8192), params(8192), config(mechanism, Transport::Message)).unwrap();
+            let mut ue = endpoint(params(8192), params(8192), config(mechanism, Transport::Message));
+            let mut pcscf = endpoint(params(8192), params(8192), config(mechanism, Transport::Message));
             // UE feedback item → states that message requested.
             let mut requested_by_item: Vec<(u8, Vec<StateId>)> = Vec::new();
             let mut acked: HashSet<StateId> = HashSet::new();
@@ -79,7 +79,7 @@ fn udp_never_references_a_state_before_its_ack() {
                 for m in &flow {
                     match m.from {
                         Side::Ue => {
-                            let out = ue.compress(C, &m.bytes).unwrap();
+                            let out = ue.compress(now(), C, &m.bytes).unwrap();
                             if let Some(id) = out.used_state {
                                 assert!(
                                     acked.contains(&id)
@@ -93,8 +93,8 @@ fn udp_never_references_a_state_before_its_ack() {
                                 requested_by_item.retain(|(i, _)| *i != item);
                                 requested_by_item.push((item, out.requested.clone()));
                             }
-                            match pcscf.receive(C, &out.message) {
-                                Ok(Received::Message { output, .. }) => assert_eq!(output, m.bytes),
+                            match receive(&mut pcscf, &out.message) {
+                                Ok(Got::Message(output)) => assert_eq!(output, m.bytes),
                                 // The P-CSCF's own shared states are not
                                 // acknowledged (the P-CSCF announces them);
                                 // one the UE learnt late may have been freed
@@ -102,8 +102,8 @@ fn udp_never_references_a_state_before_its_ack() {
                                 // NACK, after which the UE recovers.
                                 Err(e) if out.used_shared.is_some_and(|id| id.0.starts_with(&e.failure.details)) => {
                                     assert_eq!(e.failure.reason, sigcomp::Reason::StateNotFound);
-                                    assert!(matches!(ue.receive(C, &e.nack.unwrap()), Ok(Received::Nack(_))));
-                                    let retry = ue.compress(C, &m.bytes).unwrap();
+                                    assert!(matches!(receive(&mut ue, &e.nack.unwrap()), Ok(Got::Nack(_))));
+                                    let retry = ue.compress(now(), C, &m.bytes).unwrap();
                                     assert!(
                                         retry.used_state.is_none()
                                             || retry.used_state == Some(ue.compressor(C).unwrap().bytecode_state().id)
@@ -122,7 +122,7 @@ fn udp_never_references_a_state_before_its_ack() {
                             }
                         }
                         Side::Pcscf => {
-                            let out = pcscf.compress(C, &m.bytes).unwrap();
+                            let out = pcscf.compress(now(), C, &m.bytes).unwrap();
                             in_flight.push((out.message, out.used_shared, m.bytes.clone()));
                             while in_flight.len() > delay {
                                 let (msg, used_shared, bytes) = in_flight.remove(0);
@@ -131,13 +131,13 @@ fn udp_never_references_a_state_before_its_ack() {
                                         acked.extend(ids.iter().copied());
                                     }
                                 }
-                                match ue.receive(C, &msg) {
+                                match receive(&mut ue, &msg) {
                                     Ok(_) => {}
                                     // As above, the other way round.
                                     Err(e) if used_shared.is_some_and(|id| id.0.starts_with(&e.failure.details)) => {
-                                        assert!(matches!(pcscf.receive(C, &e.nack.unwrap()), Ok(Received::Nack(_))));
+                                        assert!(matches!(receive(&mut pcscf, &e.nack.unwrap()), Ok(Got::Nack(_))));
                                         // Sent after what is in flight.
-                                        let retry = pcscf.compress(C, &bytes).unwrap();
+                                        let retry = pcscf.compress(now(), C, &bytes).unwrap();
                                         in_flight.push((retry.message, retry.used_shared, bytes));
                                         nacks += 1;
                                     }
@@ -171,7 +171,7 @@ fn lost_messages_do_not_break_later_ones() {
             if m.from == Side::Ue {
                 k += 1;
                 if k % 3 == 0 {
-                    pair.ue.compress(C, &m.bytes).unwrap();
+                    pair.ue.compress(now(), C, &m.bytes).unwrap();
                     continue;
                 }
             }
@@ -197,22 +197,23 @@ fn nack_recovery() {
             }
             pair.pcscf.decompressor_mut().close_compartment(C);
             let msg = &flow[8].bytes;
-            let out = pair.ue.compress(C, msg).unwrap();
+            let out = pair.ue.compress(now(), C, msg).unwrap();
             assert!(out.used_state.is_some(), "{mechanism:?} {transport:?}: the test needs a state reference");
-            let err = match pair.pcscf.receive(C, &out.message) {
+            let err = match receive(&mut pair.pcscf, &out.message) {
                 Err(e) => e,
                 Ok(r) => panic!("{mechanism:?} {transport:?}: lost state not noticed: {r:?}"),
             };
             assert_eq!(err.failure.reason, sigcomp::Reason::StateNotFound);
             let nack = err.nack.expect("a NACK to send back");
-            match pair.ue.receive(C, &nack) {
-                Ok(Received::Nack(report)) => {
-                    assert_eq!(report.nack.reason, sigcomp::Reason::StateNotFound);
-                    assert!(report.record.is_some(), "the NACK names the message sent");
+            match receive(&mut pair.ue, &nack) {
+                Ok(Got::Nack(nack)) => {
+                    assert_eq!(nack.reason, sigcomp::Reason::StateNotFound);
+                    assert_eq!(nack.compartment, Some(C), "the NACK is traced to the compartment");
+                    assert!(nack.report.unwrap().record.is_some(), "the NACK names the message sent");
                 }
                 other => panic!("expected the NACK to be taken: {other:?}"),
             }
-            let retry = pair.ue.compress(C, msg).unwrap();
+            let retry = pair.ue.compress(now(), C, msg).unwrap();
             assert_eq!(deliver(&mut pair.pcscf, &retry.message), *msg);
             // And the flow goes on with state again.
             for m in &flow[9..] {
@@ -229,13 +230,13 @@ fn announced_parameters_update_the_compressor() {
     let small = Params { dms: 2048, sms: 2048, cpb: 16, version: 2 };
     let big = Params { dms: 16384, sms: 16384, cpb: 32, version: 2 };
     let cfg = config(Mechanism::Dynamic, Transport::Message);
-    let mut ue = Endpoint::new(big, small, cfg).unwrap();
-    let mut pcscf = Endpoint::new(big, big, cfg).unwrap();
+    let mut ue = endpoint(big, small, cfg);
+    let mut pcscf = endpoint(big, big, cfg);
     let flow = video_call();
-    let out = ue.compress(C, &flow[0].bytes).unwrap();
+    let out = ue.compress(now(), C, &flow[0].bytes).unwrap();
     assert_eq!(ue.compressor(C).unwrap().peer().dms, 2048);
     deliver(&mut pcscf, &out.message);
-    let reply = pcscf.compress(C, &flow[1].bytes).unwrap();
+    let reply = pcscf.compress(now(), C, &flow[1].bytes).unwrap();
     deliver(&mut ue, &reply.message);
     let peer = *ue.compressor(C).unwrap().peer();
     assert_eq!((peer.dms, peer.sms, peer.cpb), (16384, 16384, 32));
@@ -246,7 +247,7 @@ fn announced_parameters_update_the_compressor() {
             Side::Ue => (&mut ue, &mut pcscf),
             Side::Pcscf => (&mut pcscf, &mut ue),
         };
-        let out = from.compress(C, &m.bytes).unwrap();
+        let out = from.compress(now(), C, &m.bytes).unwrap();
         assert_eq!(deliver(to, &out.message), m.bytes);
     }
 }
@@ -259,18 +260,18 @@ fn user_specific_dictionary() {
     let dictionary: Vec<u8> = flow[..3].iter().flat_map(|m| m.bytes.clone()).take(3000).collect();
     let cfg = config(Mechanism::Basic, Transport::Message);
     let msg = &flow[5].bytes;
-    let mut plain = Endpoint::new(params(16384), params(16384), cfg).unwrap();
-    let plain_len = plain.compress(C, msg).unwrap().message.len();
-    let mut ue = Endpoint::new(params(16384), params(16384), cfg).unwrap();
-    let mut pcscf = Endpoint::new(params(16384), params(16384), cfg).unwrap();
+    let mut plain = endpoint(params(16384), params(16384), cfg);
+    let plain_len = plain.compress(now(), C, msg).unwrap().message.len();
+    let mut ue = endpoint(params(16384), params(16384), cfg);
+    let mut pcscf = endpoint(params(16384), params(16384), cfg);
     ue.set_user_dictionary(&dictionary);
     pcscf.add_local_dictionary(&dictionary);
-    let out = ue.compress(C, msg).unwrap();
+    let out = ue.compress(now(), C, msg).unwrap();
     assert_eq!(&deliver(&mut pcscf, &out.message), msg);
     assert!(out.message.len() < plain_len, "{} vs {plain_len}", out.message.len());
     // A peer without the dictionary cannot decompress it.
-    let mut other = Endpoint::new(params(16384), params(16384), cfg).unwrap();
-    assert!(other.receive(C, &out.message).is_err());
+    let mut other = endpoint(params(16384), params(16384), cfg);
+    assert!(receive(&mut other, &out.message).is_err());
 }
 
 #[test]
@@ -279,10 +280,10 @@ fn bytecode_is_not_uploaded_twice_between_like_endpoints() {
     // first message then references it instead of uploading its own copy.
     let flow = video_call();
     let mut pair = Pair::new(params(8192), config(Mechanism::Shared, Transport::Stream));
-    let first = pair.ue.compress(C, &flow[0].bytes).unwrap();
+    let first = pair.ue.compress(now(), C, &flow[0].bytes).unwrap();
     assert!(first.uploaded_bytecode);
     deliver(&mut pair.pcscf, &first.message);
-    let reply = pair.pcscf.compress(C, &flow[1].bytes).unwrap();
+    let reply = pair.pcscf.compress(now(), C, &flow[1].bytes).unwrap();
     assert!(!reply.uploaded_bytecode);
     assert_eq!(deliver(&mut pair.ue, &reply.message), flow[1].bytes);
 }
@@ -318,7 +319,7 @@ fn closing_a_compartment_starts_it_over() {
     assert!(pair.ue.compressor(C).is_none());
     assert!(pair.pcscf.decompressor().states().compartment(C).is_none_or(|c| c.entries.is_empty()));
     // Both sides start from nothing: the next message uploads the bytecode.
-    let out = pair.ue.compress(C, &flow[4].bytes).unwrap();
+    let out = pair.ue.compress(now(), C, &flow[4].bytes).unwrap();
     assert!(out.uploaded_bytecode);
     assert_eq!(deliver(&mut pair.pcscf, &out.message), flow[4].bytes);
 }
@@ -336,8 +337,8 @@ fn idle_compartments_release_their_scratch_and_still_round_trip() {
     let mut totals = Vec::new();
     for cap in [64usize, 1] {
         let cfg = config(Mechanism::Shared, Transport::Message);
-        let mut ue = Endpoint::new(params(8192), params(8192), cfg).unwrap();
-        let mut pcscf = Endpoint::new(params(8192), params(8192), cfg).unwrap();
+        let mut ue = endpoint(params(8192), params(8192), cfg);
+        let mut pcscf = endpoint(params(8192), params(8192), cfg);
         ue.set_scratch_compartments(cap);
         pcscf.set_scratch_compartments(cap);
         let mut total = 0usize;
@@ -347,10 +348,10 @@ fn idle_compartments_release_their_scratch_and_still_round_trip() {
                     Side::Ue => (&mut ue, &mut pcscf),
                     Side::Pcscf => (&mut pcscf, &mut ue),
                 };
-                let out = from.compress(c, &m.bytes).unwrap();
+                let out = from.compress(now(), c, &m.bytes).unwrap();
                 total += out.message.len();
-                match to.receive(c, &out.message) {
-                    Ok(Received::Message { output, .. }) => assert_eq!(output, m.bytes, "{}", m.name),
+                match receive_in(to, c, &out.message) {
+                    Ok(Got::Message(output)) => assert_eq!(output, m.bytes, "{}", m.name),
                     other => panic!("{}: {other:?}", m.name),
                 }
             }
@@ -396,8 +397,8 @@ fn packed_states_change_nothing_sent_or_received() {
         let mut sent: Vec<Vec<Vec<u8>>> = Vec::new();
         let mut packed_seen = 0;
         for pack in [false, true] {
-            let mut ue = Endpoint::new(params(8192), params(8192), cfg).unwrap();
-            let mut pcscf = Endpoint::new(params(8192), params(8192), cfg).unwrap();
+            let mut ue = endpoint(params(8192), params(8192), cfg);
+            let mut pcscf = endpoint(params(8192), params(8192), cfg);
             let mut messages = Vec::new();
             for m in flow.iter().chain(flow.iter()) {
                 if pack {
@@ -415,7 +416,7 @@ fn packed_states_change_nothing_sent_or_received() {
                     Side::Ue => (&mut ue, &mut pcscf),
                     Side::Pcscf => (&mut pcscf, &mut ue),
                 };
-                let out = from.compress(C, &m.bytes).unwrap();
+                let out = from.compress(now(), C, &m.bytes).unwrap();
                 assert_eq!(deliver(to, &out.message), m.bytes, "{}", m.name);
                 messages.push(out.message);
             }
@@ -436,15 +437,15 @@ fn superseded_snapshots_are_kept_as_sizes_not_bytes() {
     for transport in [Transport::Message, Transport::Stream] {
         let big = Params { dms: 8192, sms: 131072, cpb: 16, version: 2 };
         let cfg = config(Mechanism::Shared, transport);
-        let mut ue = Endpoint::new(big, big, cfg).unwrap();
-        let mut pcscf = Endpoint::new(big, big, cfg).unwrap();
+        let mut ue = endpoint(big, big, cfg);
+        let mut pcscf = endpoint(big, big, cfg);
         for _ in 0..3 {
             for m in &flow {
                 let (from, to) = match m.from {
                     Side::Ue => (&mut ue, &mut pcscf),
                     Side::Pcscf => (&mut pcscf, &mut ue),
                 };
-                let out = from.compress(C, &m.bytes).unwrap();
+                let out = from.compress(now(), C, &m.bytes).unwrap();
                 assert_eq!(deliver(to, &out.message), m.bytes, "{}", m.name);
             }
         }
@@ -468,8 +469,8 @@ fn lzss_messages_are_computed_not_run_unless_verifying() {
             let mut sent = Vec::new();
             for verify in [false, true] {
                 let cfg = Config { verify, ..config(mechanism, transport) };
-                let mut ue = Endpoint::new(params(8192), params(8192), cfg).unwrap();
-                let mut pcscf = Endpoint::new(params(8192), params(8192), cfg).unwrap();
+                let mut ue = endpoint(params(8192), params(8192), cfg);
+                let mut pcscf = endpoint(params(8192), params(8192), cfg);
                 let mut bytes = Vec::new();
                 let mut count = [0usize; 2];
                 for _ in 0..2 {
@@ -478,7 +479,7 @@ fn lzss_messages_are_computed_not_run_unless_verifying() {
                             Side::Ue => (&mut ue, &mut pcscf, 0),
                             Side::Pcscf => (&mut pcscf, &mut ue, 1),
                         };
-                        let out = from.compress(C, &m.bytes).unwrap();
+                        let out = from.compress(now(), C, &m.bytes).unwrap();
                         assert_eq!(deliver(to, &out.message), m.bytes, "{mechanism:?} {transport:?} {}", m.name);
                         bytes.push(out.message);
                         count[k] += 1;

@@ -47,11 +47,11 @@ proptest! {
         let mut pair = Pair::new(params(dms), config);
         for (msg, from_ue) in &messages {
             let from = if *from_ue { Side::Ue } else { Side::Pcscf };
-            match pair.sender(from).compress(C, msg) {
+            match pair.sender(from).compress(now(), C, msg) {
                 Ok(out) => {
                     let delivered = pair.carry(from, &out.message);
-                    match pair.receiver(from).receive(C, &delivered) {
-                        Ok(sigcomp_compress::Received::Message { output, .. }) => prop_assert_eq!(&output, msg),
+                    match receive(pair.receiver(from), &delivered) {
+                        Ok(Got::Message(output)) => prop_assert_eq!(&output, msg),
                         other => prop_assert!(false, "receiver: {:?}", other.err()),
                     }
                 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use sigcomp::wire::{frame_for_stream, Deframer, Frame};
 use sigcomp::{CompartmentId, Params, Transport};
-use sigcomp_compress::{Config, Endpoint, Received};
+use sigcomp_compress::{Config, Endpoint, EndpointConfig, Received};
 
 use crate::corpus::{FlowMessage, Side};
 use crate::flow::PEER;
@@ -209,7 +209,7 @@ fn ns(d: Duration) -> u64 {
 
 /// A UE and a P-CSCF, both offering `params`.
 fn endpoint_pair(params: Params, config: Config) -> Result<(Endpoint, Endpoint), BenchError> {
-    let mk = || Endpoint::new(params, params, config).map_err(|e| BenchError::Setup(e.to_string()));
+    let mk = || Endpoint::new(EndpointConfig::new(params, params, config)).map_err(|e| BenchError::Setup(e.to_string()));
     Ok((mk()?, mk()?))
 }
 
@@ -302,7 +302,7 @@ fn worker(seq: &[BenchMessage], opts: &SpeedOptions, quota: Option<u64>) -> Resu
         };
         let bytes = &m.message.bytes;
         let t0 = Instant::now();
-        let c = tx.compress(compartment, bytes).map_err(|error| BenchError::Compress { message: label(m), error })?;
+        let c = tx.compress(t0, compartment, bytes).map_err(|error| BenchError::Compress { message: label(m), error })?;
         // Over TCP the sender frames (RFC 3320 §4.2.2) and the receiver
         // unframes: both are part of the cost.
         let wire: &[u8] = if stream {
@@ -317,17 +317,20 @@ fn worker(seq: &[BenchMessage], opts: &SpeedOptions, quota: Option<u64>) -> Resu
             frames.clear();
             deframers[rx_idx].push(wire, &mut frames);
             match frames.pop() {
-                Some(Frame::Message(b)) => rx.receive(compartment, &b),
+                Some(Frame::Message(b)) => rx.receive(&b, opts.config.transport),
                 _ => return Err(BenchError::Mismatch { message: label(m) }),
             }
         } else {
-            rx.receive(compartment, wire)
+            rx.receive(wire, opts.config.transport)
         }
         .map_err(|e| BenchError::Decompress { message: label(m), failure: e.failure })?;
+        let accepted = match got {
+            Received::Message(incoming) => rx.accept(t1, incoming, compartment),
+            Received::Nack(_) => return Err(BenchError::Mismatch { message: label(m) }),
+        };
         let t2 = Instant::now();
-        match got {
-            Received::Message { output, .. } if output == *bytes => {}
-            _ => return Err(BenchError::Mismatch { message: label(m) }),
+        if accepted.message != *bytes {
+            return Err(BenchError::Mismatch { message: label(m) });
         }
         let (cns, dns) = (ns(t1 - t0), ns(t2 - t1));
         r.compress.saturating_record(cns);
@@ -553,14 +556,17 @@ pub fn run_memory(flow: &[FlowMessage], opts: &MemoryOptions) -> Result<MemoryRe
         return Err(BenchError::Setup("no messages to run".into()));
     }
     let start = Instant::now();
-    let mut server =
-        Endpoint::new(opts.params, opts.params, opts.config).map_err(|e| BenchError::Setup(e.to_string()))?;
+    // Every compartment is kept: the figure is what they cost, not what a
+    // cap would leave.
+    let server_config =
+        EndpointConfig { limits: sigcomp::Limits::unlimited(), ..EndpointConfig::new(opts.params, opts.params, opts.config) };
+    let mut server = Endpoint::new(server_config).map_err(|e| BenchError::Setup(e.to_string()))?;
     server.set_scratch_compartments(opts.hot);
     let rss_before = resident_bytes();
     for n in 0..opts.compartments {
         let compartment = CompartmentId(n);
-        let mut ue =
-            Endpoint::new(opts.params, opts.params, opts.config).map_err(|e| BenchError::Setup(e.to_string()))?;
+        let mut ue = Endpoint::new(EndpointConfig::new(opts.params, opts.params, opts.config))
+            .map_err(|e| BenchError::Setup(e.to_string()))?;
         for m in flow {
             let personal;
             let bytes: &[u8] = if opts.distinct_calls {
@@ -570,22 +576,27 @@ pub fn run_memory(flow: &[FlowMessage], opts: &MemoryOptions) -> Result<MemoryRe
                 &m.bytes
             };
             let what = || format!("compartment {n}: {:02}-{}-{}", m.index, m.sender.name(), m.name);
-            let got = match m.sender {
+            let now = Instant::now();
+            let transport = opts.config.transport;
+            let (rx, rx_compartment, sent) = match m.sender {
                 Side::Ue => {
-                    let c =
-                        ue.compress(PEER, bytes).map_err(|error| BenchError::Compress { message: what(), error })?;
-                    server.receive(compartment, &c.message)
+                    let c = ue
+                        .compress(now, PEER, bytes)
+                        .map_err(|error| BenchError::Compress { message: what(), error })?;
+                    (&mut server, compartment, c.message)
                 }
                 Side::Pcscf => {
                     let c = server
-                        .compress(compartment, bytes)
+                        .compress(now, compartment, bytes)
                         .map_err(|error| BenchError::Compress { message: what(), error })?;
-                    ue.receive(PEER, &c.message)
+                    (&mut ue, PEER, c.message)
                 }
-            }
-            .map_err(|e| BenchError::Decompress { message: what(), failure: e.failure })?;
+            };
+            let got = rx.receive(&sent, transport).map_err(|e| BenchError::Decompress { message: what(), failure: e.failure })?;
             match got {
-                Received::Message { output, .. } if output == bytes => {}
+                Received::Message(incoming) if incoming.message() == bytes => {
+                    rx.accept(now, incoming, rx_compartment);
+                }
                 _ => return Err(BenchError::Mismatch { message: what() }),
             }
         }

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use sigcomp::{CompartmentId, Params, Transport};
-use sigcomp_compress::{CompressError, Config, Endpoint, Received};
+use sigcomp_compress::{CompressError, Config, Endpoint, EndpointConfig, EndpointError, Received};
 
 use crate::corpus::{FlowMessage, Side};
 
@@ -52,6 +52,7 @@ pub struct FlowReport {
 
 #[derive(Debug)]
 pub enum FlowError {
+    Setup(EndpointError),
     Compress { message: String, error: CompressError },
     Decompress { message: String, failure: sigcomp::Failure },
     Mismatch { message: String },
@@ -60,6 +61,7 @@ pub enum FlowError {
 impl std::fmt::Display for FlowError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            FlowError::Setup(e) => write!(f, "endpoint set-up failed: {e}"),
             FlowError::Compress { message, error } => write!(f, "{message}: compression failed: {error}"),
             FlowError::Decompress { message, failure } => {
                 write!(f, "{message}: the receiver could not decompress it: {failure}")
@@ -75,9 +77,9 @@ impl std::error::Error for FlowError {}
 
 /// Runs `messages` through a UE and a P-CSCF offering `params` each.
 pub fn run(messages: &[FlowMessage], params: Params, config: Config) -> Result<FlowReport, FlowError> {
-    let mk = || Endpoint::new(params, params, config);
-    let mut ue = mk().map_err(|error| FlowError::Compress { message: "setup".into(), error })?;
-    let mut pcscf = mk().map_err(|error| FlowError::Compress { message: "setup".into(), error })?;
+    let mk = || Endpoint::new(EndpointConfig::new(params, params, config)).map_err(FlowError::Setup);
+    let mut ue = mk()?;
+    let mut pcscf = mk()?;
     let stream = config.transport == Transport::Stream;
     let mut deframers = [sigcomp::wire::Deframer::new(1 << 20), sigcomp::wire::Deframer::new(1 << 20)];
     let mut report = FlowReport { messages: Vec::new(), uncompressed: 0, sigcomp: 0, ratio: 0.0, wire: Vec::new() };
@@ -88,7 +90,7 @@ pub fn run(messages: &[FlowMessage], params: Params, config: Config) -> Result<F
             Side::Pcscf => (&mut pcscf, &mut ue, 0),
         };
         let t0 = Instant::now();
-        let c = tx.compress(PEER, &m.bytes).map_err(|error| FlowError::Compress { message: label.clone(), error })?;
+        let c = tx.compress(t0, PEER, &m.bytes).map_err(|error| FlowError::Compress { message: label.clone(), error })?;
         let compress_us = t0.elapsed().as_secs_f64() * 1e6;
         let wire = if stream {
             let mut framed = Vec::with_capacity(c.message.len() + 8);
@@ -110,13 +112,14 @@ pub fn run(messages: &[FlowMessage], params: Params, config: Config) -> Result<F
             wire.clone()
         };
         let got = rx
-            .receive(PEER, &unframed)
+            .receive(&unframed, config.transport)
             .map_err(|e| FlowError::Decompress { message: label.clone(), failure: e.failure })?;
-        let decompress_us = t1.elapsed().as_secs_f64() * 1e6;
-        let (output, cycles) = match got {
-            Received::Message { output, cycles } => (output, cycles),
+        let accepted = match got {
+            Received::Message(incoming) => rx.accept(t1, incoming, PEER),
             Received::Nack(_) => return Err(FlowError::Mismatch { message: label }),
         };
+        let decompress_us = t1.elapsed().as_secs_f64() * 1e6;
+        let (output, cycles) = (accepted.message, accepted.cycles);
         if output != m.bytes {
             return Err(FlowError::Mismatch { message: label });
         }

@@ -3,10 +3,11 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use sigcomp::wire::{self, Deframer, Frame};
 use sigcomp::{CompartmentId, Params, Transport};
-use sigcomp_compress::{Config, Endpoint, Received};
+use sigcomp_compress::{Config, Endpoint, EndpointConfig, ReceiveError, Received, ReceivedNack};
 
 /// Which side sends a corpus message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +67,37 @@ pub fn read_flow(flow: &str) -> Vec<FlowMessage> {
 
 pub const C: CompartmentId = CompartmentId(1);
 
+/// An endpoint offering `local`, assuming `peer` of its peers.
+pub fn endpoint(local: Params, peer: Params, config: Config) -> Endpoint {
+    Endpoint::new(EndpointConfig::new(local, peer, config)).expect("endpoint")
+}
+
+/// The time given to the endpoints (no test here depends on idling).
+pub fn now() -> Instant {
+    Instant::now()
+}
+
+/// What a message delivered to an endpoint gave.
+#[derive(Debug)]
+pub enum Got {
+    Message(Vec<u8>),
+    Nack(ReceivedNack),
+}
+
+/// Receives `msg` at `to`, over the transport its configuration names,
+/// and accepts it under compartment [`C`].
+pub fn receive(to: &mut Endpoint, msg: &[u8]) -> Result<Got, ReceiveError> {
+    receive_in(to, C, msg)
+}
+
+/// As [`receive`], accepting under `compartment`.
+pub fn receive_in(to: &mut Endpoint, compartment: CompartmentId, msg: &[u8]) -> Result<Got, ReceiveError> {
+    match to.receive(msg, to.config().compressor.transport)? {
+        Received::Message(incoming) => Ok(Got::Message(to.accept(now(), incoming, compartment).message)),
+        Received::Nack(n) => Ok(Got::Nack(n)),
+    }
+}
+
 /// Totals of one flow played between two endpoints.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Totals {
@@ -92,8 +124,8 @@ pub struct Pair {
 impl Pair {
     pub fn new(params: Params, config: Config) -> Pair {
         Pair {
-            ue: Endpoint::new(params, params, config).expect("endpoint"),
-            pcscf: Endpoint::new(params, params, config).expect("endpoint"),
+            ue: endpoint(params, params, config),
+            pcscf: endpoint(params, params, config),
             transport: config.transport,
             last_wire_len: 0,
             to_ue: Deframer::new(1 << 20),
@@ -144,13 +176,13 @@ impl Pair {
     /// Sends `msg` from `from` to the other side; returns the SigComp size.
     /// Panics unless the receiver's own decompressor outputs `msg` exactly.
     pub fn send(&mut self, from: Side, msg: &[u8]) -> usize {
-        let out = self.sender(from).compress(C, msg).unwrap_or_else(|e| panic!("compress: {e}"));
+        let out = self.sender(from).compress(now(), C, msg).unwrap_or_else(|e| panic!("compress: {e}"));
         let delivered = self.carry(from, &out.message);
-        match self.receiver(from).receive(C, &delivered) {
-            Ok(Received::Message { output, .. }) => {
+        match receive(self.receiver(from), &delivered) {
+            Ok(Got::Message(output)) => {
                 assert!(output == msg, "decompressed message differs from the original");
             }
-            Ok(Received::Nack(r)) => panic!("unexpected NACK {:?}", r.nack.reason),
+            Ok(Got::Nack(r)) => panic!("unexpected NACK {:?}", r.reason),
             Err(e) => panic!("receiver failed: {e}"),
         }
         out.message.len()
