@@ -3,12 +3,20 @@
 //!
 //! `asm/mechanism.asm` is the mechanism program; each algorithm's fragment
 //! `asm/<algo>.asm` is spliced into it at the placeholders `; @@VARS@@`,
-//! `; @@INIT@@` and `; @@TOKENS@@` (/work/notes/fragment-contract.md).
-//! LZSS is always built; Deflate and LZ77 when both their fragment and
-//! their encoder module exist (the cfg `sigkit_<algo>` is then set).
+//! `; @@INIT@@` and `; @@TOKENS@@` (the contract is in asm/README.md).
+//! LZSS is always built; Deflate and LZ77 with their Cargo features.
+//!
+//! Output, in OUT_DIR:
+//! * `images.rs`: one `Image` per algorithm and mechanism (the memory image
+//!   from :init to :circular_buffer and the addresses the compressor
+//!   patches);
+//! * `<algo>_symbols.rs`: the labels (`pub const NAME: u16`, the address)
+//!   and the `set` names (`pub const NAME: u16`, the value; `u8` for the
+//!   flag bits, `flag_*`) of the full program (shared mechanism), so the
+//!   compressor names what the assembly defines instead of restating it.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The three sections of a fragment, in order.
 const SECTIONS: [(&str, &str); 3] =
@@ -57,24 +65,35 @@ fn select(src: &str, mechanism: &str) -> String {
     out
 }
 
+/// The labels and `set` names of `asm` as Rust constants.
+fn symbols(asm: &sigcomp_asm::Assembly, path: &str) -> String {
+    let mut out = String::new();
+    for (l, a) in &asm.labels {
+        let a = u16::try_from(*a).unwrap_or_else(|_| panic!("{path}: label {l} at {a}"));
+        writeln!(out, "pub const {}: u16 = {a};", l.to_uppercase()).unwrap();
+    }
+    for (n, v) in &asm.constants {
+        let ty = if n.starts_with("flag_") { "u8" } else { "u16" };
+        let ok = if ty == "u8" { u8::try_from(*v).is_ok() } else { u16::try_from(*v).is_ok() };
+        assert!(ok, "{path}: set ({n}, {v}) does not fit {ty}");
+        writeln!(out, "pub const {}: {ty} = {v};", n.to_uppercase()).unwrap();
+    }
+    out
+}
+
 const MECHANISMS: [&str; 4] = ["basic", "static", "dynamic", "shared"];
 
 fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    println!("cargo::rustc-check-cfg=cfg(sigkit_deflate)");
-    println!("cargo::rustc-check-cfg=cfg(sigkit_lz77)");
     println!("cargo:rerun-if-changed=asm");
-    println!("cargo:rerun-if-changed=src");
     let mechanism_path = "asm/mechanism.asm";
     let mechanism = std::fs::read_to_string(mechanism_path).unwrap_or_else(|e| panic!("{mechanism_path}: {e}"));
     let mut images = String::new();
     for name in ["lzss", "deflate", "lz77"] {
         let path = format!("asm/{name}.asm");
-        if name != "lzss" {
-            if !Path::new(&path).exists() || !Path::new(&format!("src/{name}.rs")).exists() {
-                continue;
-            }
-            println!("cargo:rustc-cfg=sigkit_{name}");
+        // Cargo sets CARGO_FEATURE_<NAME> for each enabled feature.
+        if name != "lzss" && std::env::var_os(format!("CARGO_FEATURE_{}", name.to_uppercase())).is_none() {
+            continue;
         }
         let fragment = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         for mech in MECHANISMS {
@@ -94,14 +113,6 @@ fn main() {
             // Memory from `init` up to the circular buffer, padding as zeros.
             let image: Vec<u8> = (init..end).map(|a| asm.byte_at(a).unwrap_or(0)).collect();
             std::fs::write(out.join(format!("{stem}.bin")), image).expect("write image");
-            let mut consts = String::new();
-            let mut labels: Vec<_> = asm.labels.iter().collect();
-            labels.sort();
-            for (l, a) in labels {
-                let a = u16::try_from(*a).unwrap_or_else(|_| panic!("{path}: label {l} at {a}"));
-                writeln!(consts, "pub const {}: u16 = {a};", l.to_uppercase()).unwrap();
-            }
-            std::fs::write(out.join(format!("{stem}_labels.rs")), &consts).expect("write labels");
             let table: String = asm
                 .labels
                 .iter()
@@ -125,8 +136,7 @@ fn main() {
             )
             .unwrap();
             if mech == "shared" {
-                // The contract's `<algo>_labels.rs`: the full program's labels.
-                std::fs::write(out.join(format!("{name}_labels.rs")), &consts).expect("write labels");
+                std::fs::write(out.join(format!("{name}_symbols.rs")), symbols(&asm, &path)).expect("write symbols");
             }
         }
     }

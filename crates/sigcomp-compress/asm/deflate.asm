@@ -37,9 +37,18 @@
 
 ; @init
 ; RFC 3320 §8.2: P=1, H=0, F=1 as RFC 1951 packs its bits.
-LOAD (input_bit_order, 5)
+set (deflate_input_bit_order, 5)
+LOAD (input_bit_order, deflate_input_bit_order)
 
 ; @tokens
+; Cycles per message byte, at most (RFC 3320 §9 costs): a literal costs 11
+; (INPUT-HUFFMAN with 4 sets 5, COMPARE, OUTPUT 2, COPY-LITERAL 2, JUMP).
+; A match of l bytes costs 6 (INPUT-HUFFMAN, COMPARE), then 4 for the
+; length (3..10), 15 (11..257, extra bits) or 6 (258), then 5 for the
+; distance (1..4) or 14 (5.., extra bits), then 4 + 2l (LOAD, COPY-OFFSET,
+; OUTPUT, JUMP): at most 28 + 2l <= 12l for l = 3..10 and 39 + 2l <= 12l
+; for l >= 11.
+set (deflate_cycles_per_byte, 12)
 :next_character
 ; RFC 1951 §3.2.6 fixed literal/length code:
 ;   0000000-0010111 (7 bits)    256-279

@@ -34,6 +34,12 @@
 ; @init
 
 ; @tokens
+; Cycles per message byte, at most (RFC 3320 §9 costs): a literal run of c
+; bytes costs 7 + 3c (INPUT-BITS, COMPARE, ADD, INPUT-BYTES 1 + c, OUTPUT
+; 1 + c, COPY-LITERAL 1 + c, JUMP), 10 for c = 1; a match of l >= 4 bytes
+; 8 + 2l <= 4l (INPUT-BITS, COMPARE, SUBTRACT, INPUT-BITS, LOAD,
+; COPY-OFFSET 1 + l, OUTPUT 1 + l, JUMP).
+set (lz77_cycles_per_byte, 10)
 :next_character
 INPUT-BITS (8, index, end_of_message)
 COMPARE ($index, 128, lz77_literals, lz77_match, lz77_match)

@@ -1,5 +1,5 @@
-; LZSS token decoder (fragment of asm/mechanism.asm, see
-; /work/notes/fragment-contract.md): the modified LZSS of seed 000 §7.8.4,
+; LZSS token decoder (fragment of asm/mechanism.asm, see asm/README.md):
+; the modified LZSS of seed 000 §7.8.4,
 ; offsets of up to 15 bits over the circular buffer. Tokens, most
 ; significant bit first (input_bit_order 0):
 ;   0 + 7 bits                       literal byte 0..127 (SIP is ASCII)
@@ -16,6 +16,10 @@
 ; @vars
 ; @init
 ; @tokens
+; Cycles per message byte, at most (RFC 3320 §9 costs): a literal token
+; costs 10 (INPUT-HUFFMAN with 3 sets 4, COMPARE, OUTPUT 2, COPY-LITERAL 2,
+; JUMP), a match of l bytes 14 + 2l <= 10l for l >= 3.
+set (lzss_cycles_per_byte, 10)
 :next_character
 INPUT-HUFFMAN (index, end_of_message, 3, 8, 0, 127, 0, 1, 256, 383, 128, $lzss_offset_extra_bits, $lzss_offset_lower, $lzss_offset_upper, 257)
 COMPARE ($index, 256, lzss_literal, lzss_match, lzss_match)

@@ -2,8 +2,8 @@
 ; carries out the SigComp mechanisms (RFC 3320 §5, RFC 3321 as seed 000
 ; §3.4–3.5 and §7.11 describe them, with RFC 4896's corrections). The token
 ; decoder of one algorithm (asm/lzss.asm, asm/deflate.asm, asm/lz77.asm) is
-; spliced in by build.rs at the three placeholders (see
-; /work/notes/fragment-contract.md).
+; spliced in by build.rs at the three placeholders (the contract between
+; the two is in asm/README.md).
 ;
 ; build.rs assembles one image per algorithm and mechanism: lines between
 ; `; @@IF m1 m2 ...` and `; @@ENDIF` are kept only for the mechanisms
@@ -36,6 +36,34 @@
 ; continues at :decompress.
 ;
 ; The words between :params and :circular_buffer are set by the compressor.
+;
+; The flag bits, named for the compressor too (build.rs turns every `set`
+; into a Rust constant, so the compressor writes the flags this program
+; reads from this one definition):
+set (flag_shared, 128)
+set (flag_feedback, 64)
+set (flag_announce_a, 32)
+set (flag_announce_b, 16)
+set (flag_save_bytecode, 8)
+;
+; The requested feedback (RFC 3320 §9.4.9): its first byte 0x04 (Q = 1, a
+; requested_feedback_item follows; S = 0, I = 0), then the item.
+set (requested_feedback_q, 1024)
+;
+; Retention priorities (RFC 3320 §6.2, RFC 4896 §5.1) and the minimum
+; access length of the states this program creates:
+set (state_min_access, 6)
+set (bytecode_priority, 2)
+set (snapshot_priority, 1)
+;
+; Cycles (RFC 3320 §9 costs) this program spends on one message outside
+; the fragment's token loop, apart from the bytes its STATE-ACCESSes,
+; STATE-CREATE and END-MESSAGE move: :init 7, :decompress 7, the shared
+; flag 18, feedback 6, each announced entry 10, save_bytecode 2,
+; END-MESSAGE 1, 61 in all. Rounded up, with room for the fragment's
+; @init and the last input instruction of its token loop (the one that
+; finds the input exhausted):
+set (mechanism_cycles, 200)
 
 readonly (0)
 at (32)
@@ -83,14 +111,14 @@ STATE-ACCESS (dictionary_id, 6, $dict_begin, $dict_length, circular_buffer, 0)
 MULTILOAD (fb_loc, 4, 0, 0, $announce_params, 0)
 ; @@ENDIF
 ; @@IF dynamic shared
-MULTILOAD (fb_loc, 4, 0, 6, $announce_params, 0)
+MULTILOAD (fb_loc, 4, 0, state_min_access, $announce_params, 0)
 ; @@ENDIF
 INPUT-BYTES (1, flags_lsb, fail)
 
 ; @@IF shared
-COMPARE ($flags, 128, after_shared, load_shared, load_shared)
+COMPARE ($flags, flag_shared, after_shared, load_shared, load_shared)
 :load_shared
-SUBTRACT ($flags, 128)
+SUBTRACT ($flags, flag_shared)
 INPUT-BYTES (10, shared_id, fail)
 STATE-ACCESS (shared_id, 6, $shared_offset, $shared_len, $decompressed_pointer, 0)
 ADD ($decompressed_pointer, $shared_len)
@@ -101,32 +129,32 @@ SUBTRACT ($decompressed_pointer, $buffer_size)
 ; @@ENDIF
 
 ; @@IF static dynamic shared
-COMPARE ($flags, 64, after_feedback, feedback, feedback)
+COMPARE ($flags, flag_feedback, after_feedback, feedback, feedback)
 :feedback
-SUBTRACT ($flags, 64)
+SUBTRACT ($flags, flag_feedback)
 LOAD (fb_loc, requested_feedback_location)
-LOAD (requested_feedback_location, 1024)
+LOAD (requested_feedback_location, requested_feedback_q)
 INPUT-BYTES (1, requested_feedback_item, fail)
 :after_feedback
 ; @@ENDIF
 
 ; @@IF static dynamic shared
-COMPARE ($flags, 32, after_announce_a, announce_a, announce_a)
+COMPARE ($flags, flag_announce_a, after_announce_a, announce_a, announce_a)
 :announce_a
-SUBTRACT ($flags, 32)
+SUBTRACT ($flags, flag_announce_a)
 INPUT-BYTES (7, announced_a, fail)
 :after_announce_a
-COMPARE ($flags, 16, after_announce_b, announce_b, announce_b)
+COMPARE ($flags, flag_announce_b, after_announce_b, announce_b, announce_b)
 :announce_b
-SUBTRACT ($flags, 16)
+SUBTRACT ($flags, flag_announce_b)
 INPUT-BYTES (7, announced_b, fail)
 :after_announce_b
 ; @@ENDIF
 
 ; @@IF static
-COMPARE ($flags, 8, tokens, save_bytecode, save_bytecode)
+COMPARE ($flags, flag_save_bytecode, tokens, save_bytecode, save_bytecode)
 :save_bytecode
-STATE-CREATE ($code_length, init, init, 6, 2)
+STATE-CREATE ($code_length, init, init, state_min_access, bytecode_priority)
 ; @@ENDIF
 :tokens
 
@@ -137,7 +165,7 @@ STATE-CREATE ($code_length, init, init, 6, 2)
 END-MESSAGE ($fb_loc, returned_parameters_location, 0, 0, 0, 0, 0)
 ; @@ENDIF
 ; @@IF dynamic shared
-END-MESSAGE ($fb_loc, returned_parameters_location, $snapshot_length, 64, decompress, $snap_mal, 1)
+END-MESSAGE ($fb_loc, returned_parameters_location, $snapshot_length, 64, decompress, $snap_mal, snapshot_priority)
 ; @@ENDIF
 :fail
 DECOMPRESSION-FAILURE

@@ -44,10 +44,22 @@ pub mod images {
 /// asm/literal.asm: uploaded at 128, outputs the compressed data as it is.
 pub static LITERAL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/literal.bin"));
 
-/// Label addresses of the full LZSS program (shared mechanism).
-#[allow(dead_code)]
-pub mod lzss_labels {
-    include!(concat!(env!("OUT_DIR"), "/lzss_labels.rs"));
+/// Labels and `set` names of the full LZSS program (shared mechanism):
+/// the mechanism's variables and flag bits, the fragment's costs.
+pub mod lzss_symbols {
+    include!(concat!(env!("OUT_DIR"), "/lzss_symbols.rs"));
+}
+
+/// As [`lzss_symbols`], of the Deflate program.
+#[cfg(feature = "deflate")]
+pub mod deflate_symbols {
+    include!(concat!(env!("OUT_DIR"), "/deflate_symbols.rs"));
+}
+
+/// As [`lzss_symbols`], of the LZ77 program.
+#[cfg(feature = "lz77")]
+pub mod lz77_symbols {
+    include!(concat!(env!("OUT_DIR"), "/lz77_symbols.rs"));
 }
 
 /// Where the circular buffer lies in the peer's UDVM memory.

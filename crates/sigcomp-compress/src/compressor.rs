@@ -31,10 +31,10 @@ pub enum Algorithm {
     /// The modified LZSS of seed 000 §7.8.4.
     Lzss,
     /// Deflate (RFC 1951) tokens, fixed Huffman codes.
-    #[cfg(sigkit_deflate)]
+    #[cfg(feature = "deflate")]
     Deflate,
     /// LZ77 tokens.
-    #[cfg(sigkit_lz77)]
+    #[cfg(feature = "lz77")]
     Lz77,
 }
 
@@ -42,18 +42,18 @@ impl Algorithm {
     /// Every algorithm this build has.
     pub const ALL: &'static [Algorithm] = &[
         Algorithm::Lzss,
-        #[cfg(sigkit_deflate)]
+        #[cfg(feature = "deflate")]
         Algorithm::Deflate,
-        #[cfg(sigkit_lz77)]
+        #[cfg(feature = "lz77")]
         Algorithm::Lz77,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Lzss => "lzss",
-            #[cfg(sigkit_deflate)]
+            #[cfg(feature = "deflate")]
             Algorithm::Deflate => "deflate",
-            #[cfg(sigkit_lz77)]
+            #[cfg(feature = "lz77")]
             Algorithm::Lz77 => "lz77",
         }
     }
@@ -72,21 +72,21 @@ impl Algorithm {
             (Algorithm::Lzss, Static) => &i::LZSS_STATIC,
             (Algorithm::Lzss, Dynamic) => &i::LZSS_DYNAMIC,
             (Algorithm::Lzss, Shared) => &i::LZSS_SHARED,
-            #[cfg(sigkit_deflate)]
+            #[cfg(feature = "deflate")]
             (Algorithm::Deflate, Basic) => &i::DEFLATE_BASIC,
-            #[cfg(sigkit_deflate)]
+            #[cfg(feature = "deflate")]
             (Algorithm::Deflate, Static) => &i::DEFLATE_STATIC,
-            #[cfg(sigkit_deflate)]
+            #[cfg(feature = "deflate")]
             (Algorithm::Deflate, Dynamic) => &i::DEFLATE_DYNAMIC,
-            #[cfg(sigkit_deflate)]
+            #[cfg(feature = "deflate")]
             (Algorithm::Deflate, Shared) => &i::DEFLATE_SHARED,
-            #[cfg(sigkit_lz77)]
+            #[cfg(feature = "lz77")]
             (Algorithm::Lz77, Basic) => &i::LZ77_BASIC,
-            #[cfg(sigkit_lz77)]
+            #[cfg(feature = "lz77")]
             (Algorithm::Lz77, Static) => &i::LZ77_STATIC,
-            #[cfg(sigkit_lz77)]
+            #[cfg(feature = "lz77")]
             (Algorithm::Lz77, Dynamic) => &i::LZ77_DYNAMIC,
-            #[cfg(sigkit_lz77)]
+            #[cfg(feature = "lz77")]
             (Algorithm::Lz77, Shared) => &i::LZ77_SHARED,
         }
     }
@@ -255,7 +255,7 @@ pub struct Compressor {
     sent: SentLog,
     /// Hash chains over the history, kept between messages; dropped by
     /// [`Compressor::release_scratch`] and rebuilt on the next message.
-    finder: Option<Box<MatchFinder>>,
+    finder: Option<Box<Finder>>,
     /// Rebuilds done by finders since released.
     released_rebuilds: usize,
     /// Messages the model decompressor ran (the others were computed).
@@ -319,7 +319,7 @@ impl Compressor {
             (None, None) => None,
         };
         let bytecode = bytecode::build(image, &layout, dict.as_ref(), &local, |code, base| {
-            patch_algorithm(config.algorithm, image, code, base, &layout, format)
+            patch_algorithm(config.algorithm, image, code, base, format)
         });
         let mut model = Decompressor::new(peer).map_err(|_| CompressError::PeerTooSmall { dms: peer.dms })?;
         if let Some(v) = &user_dictionary {
@@ -391,7 +391,7 @@ impl Compressor {
 
     /// How often the match finder had to rehash a whole window.
     pub fn match_finder_rebuilds(&self) -> usize {
-        self.released_rebuilds + self.finder.as_ref().map_or(0, |f| f.rebuilds)
+        self.released_rebuilds + self.finder.as_ref().map_or(0, |f| f.rebuilds())
     }
 
     /// Frees what is only a cache between messages: the match finder's
@@ -403,7 +403,7 @@ impl Compressor {
     /// with many compartments keeps them only for the recently active ones.
     pub fn release_scratch(&mut self) {
         if let Some(f) = self.finder.take() {
-            self.released_rebuilds += f.rebuilds;
+            self.released_rebuilds += f.rebuilds();
         }
         self.model.release_scratch();
     }
@@ -445,7 +445,7 @@ impl Compressor {
     /// fresh window.
     pub fn adopt_finder(&mut self, finder: MatchFinder) {
         if self.finder.is_none() && self.config.algorithm == Algorithm::Lzss {
-            self.finder = Some(Box::new(finder));
+            self.finder = Some(Box::new(Finder::Lzss(finder)));
         }
     }
 
@@ -645,11 +645,11 @@ impl Compressor {
             };
             let algorithm = self.config.algorithm;
             let code = bytecode::build(image, &layout, self.dictionary.as_ref(), &self.local, |code, base| {
-                patch_algorithm(algorithm, image, code, base, &layout, format)
+                patch_algorithm(algorithm, image, code, base, format)
             });
             let window = code.fresh_window(&layout);
             let mut input = vec![0u8];
-            let mut finder = MatchFinder::default();
+            let mut finder = Finder::for_algorithm(algorithm);
             input.extend(encode_tokens(algorithm, &mut finder, &window, &[], message, format, self.config.effort));
             let sig = wire::emit_bytecode_message(returned_feedback, &code.code, code.destination, &input);
             if let Ok(out) = self.check_stateless(&sig, message, input.len() - 1, code.dictionary_id) {
@@ -681,225 +681,56 @@ impl Compressor {
         Ok(Compressed { message: sig.to_vec(), payload_len, uploaded_bytecode: true, ..Compressed::default() })
     }
 
+    /// A message that continues from the newest usable snapshot (or starts
+    /// fresh), in the steps below: choose the base, write the header
+    /// items, encode (trying parts of the peer's shared state), emit,
+    /// work out the peer's run, and record what it creates.
     fn compress_stateful(
         &mut self,
         message: &[u8],
         returned_feedback: Option<&[u8]>,
         announce: bool,
     ) -> Result<Compressed, CompressError> {
-        let mech = self.config.mechanism;
-        let stream = self.config.transport == Transport::Stream;
-        // The newest snapshot the peer holds and we may use.
-        let base = if mech.saves_snapshots() {
-            // (A snapshot kept only as an identifier, forget_superseded,
-            // is never the newest usable one: the peer evicts older
-            // snapshots first. The check keeps that an invariant here.)
-            self.snapshots
-                .iter()
-                .rev()
-                .filter(|s| s.usable && self.in_model(&s.id))
-                .find_map(|s| Some((s.clone(), self.snapshot_memory(&s.id)?)))
-        } else {
-            None
-        };
-        let (base, base_memory) = base.unzip();
-        let bytecode_state =
-            (mech == Mechanism::Static && self.bytecode_usable && self.in_model(&self.bytecode.state_id))
-                || (self.peer_has_bytecode && self.model.states().get(&self.bytecode.state_id).is_some());
-        let w = usize::from(self.layout.buffer_size);
+        let (base, base_memory) = self.newest_usable_snapshot().unzip();
         let window: Vec<u8> = match &base_memory {
             Some(m) => self.layout.window_of(m),
             None => self.bytecode.fresh_window(&self.layout),
         };
-        let mut flags = 0u8;
-        // Items after the flags byte other than the shared state's.
-        let mut items: Vec<u8> = Vec::new();
-        // Over UDP a state is used only once the peer has acknowledged it
-        // (RFC 3321 §5.1): ask for the acknowledgement as feedback.
-        let wants_ack = !stream && (mech.saves_snapshots() || (mech == Mechanism::Static && !self.bytecode_usable));
-        let seq = if wants_ack { Some(self.next_seq()) } else { None };
-        if let Some(seq) = seq {
-            flags |= 0x40;
-            items.push(seq);
-        }
-        let announced = announce && mech == Mechanism::Shared;
-        // Hashed only if announced (the endpoint then stores this State).
-        let own_shared = announced.then(|| State::new(0, 0, 6, message));
-        // Up to two entries for the returned parameters' list.
-        let mut entries: Vec<StateId> = Vec::new();
-        if let Some(own) = &own_shared {
-            entries.push(own.id);
-        }
-        if self.announce_bytecode {
-            entries.push(self.bytecode.state_id);
-            if stream {
-                self.announce_bytecode = false;
-            }
-        }
-        for (k, id) in entries.iter().enumerate() {
-            flags |= if k == 0 { 0x20 } else { 0x10 };
-            items.push(6);
-            items.extend_from_slice(&id.0[..6]);
-        }
-        if mech == Mechanism::Static && !self.bytecode_usable {
-            flags |= 0x08;
-        }
-        // Shared mode: which part of the peer's last message to append to
-        // the buffer (RFC 3321 shared mode). It displaces older history, so
-        // a few lengths are tried and the smallest result is kept.
-        let mut used_shared = None;
-        let mut candidates: Vec<usize> = vec![0];
-        if mech == Mechanism::Shared {
-            if let Some(ps) = self.peer_shared.and_then(|id| self.model.states().get(&id)) {
-                let already = base.as_ref().is_some_and(|b| b.shared_loaded == Some(ps.id));
-                if !already && self.in_model(&ps.id) {
-                    let full = ps.len().min(usize::from(u16::MAX));
-                    for d in [4usize, 2, 1] {
-                        let l = full.min(w * 3 / 4 / d);
-                        if l >= 32 && !candidates.contains(&l) {
-                            candidates.push(l);
-                        }
-                    }
-                }
-            }
-        }
+        let header = self.header_items(message, announce);
         let shared_value =
             self.peer_shared.and_then(|id| self.model.states().get(&id)).map(State::shared_value).unwrap_or_default();
-        let mut best: Option<(usize, usize, Vec<u8>)> = None;
-        // The first candidate is encoded into the history; a later one is
-        // encoded after rolling that back to the window (the match finder's
-        // chains over the window are shared, not copied), and the chosen
-        // one's bytes are in the history at the end.
-        let lzss = self.config.algorithm == Algorithm::Lzss;
-        let mut mark = None;
-        // The candidate whose bytes the history ends with.
-        let mut in_history = None;
-        // A shared candidate costs its tokens plus 10 bytes of header, and
-        // no tokens of this message can be fewer than `floor` bytes: once
-        // the plain encoding is within `floor + 10` bytes, no candidate can
-        // beat it (the choice is the same, the trials are saved).
-        let floor = self.token_floor(message.len());
-        for (k, &len) in candidates.iter().enumerate() {
-            if len > 0 && best.as_ref().is_some_and(|(c, _, _)| *c <= floor + 10) {
-                break;
-            }
-            let extra: &[u8] = &shared_value[..len.min(shared_value.len())];
-            if lzss && candidates.len() > 1 {
-                let finder = self.finder.get_or_insert_with(Box::default);
-                if k == 0 {
-                    finder.prepare(&window);
-                    mark = Some(finder.mark());
-                } else if let Some(m) = mark {
-                    finder.rollback(m);
-                }
-            }
-            let tokens = self.encode(&window, extra, message);
-            in_history = Some(len);
-            // (Charging the loaded bytes for the history they displace was
-            // tried: no better over the corpus as a whole.)
-            let cost = tokens.len() + if len > 0 { 10 } else { 0 };
-            if best.as_ref().is_none_or(|(c, _, _)| cost < *c) {
-                best = Some((cost, len, tokens));
-            }
-        }
-        let (_, best_len, tokens) = best.expect("one candidate at least");
-        if let (Some(m), true) = (mark, in_history != Some(best_len)) {
-            self.finder.get_or_insert_with(Box::default).rollback(m);
-            self.keep_in_history(&window, &shared_value[..best_len.min(shared_value.len())], message);
-        }
-        let shared_len = (best_len > 0).then_some(best_len);
+        let candidates = self.shared_candidates(base.as_ref());
+        let (shared_len, tokens) = self.encode_cheapest(&window, &shared_value, &candidates, message);
+        let used_shared = shared_len.and(self.peer_shared);
+
+        let mut flags = header.flags;
         let mut input = vec![0u8];
-        if let (Some(len), Some(ps)) = (shared_len, self.peer_shared) {
-            flags |= 0x80;
+        if let (Some(len), Some(ps)) = (shared_len, used_shared) {
+            flags |= FLAG_SHARED;
             input.extend_from_slice(&ps.0[..6]);
             input.extend_from_slice(&0u16.to_be_bytes());
             input.extend_from_slice(&(len as u16).to_be_bytes());
-            used_shared = Some(ps);
         }
         input[0] = flags;
-        input.extend_from_slice(&items);
+        input.extend_from_slice(&header.items);
         let payload_len = tokens.len();
         input.extend_from_slice(&tokens);
+        let (sig, uploaded, used_state) = self.emit(base.as_ref(), returned_feedback, &input);
 
-        let (sig, uploaded, used_state) = if let Some(s) = &base {
-            (wire::emit_state_message(returned_feedback, &s.id.0[..6], &input), false, Some(s.id))
-        } else if bytecode_state {
-            let id = self.bytecode.state_id;
-            (wire::emit_state_message(returned_feedback, &id.0[..6], &input), false, Some(id))
-        } else {
-            let code = &self.bytecode.code;
-            (wire::emit_bytecode_message(returned_feedback, code, self.bytecode.destination, &input), true, None)
-        };
-
-        // What the peer will do with it (RFC 3320 §5.1): computed from what
-        // the compressor knows (LZSS), or found by running the peer's
-        // decompressor on it; `verify` does both and compares them.
         let shared_bytes = &shared_value[..shared_len.unwrap_or(0).min(shared_value.len())];
         let view = MessageView {
             fresh: base.is_none(),
             flags,
-            seq,
-            entries: &entries,
+            seq: header.seq,
+            entries: &header.entries,
             shared: shared_bytes,
             message,
             sig_len: sig.len(),
         };
-        let predicted = self.predict(base_memory.as_deref(), &view);
-        let creates = match predicted {
-            Some((creates, _)) if !self.config.verify => creates,
-            _ => {
-                self.model_runs += 1;
-                let d = self.model.decompress(&sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
-                if d.output != message {
-                    return Err(CompressError::Mismatch);
-                }
-                let run: Vec<(State, u16)> = d
-                    .pending
-                    .requests
-                    .iter()
-                    .filter_map(|r| match r {
-                        StateRequest::Create(c) => {
-                            Some((State::new(c.address, c.instruction, c.min_access_len, &c.value), c.priority))
-                        }
-                        StateRequest::Free(_) => None,
-                    })
-                    .collect();
-                if let Some((creates, bound)) = predicted {
-                    if creates != run || d.cycles > bound {
-                        return Err(CompressError::Mismatch);
-                    }
-                }
-                run
-            }
-        };
-        let accepted = self.model_create(creates);
-        let mut requested = Vec::new();
-        for id in &accepted {
-            requested.push(*id);
-            if *id == self.bytecode.state_id {
-                if stream {
-                    self.bytecode_usable = true;
-                }
-            } else if self.model.states().get(id).is_some_and(|s| s.address == 64) {
-                // The decompressor memory from address 64: a snapshot. Its
-                // bytes are the model's state value.
-                if !self.snapshots.iter().any(|s| s.id == *id) {
-                    self.snapshots.push(Snapshot {
-                        id: *id,
-                        usable: stream,
-                        shared_loaded: used_shared.or(base.as_ref().and_then(|b| b.shared_loaded)),
-                    });
-                }
-            }
-        }
-        // Keep only snapshots the peer may still hold.
-        let model = &self.model;
-        self.snapshots
-            .retain(|s| model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == s.id)));
-        if stream {
-            self.forget_superseded();
-        }
-        if let Some(seq) = seq {
+        let creates = self.peer_run(base_memory.as_deref(), &view, &sig)?;
+        let shared_loaded = used_shared.or(base.as_ref().and_then(|b| b.shared_loaded));
+        let requested = self.record_created(creates, shared_loaded);
+        if let Some(seq) = header.seq {
             self.awaiting.insert(seq, requested.clone());
         }
         let mut used = Vec::new();
@@ -917,9 +748,238 @@ impl Compressor {
             used_state,
             used_shared,
             requested,
-            announced: own_shared,
-            feedback_item: seq,
+            announced: header.own_shared,
+            feedback_item: header.seq,
         })
+    }
+
+    /// The newest snapshot the peer holds and we may continue from, with
+    /// its bytes (dynamic and shared mechanisms).
+    fn newest_usable_snapshot(&self) -> Option<(Snapshot, Arc<[u8]>)> {
+        if !self.config.mechanism.saves_snapshots() {
+            return None;
+        }
+        // (A snapshot kept only as an identifier, forget_superseded, is
+        // never the newest usable one: the peer evicts older snapshots
+        // first. The check keeps that an invariant here.)
+        self.snapshots
+            .iter()
+            .rev()
+            .filter(|s| s.usable && self.in_model(&s.id))
+            .find_map(|s| Some((s.clone(), self.snapshot_memory(&s.id)?)))
+    }
+
+    /// The flags and items after the flags byte other than the shared
+    /// state's (asm/mechanism.asm): the feedback request, the announced
+    /// entries, the request to save the bytecode.
+    fn header_items(&mut self, message: &[u8], announce: bool) -> HeaderItems {
+        let mech = self.config.mechanism;
+        let stream = self.config.transport == Transport::Stream;
+        let mut flags = 0u8;
+        let mut items: Vec<u8> = Vec::new();
+        // Over UDP a state is used only once the peer has acknowledged it
+        // (RFC 3321 §5.1): ask for the acknowledgement as feedback.
+        let wants_ack = !stream && (mech.saves_snapshots() || (mech == Mechanism::Static && !self.bytecode_usable));
+        let seq = if wants_ack { Some(self.next_seq()) } else { None };
+        if let Some(seq) = seq {
+            flags |= FLAG_FEEDBACK;
+            items.push(seq);
+        }
+        // Hashed only if announced (the endpoint then stores this State).
+        let own_shared = (announce && mech == Mechanism::Shared).then(|| State::new(0, 0, 6, message));
+        // Up to two entries for the returned parameters' list.
+        let mut entries: Vec<StateId> = Vec::new();
+        if let Some(own) = &own_shared {
+            entries.push(own.id);
+        }
+        if self.announce_bytecode {
+            entries.push(self.bytecode.state_id);
+            if stream {
+                self.announce_bytecode = false;
+            }
+        }
+        for (k, id) in entries.iter().enumerate() {
+            flags |= if k == 0 { FLAG_ANNOUNCE_A } else { FLAG_ANNOUNCE_B };
+            items.push(6);
+            items.extend_from_slice(&id.0[..6]);
+        }
+        if mech == Mechanism::Static && !self.bytecode_usable {
+            flags |= FLAG_SAVE_BYTECODE;
+        }
+        HeaderItems { flags, items, seq, entries, own_shared }
+    }
+
+    /// Shared mode: how much of the peer's last message to try appending
+    /// to the buffer (RFC 3321 shared mode), 0 for none. It displaces
+    /// older history, so a few lengths are tried.
+    fn shared_candidates(&self, base: Option<&Snapshot>) -> Vec<usize> {
+        let mut candidates: Vec<usize> = vec![0];
+        if self.config.mechanism != Mechanism::Shared {
+            return candidates;
+        }
+        let w = usize::from(self.layout.buffer_size);
+        if let Some(ps) = self.peer_shared.and_then(|id| self.model.states().get(&id)) {
+            let already = base.is_some_and(|b| b.shared_loaded == Some(ps.id));
+            if !already && self.in_model(&ps.id) {
+                let full = ps.len().min(usize::from(u16::MAX));
+                for d in [4usize, 2, 1] {
+                    let l = full.min(w * 3 / 4 / d);
+                    if l >= 32 && !candidates.contains(&l) {
+                        candidates.push(l);
+                    }
+                }
+            }
+        }
+        candidates
+    }
+
+    /// Encodes `message` after `window` and each candidate part of
+    /// `shared_value`, keeping the smallest: (the part's length, None for
+    /// no part; the tokens). The match finder's history ends with the
+    /// chosen encoding's bytes.
+    fn encode_cheapest(
+        &mut self,
+        window: &[u8],
+        shared_value: &[u8],
+        candidates: &[usize],
+        message: &[u8],
+    ) -> (Option<usize>, Vec<u8>) {
+        let mut best: Option<(usize, usize, Vec<u8>)> = None;
+        // The first candidate is encoded into the history; a later one is
+        // encoded after rolling that back to the window (the match finder's
+        // chains over the window are shared, not copied), and the chosen
+        // one's bytes are in the history at the end.
+        let mut mark = None;
+        // The candidate whose bytes the history ends with.
+        let mut in_history = None;
+        // A shared candidate costs its tokens plus 10 bytes of header, and
+        // no tokens of this message can be fewer than `floor` bytes: once
+        // the plain encoding is within `floor + 10` bytes, no candidate can
+        // beat it (the choice is the same, the trials are saved).
+        let floor = self.token_floor(message.len());
+        for (k, &len) in candidates.iter().enumerate() {
+            if len > 0 && best.as_ref().is_some_and(|(c, _, _)| *c <= floor + 10) {
+                break;
+            }
+            let extra = &shared_value[..len.min(shared_value.len())];
+            if candidates.len() > 1 {
+                let finder = self.finder();
+                if k == 0 {
+                    finder.prepare(window);
+                    mark = Some(finder.mark());
+                } else if let Some(m) = mark {
+                    finder.rollback(m);
+                }
+            }
+            let tokens = self.encode(window, extra, message);
+            in_history = Some(len);
+            let cost = tokens.len() + if len > 0 { 10 } else { 0 };
+            if best.as_ref().is_none_or(|(c, _, _)| cost < *c) {
+                best = Some((cost, len, tokens));
+            }
+        }
+        let (_, best_len, tokens) = best.expect("one candidate at least");
+        if let (Some(m), true) = (mark, in_history != Some(best_len)) {
+            let finder = self.finder();
+            finder.rollback(m);
+            finder.prepare(window);
+            finder.append(&shared_value[..best_len.min(shared_value.len())]);
+            finder.append_hashed(message);
+        }
+        ((best_len > 0).then_some(best_len), tokens)
+    }
+
+    /// The SigComp message (RFC 3320 §7) carrying `input`: naming the
+    /// base snapshot, or the bytecode state, or uploading the bytecode.
+    /// Returns it, whether the bytecode was uploaded, and the state named.
+    fn emit(
+        &self,
+        base: Option<&Snapshot>,
+        returned_feedback: Option<&[u8]>,
+        input: &[u8],
+    ) -> (Vec<u8>, bool, Option<StateId>) {
+        let mech = self.config.mechanism;
+        let bytecode_state =
+            (mech == Mechanism::Static && self.bytecode_usable && self.in_model(&self.bytecode.state_id))
+                || (self.peer_has_bytecode && self.model.states().get(&self.bytecode.state_id).is_some());
+        if let Some(s) = base {
+            (wire::emit_state_message(returned_feedback, &s.id.0[..6], input), false, Some(s.id))
+        } else if bytecode_state {
+            let id = self.bytecode.state_id;
+            (wire::emit_state_message(returned_feedback, &id.0[..6], input), false, Some(id))
+        } else {
+            let code = &self.bytecode.code;
+            (wire::emit_bytecode_message(returned_feedback, code, self.bytecode.destination, input), true, None)
+        }
+    }
+
+    /// What the peer will do with the message (RFC 3320 §5.1): the state
+    /// creation requests, computed from what the compressor knows
+    /// ([`Compressor::predict`]) or found by running the peer's
+    /// decompressor on it; `verify` does both and compares them.
+    fn peer_run(
+        &mut self,
+        base: Option<&[u8]>,
+        view: &MessageView<'_>,
+        sig: &[u8],
+    ) -> Result<Vec<(State, u16)>, CompressError> {
+        let predicted = self.predict(base, view);
+        if let Some((creates, _)) = &predicted {
+            if !self.config.verify {
+                return Ok(creates.clone());
+            }
+        }
+        self.model_runs += 1;
+        let d = self.model.decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
+        if d.output != view.message {
+            return Err(CompressError::Mismatch);
+        }
+        let run: Vec<(State, u16)> = d
+            .pending
+            .requests
+            .iter()
+            .filter_map(|r| match r {
+                StateRequest::Create(c) => {
+                    Some((State::new(c.address, c.instruction, c.min_access_len, &c.value), c.priority))
+                }
+                StateRequest::Free(_) => None,
+            })
+            .collect();
+        if let Some((creates, bound)) = predicted {
+            if creates != run || d.cycles > bound {
+                return Err(CompressError::Mismatch);
+            }
+        }
+        Ok(run)
+    }
+
+    /// Carries out the creation requests in the model and notes the
+    /// snapshots among them (`shared_loaded`: the peer shared state in
+    /// their history). Returns the identifiers created or refreshed.
+    fn record_created(&mut self, creates: Vec<(State, u16)>, shared_loaded: Option<StateId>) -> Vec<StateId> {
+        let stream = self.config.transport == Transport::Stream;
+        let requested = self.model_create(creates);
+        for id in &requested {
+            if *id == self.bytecode.state_id {
+                if stream {
+                    self.bytecode_usable = true;
+                }
+            } else if self.model.states().get(id).is_some_and(|s| s.address == 64) {
+                // The decompressor memory from address 64: a snapshot. Its
+                // bytes are the model's state value.
+                if !self.snapshots.iter().any(|s| s.id == *id) {
+                    self.snapshots.push(Snapshot { id: *id, usable: stream, shared_loaded });
+                }
+            }
+        }
+        // Keep only snapshots the peer may still hold.
+        let model = &self.model;
+        self.snapshots
+            .retain(|s| model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == s.id)));
+        if stream {
+            self.forget_superseded();
+        }
+        requested
     }
 
     /// A lower bound on the token bytes of a message of `len` bytes (0 for
@@ -950,25 +1010,23 @@ impl Compressor {
         created
     }
 
-    /// The peer's run of an LZSS message, computed instead of run: the
-    /// state creation requests (with their retention priorities) and an
-    /// upper bound on the UDVM cycles. `None` where only a run can tell:
-    /// other algorithms, a memory too small for the buffer (the run fails,
-    /// and the caller falls back), or a cycle bound above the peer's
-    /// budget (RFC 3320 §8.6).
+    /// The peer's run of a message, computed instead of run: the state
+    /// creation requests (with their retention priorities) and an upper
+    /// bound on the UDVM cycles. `None` where only a run can tell: a
+    /// memory too small for the buffer (the run fails, and the caller
+    /// falls back), or a cycle bound above the peer's budget (RFC 3320
+    /// §8.6).
     ///
-    /// The bytecode is `asm/mechanism.asm` with `asm/lzss.asm`: before the
-    /// tokens it sets the words of :decompress's MULTILOAD, appends the
-    /// shared state at `decompressed_pointer` (0x80), sets the feedback
-    /// request (0x40) and the announced entries (0x20, 0x10), saves the
-    /// bytecode (0x08); the tokens write the message into the circular
-    /// buffer; END-MESSAGE saves memory 64..buffer_end. The LZSS
-    /// fragment's own variables lie below 64, outside the snapshot.
+    /// The bytecode is `asm/mechanism.asm` with the algorithm's fragment:
+    /// before the tokens it sets the words of :decompress's MULTILOAD,
+    /// appends the shared state at `decompressed_pointer`, sets the
+    /// feedback request and the announced entries, saves the bytecode; the
+    /// tokens write the message into the circular buffer; END-MESSAGE
+    /// saves memory 64..buffer_end. The fragments' own variables lie below
+    /// 64, outside the snapshot. Every address, flag, priority and cycle
+    /// cost is the assembly's own ([`ProgramSymbols`]).
     fn predict(&self, base: Option<&[u8]>, v: &MessageView<'_>) -> Option<(Vec<(State, u16)>, u64)> {
-        if self.config.algorithm != Algorithm::Lzss {
-            return None;
-        }
-        use crate::bytecode::lzss_labels as at;
+        let at = self.config.algorithm.symbols();
         let mech = self.config.mechanism;
         let image = self.config.algorithm.image(mech);
         let (cb, end) = (usize::from(self.layout.circular_buffer), usize::from(self.layout.buffer_end));
@@ -981,69 +1039,39 @@ impl Compressor {
         if end > memory {
             return None;
         }
-        // Cycles (RFC 3320 §9 costs): a literal token costs 10 (INPUT-HUFFMAN
-        // with 3 sets 4, COMPARE, OUTPUT 2, COPY-LITERAL 2, JUMP), a match of
-        // l bytes 14 + 2l ≤ 10 l for l ≥ 3: at most 10 per message byte. The
-        // rest is at most 200 plus the bytes the STATE-ACCESSes, STATE-CREATE
-        // and END-MESSAGE move.
-        let code_len = self.bytecode.code.len();
-        let mut bound = 200 + 10 * v.message.len() + v.shared.len();
-        if v.fresh {
-            bound += self.bytecode.dictionary.len();
-        }
-        if v.flags & 0x08 != 0 {
-            bound += code_len;
-        }
-        if mech.saves_snapshots() {
-            bound += end - 64;
-        }
+        let bound = self.cycle_bound(&at, v) as u64;
         // The budget: (1000 + 8 × header bytes) × CPB, plus 8 × CPB per
         // input byte consumed; all but at most 7 trailing bits are.
         let cpb = u64::from(self.peer.cpb);
         let budget = (1000 + 8 * v.sig_len as u64).saturating_sub(7) * cpb;
-        if bound as u64 > budget {
+        if bound > budget {
             return None;
         }
         let mut creates = Vec::new();
-        if v.flags & 0x08 != 0 {
-            // STATE-CREATE ($code_length, init, init, 6, 2).
-            creates.push((self.bytecode.state.clone(), 2));
+        if v.flags & at.flag_save_bytecode != 0 {
+            // STATE-CREATE ($code_length, init, init, state_min_access, bytecode_priority).
+            creates.push((self.bytecode.state.clone(), at.bytecode_priority));
         }
         if !mech.saves_snapshots() {
             // Basic and static save no memory: no image to compute.
-            return Some((creates, bound as u64));
+            return Some((creates, bound));
         }
-        // Memory from address 64 (index 0) to buffer_end.
-        let mut m: Vec<u8> = match base {
+        let mut m = match base {
             Some(m) if m.len() == end - 64 => m.to_vec(),
             Some(_) => return None,
-            None => {
-                // Bytecode uploaded or accessed as a state: the code at its
-                // destination, zeros elsewhere, then :init's MULTILOAD and
-                // the dictionary's STATE-ACCESS into the buffer.
-                let mut m = vec![0u8; end - 64];
-                let d = usize::from(self.bytecode.destination) - 64;
-                m[d..d + self.bytecode.code.len()].copy_from_slice(&self.bytecode.code);
-                let dict = &self.bytecode.dictionary;
-                bytecode::put_word(&mut m, 64, at::BYTE_COPY_LEFT, cb as u16);
-                bytecode::put_word(&mut m, 64, at::BYTE_COPY_RIGHT, end as u16);
-                bytecode::put_word(&mut m, 64, at::INPUT_BIT_ORDER, 0);
-                bytecode::put_word(&mut m, 64, at::DECOMPRESSED_POINTER, (cb + dict.len()) as u16);
-                m[cb - 64..cb - 64 + dict.len()].copy_from_slice(dict);
-                m
-            }
+            None => self.initialised_memory(&at),
         };
         let word = |m: &[u8], a: u16| u16::from_be_bytes([m[usize::from(a) - 64], m[usize::from(a) - 63]]);
-        // :decompress: MULTILOAD (fb_loc, 4, 0, snap_mal, $announce_params, 0).
+        // :decompress: MULTILOAD (fb_loc, 4, 0, state_min_access, $announce_params, 0).
         let announce_params = word(&m, image.announce_params);
-        bytecode::put_word(&mut m, 64, at::FB_LOC, 0);
-        bytecode::put_word(&mut m, 64, at::SNAP_MAL, 6);
-        bytecode::put_word(&mut m, 64, at::RETURNED_PARAMETERS_LOCATION, announce_params);
-        bytecode::put_word(&mut m, 64, at::ANNOUNCED_A, 0);
+        bytecode::put_word(&mut m, 64, at.fb_loc, 0);
+        bytecode::put_word(&mut m, 64, at.snap_mal, at.state_min_access);
+        bytecode::put_word(&mut m, 64, at.returned_parameters_location, announce_params);
+        bytecode::put_word(&mut m, 64, at.announced_a, 0);
         // Bytes written at decompressed_pointer wrap within the buffer
         // (RFC 3320 §8.4; byte_copy_left/right are the buffer's bounds).
         let append = |m: &mut Vec<u8>, bytes: &[u8]| {
-            let mut dp = usize::from(word(m, at::DECOMPRESSED_POINTER));
+            let mut dp = usize::from(word(m, at.decompressed_pointer));
             if !(cb..end).contains(&dp) {
                 return false;
             }
@@ -1054,44 +1082,254 @@ impl Compressor {
                     dp = cb;
                 }
             }
-            bytecode::put_word(m, 64, at::DECOMPRESSED_POINTER, dp as u16);
+            bytecode::put_word(m, 64, at.decompressed_pointer, dp as u16);
             true
         };
-        if v.flags & 0x80 != 0 && !append(&mut m, v.shared) {
+        if v.flags & at.flag_shared != 0 && !append(&mut m, v.shared) {
             return None;
         }
         if let Some(seq) = v.seq {
-            bytecode::put_word(&mut m, 64, at::FB_LOC, at::REQUESTED_FEEDBACK_LOCATION);
-            bytecode::put_word(&mut m, 64, at::REQUESTED_FEEDBACK_LOCATION, 1024);
-            m[usize::from(at::REQUESTED_FEEDBACK_ITEM) - 64] = seq;
+            bytecode::put_word(&mut m, 64, at.fb_loc, at.requested_feedback_location);
+            bytecode::put_word(&mut m, 64, at.requested_feedback_location, at.requested_feedback_q);
+            m[usize::from(at.requested_feedback_item) - 64] = seq;
         }
         for (k, id) in v.entries.iter().enumerate() {
-            let a = usize::from(if k == 0 { at::ANNOUNCED_A } else { at::ANNOUNCED_B }) - 64;
+            let a = usize::from(if k == 0 { at.announced_a } else { at.announced_b }) - 64;
             m[a] = 6;
             m[a + 1..a + 7].copy_from_slice(&id.0[..6]);
         }
         if !append(&mut m, v.message) {
             return None;
         }
-        // END-MESSAGE (..., $snapshot_length, 64, decompress, $snap_mal, 1).
-        creates.push((State::new(64, image.decompress, 6, &m), 1));
-        Some((creates, bound as u64))
+        // END-MESSAGE (..., $snapshot_length, 64, decompress, $snap_mal, snapshot_priority).
+        creates.push((State::new(64, image.decompress, at.state_min_access, &m), at.snapshot_priority));
+        Some((creates, bound))
+    }
+
+    /// An upper bound on the cycles the peer spends on the message (RFC
+    /// 3320 §9 costs, as the assembly states them): the mechanism's part,
+    /// the fragment's per message byte, and the bytes the STATE-ACCESSes,
+    /// STATE-CREATE and END-MESSAGE move.
+    fn cycle_bound(&self, at: &ProgramSymbols, v: &MessageView<'_>) -> usize {
+        let mut bound = at.mechanism_cycles + at.cycles_per_byte * v.message.len() + v.shared.len();
+        if v.fresh {
+            bound += self.bytecode.dictionary.len();
+        }
+        if v.flags & at.flag_save_bytecode != 0 {
+            bound += self.bytecode.code.len();
+        }
+        if self.config.mechanism.saves_snapshots() {
+            bound += usize::from(self.layout.buffer_end) - 64;
+        }
+        bound
+    }
+
+    /// UDVM memory from address 64 to buffer_end once :init has run
+    /// (bytecode uploaded or accessed as a state): the code at its
+    /// destination, zeros elsewhere, then :init's MULTILOAD, the
+    /// dictionary's STATE-ACCESS into the buffer and the fragment's @init.
+    fn initialised_memory(&self, at: &ProgramSymbols) -> Vec<u8> {
+        let (cb, end) = (usize::from(self.layout.circular_buffer), usize::from(self.layout.buffer_end));
+        let mut m = vec![0u8; end - 64];
+        let d = usize::from(self.bytecode.destination) - 64;
+        m[d..d + self.bytecode.code.len()].copy_from_slice(&self.bytecode.code);
+        let dict = &self.bytecode.dictionary;
+        bytecode::put_word(&mut m, 64, at.byte_copy_left, cb as u16);
+        bytecode::put_word(&mut m, 64, at.byte_copy_right, end as u16);
+        bytecode::put_word(&mut m, 64, at.input_bit_order, at.initial_input_bit_order);
+        bytecode::put_word(&mut m, 64, at.decompressed_pointer, (cb + dict.len()) as u16);
+        m[cb - 64..cb - 64 + dict.len()].copy_from_slice(dict);
+        m
+    }
+
+    /// The match finder kept between messages (made if released).
+    fn finder(&mut self) -> &mut Finder {
+        let algorithm = self.config.algorithm;
+        self.finder.get_or_insert_with(|| Box::new(Finder::for_algorithm(algorithm)))
     }
 
     /// The tokens for `message` after `window` and `extra`, which the
     /// match finder's history then ends with.
     fn encode(&mut self, window: &[u8], extra: &[u8], message: &[u8]) -> Vec<u8> {
-        let finder = self.finder.get_or_insert_with(Box::default);
-        encode_tokens(self.config.algorithm, finder, window, extra, message, self.format, self.config.effort)
+        let (algorithm, format, effort) = (self.config.algorithm, self.format, self.config.effort);
+        encode_tokens(algorithm, self.finder(), window, extra, message, format, effort)
+    }
+}
+
+/// The items of a message's header that are not the shared state's.
+struct HeaderItems {
+    flags: u8,
+    /// The bytes after the flags byte (feedback item, announced entries).
+    items: Vec<u8>,
+    seq: Option<u8>,
+    /// Announced identifiers (flag_announce_a, flag_announce_b).
+    entries: Vec<StateId>,
+    /// The message as our shared state, if announced.
+    own_shared: Option<State>,
+}
+
+/// The flag bits of the mechanism program (asm/mechanism.asm defines
+/// them; every algorithm's program has the same).
+const FLAG_SHARED: u8 = bytecode::lzss_symbols::FLAG_SHARED;
+const FLAG_FEEDBACK: u8 = bytecode::lzss_symbols::FLAG_FEEDBACK;
+const FLAG_ANNOUNCE_A: u8 = bytecode::lzss_symbols::FLAG_ANNOUNCE_A;
+const FLAG_ANNOUNCE_B: u8 = bytecode::lzss_symbols::FLAG_ANNOUNCE_B;
+const FLAG_SAVE_BYTECODE: u8 = bytecode::lzss_symbols::FLAG_SAVE_BYTECODE;
+
+/// What [`Compressor::predict`] reads of one algorithm's program (the
+/// mechanism program with its fragment), from the constants build.rs
+/// generates out of the assembly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ProgramSymbols {
+    byte_copy_left: u16,
+    byte_copy_right: u16,
+    input_bit_order: u16,
+    decompressed_pointer: u16,
+    fb_loc: u16,
+    snap_mal: u16,
+    returned_parameters_location: u16,
+    announced_a: u16,
+    announced_b: u16,
+    requested_feedback_location: u16,
+    requested_feedback_item: u16,
+    requested_feedback_q: u16,
+    state_min_access: u16,
+    bytecode_priority: u16,
+    snapshot_priority: u16,
+    flag_shared: u8,
+    flag_save_bytecode: u8,
+    mechanism_cycles: usize,
+    /// The fragment's cycles per message byte, at most.
+    cycles_per_byte: usize,
+    /// input_bit_order after the fragment's @init.
+    initial_input_bit_order: u16,
+}
+
+/// The [`ProgramSymbols`] of the generated module `$m`.
+macro_rules! program_symbols {
+    ($m:path, $cycles_per_byte:expr, $initial_input_bit_order:expr) => {{
+        use $m as s;
+        ProgramSymbols {
+            byte_copy_left: s::BYTE_COPY_LEFT,
+            byte_copy_right: s::BYTE_COPY_RIGHT,
+            input_bit_order: s::INPUT_BIT_ORDER,
+            decompressed_pointer: s::DECOMPRESSED_POINTER,
+            fb_loc: s::FB_LOC,
+            snap_mal: s::SNAP_MAL,
+            returned_parameters_location: s::RETURNED_PARAMETERS_LOCATION,
+            announced_a: s::ANNOUNCED_A,
+            announced_b: s::ANNOUNCED_B,
+            requested_feedback_location: s::REQUESTED_FEEDBACK_LOCATION,
+            requested_feedback_item: s::REQUESTED_FEEDBACK_ITEM,
+            requested_feedback_q: s::REQUESTED_FEEDBACK_Q,
+            state_min_access: s::STATE_MIN_ACCESS,
+            bytecode_priority: s::BYTECODE_PRIORITY,
+            snapshot_priority: s::SNAPSHOT_PRIORITY,
+            flag_shared: s::FLAG_SHARED,
+            flag_save_bytecode: s::FLAG_SAVE_BYTECODE,
+            mechanism_cycles: s::MECHANISM_CYCLES as usize,
+            cycles_per_byte: $cycles_per_byte as usize,
+            initial_input_bit_order: $initial_input_bit_order,
+        }
+    }};
+}
+
+impl Algorithm {
+    /// The symbols of this algorithm's program that the peer's run is
+    /// computed from.
+    fn symbols(self) -> ProgramSymbols {
+        match self {
+            // The LZSS fragment leaves input_bit_order as :init's MULTILOAD sets it.
+            Algorithm::Lzss => {
+                program_symbols!(bytecode::lzss_symbols, bytecode::lzss_symbols::LZSS_CYCLES_PER_BYTE, 0)
+            }
+            #[cfg(feature = "deflate")]
+            Algorithm::Deflate => program_symbols!(
+                bytecode::deflate_symbols,
+                bytecode::deflate_symbols::DEFLATE_CYCLES_PER_BYTE,
+                bytecode::deflate_symbols::DEFLATE_INPUT_BIT_ORDER
+            ),
+            #[cfg(feature = "lz77")]
+            Algorithm::Lz77 => {
+                program_symbols!(bytecode::lz77_symbols, bytecode::lz77_symbols::LZ77_CYCLES_PER_BYTE, 0)
+            }
+        }
+    }
+}
+
+/// The encoder's match finder, kept between messages.
+#[derive(Debug, Clone)]
+enum Finder {
+    Lzss(MatchFinder),
+    #[cfg(any(feature = "deflate", feature = "lz77"))]
+    Chains(crate::chains::MatchFinder),
+}
+
+/// A point in a [`Finder`]'s history.
+#[derive(Debug, Clone, Copy)]
+enum FinderMark {
+    Lzss(crate::lzss::HistoryMark),
+    #[cfg(any(feature = "deflate", feature = "lz77"))]
+    Chains(crate::chains::HistoryMark),
+}
+
+impl Finder {
+    fn for_algorithm(algorithm: Algorithm) -> Finder {
+        match algorithm {
+            Algorithm::Lzss => Finder::Lzss(MatchFinder::default()),
+            #[cfg(any(feature = "deflate", feature = "lz77"))]
+            #[allow(unreachable_patterns)]
+            _ => Finder::Chains(crate::chains::MatchFinder::default()),
+        }
     }
 
-    /// After trials: the history the chosen encoding leaves.
-    fn keep_in_history(&mut self, window: &[u8], extra: &[u8], message: &[u8]) {
-        if self.config.algorithm == Algorithm::Lzss {
-            let finder = self.finder.get_or_insert_with(Box::default);
-            finder.prepare(window);
-            finder.append(extra);
-            finder.append_hashed(message);
+    fn rebuilds(&self) -> usize {
+        match self {
+            Finder::Lzss(f) => f.rebuilds,
+            #[cfg(any(feature = "deflate", feature = "lz77"))]
+            Finder::Chains(f) => f.rebuilds,
+        }
+    }
+
+    fn prepare(&mut self, window: &[u8]) {
+        match self {
+            Finder::Lzss(f) => f.prepare(window),
+            #[cfg(any(feature = "deflate", feature = "lz77"))]
+            Finder::Chains(f) => f.prepare(window),
+        }
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        match self {
+            Finder::Lzss(f) => f.append(bytes),
+            #[cfg(any(feature = "deflate", feature = "lz77"))]
+            Finder::Chains(f) => f.append(bytes),
+        }
+    }
+
+    fn append_hashed(&mut self, bytes: &[u8]) {
+        match self {
+            Finder::Lzss(f) => f.append_hashed(bytes),
+            #[cfg(any(feature = "deflate", feature = "lz77"))]
+            Finder::Chains(f) => f.append_hashed(bytes),
+        }
+    }
+
+    fn mark(&mut self) -> FinderMark {
+        match self {
+            Finder::Lzss(f) => FinderMark::Lzss(f.mark()),
+            #[cfg(any(feature = "deflate", feature = "lz77"))]
+            Finder::Chains(f) => FinderMark::Chains(f.mark()),
+        }
+    }
+
+    fn rollback(&mut self, mark: FinderMark) {
+        match (self, mark) {
+            (Finder::Lzss(f), FinderMark::Lzss(m)) => f.rollback(m),
+            #[cfg(any(feature = "deflate", feature = "lz77"))]
+            (Finder::Chains(f), FinderMark::Chains(m)) => f.rollback(m),
+            #[cfg(any(feature = "deflate", feature = "lz77"))]
+            _ => {}
         }
     }
 }
@@ -1101,51 +1339,48 @@ impl Compressor {
 /// mechanism adds to the buffer before the message).
 fn encode_tokens(
     algorithm: Algorithm,
-    finder: &mut MatchFinder,
+    finder: &mut Finder,
     window: &[u8],
     extra: &[u8],
     message: &[u8],
     format: LzssFormat,
     effort: Effort,
 ) -> Vec<u8> {
-    let w = window.len();
-    match algorithm {
-        Algorithm::Lzss => {
-            let _ = w;
+    let buffer_size = window.len();
+    finder.prepare(window);
+    finder.append(extra);
+    match (algorithm, finder) {
+        (Algorithm::Lzss, Finder::Lzss(f)) => {
             let mut bw = BitWriter::default();
-            finder.prepare(window);
-            finder.append(extra);
-            finder.encode(message, w, format, effort, &mut bw);
+            f.encode(message, buffer_size, format, effort, &mut bw);
             bw.finish()
         }
-        #[cfg(sigkit_deflate)]
-        Algorithm::Deflate => {
-            let history = [window, extra].concat();
+        #[cfg(feature = "deflate")]
+        (Algorithm::Deflate, Finder::Chains(f)) => {
             let mut out = Vec::new();
             let params = crate::deflate::DeflateParams { max_chain: effort.max_chain };
-            crate::deflate::encode(&history[history.len() - w..], message, &params, &mut out);
+            crate::deflate::encode_after(f, message, buffer_size, &params, &mut out);
             out
         }
-        #[cfg(sigkit_lz77)]
-        Algorithm::Lz77 => {
-            let history = [window, extra].concat();
+        #[cfg(feature = "lz77")]
+        (Algorithm::Lz77, Finder::Chains(f)) => {
             let mut out = Vec::new();
             let params = crate::lz77::Lz77Params { max_chain: effort.max_chain };
-            crate::lz77::encode(&history[history.len() - w..], message, &params, &mut out);
+            crate::lz77::encode_after(f, message, buffer_size, &params, &mut out);
             out
+        }
+        #[cfg(any(feature = "deflate", feature = "lz77"))]
+        (algorithm, finder) => {
+            // A finder of the other kind (never kept: Compressor::finder
+            // makes the algorithm's own); start one of the right kind.
+            *finder = Finder::for_algorithm(algorithm);
+            encode_tokens(algorithm, finder, window, extra, message, format, effort)
         }
     }
 }
 
 /// Sets the algorithm's own words in the bytecode image.
-fn patch_algorithm(
-    algorithm: Algorithm,
-    image: &Image,
-    code: &mut [u8],
-    base: u16,
-    _layout: &Layout,
-    format: LzssFormat,
-) {
+fn patch_algorithm(algorithm: Algorithm, image: &Image, code: &mut [u8], base: u16, format: LzssFormat) {
     let mut put = |name: &str, v: u16| {
         let at = image.label(name).unwrap_or_else(|| panic!("bytecode has no label {name}"));
         bytecode::put_word(code, base, at, v);
@@ -1158,9 +1393,9 @@ fn patch_algorithm(
             put("lzss_offset_lower", (3u32 << ob) as u16);
             put("lzss_offset_upper", ((1u32 << (ob + 2)) - 1) as u16);
         }
-        #[cfg(sigkit_deflate)]
+        #[cfg(feature = "deflate")]
         Algorithm::Deflate => {}
-        #[cfg(sigkit_lz77)]
+        #[cfg(feature = "lz77")]
         Algorithm::Lz77 => {}
     }
 }
@@ -1171,11 +1406,32 @@ struct MessageView<'a> {
     fresh: bool,
     flags: u8,
     seq: Option<u8>,
-    /// Announced identifiers (flags 0x20, 0x10).
+    /// Announced identifiers (flag_announce_a, flag_announce_b).
     entries: &'a [StateId],
-    /// The part of the peer's shared state appended (flag 0x80).
+    /// The part of the peer's shared state appended (flag_shared).
     shared: &'a [u8],
     message: &'a [u8],
     /// Length of the SigComp message (unframed).
     sig_len: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_program_places_the_mechanism_variables_alike() {
+        // The flag constants above are the LZSS program's; the mechanism
+        // program is the same text in every algorithm's, with fragments
+        // whose variables lie below 64.
+        let lzss = Algorithm::Lzss.symbols();
+        for a in Algorithm::ALL {
+            let s = a.symbols();
+            assert_eq!(
+                ProgramSymbols { cycles_per_byte: 0, initial_input_bit_order: 0, ..s },
+                ProgramSymbols { cycles_per_byte: 0, initial_input_bit_order: 0, ..lzss },
+                "{a:?}"
+            );
+        }
+    }
 }

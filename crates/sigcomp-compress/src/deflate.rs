@@ -25,7 +25,7 @@
 //! shortest path over message positions, given the matches the hash
 //! chains find).
 
-use crate::lz77::MatchFinder;
+use crate::chains::MatchFinder;
 
 /// Encoder settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,16 +135,14 @@ enum Token {
     Copy { len: u16, distance: u16 },
 }
 
-/// The cheapest token sequence for `message` after `window`.
-fn parse(window: &[u8], message: &[u8], params: &DeflateParams) -> Vec<Token> {
-    let w = window.len();
+/// The cheapest token sequence for `message`, which `finder`'s history
+/// ends with, in a circular buffer of `buffer_size` bytes.
+fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &DeflateParams) -> Vec<Token> {
     let n = message.len();
-    let mut data = Vec::with_capacity(w + n);
-    data.extend_from_slice(window);
-    data.extend_from_slice(message);
+    let start = finder.history().len() - n;
     // A copy may reach the oldest byte of the circular buffer, buffer-size
     // bytes back (RFC 3320 §8.4), and RFC 1951 allows 32768.
-    let mut finder = MatchFinder::new(&data, w.min(MAX_DISTANCE), MAX_MATCH, params.max_chain);
+    let reach = buffer_size.min(MAX_DISTANCE);
     let length_costs: Vec<u32> = (0..=MAX_MATCH).map(|l| if l < MIN_MATCH { 0 } else { length_cost(l) }).collect();
 
     const INF: u32 = u32::MAX / 2;
@@ -159,7 +157,7 @@ fn parse(window: &[u8], message: &[u8], params: &DeflateParams) -> Vec<Token> {
         if lit < best[i + 1].0 {
             best[i + 1] = (lit, Some(Token::Literal(b)));
         }
-        finder.matches_at(w + i, &mut found);
+        finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, &mut found);
         let mut shorter = MIN_MATCH - 1;
         for m in &found {
             let dcost = distance_cost(m.distance);
@@ -206,22 +204,41 @@ fn write_tokens(tokens: &[Token], out: &mut LsbWriter) {
     }
 }
 
+/// Encodes `message` after `finder`'s history (whose last `buffer_size`
+/// bytes are the circular buffer), appends it to the history and the
+/// symbols, as `asm/deflate.asm` reads them, to `out`.
+pub fn encode_after(
+    finder: &mut MatchFinder,
+    message: &[u8],
+    buffer_size: usize,
+    params: &DeflateParams,
+    out: &mut Vec<u8>,
+) {
+    finder.append(message);
+    let mut w = LsbWriter::default();
+    write_tokens(&parse(finder, message, buffer_size, params), &mut w);
+    out.extend_from_slice(&w.finish());
+}
+
 /// Encodes `message` against `window` (the circular buffer in
 /// chronological order, oldest first: exactly buffer-size bytes) and
 /// appends the symbols, as `asm/deflate.asm` reads them, to `out`.
 pub fn encode(window: &[u8], message: &[u8], params: &DeflateParams, out: &mut Vec<u8>) {
-    let mut w = LsbWriter::default();
-    write_tokens(&parse(window, message, params), &mut w);
-    out.extend_from_slice(&w.finish());
+    let mut finder = MatchFinder::default();
+    finder.prepare(window);
+    encode_after(&mut finder, message, window.len(), params, out);
 }
 
 /// The same symbols as a complete raw RFC 1951 stream: block header
 /// BFINAL=1, BTYPE=01, the symbols, end-of-block. Any inflater given
 /// `window` as its preset history decodes it to `message`.
 pub fn rfc1951_block(window: &[u8], message: &[u8], params: &DeflateParams) -> Vec<u8> {
+    let mut finder = MatchFinder::default();
+    finder.prepare(window);
+    finder.append(message);
     let mut w = LsbWriter::default();
     w.bits(0b011, 3);
-    write_tokens(&parse(window, message, params), &mut w);
+    write_tokens(&parse(&mut finder, message, window.len(), params), &mut w);
     w.code(0, 7);
     w.finish()
 }

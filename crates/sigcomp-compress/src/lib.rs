@@ -4,15 +4,16 @@
 //! decompressor decodes (their decompression algorithms are UDVM bytecode
 //! written in the assembly language of RFC 4464, under `asm/`), the
 //! mechanisms that make SigComp pay off — static, dynamic and shared
-//! compression (RFC 3321; the 2005 SigComp performance thesis §3.4) — and a
-//! sans-IO [`Endpoint`] that pairs a compressor per compartment with the
-//! core's decompressor so feedback, shared states and NACKs flow between
-//! them, for any number of peers.
+//! compression (RFC 3321, seed 000 §3.4) — and an [`Endpoint`] that pairs a
+//! compressor with the core's decompressor so feedback, shared states and
+//! NACKs flow between them.
 
 #![forbid(unsafe_code)]
 
 pub mod bits;
 pub mod bytecode;
+#[cfg(any(feature = "deflate", feature = "lz77"))]
+pub mod chains;
 pub mod compressor;
 pub mod dictionary;
 pub mod endpoint;
@@ -20,12 +21,9 @@ pub mod lzss;
 
 pub use compressor::{Algorithm, CompressError, Compressed, Compressor, Config, Mechanism};
 pub use dictionary::Priorities;
-pub use endpoint::{
-    Accepted, Endpoint, EndpointConfig, EndpointError, EndpointMetrics, Incoming, ReceiveError, Received, ReceivedNack,
-    DEFAULT_SCRATCH_COMPARTMENTS,
-};
+pub use endpoint::{Endpoint, ReceiveError, Received, DEFAULT_SCRATCH_COMPARTMENTS};
 pub use lzss::Effort;
-#[cfg(sigkit_deflate)]
+#[cfg(feature = "deflate")]
 pub mod deflate;
-#[cfg(sigkit_lz77)]
+#[cfg(feature = "lz77")]
 pub mod lz77;

@@ -1,5 +1,4 @@
-//! A byte-oriented LZ77 for SigComp, decoded by `asm/lz77.asm`, and the
-//! hash-chain match finder it shares with the Deflate encoder.
+//! A byte-oriented LZ77 for SigComp, decoded by `asm/lz77.asm`.
 //!
 //! Token format (RFC 4464 §4.1.1 is the model: whole bytes, strings copied
 //! into the circular buffer; but the copies are relative and literals come
@@ -12,6 +11,8 @@
 //! The message ends after its last token. A match costs 3 bytes and a
 //! literal one byte plus one per run of up to 128, so the encoder chooses
 //! its tokens by a shortest-path parse over those costs.
+
+use crate::chains::MatchFinder;
 
 /// Shortest match the format can express (a 3-byte match would cost as
 /// much as its literals).
@@ -37,116 +38,31 @@ impl Default for Lz77Params {
     }
 }
 
-const HASH_BITS: u32 = 15;
-const NIL: u32 = u32::MAX;
-
-/// Hash chains over a linear history: the window (the circular buffer in
-/// chronological order) followed by the message. Every position is
-/// inserted, so the finder can be asked for the matches at every message
-/// position, as an optimal parse needs.
-pub struct MatchFinder<'a> {
-    data: &'a [u8],
-    head: Vec<u32>,
-    prev: Vec<u32>,
-    next_insert: usize,
-    max_distance: usize,
-    max_len: usize,
-    max_chain: usize,
-}
-
-/// One match candidate: `len` bytes from `distance` back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Match {
-    pub len: usize,
-    pub distance: usize,
-}
-
-#[inline]
-fn hash3(b: &[u8]) -> usize {
-    // Multiplicative (Fibonacci) hashing of the next three bytes.
-    let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
-}
-
-impl<'a> MatchFinder<'a> {
-    /// A finder over `data` (window then message) for matches of at most
-    /// `max_len` bytes starting at most `max_distance` bytes back.
-    pub fn new(data: &'a [u8], max_distance: usize, max_len: usize, max_chain: usize) -> MatchFinder<'a> {
-        MatchFinder {
-            data,
-            head: vec![NIL; 1 << HASH_BITS],
-            prev: vec![NIL; data.len()],
-            next_insert: 0,
-            max_distance,
-            max_len,
-            max_chain: max_chain.max(1),
-        }
-    }
-
-    fn insert_up_to(&mut self, end: usize) {
-        while self.next_insert < end {
-            let p = self.next_insert;
-            if p + 3 <= self.data.len() {
-                let h = hash3(&self.data[p..]);
-                self.prev[p] = self.head[h];
-                self.head[h] = p as u32;
-            }
-            self.next_insert += 1;
-        }
-    }
-
-    /// The matches at `pos` (at least 3 bytes long), each longer than the
-    /// one before and at the smallest distance found for its length:
-    /// for any length up to the last one's, the first entry at least that
-    /// long is the nearest copy seen. Positions must be asked in
-    /// increasing order.
-    pub fn matches_at(&mut self, pos: usize, out: &mut Vec<Match>) {
-        out.clear();
-        self.insert_up_to(pos);
-        let data = self.data;
-        if pos + 3 > data.len() {
-            return;
-        }
-        let limit = (data.len() - pos).min(self.max_len);
-        let mut best = 2;
-        let mut cand = self.head[hash3(&data[pos..])];
-        let mut steps = 0;
-        while cand != NIL && steps < self.max_chain {
-            let c = cand as usize;
-            let distance = pos - c;
-            if distance > self.max_distance {
-                break;
-            }
-            steps += 1;
-            // Only a candidate that beats the best so far matters; check
-            // the byte that would make it longer first.
-            if data[c + best.min(limit - 1)] == data[pos + best.min(limit - 1)] {
-                let len = data[c..c + limit].iter().zip(&data[pos..pos + limit]).take_while(|(a, b)| a == b).count();
-                if len > best {
-                    best = len;
-                    out.push(Match { len, distance });
-                    if len == limit {
-                        break;
-                    }
-                }
-            }
-            cand = self.prev[c];
-        }
-    }
-}
-
 /// Encodes `message` as LZ77 tokens against `window` (the circular buffer
 /// in chronological order, oldest first: exactly buffer-size bytes) and
 /// appends them to `out`.
 pub fn encode(window: &[u8], message: &[u8], params: &Lz77Params, out: &mut Vec<u8>) {
-    let w = window.len();
+    let mut finder = MatchFinder::default();
+    finder.prepare(window);
+    encode_after(&mut finder, message, window.len(), params, out);
+}
+
+/// Encodes `message` after `finder`'s history (whose last `buffer_size`
+/// bytes are the circular buffer), appends it to the history and the
+/// tokens to `out`.
+pub fn encode_after(
+    finder: &mut MatchFinder,
+    message: &[u8],
+    buffer_size: usize,
+    params: &Lz77Params,
+    out: &mut Vec<u8>,
+) {
     let n = message.len();
-    let mut data = Vec::with_capacity(w + n);
-    data.extend_from_slice(window);
-    data.extend_from_slice(message);
+    let start = finder.history().len();
+    finder.append(message);
     // A copy may reach the oldest byte of the buffer, `buffer size` back
     // (RFC 3320 §8.4: COPY-OFFSET wraps in the circular buffer).
-    let mut finder = MatchFinder::new(&data, w.min(MAX_OFFSET), MAX_MATCH, params.max_chain);
+    let reach = buffer_size.min(MAX_OFFSET);
 
     // Shortest path over message positions. Two costs per position: the
     // cheapest encoding of message[..i] that ends with a match (or is
@@ -185,7 +101,7 @@ pub fn encode(window: &[u8], message: &[u8], params: &Lz77Params, out: &mut Vec<
         }
         // Matches: 3 bytes each, from the cheaper state.
         let (base, from_run) = if ir < am { (ir, true) } else { (am, false) };
-        finder.matches_at(w + i, &mut found);
+        finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, &mut found);
         let mut shorter = MIN_MATCH - 1;
         for m in &found {
             for len in (shorter + 1).max(MIN_MATCH)..=m.len {

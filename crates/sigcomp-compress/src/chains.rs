@@ -1,0 +1,250 @@
+//! The match finder of the Deflate and LZ77 encoders: hash chains over a
+//! linear copy of the history (everything written to the circular buffer,
+//! oldest first), kept between messages as the LZSS encoder's are
+//! ([`crate::lzss::MatchFinder`]). Where LZSS needs only the longest match
+//! at a position, these formats price a copy by its distance too (Deflate)
+//! or take every length (LZ77), so [`MatchFinder::matches_at`] lists every
+//! match that beats the shorter ones, each at its nearest distance.
+//!
+//! Kept or rebuilt, the chains give the same matches: a search stops at the
+//! first candidate further back than the circular buffer reaches, and every
+//! position within reach is in its chain, newest first, in both.
+
+const HASH_BITS: u32 = 15;
+const HASH_SIZE: usize = 1 << HASH_BITS;
+const NIL: u32 = u32::MAX;
+
+#[inline]
+fn hash3(b: &[u8]) -> usize {
+    // Multiplicative (Fibonacci) hashing of the next three bytes.
+    let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+}
+
+/// One match candidate: `len` bytes from `distance` back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Match {
+    pub len: usize,
+    pub distance: usize,
+}
+
+/// A point in the history to return to ([`MatchFinder::mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryMark {
+    len: usize,
+    hashed: usize,
+}
+
+/// Hash chains over the history, kept between messages.
+#[derive(Debug, Clone)]
+pub struct MatchFinder {
+    data: Vec<u8>,
+    head: Box<[u32]>,
+    prev: Vec<u32>,
+    /// Positions below this are in the chains.
+    hashed: usize,
+    /// Whole rebuilds done (for tests and reports).
+    pub rebuilds: usize,
+}
+
+impl Default for MatchFinder {
+    fn default() -> Self {
+        MatchFinder { data: Vec::new(), head: vec![NIL; HASH_SIZE].into(), prev: Vec::new(), hashed: 0, rebuilds: 0 }
+    }
+}
+
+impl MatchFinder {
+    /// The history, oldest byte first.
+    pub fn history(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// Makes the history end with `window` (the circular buffer in
+    /// chronological order): kept if it already does (the usual case, the
+    /// previous message's buffer), rebuilt over `window` otherwise.
+    pub fn prepare(&mut self, window: &[u8]) {
+        let (w, l) = (window.len(), self.data.len());
+        if l >= w && self.data[l - w..] == *window {
+            // History beyond twice the window is dropped, chains kept.
+            if l > 2 * w.max(1024) {
+                self.slide(l - w);
+            }
+            return;
+        }
+        self.rebuilds += 1;
+        self.data.clear();
+        self.data.extend_from_slice(window);
+        self.head.fill(NIL);
+        self.prev.clear();
+        self.hashed = 0;
+    }
+
+    /// Forgets the oldest `drop` bytes: the chains keep the later
+    /// positions, renumbered.
+    fn slide(&mut self, drop: usize) {
+        let d = u32::try_from(drop).unwrap_or(u32::MAX);
+        let shift = |p: &mut u32| *p = if *p == NIL || *p < d { NIL } else { *p - d };
+        self.data.drain(..drop.min(self.data.len()));
+        self.head.iter_mut().for_each(shift);
+        self.prev.drain(..drop.min(self.prev.len()));
+        self.prev.iter_mut().for_each(shift);
+        self.hashed = self.hashed.saturating_sub(drop);
+    }
+
+    /// Appends bytes the bytecode writes to the buffer before the message
+    /// (a shared state).
+    pub fn append(&mut self, bytes: &[u8]) {
+        self.data.extend_from_slice(bytes);
+    }
+
+    /// Appends `bytes` and hashes the history (the message of a trial
+    /// chosen after a rollback).
+    pub fn append_hashed(&mut self, bytes: &[u8]) {
+        self.data.extend_from_slice(bytes);
+        self.hash_up_to(self.data.len());
+    }
+
+    /// Where the history ends now, for [`MatchFinder::rollback`]; the
+    /// history so far is hashed first, so trials share its chains.
+    pub fn mark(&mut self) -> HistoryMark {
+        self.hash_up_to(self.data.len());
+        HistoryMark { len: self.data.len(), hashed: self.hashed }
+    }
+
+    /// Forgets everything appended since `mark`, chains included (each
+    /// insertion saved the head it replaced in its own link, so the heads
+    /// are restored in reverse order).
+    pub fn rollback(&mut self, mark: HistoryMark) {
+        if mark.len > self.data.len() || mark.hashed > self.hashed {
+            return;
+        }
+        for p in (mark.hashed..self.hashed).rev() {
+            self.head[hash3(&self.data[p..])] = self.prev[p];
+        }
+        self.hashed = mark.hashed;
+        self.data.truncate(mark.len);
+        self.prev.truncate(mark.len);
+    }
+
+    /// Inserts every position below `end` that has three bytes after it.
+    fn hash_up_to(&mut self, end: usize) {
+        let end = end.min(self.data.len().saturating_sub(2));
+        if self.prev.len() < self.data.len() {
+            self.prev.resize(self.data.len(), NIL);
+        }
+        while self.hashed < end {
+            let p = self.hashed;
+            let h = hash3(&self.data[p..]);
+            self.prev[p] = self.head[h];
+            self.head[h] = p as u32;
+            self.hashed += 1;
+        }
+    }
+
+    /// The matches at history position `pos` (at least 3 bytes long, at
+    /// most `max_len`, from at most `max_distance` back), each longer than
+    /// the one before and at the smallest distance found for its length:
+    /// for any length up to the last one's, the first entry at least that
+    /// long is the nearest copy seen. At most `max_chain` candidates are
+    /// compared.
+    pub fn matches_at(
+        &mut self,
+        pos: usize,
+        max_distance: usize,
+        max_len: usize,
+        max_chain: usize,
+        out: &mut Vec<Match>,
+    ) {
+        out.clear();
+        self.hash_up_to(pos);
+        let data = &self.data;
+        if pos + 3 > data.len() {
+            return;
+        }
+        let limit = (data.len() - pos).min(max_len);
+        let mut best = 2;
+        let mut cand = self.head[hash3(&data[pos..])];
+        let mut steps = 0;
+        while cand != NIL && steps < max_chain.max(1) {
+            let c = cand as usize;
+            // Positions at or after `pos` are not earlier copies (hashed
+            // ahead by `append_hashed`).
+            if c >= pos {
+                cand = self.prev[c];
+                continue;
+            }
+            let distance = pos - c;
+            if distance > max_distance {
+                break;
+            }
+            steps += 1;
+            // Only a candidate that beats the best so far matters; check
+            // the byte that would make it longer first.
+            if data[c + best.min(limit - 1)] == data[pos + best.min(limit - 1)] {
+                let len = data[c..c + limit].iter().zip(&data[pos..pos + limit]).take_while(|(a, b)| a == b).count();
+                if len > best {
+                    best = len;
+                    out.push(Match { len, distance });
+                    if len == limit {
+                        break;
+                    }
+                }
+            }
+            cand = self.prev[c];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_matches(f: &mut MatchFinder, from: usize, reach: usize) -> Vec<Vec<Match>> {
+        let mut out = Vec::new();
+        (from..f.history().len())
+            .map(|p| {
+                f.matches_at(p, reach, 258, 64, &mut out);
+                out.clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn kept_chains_find_what_rebuilt_ones_find() {
+        let text = b"INVITE sip:bob@biloxi.example.com SIP/2.0\r\nVia: SIP/2.0/UDP pc33.atlanta.example.com\r\n";
+        let mut kept = MatchFinder::default();
+        let mut window = vec![0u8; 256];
+        for round in 0..6 {
+            let msg: Vec<u8> = text.iter().map(|&b| b.wrapping_add(round % 3)).collect();
+            kept.prepare(&window);
+            let start = kept.history().len();
+            kept.append_hashed(&msg);
+            let mut fresh = MatchFinder::default();
+            fresh.prepare(&window);
+            fresh.append_hashed(&msg);
+            assert_eq!(all_matches(&mut kept, start, 256), all_matches(&mut fresh, 256, 256), "round {round}");
+            window.extend_from_slice(&msg);
+            window.drain(..msg.len());
+        }
+        assert_eq!(kept.rebuilds, 1, "one build, then the chains are kept");
+    }
+
+    #[test]
+    fn rollback_forgets_a_trial() {
+        let mut f = MatchFinder::default();
+        f.prepare(b"abcdefgh-abcdefgh");
+        let mark = f.mark();
+        f.append_hashed(b"xyzxyzxyz");
+        f.rollback(mark);
+        f.append(b"abcd");
+        let mut out = Vec::new();
+        let at = f.history().len() - 4;
+        f.matches_at(at, 64, 258, 64, &mut out);
+        assert_eq!(out, [Match { len: 4, distance: 8 }]);
+        // Nothing of the trial is left to match.
+        f.append(b"xyz");
+        let at = f.history().len() - 3;
+        f.matches_at(at, 64, 258, 64, &mut out);
+        assert!(out.is_empty());
+    }
+}
