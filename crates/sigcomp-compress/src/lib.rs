@@ -8,6 +8,25 @@
 //! sans-IO [`Endpoint`] that pairs a compressor per compartment with the
 //! core's decompressor so feedback, shared states and NACKs flow between
 //! them, for any number of peers.
+//!
+//! Two endpoints, one round trip. The receiver decompresses first, learns
+//! from the SIP message who sent it, and only then keeps its state:
+//!
+//! ```
+//! use std::time::Instant;
+//! use sigcomp::{CompartmentId, Params, Transport};
+//! use sigcomp_compress::{Config, Endpoint, EndpointConfig, Received};
+//!
+//! let config = EndpointConfig::new(Params::default(), Params::default(), Config::default());
+//! let (mut ue, mut proxy) = (Endpoint::new(config)?, Endpoint::new(config)?);
+//! let register = b"REGISTER sip:example.com SIP/2.0\r\nCall-ID: a84b4c76e66710\r\nContent-Length: 0\r\n\r\n";
+//! let sent = ue.compress(Instant::now(), CompartmentId(1), register)?;
+//! let Received::Message(incoming) = proxy.receive(&sent.message, Transport::Message)? else { panic!("a NACK") };
+//! assert_eq!(incoming.message(), register); // parse it, authenticate it, choose its compartment
+//! let accepted = proxy.accept(Instant::now(), incoming, CompartmentId(42));
+//! assert!(!accepted.created.is_empty()); // the UE's state now lives in compartment 42
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![forbid(unsafe_code)]
 
