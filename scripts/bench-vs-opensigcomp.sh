@@ -96,9 +96,10 @@ for round in $(seq 1 "$rounds"); do
   echo "round $round/$rounds: opensigcomp $(printf '%.0f' "$rate")/s" >&2
   for algo in "${algos[@]}"; do
     report=$("$sigkit" bench "${workload[@]}" --algo "$algo" --messages "$messages" --json)
-    read -r rate ratio < <(python3 -c 'import json, sys
+    fields=$(python3 -c 'import json, sys
 d = json.loads(sys.argv[1])
 print(d["round_trips_per_s"], d["ratio"])' "$report")
+    read -r rate ratio <<<"$fields"
     echo "$round sigkit-$algo $rate $ratio" >>"$runs"
     echo "round $round/$rounds: sigkit-$algo $(printf '%.0f' "$rate")/s" >&2
   done
