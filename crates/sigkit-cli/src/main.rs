@@ -16,6 +16,7 @@ mod flow_cmd;
 mod hexin;
 mod jsonl;
 mod line_reader;
+mod proxy_cmd;
 
 /// Exit code of a message that failed to decompress.
 const EXIT_FAILED: u8 = 1;
@@ -69,6 +70,9 @@ enum Command {
     /// compartment (--compartments N) and multi-core scaling (--threads N)
     /// of compress + decompress between two in-process endpoints.
     Bench(bench_cmd::BenchArgs),
+    /// Run the SigComp edge proxy (the P-CSCF compression function):
+    /// SigComp toward terminals, plain SIP toward the SIP server behind it.
+    Proxy(proxy_cmd::ProxyArgs),
 }
 
 #[derive(Args)]
@@ -109,6 +113,7 @@ fn main() -> ExitCode {
         Command::Asm(args) => asm_cmd::asm(args),
         Command::Disasm(args) => asm_cmd::disasm(args),
         Command::Bench(args) => bench_cmd::bench(args),
+        Command::Proxy(args) => proxy_cmd::proxy(args),
     }
 }
 

@@ -1,0 +1,104 @@
+//! `sigkit proxy`: the SigComp edge proxy in front of a SIP server.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use sigkit_proxy::config::TransportAddr;
+use sigkit_proxy::ProxyConfig;
+
+#[derive(Args)]
+pub struct ProxyArgs {
+    /// Where terminals reach the proxy, udp:HOST:PORT or tcp:HOST:PORT;
+    /// repeatable. Replaces the file's `listen`.
+    #[arg(long = "listen", value_name = "ADDR")]
+    listen: Vec<TransportAddr>,
+    /// The SIP server behind the proxy, udp:HOST:PORT. Replaces the file's
+    /// `upstream`.
+    #[arg(long, value_name = "ADDR")]
+    upstream: Option<TransportAddr>,
+    /// The local address for the upstream side (default: any port).
+    #[arg(long, value_name = "HOST:PORT")]
+    upstream_local: Option<SocketAddr>,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<SocketAddr>,
+    /// A TOML configuration file (every key is documented in
+    /// crates/sigkit-proxy/sigkit.example.toml).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+pub fn proxy(args: ProxyArgs) -> ExitCode {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = match std::fs::read_to_string(path) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("sigkit proxy: {}: {e}", path.display());
+                    return ExitCode::from(2);
+                }
+            };
+            match ProxyConfig::from_toml(&path.display().to_string(), &text) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("sigkit proxy: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        None => ProxyConfig::default(),
+    };
+    if !args.listen.is_empty() {
+        config.listen = args.listen;
+    }
+    config.upstream = args.upstream.or(config.upstream);
+    config.upstream_local = args.upstream_local.or(config.upstream_local);
+    config.metrics = args.metrics.or(config.metrics);
+    config.threads = args.threads.unwrap_or(config.threads);
+    if let Err(e) = config.validate() {
+        eprintln!("sigkit proxy: {e}");
+        return ExitCode::from(2);
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    if config.threads > 0 {
+        builder.worker_threads(config.threads);
+    }
+    let runtime = match builder.build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("sigkit proxy: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async move {
+        let running = match sigkit_proxy::runtime::start(config).await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("sigkit proxy: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        for (t, a) in &running.terminal_addrs {
+            tracing::info!(transport = ?t, addr = %a, "listening for terminals");
+        }
+        tracing::info!(addr = %running.upstream_local, "upstream side");
+        if let Some(m) = running.metrics_addr {
+            tracing::info!(addr = %m, "metrics at /metrics");
+        }
+        running.wait().await;
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,332 @@
+//! The proxy's configuration: a TOML file whose every key is documented
+//! here and in `sigkit.example.toml`, overridable from the command line.
+//! Unknown keys and bad values are refused with the line and the reason.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::Deserialize;
+use sigcomp::{Limits, Params};
+use sigcomp_compress::{Algorithm, Config as CompressorConfig, Mechanism};
+
+/// The transport of a listening or upstream address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SipTransport {
+    Udp,
+    Tcp,
+}
+
+impl SipTransport {
+    /// The transport token of a Via header (RFC 3261 §20.42).
+    pub fn via_token(self) -> &'static str {
+        match self {
+            SipTransport::Udp => "UDP",
+            SipTransport::Tcp => "TCP",
+        }
+    }
+}
+
+/// `udp:HOST:PORT` or `tcp:HOST:PORT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TransportAddr {
+    pub transport: SipTransport,
+    pub addr: SocketAddr,
+}
+
+impl FromStr for TransportAddr {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<TransportAddr, String> {
+        let (t, addr) = s.split_once(':').ok_or_else(|| format!("{s:?}: expected udp:HOST:PORT or tcp:HOST:PORT"))?;
+        let transport = match t {
+            "udp" => SipTransport::Udp,
+            "tcp" => SipTransport::Tcp,
+            _ => return Err(format!("{s:?}: transport {t:?} is not udp or tcp")),
+        };
+        let addr = addr.parse().map_err(|e| format!("{s:?}: {e}"))?;
+        Ok(TransportAddr { transport, addr })
+    }
+}
+
+impl fmt::Display for TransportAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = match self.transport {
+            SipTransport::Udp => "udp",
+            SipTransport::Tcp => "tcp",
+        };
+        write!(f, "{t}:{}", self.addr)
+    }
+}
+
+impl<'de> Deserialize<'de> for TransportAddr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<TransportAddr, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Everything the proxy can be told. Field docs are the reference for
+/// the file's keys.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProxyConfig {
+    /// Where terminals reach the proxy: `udp:HOST:PORT` and/or
+    /// `tcp:HOST:PORT`. SigComp and plain SIP share each one (RFC 5049
+    /// §4: the first byte of a datagram or of a TCP stream tells).
+    pub listen: Vec<TransportAddr>,
+    /// The SIP server behind the proxy (registrar and proxy), spoken to
+    /// in plain SIP.
+    pub upstream: Option<TransportAddr>,
+    /// The local address the proxy sends to the upstream from and
+    /// receives its messages on (port 0: any free port).
+    pub upstream_local: Option<SocketAddr>,
+    /// The host put into the proxy's Via, Record-Route and Path entries;
+    /// default: each socket's own address.
+    pub advertise: Option<String>,
+    /// The proxy's SIP/SigComp identifier (RFC 5049 §6.1), a URN added as
+    /// `sigcomp-id` where the proxy writes `comp=sigcomp`. Every instance
+    /// of a proxy farm that shares state must use the same one.
+    pub sigcomp_id: String,
+    pub sigcomp: SigcompConfig,
+    pub defence: DefenceConfig,
+    /// Prometheus metrics at `http://ADDR/metrics`; none when unset.
+    pub metrics: Option<SocketAddr>,
+    /// Worker threads of the runtime; 0: one per core.
+    pub threads: usize,
+}
+
+/// SigComp toward the terminals.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SigcompConfig {
+    /// decompression_memory_size offered (RFC 3320 §3.3.1; RFC 5049 §3.1:
+    /// at least 8192 for SIP).
+    pub dms: u32,
+    /// state_memory_size per compartment (RFC 5049 §3.2: at least 2048).
+    pub sms: u32,
+    /// cycles_per_bit: 16, 32, 64 or 128. It bounds every message's UDVM
+    /// cycles (RFC 3320 §8.6).
+    pub cpb: u16,
+    /// lzss, deflate or lz77.
+    pub algorithm: String,
+    /// basic, static, dynamic or shared (RFC 3321).
+    pub mechanism: String,
+    /// What a terminal is assumed to offer until it announces its own
+    /// parameters: RFC 5049 §3 minimums by default.
+    pub assumed_dms: u32,
+    pub assumed_sms: u32,
+    pub assumed_cpb: u16,
+    /// At most this many compartments; the least recently used is closed
+    /// beyond it.
+    pub max_compartments: usize,
+    /// At most this many bytes of state over all compartments (RFC 3320
+    /// §6.2 accounting).
+    pub max_state_bytes: usize,
+    /// A compartment with no message for this many seconds is closed
+    /// (besides ending with its registration).
+    pub idle_timeout_s: u64,
+}
+
+/// Limits on what one source address may make the proxy do (a looping
+/// bytecode costs up to its whole cycle budget, RFC 3320 §8.6).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DefenceConfig {
+    /// UDVM cycles per second one source IP address may use; a message
+    /// whose worst-case cycles do not fit is dropped unread.
+    pub cycles_per_source_per_s: u64,
+    /// Burst allowance in cycles (the bucket's size).
+    pub cycles_burst: u64,
+    /// SigComp messages per second one source IP address may send.
+    pub messages_per_source_per_s: u64,
+    pub messages_burst: u64,
+    /// Source addresses tracked at once (least recently seen forgotten).
+    pub max_sources: usize,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            listen: Vec::new(),
+            upstream: None,
+            upstream_local: None,
+            advertise: None,
+            sigcomp_id: "urn:uuid:5d5c1f3e-6b7a-4c2e-9f1d-5349474b4954".into(),
+            sigcomp: SigcompConfig::default(),
+            defence: DefenceConfig::default(),
+            metrics: None,
+            threads: 0,
+        }
+    }
+}
+
+impl Default for SigcompConfig {
+    fn default() -> Self {
+        SigcompConfig {
+            dms: 16384,
+            sms: 16384,
+            cpb: 16,
+            algorithm: "lzss".into(),
+            mechanism: "dynamic".into(),
+            assumed_dms: 8192,
+            assumed_sms: 2048,
+            assumed_cpb: 16,
+            max_compartments: Limits::default().max_compartments,
+            max_state_bytes: Limits::default().max_state_bytes,
+            idle_timeout_s: 3600,
+        }
+    }
+}
+
+impl Default for DefenceConfig {
+    fn default() -> Self {
+        // A SIP terminal sends a few messages a second; 16 cycles per bit
+        // over 1,500-byte messages is at most ~200,000 cycles each.
+        DefenceConfig {
+            cycles_per_source_per_s: 20_000_000,
+            cycles_burst: 4_000_000,
+            messages_per_source_per_s: 200,
+            messages_burst: 400,
+            max_sources: 1_000_000,
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The file is not valid TOML or has an unknown key or a bad value;
+    /// the message names the line.
+    File(String),
+    /// A value is outside what the proxy supports.
+    Invalid(String),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::File(m) | ConfigError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ProxyConfig {
+    /// Parses a configuration file's text; `name` names it in errors.
+    pub fn from_toml(name: &str, text: &str) -> Result<ProxyConfig, ConfigError> {
+        let config: ProxyConfig = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            match line {
+                Some(line) => ConfigError::File(format!("{name}:{line}: {}", e.message())),
+                None => ConfigError::File(format!("{name}: {}", e.message())),
+            }
+        })?;
+        Ok(config)
+    }
+
+    /// Checks what TOML cannot: the SigComp values and the addresses.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        if self.listen.is_empty() {
+            return bad("no listen address (listen = [\"udp:0.0.0.0:5060\"])".into());
+        }
+        if self.upstream.is_none() {
+            return bad("no upstream (upstream = \"udp:127.0.0.1:5070\")".into());
+        }
+        self.local_params().validate().map_err(|e| ConfigError::Invalid(format!("sigcomp: {e}")))?;
+        self.assumed_peer().validate().map_err(|e| ConfigError::Invalid(format!("sigcomp.assumed_*: {e}")))?;
+        if self.sigcomp.dms < 8192 {
+            return bad(format!("sigcomp.dms {} is below 8192, the SIP minimum (RFC 5049 §3.1)", self.sigcomp.dms));
+        }
+        if self.sigcomp.sms < 2048 {
+            return bad(format!("sigcomp.sms {} is below 2048, the SIP minimum (RFC 5049 §3.2)", self.sigcomp.sms));
+        }
+        if Algorithm::parse(&self.sigcomp.algorithm).is_none() {
+            let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+            return bad(format!("sigcomp.algorithm {:?} is not one of {}", self.sigcomp.algorithm, names.join(", ")));
+        }
+        if Mechanism::parse(&self.sigcomp.mechanism).is_none() {
+            return bad(format!(
+                "sigcomp.mechanism {:?} is not one of basic, static, dynamic, shared",
+                self.sigcomp.mechanism
+            ));
+        }
+        if !self.sigcomp_id.starts_with("urn:") {
+            return bad(format!("sigcomp_id {:?} is not a URN (RFC 5049 §6.1)", self.sigcomp_id));
+        }
+        if self.sigcomp.max_compartments == 0 {
+            return bad("sigcomp.max_compartments must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// What the proxy offers terminals.
+    pub fn local_params(&self) -> Params {
+        Params { dms: self.sigcomp.dms, sms: self.sigcomp.sms, cpb: self.sigcomp.cpb, version: 2 }
+    }
+
+    /// What a terminal is assumed to offer until it says.
+    pub fn assumed_peer(&self) -> Params {
+        Params { dms: self.sigcomp.assumed_dms, sms: self.sigcomp.assumed_sms, cpb: self.sigcomp.assumed_cpb, version: 2 }
+    }
+
+    /// The compressor settings (valid after [`ProxyConfig::validate`]).
+    pub fn compressor(&self) -> CompressorConfig {
+        CompressorConfig {
+            algorithm: Algorithm::parse(&self.sigcomp.algorithm).unwrap_or(Algorithm::Lzss),
+            mechanism: Mechanism::parse(&self.sigcomp.mechanism).unwrap_or(Mechanism::Dynamic),
+            ..CompressorConfig::default()
+        }
+    }
+
+    pub fn limits(&self) -> Limits {
+        Limits { max_compartments: self.sigcomp.max_compartments, max_state_bytes: self.sigcomp.max_state_bytes }
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.sigcomp.idle_timeout_s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses() {
+        let text = r#"
+listen = ["udp:127.0.0.1:5060", "tcp:127.0.0.1:5060"]
+upstream = "udp:127.0.0.1:5070"
+metrics = "127.0.0.1:9090"
+[sigcomp]
+dms = 16384
+mechanism = "shared"
+[defence]
+messages_per_source_per_s = 50
+"#;
+        let c = ProxyConfig::from_toml("sigkit.toml", text).unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.listen.len(), 2);
+        assert_eq!(c.listen[1].transport, SipTransport::Tcp);
+        assert_eq!(c.compressor().mechanism, Mechanism::Shared);
+        assert_eq!(c.defence.messages_per_source_per_s, 50);
+        assert_eq!(c.defence.cycles_burst, DefenceConfig::default().cycles_burst);
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_reason() {
+        let text = "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n[sigcomp]\ndmz = 8192\n";
+        let e = ProxyConfig::from_toml("sigkit.toml", text).unwrap_err().to_string();
+        assert!(e.starts_with("sigkit.toml:4:"), "{e}");
+        assert!(e.contains("dmz"), "{e}");
+        let text = "listen = [\"sctp:127.0.0.1:5060\"]\n";
+        let e = ProxyConfig::from_toml("sigkit.toml", text).unwrap_err().to_string();
+        assert!(e.starts_with("sigkit.toml:1:") && e.contains("sctp"), "{e}");
+        let text = "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n[sigcomp]\ndms = 3000\n";
+        let e = ProxyConfig::from_toml("sigkit.toml", text).unwrap().validate().unwrap_err().to_string();
+        assert!(e.contains("3000"), "{e}");
+    }
+}

@@ -1,0 +1,943 @@
+//! The proxy's behaviour, sans-IO: datagrams and stream messages go in
+//! with the time, and [`Transmit`]s come out.
+//!
+//! Toward terminals the proxy speaks SigComp where they do (RFC 3486,
+//! RFC 5049), toward the upstream SIP server plain SIP. It is a stateless
+//! RFC 3261 proxy at the edge (§16.11), with these duties:
+//! - on requests from terminals it stamps `received`/`rport` on their Via
+//!   (RFC 3261 §18.2.1, RFC 3581 §4), adds its own Via, adds Path on
+//!   REGISTER (RFC 3327) and a double Record-Route on dialog-forming
+//!   requests (one entry per side, the terminal side's with
+//!   `comp=sigcomp`, RFC 3486 §5), so that terminating and in-dialog
+//!   requests come back through it;
+//! - it consumes Route entries that name it, and sends responses back
+//!   along the Via path;
+//! - each message toward a terminal is compressed in that terminal's
+//!   compartment, keyed by its `sigcomp-id` (RFC 5049 §6.1) or else by its
+//!   flow (transport, address, connection);
+//! - state is created only for messages the proxy accepts (RFC 5049 §6):
+//!   a REGISTER's once the registrar has answered 2xx, a registered
+//!   terminal's at once, anything else's never.
+//!
+//! Every entry the proxy writes carries a flow token (`t.N` as the URI's
+//! user part) naming the terminal's flow, so a message from the upstream
+//! finds its terminal without a lookup by address (RFC 5626's flow
+//! tokens serve the same purpose).
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use sha1::{Digest, Sha1};
+use sigcomp::{CompartmentId, Reason, Transport};
+use sigcomp_compress::{Endpoint, EndpointConfig, Incoming, Received};
+use sigkit_sip::{HeaderName, Message};
+
+use crate::config::{ConfigError, ProxyConfig, SipTransport};
+use crate::defence::{Refusal, SourceBudgets};
+
+/// Whether a datagram or a TCP stream starting with `b` is SigComp
+/// (RFC 5049 §4: the five most significant bits are 11111).
+pub fn is_sigcomp_first_byte(b: u8) -> bool {
+    b & 0xF8 == 0xF8
+}
+
+/// Which side of the proxy a message crosses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    Terminal,
+    Upstream,
+}
+
+/// The other end of a message: transport, address, the local socket it
+/// arrived on, and for TCP the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Peer {
+    pub transport: SipTransport,
+    pub addr: SocketAddr,
+    pub local: Option<SocketAddr>,
+    pub conn: Option<u64>,
+}
+
+/// Bytes to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    pub side: Side,
+    pub to: Peer,
+    pub bytes: Vec<u8>,
+    /// A SigComp message (over TCP the runtime adds record marking,
+    /// RFC 3320 §4.2.2).
+    pub sigcomp: bool,
+}
+
+/// The proxy's sockets, as bound.
+#[derive(Debug, Clone)]
+pub struct LocalAddrs {
+    pub terminal: Vec<(SipTransport, SocketAddr)>,
+    /// Where the proxy sends to and receives from the upstream.
+    pub upstream: SocketAddr,
+    /// The upstream server.
+    pub upstream_peer: SocketAddr,
+}
+
+/// Counters, exported as Prometheus metrics.
+#[derive(Debug, Clone, Default)]
+pub struct ProxyMetrics {
+    pub messages_in: [u64; 2],
+    pub bytes_in: [u64; 2],
+    pub messages_out: [u64; 2],
+    pub bytes_out: [u64; 2],
+    /// SIP bytes of the SigComp messages received and sent (before
+    /// compression), for the ratio.
+    pub sigcomp_sip_bytes_in: u64,
+    pub sigcomp_bytes_in: u64,
+    pub sigcomp_sip_bytes_out: u64,
+    pub sigcomp_bytes_out: u64,
+    pub nacks_sent: [u64; 32],
+    pub nacks_received: u64,
+    pub udvm_cycles: u64,
+    pub refused_messages: u64,
+    pub refused_cycles: u64,
+    pub bad_sip: u64,
+    pub states_accepted: u64,
+    pub states_declined: u64,
+    pub compress_failures: u64,
+    pub undeliverable: u64,
+}
+
+/// What a flow token names.
+#[derive(Debug, Clone, Copy)]
+struct Flow {
+    peer: Peer,
+    sigcomp: bool,
+    compartment: Option<CompartmentId>,
+}
+
+/// A REGISTER whose state waits for the registrar's answer.
+struct HeldRegister {
+    incoming: Incoming,
+    compartment: CompartmentId,
+    token: u64,
+    deadline: Instant,
+}
+
+/// Timer F (64 × T1, RFC 3261 §17.1.2.2): no final response by then, none
+/// comes.
+const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(32);
+/// Prefix of the branches the proxy writes (RFC 3261 §8.1.1.7 cookie).
+const BRANCH_PREFIX: &str = "z9hG4bKsk";
+
+pub struct Proxy {
+    endpoint: Endpoint,
+    cpb: u64,
+    sigcomp_id: String,
+    addrs: LocalAddrs,
+    advertise: Option<String>,
+    /// Compartments by remote application identifier: a `sigcomp-id`, or
+    /// a flow token.
+    by_sigcomp_id: HashMap<String, CompartmentId>,
+    next_compartment: u64,
+    flows: HashMap<u64, Flow>,
+    flow_tokens: HashMap<Peer, u64>,
+    next_token: u64,
+    /// Registration expiry per compartment (RFC 5049 §6.3: the compartment
+    /// lives as long as the registration).
+    registered: HashMap<CompartmentId, Instant>,
+    held: HashMap<String, HeldRegister>,
+    budgets: SourceBudgets,
+    out: VecDeque<Transmit>,
+    metrics: ProxyMetrics,
+}
+
+fn side_index(side: Side) -> usize {
+    match side {
+        Side::Terminal => 0,
+        Side::Upstream => 1,
+    }
+}
+
+impl Proxy {
+    pub fn new(config: &ProxyConfig, addrs: LocalAddrs) -> Result<Proxy, ConfigError> {
+        config.validate()?;
+        let endpoint_config = EndpointConfig {
+            idle_timeout: Some(config.idle_timeout()),
+            limits: config.limits(),
+            ..EndpointConfig::new(config.local_params(), config.assumed_peer(), config.compressor())
+        };
+        let endpoint = Endpoint::new(endpoint_config).map_err(|e| ConfigError::Invalid(format!("sigcomp: {e}")))?;
+        Ok(Proxy {
+            endpoint,
+            cpb: u64::from(config.sigcomp.cpb),
+            sigcomp_id: config.sigcomp_id.clone(),
+            addrs,
+            advertise: config.advertise.clone(),
+            by_sigcomp_id: HashMap::new(),
+            next_compartment: 1,
+            flows: HashMap::new(),
+            flow_tokens: HashMap::new(),
+            next_token: 1,
+            registered: HashMap::new(),
+            held: HashMap::new(),
+            budgets: SourceBudgets::new(config.defence.clone()),
+            out: VecDeque::new(),
+            metrics: ProxyMetrics::default(),
+        })
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.out.pop_front()
+    }
+
+    pub fn metrics(&self) -> &ProxyMetrics {
+        &self.metrics
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn send(&mut self, side: Side, to: Peer, bytes: Vec<u8>, sigcomp: bool) {
+        let i = side_index(side);
+        self.metrics.messages_out[i] += 1;
+        self.metrics.bytes_out[i] += bytes.len() as u64;
+        self.out.push_back(Transmit { side, to, bytes, sigcomp });
+    }
+
+    fn upstream_peer(&self) -> Peer {
+        Peer {
+            transport: SipTransport::Udp,
+            addr: self.addrs.upstream_peer,
+            local: Some(self.addrs.upstream),
+            conn: None,
+        }
+    }
+
+    /// The flow token of `peer`, made on first sight.
+    fn token(&mut self, peer: Peer, sigcomp: bool) -> u64 {
+        if let Some(&t) = self.flow_tokens.get(&peer) {
+            if let Some(f) = self.flows.get_mut(&t) {
+                f.sigcomp |= sigcomp;
+            }
+            return t;
+        }
+        let t = self.next_token;
+        self.next_token += 1;
+        self.flow_tokens.insert(peer, t);
+        self.flows.insert(t, Flow { peer, sigcomp, compartment: None });
+        t
+    }
+
+    /// The compartment of a remote application (RFC 5049 §6.1): its
+    /// `sigcomp-id` when it has one, else its flow.
+    fn compartment_for(&mut self, sigcomp_id: Option<&str>, token: u64) -> CompartmentId {
+        if let Some(c) = self.flows.get(&token).and_then(|f| f.compartment) {
+            if sigcomp_id.is_none_or(|id| self.by_sigcomp_id.get(id) == Some(&c)) {
+                return c;
+            }
+        }
+        let c = match sigcomp_id.and_then(|id| self.by_sigcomp_id.get(id)) {
+            Some(&c) => c,
+            None => {
+                let c = CompartmentId(self.next_compartment);
+                self.next_compartment += 1;
+                if let Some(id) = sigcomp_id {
+                    self.by_sigcomp_id.insert(id.to_string(), c);
+                }
+                c
+            }
+        };
+        if let Some(f) = self.flows.get_mut(&token) {
+            f.compartment = Some(c);
+        }
+        c
+    }
+
+    fn terminal_addr(&self, transport: SipTransport, local: Option<SocketAddr>) -> SocketAddr {
+        local
+            .filter(|l| self.addrs.terminal.iter().any(|(t, a)| *t == transport && a == l))
+            .or_else(|| self.addrs.terminal.iter().find(|(t, _)| *t == transport).map(|(_, a)| *a))
+            .unwrap_or(self.addrs.upstream)
+    }
+
+    fn host_of(&self, addr: SocketAddr) -> String {
+        match (&self.advertise, addr.ip()) {
+            (Some(h), _) => h.clone(),
+            (None, IpAddr::V6(ip)) => format!("[{ip}]"),
+            (None, IpAddr::V4(ip)) => ip.to_string(),
+        }
+    }
+
+    /// A URI of the proxy on the terminal side of `flow` (with
+    /// `comp=sigcomp` and the proxy's `sigcomp-id` where the terminal
+    /// speaks SigComp, RFC 3486 §5, RFC 5049 §6.1).
+    fn terminal_uri(&self, token: u64) -> String {
+        let f = self.flows.get(&token);
+        let transport = f.map_or(SipTransport::Udp, |f| f.peer.transport);
+        let local = self.terminal_addr(transport, f.and_then(|f| f.peer.local));
+        let mut uri = format!("sip:t.{token}@{}:{}", self.host_of(local), local.port());
+        if transport == SipTransport::Tcp {
+            uri.push_str(";transport=tcp");
+        }
+        uri.push_str(";lr");
+        if f.is_some_and(|f| f.sigcomp) {
+            let _ = write!(uri, ";comp=sigcomp;sigcomp-id={}", escape_uri_param(&self.sigcomp_id));
+        }
+        uri
+    }
+
+    fn upstream_uri(&self, token: u64) -> String {
+        format!("sip:t.{token}@{}:{};lr", self.host_of(self.addrs.upstream), self.addrs.upstream.port())
+    }
+
+    /// Whether `uri` (a Route entry) names this proxy.
+    fn is_ours(&self, host: &str, port: Option<u16>) -> bool {
+        let port = port.unwrap_or(5060);
+        let ours = |a: SocketAddr| a.port() == port && (host_matches(host, a.ip()) || self.advertise.as_deref() == Some(host));
+        ours(self.addrs.upstream) || self.addrs.terminal.iter().any(|(_, a)| ours(*a))
+    }
+
+    /// A message from a terminal: one datagram, or one message of a TCP
+    /// connection (SigComp with its record marking removed, or plain SIP).
+    pub fn from_terminal(&mut self, now: Instant, from: Peer, bytes: &[u8], sigcomp: bool) {
+        self.metrics.messages_in[0] += 1;
+        self.metrics.bytes_in[0] += bytes.len() as u64;
+        if !sigcomp {
+            self.sip_from_terminal(now, from, bytes, None);
+            return;
+        }
+        // Charged the worst case before it runs (RFC 3320 §8.6).
+        let worst = (8 * bytes.len() as u64 + 1000) * self.cpb;
+        if let Err(r) = self.budgets.admit(now, from.addr.ip(), worst) {
+            match r {
+                Refusal::Messages => self.metrics.refused_messages += 1,
+                Refusal::Cycles => self.metrics.refused_cycles += 1,
+            }
+            return;
+        }
+        let transport = match from.transport {
+            SipTransport::Udp => Transport::Message,
+            SipTransport::Tcp => Transport::Stream,
+        };
+        match self.endpoint.receive(bytes, transport) {
+            Ok(Received::Message(incoming)) => {
+                self.budgets.refund(from.addr.ip(), worst.saturating_sub(incoming.cycles()));
+                self.metrics.udvm_cycles += incoming.cycles();
+                self.metrics.sigcomp_bytes_in += bytes.len() as u64;
+                self.metrics.sigcomp_sip_bytes_in += incoming.message().len() as u64;
+                let sip = incoming.message().to_vec();
+                self.sip_from_terminal(now, from, &sip, Some(incoming));
+            }
+            Ok(Received::Nack(_)) => self.metrics.nacks_received += 1,
+            Err(e) => {
+                self.budgets.refund(from.addr.ip(), worst.saturating_sub(e.failure.cycles));
+                self.metrics.udvm_cycles += e.failure.cycles;
+                if let Some(nack) = e.nack {
+                    if let Some(n) = self.metrics.nacks_sent.get_mut(usize::from(e.failure.reason.code())) {
+                        *n += 1;
+                    }
+                    self.send(Side::Terminal, from, nack, true);
+                }
+                tracing::debug!(from = %from.addr, reason = e.failure.reason.name(), "decompression failed");
+            }
+        }
+    }
+
+    fn decide(&mut self, incoming: Option<Incoming>, accept: Option<(Instant, CompartmentId)>) {
+        let Some(incoming) = incoming else { return };
+        match accept {
+            Some((now, c)) => {
+                self.metrics.states_accepted += 1;
+                self.endpoint.accept(now, incoming, c);
+            }
+            None => {
+                self.metrics.states_declined += 1;
+                self.endpoint.discard(incoming);
+            }
+        }
+    }
+
+    fn sip_from_terminal(&mut self, now: Instant, from: Peer, bytes: &[u8], incoming: Option<Incoming>) {
+        let sigcomp = incoming.is_some();
+        let Ok(msg) = Message::parse(bytes) else {
+            self.metrics.bad_sip += 1;
+            self.decide(incoming, None);
+            return;
+        };
+        let token = self.token(from, sigcomp);
+        if msg.is_request() {
+            self.request_from_terminal(now, from, &msg, token, incoming);
+        } else {
+            // A response of the terminal's (it is the UAS): its compartment
+            // is its flow's (RFC 5049 §6.1, outgoing requests' identifier).
+            let c = self.flows.get(&token).and_then(|f| f.compartment);
+            let accept = c.filter(|c| self.registered.contains_key(c)).map(|c| (now, c));
+            self.decide(incoming, accept);
+            self.response_toward_upstream(&msg);
+        }
+    }
+
+    fn request_from_terminal(&mut self, now: Instant, from: Peer, msg: &Message<'_>, token: u64, incoming: Option<Incoming>) {
+        let Ok(top) = msg.top_via() else {
+            self.metrics.bad_sip += 1;
+            self.decide(incoming, None);
+            return;
+        };
+        let sigcomp_id = top.sigcomp_id().map(str::to_string);
+        let compartment = self.compartment_for(sigcomp_id.as_deref(), token);
+        let method = msg.method().unwrap_or("");
+        if let Some(reply) = self.too_many_hops(msg) {
+            self.decide(incoming, None);
+            self.reply_to_terminal(now, from, token, reply);
+            return;
+        }
+        let branch = self.branch_for(msg);
+        let mut edits = Edits::default();
+        // RFC 3261 §18.2.1, RFC 3581 §4: where the request really came from.
+        if let Some(v) = msg.values(HeaderName::Via).next() {
+            let stamped = stamp_received(top.text, from.addr);
+            edits.replace(v.range.clone(), stamped.into_bytes());
+        }
+        self.consume_our_routes(msg, &mut edits);
+        let mut top_lines = String::new();
+        let up = self.addrs.upstream;
+        let _ = write!(top_lines, "Via: SIP/2.0/UDP {}:{};branch={branch}\r\n", self.host_of(up), up.port());
+        if method == "REGISTER" {
+            let _ = write!(top_lines, "Path: <{}>\r\n", self.upstream_uri(token));
+        } else if is_dialog_forming(method) && !msg.to().is_ok_and(|t| t.tag().is_some()) {
+            // Double Record-Route: the terminal's side below, the
+            // upstream's on top (the terminal, as UAC, uses the reverse).
+            let _ = write!(top_lines, "Record-Route: <{}>\r\n", self.upstream_uri(token));
+            let _ = write!(top_lines, "Record-Route: <{}>\r\n", self.terminal_uri(token));
+        }
+        edits.insert_top(msg, top_lines.into_bytes());
+        edits.decrement_max_forwards(msg);
+        let out = edits.apply(msg.input());
+        // RFC 5049 §6: a REGISTER's state waits for the registrar's 2xx; a
+        // registered terminal's state is kept; nobody else's is.
+        if method == "REGISTER" {
+            if let Some(incoming) = incoming {
+                if let Some(old) = self.held.remove(&branch) {
+                    self.decide(Some(old.incoming), None);
+                }
+                let deadline = now + TRANSACTION_TIMEOUT;
+                self.held.insert(branch, HeldRegister { incoming, compartment, token, deadline });
+            }
+        } else {
+            let accept = self.registered.contains_key(&compartment).then_some((now, compartment));
+            self.decide(incoming, accept);
+        }
+        let to = self.upstream_peer();
+        self.send(Side::Upstream, to, out, false);
+    }
+
+    /// The branch of the proxy's Via for `msg`: the same for a
+    /// retransmission, another for another request (RFC 3261 §16.11).
+    fn branch_for(&self, msg: &Message<'_>) -> String {
+        let mut h = Sha1::new();
+        if let Ok(v) = msg.top_via() {
+            h.update(v.branch().unwrap_or(v.text).as_bytes());
+            h.update(v.host.as_bytes());
+        }
+        h.update(msg.call_id().unwrap_or("").as_bytes());
+        if let Ok(c) = msg.cseq() {
+            h.update(c.number.to_be_bytes());
+            // A CANCEL, and the ACK of a non-2xx final response, must
+            // carry the branch the INVITE got (§16.11, §9.1); an ACK of
+            // a 2xx has a new branch of its own at the terminal, so it
+            // gets a new one here too.
+            let method = if matches!(c.method, "ACK" | "CANCEL") { "INVITE" } else { c.method };
+            h.update(method.as_bytes());
+        }
+        let d = h.finalize();
+        let mut b = String::from(BRANCH_PREFIX);
+        for x in &d[..10] {
+            let _ = write!(b, "{x:02x}");
+        }
+        b
+    }
+
+    /// 483 when Max-Forwards is 0 (RFC 3261 §16.3 step 2).
+    fn too_many_hops(&self, msg: &Message<'_>) -> Option<Vec<u8>> {
+        if msg.max_forwards().ok().flatten() == Some(0) && msg.method() != Some("ACK") {
+            return Some(simple_response(msg, 483, "Too Many Hops"));
+        }
+        None
+    }
+
+    fn reply_to_terminal(&mut self, now: Instant, to: Peer, token: u64, reply: Vec<u8>) {
+        let sigcomp = self.flows.get(&token).is_some_and(|f| f.sigcomp);
+        self.deliver_to_terminal(now, to, token, sigcomp, reply);
+    }
+
+    /// Removes the Route entries that name the proxy (RFC 3261 §16.4);
+    /// returns the flow token they carry.
+    fn consume_our_routes(&self, msg: &Message<'_>, edits: &mut Edits) -> Option<u64> {
+        let mut token = None;
+        for v in msg.values(HeaderName::Route) {
+            let Ok(text) = v.value_str() else { break };
+            let Ok(na) = sigkit_sip::NameAddr::parse(text) else { break };
+            let Ok(uri) = na.sip_uri() else { break };
+            if !self.is_ours(uri.host, uri.port) {
+                break;
+            }
+            token = token.or_else(|| uri.user.and_then(|u| u.strip_prefix("t.")).and_then(|t| t.parse().ok()));
+            edits.remove_list_value(msg, &v);
+        }
+        token
+    }
+
+    /// A response going to the upstream: the proxy's Via off, the rest as is.
+    fn response_toward_upstream(&mut self, msg: &Message<'_>) {
+        let mut vias = msg.values(HeaderName::Via);
+        let (Some(ours), Some(next)) = (vias.next(), vias.next()) else {
+            self.metrics.undeliverable += 1;
+            return;
+        };
+        if !ours.value_str().is_ok_and(|v| v.contains(BRANCH_PREFIX)) {
+            self.metrics.undeliverable += 1;
+            return;
+        }
+        let _ = next;
+        let mut edits = Edits::default();
+        edits.remove_list_value(msg, &ours);
+        let out = edits.apply(msg.input());
+        let to = self.upstream_peer();
+        self.send(Side::Upstream, to, out, false);
+    }
+
+    /// A message from the upstream server (plain SIP).
+    pub fn from_upstream(&mut self, now: Instant, from: Peer, bytes: &[u8]) {
+        self.metrics.messages_in[1] += 1;
+        self.metrics.bytes_in[1] += bytes.len() as u64;
+        let _ = from;
+        let Ok(msg) = Message::parse(bytes) else {
+            self.metrics.bad_sip += 1;
+            return;
+        };
+        if msg.is_request() {
+            self.request_toward_terminal(now, &msg);
+        } else {
+            self.response_toward_terminal(now, &msg);
+        }
+    }
+
+    fn response_toward_terminal(&mut self, now: Instant, msg: &Message<'_>) {
+        let mut vias = msg.values(HeaderName::Via);
+        let Some(ours) = vias.next() else { return };
+        let Some(branch) = ours
+            .value_str()
+            .ok()
+            .and_then(|t| sigkit_sip::Via::parse(t).ok())
+            .and_then(|v| v.branch().filter(|b| b.starts_with(BRANCH_PREFIX)).map(str::to_string))
+        else {
+            self.metrics.undeliverable += 1;
+            return;
+        };
+        let code = msg.status_code().unwrap_or(0);
+        if code >= 200 {
+            if let Some(held) = self.held.remove(&branch) {
+                let ok = (200..300).contains(&code);
+                if ok {
+                    self.register_ok(now, msg, held.compartment);
+                }
+                let _ = held.token;
+                self.decide(Some(held.incoming), ok.then_some((now, held.compartment)));
+            }
+        }
+        let Some(next) = vias.next().and_then(|v| v.value_str().ok()).and_then(|t| sigkit_sip::Via::parse(t).ok())
+        else {
+            self.metrics.undeliverable += 1;
+            return;
+        };
+        let (host, port) = next.response_target();
+        let Some(addr) = socket_addr(host, port.or(next.port).unwrap_or(5060)) else {
+            self.metrics.undeliverable += 1;
+            return;
+        };
+        let transport = if next.transport.eq_ignore_ascii_case("TCP") { SipTransport::Tcp } else { SipTransport::Udp };
+        let Some((token, to)) = self.flow_by_addr(transport, addr) else {
+            self.metrics.undeliverable += 1;
+            return;
+        };
+        let sigcomp = next.is_sigcomp();
+        let mut edits = Edits::default();
+        edits.remove_list_value(msg, &ours);
+        let out = edits.apply(msg.input());
+        self.deliver_to_terminal(now, to, token, sigcomp, out);
+    }
+
+    /// A 2xx to a REGISTER: the compartment lives until the binding
+    /// expires (RFC 5049 §6.3); a removal ends it.
+    fn register_ok(&mut self, now: Instant, msg: &Message<'_>, compartment: CompartmentId) {
+        let default = msg.expires().ok().flatten().unwrap_or(3600);
+        let expires = match msg.contacts() {
+            Ok(sigkit_sip::Contacts::List(list)) if !list.is_empty() => {
+                list.iter().map(|c| c.expires().unwrap_or(default)).max().unwrap_or(default)
+            }
+            _ => 0,
+        };
+        if expires == 0 {
+            self.registered.remove(&compartment);
+        } else {
+            self.registered.insert(compartment, now + Duration::from_secs(u64::from(expires)));
+        }
+    }
+
+    fn flow_by_addr(&self, transport: SipTransport, addr: SocketAddr) -> Option<(u64, Peer)> {
+        self.flow_tokens
+            .iter()
+            .find(|(p, _)| p.transport == transport && p.addr == addr)
+            .map(|(p, t)| (*t, *p))
+    }
+
+    fn request_toward_terminal(&mut self, now: Instant, msg: &Message<'_>) {
+        let mut edits = Edits::default();
+        let routed = self.consume_our_routes(msg, &mut edits);
+        // Without a token of ours, the Request-URI names the terminal's
+        // address (its registered Contact).
+        let target = routed.and_then(|t| self.flows.get(&t).map(|f| (t, f.peer))).or_else(|| {
+            let uri = msg.request_uri().ok()?;
+            let t = if uri.transport().is_some_and(|t| t.eq_ignore_ascii_case("tcp")) {
+                SipTransport::Tcp
+            } else {
+                SipTransport::Udp
+            };
+            let addr = socket_addr(uri.host, uri.port.unwrap_or(5060))?;
+            self.flow_by_addr(t, addr)
+        });
+        let Some((token, to)) = target else {
+            self.metrics.undeliverable += 1;
+            if msg.method() != Some("ACK") {
+                let reply = simple_response(msg, 404, "Not Found");
+                let up = self.upstream_peer();
+                self.send(Side::Upstream, up, reply, false);
+            }
+            return;
+        };
+        if let Some(reply) = self.too_many_hops(msg) {
+            let up = self.upstream_peer();
+            self.send(Side::Upstream, up, reply, false);
+            return;
+        }
+        let sigcomp = self.flows.get(&token).is_some_and(|f| f.sigcomp);
+        let method = msg.method().unwrap_or("");
+        let local = self.terminal_addr(to.transport, to.local);
+        let mut top = String::new();
+        let _ = write!(
+            top,
+            "Via: SIP/2.0/{} {}:{};branch={}",
+            to.transport.via_token(),
+            self.host_of(local),
+            local.port(),
+            self.branch_for(msg)
+        );
+        if sigcomp {
+            let _ = write!(top, ";comp=sigcomp;sigcomp-id=\"<{}>\"", self.sigcomp_id);
+        }
+        top.push_str("\r\n");
+        if is_dialog_forming(method) && !msg.to().is_ok_and(|t| t.tag().is_some()) {
+            let _ = write!(top, "Record-Route: <{}>\r\n", self.terminal_uri(token));
+            let _ = write!(top, "Record-Route: <{}>\r\n", self.upstream_uri(token));
+        }
+        edits.insert_top(msg, top.into_bytes());
+        edits.decrement_max_forwards(msg);
+        let out = edits.apply(msg.input());
+        self.deliver_to_terminal(now, to, token, sigcomp, out);
+    }
+
+    /// Sends `sip` to a terminal, compressed in its compartment where it
+    /// speaks SigComp.
+    fn deliver_to_terminal(&mut self, now: Instant, to: Peer, token: u64, sigcomp: bool, sip: Vec<u8>) {
+        if !sigcomp {
+            self.send(Side::Terminal, to, sip, false);
+            return;
+        }
+        let compartment = self.compartment_for(None, token);
+        if self.endpoint.peer(compartment).is_none() {
+            let transport = match to.transport {
+                SipTransport::Udp => Transport::Message,
+                SipTransport::Tcp => Transport::Stream,
+            };
+            self.endpoint.open_compartment(now, compartment, transport);
+        }
+        match self.endpoint.compress(now, compartment, &sip) {
+            Ok(c) => {
+                self.metrics.sigcomp_sip_bytes_out += sip.len() as u64;
+                self.metrics.sigcomp_bytes_out += c.message.len() as u64;
+                self.send(Side::Terminal, to, c.message, true);
+            }
+            Err(e) => {
+                // RFC 5049 §4: plain SIP is always understood.
+                tracing::warn!(error = %e, "compression failed; sending plain SIP");
+                self.metrics.compress_failures += 1;
+                self.send(Side::Terminal, to, sip, false);
+            }
+        }
+    }
+
+    /// The next time [`Proxy::handle_timeout`] has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let held = self.held.values().map(|h| h.deadline).min();
+        let reg = self.registered.values().min().copied();
+        [held, reg, self.endpoint.poll_timeout()].into_iter().flatten().min()
+    }
+
+    /// Ends what has timed out: held REGISTER states (no final answer),
+    /// expired registrations' compartments, idle compartments.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let late: Vec<String> = self.held.iter().filter(|(_, h)| h.deadline <= now).map(|(b, _)| b.clone()).collect();
+        for b in late {
+            if let Some(h) = self.held.remove(&b) {
+                self.decide(Some(h.incoming), None);
+            }
+        }
+        let expired: Vec<CompartmentId> = self.registered.iter().filter(|(_, t)| **t <= now).map(|(c, _)| *c).collect();
+        for c in expired {
+            self.registered.remove(&c);
+            self.close_compartment(c);
+        }
+        for c in self.endpoint.handle_timeout(now) {
+            self.forget_compartment(c);
+        }
+    }
+
+    fn close_compartment(&mut self, c: CompartmentId) {
+        self.endpoint.close_compartment(c);
+        self.forget_compartment(c);
+    }
+
+    fn forget_compartment(&mut self, c: CompartmentId) {
+        self.registered.remove(&c);
+        self.by_sigcomp_id.retain(|_, v| *v != c);
+        for f in self.flows.values_mut() {
+            if f.compartment == Some(c) {
+                f.compartment = None;
+            }
+        }
+    }
+
+    /// A terminal's TCP connection closed: its flow is gone (RFC 5626
+    /// §5.2: a flow that fails is not reused).
+    pub fn connection_closed(&mut self, conn: u64) {
+        let gone: Vec<(Peer, u64)> =
+            self.flow_tokens.iter().filter(|(p, _)| p.conn == Some(conn)).map(|(p, t)| (*p, *t)).collect();
+        for (p, t) in gone {
+            self.flow_tokens.remove(&p);
+            self.flows.remove(&t);
+        }
+    }
+
+    /// The metrics in the Prometheus text exposition format.
+    pub fn metrics_text(&self) -> String {
+        let m = &self.metrics;
+        let e = self.endpoint.metrics();
+        let mut s = String::new();
+        let mut counter = |name: &str, help: &str, values: &[(&str, u64)]| {
+            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (labels, v) in values {
+                let _ = writeln!(s, "{name}{labels} {v}");
+            }
+        };
+        let sides = |a: [u64; 2]| [(r#"{side="terminal"}"#, a[0]), (r#"{side="upstream"}"#, a[1])];
+        counter("sigkit_proxy_messages_received_total", "Messages received, by side.", &sides(m.messages_in));
+        counter("sigkit_proxy_bytes_received_total", "Bytes received, by side.", &sides(m.bytes_in));
+        counter("sigkit_proxy_messages_sent_total", "Messages sent, by side.", &sides(m.messages_out));
+        counter("sigkit_proxy_bytes_sent_total", "Bytes sent, by side.", &sides(m.bytes_out));
+        counter(
+            "sigkit_proxy_sigcomp_bytes_total",
+            "SigComp bytes and the SIP bytes they carried, by direction.",
+            &[
+                (r#"{direction="in",layer="sigcomp"}"#, m.sigcomp_bytes_in),
+                (r#"{direction="in",layer="sip"}"#, m.sigcomp_sip_bytes_in),
+                (r#"{direction="out",layer="sigcomp"}"#, m.sigcomp_bytes_out),
+                (r#"{direction="out",layer="sip"}"#, m.sigcomp_sip_bytes_out),
+            ],
+        );
+        let nack_labels: Vec<(String, u64)> = (0u8..32)
+            .filter_map(|code| {
+                let n = m.nacks_sent[usize::from(code)];
+                let r = Reason::from_code(code)?;
+                (n > 0).then(|| (format!("{{reason=\"{}\"}}", r.name()), n))
+            })
+            .collect();
+        let nacks: Vec<(&str, u64)> = nack_labels.iter().map(|(l, n)| (l.as_str(), *n)).collect();
+        counter("sigkit_proxy_nacks_sent_total", "RFC 4077 NACKs sent, by reason.", &nacks);
+        counter("sigkit_proxy_nacks_received_total", "RFC 4077 NACKs received.", &[("", m.nacks_received)]);
+        counter("sigkit_proxy_udvm_cycles_total", "UDVM cycles run.", &[("", m.udvm_cycles)]);
+        counter(
+            "sigkit_proxy_refused_total",
+            "SigComp messages refused over a source's budget, by budget.",
+            &[(r#"{budget="messages"}"#, m.refused_messages), (r#"{budget="cycles"}"#, m.refused_cycles)],
+        );
+        counter("sigkit_proxy_bad_sip_total", "Messages that are not SIP.", &[("", m.bad_sip)]);
+        counter(
+            "sigkit_proxy_state_decisions_total",
+            "SigComp messages whose state was accepted or declined (RFC 5049).",
+            &[(r#"{decision="accepted"}"#, m.states_accepted), (r#"{decision="declined"}"#, m.states_declined)],
+        );
+        counter("sigkit_proxy_undeliverable_total", "Messages with nowhere to go.", &[("", m.undeliverable)]);
+        counter(
+            "sigkit_proxy_compartments_closed_total",
+            "Compartments closed by the limits or the idle timeout.",
+            &[(r#"{cause="evicted"}"#, e.compartments_evicted), (r#"{cause="idle"}"#, e.compartments_timed_out)],
+        );
+        let mut gauge = |name: &str, help: &str, v: f64| {
+            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        };
+        gauge("sigkit_proxy_compartments", "Compartments open.", e.compartments as f64);
+        gauge("sigkit_proxy_state_bytes", "State memory of all compartments (RFC 3320 §6.2).", e.state_bytes as f64);
+        gauge("sigkit_proxy_registered_terminals", "Compartments with a live registration.", self.registered.len() as f64);
+        let ratio = |sig: u64, sip: u64| if sip == 0 { 0.0 } else { sig as f64 / sip as f64 };
+        gauge(
+            "sigkit_proxy_compression_ratio_out",
+            "SigComp bytes sent / SIP bytes they carried.",
+            ratio(m.sigcomp_bytes_out, m.sigcomp_sip_bytes_out),
+        );
+        gauge(
+            "sigkit_proxy_compression_ratio_in",
+            "SigComp bytes received / SIP bytes they carried.",
+            ratio(m.sigcomp_bytes_in, m.sigcomp_sip_bytes_in),
+        );
+        s
+    }
+}
+
+/// Requests that create a dialog whose later requests should pass the
+/// proxy (RFC 3261 §12, RFC 6665 §4.1, RFC 3515).
+fn is_dialog_forming(method: &str) -> bool {
+    matches!(method, "INVITE" | "SUBSCRIBE" | "REFER" | "NOTIFY")
+}
+
+fn host_matches(host: &str, ip: IpAddr) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.parse::<IpAddr>().is_ok_and(|h| h == ip || (ip.is_unspecified() && h.is_loopback()))
+}
+
+fn socket_addr(host: &str, port: u16) -> Option<SocketAddr> {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    Some(SocketAddr::new(h.parse().ok()?, port))
+}
+
+/// `;` `,` `:` and the like are escaped in a URI parameter (RFC 5049 §6.1
+/// example: `sigcomp-id=urn%3auuid%3a...`).
+fn escape_uri_param(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.!~*'()[]/+$".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02x}");
+        }
+    }
+    out
+}
+
+/// The top Via with `received` set where the sent-by differs from the
+/// source, and `rport` filled where the terminal asked for it (RFC 3261
+/// §18.2.1, RFC 3581 §4).
+fn stamp_received(via: &str, source: SocketAddr) -> String {
+    let mut out = String::with_capacity(via.len() + 32);
+    let mut parts = via.split(';');
+    out.push_str(parts.next().unwrap_or(""));
+    for p in parts {
+        let name = p.split('=').next().unwrap_or("").trim();
+        if name.eq_ignore_ascii_case("received") {
+            continue;
+        }
+        if name.eq_ignore_ascii_case("rport") {
+            let _ = write!(out, ";rport={}", source.port());
+            continue;
+        }
+        out.push(';');
+        out.push_str(p);
+    }
+    let _ = write!(out, ";received={}", source.ip());
+    out
+}
+
+/// A response built from a request (RFC 3261 §8.2.6): its Via, From, To,
+/// Call-ID and CSeq.
+fn simple_response(msg: &Message<'_>, code: u16, reason: &str) -> Vec<u8> {
+    let mut out = format!("SIP/2.0 {code} {reason}\r\n").into_bytes();
+    for h in msg.headers() {
+        if matches!(h.kind, HeaderName::Via | HeaderName::From | HeaderName::To | HeaderName::CallId | HeaderName::CSeq)
+        {
+            out.extend_from_slice(&msg.input()[h.line.clone()]);
+        }
+    }
+    out.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+    out
+}
+
+/// Byte-range edits of a message, applied in one pass so unchanged
+/// ranges are copied once.
+#[derive(Debug, Default)]
+struct Edits {
+    /// (range replaced, bytes put there), ranges disjoint.
+    splices: Vec<(Range<usize>, Vec<u8>)>,
+}
+
+impl Edits {
+    fn replace(&mut self, range: Range<usize>, bytes: Vec<u8>) {
+        self.splices.push((range, bytes));
+    }
+
+    /// Header lines before the first header.
+    fn insert_top(&mut self, msg: &Message<'_>, lines: Vec<u8>) {
+        let at = msg.headers().first().map_or(0, |h| h.line.start);
+        self.splices.push((at..at, lines));
+    }
+
+    /// Removes one element of a comma-separated header: the whole line
+    /// if it is the only one there.
+    fn remove_list_value(&mut self, msg: &Message<'_>, v: &sigkit_sip::ListValue<'_>) {
+        let Some(h) = msg.headers().get(v.header) else { return };
+        let alone = msg.values(h.kind).filter(|o| o.header == v.header).count() == 1;
+        if alone {
+            self.splices.push((h.line.clone(), Vec::new()));
+            return;
+        }
+        // Up to the next element's start, or from the previous one's end.
+        let bytes = msg.input();
+        let mut end = v.range.end;
+        while end < h.value_range.end && matches!(bytes[end], b' ' | b'\t' | b',') {
+            end += 1;
+        }
+        if end == h.value_range.end {
+            let mut start = v.range.start;
+            while start > h.value_range.start && matches!(bytes[start - 1], b' ' | b'\t' | b',' | b'\r' | b'\n') {
+                start -= 1;
+            }
+            self.splices.push((start..v.range.end, Vec::new()));
+        } else {
+            self.splices.push((v.range.start..end, Vec::new()));
+        }
+    }
+
+    fn decrement_max_forwards(&mut self, msg: &Message<'_>) {
+        if let Some(h) = msg.header(HeaderName::MaxForwards) {
+            if let Ok(Some(n)) = msg.max_forwards() {
+                self.splices.push((h.value_range.clone(), n.saturating_sub(1).to_string().into_bytes()));
+            }
+        }
+    }
+
+    fn apply(mut self, input: &[u8]) -> Vec<u8> {
+        self.splices.sort_by_key(|(r, _)| (r.start, r.end));
+        let extra: usize = self.splices.iter().map(|(_, b)| b.len()).sum();
+        let mut out = Vec::with_capacity(input.len() + extra);
+        let mut at = 0;
+        for (r, b) in self.splices {
+            if r.start < at {
+                continue;
+            }
+            out.extend_from_slice(&input[at..r.start]);
+            out.extend_from_slice(&b);
+            at = r.end;
+        }
+        out.extend_from_slice(&input[at..]);
+        out
+    }
+}

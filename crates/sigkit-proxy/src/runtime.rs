@@ -1,0 +1,352 @@
+//! The proxy on tokio: sockets, TCP connections and their framing, the
+//! timer, the metrics endpoint and shutdown. All SIP and SigComp
+//! behaviour is in [`crate::core::Proxy`]; this module moves bytes.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sigcomp::wire::{frame_for_stream, Deframer, Frame};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::{mpsc, watch};
+
+use crate::config::{ProxyConfig, SipTransport};
+use crate::core::{is_sigcomp_first_byte, LocalAddrs, Peer, Proxy, Side, Transmit};
+
+/// Longest SIP message or SigComp message the proxy takes (RFC 3320 §4.2.2
+/// leaves the bound to the implementation; SIP messages are a few KiB).
+const MAX_MESSAGE: usize = 1 << 16;
+
+/// A running proxy: its bound addresses, and how to stop it.
+pub struct Running {
+    pub terminal_addrs: Vec<(SipTransport, SocketAddr)>,
+    pub upstream_local: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    shutdown: watch::Sender<bool>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops accepting, lets the tasks end, and waits for them.
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.done.await;
+    }
+
+    /// Waits until the proxy stops (SIGTERM, SIGINT or [`Running::stop`]).
+    pub async fn wait(self) {
+        let _ = self.done.await;
+    }
+}
+
+struct Shared {
+    proxy: Mutex<Proxy>,
+    /// TCP connections to terminals: their writers.
+    conns: Mutex<HashMap<u64, mpsc::Sender<Vec<u8>>>>,
+    next_conn: AtomicU64,
+    /// The terminal-side UDP sockets by local address.
+    udp: HashMap<SocketAddr, Arc<UdpSocket>>,
+    upstream: Arc<UdpSocket>,
+}
+
+impl Shared {
+    /// Sends what the proxy produced.
+    async fn flush(&self, out: Vec<Transmit>) {
+        for t in out {
+            match (t.side, t.to.transport) {
+                (Side::Upstream, _) => {
+                    if let Err(e) = self.upstream.send_to(&t.bytes, t.to.addr).await {
+                        tracing::warn!(to = %t.to.addr, error = %e, "upstream send failed");
+                    }
+                }
+                (Side::Terminal, SipTransport::Udp) => {
+                    let socket = t.to.local.and_then(|l| self.udp.get(&l)).or_else(|| self.udp.values().next());
+                    if let Some(s) = socket {
+                        if let Err(e) = s.send_to(&t.bytes, t.to.addr).await {
+                            tracing::warn!(to = %t.to.addr, error = %e, "terminal send failed");
+                        }
+                    }
+                }
+                (Side::Terminal, SipTransport::Tcp) => {
+                    let writer = t.to.conn.and_then(|c| self.conns.lock().ok()?.get(&c).cloned());
+                    match writer {
+                        Some(w) => {
+                            let mut bytes = t.bytes;
+                            if t.sigcomp {
+                                let mut framed = Vec::with_capacity(bytes.len() + 8);
+                                frame_for_stream(&bytes, &mut framed);
+                                bytes = framed;
+                            }
+                            let _ = w.send(bytes).await;
+                        }
+                        None => tracing::debug!(to = %t.to.addr, "no TCP connection to the terminal"),
+                    }
+                }
+            }
+        }
+    }
+
+    fn handle(&self, side: Side, from: Peer, bytes: &[u8], sigcomp: bool) -> Vec<Transmit> {
+        let Ok(mut p) = self.proxy.lock() else { return Vec::new() };
+        let now = Instant::now();
+        match side {
+            Side::Terminal => p.from_terminal(now, from, bytes, sigcomp),
+            Side::Upstream => p.from_upstream(now, from, bytes),
+        }
+        std::iter::from_fn(|| p.poll_transmit()).collect()
+    }
+}
+
+/// Binds every socket and starts the proxy on the current tokio runtime.
+pub async fn start(config: ProxyConfig) -> io::Result<Running> {
+    let upstream = config.upstream.ok_or_else(|| io::Error::other("no upstream"))?;
+    let upstream_local = config.upstream_local.unwrap_or_else(|| SocketAddr::new(upstream.addr.ip(), 0));
+    let upstream_socket = Arc::new(UdpSocket::bind(upstream_local).await?);
+    let upstream_local = upstream_socket.local_addr()?;
+    let mut udp = HashMap::new();
+    let mut tcp = Vec::new();
+    let mut terminal_addrs = Vec::new();
+    for l in &config.listen {
+        match l.transport {
+            SipTransport::Udp => {
+                let s = Arc::new(UdpSocket::bind(l.addr).await?);
+                let a = s.local_addr()?;
+                terminal_addrs.push((SipTransport::Udp, a));
+                udp.insert(a, s);
+            }
+            SipTransport::Tcp => {
+                let s = TcpListener::bind(l.addr).await?;
+                terminal_addrs.push((SipTransport::Tcp, s.local_addr()?));
+                tcp.push(s);
+            }
+        }
+    }
+    let metrics_listener = match config.metrics {
+        Some(a) => Some(TcpListener::bind(a).await?),
+        None => None,
+    };
+    let metrics_addr = metrics_listener.as_ref().map(|l| l.local_addr()).transpose()?;
+    let addrs = LocalAddrs { terminal: terminal_addrs.clone(), upstream: upstream_local, upstream_peer: upstream.addr };
+    let proxy = Proxy::new(&config, addrs).map_err(io::Error::other)?;
+    let shared = Arc::new(Shared {
+        proxy: Mutex::new(proxy),
+        conns: Mutex::new(HashMap::new()),
+        next_conn: AtomicU64::new(1),
+        udp: udp.clone(),
+        upstream: upstream_socket.clone(),
+    });
+    let (shutdown, stop) = watch::channel(false);
+    let mut tasks = tokio::task::JoinSet::new();
+    for (local, socket) in udp {
+        tasks.spawn(udp_loop(shared.clone(), socket, local, Side::Terminal, stop.clone()));
+    }
+    tasks.spawn(udp_loop(shared.clone(), upstream_socket, upstream_local, Side::Upstream, stop.clone()));
+    for listener in tcp {
+        tasks.spawn(tcp_accept(shared.clone(), listener, stop.clone()));
+    }
+    tasks.spawn(timer(shared.clone(), stop.clone()));
+    if let Some(l) = metrics_listener {
+        tasks.spawn(metrics_server(shared.clone(), l, stop.clone()));
+    }
+    tasks.spawn(signals(shutdown.clone()));
+    let done = tokio::spawn(async move {
+        let mut stop = stop;
+        let _ = stop.wait_for(|s| *s).await;
+        tasks.shutdown().await;
+        tracing::info!("stopped");
+    });
+    Ok(Running { terminal_addrs, upstream_local, metrics_addr, shutdown, done })
+}
+
+async fn signals(shutdown: watch::Sender<bool>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+        _ = int.recv() => tracing::info!("SIGINT: stopping"),
+    }
+    let _ = shutdown.send(true);
+}
+
+async fn udp_loop(
+    shared: Arc<Shared>,
+    socket: Arc<UdpSocket>,
+    local: SocketAddr,
+    side: Side,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    loop {
+        let (n, from) = tokio::select! {
+            r = socket.recv_from(&mut buf) => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::debug!(error = %e, "recv failed");
+                    continue;
+                }
+            },
+            _ = stop.changed() => return,
+        };
+        if n == 0 {
+            continue;
+        }
+        let peer = Peer { transport: SipTransport::Udp, addr: from, local: Some(local), conn: None };
+        let sigcomp = is_sigcomp_first_byte(buf[0]);
+        let out = shared.handle(side, peer, &buf[..n], sigcomp);
+        shared.flush(out).await;
+    }
+}
+
+async fn tcp_accept(shared: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+    let local = listener.local_addr().ok();
+    loop {
+        let (stream, from) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(_) => continue,
+            },
+            _ = stop.changed() => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        let peer = Peer { transport: SipTransport::Tcp, addr: from, local, conn: Some(id) };
+        tokio::spawn(tcp_conn(shared.clone(), stream, peer, stop.clone()));
+    }
+}
+
+/// One terminal's TCP connection. Its first byte tells SigComp from plain
+/// SIP for the whole connection (RFC 5049 §4): SigComp messages are
+/// delimited by record marking (RFC 3320 §4.2.2), plain SIP messages by
+/// their Content-Length (RFC 3261 §18.3).
+async fn tcp_conn(shared: Arc<Shared>, stream: TcpStream, peer: Peer, mut stop: watch::Receiver<bool>) {
+    let id = peer.conn.unwrap_or(0);
+    let (mut rd, mut wr) = stream.into_split();
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+    if let Ok(mut c) = shared.conns.lock() {
+        c.insert(id, tx);
+    }
+    let writer = tokio::spawn(async move {
+        while let Some(bytes) = rx.recv().await {
+            if wr.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut sigcomp: Option<bool> = None;
+    let mut deframer = Deframer::new(MAX_MESSAGE);
+    let mut plain: Vec<u8> = Vec::new();
+    let mut frames = Vec::new();
+    'read: loop {
+        let n = tokio::select! {
+            r = rd.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            },
+            _ = stop.changed() => break,
+        };
+        let data = &buf[..n];
+        let is_sigcomp = *sigcomp.get_or_insert_with(|| is_sigcomp_first_byte(data[0]));
+        let mut out = Vec::new();
+        if is_sigcomp {
+            frames.clear();
+            deframer.push(data, &mut frames);
+            for f in frames.drain(..) {
+                match f {
+                    Frame::Message(m) => out.extend(shared.handle(Side::Terminal, peer, &m, true)),
+                    _ => {
+                        tracing::debug!(conn = id, "SigComp framing error: closing the connection");
+                        shared.flush(out).await;
+                        break 'read;
+                    }
+                }
+            }
+        } else {
+            plain.extend_from_slice(data);
+            loop {
+                match sigkit_sip::Message::parse_stream_frame(&plain) {
+                    Ok(Some(len)) => {
+                        let msg: Vec<u8> = plain.drain(..len).collect();
+                        out.extend(shared.handle(Side::Terminal, peer, &msg, false));
+                    }
+                    Ok(None) if plain.len() <= MAX_MESSAGE => break,
+                    _ => {
+                        tracing::debug!(conn = id, "bad SIP framing: closing the connection");
+                        shared.flush(out).await;
+                        break 'read;
+                    }
+                }
+            }
+        }
+        shared.flush(out).await;
+    }
+    if let Ok(mut c) = shared.conns.lock() {
+        c.remove(&id);
+    }
+    if let Ok(mut p) = shared.proxy.lock() {
+        p.connection_closed(id);
+    }
+    writer.abort();
+}
+
+async fn timer(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let out = {
+            let Ok(mut p) = shared.proxy.lock() else { return };
+            p.handle_timeout(Instant::now());
+            std::iter::from_fn(|| p.poll_transmit()).collect::<Vec<_>>()
+        };
+        shared.flush(out).await;
+    }
+}
+
+/// `GET /metrics` in the Prometheus text format; anything else is 404.
+async fn metrics_server(shared: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+    loop {
+        let (mut stream, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(_) => continue,
+            },
+            _ = stop.changed() => return,
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            // The request line and headers end with an empty line; a
+            // scrape request is small.
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
+                match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
+                    Ok(Ok(n)) if n > 0 => req.extend_from_slice(&buf[..n]),
+                    _ => return,
+                }
+            }
+            let wanted = req.starts_with(b"GET /metrics ") || req.starts_with(b"GET /metrics?");
+            let body = if wanted {
+                shared.proxy.lock().map(|p| p.metrics_text()).unwrap_or_default()
+            } else {
+                String::from("not found\n")
+            };
+            let status = if wanted { "200 OK" } else { "404 Not Found" };
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        });
+    }
+}
