@@ -21,6 +21,23 @@ fn hash3(b: &[u8]) -> usize {
     (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
 }
 
+/// Length of the common prefix of `a` and `b` (equal lengths), 8 bytes at
+/// a time: the first differing byte is the lowest set byte of the XOR of
+/// two little-endian words.
+#[inline]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let mut n = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let diff =
+            u64::from_le_bytes(x.try_into().expect("8 bytes")) ^ u64::from_le_bytes(y.try_into().expect("8 bytes"));
+        if diff != 0 {
+            return n + diff.trailing_zeros() as usize / 8;
+        }
+        n += 8;
+    }
+    n + a[n..].iter().zip(&b[n..]).take_while(|(x, y)| x == y).count()
+}
+
 /// One match candidate: `len` bytes from `distance` back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Match {
@@ -43,13 +60,24 @@ pub struct MatchFinder {
     prev: Vec<u32>,
     /// Positions below this are in the chains.
     hashed: usize,
+    /// The longest match found by the last search: (position, length,
+    /// distance). At the next position the same distance is known to
+    /// match one byte less, which the next search need not compare again.
+    last: Option<(usize, usize, usize)>,
     /// Whole rebuilds done (for tests and reports).
     pub rebuilds: usize,
 }
 
 impl Default for MatchFinder {
     fn default() -> Self {
-        MatchFinder { data: Vec::new(), head: vec![NIL; HASH_SIZE].into(), prev: Vec::new(), hashed: 0, rebuilds: 0 }
+        MatchFinder {
+            data: Vec::new(),
+            head: vec![NIL; HASH_SIZE].into(),
+            prev: Vec::new(),
+            hashed: 0,
+            last: None,
+            rebuilds: 0,
+        }
     }
 }
 
@@ -63,6 +91,7 @@ impl MatchFinder {
     /// chronological order): kept if it already does (the usual case, the
     /// previous message's buffer), rebuilt over `window` otherwise.
     pub fn prepare(&mut self, window: &[u8]) {
+        self.last = None;
         let (w, l) = (window.len(), self.data.len());
         if l >= w && self.data[l - w..] == *window {
             // History beyond twice the window is dropped, chains kept.
@@ -118,6 +147,7 @@ impl MatchFinder {
         if mark.len > self.data.len() || mark.hashed > self.hashed {
             return;
         }
+        self.last = None;
         for p in (mark.hashed..self.hashed).rev() {
             self.head[hash3(&self.data[p..])] = self.prev[p];
         }
@@ -157,6 +187,10 @@ impl MatchFinder {
     ) {
         out.clear();
         self.hash_up_to(pos);
+        let known = match self.last.take() {
+            Some((p, len, distance)) if p + 1 == pos && len > 1 => (len - 1, distance),
+            _ => (0, 0),
+        };
         let data = &self.data;
         if pos + 3 > data.len() {
             return;
@@ -181,7 +215,8 @@ impl MatchFinder {
             // Only a candidate that beats the best so far matters; check
             // the byte that would make it longer first.
             if data[c + best.min(limit - 1)] == data[pos + best.min(limit - 1)] {
-                let len = data[c..c + limit].iter().zip(&data[pos..pos + limit]).take_while(|(a, b)| a == b).count();
+                let skip = if distance == known.1 { known.0.min(limit) } else { 0 };
+                let len = skip + common_prefix(&data[c + skip..c + limit], &data[pos + skip..pos + limit]);
                 if len > best {
                     best = len;
                     out.push(Match { len, distance });
@@ -192,6 +227,7 @@ impl MatchFinder {
             }
             cand = self.prev[c];
         }
+        self.last = out.last().map(|m| (pos, m.len, m.distance));
     }
 }
 

@@ -982,13 +982,14 @@ impl Compressor {
         requested
     }
 
-    /// A lower bound on the token bytes of a message of `len` bytes (0 for
-    /// the algorithms without one).
+    /// A lower bound on the token bytes of a message of `len` bytes.
     fn token_floor(&self, len: usize) -> usize {
         match self.config.algorithm {
             Algorithm::Lzss => self.format.min_token_bytes(len),
-            #[allow(unreachable_patterns)]
-            _ => 0,
+            #[cfg(feature = "deflate")]
+            Algorithm::Deflate => crate::deflate::min_token_bytes(len),
+            #[cfg(feature = "lz77")]
+            Algorithm::Lz77 => crate::lz77::min_token_bytes(len),
         }
     }
 

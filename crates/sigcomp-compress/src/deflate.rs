@@ -120,6 +120,13 @@ fn distance_code(distance: usize) -> (u32, u32, u32) {
     (2 * (e + 1) + m, e, v & ((1 << e) - 1))
 }
 
+/// A lower bound on the bytes of any symbols for a message of `len`
+/// bytes: no symbol costs fewer bits per byte covered than a copy of 258
+/// bytes (8 bits of code 285 and 5 of distance code, no extra bits).
+pub fn min_token_bytes(len: usize) -> usize {
+    len * 13 / MAX_MATCH / 8
+}
+
 fn length_cost(len: usize) -> u32 {
     let (sym, extra, _) = length_symbol(len);
     literal_length_code(sym).1 + extra
@@ -144,44 +151,113 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     // bytes back (RFC 3320 §8.4), and RFC 1951 allows 32768.
     let reach = buffer_size.min(MAX_DISTANCE);
     let length_costs: Vec<u32> = (0..=MAX_MATCH).map(|l| if l < MIN_MATCH { 0 } else { length_cost(l) }).collect();
-
-    const INF: u32 = u32::MAX / 2;
-    // best[i]: bits of the cheapest encoding of message[..i] and its last token.
-    let mut best: Vec<(u32, Option<Token>)> = vec![(INF, None); n + 1];
-    best[0].0 = 0;
+    // The last length with the same length symbol (so the same bits).
+    let same_symbol_up_to: Vec<usize> = (0..=MAX_MATCH)
+        .map(|l| {
+            if l < MIN_MATCH || l == MAX_MATCH {
+                return l;
+            }
+            let (_, extra, value) = length_symbol(l);
+            (l - value as usize + (1 << extra) - 1).min(MAX_MATCH - 1)
+        })
+        .collect();
+    // The matches at every position (the finder takes positions in order).
     let mut found = Vec::new();
+    let mut matches = Vec::new();
+    let mut matches_at = Vec::with_capacity(n + 1);
     for i in 0..n {
-        let here = best[i].0;
-        let b = message[i];
-        let lit = here + literal_length_code(u16::from(b)).1;
-        if lit < best[i + 1].0 {
-            best[i + 1] = (lit, Some(Token::Literal(b)));
-        }
+        matches_at.push(matches.len());
         finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, &mut found);
+        matches.extend_from_slice(&found);
+    }
+    matches_at.push(matches.len());
+
+    // A shortest path from the end: cost[i] is the fewest bits for
+    // message[i..]. Lengths with the same symbol cost the same bits, so
+    // within such a group the best choice is the length with the smallest
+    // cost[i + l]: a range minimum, answered in constant time by a sparse
+    // table over cost that grows from the end with it. The optimum (its
+    // bits) is the one relaxing every length gives.
+    let mut cost = vec![0u32; n + 1];
+    let mut choice = vec![Token::Literal(0); n];
+    let mut minima = RangeMinima::new(n + 1);
+    minima.prepend(&cost, n);
+    for i in (0..n).rev() {
+        let b = message[i];
+        let mut best = literal_length_code(u16::from(b)).1 + cost[i + 1];
+        let mut token = Token::Literal(b);
         let mut shorter = MIN_MATCH - 1;
-        for m in &found {
+        for m in &matches[matches_at[i]..matches_at[i + 1]] {
             let dcost = distance_cost(m.distance);
-            for len in shorter + 1..=m.len {
-                let c = here + length_costs[len] + dcost;
-                if c < best[i + len].0 {
-                    best[i + len] = (c, Some(Token::Copy { len: len as u16, distance: m.distance as u16 }));
+            let mut lo = shorter + 1;
+            while lo <= m.len {
+                let hi = same_symbol_up_to[lo].min(m.len);
+                let j = minima.argmin(&cost, i + lo, i + hi);
+                let c = length_costs[lo] + dcost + cost[j];
+                if c < best {
+                    best = c;
+                    token = Token::Copy { len: (j - i) as u16, distance: m.distance as u16 };
                 }
+                lo = hi + 1;
             }
             shorter = m.len;
         }
+        cost[i] = best;
+        choice[i] = token;
+        minima.prepend(&cost, i);
     }
     let mut tokens = Vec::new();
-    let mut i = n;
-    while i > 0 {
-        let t = best[i].1.expect("every position is reachable by literals");
-        i -= match t {
+    let mut i = 0;
+    while i < n {
+        let t = choice[i];
+        i += match t {
             Token::Literal(_) => 1,
             Token::Copy { len, .. } => usize::from(len),
         };
         tokens.push(t);
     }
-    tokens.reverse();
     tokens
+}
+
+/// Positions of range minima of a cost array filled from its end: entry
+/// (k, i) is the position of the smallest cost in i..i + 2^k (the last
+/// one on a tie).
+struct RangeMinima {
+    len: usize,
+    at: Vec<u32>,
+}
+
+impl RangeMinima {
+    fn new(len: usize) -> RangeMinima {
+        let levels = (usize::BITS - len.leading_zeros()) as usize;
+        RangeMinima { len, at: vec![0; levels * len] }
+    }
+
+    /// Adds the entries starting at `i`, once cost[i..] is final.
+    fn prepend(&mut self, cost: &[u32], i: usize) {
+        let n = self.len;
+        self.at[i] = i as u32;
+        let mut k = 1;
+        while i + (1 << k) <= n && (k + 1) * n <= self.at.len() {
+            let a = self.at[(k - 1) * n + i] as usize;
+            let b = self.at[(k - 1) * n + i + (1 << (k - 1))] as usize;
+            self.at[k * n + i] = if cost[b] <= cost[a] { b as u32 } else { a as u32 };
+            k += 1;
+        }
+    }
+
+    /// The position of the smallest cost in lo..=hi (the last on a tie).
+    fn argmin(&self, cost: &[u32], lo: usize, hi: usize) -> usize {
+        let k = (usize::BITS - 1 - (hi - lo + 1).leading_zeros()) as usize;
+        let n = self.len;
+        let a = self.at[k * n + lo] as usize;
+        let b = self.at[k * n + hi + 1 - (1 << k)] as usize;
+        if cost[b] <= cost[a] {
+            b
+        } else {
+            a
+        }
+    }
 }
 
 fn write_tokens(tokens: &[Token], out: &mut LsbWriter) {
@@ -381,6 +457,18 @@ mod tests {
         let block = rfc1951_block(&[0; 256], msg, &DeflateParams::default());
         assert!(block.len() >= out.len());
         assert_eq!(block[0] & 0b111, 0b011);
+    }
+
+    #[test]
+    fn min_token_bytes_is_a_lower_bound() {
+        // The cheapest message per byte: one byte repeated, copies of 258.
+        for len in [0usize, 1, 258, 1000, 5000] {
+            let msg = vec![b'a'; len];
+            let mut out = Vec::new();
+            encode(b"a", &msg, &DeflateParams::default(), &mut out);
+            assert!(min_token_bytes(len) <= out.len(), "{len}: {} > {}", min_token_bytes(len), out.len());
+        }
+        assert_eq!(min_token_bytes(5000), 31);
     }
 
     #[test]

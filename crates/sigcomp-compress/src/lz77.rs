@@ -12,7 +12,7 @@
 //! literal one byte plus one per run of up to 128, so the encoder chooses
 //! its tokens by a shortest-path parse over those costs.
 
-use crate::chains::MatchFinder;
+use crate::chains::{Match, MatchFinder};
 
 /// Shortest match the format can express (a 3-byte match would cost as
 /// much as its literals).
@@ -23,6 +23,13 @@ pub const MAX_MATCH: usize = 131;
 pub const MAX_RUN: usize = 128;
 /// Largest offset the 2-byte field holds.
 pub const MAX_OFFSET: usize = 65535;
+
+/// A lower bound on the bytes of any tokens for a message of `len` bytes:
+/// no token costs less per byte covered than a match of [`MAX_MATCH`]
+/// bytes (3 bytes).
+pub fn min_token_bytes(len: usize) -> usize {
+    len * 3 / MAX_MATCH
+}
 
 /// Encoder settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,8 +94,37 @@ pub fn encode_after(
     let mut after_match = vec![(INF, Step::None); n + 1];
     let mut in_run = vec![(INF, Step::None, 0usize); n + 1];
     after_match[0].0 = 0;
+    // Every match costs 3 bytes whatever its length, so the matches at i
+    // reach every end in i + MIN_MATCH..=i + longest at the same cost: the
+    // cheapest state ending with a match at j is the cheapest of the
+    // ranges covering j (the earliest start on a tie, as relaxing each
+    // length in order of i would choose). Ranges wait in `waiting` until
+    // they begin, then in `covering` (a heap by cost, then start) until
+    // they end.
     let mut found = Vec::new();
-    for i in 0..n {
+    let mut matches = Vec::new();
+    let mut matches_at = Vec::with_capacity(n + 1);
+    let mut from_run_at = vec![false; n];
+    let mut waiting: std::collections::VecDeque<(usize, u32, usize)> = std::collections::VecDeque::new();
+    let mut covering = std::collections::BinaryHeap::new();
+    for i in 0..=n {
+        while waiting.front().is_some_and(|&(begin, _, _)| begin <= i) {
+            let (begin, cost, end) = waiting.pop_front().expect("front");
+            covering.push(std::cmp::Reverse((cost, begin - MIN_MATCH, end)));
+        }
+        while covering.peek().is_some_and(|std::cmp::Reverse((_, _, end))| *end < i) {
+            covering.pop();
+        }
+        if let Some(&std::cmp::Reverse((cost, from, _))) = covering.peek() {
+            if cost < after_match[i].0 {
+                let (len, from_run) = (i - from, from_run_at[from]);
+                let m = matches[matches_at[from]..].iter().find(|m: &&Match| m.len >= len).expect("a covering match");
+                after_match[i] = (cost, Step::Copy { len: len as u16, distance: m.distance as u16, from_run });
+            }
+        }
+        if i == n {
+            break;
+        }
         let (am, _) = after_match[i];
         let (ir, _, run) = in_run[i];
         // A literal: opens a run (2 bytes with its control byte) or joins one.
@@ -102,18 +138,14 @@ pub fn encode_after(
         // Matches: 3 bytes each, from the cheaper state.
         let (base, from_run) = if ir < am { (ir, true) } else { (am, false) };
         finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, &mut found);
-        let mut shorter = MIN_MATCH - 1;
-        for m in &found {
-            for len in (shorter + 1).max(MIN_MATCH)..=m.len {
-                let c = base + 3;
-                if c < after_match[i + len].0 {
-                    after_match[i + len] = (c, Step::Copy { len: len as u16, distance: m.distance as u16, from_run });
-                }
-            }
-            shorter = shorter.max(m.len);
+        matches_at.push(matches.len());
+        matches.extend_from_slice(&found);
+        from_run_at[i] = from_run;
+        let longest = found.last().map_or(0, |m| m.len);
+        if longest >= MIN_MATCH {
+            waiting.push_back((i + MIN_MATCH, base + 3, i + longest));
         }
     }
-
     // Walk back from the cheaper end state, then emit in order.
     enum Token {
         Literal,
@@ -240,6 +272,16 @@ mod tests {
         window.extend(std::iter::repeat_n(b'-', 100));
         let out = round_trip(&window, text);
         assert_eq!(out, [0x80 | (26 - 4) as u8, 0, 126]);
+    }
+
+    #[test]
+    fn min_token_bytes_is_a_lower_bound() {
+        for len in [0usize, 1, 131, 1000, 5000] {
+            let out = round_trip(&[5u8; 8], &vec![5u8; len]);
+            assert!(min_token_bytes(len) <= out.len(), "{len}");
+        }
+        // Tight for whole matches of MAX_MATCH.
+        assert_eq!(min_token_bytes(131 * 7), round_trip(&[5u8; 8], &[5u8; 131 * 7]).len());
     }
 
     #[test]
