@@ -134,7 +134,7 @@ pub fn run_decompress(data: &[u8]) {
         let Some(p) = checked(&mut d, msg, t) else { continue };
         let created = accept(&mut d, p, CompartmentId(i as u64));
         for id in created.iter().take(2) {
-            let again = emit_state_message(None, &id.0[..12], input);
+            let again = emit_state_message(None, &id.0[..12], input).unwrap();
             same_when_packed(&mut d, &again, t, CompartmentId(i as u64));
             if let Some(p) = checked(&mut d, &again, t) {
                 accept(&mut d, p, CompartmentId(7));

@@ -21,8 +21,8 @@ pub fn encode_len(form: Form, v: u16, len: usize) -> Option<Vec<u8>> {
     match (form, len) {
         (Form::Literal, 1) if v < 0x80 => Some(vec![lo]),
         (Form::Literal, 2) if v < 0x4000 => Some(vec![0x80 | hi, lo]),
-        (Form::Reference, 1) if v % 2 == 0 && v < 0x100 => Some(vec![(v / 2) as u8]),
-        (Form::Reference, 2) if v % 2 == 0 && v < 0x8000 => {
+        (Form::Reference, 1) if v.is_multiple_of(2) && v < 0x100 => Some(vec![(v / 2) as u8]),
+        (Form::Reference, 2) if v.is_multiple_of(2) && v < 0x8000 => {
             let [h, l] = (v / 2).to_be_bytes();
             Some(vec![0x80 | h, l])
         }
@@ -46,7 +46,7 @@ pub fn encode_len(form: Form, v: u16, len: usize) -> Option<Vec<u8>> {
             _ => None,
         },
         (Form::MultiValue, 3) => Some(vec![0x80, hi, lo]),
-        (Form::MultiMemory, 1) if v % 2 == 0 && v < 128 => Some(vec![0x40 | (v / 2) as u8]),
+        (Form::MultiMemory, 1) if v.is_multiple_of(2) && v < 128 => Some(vec![0x40 | (v / 2) as u8]),
         (Form::MultiMemory, 2) if v < 8192 => Some(vec![0xC0 | hi, lo]),
         (Form::MultiMemory, 3) => Some(vec![0x81, hi, lo]),
         _ => None,

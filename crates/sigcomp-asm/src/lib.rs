@@ -32,6 +32,8 @@ mod parse;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use sigcomp::wire::{self, EmitError};
+
 /// What kind of mistake an [`AsmError`] reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
@@ -118,38 +120,32 @@ impl Assembly {
     /// The bytecode to upload with the standard SigComp header (RFC 4464
     /// §3.3): from the first instruction (which becomes the destination) up
     /// to the last non-zero byte, since the UDVM initialises the rest of its
-    /// memory to zero.
+    /// memory to zero. At least one byte is kept: a code_len of 0 would mark
+    /// a NACK (RFC 4077 §3.1).
     pub fn upload(&self) -> Result<Upload, UploadError> {
-        let e = |m: String| Err(UploadError(m));
-        let Some(dest) = self.entry else {
-            return e("there is no instruction to start at".into());
+        let Some(entry) = self.entry else {
+            return Err(UploadError::NoInstruction);
         };
-        if dest % 64 != 0 || !(128..=1024).contains(&dest) {
-            return e(format!(
-                "the first instruction is at {dest}; the SigComp header can only start bytecode at a multiple of 64 from 128 to 1024"
-            ));
-        }
-        for a in self.start..dest {
-            if let Some(b) = self.byte_at(a) {
-                if a < 32 {
-                    return e(format!("address {a} is written, but addresses 0-31 hold the UDVM useful values"));
+        for address in self.start..entry {
+            if let Some(value) = self.byte_at(address) {
+                if address < 32 {
+                    return Err(UploadError::UsefulValuesWritten { address });
                 }
-                if b != 0 {
-                    return e(format!(
-                        "address {a} (below the first instruction at {dest}) holds {b:#04x}; the UDVM initialises it to 0"
-                    ));
+                if value != 0 {
+                    return Err(UploadError::NonZeroBelowEntry { address, value, entry });
                 }
             }
         }
-        let from = usize::from(dest - self.start);
+        let from = usize::from(entry.saturating_sub(self.start));
         let mut code = self.bytes.get(from..).unwrap_or_default().to_vec();
-        while code.last() == Some(&0) {
+        while code.len() > 1 && code.last() == Some(&0) {
             code.pop();
         }
-        if code.len() > 4095 {
-            return e(format!("{} bytes of bytecode do not fit the 12-bit code_len field", code.len()));
-        }
-        Ok(Upload { destination: dest, code })
+        let upload = Upload { destination: entry, code };
+        // The header writer of `sigcomp::wire` decides what the header can
+        // carry: the destination field and the 12-bit code_len.
+        upload.message(&[]).map_err(UploadError::Header)?;
+        Ok(upload)
     }
 }
 
@@ -163,34 +159,62 @@ pub struct Upload {
 }
 
 impl Upload {
-    /// `0xf8`, 12-bit code_len, 4-bit destination (without returned
-    /// feedback).
-    pub fn header(&self) -> [u8; 3] {
-        let len = self.code.len() as u16;
-        let d = (self.destination / 64).saturating_sub(1) as u8 & 0x0F;
-        [0xF8, (len >> 4) as u8, ((len & 0x0F) as u8) << 4 | d]
-    }
-
-    /// A complete SigComp message: header, bytecode, compressed data.
-    pub fn message(&self, compressed: &[u8]) -> Vec<u8> {
-        let mut m = self.header().to_vec();
-        m.extend_from_slice(&self.code);
-        m.extend_from_slice(compressed);
-        m
+    /// A complete SigComp message (RFC 3320 §7.3, without returned
+    /// feedback): the header that uploads the bytecode, then the
+    /// compressed data. Fails only for an `Upload` not made by
+    /// [`Assembly::upload`] whose destination or length the header cannot
+    /// carry.
+    pub fn message(&self, compressed: &[u8]) -> Result<Vec<u8>, EmitError> {
+        wire::emit_bytecode_message(None, &self.code, self.destination, compressed)
     }
 }
 
 /// Why an [`Assembly`] cannot be uploaded with the standard header.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UploadError(pub String);
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UploadError {
+    /// The source has no instruction to start at.
+    NoInstruction,
+    /// An address below 32 is written, but the UDVM sets addresses 0-31
+    /// itself (the useful values, RFC 3320 §7.2).
+    UsefulValuesWritten { address: u16 },
+    /// A non-zero byte below the first instruction: the upload starts at
+    /// the instruction, and the UDVM initialises the memory below to zero
+    /// (RFC 3320 §7.3).
+    NonZeroBelowEntry { address: u16, value: u8, entry: u16 },
+    /// The SigComp header cannot carry the bytecode: the first instruction
+    /// is not at a multiple of 64 from 128 to 1024, or the bytecode is over
+    /// 4095 bytes (RFC 3320 §7.3).
+    Header(EmitError),
+}
 
 impl fmt::Display for UploadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            UploadError::NoInstruction => f.write_str("there is no instruction to start at"),
+            UploadError::UsefulValuesWritten { address } => {
+                write!(f, "address {address} is written, but addresses 0-31 hold the UDVM useful values")
+            }
+            UploadError::NonZeroBelowEntry { address, value, entry } => write!(
+                f,
+                "address {address} (below the first instruction at {entry}) holds {value:#04x}; the UDVM initialises it to 0"
+            ),
+            UploadError::Header(EmitError::BadDestination { destination }) => write!(
+                f,
+                "the first instruction is at {destination}; the SigComp header can only start bytecode at a multiple of 64 from 128 to 1024"
+            ),
+            UploadError::Header(e) => write!(f, "the SigComp header cannot carry the bytecode: {e}"),
+        }
     }
 }
 
-impl std::error::Error for UploadError {}
+impl std::error::Error for UploadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            UploadError::Header(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// Assembles RFC 4464 UDVM assembly into a memory image.
 ///

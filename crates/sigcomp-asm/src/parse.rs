@@ -577,7 +577,7 @@ fn instr(def: &'static InstrDef, mut raw: Vec<RawOperand>, pos: Pos) -> Result<I
         }
     } else {
         let g = def.group.len();
-        if m < f || (m - f) % g != 0 {
+        if m < f || !(m - f).is_multiple_of(g) {
             let what = if g == 1 {
                 format!("{f} operands followed by the counted ones")
             } else {

@@ -181,7 +181,7 @@ fn rfc4464_examples_decompress_their_messages() {
         let matching = source_matching_rfc_bytes("rfc4464", stem);
         for (which, src) in [("printed source", printed), ("RFC bytes", matching)] {
             let a = sigcomp_asm::assemble(&src).unwrap_or_else(|e| panic!("{stem}: {e}"));
-            let msg = a.upload().unwrap().message(&input);
+            let msg = a.upload().unwrap().message(&input).unwrap();
             // the examples use an 8 KiB UDVM memory (udvm_memory_size = 8192
             // in every source); over UDP that needs DMS 8192 + the message
             // size (RFC 3320 §7), so take the next valid DMS

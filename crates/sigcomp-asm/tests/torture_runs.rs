@@ -59,7 +59,7 @@ fn rebuild(msg: &[u8], sec: &str, ours: &[Assembled]) -> Option<(Vec<u8>, String
     }
     let dest = destination_address(destination_bits);
     let a = ours.iter().find(|a| section(&a.stem) == sec && a.destination == dest && a.code == code)?;
-    Some((emit_bytecode_message(h.returned_feedback, &a.code, a.destination, h.remaining), a.stem.clone()))
+    Some((emit_bytecode_message(h.returned_feedback, &a.code, a.destination, h.remaining).unwrap(), a.stem.clone()))
 }
 
 fn expectation(e: &Value) -> (Option<String>, Option<u64>, Option<String>) {
@@ -180,7 +180,7 @@ fn printed_rfc4465_4_5_source_breaks_the_later_messages() {
     let run = |src: &str| {
         let a = sigcomp_asm::assemble(src).unwrap().upload().unwrap();
         let mut d = Decompressor::new(Params { dms: 2048, cpb: 16, sms: 2048, version: 1 }).unwrap();
-        let out = d.decompress(&a.message(&remaining), Transport::Message).expect("message 1");
+        let out = d.decompress(&a.message(&remaining).unwrap(), Transport::Message).expect("message 1");
         d.accept(out.pending, CompartmentId(0));
         let second = d.decompress(&second, Transport::Message);
         (out.output, second.map(|o| o.output).map_err(|f| f.reason.name()))
@@ -210,7 +210,7 @@ END-MESSAGE (0, 0, 0, 0, 0, 0, 0)
     let u = a.upload().expect("upload");
     // The operand rewritten is the one encoding 8 (a one-byte literal).
     assert_eq!(u.code[4], 8, "{:02x?}", u.code);
-    let msg = emit_bytecode_message(None, &u.code, u.destination, &[0xAB, 0xCD]);
+    let msg = emit_bytecode_message(None, &u.code, u.destination, &[0xAB, 0xCD]).unwrap();
     let mut d = Decompressor::new(Params { dms: 8192, sms: 2048, cpb: 16, version: 1 }).expect("params");
     let out = d.decompress(&msg, Transport::Message).expect("decompresses");
     assert_eq!(out.output, vec![0xAB, 0x0C, 0x0D]);

@@ -178,6 +178,9 @@ pub enum CompressError {
     DoesNotFit(sigcomp::Failure),
     /// The model decompressed something else (a bug; never sent).
     Mismatch,
+    /// The SigComp header cannot be written (RFC 3320 §7): a malformed
+    /// returned feedback item, or bytecode over 4095 bytes.
+    Emit(sigcomp::wire::EmitError),
 }
 
 impl std::fmt::Display for CompressError {
@@ -191,11 +194,18 @@ impl std::fmt::Display for CompressError {
                 write!(f, "the compressed message would fail at the peer: {fl}")
             }
             CompressError::Mismatch => f.write_str("model decompression differs from the input"),
+            CompressError::Emit(e) => write!(f, "the SigComp header cannot be written: {e}"),
         }
     }
 }
 
 impl std::error::Error for CompressError {}
+
+impl From<sigcomp::wire::EmitError> for CompressError {
+    fn from(e: sigcomp::wire::EmitError) -> CompressError {
+        CompressError::Emit(e)
+    }
+}
 
 /// One saved decompressor memory (dynamic mechanism). Its bytes (UDVM
 /// memory from address 64 to buffer_end) are the model's item
@@ -651,13 +661,13 @@ impl Compressor {
             let mut input = vec![0u8];
             let mut finder = Finder::for_algorithm(algorithm);
             input.extend(encode_tokens(algorithm, &mut finder, &window, &[], message, format, self.config.effort));
-            let sig = wire::emit_bytecode_message(returned_feedback, &code.code, code.destination, &input);
+            let sig = wire::emit_bytecode_message(returned_feedback, &code.code, code.destination, &input)?;
             if let Ok(out) = self.check_stateless(&sig, message, input.len() - 1, code.dictionary_id) {
                 return Ok(out);
             }
             estimate = sig.len() + 16;
         }
-        let sig = wire::emit_bytecode_message(returned_feedback, bytecode::LITERAL, 128, message);
+        let sig = wire::emit_bytecode_message(returned_feedback, bytecode::LITERAL, 128, message)?;
         self.check_stateless(&sig, message, message.len(), None)
     }
 
@@ -715,7 +725,7 @@ impl Compressor {
         input.extend_from_slice(&header.items);
         let payload_len = tokens.len();
         input.extend_from_slice(&tokens);
-        let (sig, uploaded, used_state) = self.emit(base.as_ref(), returned_feedback, &input);
+        let (sig, uploaded, used_state) = self.emit(base.as_ref(), returned_feedback, &input)?;
 
         let shared_bytes = &shared_value[..shared_len.unwrap_or(0).min(shared_value.len())];
         let view = MessageView {
@@ -897,19 +907,19 @@ impl Compressor {
         base: Option<&Snapshot>,
         returned_feedback: Option<&[u8]>,
         input: &[u8],
-    ) -> (Vec<u8>, bool, Option<StateId>) {
+    ) -> Result<(Vec<u8>, bool, Option<StateId>), CompressError> {
         let mech = self.config.mechanism;
         let bytecode_state =
             (mech == Mechanism::Static && self.bytecode_usable && self.in_model(&self.bytecode.state_id))
                 || (self.peer_has_bytecode && self.model.states().get(&self.bytecode.state_id).is_some());
         if let Some(s) = base {
-            (wire::emit_state_message(returned_feedback, &s.id.0[..6], input), false, Some(s.id))
+            Ok((wire::emit_state_message(returned_feedback, &s.id.0[..6], input)?, false, Some(s.id)))
         } else if bytecode_state {
             let id = self.bytecode.state_id;
-            (wire::emit_state_message(returned_feedback, &id.0[..6], input), false, Some(id))
+            Ok((wire::emit_state_message(returned_feedback, &id.0[..6], input)?, false, Some(id)))
         } else {
             let code = &self.bytecode.code;
-            (wire::emit_bytecode_message(returned_feedback, code, self.bytecode.destination, input), true, None)
+            Ok((wire::emit_bytecode_message(returned_feedback, code, self.bytecode.destination, input)?, true, None))
         }
     }
 

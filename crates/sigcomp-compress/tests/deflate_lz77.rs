@@ -122,7 +122,7 @@ fn run(algo: Algo, window: &[u8], message: &[u8]) -> Result<Run, sigcomp::Failur
     let upload = standalone(algo, size, !fresh);
     let mut data = if fresh { Vec::new() } else { window.to_vec() };
     data.extend_from_slice(&algo.encode(window, message));
-    let msg = upload.message(&data);
+    let msg = upload.message(&data).unwrap();
     let mut d = Decompressor::new(params()).unwrap();
     let out = d.decompress(&msg, Transport::Message)?;
     Ok(Run { output: out.output, cycles: out.cycles, message_len: msg.len() })
@@ -255,7 +255,7 @@ fn empty_message_outputs_nothing() {
 
 /// Decodes raw token bytes (after a fresh 1024-byte buffer).
 fn decode_raw(algo: Algo, tokens: &[u8]) -> Result<Vec<u8>, sigcomp::Failure> {
-    let msg = standalone(algo, 1024, false).message(tokens);
+    let msg = standalone(algo, 1024, false).message(tokens).unwrap();
     let mut d = Decompressor::new(params()).unwrap();
     d.decompress(&msg, Transport::Message).map(|o| o.output)
 }
@@ -353,7 +353,7 @@ fn rfc4464_deflate_example_decodes_with_our_fragment() {
     let data = unhex(&rfc4464_file("4.1.4-deflate.msg"));
     let upload = standalone_with(Algo::Deflate, 4096, "INPUT-BITS (3, index, fail)");
     let mut d = Decompressor::new(params()).unwrap();
-    let out = d.decompress(&upload.message(&data), Transport::Message).unwrap();
+    let out = d.decompress(&upload.message(&data).unwrap(), Transport::Message).unwrap();
     assert_eq!(out.output, b"Life, the Universe and Everything\n");
 }
 
@@ -373,7 +373,7 @@ fn our_blocks_decode_with_the_rfc4464_deflate_bytecode() {
             let params = Params { dms: 16384, sms: 0, cpb: 16, version: 1 };
             let mut d = Decompressor::new(params).unwrap();
             let out = d
-                .decompress(&upload.message(&block), Transport::Message)
+                .decompress(&upload.message(&block).unwrap(), Transport::Message)
                 .unwrap_or_else(|f| panic!("{flow} #{k}: {f}"));
             assert_eq!(out.output, *m, "{flow} #{k}");
             checked += 1;

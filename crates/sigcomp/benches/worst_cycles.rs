@@ -136,7 +136,7 @@ fn endpoint() -> Endpoint {
 /// The benched messages: name and message.
 fn messages(e: &Endpoint) -> Vec<(&'static str, Vec<u8>)> {
     let mut out = Vec::new();
-    let msg = |code: &[u8]| emit_bytecode_message(None, code, CODE, &[]);
+    let msg = |code: &[u8]| emit_bytecode_message(None, code, CODE, &[]).unwrap();
     // JUMP to itself: the cheapest cycle.
     out.push(("jump", msg(&instr(op::JUMP, &[m(0)]))));
     // COMPARE jumping to itself.

@@ -42,7 +42,7 @@ impl<'a> Header<'a> {
         let mut pos = 1;
         let returned_feedback = if first & 0x04 != 0 {
             let b = *msg.get(pos).ok_or_else(short)?;
-            let len = if b & 0x80 == 0 { 1 } else { 1 + usize::from(b & 0x7F) };
+            let len = returned_feedback_item_len(b);
             let item = msg.get(pos..pos + len).ok_or_else(short)?;
             pos += len;
             Some(item)
@@ -83,41 +83,137 @@ pub fn destination_address(bits: u8) -> u16 {
     (u16::from(bits) + 1) * 64
 }
 
-/// Emits a SigComp message that uploads `code` to `destination` (128..=1024,
-/// a multiple of 64) followed by `input`. Used by tests and tools.
-pub fn emit_bytecode_message(returned_feedback: Option<&[u8]>, code: &[u8], destination: u16, input: &[u8]) -> Vec<u8> {
-    debug_assert!(code.len() < 4096);
-    debug_assert!(destination % 64 == 0 && (128..=1024).contains(&destination));
-    let mut out = Vec::with_capacity(4 + code.len() + input.len());
-    out.push(if returned_feedback.is_some() { 0xFC } else { 0xF8 });
-    if let Some(fb) = returned_feedback {
-        out.extend_from_slice(fb);
+/// Longest bytecode the 12-bit code_len field can carry (RFC 3320 §7.3).
+pub const MAX_CODE_LEN: usize = 4095;
+
+/// Why a SigComp header cannot be written (RFC 3320 §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmitError {
+    /// Bytecode longer than the 12-bit code_len field can say: at most
+    /// [`MAX_CODE_LEN`] bytes (RFC 3320 §7.3).
+    CodeTooLong { len: usize },
+    /// No bytecode: a code_len of 0 marks a NACK (RFC 4077 §3.1), not an
+    /// upload.
+    EmptyCode,
+    /// A destination the 4-bit field cannot encode: 128 to 1024 in steps of
+    /// 64 (RFC 3320 §7.3; the encoding 0000 is reserved).
+    BadDestination { destination: u16 },
+    /// A partial state identifier of other than 6, 9 or 12 bytes (the len
+    /// field, RFC 3320 §7.2).
+    BadPartialIdLength { len: usize },
+    /// An empty returned feedback item: it holds at least its first byte
+    /// (RFC 3320 §7.1).
+    EmptyReturnedFeedback,
+    /// A returned feedback item whose size is not what its first byte says:
+    /// 1 byte when the first bit is 0, else 1 + returned_feedback_length
+    /// (the low 7 bits), so 1 to 128 bytes (RFC 3320 §7.1, Figure 4).
+    ReturnedFeedbackLength { expected: usize, actual: usize },
+}
+
+impl std::fmt::Display for EmitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EmitError::CodeTooLong { len } => {
+                write!(f, "{len} bytes of bytecode do not fit the 12-bit code_len field (at most {MAX_CODE_LEN})")
+            }
+            EmitError::EmptyCode => f.write_str("no bytecode to upload (code_len 0 marks a NACK)"),
+            EmitError::BadDestination { destination } => write!(
+                f,
+                "bytecode cannot be uploaded to {destination}: the destination is a multiple of 64 from 128 to 1024"
+            ),
+            EmitError::BadPartialIdLength { len } => {
+                write!(f, "a partial state identifier has 6, 9 or 12 bytes, not {len}")
+            }
+            EmitError::EmptyReturnedFeedback => f.write_str("the returned feedback item is empty"),
+            EmitError::ReturnedFeedbackLength { expected, actual } => {
+                write!(f, "the returned feedback item has {actual} bytes, but its first byte says {expected}")
+            }
+        }
     }
-    let dest_bits = (destination / 64 - 1) as u8;
+}
+
+impl std::error::Error for EmitError {}
+
+/// The size of a returned feedback item whose first byte is `first`
+/// (RFC 3320 §7.1, Figure 4).
+pub fn returned_feedback_item_len(first: u8) -> usize {
+    if first & 0x80 == 0 {
+        1
+    } else {
+        1 + usize::from(first & 0x7F)
+    }
+}
+
+/// Checks a returned feedback item, length byte included, against
+/// RFC 3320 §7.1.
+fn check_returned_feedback(item: &[u8]) -> Result<(), EmitError> {
+    let first = *item.first().ok_or(EmitError::EmptyReturnedFeedback)?;
+    let expected = returned_feedback_item_len(first);
+    if item.len() != expected {
+        return Err(EmitError::ReturnedFeedbackLength { expected, actual: item.len() });
+    }
+    Ok(())
+}
+
+/// The first header byte, `11111 T len` (RFC 3320 Figure 3), and the
+/// returned feedback item after it.
+fn start_header(returned_feedback: Option<&[u8]>, len_bits: u8, capacity: usize) -> Result<Vec<u8>, EmitError> {
+    if let Some(item) = returned_feedback {
+        check_returned_feedback(item)?;
+    }
+    let feedback = returned_feedback.unwrap_or_default();
+    let mut out = Vec::with_capacity(1 + feedback.len() + capacity);
+    out.push(0xF8 | if returned_feedback.is_some() { 0x04 } else { 0 } | len_bits);
+    out.extend_from_slice(feedback);
+    Ok(out)
+}
+
+/// Emits a SigComp message that uploads `code` to `destination` (128..=1024,
+/// a multiple of 64) followed by `input` (RFC 3320 §7.3).
+/// `returned_feedback` is a whole returned feedback item, its first byte
+/// included (RFC 3320 §7.1).
+pub fn emit_bytecode_message(
+    returned_feedback: Option<&[u8]>,
+    code: &[u8],
+    destination: u16,
+    input: &[u8],
+) -> Result<Vec<u8>, EmitError> {
+    if code.is_empty() {
+        return Err(EmitError::EmptyCode);
+    }
+    if code.len() > MAX_CODE_LEN {
+        return Err(EmitError::CodeTooLong { len: code.len() });
+    }
+    if destination & 63 != 0 || !(128..=1024).contains(&destination) {
+        return Err(EmitError::BadDestination { destination });
+    }
+    let mut out = start_header(returned_feedback, 0, 2 + code.len() + input.len())?;
+    let destination_bits = (destination / 64 - 1) as u8;
     out.push((code.len() >> 4) as u8);
-    out.push((((code.len() & 0x0F) as u8) << 4) | dest_bits);
+    out.push((((code.len() & 0x0F) as u8) << 4) | destination_bits);
     out.extend_from_slice(code);
     out.extend_from_slice(input);
-    out
+    Ok(out)
 }
 
 /// Emits a SigComp message that accesses state by a 6, 9 or 12-byte partial
-/// identifier, followed by `input`.
-pub fn emit_state_message(returned_feedback: Option<&[u8]>, partial_id: &[u8], input: &[u8]) -> Vec<u8> {
+/// identifier, followed by `input` (RFC 3320 §7.2). `returned_feedback` is
+/// as for [`emit_bytecode_message`].
+pub fn emit_state_message(
+    returned_feedback: Option<&[u8]>,
+    partial_id: &[u8],
+    input: &[u8],
+) -> Result<Vec<u8>, EmitError> {
     let len_bits = match partial_id.len() {
         6 => 1,
         9 => 2,
         12 => 3,
-        n => panic!("partial state identifier of {n} bytes (must be 6, 9 or 12)"),
+        len => return Err(EmitError::BadPartialIdLength { len }),
     };
-    let mut out = Vec::with_capacity(13 + input.len());
-    out.push(0xF8 | len_bits | if returned_feedback.is_some() { 0x04 } else { 0 });
-    if let Some(fb) = returned_feedback {
-        out.extend_from_slice(fb);
-    }
+    let mut out = start_header(returned_feedback, len_bits, partial_id.len() + input.len())?;
     out.extend_from_slice(partial_id);
     out.extend_from_slice(input);
-    out
+    Ok(out)
 }
 
 /// Escapes one message for a stream transport and appends the 0xFFFF
@@ -285,11 +381,62 @@ mod tests {
 
     #[test]
     fn feedback_and_state_id() {
-        let m = emit_state_message(Some(&[0x82, 9, 9]), &[1, 2, 3, 4, 5, 6, 7, 8, 9], b"xy");
+        let m = emit_state_message(Some(&[0x82, 9, 9]), &[1, 2, 3, 4, 5, 6, 7, 8, 9], b"xy").unwrap();
         let h = Header::parse(&m).unwrap();
         assert_eq!(h.returned_feedback, Some(&[0x82, 9, 9][..]));
         assert_eq!(h.body, Body::StateId(&[1, 2, 3, 4, 5, 6, 7, 8, 9]));
         assert_eq!(h.remaining, b"xy");
+    }
+
+    #[test]
+    fn emitted_headers_parse_back() {
+        let code = vec![0x5A; MAX_CODE_LEN];
+        for destination in (128..=1024).step_by(64) {
+            for feedback in [None, Some(&[0x05][..]), Some(&[0x80][..]), Some(&[0x81, 0xFF][..])] {
+                let m = emit_bytecode_message(feedback, &code, destination, b"in").unwrap();
+                let h = Header::parse(&m).unwrap();
+                assert_eq!(h.returned_feedback, feedback);
+                let Body::Bytecode { code: got, destination_bits } = h.body else { panic!("{h:?}") };
+                assert_eq!((got, destination_address(destination_bits)), (&code[..], destination));
+                assert_eq!(h.remaining, b"in");
+            }
+        }
+        let item: Vec<u8> = std::iter::once(0xFF).chain(0..127).collect();
+        for len in [6, 9, 12] {
+            let id: Vec<u8> = (1..=len).collect();
+            let m = emit_state_message(Some(&item), &id, b"").unwrap();
+            let h = Header::parse(&m).unwrap();
+            assert_eq!(h.returned_feedback, Some(&item[..]));
+            assert_eq!(h.body, Body::StateId(&id));
+        }
+    }
+
+    #[test]
+    fn emitters_refuse_what_the_header_cannot_say() {
+        let code = [0x00];
+        assert_eq!(emit_bytecode_message(None, &[0; 4096], 128, b""), Err(EmitError::CodeTooLong { len: 4096 }));
+        assert_eq!(emit_bytecode_message(None, &[], 128, b""), Err(EmitError::EmptyCode));
+        for destination in [0, 64, 100, 129, 1088, u16::MAX] {
+            assert_eq!(
+                emit_bytecode_message(None, &code, destination, b""),
+                Err(EmitError::BadDestination { destination })
+            );
+        }
+        for len in [0, 5, 7, 13, 20] {
+            assert_eq!(emit_state_message(None, &vec![1; len], b""), Err(EmitError::BadPartialIdLength { len }));
+        }
+        let bad_items: [(&[u8], EmitError); 5] = [
+            (&[], EmitError::EmptyReturnedFeedback),
+            (&[0x05, 0x00], EmitError::ReturnedFeedbackLength { expected: 1, actual: 2 }),
+            (&[0x82, 1], EmitError::ReturnedFeedbackLength { expected: 3, actual: 2 }),
+            (&[0x80, 1], EmitError::ReturnedFeedbackLength { expected: 1, actual: 2 }),
+            (&[0xFF; 129], EmitError::ReturnedFeedbackLength { expected: 128, actual: 129 }),
+        ];
+        for (item, error) in bad_items {
+            assert_eq!(emit_bytecode_message(Some(item), &code, 128, b""), Err(error), "{item:?}");
+            assert_eq!(emit_state_message(Some(item), &[1; 6], b""), Err(error), "{item:?}");
+            assert!(!error.to_string().is_empty());
+        }
     }
 
     #[test]

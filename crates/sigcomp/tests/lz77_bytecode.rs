@@ -41,7 +41,7 @@ fn rfc4464_example_message_decompresses() {
          016e 0001 0169 0001 0176 0001 0165 0001 0172 0002 0165 0001 010a
          0001",
     );
-    let msg = sigcomp::wire::emit_bytecode_message(None, &lz77::LZ77_BYTECODE, 128, &data);
+    let msg = sigcomp::wire::emit_bytecode_message(None, &lz77::LZ77_BYTECODE, 128, &data).unwrap();
     let mut d = Decompressor::new(lz77::params()).unwrap();
     let out = d.decompress(&msg, Transport::Message).unwrap();
     assert_eq!(out.output, b"The Restaurant at the End of the Universe\n");

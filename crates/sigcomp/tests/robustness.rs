@@ -139,7 +139,7 @@ fn end_message(a: &mut Asm) {
 }
 
 fn bytecode_msg(code: &[u8], input: &[u8]) -> Vec<u8> {
-    emit_bytecode_message(None, code, CODE, input)
+    emit_bytecode_message(None, code, CODE, input).unwrap()
 }
 
 // ---------------------------------------------------------------------------
@@ -362,8 +362,8 @@ fn valid_messages() -> Vec<(&'static str, Vec<u8>)> {
     let hello = hello_code(b"hello, sigcomp");
     vec![
         ("hello", bytecode_msg(&hello, &[])),
-        ("hello_feedback", emit_bytecode_message(Some(&[0x83, 1, 2, 3]), &hello, CODE, &[])),
-        ("hello_dest1024", emit_bytecode_message(Some(&[0x05]), &hello_code_at(1024, b"far"), 1024, b"x")),
+        ("hello_feedback", emit_bytecode_message(Some(&[0x83, 1, 2, 3]), &hello, CODE, &[]).unwrap()),
+        ("hello_dest1024", emit_bytecode_message(Some(&[0x05]), &hello_code_at(1024, b"far"), 1024, b"x").unwrap()),
         ("self_saving", bytecode_msg(&self_saving_code(b"saved state", 2), &[])),
         ("state_create", bytecode_msg(&state_create_code(), &[])),
         ("lz_loop", bytecode_msg(&lz_loop_code(false), b"abc")),
@@ -379,7 +379,7 @@ fn valid_messages() -> Vec<(&'static str, Vec<u8>)> {
 /// Header-based access of the SIP/SDP dictionary (runs the dictionary's
 /// bytes as code from address 0: a legal message that fails).
 fn dict_header_msg() -> Vec<u8> {
-    emit_state_message(None, &sigcomp::dict::SIP_SDP_ID[..6], b"payload")
+    emit_state_message(None, &sigcomp::dict::SIP_SDP_ID[..6], b"payload").unwrap()
 }
 
 // ---------------------------------------------------------------------------
@@ -520,7 +520,7 @@ fn arbitrary_message() -> impl Strategy<Value = Vec<u8>> {
                 rest
             }),
         (prop::collection::vec(interesting_byte(), 1..1200), 0u16..16, prop::collection::vec(any::<u8>(), 0..300))
-            .prop_map(|(code, dest, input)| emit_bytecode_message(None, &code, 64 * (dest + 2).min(16), &input)),
+            .prop_map(|(code, dest, input)| emit_bytecode_message(None, &code, 64 * (dest + 2).min(16), &input).unwrap()),
         (prop::sample::select(&[6usize, 9, 12][..]), prop::collection::vec(any::<u8>(), 0..64)).prop_map(
             |(n, input)| {
                 // Often the dictionary, sometimes an unknown identifier.
@@ -528,7 +528,7 @@ fn arbitrary_message() -> impl Strategy<Value = Vec<u8>> {
                 if input.first().is_some_and(|b| b & 1 == 1) {
                     id[n - 1] ^= 0x5A;
                 }
-                emit_state_message(None, &id, &input)
+                emit_state_message(None, &id, &input).unwrap()
             }
         ),
     ]
@@ -631,8 +631,8 @@ fn two_compartment_endpoint(params: Params) -> (Decompressor, Vec<Vec<u8>>) {
     let b_more = created(&mut d, state_create_code(), B);
     let mut touching = Vec::new();
     for id in shared.iter().chain(&a_own).chain(&b_own).chain(&b_more) {
-        touching.push(emit_state_message(None, &id.0[..6], b""));
-        touching.push(emit_state_message(None, &id.0[..12], b"more"));
+        touching.push(emit_state_message(None, &id.0[..6], b"").unwrap());
+        touching.push(emit_state_message(None, &id.0[..12], b"more").unwrap());
         touching.push(bytecode_msg(&free_code(id), &[]));
     }
     (d, touching)
@@ -710,7 +710,7 @@ fn created_state_runs_again_by_identifier() {
     let out = d.decompress(&msg, Transport::Message).unwrap();
     let acc = d.accept(out.pending, A);
     assert_eq!(acc.created.len(), 1);
-    let again = emit_state_message(None, &acc.created[0].0[..6], b"");
+    let again = emit_state_message(None, &acc.created[0].0[..6], b"").unwrap();
     let out = d.decompress(&again, Transport::Stream).unwrap();
     assert_eq!(out.output, b"saved state");
     check_states(&d);
@@ -977,7 +977,7 @@ fn seed_files() -> Vec<(String, String, Vec<u8>)> {
     let failing = [
         bytecode_msg(&[op::DECOMPRESSION_FAILURE], &[]),
         bytecode_msg(&lz_loop_code(false), b""),
-        emit_state_message(None, &[1, 2, 3, 4, 5, 6], b""),
+        emit_state_message(None, &[1, 2, 3, 4, 5, 6], b"").unwrap(),
         vec![0xF8, 0x00, 0x01, 0x05, 0x22, 0x80, 0x00],
     ];
     for (i, msg) in failing.iter().enumerate() {

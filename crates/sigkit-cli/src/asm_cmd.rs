@@ -163,7 +163,10 @@ pub fn asm(args: AsmArgs) -> ExitCode {
             },
             None => Vec::new(),
         };
-        upload.message(&data)
+        match upload.message(&data) {
+            Ok(message) => message,
+            Err(e) => return failed(format!("{name}: cannot make a SigComp message: {e}")),
+        }
     } else {
         match raw_bytecode(&assembly) {
             Ok(code) => code,

@@ -137,7 +137,7 @@ fn compress(msg: &[u8]) -> Vec<u8> {
 }
 
 fn hello_message() -> Vec<u8> {
-    sigcomp::wire::emit_bytecode_message(None, &hello_bytecode(), 128, &compress(HELLO_SIP.as_bytes()))
+    sigcomp::wire::emit_bytecode_message(None, &hello_bytecode(), 128, &compress(HELLO_SIP.as_bytes())).unwrap()
 }
 
 fn example_path() -> PathBuf {

@@ -301,7 +301,7 @@ impl Lz77Compressor {
     pub fn bytecode_message(&mut self, input: &[u8]) -> Vec<u8> {
         let data = self.compress(input);
         self.has_state = true;
-        wire::emit_bytecode_message(None, self.variant.bytecode(), DESTINATION, &data)
+        wire::emit_bytecode_message(None, self.variant.bytecode(), DESTINATION, &data).unwrap()
     }
 
     /// A later message: 6-byte partial id of the state the previous message
@@ -310,7 +310,7 @@ impl Lz77Compressor {
         assert!(self.has_state, "no state at the peer yet");
         let id = self.state_id();
         let data = self.compress(input);
-        wire::emit_state_message(None, &id.0[..6], &data)
+        wire::emit_state_message(None, &id.0[..6], &data).unwrap()
     }
 }
 

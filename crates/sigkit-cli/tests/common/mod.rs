@@ -77,7 +77,7 @@ pub fn output_code(text: &[u8]) -> Vec<u8> {
 
 /// A SigComp message that decompresses to `text`.
 pub fn output_message(text: &[u8]) -> Vec<u8> {
-    sigcomp::wire::emit_bytecode_message(None, &output_code(text), 128, &[])
+    sigcomp::wire::emit_bytecode_message(None, &output_code(text), 128, &[]).unwrap()
 }
 
 /// A message whose bytecode outputs `text` and whose END-MESSAGE asks to
@@ -105,12 +105,12 @@ pub fn state_maker(text: &[u8], state_len: u16) -> (Vec<u8>, StateId) {
     let mut value = code.clone();
     value.resize(usize::from(state_len), 0);
     let id = StateId::compute(128, 128, 6, &value);
-    (sigcomp::wire::emit_bytecode_message(None, &code, 128, &[]), id)
+    (sigcomp::wire::emit_bytecode_message(None, &code, 128, &[]).unwrap(), id)
 }
 
 /// A message that runs the state whose identifier starts with `partial`.
 pub fn access_message(partial: &[u8]) -> Vec<u8> {
-    sigcomp::wire::emit_state_message(None, partial, &[])
+    sigcomp::wire::emit_state_message(None, partial, &[]).unwrap()
 }
 
 /// Record-marks `msgs` for a stream transport (RFC 3320 §4.2.2).
@@ -124,10 +124,10 @@ pub fn stream_of(msgs: &[Vec<u8>]) -> Vec<u8> {
 
 /// A message whose bytecode is the single opcode DECOMPRESSION-FAILURE.
 pub fn user_requested_failure() -> Vec<u8> {
-    sigcomp::wire::emit_bytecode_message(None, &[0x00], 128, &[])
+    sigcomp::wire::emit_bytecode_message(None, &[0x00], 128, &[]).unwrap()
 }
 
 /// A message whose bytecode jumps to itself forever: JUMP (@0).
 pub fn endless_loop() -> Vec<u8> {
-    sigcomp::wire::emit_bytecode_message(None, &[0x16, 0x00], 128, &[])
+    sigcomp::wire::emit_bytecode_message(None, &[0x16, 0x00], 128, &[]).unwrap()
 }
