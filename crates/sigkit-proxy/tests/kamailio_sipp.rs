@@ -1,0 +1,118 @@
+//! `sigkit proxy` between real parts on 127.0.0.1: a SigComp terminal
+//! (the endpoint over real sockets) registers through the proxy with
+//! Kamailio (digest authentication), calls a SIPp UAS (with a re-INVITE,
+//! and hangs up), and is called by a SIPp UAC through Kamailio and the
+//! proxy (which hangs up); the same over TCP; and a plain-SIP SIPp
+//! terminal through the proxy. Results, not header text, are asserted.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use support::ua::Terminal;
+use support::*;
+
+async fn calls_through_the_proxy(tcp: bool) {
+    if !have("kamailio") || !have("sipp") {
+        return;
+    }
+    let dir = scratch(if tcp { "tcp" } else { "udp" });
+    let kport = free_port();
+    let _kamailio = kamailio(&dir, kport);
+    let proxy = sigkit_proxy::runtime::start(proxy_config(free_port(), kport)).await.unwrap();
+    let proxy_addr = proxy.terminal_addrs[0].1;
+
+    // The far-end UAS answers one call (re-INVITE and BYE included).
+    let uas_port = free_port();
+    let uas = {
+        let dir = dir.clone();
+        let port = uas_port.to_string();
+        tokio::task::spawn_blocking(move || {
+            let sf = sipp_scenario("uas_reinvite.xml");
+            sipp(&dir, &["-sf", &sf, "-i", "127.0.0.1", "-p", &port, "-m", "1"], Duration::from_secs(40))
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let mut alice = Terminal::new("alice", proxy_addr, tcp, true).await;
+    alice.register("secret", 300).await.unwrap();
+
+    // Outgoing call, re-INVITE, BYE from the terminal.
+    let mut call = alice.invite(&format!("sip:service@127.0.0.1:{uas_port}")).await.unwrap();
+    assert_eq!(alice.in_dialog_request(&mut call, "INVITE").await.unwrap(), 200, "re-INVITE");
+    assert_eq!(alice.in_dialog_request(&mut call, "BYE").await.unwrap(), 200, "BYE");
+    let uas = uas.await.unwrap();
+    assert_eq!((uas.successful, uas.failed), (1, 0), "SIPp UAS:\n{}", uas.output);
+
+    // Terminating call: SIPp UAC -> Kamailio -> proxy -> terminal; the
+    // far end hangs up.
+    let uac_port = free_port().to_string();
+    let uac = {
+        let dir = dir.clone();
+        let target = format!("127.0.0.1:{kport}");
+        tokio::task::spawn_blocking(move || {
+            let sf = sipp_scenario("uac_routeset.xml");
+            let args = ["-sf", &sf, "-s", "alice", "-i", "127.0.0.1", "-p", &uac_port, "-m", "1", &target];
+            sipp(&dir, &args, Duration::from_secs(40))
+        })
+    };
+    let incoming = alice.answer().await.unwrap();
+    alice.answer_in_dialog(&incoming, "BYE").await.unwrap();
+    let uac = uac.await.unwrap();
+    assert_eq!((uac.successful, uac.failed), (1, 0), "SIPp UAC:\n{}", uac.output);
+
+    // Everything the terminal received was SigComp it could decompress
+    // (Terminal panics otherwise), and the proxy kept its state.
+    let metrics = http_get(proxy.metrics_addr.unwrap(), "/metrics").await;
+    let accepted = metric(&metrics, "sigkit_proxy_state_decisions_total{decision=\"accepted\"}").unwrap();
+    let declined = metric(&metrics, "sigkit_proxy_state_decisions_total{decision=\"declined\"}").unwrap();
+    assert!(accepted >= 6.0, "accepted {accepted}\n{metrics}");
+    // The first REGISTER was challenged: its state was declined.
+    assert!(declined >= 1.0, "declined {declined}\n{metrics}");
+    assert_eq!(metric(&metrics, "sigkit_proxy_registered_terminals"), Some(1.0));
+    let ratio = metric(&metrics, "sigkit_proxy_compression_ratio_out").unwrap();
+    assert!(ratio > 0.0 && ratio < 0.8, "ratio toward the terminal {ratio}");
+    let ratio_in = metric(&metrics, "sigkit_proxy_compression_ratio_in").unwrap();
+    assert!(ratio_in > 0.0 && ratio_in < 0.8, "ratio from the terminal {ratio_in}");
+    assert_eq!(metric(&metrics, "sigkit_proxy_undeliverable_total"), Some(0.0), "{metrics}");
+    assert!(metric(&metrics, "sigkit_proxy_compartments").unwrap() >= 1.0);
+    proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigcomp_terminal_over_udp() {
+    calls_through_the_proxy(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigcomp_terminal_over_tcp() {
+    calls_through_the_proxy(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_sipp_terminal_through_the_proxy() {
+    if !have("kamailio") || !have("sipp") {
+        return;
+    }
+    let dir = scratch("plain");
+    let kport = free_port();
+    let _kamailio = kamailio(&dir, kport);
+    let proxy = sigkit_proxy::runtime::start(proxy_config(free_port(), kport)).await.unwrap();
+    let proxy_addr: SocketAddr = proxy.terminal_addrs[0].1;
+    let uas_port = free_port().to_string();
+    let _uas = sipp_background(&dir, &["-sn", "uas", "-i", "127.0.0.1", "-p", &uas_port]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let uac_port = free_port().to_string();
+    let rsa = proxy_addr.to_string();
+    let target = format!("127.0.0.1:{uas_port}");
+    let r = tokio::task::spawn_blocking(move || {
+        let args =
+            ["-sn", "uac", "-s", "service", "-i", "127.0.0.1", "-p", &uac_port, "-rsa", &rsa, "-m", "20", "-r", "20", &target];
+        sipp(&dir, &args, Duration::from_secs(40))
+    })
+    .await
+    .unwrap();
+    assert_eq!((r.successful, r.failed), (20, 0), "{}", r.output);
+    proxy.stop().await;
+}

@@ -1,0 +1,179 @@
+//! The real parts of the integration tests, on 127.0.0.1: Kamailio as
+//! registrar and proxy, SIPp as the far end, and `sigkit proxy` itself,
+//! each started and stopped by the test.
+#![allow(dead_code)]
+
+pub mod ua;
+
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sigkit_proxy::config::TransportAddr;
+use sigkit_proxy::{ProxyConfig, SipTransport};
+
+fn tests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
+}
+
+/// Whether the test may go on without `tool` (never in CI, where a
+/// missing tool is a failure: `.ci/run` installs them).
+pub fn have(tool: &str) -> bool {
+    let found = Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success());
+    assert!(found || std::env::var_os("CI").is_none(), "{tool} is required in CI (.ci/run installs it)");
+    if !found {
+        eprintln!("skipping: {tool} is not installed");
+    }
+    found
+}
+
+/// A port free for both UDP and TCP on 127.0.0.1.
+pub fn free_port() -> u16 {
+    loop {
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = u.local_addr().unwrap().port();
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A child process killed (with its process group) when dropped.
+pub struct Process {
+    child: Child,
+    pub name: &'static str,
+    pub log: PathBuf,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", "--", &format!("-{pid}")]).status();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(name: &'static str, mut cmd: Command, dir: &Path) -> Process {
+    use std::os::unix::process::CommandExt;
+    let log = dir.join(format!("{name}.log"));
+    let file = std::fs::File::create(&log).unwrap();
+    cmd.stdin(Stdio::null()).stdout(file.try_clone().unwrap()).stderr(file).current_dir(dir).process_group(0);
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("{name}: {e}"));
+    Process { child, name, log }
+}
+
+/// A scratch directory for one test's configuration and logs.
+pub fn scratch(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sigkit-proxy-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Kamailio on 127.0.0.1:`port` (UDP and TCP) with the repository's
+/// configuration, ready when it accepts TCP connections.
+pub fn kamailio(dir: &Path, port: u16) -> Process {
+    let cfg = std::fs::read_to_string(tests_dir().join("kamailio/kamailio.cfg"))
+        .unwrap()
+        .replace("LISTEN_PORT", &port.to_string())
+        .replace("CHILDREN", "1");
+    let path = dir.join("kamailio.cfg");
+    std::fs::write(&path, cfg).unwrap();
+    let mut cmd = Command::new("kamailio");
+    cmd.arg("-f").arg(&path).args(["-DD", "-E", "-w"]).arg(dir).arg("-P").arg(dir.join("kamailio.pid"));
+    let p = spawn("kamailio", cmd, dir);
+    wait_tcp(SocketAddr::from(([127, 0, 0, 1], port)), &p);
+    p
+}
+
+fn wait_tcp(addr: SocketAddr, p: &Process) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{} did not start; log:\n{}",
+            p.name,
+            std::fs::read_to_string(&p.log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A SIPp run in the background (a UAS).
+pub fn sipp_background(dir: &Path, args: &[&str]) -> Process {
+    let mut cmd = Command::new("sipp");
+    cmd.args(args).args(["-nostdin", "-trace_err"]);
+    spawn("sipp-uas", cmd, dir)
+}
+
+/// What a finished SIPp run reported.
+#[derive(Debug)]
+pub struct SippResult {
+    pub successful: u64,
+    pub failed: u64,
+    pub output: String,
+}
+
+/// Runs SIPp to completion (at most `limit`) and reads its totals.
+pub fn sipp(dir: &Path, args: &[&str], limit: Duration) -> SippResult {
+    let mut cmd = Command::new("timeout");
+    cmd.arg(format!("{}", limit.as_secs())).arg("sipp").args(args).args(["-nostdin", "-trace_err"]);
+    let out = cmd.current_dir(dir).stdin(Stdio::null()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let total = |label: &str| {
+        text.lines()
+            .filter(|l| l.contains(label))
+            .filter_map(|l| l.split('|').nth(2).and_then(|c| c.trim().parse().ok()))
+            .last()
+            .unwrap_or(0)
+    };
+    SippResult { successful: total("Successful call"), failed: total("Failed call"), output: text }
+}
+
+pub fn sipp_scenario(name: &str) -> String {
+    tests_dir().join("sipp").join(name).display().to_string()
+}
+
+/// A proxy configuration in front of `upstream_port`, listening on
+/// `port` over both transports.
+pub fn proxy_config(port: u16, upstream_port: u16) -> ProxyConfig {
+    ProxyConfig {
+        listen: vec![
+            TransportAddr { transport: SipTransport::Udp, addr: SocketAddr::from(([127, 0, 0, 1], port)) },
+            TransportAddr { transport: SipTransport::Tcp, addr: SocketAddr::from(([127, 0, 0, 1], port)) },
+        ],
+        upstream: Some(TransportAddr {
+            transport: SipTransport::Udp,
+            addr: SocketAddr::from(([127, 0, 0, 1], upstream_port)),
+        }),
+        upstream_local: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        metrics: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        ..ProxyConfig::default()
+    }
+}
+
+/// The body of an HTTP GET on 127.0.0.1.
+pub async fn http_get(addr: SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
+}
+
+/// A metric's value from the Prometheus text, by full series name.
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')).and_then(|v| v.parse().ok()))
+}
