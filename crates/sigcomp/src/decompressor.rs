@@ -12,7 +12,7 @@ use sha1::{Digest, Sha1};
 use crate::dict;
 use crate::nack::{Failure, Nack, Reason};
 use crate::params::{ParamError, Params};
-use crate::state::{CompartmentId, CreateOutcome, Limits, StateHandler, StateId};
+use crate::state::{CompartmentId, CreateOutcome, Limits, StateHandler, StateId, UnpackCache};
 use crate::udvm::{Machine, RequestedFeedback, ReturnedParameters, StateRequest};
 use crate::wire::{destination_address, Body, Header};
 
@@ -203,6 +203,7 @@ impl Decompressor {
         self.memory.clear();
         self.memory.resize(mem_size, 0);
         let mem = &mut self.memory[..];
+        let mut unpacked = UnpackCache::default();
 
         let (start, partial_len, state_len) = match header.body {
             Body::Bytecode { code, destination_bits } => {
@@ -230,7 +231,9 @@ impl Decompressor {
                 if a + state.len() > mem_size {
                     return Err(Failure::new(Reason::Segfault));
                 }
-                mem[a..a + state.len()].copy_from_slice(&state.value());
+                let (buffer, at) = state.bytes_in(&mut unpacked);
+                let Some(value) = buffer.get(at..at + state.len()) else { return Err(Failure::new(Reason::Segfault)) };
+                mem[a..a + state.len()].copy_from_slice(value);
                 (state.instruction, partial.len() as u16, state.len() as u16)
             }
         };
@@ -248,7 +251,9 @@ impl Decompressor {
         let mut output = Vec::new();
         let machine =
             Machine::new(mem, &self.states, header.remaining, &mut output, self.params.cpb, header.header_len);
-        let outcome = machine.run(start)?;
+        let (result, unpacked) = machine.with_unpacked(unpacked).run_keeping_unpacked(start);
+        self.states.keep_unpacked(unpacked);
+        let outcome = result?;
         if let Some(rp) = &outcome.returned_parameters {
             self.announced_ids_dropped += rp.local_states_dropped as u64;
         }

@@ -9,7 +9,6 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
-use std::ops::Bound;
 use std::sync::Arc;
 
 use sha1::{Digest, Sha1};
@@ -100,6 +99,8 @@ enum Value {
 struct Pack {
     lz4: Box<[u8]>,
     len: u32,
+    /// The items packed, in order ([`StateHandler::keep_unpacked`]).
+    ids: Box<[StateId]>,
 }
 
 impl Pack {
@@ -112,7 +113,7 @@ impl Pack {
         if lz4.len() > plain.len() - plain.len() / 8 {
             return None;
         }
-        let pack = Pack { lz4: lz4.into_boxed_slice(), len: u32::try_from(plain.len()).ok()? };
+        let pack = Pack { lz4: lz4.into_boxed_slice(), len: u32::try_from(plain.len()).ok()?, ids: Box::new([]) };
         (pack.unpack() == plain).then_some(pack)
     }
 
@@ -282,6 +283,12 @@ pub struct Compartment {
     /// When the compartment was last used: its key in
     /// [`StateHandler`]'s least-recently-used order.
     last_used: u64,
+    /// Position in `entries` of each item: a creation finds an item it
+    /// refreshes, and a free request the items it names, without a scan.
+    positions: HashMap<StateId, usize>,
+    /// The entries in retention order ([`Compartment::eviction_victim`]):
+    /// (priority + 1 mod 2^16, order), unique since orders are.
+    retention: BTreeMap<(u16, u64), StateId>,
 }
 
 /// Bounds on what all compartments together may hold; past them the
@@ -325,9 +332,46 @@ pub const MAX_UNTAKEN_EVICTIONS: usize = 65_536;
 
 impl Compartment {
     /// RFC 3320 §6.2 step 5 with RFC 4896 §5.1: 65535 < 0 < 1 < … < 65534,
-    /// and among equals the oldest goes first.
-    fn eviction_victim(&self) -> Option<usize> {
-        self.entries.iter().enumerate().min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order)).map(|(i, _)| i)
+    /// and among equals the oldest goes first. `spare` is never chosen.
+    fn eviction_victim(&self, spare: Option<StateId>) -> Option<usize> {
+        let id = self.retention.values().find(|id| Some(**id) != spare)?;
+        self.positions.get(id).copied()
+    }
+
+    fn retention_key(e: &Entry) -> (u16, u64) {
+        (e.priority.wrapping_add(1), e.order)
+    }
+
+    fn position(&self, id: &StateId) -> Option<usize> {
+        self.positions.get(id).copied()
+    }
+
+    fn push(&mut self, e: Entry) {
+        self.positions.insert(e.id, self.entries.len());
+        self.retention.insert(Compartment::retention_key(&e), e.id);
+        self.entries.push(e);
+        self.used += e.cost;
+    }
+
+    /// Removes the entry at `i` (the last entry takes its place).
+    fn remove(&mut self, i: usize) -> Entry {
+        let e = self.entries.swap_remove(i);
+        self.positions.remove(&e.id);
+        if let Some(moved) = self.entries.get(i) {
+            self.positions.insert(moved.id, i);
+        }
+        self.retention.remove(&Compartment::retention_key(&e));
+        self.used -= e.cost;
+        e
+    }
+
+    /// RFC 4896 §5.2 and §6: a new priority and age for the entry at `i`.
+    fn refresh(&mut self, i: usize, priority: u16, order: u64) {
+        let Some(e) = self.entries.get_mut(i) else { return };
+        self.retention.remove(&Compartment::retention_key(e));
+        e.priority = priority;
+        e.order = order;
+        self.retention.insert(Compartment::retention_key(e), e.id);
     }
 }
 
@@ -352,7 +396,7 @@ pub enum CreateOutcome {
 /// the limits.
 #[derive(Debug, Default)]
 pub struct StateHandler {
-    items: BTreeMap<StateId, Stored>,
+    items: Items,
     compartments: HashMap<CompartmentId, Compartment>,
     next_order: u64,
     default_sms: u32,
@@ -476,7 +520,10 @@ impl StateHandler {
     /// any compartment, never freed, no cost against any SMS.
     pub fn add_local(&mut self, state: State) {
         let id = state.id;
-        self.items.entry(id).and_modify(|s| s.local = true).or_insert(Stored { state, holders: 0, local: true });
+        match self.items.get_mut(&id) {
+            Some(s) => s.local = true,
+            None => self.items.insert(Stored { state, holders: 0, local: true }),
+        }
     }
 
     pub fn get(&self, id: &StateId) -> Option<&State> {
@@ -532,7 +579,8 @@ impl StateHandler {
         if ids.is_empty() {
             return 0;
         }
-        let Some(pack) = Pack::new(&plain) else { return 0 };
+        let Some(mut pack) = Pack::new(&plain) else { return 0 };
+        pack.ids = ids.clone().into_boxed_slice();
         let saved = plain.len() - pack.lz4.len();
         let pack = Arc::new(pack);
         let mut offset = 0u32;
@@ -565,16 +613,46 @@ impl StateHandler {
         n
     }
 
+    /// Keeps plain the items of every pack `cache` unpacked (the bytes are
+    /// at hand): a pack is unpacked at most once after it is made, by the
+    /// first message that reads it, not once per message reading it
+    /// (RFC 3320 §9.4.5 charges a STATE-ACCESS 1 + length cycles, however
+    /// large the pack). Memory stays within what the items are accounted
+    /// for (RFC 3320 §6.2), as for any plain item.
+    pub fn keep_unpacked(&mut self, cache: UnpackCache) {
+        for (pack, bytes) in cache.packs.into_values() {
+            for id in pack.ids.iter() {
+                let Some(stored) = self.items.get_mut(id) else { continue };
+                let Value::Packed { pack: p, offset, len } = &stored.state.value else { continue };
+                if !Arc::ptr_eq(p, &pack) {
+                    continue;
+                }
+                let (at, n) = (*offset as usize, *len as usize);
+                let Some(value) = bytes.get(at..at + n) else { continue };
+                stored.state.value = Value::Plain(value.into());
+            }
+        }
+    }
+
     /// Finds the unique item whose identifier begins with `partial`
     /// (RFC 3320 §7.2). Checks minimum_access_length too.
+    ///
+    /// In constant time for a partial identifier of 6 bytes or more (the
+    /// only lengths RFC 3320 allows): the items are indexed by their
+    /// first 6 bytes, and the cost of an access must not grow with the
+    /// state stored (a STATE-ACCESS is charged 1 + length cycles,
+    /// RFC 3320 §9.4.5). A shorter one is looked for in every item.
     pub fn lookup(&self, partial: &[u8]) -> Result<&State, LookupError> {
-        let (lo, hi) = prefix_range(partial);
-        let mut it = self.items.range((Bound::Included(lo), Bound::Included(hi)));
-        let first = it.next().ok_or(LookupError::NotFound)?;
-        if it.next().is_some() {
-            return Err(LookupError::NotUnique);
-        }
-        let state = &first.1.state;
+        // An identifier has 20 bytes: a longer partial one is matched on
+        // those.
+        let partial = &partial[..partial.len().min(20)];
+        let state = if partial.len() >= PREFIX_LEN {
+            // A bucket's items share the first PREFIX_LEN bytes.
+            let rest = &partial[PREFIX_LEN..];
+            unique(self.items.bucket(partial).iter().filter(|s| same_bytes(&s.state.id.0[PREFIX_LEN..], rest)))?
+        } else {
+            unique(self.items.values().filter(|s| s.state.id.0.starts_with(partial)))?
+        };
         if usize::from(state.min_access_len) > partial.len() {
             return Err(LookupError::TooShortForAccess);
         }
@@ -597,9 +675,8 @@ impl StateHandler {
         let mut victims = Vec::new();
         let mut freed = 0;
         while c.used > c.sms {
-            let Some(v) = c.eviction_victim() else { break };
-            let e = c.entries.remove(v);
-            c.used -= e.cost;
+            let Some(v) = c.eviction_victim(None) else { break };
+            let e = c.remove(v);
             freed += e.cost as usize;
             victims.push(e.id);
         }
@@ -717,25 +794,25 @@ impl StateHandler {
         self.next_order += 1;
         // RFC 4896 §5.2 and §6: re-creating an item in the same compartment
         // updates its priority and age; it counts once against the SMS.
-        if let Some(e) = c.entries.iter_mut().find(|e| e.id == id) {
-            e.priority = priority;
-            e.order = order;
+        if let Some(i) = c.position(&id) {
+            c.refresh(i, priority, order);
             return CreateOutcome::Refreshed(id);
         }
         // Steps 4–5: free in retention order until the item fits.
         let mut victims = Vec::new();
         let mut freed = 0;
         while c.used + cost > c.sms {
-            let Some(v) = c.eviction_victim() else { break };
-            let e = c.entries.remove(v);
-            c.used -= e.cost;
+            let Some(v) = c.eviction_victim(None) else { break };
+            let e = c.remove(v);
             freed += e.cost as usize;
             victims.push(e.id);
         }
-        c.entries.push(Entry { id, priority, order, cost });
-        c.used += cost;
+        c.push(Entry { id, priority, order, cost });
         self.total_used = self.total_used - freed + cost as usize;
-        self.items.entry(id).and_modify(|s| s.holders += 1).or_insert(Stored { state, holders: 1, local: false });
+        match self.items.get_mut(&id) {
+            Some(s) => s.holders += 1,
+            None => self.items.insert(Stored { state, holders: 1, local: false }),
+        }
         for v in victims {
             self.release(&v);
         }
@@ -753,16 +830,8 @@ impl StateHandler {
                 continue;
             }
             let Some(c) = self.compartments.get_mut(&compartment) else { return };
-            let victim = c
-                .entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.id != created)
-                .min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order))
-                .map(|(i, _)| i);
-            let Some(v) = victim else { return };
-            let e = c.entries.remove(v);
-            c.used -= e.cost;
+            let Some(v) = c.eviction_victim(Some(created)) else { return };
+            let e = c.remove(v);
             self.total_used -= e.cost as usize;
             self.release(&e.id);
         }
@@ -770,15 +839,27 @@ impl StateHandler {
 
     /// A state free request (RFC 3320 §9.4.9, RFC 4896 §3.3): frees the
     /// unique item of this compartment matching `partial`; otherwise ignored.
+    ///
+    /// The items matching a partial identifier of 6 bytes or more are
+    /// found by the index of all items ([`StateHandler::lookup`]), then
+    /// kept if this compartment holds them: the cost does not grow with
+    /// the compartment's items.
     pub fn free(&mut self, compartment: CompartmentId, partial: &[u8]) -> Option<StateId> {
-        let c = self.compartments.get_mut(&compartment)?;
-        let mut matches = c.entries.iter().enumerate().filter(|(_, e)| e.id.0.starts_with(partial));
-        let (idx, _) = matches.next()?;
+        let c = self.compartments.get(&compartment)?;
+        let held = |id: &StateId| id.0.starts_with(partial) && c.position(id).is_some();
+        let mut matches: Box<dyn Iterator<Item = StateId>> = if partial.len() >= PREFIX_LEN {
+            Box::new(self.items.bucket(partial).iter().map(|s| s.state.id).filter(held))
+        } else {
+            Box::new(c.entries.iter().map(|e| e.id).filter(held))
+        };
+        let id = matches.next()?;
         if matches.next().is_some() {
             return None;
         }
-        let e = c.entries.remove(idx);
-        c.used -= e.cost;
+        drop(matches);
+        let c = self.compartments.get_mut(&compartment)?;
+        let idx = c.position(&id)?;
+        let e = c.remove(idx);
         self.total_used -= e.cost as usize;
         self.release(&e.id);
         Some(e.id)
@@ -805,13 +886,128 @@ fn held_bytes<'a>(values: impl Iterator<Item = &'a Value>) -> usize {
     total
 }
 
-fn prefix_range(partial: &[u8]) -> (StateId, StateId) {
-    let n = partial.len().min(20);
-    let mut lo = [0u8; 20];
-    let mut hi = [0xFFu8; 20];
-    lo[..n].copy_from_slice(&partial[..n]);
-    hi[..n].copy_from_slice(&partial[..n]);
-    (StateId(lo), StateId(hi))
+/// Whether `a` begins with `b` (at most 14 bytes: a loop, not a call).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    b.len() <= a.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// The one item of `matches`, if there is exactly one.
+fn unique<'s>(mut matches: impl Iterator<Item = &'s Stored>) -> Result<&'s State, LookupError> {
+    let first = matches.next().ok_or(LookupError::NotFound)?;
+    if matches.next().is_some() {
+        return Err(LookupError::NotUnique);
+    }
+    Ok(&first.state)
+}
+
+/// Bytes of an identifier the items are indexed by: the shortest partial
+/// identifier RFC 3320 §7.2 and §9.4.5 allow.
+const PREFIX_LEN: usize = 6;
+
+/// The stored items, by the first [`PREFIX_LEN`] bytes of their
+/// identifier: a lookup by a partial identifier hashes those and compares
+/// the few items sharing them (identifiers are SHA-1 digests: two items
+/// share 48 bits by chance once in 2^24 pairs).
+#[derive(Debug, Default)]
+struct Items {
+    buckets: HashMap<u64, Vec<Stored>, PrefixHash>,
+    len: usize,
+}
+
+/// The index key of an identifier of at least [`PREFIX_LEN`] bytes.
+fn prefix_key(id: &[u8]) -> u64 {
+    id[..PREFIX_LEN].iter().fold(0u64, |k, &b| (k << 8) | u64::from(b))
+}
+
+impl Items {
+    /// The items whose identifiers begin with `id`'s first
+    /// [`PREFIX_LEN`] bytes (`id` has at least that many).
+    fn bucket(&self, id: &[u8]) -> &[Stored] {
+        self.buckets.get(&prefix_key(id)).map_or(&[], Vec::as_slice)
+    }
+
+    fn get(&self, id: &StateId) -> Option<&Stored> {
+        self.bucket(&id.0).iter().find(|s| s.state.id == *id)
+    }
+
+    fn get_mut(&mut self, id: &StateId) -> Option<&mut Stored> {
+        self.buckets.get_mut(&prefix_key(&id.0))?.iter_mut().find(|s| s.state.id == *id)
+    }
+
+    /// Adds an item whose identifier is not stored yet.
+    fn insert(&mut self, stored: Stored) {
+        self.buckets.entry(prefix_key(&stored.state.id.0)).or_default().push(stored);
+        self.len += 1;
+    }
+
+    fn remove(&mut self, id: &StateId) {
+        let key = prefix_key(&id.0);
+        let Some(bucket) = self.buckets.get_mut(&key) else { return };
+        let Some(i) = bucket.iter().position(|s| s.state.id == *id) else { return };
+        bucket.swap_remove(i);
+        self.len -= 1;
+        if bucket.is_empty() {
+            self.buckets.remove(&key);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Stored> {
+        self.buckets.values().flatten()
+    }
+}
+
+/// Hashes an index key with a random key of its own: a folded 128-bit
+/// multiply (as wyhash and foldhash do), which spreads every key bit over
+/// the low bits the table uses. The keys are digests of state a peer
+/// chose; without the random key a peer could grind states into one
+/// bucket.
+#[derive(Debug, Clone, Copy)]
+struct PrefixHash {
+    k0: u64,
+    k1: u64,
+}
+
+impl Default for PrefixHash {
+    fn default() -> Self {
+        use std::hash::BuildHasher;
+        let random = std::collections::hash_map::RandomState::new();
+        PrefixHash { k0: random.hash_one(0u64), k1: random.hash_one(1u64) | 1 }
+    }
+}
+
+impl std::hash::BuildHasher for PrefixHash {
+    type Hasher = PrefixHasher;
+    fn build_hasher(&self) -> PrefixHasher {
+        PrefixHasher { key: *self, value: 0 }
+    }
+}
+
+#[derive(Debug)]
+struct PrefixHasher {
+    key: PrefixHash,
+    value: u64,
+}
+
+impl std::hash::Hasher for PrefixHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.value = self.value.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.value ^= v;
+    }
+
+    fn finish(&self) -> u64 {
+        let p = u128::from(self.value ^ self.key.k0) * u128::from(self.key.k1);
+        (p as u64) ^ ((p >> 64) as u64)
+    }
 }
 
 #[cfg(test)]
@@ -981,6 +1177,102 @@ mod tests {
         let mut other = s.id.0;
         other[0] ^= 1;
         assert_eq!(h.lookup(&other[..6]), Err(LookupError::NotFound));
+    }
+
+    #[test]
+    fn lookup_tells_items_sharing_the_indexed_prefix_apart() {
+        let mut h = StateHandler::new(8192);
+        let with_id = |id: [u8; 20], value: &[u8]| {
+            let mut s = State::new(0, 0, 6, value);
+            s.id = StateId(id);
+            s
+        };
+        let mut a = [7u8; 20];
+        let mut b = [7u8; 20];
+        a[8] = 1;
+        b[8] = 2;
+        h.add_local(with_id(a, b"a"));
+        h.add_local(with_id(b, b"b"));
+        // Both begin with the same 6 and 8 bytes; the ninth tells them apart.
+        assert_eq!(h.lookup(&a[..6]), Err(LookupError::NotUnique));
+        assert_eq!(h.lookup(&a[..8]), Err(LookupError::NotUnique));
+        assert_eq!(&h.lookup(&a[..9]).unwrap().value()[..], b"a");
+        assert_eq!(&h.lookup(&b[..20]).unwrap().value()[..], b"b");
+        // Shorter than the index (no RFC 3320 message has one): all items
+        // are searched. Longer than an identifier: its 20 bytes are used.
+        assert_eq!(h.lookup(&a[..3]), Err(LookupError::NotUnique));
+        let mut longer = b.to_vec();
+        longer.push(0);
+        assert_eq!(&h.lookup(&longer).unwrap().value()[..], b"b");
+        let mut c = a;
+        c[19] = 0;
+        assert_eq!(h.lookup(&c), Err(LookupError::NotFound));
+        assert_eq!(h.item_count(), 2);
+        // An item dropped from the index is not found any more.
+        let CreateOutcome::Created(id) = h.create(A, 0, 0, 6, b"in A", 1) else { panic!() };
+        assert!(h.lookup(&id.0[..6]).is_ok());
+        h.close_compartment(A);
+        assert_eq!(h.lookup(&id.0[..6]), Err(LookupError::NotFound));
+        assert_eq!(h.item_count(), 2);
+    }
+
+    /// The indexes of a compartment agree with its entries, and the
+    /// indexed retention order is RFC 3320 §6.2 step 5's.
+    fn check_indexes(c: &Compartment) {
+        assert_eq!(c.positions.len(), c.entries.len());
+        assert_eq!(c.retention.len(), c.entries.len());
+        for (i, e) in c.entries.iter().enumerate() {
+            assert_eq!(c.positions.get(&e.id), Some(&i));
+            assert_eq!(c.retention.get(&Compartment::retention_key(e)), Some(&e.id));
+        }
+        assert_eq!(c.used, c.entries.iter().map(|e| e.cost).sum::<u32>());
+        let naive =
+            c.entries.iter().enumerate().min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order)).map(|(i, _)| i);
+        assert_eq!(c.eviction_victim(None), naive);
+    }
+
+    #[test]
+    fn indexed_entries_follow_creations_refreshes_frees_and_evictions() {
+        let mut h = StateHandler::new(4096);
+        let mut x = 0x1234_5678u32;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut ids = Vec::new();
+        for _ in 0..3000 {
+            let r = next();
+            let c = CompartmentId(u64::from(r % 3));
+            match (r >> 8) % 10 {
+                0 => {
+                    // Free by a 6-byte partial identifier of a known item.
+                    if let Some(id) = ids.get((r >> 12) as usize % ids.len().max(1)) {
+                        let id: &StateId = id;
+                        let held = h.compartment(c).is_some_and(|k| k.entries.iter().any(|e| e.id == *id));
+                        assert_eq!(h.free(c, &id.0[..6]), held.then_some(*id));
+                    }
+                }
+                1 => h.set_compartment_sms(c, [2048, 4096, 8192][(r >> 12) as usize % 3]),
+                _ => {
+                    // Few values and priorities, so that items are shared,
+                    // re-created and tied.
+                    let value = vec![(r >> 12) as u8 % 40; ((r >> 20) % 900) as usize];
+                    let priority = [0u16, 1, 2, 65535][(r >> 16) as usize % 4];
+                    if let CreateOutcome::Created(id) | CreateOutcome::Refreshed(id) =
+                        h.create(c, 0, 0, 6, &value, priority)
+                    {
+                        ids.push(id);
+                    }
+                }
+            }
+            for k in h.compartments.values() {
+                check_indexes(k);
+            }
+            let total: usize = h.compartments.values().map(|k| k.used as usize).sum();
+            assert_eq!(h.state_bytes(), total);
+        }
     }
 
     #[test]

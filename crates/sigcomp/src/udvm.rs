@@ -234,6 +234,8 @@ pub struct Machine<'a> {
     /// Packed states read by STATE-ACCESS, each pack unpacked once per
     /// message.
     unpacked: UnpackCache,
+    /// The bytes SHA-1 and CRC read, kept between instructions.
+    scratch: Vec<u8>,
 }
 
 impl<'a> Machine<'a> {
@@ -269,11 +271,30 @@ impl<'a> Machine<'a> {
             huffman: [EMPTY_HUFFMAN; HUFFMAN_CACHE],
             huffman_next: 0,
             unpacked: UnpackCache::default(),
+            scratch: Vec::new(),
         }
     }
 
+    /// Reads packed states through `cache` (packs it holds are not
+    /// unpacked again).
+    pub fn with_unpacked(mut self, cache: UnpackCache) -> Machine<'a> {
+        self.unpacked = cache;
+        self
+    }
+
     /// Runs from `pc` to END-MESSAGE or failure.
-    pub fn run(mut self, mut pc: u16) -> Result<Outcome, Failure> {
+    pub fn run(self, pc: u16) -> Result<Outcome, Failure> {
+        self.run_keeping_unpacked(pc).0
+    }
+
+    /// As [`Machine::run`], and returns the packs unpacked on the way
+    /// (for [`StateHandler::keep_unpacked`]).
+    pub fn run_keeping_unpacked(mut self, pc: u16) -> (Result<Outcome, Failure>, UnpackCache) {
+        let result = self.run_to_end(pc);
+        (result, self.unpacked)
+    }
+
+    fn run_to_end(&mut self, mut pc: u16) -> Result<Outcome, Failure> {
         loop {
             match self.step(pc) {
                 Ok(Step::Next(next)) => pc = next,
@@ -376,7 +397,7 @@ impl<'a> Machine<'a> {
     }
 
     /// Multitype (%), Figure 10.
-    #[inline]
+    #[inline(always)]
     fn multi(&self, c: &mut u16) -> Res<u16> {
         let o = self.multi_operand(c)?;
         self.value(o)
@@ -489,6 +510,21 @@ impl<'a> Machine<'a> {
         let mut a = start;
         for _ in 0..len {
             out.push(self.byte(a)?);
+            a = Self::next(a, bcl, bcr);
+        }
+        Ok(())
+    }
+
+    /// Fills `out` from `start` under byte copying rules.
+    fn read_bytes(&self, start: u16, bcl: u16, bcr: u16, out: &mut [u8]) -> Res<()> {
+        let (s, n) = (usize::from(start), out.len());
+        if s + n <= self.mem.len() && !(s < usize::from(bcr) && usize::from(bcr) < s + n) {
+            out.copy_from_slice(&self.mem[s..s + n]);
+            return Ok(());
+        }
+        let mut a = start;
+        for b in out {
+            *b = self.byte(a)?;
             a = Self::next(a, bcl, bcr);
         }
         Ok(())
@@ -703,9 +739,11 @@ impl<'a> Machine<'a> {
                 let destination = self.multi(&mut c)?;
                 self.charge(1 + u64::from(length))?;
                 let (bcl, bcr) = self.bounds()?;
-                let mut data = Vec::with_capacity(usize::from(length));
+                let mut data = std::mem::take(&mut self.scratch);
+                data.clear();
                 self.read_string(position, length, bcl, bcr, &mut data)?;
                 let digest: [u8; 20] = Sha1::digest(&data).into();
+                self.scratch = data;
                 self.write_string(destination, &digest, bcl, bcr)?;
                 Ok(Step::Next(c))
             }
@@ -851,9 +889,12 @@ impl<'a> Machine<'a> {
                 let a = self.address(&mut c, pc)?;
                 self.charge(1 + u64::from(length))?;
                 let (bcl, bcr) = self.bounds()?;
-                let mut data = Vec::with_capacity(usize::from(length));
+                let mut data = std::mem::take(&mut self.scratch);
+                data.clear();
                 self.read_string(position, length, bcl, bcr, &mut data)?;
-                if crc16_ppp(&data) == value {
+                let crc = crc16_ppp(&data);
+                self.scratch = data;
+                if crc == value {
                     Ok(Step::Next(c))
                 } else {
                     Ok(Step::Next(self.jump_target(a)?))
@@ -910,12 +951,14 @@ impl<'a> Machine<'a> {
                     return fail(Reason::InvalidStateIdLength);
                 }
                 let (bcl, bcr) = self.bounds()?;
-                let mut partial = Vec::with_capacity(usize::from(id_len));
-                self.read_string(id_start, id_len, bcl, bcr, &mut partial)?;
-                let state = match self.states.lookup(&partial) {
+                let mut id = [0u8; 20];
+                let partial = &mut id[..usize::from(id_len)];
+                self.read_bytes(id_start, bcl, bcr, partial)?;
+                let partial = &*partial;
+                let state = match self.states.lookup(partial) {
                     Ok(s) => s,
-                    Err(LookupError::NotUnique) => return Err(Failure::with_details(Reason::IdNotUnique, &partial)),
-                    Err(_) => return Err(Failure::with_details(Reason::StateNotFound, &partial)),
+                    Err(LookupError::NotUnique) => return Err(Failure::with_details(Reason::IdNotUnique, partial)),
+                    Err(_) => return Err(Failure::with_details(Reason::StateNotFound, partial)),
                 };
                 let length = if state_length == 0 { state.len() as u16 } else { state_length };
                 let address = if state_address == 0 { state.address } else { state_address };
@@ -927,13 +970,15 @@ impl<'a> Machine<'a> {
                 let begin = usize::from(state_begin);
                 let end = begin + usize::from(length);
                 if end > state.len() {
-                    return Err(Failure::with_details(Reason::StateTooShort, &partial));
+                    return Err(Failure::with_details(Reason::StateTooShort, partial));
                 }
-                let (buffer, at) = state.bytes_in(&mut self.unpacked);
-                let Some(bytes) = buffer.get(at + begin..at + end) else {
-                    return Err(Failure::with_details(Reason::StateTooShort, &partial));
-                };
-                self.write_string(address, bytes, bcl, bcr)?;
+                if length > 0 {
+                    let (buffer, at) = state.bytes_in(&mut self.unpacked);
+                    let Some(bytes) = buffer.get(at + begin..at + end) else {
+                        return Err(Failure::with_details(Reason::StateTooShort, partial));
+                    };
+                    self.write_string(address, bytes, bcl, bcr)?;
+                }
                 if instruction == 0 {
                     Ok(Step::Next(c))
                 } else {

@@ -185,3 +185,33 @@ fn metrics_count_states_evictions_and_dropped_identifiers() {
     assert_eq!((m.compartments, m.state_bytes, m.evicted_compartments), (1, 364, 0));
     assert!(Limits::unlimited().max_compartments == usize::MAX && Limits::unlimited().max_state_bytes == usize::MAX);
 }
+
+#[test]
+fn a_packed_state_read_by_a_message_is_unpacked_once_and_kept_plain() {
+    let mut d = big_endpoint(8192);
+    let value: Vec<u8> = b"Via: SIP/2.0/UDP pc33.example.com;branch=z9hG4bK776asdhds\r\n".repeat(40);
+    let sigcomp::state::CreateOutcome::Created(id) = d.states_mut().create(CompartmentId(1), 0, 0, 6, &value, 1) else {
+        panic!("not created")
+    };
+    assert!(d.states_mut().pack_compartment(CompartmentId(1)) > 0);
+    let resident = d.metrics().resident_bytes;
+    // STATE-ACCESS 10 bytes of it from offset 5 to 2000, OUTPUT them.
+    let access = |ids_at: u16| {
+        let mut code = instr(op::STATE_ACCESS, &[m(ids_at), m(6), m(5), m(10), m(2000), m(0)]);
+        code.extend(instr(op::OUTPUT, &[m(2000), m(10)]));
+        code.extend(end_message(0));
+        code
+    };
+    let mut code = access(CODE + access(0).len() as u16);
+    code.extend_from_slice(&id.0[..6]);
+    for _ in 0..2 {
+        let out = d.decompress(&msg(&code), Transport::Message).unwrap();
+        assert_eq!(out.output, &value[5..15]);
+        // Read once: kept plain, not unpacked by every message reading it.
+        assert!(!d.states().get(&id).unwrap().is_packed());
+        assert_eq!(&d.states().get(&id).unwrap().value()[..], &value[..]);
+    }
+    assert!(d.metrics().resident_bytes > resident);
+    // Accounting is unchanged.
+    assert_eq!(d.metrics().state_bytes, value.len() + 64);
+}
