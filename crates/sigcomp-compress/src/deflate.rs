@@ -151,16 +151,9 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     // bytes back (RFC 3320 §8.4), and RFC 1951 allows 32768.
     let reach = buffer_size.min(MAX_DISTANCE);
     let length_costs: Vec<u32> = (0..=MAX_MATCH).map(|l| if l < MIN_MATCH { 0 } else { length_cost(l) }).collect();
-    // The last length with the same length symbol (so the same bits).
-    let same_symbol_up_to: Vec<usize> = (0..=MAX_MATCH)
-        .map(|l| {
-            if l < MIN_MATCH || l == MAX_MATCH {
-                return l;
-            }
-            let (_, extra, value) = length_symbol(l);
-            (l - value as usize + (1 << extra) - 1).min(MAX_MATCH - 1)
-        })
-        .collect();
+    // The first length with the same length symbol (so the same bits).
+    let same_symbol_from: Vec<usize> =
+        (0..=MAX_MATCH).map(|l| if l < MIN_MATCH { l } else { l - length_symbol(l).2 as usize }).collect();
     // The matches at every position (the finder takes positions in order).
     let mut found = Vec::new();
     let mut matches = Vec::new();
@@ -186,21 +179,29 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
         let b = message[i];
         let mut best = literal_length_code(u16::from(b)).1 + cost[i + 1];
         let mut token = Token::Literal(b);
-        let mut shorter = MIN_MATCH - 1;
-        for m in &matches[matches_at[i]..matches_at[i + 1]] {
+        // Longest lengths first: once no length up to `hi` can beat the
+        // best (the cheapest copy, 12 bits, plus the least cost among
+        // their targets), the shorter ones are not weighed.
+        let here = &matches[matches_at[i]..matches_at[i + 1]];
+        'lengths: for (k, m) in here.iter().enumerate().rev() {
+            let shorter = if k == 0 { MIN_MATCH - 1 } else { here[k - 1].len };
             let dcost = distance_cost(m.distance);
-            let mut lo = shorter + 1;
-            while lo <= m.len {
-                let hi = same_symbol_up_to[lo].min(m.len);
+            let mut hi = m.len;
+            while hi > shorter {
+                let floor =
+                    length_costs[MIN_MATCH] + distance_cost(1) + cost[minima.argmin(&cost, i + MIN_MATCH, i + hi)];
+                if floor >= best {
+                    break 'lengths;
+                }
+                let lo = same_symbol_from[hi].max(shorter + 1);
                 let j = minima.argmin(&cost, i + lo, i + hi);
                 let c = length_costs[lo] + dcost + cost[j];
                 if c < best {
                     best = c;
                     token = Token::Copy { len: (j - i) as u16, distance: m.distance as u16 };
                 }
-                lo = hi + 1;
+                hi = lo - 1;
             }
-            shorter = m.len;
         }
         cost[i] = best;
         choice[i] = token;

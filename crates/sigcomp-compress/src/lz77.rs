@@ -110,12 +110,13 @@ pub fn encode_after(
     for i in 0..=n {
         while waiting.front().is_some_and(|&(begin, _, _)| begin <= i) {
             let (begin, cost, end) = waiting.pop_front().expect("front");
-            covering.push(std::cmp::Reverse((cost, begin - MIN_MATCH, end)));
+            covering.push(std::cmp::Reverse(Covering::key(cost, begin - MIN_MATCH, end)));
         }
-        while covering.peek().is_some_and(|std::cmp::Reverse((_, _, end))| *end < i) {
+        while covering.peek().is_some_and(|std::cmp::Reverse(k)| Covering::end(*k) < i) {
             covering.pop();
         }
-        if let Some(&std::cmp::Reverse((cost, from, _))) = covering.peek() {
+        if let Some(&std::cmp::Reverse(k)) = covering.peek() {
+            let (cost, from) = (Covering::cost(k), Covering::from(k));
             if cost < after_match[i].0 {
                 let (len, from_run) = (i - from, from_run_at[from]);
                 let m = matches[matches_at[from]..].iter().find(|m: &&Match| m.len >= len).expect("a covering match");
@@ -194,6 +195,28 @@ pub fn encode_after(
         }
     }
     debug_assert_eq!(pos, n);
+}
+
+/// A range of match ends in the parse's heap, packed in one integer that
+/// orders as (cost, start position, last end).
+struct Covering;
+
+impl Covering {
+    fn key(cost: u32, from: usize, end: usize) -> u128 {
+        u128::from(cost) << 96 | (from as u128) << 48 | end as u128
+    }
+
+    fn cost(key: u128) -> u32 {
+        (key >> 96) as u32
+    }
+
+    fn from(key: u128) -> usize {
+        (key >> 48) as usize & ((1 << 48) - 1)
+    }
+
+    fn end(key: u128) -> usize {
+        key as usize & ((1 << 48) - 1)
+    }
 }
 
 /// Decodes LZ77 tokens against `window` (a reference for tests; the real
