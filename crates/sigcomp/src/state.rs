@@ -757,13 +757,13 @@ impl StateHandler {
     pub fn create_state(&mut self, compartment: CompartmentId, state: State, priority: u16) -> CreateOutcome {
         let max_state_bytes = self.limits.max_state_bytes;
         self.open(compartment);
-        let Some(c) = self.compartments.get_mut(&compartment) else { return CreateOutcome::Rejected };
+        let Some(sms) = self.compartments.get(&compartment).map(|c| c.sms) else { return CreateOutcome::Rejected };
         // Step 1: no state memory, no state.
-        if c.sms == 0 {
+        if sms == 0 {
             return CreateOutcome::Rejected;
         }
         // Step 2: truncate an item larger than the whole SMS.
-        let max_len = c.sms.saturating_sub(64) as usize;
+        let max_len = sms.saturating_sub(64) as usize;
         let state = if state.len() > max_len {
             State::new(state.address, state.instruction, state.min_access_len, &state.value()[..max_len])
         } else {
@@ -774,6 +774,17 @@ impl StateHandler {
         if cost as usize > max_state_bytes {
             return CreateOutcome::Rejected;
         }
+        // Step 3 reads the bytes of a packed item of the same identifier:
+        // its whole pack is kept plain, so that creating a pack's items one
+        // after another unpacks it once, not once per item.
+        if self.items.get(&id).is_some_and(|s| s.state.is_packed()) {
+            let mut cache = UnpackCache::default();
+            if let Some(s) = self.items.get(&id) {
+                s.state.bytes_in(&mut cache);
+            }
+            self.keep_unpacked(cache);
+        }
+        let Some(c) = self.compartments.get_mut(&compartment) else { return CreateOutcome::Rejected };
         // Step 3: an existing identifier must be the identical item.
         if let Some(existing) = self.items.get_mut(&id) {
             if existing.state.is_empty() && !state.is_empty() {
@@ -1072,9 +1083,9 @@ mod tests {
         // The same item made in another compartment while packed is the
         // identical item (RFC 3320 §6.2 step 3), not a collision.
         assert_eq!(h.create(B, 64, 64, 6, &v1, 1), CreateOutcome::Created(id1));
-        // B is in use: its item is read plain from now on.
-        assert!(!h.get(&id1).unwrap().is_packed());
-        assert_eq!(h.unpack_compartment(A), 1);
+        // Comparing read the pack: all of its items are plain from now on.
+        assert!(!h.get(&id1).unwrap().is_packed() && !h.get(&id2).unwrap().is_packed());
+        assert_eq!(h.unpack_compartment(A), 0);
         assert!(!h.get(&id1).unwrap().is_packed() && !h.get(&id2).unwrap().is_packed());
         assert_eq!(&h.get(&id2).unwrap().value()[..], &v2[..]);
         assert_eq!(h.resident_bytes(), resident);

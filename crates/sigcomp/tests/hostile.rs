@@ -215,3 +215,31 @@ fn a_packed_state_read_by_a_message_is_unpacked_once_and_kept_plain() {
     // Accounting is unchanged.
     assert_eq!(d.metrics().state_bytes, value.len() + 64);
 }
+
+#[test]
+fn creating_a_packed_item_again_unpacks_its_pack_once() {
+    let mut d = big_endpoint(131072);
+    let values: Vec<Vec<u8>> = (0..20)
+        .map(|i| format!("Via: SIP/2.0/UDP pc{i}.example.com;branch=z9hG4bK{i}\r\n").repeat(20).into())
+        .collect();
+    let ids: Vec<_> = values
+        .iter()
+        .map(|v| match d.states_mut().create(CompartmentId(1), 0, 0, 6, v, 1) {
+            sigcomp::state::CreateOutcome::Created(id) => id,
+            o => panic!("{o:?}"),
+        })
+        .collect();
+    assert!(d.states_mut().pack_compartment(CompartmentId(1)) > 0);
+    assert!(ids.iter().all(|id| d.states().get(id).unwrap().is_packed()));
+    // Another compartment creates the first item (RFC 3320 §6.2 step 3
+    // compares it with the stored one): the pack is read once, and all of
+    // its items are kept plain, so creating the others costs no unpacking.
+    assert_eq!(
+        d.states_mut().create(CompartmentId(2), 0, 0, 6, &values[0], 1),
+        sigcomp::state::CreateOutcome::Created(ids[0])
+    );
+    assert!(ids.iter().all(|id| !d.states().get(id).unwrap().is_packed()));
+    for (id, v) in ids.iter().zip(&values) {
+        assert_eq!(&d.states().get(id).unwrap().value()[..], &v[..]);
+    }
+}
