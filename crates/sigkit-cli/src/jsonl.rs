@@ -11,6 +11,17 @@
 //!   is `{"closed": "<name>", "known": true}`, `known` being false when no
 //!   message was accepted under that name since it was last closed. A
 //!   later message under the same name starts a fresh compartment.
+//! - `{"metrics": true}` reports the endpoint: `{"metrics": {"compartments",
+//!   "state_bytes", "resident_bytes", "evicted_compartments",
+//!   "announced_ids_dropped", "max_compartments", "max_state_bytes"}}`
+//!   (`sigcomp::Metrics` and `sigcomp::Limits`).
+//!
+//! The endpoint keeps at most `--max-compartments` compartments and
+//! `--max-state-bytes` of state (`sigcomp::Limits`): accepting a message
+//! may close the least recently used other compartments. A message answer
+//! then carries `"evicted": ["<name>", …]`, the names closed (the field is
+//! left out when none was); those names start fresh compartments if used
+//! again, as after a close.
 //!
 //! A line is at most [`MAX_LINE`] bytes (2 MiB + 64 KiB): room for the
 //! largest message a stream carries, 1 MiB, as plain hex (2 MiB), with the
@@ -67,6 +78,9 @@ struct Answer {
     /// Stream requests only: every message the chunk completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     messages: Option<Vec<MessageResult>>,
+    /// Compartments closed to keep within the limits while answering.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    evicted: Vec<String>,
 }
 
 /// `{"close": "<name>"}`.
@@ -84,12 +98,32 @@ struct Closed {
     known: bool,
 }
 
+/// `{"metrics": true}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricsRequest {
+    metrics: bool,
+}
+
+/// The endpoint's metrics and limits.
+#[derive(Serialize)]
+struct MetricsAnswer {
+    compartments: usize,
+    state_bytes: usize,
+    resident_bytes: usize,
+    evicted_compartments: u64,
+    announced_ids_dropped: u64,
+    max_compartments: usize,
+    max_state_bytes: usize,
+}
+
 /// One answer line.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Reply {
     Message(Answer),
     Closed(Closed),
+    Metrics { metrics: MetricsAnswer },
 }
 
 #[derive(Serialize)]
@@ -102,6 +136,8 @@ struct ErrorLine {
 struct Endpoint {
     d: Decompressor,
     compartments: HashMap<String, CompartmentId>,
+    /// The name of each identifier in `compartments`.
+    names: HashMap<CompartmentId, String>,
     /// The identifier the next new name gets: identifiers are never
     /// reused, so a closed compartment's name and a new name cannot meet.
     next_compartment: u64,
@@ -116,15 +152,44 @@ impl Endpoint {
         let id = CompartmentId(self.next_compartment);
         self.next_compartment += 1;
         self.compartments.insert(name.to_string(), id);
+        self.names.insert(id, name.to_string());
         id
     }
 
     fn close(&mut self, name: String) -> Closed {
         let id = self.compartments.remove(&name);
         if let Some(id) = id {
+            self.names.remove(&id);
             self.d.close_compartment(id);
         }
         Closed { closed: name, known: id.is_some() }
+    }
+
+    /// The names of the compartments the decompressor closed to keep
+    /// within its limits since the last call; they are forgotten.
+    fn evicted(&mut self) -> Vec<String> {
+        let mut evicted = Vec::new();
+        for id in self.d.take_evicted() {
+            if let Some(name) = self.names.remove(&id) {
+                self.compartments.remove(&name);
+                evicted.push(name);
+            }
+        }
+        evicted
+    }
+
+    fn metrics(&self) -> MetricsAnswer {
+        let m = self.d.metrics();
+        let limits = self.d.limits();
+        MetricsAnswer {
+            compartments: m.compartments,
+            state_bytes: m.state_bytes,
+            resident_bytes: m.resident_bytes,
+            evicted_compartments: m.evicted_compartments,
+            announced_ids_dropped: m.announced_ids_dropped,
+            max_compartments: limits.max_compartments,
+            max_state_bytes: limits.max_state_bytes,
+        }
     }
 
     fn message(&mut self, msg: &[u8], transport: Transport, compartment: Option<&str>) -> MessageResult {
@@ -166,7 +231,16 @@ impl Endpoint {
             let req = CloseRequest::deserialize(value).map_err(|e| format!("bad close request: {e}"))?;
             return Ok(Reply::Closed(self.close(req.close)));
         }
-        self.message_request(value).map(Reply::Message)
+        if object.contains_key("metrics") {
+            let req = MetricsRequest::deserialize(value).map_err(|e| format!("bad metrics request: {e}"))?;
+            if !req.metrics {
+                return Err("bad metrics request: `metrics` must be true".into());
+            }
+            return Ok(Reply::Metrics { metrics: self.metrics() });
+        }
+        let mut answer = self.message_request(value)?;
+        answer.evicted = self.evicted();
+        Ok(Reply::Message(answer))
     }
 
     fn message_request(&mut self, value: serde_json::Value) -> Result<Answer, String> {
@@ -175,7 +249,7 @@ impl Endpoint {
         let compartment = req.compartment.as_deref();
         if !req.stream {
             let first = self.message(&bytes, Transport::Message, compartment);
-            return Ok(Answer { first, messages: None });
+            return Ok(Answer { first, messages: None, evicted: Vec::new() });
         }
         let mut frames = Vec::new();
         self.deframer.push(&bytes, &mut frames);
@@ -187,7 +261,7 @@ impl Endpoint {
             })
             .collect();
         let first = messages.first().cloned().unwrap_or_default();
-        Ok(Answer { first, messages: Some(messages) })
+        Ok(Answer { first, messages: Some(messages), evicted: Vec::new() })
     }
 
     fn framing_error(&self) -> MessageResult {
@@ -201,8 +275,13 @@ impl Endpoint {
 
 /// Answers every line of `input` on `output` until end of input.
 pub fn run(d: Decompressor, mut input: impl BufRead, mut output: impl Write) -> io::Result<()> {
-    let mut ep =
-        Endpoint { d, compartments: HashMap::new(), next_compartment: 0, deframer: Deframer::new(MAX_STREAM_MESSAGE) };
+    let mut ep = Endpoint {
+        d,
+        compartments: HashMap::new(),
+        names: HashMap::new(),
+        next_compartment: 0,
+        deframer: Deframer::new(MAX_STREAM_MESSAGE),
+    };
     let mut line = Vec::new();
     let mut number = 0u64;
     loop {

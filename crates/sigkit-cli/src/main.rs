@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use sigcomp::wire::{Deframer, Frame};
-use sigcomp::{CompartmentId, Decompressor, Failure, Params, Transport};
+use sigcomp::{CompartmentId, Decompressor, Failure, Limits, Params, Transport};
 
 mod alloc_tuning;
 mod asm_cmd;
@@ -45,9 +45,9 @@ enum Command {
     ///
     /// With --jsonl: read JSON requests from stdin, one per line, and answer
     /// each with one JSON line on stdout (see README.md). A request is
-    /// {"message_hex": HEX, "compartment": NAME|null, "stream": BOOL} or
-    /// {"close": NAME}; a line over 2 MiB + 64 KiB is answered with an
-    /// error and skipped.
+    /// {"message_hex": HEX, "compartment": NAME|null, "stream": BOOL},
+    /// {"close": NAME} or {"metrics": true}; a line over 2 MiB + 64 KiB is
+    /// answered with an error and skipped.
     Decompress(DecompressArgs),
     /// Run a SIP call flow between two in-process SigComp endpoints.
     ///
@@ -89,10 +89,21 @@ struct DecompressArgs {
     #[arg(long)]
     hex: bool,
     /// Read JSON-lines requests from stdin and answer on stdout: messages
-    /// ({"message_hex": ..., "compartment": ...}) and compartment closes
-    /// ({"close": NAME}).
+    /// ({"message_hex": ..., "compartment": ...}), compartment closes
+    /// ({"close": NAME}) and the endpoint's metrics ({"metrics": true}).
     #[arg(long, conflicts_with_all = ["stream", "hex"])]
     jsonl: bool,
+    /// Compartments the endpoint keeps open at once (at least 1); past it
+    /// the least recently used compartment is closed, its state released
+    /// (--jsonl answers list it under "evicted").
+    #[arg(long, default_value_t = Limits::default().max_compartments as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_compartments: u64,
+    /// Bytes of state memory of all compartments together, as RFC 3320
+    /// §6.2 accounts it (each item's length + 64); past it the least
+    /// recently used compartments are closed.
+    #[arg(long, default_value_t = Limits::default().max_state_bytes as u64)]
+    max_state_bytes: u64,
     /// decompression_memory_size in bytes (2048, 4096, ..., 131072).
     #[arg(long, default_value_t = 8192)]
     dms: u32,
@@ -123,13 +134,19 @@ fn decompress(args: DecompressArgs) -> ExitCode {
         eprintln!("sigkit: invalid endpoint parameters: {e}");
         return ExitCode::from(EXIT_USAGE);
     }
-    let decompressor = match Decompressor::new(params) {
+    let mut decompressor = match Decompressor::new(params) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("sigkit: invalid endpoint parameters: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    // On a 32-bit target a bound past usize::MAX is no bound.
+    let as_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    decompressor.set_limits(Limits {
+        max_compartments: as_usize(args.max_compartments),
+        max_state_bytes: as_usize(args.max_state_bytes),
+    });
     if args.jsonl {
         let stdin = io::stdin();
         let stdout = io::stdout();

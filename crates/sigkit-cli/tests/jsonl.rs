@@ -453,3 +453,103 @@ fn bad_close_requests_get_an_error() {
         assert!(err.starts_with(&format!("line {}: bad close request", n + 1)), "{err}");
     }
 }
+
+fn metrics_req() -> String {
+    json!({ "metrics": true }).to_string()
+}
+
+#[test]
+fn max_compartments_evicts_the_least_recently_used_and_names_it() {
+    let (x, xid) = state_maker(b"x", 100);
+    let (y, yid) = state_maker(b"y", 100);
+    let (z, zid) = state_maker(b"z", 100);
+    let lines = [
+        req(&x, Some("alice")),
+        req(&y, Some("bob")),
+        // alice is used again: bob is now the least recently used.
+        req(&x, Some("alice")),
+        req(&z, Some("carol")),
+        req(&access_message(&yid.0[..6]), None),
+        req(&access_message(&xid.0[..6]), None),
+        req(&access_message(&zid.0[..6]), None),
+        metrics_req(),
+        close_req("bob"),
+    ];
+    let a = jsonl(&["--max-compartments", "2"], &lines);
+    for v in &a[..3] {
+        assert!(v.get("evicted").is_none(), "{v}");
+    }
+    assert_eq!(a[3]["evicted"], json!(["bob"]));
+    assert_eq!(a[3]["states_created"], json!([zid.to_hex()]));
+    assert_eq!(a[4]["nack"], "STATE_NOT_FOUND", "{}", a[4]);
+    assert_eq!(output_of(&a[5]), b"x");
+    assert_eq!(output_of(&a[6]), b"z");
+    let m = &a[7]["metrics"];
+    assert_eq!(m["compartments"], 2, "{m}");
+    assert_eq!(m["evicted_compartments"], 1, "{m}");
+    assert_eq!(m["state_bytes"], 2 * (100 + 64), "{m}");
+    assert_eq!(m["max_compartments"], 2, "{m}");
+    assert!(m["resident_bytes"].as_u64().unwrap() >= 200, "{m}");
+    // An evicted name is forgotten, as after a close.
+    assert_eq!(a[8], json!({"closed": "bob", "known": false}));
+}
+
+#[test]
+fn max_state_bytes_evicts_compartments_over_the_budget() {
+    // Three 1000-byte states cost 3 × 1064 bytes; the budget holds two.
+    let makers: Vec<_> = (0..3).map(|i| state_maker(format!("state {i}").as_bytes(), 1000)).collect();
+    let lines = [
+        req(&makers[0].0, Some("a")),
+        req(&makers[1].0, Some("b")),
+        req(&makers[2].0, Some("c")),
+        req(&access_message(&makers[0].1 .0[..6]), None),
+        req(&access_message(&makers[1].1 .0[..6]), None),
+        metrics_req(),
+    ];
+    let a = jsonl(&["--max-state-bytes", "2500", "--sms", "2048"], &lines);
+    assert_eq!(a[2]["evicted"], json!(["a"]));
+    assert_eq!(a[3]["nack"], "STATE_NOT_FOUND", "{}", a[3]);
+    assert_eq!(output_of(&a[4]), b"state 1");
+    let m = &a[5]["metrics"];
+    assert_eq!((m["compartments"].as_u64(), m["state_bytes"].as_u64()), (Some(2), Some(2 * 1064)), "{m}");
+    assert_eq!(m["max_state_bytes"], 2500);
+}
+
+#[test]
+fn metrics_of_a_fresh_endpoint_and_bad_metrics_requests() {
+    let lines = [
+        metrics_req(),
+        r#"{"metrics": false}"#.to_string(),
+        r#"{"metrics": true, "close": "a"}"#.to_string(),
+        r#"{"metrics": true, "x": 1}"#.to_string(),
+    ];
+    let a = jsonl(&[], &lines);
+    let m = &a[0]["metrics"];
+    assert_eq!(m["compartments"], 0);
+    assert_eq!(m["evicted_compartments"], 0);
+    assert_eq!(m["max_compartments"], 65536, "the default Limits");
+    assert_eq!(m["max_state_bytes"], 1u64 << 30);
+    assert_eq!(a[0].as_object().unwrap().len(), 1);
+    assert!(a[1]["error"].as_str().unwrap().contains("must be true"), "{}", a[1]);
+    // A close request with another field is refused as a close request.
+    assert!(a[2]["error"].as_str().unwrap().starts_with("line 3: bad close request"), "{}", a[2]);
+    assert!(a[3]["error"].as_str().unwrap().starts_with("line 4: bad metrics request"), "{}", a[3]);
+}
+
+#[test]
+fn limit_options_are_checked() {
+    for args in [
+        vec!["decompress", "--jsonl", "--max-compartments", "0"],
+        vec!["decompress", "--jsonl", "--max-compartments", "many"],
+        vec!["decompress", "--jsonl", "--max-state-bytes", "-1"],
+    ] {
+        let run = sigkit(&args, b"");
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty());
+    }
+    let run = sigkit(&["decompress", "--help"], b"");
+    assert_eq!(run.code, Some(0));
+    for needle in ["--max-compartments", "--max-state-bytes", "{\"close\": NAME}", "{\"metrics\": true}"] {
+        assert!(run.stdout_text().contains(needle), "--help lacks {needle}: {}", run.stdout_text());
+    }
+}
