@@ -24,6 +24,7 @@ use crate::bits::BitWriter;
 use crate::bytecode::{self, Bytecode, DictionarySource, Image, Layout};
 use crate::dictionary::Priorities;
 use crate::lzss::{Effort, LzssFormat, MatchFinder};
+use crate::peer_model::PeerModel;
 
 /// Compression algorithm (its bytecode fragment and encoder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -261,6 +262,13 @@ pub struct Compressor {
     awaiting: HashMap<u8, Vec<StateId>>,
     /// The peer's shared state (its item in the model holds the bytes).
     peer_shared: Option<StateId>,
+    /// The peer's state memory: what it holds, by identifier and cost.
+    peer_states: PeerModel,
+    /// The peer's decompressor, run on a message where its run cannot be
+    /// computed (and on every one with `verify`). Its state handler holds
+    /// the bytes of the states the compressor may still use: those the
+    /// peer holds ([`Compressor::peer_states`]) but for the snapshots
+    /// superseded by a newer usable one.
     model: Decompressor,
     sent: SentLog,
     /// Hash chains over the history, kept between messages; dropped by
@@ -332,6 +340,9 @@ impl Compressor {
             patch_algorithm(config.algorithm, image, code, base, format)
         });
         let mut model = Decompressor::new(peer).map_err(|_| CompressError::PeerTooSmall { dms: peer.dms })?;
+        // A store of the values the compressor keeps: what the peer evicts
+        // is freed by the compressor, as its model of the peer says.
+        model.states_mut().set_compartment_sms(MODEL, u32::MAX);
         if let Some(v) = &user_dictionary {
             model.states_mut().add_local(State::new(0, 0, 6, v));
         }
@@ -351,6 +362,7 @@ impl Compressor {
             seq: 0,
             awaiting: HashMap::new(),
             peer_shared: None,
+            peer_states: PeerModel::new(peer.sms),
             model,
             sent: SentLog::new(SENT_LOG),
             finder: None,
@@ -474,7 +486,7 @@ impl Compressor {
 
     /// Bytes of state the model says the peer holds for this compartment.
     pub fn peer_state_memory(&self) -> u32 {
-        self.model.states().compartment(MODEL).map(|c| c.used).unwrap_or(0)
+        self.peer_states.used()
     }
 
     /// Bytes the model's items for this compartment take in memory
@@ -492,7 +504,7 @@ impl Compressor {
     /// The bytes of snapshot `id` (the model's item), unless forgotten
     /// ([`Compressor::forget_superseded`]) or no longer held.
     fn snapshot_memory(&self, id: &StateId) -> Option<Arc<[u8]>> {
-        self.model.states().get(id).filter(|s| !s.is_empty()).map(State::shared_value)
+        self.model.states().get(id).map(State::shared_value)
     }
 
     /// Identifiers of the dynamic snapshots the compressor may continue from.
@@ -500,8 +512,9 @@ impl Compressor {
         self.snapshots.iter().filter(|s| s.usable).map(|s| s.id).collect()
     }
 
+    /// Whether the peer holds state `id` in this compartment.
     fn in_model(&self, id: &StateId) -> bool {
-        self.model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == *id))
+        self.peer_states.holds(id)
     }
 
     /// The bytecode as the state a peer with the same bytecode may hold:
@@ -558,13 +571,19 @@ impl Compressor {
     /// Snapshots older than the newest usable one are never continued from
     /// again (the newest usable is always the base, and the peer evicts
     /// older ones first), yet the peer keeps them until evicted: the model
-    /// keeps their identifiers and sizes for its accounting, not their
-    /// bytes.
+    /// keeps their identifiers and sizes for its accounting
+    /// ([`Compressor::peer_states`]), not their bytes.
     fn forget_superseded(&mut self) {
         let Some(newest) = self.snapshots.iter().rposition(|s| s.usable) else { return };
         for s in &self.snapshots[..newest] {
-            self.model.states_mut().forget_value(&s.id);
+            self.model.states_mut().free(MODEL, &s.id.0);
         }
+    }
+
+    /// The peer frees state `id`: the model forgets it and its bytes.
+    fn model_free(&mut self, id: &StateId) {
+        self.peer_states.free(id);
+        self.model.states_mut().free(MODEL, &id.0);
     }
 
     /// The peer saved a message it sent us as a shared state and announced
@@ -579,11 +598,12 @@ impl Compressor {
         }
         // Model the peer's local creation (priority 65535: freed first).
         if let Some(old) = self.peer_shared.take() {
-            self.model.states_mut().free(MODEL, &old.0);
+            self.model_free(&old);
         }
-        self.model.states_mut().create_state(MODEL, state.clone(), 65535);
-        if self.in_model(&state.id) {
-            self.peer_shared = Some(state.id);
+        let id = state.id;
+        self.model_create(vec![(state, 65535)]);
+        if self.in_model(&id) {
+            self.peer_shared = Some(id);
         }
         true
     }
@@ -602,7 +622,7 @@ impl Compressor {
         gone.extend(report.lost_states.iter().copied());
         gone.extend(report.not_created.iter().copied());
         for id in gone {
-            self.model.states_mut().free(MODEL, &id.0);
+            self.model_free(&id);
         }
         self.snapshots.clear();
         self.bytecode_usable = false;
@@ -683,7 +703,7 @@ impl Compressor {
         if d.output != message {
             return Err(CompressError::Mismatch);
         }
-        self.model.accept(d.pending, MODEL);
+        self.model_create(requested_states(&d.pending));
         self.sent.record(
             sig,
             SentRecord { compartment: MODEL, states_used: dictionary.into_iter().collect(), states_requested: vec![] },
@@ -944,17 +964,7 @@ impl Compressor {
         if d.output != view.message {
             return Err(CompressError::Mismatch);
         }
-        let run: Vec<(State, u16)> = d
-            .pending
-            .requests
-            .iter()
-            .filter_map(|r| match r {
-                StateRequest::Create(c) => {
-                    Some((State::new(c.address, c.instruction, c.min_access_len, &c.value), c.priority))
-                }
-                StateRequest::Free(_) => None,
-            })
-            .collect();
+        let run = requested_states(&d.pending);
         if let Some((creates, bound)) = predicted {
             if creates != run || d.cycles > bound {
                 return Err(CompressError::Mismatch);
@@ -983,9 +993,8 @@ impl Compressor {
             }
         }
         // Keep only snapshots the peer may still hold.
-        let model = &self.model;
-        self.snapshots
-            .retain(|s| model.states().compartment(MODEL).is_some_and(|c| c.entries.iter().any(|e| e.id == s.id)));
+        let peer_states = &self.peer_states;
+        self.snapshots.retain(|s| peer_states.holds(&s.id));
         if stream {
             self.forget_superseded();
         }
@@ -1004,13 +1013,29 @@ impl Compressor {
     }
 
     /// Carries out the peer's state creation requests in the model, in
-    /// order, as its decompressor's `accept` would (RFC 3320 §6.2); the
-    /// identifiers created or refreshed.
+    /// order, as its decompressor's `accept` would (RFC 3320 §6.2): the
+    /// model of the peer's state memory takes them (and evicts what the
+    /// peer evicts), the store keeps their bytes. Returns the identifiers
+    /// created or refreshed.
     fn model_create(&mut self, creates: Vec<(State, u16)>) -> Vec<StateId> {
         let mut created = Vec::new();
+        let mut evicted = Vec::new();
         for (state, priority) in creates {
-            match self.model.states_mut().create_state(MODEL, state, priority) {
+            // Step 2: a value longer than the SMS allows is truncated.
+            let max_len = self.peer_states.max_value_len();
+            let state = if state.len() > max_len {
+                State::new(state.address, state.instruction, state.min_access_len, &state.value()[..max_len])
+            } else {
+                state
+            };
+            evicted.clear();
+            let outcome = self.peer_states.create(state.id, state.len(), priority, &mut evicted);
+            for id in &evicted {
+                self.model.states_mut().free(MODEL, &id.0);
+            }
+            match outcome {
                 CreateOutcome::Created(id) | CreateOutcome::Refreshed(id) => {
+                    self.model.states_mut().create_state(MODEL, state, priority);
                     if !created.contains(&id) {
                         created.push(id);
                     }
@@ -1409,6 +1434,20 @@ fn patch_algorithm(algorithm: Algorithm, image: &Image, code: &mut [u8], base: u
         #[cfg(feature = "lz77")]
         Algorithm::Lz77 => {}
     }
+}
+
+/// The state creation requests of a run, in order, with their priorities.
+fn requested_states(pending: &sigcomp::Pending) -> Vec<(State, u16)> {
+    pending
+        .requests
+        .iter()
+        .filter_map(|r| match r {
+            StateRequest::Create(c) => {
+                Some((State::new(c.address, c.instruction, c.min_access_len, &c.value), c.priority))
+            }
+            StateRequest::Free(_) => None,
+        })
+        .collect()
 }
 
 /// What [`Compressor::predict`] needs to know of one message.

@@ -38,6 +38,7 @@ pub mod compressor;
 pub mod dictionary;
 pub mod endpoint;
 pub mod lzss;
+mod peer_model;
 
 pub use compressor::{Algorithm, CompressError, Compressed, Compressor, Config, Mechanism};
 pub use dictionary::Priorities;

@@ -1,0 +1,131 @@
+//! The compressor's model of its peer's state memory for one compartment:
+//! which state items the peer holds, by identifier, retention priority,
+//! age and cost, kept by the peer's own rules (RFC 3320 §6.2 with
+//! RFC 4896 §5.1, §5.2 and §6), so that a state the peer has evicted is
+//! never referenced.
+//!
+//! It holds no bytes: the compressor keeps those of the states it may
+//! still use (the snapshots it may continue from, its bytecode state, the
+//! peer's shared state) in its model decompressor's state handler, and
+//! drops the others (older snapshots the peer keeps until it evicts them).
+
+use sigcomp::state::{CreateOutcome, Entry};
+use sigcomp::StateId;
+
+/// The peer's state memory of one compartment, without the values.
+#[derive(Debug, Clone)]
+pub struct PeerModel {
+    sms: u32,
+    used: u32,
+    entries: Vec<Entry>,
+    next_order: u64,
+}
+
+impl PeerModel {
+    /// A compartment of `sms` bytes of state memory, empty.
+    pub fn new(sms: u32) -> PeerModel {
+        PeerModel { sms, used: 0, entries: Vec::new(), next_order: 0 }
+    }
+
+    /// The longest state value the compartment keeps whole (RFC 3320 §6.2
+    /// step 2: a longer one is truncated to this, before its identifier is
+    /// computed).
+    pub fn max_value_len(&self) -> usize {
+        self.sms.saturating_sub(64) as usize
+    }
+
+    /// A state creation request for an item of `len` bytes (already
+    /// truncated to [`PeerModel::max_value_len`]): steps 1 and 3–5 of
+    /// RFC 3320 §6.2. The items evicted to make room are appended to
+    /// `evicted`.
+    pub fn create(&mut self, id: StateId, len: usize, priority: u16, evicted: &mut Vec<StateId>) -> CreateOutcome {
+        // Step 1: no state memory, no state.
+        if self.sms == 0 {
+            return CreateOutcome::Rejected;
+        }
+        let cost = len as u32 + 64;
+        let order = self.next_order;
+        self.next_order += 1;
+        // RFC 4896 §5.2 and §6: re-creating an item updates its priority
+        // and age; it counts once against the SMS.
+        if let Some(e) = self.entries.iter_mut().find(|e| e.id == id) {
+            e.priority = priority;
+            e.order = order;
+            return CreateOutcome::Refreshed(id);
+        }
+        // Steps 4–5: free in retention order until the item fits.
+        while self.used + cost > self.sms {
+            let Some(v) = self.eviction_victim() else { break };
+            let e = self.entries.remove(v);
+            self.used -= e.cost;
+            evicted.push(e.id);
+        }
+        self.entries.push(Entry { id, priority, order, cost });
+        self.used += cost;
+        CreateOutcome::Created(id)
+    }
+
+    /// RFC 3320 §6.2 step 5 with RFC 4896 §5.1: 65535 < 0 < 1 < … < 65534,
+    /// and among equals the oldest goes first.
+    fn eviction_victim(&self) -> Option<usize> {
+        self.entries.iter().enumerate().min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order)).map(|(i, _)| i)
+    }
+
+    /// A state free request for item `id` (RFC 3320 §9.4.9); whether the
+    /// peer held it.
+    pub fn free(&mut self, id: &StateId) -> bool {
+        let Some(k) = self.entries.iter().position(|e| e.id == *id) else { return false };
+        let e = self.entries.remove(k);
+        self.used -= e.cost;
+        true
+    }
+
+    /// Whether the peer holds item `id` in this compartment.
+    pub fn holds(&self, id: &StateId) -> bool {
+        self.entries.iter().any(|e| e.id == *id)
+    }
+
+    /// Bytes of state memory the peer's items take (values + 64 each).
+    pub fn used(&self) -> u32 {
+        self.used
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sigcomp::state::StateHandler;
+    use sigcomp::{CompartmentId, State};
+
+    /// The model keeps what the core's state handler keeps, request for
+    /// request, without the values.
+    #[test]
+    fn follows_the_state_handler_without_the_values() {
+        const C: CompartmentId = CompartmentId(1);
+        let mut handler = StateHandler::new(2048);
+        let mut model = PeerModel::new(2048);
+        let priorities = [1u16, 1, 65535, 0, 2, 1, 65534, 1, 1, 3];
+        let mut states = Vec::new();
+        for (k, &p) in priorities.iter().enumerate() {
+            let s = State::new(64, 64, 6, &vec![k as u8; 300 + 40 * k]);
+            states.push(s.clone());
+            let mut evicted = Vec::new();
+            assert_eq!(model.create(s.id, s.len(), p, &mut evicted), handler.create_state(C, s.clone(), p), "#{k}");
+            // Re-creating an earlier item refreshes it in both.
+            let again = &states[k / 2];
+            if handler.get(&again.id).is_some() {
+                assert_eq!(
+                    model.create(again.id, again.len(), 2, &mut evicted),
+                    handler.create_state(C, again.clone(), 2)
+                );
+            }
+            let held: Vec<StateId> = handler.compartment(C).unwrap().entries.iter().map(|e| e.id).collect();
+            assert!(held.iter().all(|id| model.holds(id)) && model.entries.len() == held.len(), "#{k}");
+            assert_eq!(model.used(), handler.compartment(C).unwrap().used, "#{k}");
+            assert!(evicted.iter().all(|id| handler.get(id).is_none()), "#{k}: evicted from both");
+        }
+        assert!(model.free(&states[9].id));
+        assert!(!model.free(&states[9].id));
+        assert_eq!(PeerModel::new(0).create(states[0].id, 10, 1, &mut Vec::new()), CreateOutcome::Rejected);
+    }
+}
