@@ -728,22 +728,6 @@ impl StateHandler {
         self.compartments.get(&compartment).map_or(self.default_sms, |c| c.sms)
     }
 
-    /// For a *model* of a peer's state memory (a compressor's, which never
-    /// reads some items again): frees the bytes of item `id` but keeps the
-    /// item, its identifier and its cost in every compartment, so retention
-    /// and eviction go on exactly as at the peer. Accessing the item
-    /// afterwards yields an empty value. Never for a real decompressor.
-    /// Returns whether the item exists.
-    pub fn forget_value(&mut self, id: &StateId) -> bool {
-        match self.items.get_mut(id) {
-            Some(stored) if !stored.local => {
-                stored.state.value = Value::Plain(Arc::from(&[][..]));
-                true
-            }
-            _ => false,
-        }
-    }
-
     /// As [`StateHandler::create`], for an item already built (its
     /// identifier hashed, its value shared, not copied): a caller that
     /// built the [`State`] for its own use saves the second SHA-1.
@@ -787,11 +771,6 @@ impl StateHandler {
         let Some(c) = self.compartments.get_mut(&compartment) else { return CreateOutcome::Rejected };
         // Step 3: an existing identifier must be the identical item.
         if let Some(existing) = self.items.get_mut(&id) {
-            if existing.state.is_empty() && !state.is_empty() {
-                // A model's forgotten item made again: the same identifier,
-                // so its bytes come back ([`StateHandler::forget_value`]).
-                existing.state.value = state.value.clone();
-            }
             if !existing.state.same_item(&state) {
                 return CreateOutcome::Rejected;
             }
@@ -1027,30 +1006,6 @@ mod tests {
 
     const A: CompartmentId = CompartmentId(1);
     const B: CompartmentId = CompartmentId(2);
-
-    #[test]
-    fn a_forgotten_value_keeps_the_accounting_and_comes_back_when_recreated() {
-        let mut h = StateHandler::new(2048);
-        let (v1, v2, v3) = (vec![1u8; 700], vec![2u8; 700], vec![3u8; 700]);
-        let CreateOutcome::Created(id1) = h.create(A, 0, 0, 6, &v1, 1) else { panic!() };
-        let CreateOutcome::Created(id2) = h.create(A, 0, 0, 6, &v2, 1) else { panic!() };
-        let used = h.compartment(A).unwrap().used;
-        assert!(h.forget_value(&id1));
-        assert!(h.get(&id1).unwrap().is_empty());
-        assert_eq!(h.compartment(A).unwrap().used, used, "the cost stays");
-        // Eviction goes on as before: a third item evicts the oldest.
-        let CreateOutcome::Created(_) = h.create(A, 0, 0, 6, &v3, 1) else { panic!() };
-        assert!(h.get(&id1).is_none() && h.get(&id2).is_some());
-        // Forgotten, then made again (same identifier): the bytes return.
-        assert!(h.forget_value(&id2));
-        assert_eq!(h.create(A, 0, 0, 6, &v2, 1), CreateOutcome::Refreshed(id2));
-        assert_eq!(&h.get(&id2).unwrap().value()[..], &v2[..]);
-        // Local items (dictionaries) are never forgotten.
-        let dict = crate::dict::sip_sdp_state();
-        h.add_local(dict.clone());
-        assert!(!h.forget_value(&dict.id));
-        assert_eq!(h.get(&dict.id).unwrap().len(), dict.len());
-    }
 
     #[test]
     fn an_idle_compartments_items_are_packed_and_read_back_unchanged() {
