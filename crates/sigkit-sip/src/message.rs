@@ -278,7 +278,9 @@ fn parse_start_line(line: &[u8]) -> Result<StartLine<'_>, ParseError> {
     if !is_token(method) {
         return Err(ParseError::Method);
     }
-    if uri.is_empty() || !uri.iter().all(u8::is_ascii_graphic) || !uri.contains(&b':') {
+    // No `<`, `>` or `"`: a Request-URI is never enclosed (RFC 3261 §7.1, RFC 4475 §3.1.2.5).
+    let uri_byte = |c: &u8| c.is_ascii_graphic() && !matches!(c, b'<' | b'>' | b'"');
+    if uri.is_empty() || !uri.iter().all(uri_byte) || !uri.contains(&b':') {
         return Err(ParseError::StartLine);
     }
     if !is_version(version) {

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+#[allow(dead_code)]
 pub fn corpus() -> Vec<(String, Vec<u8>)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../corpus");
     let mut out = Vec::new();
