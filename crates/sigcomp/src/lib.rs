@@ -15,6 +15,24 @@
 //! assert_eq!(out.output, b"hi");
 //! d.accept(out.pending, CompartmentId(1));
 //! ```
+//!
+//! ## Against a hostile peer
+//!
+//! What a peer's messages can make an endpoint hold or spend is bounded:
+//!
+//! * time: every instruction is charged its RFC 3320 §8.6 cycles before
+//!   it acts, and no cycle costs much more than another (state is found
+//!   by an index, not a search, whatever the number of states; the
+//!   `worst_cycles` bench measures the dearest loops);
+//! * memory per message: the UDVM memory (at most 65536 bytes), at most
+//!   65536 bytes of output, four state creations and four frees, and at
+//!   most [`udvm::MAX_ANNOUNCED_STATES`] announced state identifiers;
+//! * memory per compartment: its state memory size (RFC 3320 §6.2) and
+//!   its feedback;
+//! * memory of all compartments: [`Limits`] (by default 65,536
+//!   compartments and 1 GiB of state), enforced by closing the least
+//!   recently used compartments ([`Decompressor::take_evicted`] names
+//!   them), and watched through [`Decompressor::metrics`].
 
 #![forbid(unsafe_code)]
 

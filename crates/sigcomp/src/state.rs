@@ -859,15 +859,13 @@ impl StateHandler {
 /// Bytes `values` take in memory: plain ones at their length, each pack
 /// once at its packed length.
 fn held_bytes<'a>(values: impl Iterator<Item = &'a Value>) -> usize {
-    let mut packs: Vec<*const Pack> = Vec::new();
+    let mut packs: std::collections::HashSet<*const Pack> = std::collections::HashSet::new();
     let mut total = 0;
     for v in values {
         match v {
             Value::Plain(v) => total += v.len(),
             Value::Packed { pack, .. } => {
-                let p = Arc::as_ptr(pack);
-                if !packs.contains(&p) {
-                    packs.push(p);
+                if packs.insert(Arc::as_ptr(pack)) {
                     total += pack.lz4.len();
                 }
             }
