@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the fuzz targets (decompress, stream, nack) with libFuzzer on the
+# Builds the fuzz targets (decompress, stream, nack, emit, lines) with libFuzzer on the
 # STABLE toolchain, without cargo-fuzz.
 #
 # cargo-fuzz would pass `-Zsanitizer=...` and so needs nightly. The coverage
@@ -13,7 +13,7 @@
 # the crates of the targets, not build scripts and proc macros (which would
 # otherwise fail to link against the missing __sanitizer_cov_* symbols).
 #
-# Output: fuzz/target/<host>/release/{decompress,stream,nack}. The target
+# Output: fuzz/target/<host>/release/{decompress,stream,nack,emit,lines}. The target
 # dir is fuzz/target (gitignored), separate from the workspace's target/.
 # Needs a C++ compiler (libfuzzer-sys compiles libFuzzer itself).
 set -euo pipefail

@@ -9,14 +9,22 @@
 //!   of its entries' costs, and every entry's item is stored;
 //! * a failure's NACK parses back to the same reason, opcode, pc, details;
 //! * the deframer gives the same frames however the stream is chunked;
-//! * a run naming states gives the same result with the states packed.
+//! * a run naming states gives the same result with the states packed;
+//! * the deframer's count of bytes inside an unfinished message does not
+//!   depend on the chunking;
+//! * the header emitters (`sigcomp::wire`) accept exactly what RFC 3320 §7
+//!   can say, and what they emit parses back to the same fields;
+//! * `sigkit decompress --jsonl`'s bounded line reader splits any input as
+//!   `split(b'\n')` does, keeping no line over its bound.
 
 #![forbid(unsafe_code)]
 
 use sigcomp::nack::Nack;
-use sigcomp::udvm::MAX_OUTPUT;
-use sigcomp::wire::{emit_state_message, Deframer, Frame, Header};
 use sigcomp::udvm::StateRequest;
+use sigcomp::udvm::MAX_OUTPUT;
+use sigcomp::wire::{
+    emit_bytecode_message, emit_state_message, returned_feedback_item_len, Body, Deframer, EmitError, Frame, Header,
+};
 use sigcomp::{CompartmentId, Decompressor, Params, Pending, State, StateId, Transport};
 
 /// Parameters from one byte laid out as RFC 3320 Figure 13's
@@ -143,14 +151,16 @@ pub fn run_decompress(data: &[u8]) {
     }
 }
 
-fn deframe(stream: &[u8], chunk: usize, max: usize) -> Vec<Frame> {
+/// The frames of `stream` fed in chunks, and the bytes left inside an
+/// unfinished message.
+fn deframe(stream: &[u8], chunk: usize, max: usize) -> (Vec<Frame>, usize) {
     let mut d = Deframer::new(max);
     let mut frames = Vec::new();
     for c in stream.chunks(chunk.max(1)) {
         d.push(c, &mut frames);
         assert!(max == 0 || d.buffered() <= max, "deframer buffers {} > {max}", d.buffered());
     }
-    frames
+    (frames, if d.is_broken() { 0 } else { d.incomplete() })
 }
 
 /// The stream target: `data[0]` = parameters, `data[1]` = chunk size
@@ -161,12 +171,9 @@ pub fn run_stream(data: &[u8]) {
     let params = params_from_byte(*b);
     let max = if c & 0x80 != 0 { 0 } else { params.dms as usize };
     let chunk = usize::from(c & 0x7F);
-    let whole = deframe(stream, stream.len(), max);
+    let (whole, incomplete) = deframe(stream, stream.len(), max);
     if chunk != 0 {
-        assert_eq!(deframe(stream, chunk, max), whole, "chunking changed the frames");
-    }
-    if let Some(i) = whole.iter().position(|f| *f == Frame::FramingError) {
-        assert_eq!(i, whole.len() - 1, "frames after a framing error");
+        assert_eq!(deframe(stream, chunk, max), (whole.clone(), incomplete), "chunking changed the frames");
     }
     let mut d = Decompressor::new(params).expect("valid parameters");
     for (i, f) in whole.iter().enumerate() {
@@ -201,4 +208,118 @@ pub fn run_nack(data: &[u8]) {
             }
         }
     }
+}
+
+/// Takes `n` bytes from the front of `data` (fewer at its end).
+fn take<'a>(data: &mut &'a [u8], n: usize) -> &'a [u8] {
+    let (head, tail) = data.split_at(n.min(data.len()));
+    *data = tail;
+    head
+}
+
+/// The emit target: `data[0]` bit 0 = state-access (else bytecode upload)
+/// message, bit 1 = with a returned feedback item of `data[1]` bytes; then
+/// the partial identifier's length (byte, mod 16) or the bytecode's length
+/// (2 bytes, mod 4200) and destination (2 bytes); then the item, the
+/// identifier or bytecode, and the compressed data, as far as the input
+/// goes. The emitters must refuse exactly the fields RFC 3320 §7 cannot
+/// carry, and what they emit must parse back to the same fields.
+pub fn run_emit(data: &[u8]) {
+    let mut data = data;
+    let Some(&flags) = take(&mut data, 1).first() else { return };
+    let feedback_len = if flags & 2 != 0 { take(&mut data, 1).first().map(|&b| usize::from(b)) } else { None };
+    let is_state = flags & 1 != 0;
+    let word = |d: &mut &[u8]| take(d, 2).iter().fold(0usize, |a, &b| (a << 8) | usize::from(b));
+    let (body_len, destination) = if is_state {
+        (take(&mut data, 1).first().map_or(0, |&b| usize::from(b % 16)), 0)
+    } else {
+        (word(&mut data) % 4200, word(&mut data) as u16)
+    };
+    let feedback = feedback_len.map(|n| take(&mut data, n));
+    let body = take(&mut data, body_len);
+    let input = data;
+
+    // What RFC 3320 §7 allows, decided here independently of wire.rs.
+    let mut faults = Vec::new();
+    if let Some(item) = feedback {
+        match item.first() {
+            None => faults.push(EmitError::EmptyReturnedFeedback),
+            Some(&first) => {
+                let expected = if first < 0x80 { 1 } else { 1 + usize::from(first - 0x80) };
+                assert_eq!(returned_feedback_item_len(first), expected);
+                if item.len() != expected {
+                    faults.push(EmitError::ReturnedFeedbackLength { expected, actual: item.len() });
+                }
+            }
+        }
+    }
+    let result = if is_state {
+        if ![6, 9, 12].contains(&body.len()) {
+            faults.push(EmitError::BadPartialIdLength { len: body.len() });
+        }
+        emit_state_message(feedback, body, input)
+    } else {
+        if body.is_empty() {
+            faults.push(EmitError::EmptyCode);
+        }
+        if body.len() > 4095 {
+            faults.push(EmitError::CodeTooLong { len: body.len() });
+        }
+        if !(128..=1024).contains(&destination) || destination & 63 != 0 {
+            faults.push(EmitError::BadDestination { destination });
+        }
+        emit_bytecode_message(feedback, body, destination, input)
+    };
+    let msg = match result {
+        Err(e) => {
+            assert!(faults.contains(&e), "{e:?} is none of the faults {faults:?}");
+            return;
+        }
+        Ok(msg) => {
+            assert!(faults.is_empty(), "emitted despite {faults:?}");
+            msg
+        }
+    };
+    let h = Header::parse(&msg).expect("an emitted message parses");
+    assert_eq!(h.returned_feedback, feedback);
+    assert_eq!(h.remaining, input);
+    match h.body {
+        Body::StateId(id) => assert!(is_state && id == body),
+        Body::Bytecode { code, destination_bits } => {
+            assert!(!is_state && code == body);
+            assert_eq!(sigcomp::wire::destination_address(destination_bits), destination);
+        }
+    }
+}
+
+/// The line reader of `sigkit decompress --jsonl`, compiled from its
+/// source file (the CLI is a binary crate, so it cannot be a dependency).
+#[path = "../../crates/sigkit-cli/src/line_reader.rs"]
+pub mod line_reader;
+
+/// The lines target: `data[0]` = the line bound, `data[1]` = the reader's
+/// buffer size - 1, the rest = the input. Every line comes back as
+/// `split(b'\n')` gives it (no line after a final `\n`), or as too long
+/// with its length, and no more than the bound is ever kept.
+pub fn run_lines(data: &[u8]) {
+    use line_reader::{read_line, Line};
+    let [max, capacity, input @ ..] = data else { return };
+    let max = usize::from(*max);
+    let mut reader = std::io::BufReader::with_capacity(usize::from(*capacity) + 1, input);
+    let mut want: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+    if input.is_empty() || input.last() == Some(&b'\n') {
+        want.pop();
+    }
+    let mut line = Vec::new();
+    for expected in want {
+        let got = read_line(&mut reader, &mut line, max).expect("reading a slice");
+        assert!(line.len() <= max && line.capacity() <= 4 * max.max(16), "line buffer over the bound");
+        if expected.len() <= max {
+            assert_eq!((got, &line[..]), (Line::Complete, expected));
+        } else {
+            assert_eq!(got, Line::TooLong { len: expected.len() as u64 });
+            assert!(line.is_empty());
+        }
+    }
+    assert_eq!(read_line(&mut reader, &mut line, max).expect("reading a slice"), Line::End);
 }
