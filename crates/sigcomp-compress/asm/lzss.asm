@@ -1,5 +1,5 @@
 ; LZSS token decoder (fragment of asm/mechanism.asm, see asm/README.md):
-; the modified LZSS of seed 000 §7.8.4,
+; the modified LZSS of the 2005 SigComp performance thesis §7.8.4,
 ; offsets of up to 15 bits over the circular buffer. Tokens, most
 ; significant bit first (input_bit_order 0):
 ;   0 + 7 bits                       literal byte 0..127 (SIP is ASCII)

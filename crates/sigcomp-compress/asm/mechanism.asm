@@ -1,5 +1,5 @@
 ; sigkit mechanism program: the part of every sigkit decompressor that
-; carries out the SigComp mechanisms (RFC 3320 §5, RFC 3321 as seed 000
+; carries out the SigComp mechanisms (RFC 3320 §5, RFC 3321 as the 2005 SigComp performance thesis
 ; §3.4–3.5 and §7.11 describe them, with RFC 4896's corrections). The token
 ; decoder of one algorithm (asm/lzss.asm, asm/deflate.asm, asm/lz77.asm) is
 ; spliced in by build.rs at the three placeholders (the contract between

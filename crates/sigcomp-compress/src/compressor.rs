@@ -1,15 +1,16 @@
 //! The compressor of one compartment (RFC 3320 §5, RFC 3321 mechanisms as
-//! seed 000 §3.4 and §7.11 describe them, with RFC 4896's corrections).
+//! the 2005 SigComp performance thesis §3.4 and §7.11 describe them, with
+//! RFC 4896's corrections).
 //!
-//! The compressor keeps a *model* of the peer's compartment: a real
-//! [`Decompressor`] with the peer's parameters, into which it feeds every
-//! message it sends. That model does three jobs at once: it proves each
-//! message decompresses to the original bytes within the peer's cycles and
-//! memory before it leaves (RFC 3320 §5.1), it yields the exact state the
-//! peer will create (snapshot identifiers and memory images, so the next
-//! message's window is known byte for byte), and it tracks the peer's state
-//! memory, so a state that the peer's retention rules have evicted is
-//! never referenced.
+//! Before a message leaves, the compressor knows what the peer will do
+//! with it (RFC 3320 §5.1): the states it will create (snapshot
+//! identifiers and memory images, so the next message's window is known
+//! byte for byte) and an upper bound on the cycles it will spend, computed
+//! from the bytecode's own definitions (`Compressor::predict`). Where
+//! that cannot be computed, and on every message with [`Config::verify`],
+//! a real [`Decompressor`] with the peer's parameters runs the message
+//! instead. A `PeerModel` keeps the peer's state memory by the peer's
+//! retention rules, so a state the peer has evicted is never referenced.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,7 +30,7 @@ use crate::peer_model::PeerModel;
 /// Compression algorithm (its bytecode fragment and encoder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Algorithm {
-    /// The modified LZSS of seed 000 §7.8.4.
+    /// The modified LZSS of the 2005 SigComp performance thesis §7.8.4.
     Lzss,
     /// Deflate (RFC 1951) tokens, fixed Huffman codes.
     #[cfg(feature = "deflate")]
@@ -93,7 +94,7 @@ impl Algorithm {
     }
 }
 
-/// How much state the compressor builds at the peer (seed 000 §9.6).
+/// How much state the compressor builds at the peer (the 2005 SigComp performance thesis §9.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mechanism {
     /// Bytecode uploaded in every message; nothing saved.
@@ -138,7 +139,7 @@ pub struct Config {
     /// Message-based (UDP): states are used only once acknowledged.
     /// Stream-based (TCP): states are usable once sent.
     pub transport: Transport,
-    /// Longest match: 18, 66 or 258 bytes (LZSS; seed 000 §9.3).
+    /// Longest match: 18, 66 or 258 bytes (LZSS; the 2005 SigComp performance thesis §9.3).
     pub lookahead: usize,
     /// Part of the SIP/SDP dictionary in the window; None for none. With a
     /// user dictionary ([`Compressor::set_user_dictionary`]) that one is
@@ -209,8 +210,9 @@ impl From<sigcomp::wire::EmitError> for CompressError {
 }
 
 /// One saved decompressor memory (dynamic mechanism). Its bytes (UDVM
-/// memory from address 64 to buffer_end) are the model's item
-/// ([`Compressor::snapshot_memory`]), empty once forgotten.
+/// memory from address 64 to buffer_end) are an item of the model
+/// decompressor's state handler ([`Compressor::snapshot_memory`]), freed
+/// once a newer usable snapshot supersedes it.
 #[derive(Debug, Clone)]
 struct Snapshot {
     id: StateId,
@@ -1314,7 +1316,6 @@ impl Finder {
         match algorithm {
             Algorithm::Lzss => Finder::Lzss(MatchFinder::default()),
             #[cfg(any(feature = "deflate", feature = "lz77"))]
-            #[allow(unreachable_patterns)]
             _ => Finder::Chains(crate::chains::MatchFinder::default()),
         }
     }

@@ -11,7 +11,7 @@
 //! code or exactly the 7-bit end-of-block code. [`rfc1951_block`] wraps
 //! the same symbols as a complete raw RFC 1951 stream.
 //!
-//! Seed 001 (Open SigComp 0.9) characterises "a modified version of the
+//! The Open SigComp 0.9 characterisation names "a modified version of the
 //! Deflate algorithm" (§2.2.1) without describing it; its Table 4 lists a
 //! 338-byte bytecode and, in the compressor, a 1024-byte literal table and
 //! a 1036-byte length table (256 and 259 four-byte entries: precomputed

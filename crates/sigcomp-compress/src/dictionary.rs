@@ -5,7 +5,7 @@
 /// sit at the end, so they land nearest to the message in the window.
 const STRING_START: [u16; 6] = [0x0D8C, 0x0CB2, 0x0920, 0x07B8, 0x0085, 0x0000];
 
-/// A range of dictionary priorities `first..=last` (1..=5), as seed 000
+/// A range of dictionary priorities `first..=last` (1..=5), as the 2005 SigComp performance thesis
 /// §9.4 measured them ("1-2", "1-3", …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Priorities {

@@ -1,9 +1,9 @@
-//! The modified LZSS encoder of seed 000 §7.8.4–7.8.5: literals and
+//! The modified LZSS encoder of the 2005 SigComp performance thesis §7.8.4–7.8.5: literals and
 //! (offset, length) pairs over a circular window that already holds the
 //! dictionary, earlier messages and shared states.
 //!
 //! Matches are found with hash chains keyed by the next three bytes
-//! (seed 000 §7.8.5 found hashing 64 % faster than a linear search). The
+//! (the 2005 SigComp performance thesis §7.8.5 found hashing 64 % faster than a linear search). The
 //! chains are kept between messages in a [`MatchFinder`]: when the next
 //! message's window is the previous window plus what the previous message
 //! added to the buffer (the usual case), only the new bytes are hashed.
@@ -14,7 +14,7 @@
 //! Token format (most significant bit first, as `asm/lzss.asm` reads it):
 //! `0` + 7 bits: a literal byte below 128 (SIP is ASCII); `10` + 7 bits: a
 //! literal byte 128..=255; `11` + `offset_bits` of (offset − 1) + the
-//! length's prefix code ([`length_code`]). Seed 000 §7.8.4 spends 9 bits
+//! length's prefix code ([`length_code`]). The 2005 SigComp performance thesis §7.8.4 spends 9 bits
 //! on every literal and a fixed field on the length; these codes cost less
 //! on SIP.
 
@@ -39,7 +39,7 @@ impl LzssFormat {
     /// 66 or 258, or another 2^k + 2 up to 258).
     pub fn for_buffer(buffer_size: usize, lookahead: usize) -> Option<LzssFormat> {
         let length_bits = Self::length_bits_for(lookahead)?;
-        // Offsets reach the whole buffer (seed 000 §7.8.4: 12 bits for a
+        // Offsets reach the whole buffer (the 2005 SigComp performance thesis §7.8.4: 12 bits for a
         // 4096-byte buffer).
         let offset_bits = (usize::BITS - buffer_size.max(2).saturating_sub(1).leading_zeros()).clamp(9, 15) as u8;
         Some(LzssFormat { offset_bits, length_bits })
@@ -145,7 +145,7 @@ const NIL: u32 = u32::MAX;
 #[inline]
 fn hash3(b: &[u8]) -> usize {
     // Multiplicative (Fibonacci) hashing of the next three bytes, the key
-    // seed 000 §7.8.5 uses.
+    // the 2005 SigComp performance thesis §7.8.5 uses.
     let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
     (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize & (HASH_SIZE - 1)
 }
