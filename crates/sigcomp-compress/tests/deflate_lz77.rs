@@ -385,14 +385,15 @@ fn our_blocks_decode_with_the_rfc4464_deflate_bytecode() {
 /// Spliced into the mechanism program (build.rs) and driven by the
 /// compressor: the start-up flow of the Open SigComp 0.9 characterisation
 /// (corpus/open-sigcomp-startup) between two endpoints, each message
-/// decompressed by the receiver's own UDVM within the cycles RFC 3320 §8.6 allows at 16 cycles per bit, and
+/// decompressed by the receiver's own UDVM within the cycles RFC 3320 §8.6
+/// allows at 16 cycles per bit, and
 /// the dynamic mechanism cheaper than the basic one.
 #[test]
 fn endpoint_round_trips_with_the_mechanism() {
     use sigcomp::CompartmentId;
     use sigcomp_compress::{Algorithm, Config, Endpoint, Mechanism, Received};
     let flows = corpus();
-    let msgs = &flows.iter().find(|(name, _)| name == "open-sigcomp-startup").expect("the Open SigComp start-up flow").1;
+    let msgs = &flows.iter().find(|(name, _)| name == "open-sigcomp-startup").expect("start-up flow").1;
     let params = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
     let compartment = CompartmentId(1);
     for algorithm in [Algorithm::Deflate, Algorithm::Lz77] {
