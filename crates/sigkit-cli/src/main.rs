@@ -24,7 +24,10 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 
 /// Longest message a stream may carry (after unescaping); anything longer
-/// is a framing error rather than unbounded buffering.
+/// is a framing error rather than unbounded buffering. A single message
+/// (`sigkit decompress FILE`) is bounded by it too: it is far above any
+/// decompression memory an endpoint offers (131072 bytes at most), which
+/// a message must fit (RFC 3320 §7).
 pub const MAX_STREAM_MESSAGE: usize = 1 << 20;
 
 #[derive(Parser)]
@@ -178,7 +181,14 @@ fn decompress(args: DecompressArgs) -> ExitCode {
         decompress_stream(decompressor, input, args.hex, &file)
     } else {
         match read_input(&file, args.hex) {
-            Ok(input) => decompress_one(decompressor, &input),
+            Ok(Some(input)) => decompress_one(decompressor, &input),
+            Ok(None) => {
+                eprintln!(
+                    "sigkit: decompression failed: the message is over {MAX_STREAM_MESSAGE} bytes, more than \
+                     any decompression memory (RFC 3320 §7); the rest of the input was not read"
+                );
+                return ExitCode::from(EXIT_FAILED);
+            }
             Err(e) => {
                 eprintln!("sigkit: {}: {e}", file.display());
                 return ExitCode::from(EXIT_USAGE);
@@ -195,20 +205,37 @@ fn decompress(args: DecompressArgs) -> ExitCode {
     }
 }
 
-/// The bytes of `file` (`-` is stdin), hex-decoded with `hex`.
-fn read_input(file: &PathBuf, hex: bool) -> Result<Vec<u8>, String> {
-    let raw = if file.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        io::stdin().read_to_end(&mut buf).map_err(|e| e.to_string())?;
-        buf
+/// The message in `file` (`-` is stdin), hex-decoded with `hex`, or None
+/// for a message over [`MAX_STREAM_MESSAGE`] bytes: no decompression
+/// memory holds one, so the input is read in chunks and no further than
+/// that.
+fn read_input(file: &PathBuf, hex: bool) -> Result<Option<Vec<u8>>, String> {
+    let mut input: Box<dyn Read> = if file.as_os_str() == "-" {
+        Box::new(io::stdin().lock())
     } else {
-        std::fs::read(file).map_err(|e| e.to_string())?
+        Box::new(std::fs::File::open(file).map_err(|e| e.to_string())?)
     };
-    if !hex {
-        return Ok(raw);
+    let mut hex_decoder = hex.then(hexin::HexDecoder::default);
+    let mut chunk = vec![0u8; STREAM_CHUNK];
+    let mut message = Vec::new();
+    loop {
+        let n = match input.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.to_string()),
+        };
+        match &mut hex_decoder {
+            None => message.extend_from_slice(&chunk[..n]),
+            Some(decoder) if n == 0 => decoder.finish(&mut message).map_err(|e| format!("bad hex: {e}"))?,
+            Some(decoder) => decoder.push(&chunk[..n], &mut message).map_err(|e| format!("bad hex: {e}"))?,
+        }
+        if message.len() > MAX_STREAM_MESSAGE {
+            return Ok(None);
+        }
+        if n == 0 {
+            return Ok(Some(message));
+        }
     }
-    let text = String::from_utf8(raw).map_err(|_| "hex input is not UTF-8 text".to_string())?;
-    hexin::decode(&text).map_err(|e| format!("bad hex: {e}"))
 }
 
 /// One line describing a failure: reason name, where, and the details.

@@ -351,3 +351,27 @@ fn stream_hex_is_decoded_as_read() {
     assert_eq!(run.stdout_text(), "before");
     assert!(run.stderr.contains("bad hex"), "stderr: {}", run.stderr);
 }
+
+#[test]
+fn a_single_message_over_1_mib_is_refused_unread() {
+    // No decompression memory holds it; the input is not read past the
+    // bound (nor held), binary or hex, file or stdin.
+    let mut big = output_message(b"big");
+    big.resize((1 << 20) + 1, 0);
+    let file = temp_file("big.bin", &big);
+    for (args, input) in [
+        (vec!["decompress", path_str(&file)], Vec::new()),
+        (vec!["decompress", "-"], big.clone()),
+        (vec!["decompress", "--hex", "-"], hex::encode(&big).into_bytes()),
+    ] {
+        let run = sigkit(&args, &input);
+        assert_eq!(run.code, Some(1), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("over 1048576 bytes"), "{args:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty());
+    }
+    // Exactly 1 MiB is read, and fails as the decompressor decides.
+    big.truncate(1 << 20);
+    let run = sigkit(&["decompress", "-"], &big);
+    assert_eq!(run.code, Some(1));
+    assert!(!run.stderr.contains("over 1048576"), "{}", run.stderr);
+}
