@@ -520,7 +520,9 @@ fn arbitrary_message() -> impl Strategy<Value = Vec<u8>> {
                 rest
             }),
         (prop::collection::vec(interesting_byte(), 1..1200), 0u16..16, prop::collection::vec(any::<u8>(), 0..300))
-            .prop_map(|(code, dest, input)| emit_bytecode_message(None, &code, 64 * (dest + 2).min(16), &input).unwrap()),
+            .prop_map(
+                |(code, dest, input)| emit_bytecode_message(None, &code, 64 * (dest + 2).min(16), &input).unwrap()
+            ),
         (prop::sample::select(&[6usize, 9, 12][..]), prop::collection::vec(any::<u8>(), 0..64)).prop_map(
             |(n, input)| {
                 // Often the dictionary, sometimes an unknown identifier.
