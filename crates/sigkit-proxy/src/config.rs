@@ -82,9 +82,12 @@ pub struct ProxyConfig {
     /// The local address the proxy sends to the upstream from and
     /// receives its messages on (port 0: any free port).
     pub upstream_local: Option<SocketAddr>,
-    /// The host put into the proxy's Via, Record-Route and Path entries;
-    /// default: each socket's own address.
-    pub advertise: Option<String>,
+    /// The address the proxy writes into Record-Route and Path on the
+    /// terminals' side: a proxy farm's service address behind an L4
+    /// balancer (docs/deploy.md). Default: the socket's own address.
+    pub route_terminal: Option<SocketAddr>,
+    /// The same on the upstream's side.
+    pub route_upstream: Option<SocketAddr>,
     /// The proxy's SIP/SigComp identifier (RFC 5049 §6.1), a URN added as
     /// `sigcomp-id` where the proxy writes `comp=sigcomp`. Every instance
     /// of a proxy farm that shares state must use the same one.
@@ -152,7 +155,8 @@ impl Default for ProxyConfig {
             listen: Vec::new(),
             upstream: None,
             upstream_local: None,
-            advertise: None,
+            route_terminal: None,
+            route_upstream: None,
             sigcomp_id: "urn:uuid:5d5c1f3e-6b7a-4c2e-9f1d-5349474b4954".into(),
             sigcomp: SigcompConfig::default(),
             defence: DefenceConfig::default(),
@@ -182,10 +186,13 @@ impl Default for SigcompConfig {
 
 impl Default for DefenceConfig {
     fn default() -> Self {
-        // A SIP terminal sends a few messages a second; 16 cycles per bit
-        // over 1,500-byte messages is at most ~200,000 cycles each.
+        // A SIP terminal sends a few messages a second; at 16 cycles per
+        // bit a 1,500-byte message may take up to 208,000 cycles, so this
+        // lets a terminal send about ten a second at their worst, twenty in
+        // a burst, and costs the proxy a few percent of a core per source
+        // at most. A message over ~30 KB never fits the burst and is refused.
         DefenceConfig {
-            cycles_per_source_per_s: 20_000_000,
+            cycles_per_source_per_s: 2_000_000,
             cycles_burst: 4_000_000,
             messages_per_source_per_s: 200,
             messages_burst: 400,

@@ -134,7 +134,8 @@ pub struct Proxy {
     cpb: u64,
     sigcomp_id: String,
     addrs: LocalAddrs,
-    advertise: Option<String>,
+    route_terminal: Option<SocketAddr>,
+    route_upstream: Option<SocketAddr>,
     /// Compartments by remote application identifier: a `sigcomp-id`, or
     /// a flow token.
     by_sigcomp_id: HashMap<String, CompartmentId>,
@@ -172,7 +173,8 @@ impl Proxy {
             cpb: u64::from(config.sigcomp.cpb),
             sigcomp_id: config.sigcomp_id.clone(),
             addrs,
-            advertise: config.advertise.clone(),
+            route_terminal: config.route_terminal,
+            route_upstream: config.route_upstream,
             by_sigcomp_id: HashMap::new(),
             next_compartment: 1,
             flows: HashMap::new(),
@@ -262,10 +264,9 @@ impl Proxy {
     }
 
     fn host_of(&self, addr: SocketAddr) -> String {
-        match (&self.advertise, addr.ip()) {
-            (Some(h), _) => h.clone(),
-            (None, IpAddr::V6(ip)) => format!("[{ip}]"),
-            (None, IpAddr::V4(ip)) => ip.to_string(),
+        match addr.ip() {
+            IpAddr::V6(ip) => format!("[{ip}]"),
+            IpAddr::V4(ip) => ip.to_string(),
         }
     }
 
@@ -275,7 +276,7 @@ impl Proxy {
     fn terminal_uri(&self, token: u64) -> String {
         let f = self.flows.get(&token);
         let transport = f.map_or(SipTransport::Udp, |f| f.peer.transport);
-        let local = self.terminal_addr(transport, f.and_then(|f| f.peer.local));
+        let local = self.route_terminal.unwrap_or_else(|| self.terminal_addr(transport, f.and_then(|f| f.peer.local)));
         let mut uri = format!("sip:t.{token}@{}:{}", self.host_of(local), local.port());
         if transport == SipTransport::Tcp {
             uri.push_str(";transport=tcp");
@@ -288,14 +289,18 @@ impl Proxy {
     }
 
     fn upstream_uri(&self, token: u64) -> String {
-        format!("sip:t.{token}@{}:{};lr", self.host_of(self.addrs.upstream), self.addrs.upstream.port())
+        let a = self.route_upstream.unwrap_or(self.addrs.upstream);
+        format!("sip:t.{token}@{}:{};lr", self.host_of(a), a.port())
     }
 
     /// Whether `uri` (a Route entry) names this proxy.
     fn is_ours(&self, host: &str, port: Option<u16>) -> bool {
         let port = port.unwrap_or(5060);
-        let ours = |a: SocketAddr| a.port() == port && (host_matches(host, a.ip()) || self.advertise.as_deref() == Some(host));
-        ours(self.addrs.upstream) || self.addrs.terminal.iter().any(|(_, a)| ours(*a))
+        let ours = |a: SocketAddr| a.port() == port && host_matches(host, a.ip());
+        ours(self.addrs.upstream)
+            || self.addrs.terminal.iter().any(|(_, a)| ours(*a))
+            || self.route_terminal.is_some_and(ours)
+            || self.route_upstream.is_some_and(ours)
     }
 
     /// A message from a terminal: one datagram, or one message of a TCP

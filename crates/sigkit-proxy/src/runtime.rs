@@ -28,9 +28,15 @@ pub struct Running {
     pub metrics_addr: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
     done: tokio::task::JoinHandle<()>,
+    shared: Arc<Shared>,
 }
 
 impl Running {
+    /// Runs `f` on the proxy's state (for inspection: metrics, states).
+    pub fn inspect<R>(&self, f: impl FnOnce(&Proxy) -> R) -> Option<R> {
+        self.shared.proxy.lock().ok().map(|p| f(&p))
+    }
+
     /// Stops accepting, lets the tasks end, and waits for them.
     pub async fn stop(self) {
         let _ = self.shutdown.send(true);
@@ -153,13 +159,14 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         tasks.spawn(metrics_server(shared.clone(), l, stop.clone()));
     }
     tasks.spawn(signals(shutdown.clone()));
+    let inspected = shared.clone();
     let done = tokio::spawn(async move {
         let mut stop = stop;
         let _ = stop.wait_for(|s| *s).await;
         tasks.shutdown().await;
         tracing::info!("stopped");
     });
-    Ok(Running { terminal_addrs, upstream_local, metrics_addr, shutdown, done })
+    Ok(Running { terminal_addrs, upstream_local, metrics_addr, shutdown, done, shared: inspected })
 }
 
 async fn signals(shutdown: watch::Sender<bool>) {

@@ -403,6 +403,21 @@ impl Terminal {
         Ok(code)
     }
 
+    /// OPTIONS to `uri` outside any dialog; the final response's code.
+    pub async fn options(&mut self, uri: &str) -> Result<u16, String> {
+        let n = self.next();
+        let call_id = format!("opt-{}-{n}@127.0.0.1", self.local.port());
+        let tag = format!("o{n}");
+        let req = self.request("OPTIONS", uri, &format!("<{uri}>"), &call_id, &tag, 1, "");
+        self.send(&req).await;
+        let answer = self
+            .expect("final response to OPTIONS", Some(&req), |m| {
+                m.status_code().is_some_and(|c| c >= 200) && m.call_id().is_ok_and(|c| c == call_id)
+            })
+            .await?;
+        Ok(Message::parse(&answer).map_err(|e| e.to_string())?.status_code().unwrap_or(0))
+    }
+
     /// Waits for an INVITE, answers 180 and 200, waits for the ACK.
     pub async fn answer(&mut self) -> Result<Dialog, String> {
         let invite = self.expect("INVITE", None, |m| m.method() == Some("INVITE")).await?;

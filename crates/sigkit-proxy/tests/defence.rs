@@ -1,0 +1,131 @@
+//! One source floods the proxy with looping bytecode (each message runs
+//! until its cycle budget is spent, RFC 3320 §8.6), while registered
+//! SigComp terminals go on. The flood does not change any terminal's
+//! state, and the terminals keep at least 95 % of what they get done
+//! without it, at the same offered load.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use sigcomp::{CompartmentId, StateId};
+use support::ua::Terminal;
+use support::*;
+
+/// Bytecode that spends its whole cycle budget (RFC 3320 §8.6, with
+/// RFC 4896's cycles granted per input byte consumed): it reads one input
+/// byte, copies 120 bytes (121 cycles), and loops; at the end of the
+/// input it jumps to itself until the budget is gone. Assembled from
+///
+/// ```text
+/// at (128)
+/// :loop
+/// INPUT-BYTES (1, 64, done)
+/// COPY (200, 120, 400)
+/// JUMP (loop)
+/// :done
+/// JUMP (done)
+/// ```
+fn looping_message(padding: usize) -> Vec<u8> {
+    let mut m = vec![
+        0xf8, 0x00, 0xe1, 0x1c, 0x01, 0x86, 0x0d, 0x12, 0xa0, 0xc8, 0xa0, 0x78, 0xa1, 0x90, 0x16, 0xf5, 0x16,
+    ];
+    m.extend(std::iter::repeat_n(0x55u8, padding));
+    m
+}
+
+fn states(proxy: &sigkit_proxy::Proxy) -> BTreeMap<CompartmentId, Vec<StateId>> {
+    let s = proxy.endpoint().decompressor().states();
+    s.compartment_ids()
+        .map(|c| {
+            let mut ids: Vec<StateId> = s.compartment(c).map(|c| c.entries.iter().map(|e| e.id).collect()).unwrap_or_default();
+            ids.sort();
+            (c, ids)
+        })
+        .collect()
+}
+
+/// Each terminal sends OPTIONS at `per_second` for `span`; the number
+/// answered.
+async fn offered_load(terminals: &mut [Terminal], uri: &str, per_second: u32, span: Duration) -> usize {
+    let interval = Duration::from_secs(1) / per_second;
+    let end = Instant::now() + span;
+    let mut answered = 0;
+    let mut next = Instant::now();
+    while Instant::now() < end {
+        for t in terminals.iter_mut() {
+            if t.options(uri).await.is_ok() {
+                answered += 1;
+            }
+        }
+        next += interval;
+        tokio::time::sleep_until(next.into()).await;
+    }
+    answered
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_bytecode_flood_leaves_the_terminals_alone() {
+    if !have("kamailio") {
+        return;
+    }
+    let dir = scratch("flood");
+    let kport = free_port();
+    let _kamailio = kamailio(&dir, kport);
+    let proxy = sigkit_proxy::runtime::start(proxy_config(free_port(), kport)).await.unwrap();
+    let proxy_addr = proxy.terminal_addrs[0].1;
+    let mut terminals = Vec::new();
+    for user in ["alice", "bob"] {
+        let mut t = Terminal::new(user, proxy_addr, false, true).await;
+        t.register("secret", 300).await.unwrap();
+        terminals.push(t);
+    }
+    let uri = format!("sip:nobody@127.0.0.1:{kport}");
+    // Warm the terminals' compartments (acknowledged states both ways).
+    offered_load(&mut terminals, &uri, 20, Duration::from_millis(500)).await;
+
+    // The flood alone: no terminal's state at the proxy changes.
+    let before = proxy.inspect(states).unwrap();
+    let attacker = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let flood = looping_message(8_000);
+    let flood_for = |span: Duration| {
+        let flood = flood.clone();
+        let attacker = &attacker;
+        async move {
+            let end = Instant::now() + span;
+            let mut sent = 0u64;
+            while Instant::now() < end {
+                for _ in 0..10 {
+                    let _ = attacker.send_to(&flood, proxy_addr).await;
+                    sent += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            sent
+        }
+    };
+    let sent = flood_for(Duration::from_secs(1)).await;
+    let after = proxy.inspect(states).unwrap();
+    assert_eq!(before, after, "the flood changed the terminals' states");
+    let (refused, cycles) =
+        proxy.inspect(|p| (p.metrics().refused_messages + p.metrics().refused_cycles, p.metrics().udvm_cycles)).unwrap();
+    assert!(sent > 500, "the flood sent {sent}");
+    assert!(refused > sent / 2, "{refused} of {sent} flood messages refused");
+    // What it was allowed to run is bounded by the source's cycle budget.
+    let budget = sigkit_proxy::config::DefenceConfig::default();
+    assert!(cycles <= budget.cycles_burst + 2 * budget.cycles_per_source_per_s + 5_000_000, "{cycles} cycles run");
+
+    // The terminals' work, without and with the flood, at the same load.
+    let span = Duration::from_secs(2);
+    let quiet = offered_load(&mut terminals, &uri, 100, span).await;
+    let (flooded, _) = tokio::join!(offered_load(&mut terminals, &uri, 100, span), flood_for(span));
+    let run = proxy.inspect(|p| p.metrics().udvm_cycles).unwrap();
+    eprintln!("flood: {sent} sent, {refused} refused; answered {quiet} quiet, {flooded} flooded; {run} cycles run");
+    assert!(quiet >= 200, "only {quiet} OPTIONS answered without a flood");
+    assert!(flooded * 100 >= quiet * 95, "{flooded} answered under the flood against {quiet} without");
+    for t in &terminals {
+        assert_eq!(t.nacks, 0, "{} was NACKed", t.user);
+    }
+    proxy.stop().await;
+}
