@@ -2,7 +2,7 @@
 //! `cargo bench -p sigkit-sip --bench parse`.
 //!
 //! * `parse/invite`: `Message::parse` of the 3GPP video call INVITE of the
-//!   corpus (`corpus/3gpp-video-call/01-ue-INVITE.sip`, 1,000-odd bytes).
+//!   corpus (`corpus/3gpp-video-call/01-ue-INVITE.sip`, 1,437 bytes, 19 header lines).
 //! * `parse_views/invite`: parse plus the views a proxy reads (top Via,
 //!   Call-ID, CSeq, From, To, Route, Contact, SigComp identifier).
 //! * `proxy_rewrite/invite`: parse, then the P-CSCF's rewrite of the

@@ -297,3 +297,21 @@ fn branch_and_dialog_helpers() {
     assert!(!proxy::is_dialog_forming("BYE"));
     assert!(!proxy::is_dialog_forming("invite"));
 }
+
+#[test]
+fn compartment_lifetimes() {
+    use compartment::{compartment_lifetime, Lifetime};
+    let lifetime = |name: &str| compartment_lifetime(&Message::parse(&common::corpus_file(name)).unwrap());
+    // RFC 5049 §6.6: a 1xx with To tag and a 200 to INVITE establish the dialog.
+    assert_eq!(lifetime("3gpp-video-call/03-pcscf-183-Session-Progress.sip"), Lifetime::Dialog);
+    // This flow's 180 carries `CSeq: 129 UPDATE`: not dialog-forming.
+    assert_eq!(lifetime("3gpp-video-call/08-pcscf-180-Ringing.sip"), Lifetime::Transaction);
+    assert_eq!(lifetime("3gpp-video-call/11-pcscf-200-OK.sip"), Lifetime::Dialog);
+    // §6.4: a 100 Trying, a 200 to PRACK, a request: the transaction only.
+    assert_eq!(lifetime("3gpp-video-call/02-pcscf-100-Trying.sip"), Lifetime::Transaction);
+    assert_eq!(lifetime("3gpp-video-call/05-pcscf-200-OK.sip"), Lifetime::Transaction);
+    assert_eq!(lifetime("3gpp-video-call/01-ue-INVITE.sip"), Lifetime::Transaction);
+    // §6.5: a 200 to REGISTER.
+    assert_eq!(lifetime("3gpp-registration/04-pcscf-200-OK.sip"), Lifetime::Registration);
+    assert_eq!(lifetime("3gpp-registration/02-pcscf-401-Unauthorized.sip"), Lifetime::Transaction);
+}
