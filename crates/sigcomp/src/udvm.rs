@@ -177,6 +177,10 @@ enum Operand {
     Memory(u16),
 }
 
+/// Inputs of at most this many bytes have their SHA-1 digest kept for the
+/// next SHA-1 instruction (one SHA-1 block holds 55 bytes of input).
+const SHA1_REUSED_INPUT: usize = 55;
+
 /// Sets of an INPUT-HUFFMAN that [`HuffmanEntry`] keeps decoded.
 const HUFFMAN_CACHED_SETS: usize = 4;
 /// Instruction bytes a [`HuffmanEntry`] can hold.
@@ -236,6 +240,8 @@ pub struct Machine<'a> {
     unpacked: UnpackCache,
     /// The bytes SHA-1 and CRC read, kept between instructions.
     scratch: Vec<u8>,
+    /// The last short input SHA-1 hashed, and its digest.
+    last_digest: Option<([u8; SHA1_REUSED_INPUT], usize, [u8; 20])>,
 }
 
 impl<'a> Machine<'a> {
@@ -272,6 +278,7 @@ impl<'a> Machine<'a> {
             huffman_next: 0,
             unpacked: UnpackCache::default(),
             scratch: Vec::new(),
+            last_digest: None,
         }
     }
 
@@ -742,7 +749,24 @@ impl<'a> Machine<'a> {
                 let mut data = std::mem::take(&mut self.scratch);
                 data.clear();
                 self.read_string(position, length, bcl, bcr, &mut data)?;
-                let digest: [u8; 20] = Sha1::digest(&data).into();
+                // A digest costs a SHA-1 block (64 bytes) at least, for as
+                // little as 1 cycle: the same short input again reuses it.
+                let digest = match &self.last_digest {
+                    // (An empty input is not given to memcmp: its masked
+                    // load of a dangling pointer is slow on some CPUs.)
+                    Some((input, n, digest)) if *n == data.len() && (data.is_empty() || input[..*n] == data[..]) => {
+                        *digest
+                    }
+                    _ => {
+                        let digest: [u8; 20] = Sha1::digest(&data).into();
+                        if data.len() <= SHA1_REUSED_INPUT {
+                            let mut input = [0u8; SHA1_REUSED_INPUT];
+                            input[..data.len()].copy_from_slice(&data);
+                            self.last_digest = Some((input, data.len(), digest));
+                        }
+                        digest
+                    }
+                };
                 self.scratch = data;
                 self.write_string(destination, &digest, bcl, bcr)?;
                 Ok(Step::Next(c))
