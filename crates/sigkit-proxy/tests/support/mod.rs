@@ -28,12 +28,16 @@ pub fn have(tool: &str) -> bool {
     found
 }
 
-/// A port free for both UDP and TCP on 127.0.0.1.
+/// A port free for both UDP and TCP on 127.0.0.1, never handed out twice
+/// in this process (tests run in parallel threads).
 pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     loop {
         let u = UdpSocket::bind("127.0.0.1:0").unwrap();
         let port = u.local_addr().unwrap().port();
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        let mut given = GIVEN.lock().unwrap();
+        if !given.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.push(port);
             return port;
         }
     }

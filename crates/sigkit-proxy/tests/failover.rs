@@ -1,0 +1,81 @@
+//! Two `sigkit proxy` instances in front of one Kamailio, as a farm behind
+//! an L4 balancer (docs/deploy.md): both write the farm's service address
+//! (here the first proxy's) into Record-Route and Path. The first stops in
+//! the middle of a call; the terminal goes on through the second. Its
+//! first message there names a state the second proxy lacks: a
+//! STATE_NOT_FOUND NACK (RFC 4077) answers it, the terminal sends the
+//! message again with its bytecode, and the call completes.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use support::ua::Terminal;
+use support::*;
+
+async fn failover(tcp: bool) {
+    if !have("kamailio") || !have("sipp") {
+        return;
+    }
+    let dir = scratch(if tcp { "failover-tcp" } else { "failover-udp" });
+    let kport = free_port();
+    let _kamailio = kamailio(&dir, kport);
+    let uas_port = free_port();
+    let uas = {
+        let dir = dir.clone();
+        let port = uas_port.to_string();
+        tokio::task::spawn_blocking(move || {
+            let sf = sipp_scenario("uas_reinvite.xml");
+            sipp(&dir, &["-sf", &sf, "-i", "127.0.0.1", "-p", &port, "-m", "1"], Duration::from_secs(40))
+        })
+    };
+    let (pa, ua) = (free_port(), free_port());
+    let service_terminal = SocketAddr::from(([127, 0, 0, 1], pa));
+    let service_upstream = SocketAddr::from(([127, 0, 0, 1], ua));
+    let farm = |port: u16, upstream_local: u16| {
+        let mut c = proxy_config(port, kport);
+        c.upstream_local = Some(SocketAddr::from(([127, 0, 0, 1], upstream_local)));
+        c.route_terminal = Some(service_terminal);
+        c.route_upstream = Some(service_upstream);
+        c
+    };
+    let a = sigkit_proxy::runtime::start(farm(pa, ua)).await.unwrap();
+    let b = sigkit_proxy::runtime::start(farm(free_port(), 0)).await.unwrap();
+    let b_addr = b.terminal_addrs[0].1;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let mut alice = Terminal::new("alice", service_terminal, tcp, true).await;
+    alice.register("secret", 300).await.unwrap();
+    let mut call = alice.invite(&format!("sip:service@127.0.0.1:{uas_port}")).await.unwrap();
+    // The state the terminal will name next is acknowledged (UDP) or sent
+    // (TCP) by now: one more round trip through the first proxy.
+    assert_eq!(alice.in_dialog_request(&mut call, "INVITE").await.unwrap(), 200);
+    // The re-INVITE's ACK (end to end, no response) reaches the UAS
+    // before the first proxy goes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let a_states = a.inspect(|p| p.endpoint().decompressor().states().item_count()).unwrap();
+    assert!(a_states > 2, "the first proxy holds the terminal's state");
+    a.stop().await;
+
+    alice.switch_proxy(b_addr).await;
+    let nacks_before = alice.nacks;
+    assert_eq!(alice.in_dialog_request(&mut call, "BYE").await.unwrap(), 200, "BYE through the second proxy");
+    assert!(alice.nacks > nacks_before, "the second proxy NACKed the unknown state");
+    let metrics = http_get(b.metrics_addr.unwrap(), "/metrics").await;
+    let nacked = metric(&metrics, "sigkit_proxy_nacks_sent_total{reason=\"STATE_NOT_FOUND\"}").unwrap_or(0.0);
+    assert!(nacked >= 1.0, "{metrics}");
+    let uas = uas.await.unwrap();
+    assert_eq!((uas.successful, uas.failed), (1, 0), "SIPp UAS:\n{}", uas.output);
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_survives_its_proxy_over_udp() {
+    failover(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_survives_its_proxy_over_tcp() {
+    failover(true).await;
+}
