@@ -64,6 +64,8 @@ pub enum ParseError {
     Param,
     /// A CSeq value is not `number method` with number < 2**31 (RFC 3261 §20.16).
     CSeq,
+    /// A Call-ID is empty or holds white space (RFC 3261 §20.8, `callid = word [ "@" word ]`).
+    CallId,
     /// A numeric header value (Max-Forwards, Expires, Retry-After) is not a number.
     Number,
 }
@@ -97,6 +99,7 @@ impl fmt::Display for ParseError {
             ParseError::NameAddr => f.write_str("invalid name-addr"),
             ParseError::Param => f.write_str("invalid parameter"),
             ParseError::CSeq => f.write_str("invalid CSeq"),
+            ParseError::CallId => f.write_str("invalid Call-ID"),
             ParseError::Number => f.write_str("invalid number"),
         }
     }

@@ -402,6 +402,10 @@ impl<'a> Message<'a> {
     /// from the header section and its `Content-Length`; `Ok(None)` while more
     /// bytes are needed. A header section over [`MAX_HEADER_BYTES`] and a
     /// message without `Content-Length` are errors (the connection is unusable).
+    /// Empty lines before a message (RFC 3261 §7.5, and the CRLF keep-alives of
+    /// RFC 5626 §3.5.1) count towards the next frame; a buffer holding only
+    /// empty lines gives `Ok(None)`, so a caller that wants to answer
+    /// keep-alives strips them first.
     pub fn parse_stream_frame(buf: &[u8]) -> Result<Option<usize>, ParseError> {
         let start = skip_empty_lines(buf);
         let mut pos = start;
@@ -543,7 +547,7 @@ impl<'a> Message<'a> {
     pub fn call_id(&self) -> Result<&'a str, ParseError> {
         let v = self.single(HeaderName::CallId, "Call-ID")?;
         if v.is_empty() || v.bytes().any(is_lws) {
-            return Err(ParseError::MissingHeader("Call-ID"));
+            return Err(ParseError::CallId);
         }
         Ok(v)
     }

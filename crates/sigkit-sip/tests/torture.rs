@@ -77,6 +77,8 @@ fn header_level_errors() {
     let mut bytes = b"OPTIONS sip:a@b SIP/2.0\r\nCall-ID: \xff\xff\r\n\r\n".to_vec();
     let msg = Message::parse(&bytes).unwrap();
     assert_eq!(msg.call_id(), Err(ParseError::Utf8));
+    let spaced = b"OPTIONS sip:a@b SIP/2.0\r\nCall-ID: a b\r\n\r\n";
+    assert_eq!(Message::parse(spaced).unwrap().call_id(), Err(ParseError::CallId));
     bytes.truncate(0);
     // RFC 4475 §3.1.2.7 (CSeq number over 2**31) and §3.1.2.12 (Max-Forwards overflow).
     let msg_bytes = b"OPTIONS sip:user@example.com SIP/2.0\r\nMax-Forwards: 300000000000\r\n\r\n";
