@@ -83,7 +83,7 @@ impl Asm {
     }
     /// Multitype (%) value memory[addr].
     fn mm(&mut self, addr: u16) -> &mut Self {
-        if addr % 2 == 0 && addr < 128 {
+        if addr & 1 == 0 && addr < 128 {
             self.raw(&[0x40 | (addr / 2) as u8])
         } else if addr < 8192 {
             self.raw(&[0xC0 | (addr >> 8) as u8, addr as u8])
@@ -93,7 +93,7 @@ impl Asm {
     }
     /// Reference ($) to the word at addr.
     fn r(&mut self, addr: u16) -> &mut Self {
-        if addr % 2 == 0 && addr < 256 {
+        if addr & 1 == 0 && addr < 256 {
             self.raw(&[(addr / 2) as u8])
         } else {
             self.raw(&[0xC0, (addr >> 8) as u8, addr as u8])
