@@ -337,3 +337,30 @@ messages_per_source_per_s = 50
         assert!(e.contains("3000"), "{e}");
     }
 }
+
+#[cfg(test)]
+mod example_file {
+    use super::*;
+
+    /// The documented example parses and holds the defaults it claims.
+    #[test]
+    fn the_example_file_is_valid_and_states_the_defaults() {
+        let text = include_str!("../sigkit.example.toml");
+        let c = ProxyConfig::from_toml("sigkit.example.toml", text).unwrap();
+        c.validate().unwrap();
+        let d = ProxyConfig::default();
+        assert_eq!(c.sigcomp_id, d.sigcomp_id);
+        assert_eq!(c.threads, d.threads);
+        let (s, t) = (&c.sigcomp, &d.sigcomp);
+        assert_eq!(
+            (s.dms, s.sms, s.cpb, &s.algorithm, &s.mechanism, s.assumed_dms, s.assumed_sms, s.assumed_cpb),
+            (t.dms, t.sms, t.cpb, &t.algorithm, &t.mechanism, t.assumed_dms, t.assumed_sms, t.assumed_cpb)
+        );
+        assert_eq!((s.max_compartments, s.max_state_bytes, s.idle_timeout_s), (t.max_compartments, t.max_state_bytes, t.idle_timeout_s));
+        let (e, f) = (&c.defence, &d.defence);
+        assert_eq!(
+            (e.cycles_per_source_per_s, e.cycles_burst, e.messages_per_source_per_s, e.messages_burst, e.max_sources),
+            (f.cycles_per_source_per_s, f.cycles_burst, f.messages_per_source_per_s, f.messages_burst, f.max_sources)
+        );
+    }
+}
