@@ -16,8 +16,11 @@ fn a_bad_configuration_is_refused_with_its_line() {
     let dir = std::env::temp_dir().join(format!("sigkit-proxy-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sigkit.toml");
-    std::fs::write(&path, "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n\n[sigcomp]\ncpb = 17\n")
-        .unwrap();
+    std::fs::write(
+        &path,
+        "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n\n[sigcomp]\ncpb = 17\n",
+    )
+    .unwrap();
     let run = sigkit(&["proxy", "--config", path.to_str().unwrap()], b"");
     assert_eq!(run.code, Some(2), "{}", run.stderr);
     assert!(run.stderr.contains("17"), "{}", run.stderr);
@@ -77,7 +80,7 @@ fn the_proxy_serves_metrics_and_stops_on_sigterm() {
     let (n, _) = upstream.recv_from(&mut buf).expect("the request reaches the upstream");
     let forwarded = String::from_utf8_lossy(&buf[..n]);
     assert!(forwarded.starts_with("OPTIONS sip:127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:"), "{forwarded}");
-    assert!(forwarded.contains(&format!("received=127.0.0.1")) && forwarded.contains("Max-Forwards: 69"), "{forwarded}");
+    assert!(forwarded.contains("received=127.0.0.1") && forwarded.contains("Max-Forwards: 69"), "{forwarded}");
     let after = scrape().unwrap();
     assert!(after.contains("sigkit_proxy_messages_received_total{side=\"terminal\"} 1"), "{after}");
     assert!(after.contains("sigkit_proxy_messages_sent_total{side=\"upstream\"} 1"), "{after}");

@@ -277,7 +277,12 @@ impl ProxyConfig {
 
     /// What a terminal is assumed to offer until it says.
     pub fn assumed_peer(&self) -> Params {
-        Params { dms: self.sigcomp.assumed_dms, sms: self.sigcomp.assumed_sms, cpb: self.sigcomp.assumed_cpb, version: 2 }
+        Params {
+            dms: self.sigcomp.assumed_dms,
+            sms: self.sigcomp.assumed_sms,
+            cpb: self.sigcomp.assumed_cpb,
+            version: 2,
+        }
     }
 
     /// The compressor settings (valid after [`ProxyConfig::validate`]).
@@ -356,7 +361,10 @@ mod example_file {
             (s.dms, s.sms, s.cpb, &s.algorithm, &s.mechanism, s.assumed_dms, s.assumed_sms, s.assumed_cpb),
             (t.dms, t.sms, t.cpb, &t.algorithm, &t.mechanism, t.assumed_dms, t.assumed_sms, t.assumed_cpb)
         );
-        assert_eq!((s.max_compartments, s.max_state_bytes, s.idle_timeout_s), (t.max_compartments, t.max_state_bytes, t.idle_timeout_s));
+        assert_eq!(
+            (s.max_compartments, s.max_state_bytes, s.idle_timeout_s),
+            (t.max_compartments, t.max_state_bytes, t.idle_timeout_s)
+        );
         let (e, f) = (&c.defence, &d.defence);
         assert_eq!(
             (e.cycles_per_source_per_s, e.cycles_burst, e.messages_per_source_per_s, e.messages_burst, e.max_sources),

@@ -27,13 +27,13 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
-use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use sha1::{Digest, Sha1};
 use sigcomp::{CompartmentId, Reason, Transport};
 use sigcomp_compress::{Endpoint, EndpointConfig, Incoming, Received};
-use sigkit_sip::{HeaderName, Message};
+use sigkit_sip::proxy::{build_response, format_via, is_dialog_forming, route_uri};
+use sigkit_sip::{EditError, Editor, HeaderName, Message};
 
 use crate::config::{ConfigError, ProxyConfig, SipTransport};
 use crate::defence::{Refusal, SourceBudgets};
@@ -272,25 +272,19 @@ impl Proxy {
 
     /// A URI of the proxy on the terminal side of `flow` (with
     /// `comp=sigcomp` and the proxy's `sigcomp-id` where the terminal
-    /// speaks SigComp, RFC 3486 §5, RFC 5049 §6.1).
+    /// speaks SigComp, RFC 3486 §5, RFC 5049 §6.1), naming the flow.
     fn terminal_uri(&self, token: u64) -> String {
         let f = self.flows.get(&token);
         let transport = f.map_or(SipTransport::Udp, |f| f.peer.transport);
         let local = self.route_terminal.unwrap_or_else(|| self.terminal_addr(transport, f.and_then(|f| f.peer.local)));
-        let mut uri = format!("sip:t.{token}@{}:{}", self.host_of(local), local.port());
-        if transport == SipTransport::Tcp {
-            uri.push_str(";transport=tcp");
-        }
-        uri.push_str(";lr");
-        if f.is_some_and(|f| f.sigcomp) {
-            let _ = write!(uri, ";comp=sigcomp;sigcomp-id={}", escape_uri_param(&self.sigcomp_id));
-        }
-        uri
+        let tcp = (transport == SipTransport::Tcp).then_some("tcp");
+        let id = f.is_some_and(|f| f.sigcomp).then_some(self.sigcomp_id.as_str());
+        with_flow_token(token, &route_uri(&self.host_of(local), Some(local.port()), tcp, id))
     }
 
     fn upstream_uri(&self, token: u64) -> String {
         let a = self.route_upstream.unwrap_or(self.addrs.upstream);
-        format!("sip:t.{token}@{}:{};lr", self.host_of(a), a.port())
+        with_flow_token(token, &route_uri(&self.host_of(a), Some(a.port()), None, None))
     }
 
     /// Whether `uri` (a Route entry) names this proxy.
@@ -383,7 +377,14 @@ impl Proxy {
         }
     }
 
-    fn request_from_terminal(&mut self, now: Instant, from: Peer, msg: &Message<'_>, token: u64, incoming: Option<Incoming>) {
+    fn request_from_terminal(
+        &mut self,
+        now: Instant,
+        from: Peer,
+        msg: &Message<'_>,
+        token: u64,
+        incoming: Option<Incoming>,
+    ) {
         let Ok(top) = msg.top_via() else {
             self.metrics.bad_sip += 1;
             self.decide(incoming, None);
@@ -392,33 +393,41 @@ impl Proxy {
         let sigcomp_id = top.sigcomp_id().map(str::to_string);
         let compartment = self.compartment_for(sigcomp_id.as_deref(), token);
         let method = msg.method().unwrap_or("");
-        if let Some(reply) = self.too_many_hops(msg) {
-            self.decide(incoming, None);
-            self.reply_to_terminal(now, from, token, reply);
-            return;
-        }
         let branch = self.branch_for(msg);
-        let mut edits = Edits::default();
-        // RFC 3261 §18.2.1, RFC 3581 §4: where the request really came from.
-        if let Some(v) = msg.values(HeaderName::Via).next() {
-            let stamped = stamp_received(top.text, from.addr);
-            edits.replace(v.range.clone(), stamped.into_bytes());
-        }
-        self.consume_our_routes(msg, &mut edits);
-        let mut top_lines = String::new();
         let up = self.addrs.upstream;
-        let _ = write!(top_lines, "Via: SIP/2.0/UDP {}:{};branch={branch}\r\n", self.host_of(up), up.port());
-        if method == "REGISTER" {
-            let _ = write!(top_lines, "Path: <{}>\r\n", self.upstream_uri(token));
-        } else if is_dialog_forming(method) && !msg.to().is_ok_and(|t| t.tag().is_some()) {
-            // Double Record-Route: the terminal's side below, the
-            // upstream's on top (the terminal, as UAC, uses the reverse).
-            let _ = write!(top_lines, "Record-Route: <{}>\r\n", self.upstream_uri(token));
-            let _ = write!(top_lines, "Record-Route: <{}>\r\n", self.terminal_uri(token));
-        }
-        edits.insert_top(msg, top_lines.into_bytes());
-        edits.decrement_max_forwards(msg);
-        let out = edits.apply(msg.input());
+        let via = format_via("UDP", &self.host_of(up), Some(up.port()), &branch, None, false);
+        let out = {
+            let mut e = Editor::new(msg);
+            let edited = (|| -> Result<(), EditError> {
+                // RFC 3261 §18.2.1, RFC 3581 §4: where the request came from.
+                e.fill_top_via(from.addr)?;
+                e.remove_leading_routes_if(|na| na.sip_uri().is_ok_and(|u| self.is_ours(u.host, u.port)))?;
+                e.prepend_via(&via)?;
+                if method == "REGISTER" {
+                    e.prepend_path(&self.upstream_uri(token))?;
+                } else if is_dialog_forming(method) && !msg.to().is_ok_and(|t| t.tag().is_some()) {
+                    // Double Record-Route: the upstream's side on top, the
+                    // terminal's below (the terminal, as UAC, uses the
+                    // reverse order).
+                    e.prepend_record_route(&self.upstream_uri(token))?;
+                    e.prepend_record_route(&self.terminal_uri(token))?;
+                }
+                e.decrement_max_forwards()?;
+                Ok(())
+            })();
+            match edited {
+                Ok(()) => e.emit(),
+                Err(err) => {
+                    self.metrics.bad_sip += 1;
+                    let reply = matches!(err, EditError::TooManyHops).then(|| too_many_hops(msg)).flatten();
+                    self.decide(incoming, None);
+                    if let Some(reply) = reply {
+                        self.reply_to_terminal(now, from, token, reply);
+                    }
+                    return;
+                }
+            }
+        };
         // RFC 5049 §6: a REGISTER's state waits for the registrar's 2xx; a
         // registered terminal's state is kept; nobody else's is.
         if method == "REGISTER" {
@@ -463,34 +472,17 @@ impl Proxy {
         b
     }
 
-    /// 483 when Max-Forwards is 0 (RFC 3261 §16.3 step 2).
-    fn too_many_hops(&self, msg: &Message<'_>) -> Option<Vec<u8>> {
-        if msg.max_forwards().ok().flatten() == Some(0) && msg.method() != Some("ACK") {
-            return Some(simple_response(msg, 483, "Too Many Hops"));
-        }
-        None
-    }
-
     fn reply_to_terminal(&mut self, now: Instant, to: Peer, token: u64, reply: Vec<u8>) {
         let sigcomp = self.flows.get(&token).is_some_and(|f| f.sigcomp);
         self.deliver_to_terminal(now, to, token, sigcomp, reply);
     }
 
-    /// Removes the Route entries that name the proxy (RFC 3261 §16.4);
-    /// returns the flow token they carry.
-    fn consume_our_routes(&self, msg: &Message<'_>, edits: &mut Edits) -> Option<u64> {
-        let mut token = None;
-        for v in msg.values(HeaderName::Route) {
-            let Ok(text) = v.value_str() else { break };
-            let Ok(na) = sigkit_sip::NameAddr::parse(text) else { break };
-            let Ok(uri) = na.sip_uri() else { break };
-            if !self.is_ours(uri.host, uri.port) {
-                break;
-            }
-            token = token.or_else(|| uri.user.and_then(|u| u.strip_prefix("t.")).and_then(|t| t.parse().ok()));
-            edits.remove_list_value(msg, &v);
-        }
-        token
+    /// The flow token of the leading Route entries that name the proxy
+    /// (RFC 3261 §16.4), which the proxy wrote.
+    fn our_route_token(&self, msg: &Message<'_>) -> Option<u64> {
+        let routes = msg.routes().ok()?;
+        let ours = routes.iter().filter_map(|na| na.sip_uri().ok()).take_while(|u| self.is_ours(u.host, u.port));
+        ours.filter_map(|u| u.user.and_then(|u| u.strip_prefix("t.")).and_then(|t| t.parse().ok())).next()
     }
 
     /// A response going to the upstream: the proxy's Via off, the rest as is.
@@ -505,9 +497,12 @@ impl Proxy {
             return;
         }
         let _ = next;
-        let mut edits = Edits::default();
-        edits.remove_list_value(msg, &ours);
-        let out = edits.apply(msg.input());
+        let mut e = Editor::new(msg);
+        if e.remove_top_via().is_err() {
+            self.metrics.undeliverable += 1;
+            return;
+        }
+        let out = e.emit();
         let to = self.upstream_peer();
         self.send(Side::Upstream, to, out, false);
     }
@@ -567,9 +562,12 @@ impl Proxy {
             return;
         };
         let sigcomp = next.is_sigcomp();
-        let mut edits = Edits::default();
-        edits.remove_list_value(msg, &ours);
-        let out = edits.apply(msg.input());
+        let mut e = Editor::new(msg);
+        if e.remove_top_via().is_err() {
+            self.metrics.undeliverable += 1;
+            return;
+        }
+        let out = e.emit();
         self.deliver_to_terminal(now, to, token, sigcomp, out);
     }
 
@@ -591,15 +589,11 @@ impl Proxy {
     }
 
     fn flow_by_addr(&self, transport: SipTransport, addr: SocketAddr) -> Option<(u64, Peer)> {
-        self.flow_tokens
-            .iter()
-            .find(|(p, _)| p.transport == transport && p.addr == addr)
-            .map(|(p, t)| (*t, *p))
+        self.flow_tokens.iter().find(|(p, _)| p.transport == transport && p.addr == addr).map(|(p, t)| (*t, *p))
     }
 
     fn request_toward_terminal(&mut self, now: Instant, msg: &Message<'_>) {
-        let mut edits = Edits::default();
-        let routed = self.consume_our_routes(msg, &mut edits);
+        let routed = self.our_route_token(msg);
         // Without a token of ours, the Request-URI names the terminal's
         // address (its registered Contact).
         let target = routed.and_then(|t| self.flows.get(&t).map(|f| (t, f.peer))).or_else(|| {
@@ -615,41 +609,57 @@ impl Proxy {
         let Some((token, to)) = target else {
             self.metrics.undeliverable += 1;
             if msg.method() != Some("ACK") {
-                let reply = simple_response(msg, 404, "Not Found");
-                let up = self.upstream_peer();
-                self.send(Side::Upstream, up, reply, false);
+                if let Ok(reply) = build_response(msg, 404, "Not Found", Some(&self.to_tag(msg)), &[]) {
+                    let up = self.upstream_peer();
+                    self.send(Side::Upstream, up, reply, false);
+                }
             }
             return;
         };
-        if let Some(reply) = self.too_many_hops(msg) {
-            let up = self.upstream_peer();
-            self.send(Side::Upstream, up, reply, false);
-            return;
-        }
         let sigcomp = self.flows.get(&token).is_some_and(|f| f.sigcomp);
         let method = msg.method().unwrap_or("");
         let local = self.terminal_addr(to.transport, to.local);
-        let mut top = String::new();
-        let _ = write!(
-            top,
-            "Via: SIP/2.0/{} {}:{};branch={}",
+        let id = sigcomp.then_some(self.sigcomp_id.as_str());
+        let via = format_via(
             to.transport.via_token(),
-            self.host_of(local),
-            local.port(),
-            self.branch_for(msg)
+            &self.host_of(local),
+            Some(local.port()),
+            &self.branch_for(msg),
+            id,
+            false,
         );
-        if sigcomp {
-            let _ = write!(top, ";comp=sigcomp;sigcomp-id=\"<{}>\"", self.sigcomp_id);
+        let mut e = Editor::new(msg);
+        let edited = (|| -> Result<(), EditError> {
+            e.remove_leading_routes_if(|na| na.sip_uri().is_ok_and(|u| self.is_ours(u.host, u.port)))?;
+            e.prepend_via(&via)?;
+            if is_dialog_forming(method) && !msg.to().is_ok_and(|t| t.tag().is_some()) {
+                // The terminal is the UAS: its route set is the
+                // Record-Route in order, so the terminal's side on top.
+                e.prepend_record_route(&self.terminal_uri(token))?;
+                e.prepend_record_route(&self.upstream_uri(token))?;
+            }
+            e.decrement_max_forwards()?;
+            Ok(())
+        })();
+        match edited {
+            Ok(()) => {
+                let out = e.emit();
+                self.deliver_to_terminal(now, to, token, sigcomp, out);
+            }
+            Err(err) => {
+                self.metrics.bad_sip += 1;
+                if let Some(reply) = matches!(err, EditError::TooManyHops).then(|| too_many_hops(msg)).flatten() {
+                    let up = self.upstream_peer();
+                    self.send(Side::Upstream, up, reply, false);
+                }
+            }
         }
-        top.push_str("\r\n");
-        if is_dialog_forming(method) && !msg.to().is_ok_and(|t| t.tag().is_some()) {
-            let _ = write!(top, "Record-Route: <{}>\r\n", self.terminal_uri(token));
-            let _ = write!(top, "Record-Route: <{}>\r\n", self.upstream_uri(token));
-        }
-        edits.insert_top(msg, top.into_bytes());
-        edits.decrement_max_forwards(msg);
-        let out = edits.apply(msg.input());
-        self.deliver_to_terminal(now, to, token, sigcomp, out);
+    }
+
+    /// A To tag for a response the proxy makes itself (RFC 3261 §8.2.6.2):
+    /// the same for a retransmission of the request.
+    fn to_tag(&self, msg: &Message<'_>) -> String {
+        self.branch_for(msg)[BRANCH_PREFIX.len()..].to_string()
     }
 
     /// Sends `sip` to a terminal, compressed in its compartment where it
@@ -793,7 +803,11 @@ impl Proxy {
         };
         gauge("sigkit_proxy_compartments", "Compartments open.", e.compartments as f64);
         gauge("sigkit_proxy_state_bytes", "State memory of all compartments (RFC 3320 §6.2).", e.state_bytes as f64);
-        gauge("sigkit_proxy_registered_terminals", "Compartments with a live registration.", self.registered.len() as f64);
+        gauge(
+            "sigkit_proxy_registered_terminals",
+            "Compartments with a live registration.",
+            self.registered.len() as f64,
+        );
         let ratio = |sig: u64, sip: u64| if sip == 0 { 0.0 } else { sig as f64 / sip as f64 };
         gauge(
             "sigkit_proxy_compression_ratio_out",
@@ -809,12 +823,6 @@ impl Proxy {
     }
 }
 
-/// Requests that create a dialog whose later requests should pass the
-/// proxy (RFC 3261 §12, RFC 6665 §4.1, RFC 3515).
-fn is_dialog_forming(method: &str) -> bool {
-    matches!(method, "INVITE" | "SUBSCRIBE" | "REFER" | "NOTIFY")
-}
-
 fn host_matches(host: &str, ip: IpAddr) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
     h.parse::<IpAddr>().is_ok_and(|h| h == ip || (ip.is_unspecified() && h.is_loopback()))
@@ -825,124 +833,14 @@ fn socket_addr(host: &str, port: u16) -> Option<SocketAddr> {
     Some(SocketAddr::new(h.parse().ok()?, port))
 }
 
-/// `;` `,` `:` and the like are escaped in a URI parameter (RFC 5049 §6.1
-/// example: `sigcomp-id=urn%3auuid%3a...`).
-fn escape_uri_param(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.!~*'()[]/+$".contains(&b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02x}");
-        }
-    }
-    out
+/// `uri` (`sip:host...`) with the flow token as its user part.
+fn with_flow_token(token: u64, uri: &str) -> String {
+    format!("sip:t.{token}@{}", uri.strip_prefix("sip:").unwrap_or(uri))
 }
 
-/// The top Via with `received` set where the sent-by differs from the
-/// source, and `rport` filled where the terminal asked for it (RFC 3261
-/// §18.2.1, RFC 3581 §4).
-fn stamp_received(via: &str, source: SocketAddr) -> String {
-    let mut out = String::with_capacity(via.len() + 32);
-    let mut parts = via.split(';');
-    out.push_str(parts.next().unwrap_or(""));
-    for p in parts {
-        let name = p.split('=').next().unwrap_or("").trim();
-        if name.eq_ignore_ascii_case("received") {
-            continue;
-        }
-        if name.eq_ignore_ascii_case("rport") {
-            let _ = write!(out, ";rport={}", source.port());
-            continue;
-        }
-        out.push(';');
-        out.push_str(p);
-    }
-    let _ = write!(out, ";received={}", source.ip());
-    out
-}
-
-/// A response built from a request (RFC 3261 §8.2.6): its Via, From, To,
-/// Call-ID and CSeq.
-fn simple_response(msg: &Message<'_>, code: u16, reason: &str) -> Vec<u8> {
-    let mut out = format!("SIP/2.0 {code} {reason}\r\n").into_bytes();
-    for h in msg.headers() {
-        if matches!(h.kind, HeaderName::Via | HeaderName::From | HeaderName::To | HeaderName::CallId | HeaderName::CSeq)
-        {
-            out.extend_from_slice(&msg.input()[h.line.clone()]);
-        }
-    }
-    out.extend_from_slice(b"Content-Length: 0\r\n\r\n");
-    out
-}
-
-/// Byte-range edits of a message, applied in one pass so unchanged
-/// ranges are copied once.
-#[derive(Debug, Default)]
-struct Edits {
-    /// (range replaced, bytes put there), ranges disjoint.
-    splices: Vec<(Range<usize>, Vec<u8>)>,
-}
-
-impl Edits {
-    fn replace(&mut self, range: Range<usize>, bytes: Vec<u8>) {
-        self.splices.push((range, bytes));
-    }
-
-    /// Header lines before the first header.
-    fn insert_top(&mut self, msg: &Message<'_>, lines: Vec<u8>) {
-        let at = msg.headers().first().map_or(0, |h| h.line.start);
-        self.splices.push((at..at, lines));
-    }
-
-    /// Removes one element of a comma-separated header: the whole line
-    /// if it is the only one there.
-    fn remove_list_value(&mut self, msg: &Message<'_>, v: &sigkit_sip::ListValue<'_>) {
-        let Some(h) = msg.headers().get(v.header) else { return };
-        let alone = msg.values(h.kind).filter(|o| o.header == v.header).count() == 1;
-        if alone {
-            self.splices.push((h.line.clone(), Vec::new()));
-            return;
-        }
-        // Up to the next element's start, or from the previous one's end.
-        let bytes = msg.input();
-        let mut end = v.range.end;
-        while end < h.value_range.end && matches!(bytes[end], b' ' | b'\t' | b',') {
-            end += 1;
-        }
-        if end == h.value_range.end {
-            let mut start = v.range.start;
-            while start > h.value_range.start && matches!(bytes[start - 1], b' ' | b'\t' | b',' | b'\r' | b'\n') {
-                start -= 1;
-            }
-            self.splices.push((start..v.range.end, Vec::new()));
-        } else {
-            self.splices.push((v.range.start..end, Vec::new()));
-        }
-    }
-
-    fn decrement_max_forwards(&mut self, msg: &Message<'_>) {
-        if let Some(h) = msg.header(HeaderName::MaxForwards) {
-            if let Ok(Some(n)) = msg.max_forwards() {
-                self.splices.push((h.value_range.clone(), n.saturating_sub(1).to_string().into_bytes()));
-            }
-        }
-    }
-
-    fn apply(mut self, input: &[u8]) -> Vec<u8> {
-        self.splices.sort_by_key(|(r, _)| (r.start, r.end));
-        let extra: usize = self.splices.iter().map(|(_, b)| b.len()).sum();
-        let mut out = Vec::with_capacity(input.len() + extra);
-        let mut at = 0;
-        for (r, b) in self.splices {
-            if r.start < at {
-                continue;
-            }
-            out.extend_from_slice(&input[at..r.start]);
-            out.extend_from_slice(&b);
-            at = r.end;
-        }
-        out.extend_from_slice(&input[at..]);
-        out
-    }
+/// 483 Too Many Hops (RFC 3261 §16.3 item 2), with a To tag derived from
+/// the request.
+fn too_many_hops(msg: &Message<'_>) -> Option<Vec<u8>> {
+    let tag: String = msg.call_id().ok()?.bytes().filter(u8::is_ascii_alphanumeric).take(16).map(char::from).collect();
+    sigkit_sip::proxy::too_many_hops(msg, &format!("sk{tag}")).ok()
 }

@@ -28,9 +28,8 @@ use support::*;
 /// JUMP (done)
 /// ```
 fn looping_message(padding: usize) -> Vec<u8> {
-    let mut m = vec![
-        0xf8, 0x00, 0xe1, 0x1c, 0x01, 0x86, 0x0d, 0x12, 0xa0, 0xc8, 0xa0, 0x78, 0xa1, 0x90, 0x16, 0xf5, 0x16,
-    ];
+    let mut m =
+        vec![0xf8, 0x00, 0xe1, 0x1c, 0x01, 0x86, 0x0d, 0x12, 0xa0, 0xc8, 0xa0, 0x78, 0xa1, 0x90, 0x16, 0xf5, 0x16];
     m.extend(std::iter::repeat_n(0x55u8, padding));
     m
 }
@@ -39,7 +38,8 @@ fn states(proxy: &sigkit_proxy::Proxy) -> BTreeMap<CompartmentId, Vec<StateId>> 
     let s = proxy.endpoint().decompressor().states();
     s.compartment_ids()
         .map(|c| {
-            let mut ids: Vec<StateId> = s.compartment(c).map(|c| c.entries.iter().map(|e| e.id).collect()).unwrap_or_default();
+            let mut ids: Vec<StateId> =
+                s.compartment(c).map(|c| c.entries.iter().map(|e| e.id).collect()).unwrap_or_default();
             ids.sort();
             (c, ids)
         })
@@ -108,8 +108,9 @@ async fn a_looping_bytecode_flood_leaves_the_terminals_alone() {
     let sent = flood_for(Duration::from_secs(1)).await;
     let after = proxy.inspect(states).unwrap();
     assert_eq!(before, after, "the flood changed the terminals' states");
-    let (refused, cycles) =
-        proxy.inspect(|p| (p.metrics().refused_messages + p.metrics().refused_cycles, p.metrics().udvm_cycles)).unwrap();
+    let (refused, cycles) = proxy
+        .inspect(|p| (p.metrics().refused_messages + p.metrics().refused_cycles, p.metrics().udvm_cycles))
+        .unwrap();
     assert!(sent > 500, "the flood sent {sent}");
     assert!(refused > sent / 2, "{refused} of {sent} flood messages refused");
     // What it was allowed to run is bounded by the source's cycle budget.

@@ -107,8 +107,23 @@ async fn plain_sipp_terminal_through_the_proxy() {
     let rsa = proxy_addr.to_string();
     let target = format!("127.0.0.1:{uas_port}");
     let r = tokio::task::spawn_blocking(move || {
-        let args =
-            ["-sn", "uac", "-s", "service", "-i", "127.0.0.1", "-p", &uac_port, "-rsa", &rsa, "-m", "20", "-r", "20", &target];
+        let args = [
+            "-sn",
+            "uac",
+            "-s",
+            "service",
+            "-i",
+            "127.0.0.1",
+            "-p",
+            &uac_port,
+            "-rsa",
+            &rsa,
+            "-m",
+            "20",
+            "-r",
+            "20",
+            &target,
+        ];
         sipp(&dir, &args, Duration::from_secs(40))
     })
     .await

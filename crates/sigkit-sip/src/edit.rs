@@ -191,6 +191,41 @@ impl<'m, 'a> Editor<'m, 'a> {
         Ok(true)
     }
 
+    /// Loose routing through a proxy that owns several consecutive Route
+    /// entries (one per side, RFC 3261 §16.4 with double record-routing):
+    /// removes the leading Route values that `names_us` claims, across
+    /// header lines, and returns how many.
+    pub fn remove_leading_routes_if(
+        &mut self,
+        mut names_us: impl FnMut(&NameAddr<'a>) -> bool,
+    ) -> Result<usize, EditError> {
+        if !self.msg.is_request() {
+            return Err(EditError::NotRequest);
+        }
+        let values: Vec<_> = self.msg.values(HeaderName::Route).collect();
+        let mut n = 0;
+        for v in &values {
+            if !names_us(&NameAddr::parse(v.value_str()?)?) {
+                break;
+            }
+            n += 1;
+        }
+        let mut i = 0;
+        while i < n {
+            let line = values[i].header;
+            let in_line: Vec<_> = values.iter().filter(|v| v.header == line).collect();
+            let removed = values[..n].iter().filter(|v| v.header == line).count();
+            let range = match in_line.get(removed) {
+                // The line keeps its later values: remove up to the first kept one.
+                Some(kept) => in_line[0].range.start..kept.range.start,
+                None => self.msg.headers[line].line.clone(),
+            };
+            self.push(range, |_| {})?;
+            i += removed;
+        }
+        Ok(n)
+    }
+
     /// Replaces the Request-URI (RFC 3261 §16.5, §16.6 item 2).
     pub fn set_request_uri(&mut self, uri: &str) -> Result<(), EditError> {
         let StartLine::Request { method, uri: old, .. } = self.msg.start_line else {

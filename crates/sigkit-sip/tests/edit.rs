@@ -172,3 +172,37 @@ fn via_format() {
     let via = sigkit_sip::Via::parse(&v).unwrap();
     assert_eq!((via.sigcomp_id(), via.rport(), via.is_sigcomp()), (Some("urn:uuid:1"), Some(None), true));
 }
+
+#[test]
+fn leading_routes_of_ours_go_across_lines_and_within_one() {
+    let text = "BYE sip:ua@10.0.0.9 SIP/2.0\r\nVia: SIP/2.0/UDP 10.0.0.1;branch=z9hG4bKa\r\n\
+                Route: <sip:t.1@10.0.0.5;lr>, <sip:t.1@10.0.0.6;lr>, <sip:edge.example.org;lr>\r\n\
+                Route: <sip:far.example.org;lr>\r\nCall-ID: r\r\nCSeq: 2 BYE\r\nFrom: <sip:a@x>;tag=1\r\nTo: <sip:b@y>;tag=2\r\n\
+                Content-Length: 0\r\n\r\n";
+    let ours = |na: &sigkit_sip::NameAddr<'_>| na.sip_uri().is_ok_and(|u| u.host.starts_with("10.0.0."));
+    let msg = Message::parse(text.as_bytes()).unwrap();
+    let mut e = Editor::new(&msg);
+    assert_eq!(e.remove_leading_routes_if(ours), Ok(2));
+    let out = e.emit();
+    let routes: Vec<String> =
+        Message::parse(&out).unwrap().routes().unwrap().iter().map(|r| r.text.to_string()).collect();
+    assert_eq!(routes, ["<sip:edge.example.org;lr>", "<sip:far.example.org;lr>"]);
+
+    // All of a line, then part of the next.
+    let text = text
+        .replace("<sip:edge.example.org;lr>", "<sip:t.1@10.0.0.7;lr>")
+        .replace("Route: <sip:far.example.org;lr>", "Route: <sip:t.2@10.0.0.8;lr>, <sip:far.example.org;lr>");
+    let msg = Message::parse(text.as_bytes()).unwrap();
+    let mut e = Editor::new(&msg);
+    assert_eq!(e.remove_leading_routes_if(ours), Ok(4));
+    let out = e.emit();
+    let parsed = Message::parse(&out).unwrap();
+    let routes: Vec<String> = parsed.routes().unwrap().iter().map(|r| r.text.to_string()).collect();
+    assert_eq!(routes, ["<sip:far.example.org;lr>"]);
+    assert_eq!(parsed.headers_named("Route").count(), 1);
+
+    // None of ours: nothing changes.
+    let mut e = Editor::new(&msg);
+    assert_eq!(e.remove_leading_routes_if(|_| false), Ok(0));
+    assert_eq!(e.emit(), msg.as_bytes());
+}

@@ -20,7 +20,8 @@ fn tests_dir() -> PathBuf {
 /// Whether the test may go on without `tool` (never in CI, where a
 /// missing tool is a failure: `.ci/run` installs them).
 pub fn have(tool: &str) -> bool {
-    let found = Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success());
+    let found =
+        Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success());
     assert!(found || std::env::var_os("CI").is_none(), "{tool} is required in CI (.ci/run installs it)");
     if !found {
         eprintln!("skipping: {tool} is not installed");
@@ -139,7 +140,7 @@ pub fn sipp(dir: &Path, args: &[&str], limit: Duration) -> SippResult {
         text.lines()
             .filter(|l| l.contains(label))
             .filter_map(|l| l.split('|').nth(2).and_then(|c| c.trim().parse().ok()))
-            .last()
+            .next_back()
             .unwrap_or(0)
     };
     SippResult { successful: total("Successful call"), failed: total("Failed call"), output: text }

@@ -272,7 +272,10 @@ impl Terminal {
         }
     }
 
-    fn request(&mut self, method: &str, uri: &str, to: &str, call_id: &str, from_tag: &str, cseq: u32, extra: &str) -> Vec<u8> {
+    /// A request outside a dialog: `to` is the To header value, `ids`
+    /// the Call-ID and From tag.
+    fn request(&mut self, method: &str, uri: &str, to: &str, ids: (&str, &str), cseq: u32, extra: &str) -> Vec<u8> {
+        let (call_id, from_tag) = ids;
         let via = self.via();
         format!(
             "{method} {uri} SIP/2.0\r\nVia: {via}\r\nMax-Forwards: 70\r\nFrom: <sip:{}@{}>;tag={from_tag}\r\n\
@@ -292,11 +295,10 @@ impl Terminal {
         let uri = format!("sip:{}", self.domain);
         let to = format!("<sip:{}@{}>", self.user, self.domain);
         let extra = format!("Expires: {expires}\r\nSupported: path\r\n");
-        let first = self.request("REGISTER", &uri, &to, &call_id, &tag, 1, &extra);
+        let first = self.request("REGISTER", &uri, &to, (&call_id, &tag), 1, &extra);
         self.send(&first).await;
-        let challenge = self
-            .expect("401 to REGISTER", Some(&first), |m| m.status_code().is_some_and(|c| c >= 200))
-            .await?;
+        let challenge =
+            self.expect("401 to REGISTER", Some(&first), |m| m.status_code().is_some_and(|c| c >= 200)).await?;
         let challenge = String::from_utf8_lossy(&challenge).to_string();
         let code = Message::parse(challenge.as_bytes()).map_err(|e| e.to_string())?.status_code();
         if code == Some(200) {
@@ -315,7 +317,7 @@ impl Terminal {
             "Authorization: Digest username=\"{}\", realm=\"{realm}\", nonce=\"{nonce}\", uri=\"{uri}\", response=\"{response}\", algorithm=MD5\r\n",
             self.user
         );
-        let second = self.request("REGISTER", &uri, &to, &call_id, &tag, 2, &format!("{extra}{auth}"));
+        let second = self.request("REGISTER", &uri, &to, (&call_id, &tag), 2, &format!("{extra}{auth}"));
         self.send(&second).await;
         let answer = self
             .expect("final response to the authenticated REGISTER", Some(&second), |m| {
@@ -336,7 +338,7 @@ impl Terminal {
         let call_id = format!("call-{}-{n}@127.0.0.1", self.local.port());
         let tag = format!("c{n}");
         let to = format!("<{target}>");
-        let invite = self.request("INVITE", target, &to, &call_id, &tag, 1, "");
+        let invite = self.request("INVITE", target, &to, (&call_id, &tag), 1, "");
         self.send(&invite).await;
         let ok = self
             .expect("2xx to INVITE", Some(&invite), |m| {
@@ -408,7 +410,7 @@ impl Terminal {
         let n = self.next();
         let call_id = format!("opt-{}-{n}@127.0.0.1", self.local.port());
         let tag = format!("o{n}");
-        let req = self.request("OPTIONS", uri, &format!("<{uri}>"), &call_id, &tag, 1, "");
+        let req = self.request("OPTIONS", uri, &format!("<{uri}>"), (&call_id, &tag), 1, "");
         self.send(&req).await;
         let answer = self
             .expect("final response to OPTIONS", Some(&req), |m| {
@@ -424,12 +426,14 @@ impl Terminal {
         let msg = Message::parse(&invite).map_err(|e| e.to_string())?;
         let tag = format!("a{}", self.next());
         let contact = self.contact();
-        let rr: Vec<String> = msg.record_routes().map_err(|e| e.to_string())?.iter().map(|r| r.text.to_string()).collect();
+        let rr: Vec<String> =
+            msg.record_routes().map_err(|e| e.to_string())?.iter().map(|r| r.text.to_string()).collect();
         let mut extra: Vec<(&str, &str)> = vec![("Contact", &contact)];
         for r in &rr {
             extra.push(("Record-Route", r));
         }
-        let ringing = sigkit_sip::proxy::build_response(&msg, 180, "Ringing", Some(&tag), &extra).map_err(|e| e.to_string())?;
+        let ringing =
+            sigkit_sip::proxy::build_response(&msg, 180, "Ringing", Some(&tag), &extra).map_err(|e| e.to_string())?;
         self.send(&ringing).await;
         let ok = sigkit_sip::proxy::build_response(&msg, 200, "OK", Some(&tag), &extra).map_err(|e| e.to_string())?;
         self.send(&ok).await;
