@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Rebuild the seven Appendix C call flows of the SigComp thesis (seed 000)
+"""Rebuild the seven Appendix C call flows of the 2005 SigComp performance thesis
 into corpus/<flow>/NN-<sender>-<name>.sip, and write corpus/lengths.tsv and
 corpus/flows.tsv.
 
 Python 3 standard library only.  Usage:
 
-    python3 corpus/build.py [path/to/000_7b2bebe901a778ab.txt]
+    python3 corpus/build.py path/to/thesis.txt
 
-Without an argument the seed is looked for in ../shared/seeds/ beside the
-repository and in /work/shared/seeds/.  The hand-written flow of seed 001
-(corpus/open-sigcomp-startup/) is not generated here; its lengths.tsv rows are
+The argument is a plain-text copy of the thesis.  The hand-written flow of
+the Open SigComp characterisation (corpus/open-sigcomp-startup/) is not
+generated here; its lengths.tsv rows are
 recomputed from the files on disk.
 
 What the rebuild does to the PDF-extracted text (see corpus/README.md):
@@ -30,7 +30,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SEED_NAME = "000_7b2bebe901a778ab.txt"
+
 MAX_PAD = 5
 
 # (flow dir, thesis name, Appendix C section, thesis length table,
@@ -126,11 +126,7 @@ SECTION_RE = re.compile(r"^(14\.3\.\d+\.\d+) ")
 def find_seed(argv):
     if len(argv) > 1:
         return argv[1]
-    for cand in (os.path.join(HERE, "..", "..", "shared", "seeds", SEED_NAME),
-                 os.path.join("/work/shared/seeds", SEED_NAME)):
-        if os.path.exists(cand):
-            return cand
-    sys.exit("seed %s not found; pass its path" % SEED_NAME)
+    sys.exit("usage: corpus/build.py path/to/thesis.txt (a plain-text copy of the thesis)")
 
 
 def appendix_c_sections(text):
@@ -238,11 +234,11 @@ def write_tsv(rows, flow_rows):
                 n = len(f.read())
             rows.append(["open-sigcomp-startup", fn, str(size), str(n),
                          "yes" if n == size else "no", "0", str(n),
-                         "synthetic", label, "seed 001 Table 2", "-"])
+                         "synthetic", label, "the Open SigComp characterisation Table 2", "-"])
         flow_rows.append(["open-sigcomp-startup",
                           "Open SigComp characterisation: registration + call (Table 2)",
-                          "seed 001 section 2.2.1", str(len(files)),
-                          "seed 001 Table 2"])
+                          "the Open SigComp characterisation section 2.2.1", str(len(files)),
+                          "the Open SigComp characterisation Table 2"])
     with open(os.path.join(HERE, "lengths.tsv"), "w", newline="\n") as f:
         f.write("flow\tfile\tthesis_length\tour_length\tmatch\tpad\t"
                 "faithful_length\tsource\tthesis_row\tthesis_table\tnotes\n")

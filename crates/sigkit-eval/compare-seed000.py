@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Compare `sigkit flow` totals with seed 000's (the SigComp thesis)
-Appendices H, I, J and L, and seed 001's Table 2 (Python 3 standard
+"""Compare `sigkit flow` totals with the SigComp performance thesis
+Appendices H, I, J and L, and the Open SigComp characterisation's Table 2 (Python 3 standard
 library only).
 
     cargo build --release -p sigkit-cli
@@ -78,10 +78,10 @@ for flow, n, sect, pay, sig in L:
                  ["--mechanism", "shared", "--dms", "4096", "--dict-priority", "1-3", "--transport", "tcp"],
                  pay, sig))
 
-# Seed 001 Table 2: Open SigComp, Deflate without dictionary, DMS and SMS
+# The Open SigComp characterisation Table 2: Open SigComp, Deflate without dictionary, DMS and SMS
 # 8192; "Compressed" is the SigComp message. Mechanism not stated; shared
 # is our closest to a stateful production compressor.
-ROWS.append(("Open SigComp start-up", "seed 001 Table 2", "open-sigcomp-startup", 11,
+ROWS.append(("Open SigComp start-up", "the Open SigComp characterisation Table 2", "open-sigcomp-startup", 11,
              ["--mechanism", "shared", "--dms", "8192", "--sms", "8192", "--dict-priority", "none"], None, 3048))
 
 

@@ -2,7 +2,9 @@
 """Extract the assembly sources and the expected bytecode of RFC 4465 (torture
 tests) and RFC 4464 (users' guide examples) into tests/rfc4465 and tests/rfc4464.
 
-Usage: python3 tools/extract_rfc.py [/work/shared/standards]
+Usage: python3 tools/extract_rfc.py DIR
+
+DIR holds the RFC texts as rfc4464.txt and rfc4465.txt.
 
 The line ranges below were picked by hand from the RFC text; page headers and
 footers ("Surtees & West ... [Page N]", "RFC 446x ... 2006") and form feeds are
@@ -14,7 +16,9 @@ import os
 import re
 import sys
 
-STD = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/standards"
+if len(sys.argv) != 2:
+    sys.exit("usage: tools/extract_rfc.py DIR (the directory holding rfc4464.txt and rfc4465.txt)")
+STD = sys.argv[1]
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.join(HERE, "..", "tests")
 

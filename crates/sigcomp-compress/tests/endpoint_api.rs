@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use sigcomp::wire::{self, Deframer, Frame};
 use sigcomp::{CompartmentId, Limits, Params, Reason, Transport};
-use sigcomp_compress::{
-    Config, Endpoint, EndpointConfig, EndpointError, Incoming, Mechanism, ReceiveError, Received,
-};
+use sigcomp_compress::{Config, Endpoint, EndpointConfig, EndpointError, Incoming, Mechanism, ReceiveError, Received};
 
 fn config(mechanism: Mechanism, transport: Transport) -> Config {
     Config { mechanism, transport, verify: true, ..Config::default() }
@@ -211,8 +209,9 @@ fn idle_compartments_time_out() {
     let flow = read_flow("3gpp-video-call");
     let p = params(8192);
     let cfg = config(Mechanism::Dynamic, Transport::Message);
-    let mut proxy = Endpoint::new(EndpointConfig { idle_timeout: Some(Duration::from_secs(30)), ..EndpointConfig::new(p, p, cfg) })
-        .unwrap();
+    let mut proxy =
+        Endpoint::new(EndpointConfig { idle_timeout: Some(Duration::from_secs(30)), ..EndpointConfig::new(p, p, cfg) })
+            .unwrap();
     assert_eq!(proxy.poll_timeout(), None, "nothing to time out");
     let t0 = Instant::now();
     let (a, b) = (CompartmentId(1), CompartmentId(2));

@@ -23,7 +23,7 @@ fn matrix(algorithm: Algorithm) {
                     // Compression pays: the flow is smaller than sent raw
                     // (basic mechanism uploads bytecode every time, and a
                     // 2048-byte DMS cannot hold the large messages with a
-                    // useful buffer (seed 000 §2.6), so neither is held to it).
+                    // useful buffer (the SigComp performance thesis, §2.6), so neither is held to it).
                     if mechanism != Mechanism::Basic && dms >= 4096 {
                         assert!(
                             t.compressed < t.uncompressed,

@@ -290,7 +290,7 @@ fn bytecode_is_not_uploaded_twice_between_like_endpoints() {
 
 #[test]
 fn hash_chains_are_kept_between_messages() {
-    // Seed 000 §7.8.5: the match finder's chains survive from one message
+    // The SigComp performance thesis §7.8.5: the match finder's chains survive from one message
     // to the next when the window is the previous one plus the last
     // message, so a whole window is hashed only when the compressor
     // starts over (first message, or an older snapshot as base).

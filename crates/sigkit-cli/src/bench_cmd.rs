@@ -25,10 +25,10 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 
 /// Round trips a run makes when neither --messages nor --duration is given:
-/// Open SigComp's speed test ran 100,000 messages (seed 001 §2.1.1).
+/// Open SigComp's speed test ran 100,000 messages (the Open SigComp characterisation §2.1.1).
 const DEFAULT_MESSAGES: u64 = 100_000;
 
-/// The flow every compartment of the memory bench carries: seed 000's 3GPP
+/// The flow every compartment of the memory bench carries: the SigComp performance thesis's 3GPP
 /// video call (Appendix C).
 const MEMORY_FLOW: &str = "3gpp-video-call";
 

@@ -1,6 +1,6 @@
 //! The endpoint and compressor options that `sigkit flow` and `sigkit
 //! bench` share: both run two in-process SigComp endpoints on the same
-//! settings, with the defaults of seed 000 §8 (SMS 131072, 32 cycles per
+//! settings, with the defaults of the SigComp performance thesis §8 (SMS 131072, 32 cycles per
 //! bit).
 
 use clap::{Args, ValueEnum};
@@ -39,17 +39,17 @@ pub struct EndpointArgs {
     /// sigcomp-compress has; any other name is an error listing them).
     #[arg(long, default_value = "lzss")]
     pub algo: String,
-    /// SigComp mechanism: basic, static, dynamic or shared (seed 000 §9.6).
+    /// SigComp mechanism: basic, static, dynamic or shared (the SigComp performance thesis, §9.6).
     #[arg(long, default_value = "shared")]
     pub mechanism: String,
     /// decompression_memory_size of both endpoints (2048, 4096, ..., 131072).
     #[arg(long, default_value_t = 8192)]
     pub dms: u32,
-    /// state_memory_size per compartment (0, 2048, ..., 131072); seed 000 §8
+    /// state_memory_size per compartment (0, 2048, ..., 131072); the SigComp performance thesis §8
     /// uses the maximum, 131072.
     #[arg(long, default_value_t = 131072)]
     pub sms: u32,
-    /// cycles_per_bit (16, 32, 64, 128); seed 000 §8 uses 32.
+    /// cycles_per_bit (16, 32, 64, 128); the SigComp performance thesis §8 uses 32.
     #[arg(long, default_value_t = 32)]
     pub cpb: u16,
     /// Transport between the endpoints.

@@ -1,5 +1,5 @@
 //! `sigkit flow FLOW_DIR`: runs a SIP call flow between two in-process
-//! SigComp endpoints (a UE and a P-CSCF) and prints seed 000 Appendix H's
+//! SigComp endpoints (a UE and a P-CSCF) and prints the SigComp performance thesis Appendix H's
 //! per-message table, optionally writing the SigComp messages as a pcap.
 
 use std::io::{self, Write};
@@ -26,7 +26,7 @@ pub struct FlowArgs {
     pub dir: PathBuf,
     #[command(flatten)]
     pub endpoint: EndpointArgs,
-    /// Run only the first N messages of the flow (seed 000's tables cover
+    /// Run only the first N messages of the flow (the SigComp performance thesis's tables cover
     /// session establishment, without the closing BYE).
     #[arg(long, value_name = "N")]
     pub first: Option<usize>,
@@ -120,7 +120,7 @@ fn print_json(r: &FlowReport) -> io::Result<()> {
 
 fn print_table(r: &FlowReport) -> io::Result<()> {
     let mut out = io::stdout().lock();
-    // The columns of seed 000 Appendix H (ratio = SigComp / uncompressed).
+    // The columns of the SigComp performance thesis Appendix H (ratio = SigComp / uncompressed).
     writeln!(
         out,
         "{:<3} {:<24} {:<10} {:>8} {:>8} {:>8} {:>9} {:>6} {:>10} {:>10}",

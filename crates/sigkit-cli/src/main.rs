@@ -56,7 +56,7 @@ enum Command {
     ///
     /// Each message of FLOW_DIR is compressed by its sender (UE or P-CSCF)
     /// and decompressed by the receiver's own UDVM, feedback going back;
-    /// prints the per-message table of seed 000 Appendix H (see README.md).
+    /// prints the per-message table of the SigComp performance thesis Appendix H (see README.md).
     Flow(flow_cmd::FlowArgs),
     /// Assemble RFC 4464 UDVM assembly into SigComp bytecode.
     ///

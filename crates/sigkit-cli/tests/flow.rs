@@ -291,7 +291,7 @@ fn users_can_bring_their_own_flow() {
 /// README's quick start: `sigkit flow corpus/3gpp-video-call` on the
 /// embedded defaults runs every message and compresses the call well below
 /// the thesis's shared-compression ratio on the same flow (0.27–0.28,
-/// seed 000 Appendix H), as README says.
+/// the SigComp performance thesis Appendix H), as README says.
 #[test]
 fn readme_quick_start_flow_runs_on_the_defaults() {
     let dir = corpus("3gpp-video-call");

@@ -1,6 +1,6 @@
 //! Speed, memory and multi-core scaling of sigkit's SigComp stack (issue 5).
 //!
-//! A *round trip* is what Open SigComp's speed test (seed 001 §2.1.1)
+//! A *round trip* is what Open SigComp's speed test (the Open SigComp characterisation §2.1.1)
 //! counts as one message: one endpoint compresses a SIP message, the other
 //! decompresses it with its own UDVM and accepts its state, and the
 //! feedback that message asked for travels back inside the next message in
@@ -49,7 +49,7 @@ pub fn sequence(flows: Vec<(String, Vec<FlowMessage>)>) -> Vec<BenchMessage> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CompartmentPolicy {
     /// At the start of every flow pass: each call is carried by a new UE
-    /// and P-CSCF compartment, as `sigkit flow` and seed 000 run a flow.
+    /// and P-CSCF compartment, as `sigkit flow` and the SigComp performance thesis run a flow.
     PerFlow,
     /// Every N messages regardless of flow boundaries (Open SigComp's speed
     /// test switches every 10), so bytecode upload and state creation are
@@ -209,7 +209,8 @@ fn ns(d: Duration) -> u64 {
 
 /// A UE and a P-CSCF, both offering `params`.
 fn endpoint_pair(params: Params, config: Config) -> Result<(Endpoint, Endpoint), BenchError> {
-    let mk = || Endpoint::new(EndpointConfig::new(params, params, config)).map_err(|e| BenchError::Setup(e.to_string()));
+    let mk =
+        || Endpoint::new(EndpointConfig::new(params, params, config)).map_err(|e| BenchError::Setup(e.to_string()));
     Ok((mk()?, mk()?))
 }
 
@@ -302,7 +303,8 @@ fn worker(seq: &[BenchMessage], opts: &SpeedOptions, quota: Option<u64>) -> Resu
         };
         let bytes = &m.message.bytes;
         let t0 = Instant::now();
-        let c = tx.compress(t0, compartment, bytes).map_err(|error| BenchError::Compress { message: label(m), error })?;
+        let c =
+            tx.compress(t0, compartment, bytes).map_err(|error| BenchError::Compress { message: label(m), error })?;
         // Over TCP the sender frames (RFC 3320 §4.2.2) and the receiver
         // unframes: both are part of the cost.
         let wire: &[u8] = if stream {
@@ -558,8 +560,10 @@ pub fn run_memory(flow: &[FlowMessage], opts: &MemoryOptions) -> Result<MemoryRe
     let start = Instant::now();
     // Every compartment is kept: the figure is what they cost, not what a
     // cap would leave.
-    let server_config =
-        EndpointConfig { limits: sigcomp::Limits::unlimited(), ..EndpointConfig::new(opts.params, opts.params, opts.config) };
+    let server_config = EndpointConfig {
+        limits: sigcomp::Limits::unlimited(),
+        ..EndpointConfig::new(opts.params, opts.params, opts.config)
+    };
     let mut server = Endpoint::new(server_config).map_err(|e| BenchError::Setup(e.to_string()))?;
     server.set_scratch_compartments(opts.hot);
     let rss_before = resident_bytes();
@@ -592,7 +596,9 @@ pub fn run_memory(flow: &[FlowMessage], opts: &MemoryOptions) -> Result<MemoryRe
                     (&mut ue, PEER, c.message)
                 }
             };
-            let got = rx.receive(&sent, transport).map_err(|e| BenchError::Decompress { message: what(), failure: e.failure })?;
+            let got = rx
+                .receive(&sent, transport)
+                .map_err(|e| BenchError::Decompress { message: what(), failure: e.failure })?;
             match got {
                 Received::Message(incoming) if incoming.message() == bytes => {
                     rx.accept(now, incoming, rx_compartment);

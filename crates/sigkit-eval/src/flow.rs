@@ -1,7 +1,7 @@
 //! Runs a call flow between two in-process SigComp endpoints, a UE and a
 //! P-CSCF: each message is compressed by its sender and decompressed by the
 //! receiver's own UDVM, with feedback carried in the reverse direction —
-//! the measurement of seed 000 Appendix H.
+//! the measurement of the SigComp performance thesis Appendix H.
 
 use std::time::Instant;
 
@@ -90,7 +90,8 @@ pub fn run(messages: &[FlowMessage], params: Params, config: Config) -> Result<F
             Side::Pcscf => (&mut pcscf, &mut ue, 0),
         };
         let t0 = Instant::now();
-        let c = tx.compress(t0, PEER, &m.bytes).map_err(|error| FlowError::Compress { message: label.clone(), error })?;
+        let c =
+            tx.compress(t0, PEER, &m.bytes).map_err(|error| FlowError::Compress { message: label.clone(), error })?;
         let compress_us = t0.elapsed().as_secs_f64() * 1e6;
         let wire = if stream {
             let mut framed = Vec::with_capacity(c.message.len() + 8);

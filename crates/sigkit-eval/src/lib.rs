@@ -2,7 +2,7 @@
 //!
 //! What sigkit measures with: the SIP call-flow corpus format
 //! ([`corpus`]) and flow runs between two in-process SigComp endpoints
-//! ([`flow`]), reproducing seed 000's per-message tables.
+//! ([`flow`]), reproducing the SigComp performance thesis's per-message tables.
 
 #![forbid(unsafe_code)]
 

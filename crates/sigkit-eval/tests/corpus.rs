@@ -81,7 +81,7 @@ fn lengths_agree_with_lengths_tsv_and_unmatched_ones_are_documented() {
             assert!(readme.contains(&key), "{key}: unmatched length not listed in corpus/README.md");
         }
     }
-    // Spot checks against the thesis tables themselves (seed 000
+    // Spot checks against the thesis tables themselves (the thesis
     // Appendix H §14.8 and Appendix L §14.12.4), so a regenerated
     // lengths.tsv cannot drift from the source unnoticed.
     let len = |flow: &str, file: &str| std::fs::read(corpus_dir().join(flow).join(file)).unwrap().len();
