@@ -3,7 +3,7 @@
 #
 #     fuzz/run.sh TARGET SECONDS [libFuzzer options...]
 #
-# TARGET is decompress, stream or nack. The corpus grows in
+# TARGET is decompress, stream, nack, emit, lines or sip. The corpus grows in
 # fuzz/corpus/TARGET (gitignored; kept between runs), started from the
 # checked-in seeds in fuzz/seeds/TARGET. A crash, timeout or out-of-memory
 # input is written to fuzz/artifacts/TARGET/ and the script exits non-zero.
@@ -14,14 +14,14 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 if [ $# -lt 2 ]; then
-    echo "usage: $0 TARGET SECONDS [libFuzzer options...]  (TARGET: decompress, stream, nack)" >&2
+    echo "usage: $0 TARGET SECONDS [libFuzzer options...]  (TARGET: decompress, stream, nack, emit, lines, sip)" >&2
     exit 2
 fi
 target=$1 seconds=$2
 shift 2
 case $target in
-    decompress | stream | nack) ;;
-    *) echo "$0: unknown target '$target' (decompress, stream, nack)" >&2; exit 2 ;;
+    decompress | stream | nack | emit | lines | sip) ;;
+    *) echo "$0: unknown target '$target' (decompress, stream, nack, emit, lines, sip)" >&2; exit 2 ;;
 esac
 
 bindir=$(./build.sh)
