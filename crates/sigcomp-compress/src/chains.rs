@@ -82,6 +82,18 @@ impl Default for MatchFinder {
 }
 
 impl MatchFinder {
+    /// A finder whose history is `window`, every position hashed: a
+    /// template that new compartments with the same fresh window clone (a
+    /// copy of the chains) instead of hashing the same bytes again. Its
+    /// chains are the ones [`MatchFinder::prepare`] and the first search
+    /// build over `window`: positions are inserted in the same order.
+    pub fn over(window: &[u8]) -> MatchFinder {
+        let mut f = MatchFinder::default();
+        f.prepare(window);
+        f.mark();
+        f
+    }
+
     /// The history, oldest byte first.
     pub fn history(&self) -> &[u8] {
         &self.data

@@ -237,6 +237,8 @@ pub struct Compressed {
     pub feedback_item: Option<u8>,
     /// The message announces itself as our shared state (id to create locally).
     pub announced: Option<State>,
+    /// SHA-1 of `message`, by which a NACK names it (RFC 4077 §3.1).
+    pub sha1: [u8; 20],
 }
 
 /// The compressor of one compartment.
@@ -457,19 +459,25 @@ impl Compressor {
     }
 
     /// A match finder over this compressor's fresh window (the bytecode's
-    /// dictionary part; LZSS only), for an endpoint to give to later
-    /// compressors with the same bytecode ([`Compressor::adopt_finder`]).
-    pub fn fresh_finder(&self) -> Option<MatchFinder> {
-        (self.config.algorithm == Algorithm::Lzss).then(|| MatchFinder::over(&self.bytecode.fresh_window(&self.layout)))
+    /// dictionary part, every position hashed), for an endpoint to give to
+    /// later compressors with the same bytecode
+    /// ([`Compressor::adopt_finder`]).
+    pub fn fresh_finder(&self) -> Option<FreshFinder> {
+        let window = self.bytecode.fresh_window(&self.layout);
+        Some(FreshFinder(match self.config.algorithm {
+            Algorithm::Lzss => Finder::Lzss(MatchFinder::over(&window)),
+            #[cfg(any(feature = "deflate", feature = "lz77"))]
+            _ => Finder::Chains(crate::chains::MatchFinder::over(&window)),
+        }))
     }
 
     /// Starts from `finder` (from [`Compressor::fresh_finder`] of a
-    /// compressor with the same bytecode) if this one has none yet. Any
-    /// finder gives the same tokens; this one only saves hashing the
-    /// fresh window.
-    pub fn adopt_finder(&mut self, finder: MatchFinder) {
-        if self.finder.is_none() && self.config.algorithm == Algorithm::Lzss {
-            self.finder = Some(Box::new(Finder::Lzss(finder)));
+    /// compressor with the same bytecode) if this one has none yet and the
+    /// finder is of this algorithm's kind. Any finder gives the same
+    /// tokens; this one only saves hashing the fresh window.
+    pub fn adopt_finder(&mut self, finder: FreshFinder) {
+        if self.finder.is_none() && finder.0.serves(self.config.algorithm) {
+            self.finder = Some(Box::new(finder.0));
         }
     }
 
@@ -706,11 +714,11 @@ impl Compressor {
             return Err(CompressError::Mismatch);
         }
         self.model_create(requested_states(&d.pending));
-        self.sent.record(
+        let sha1 = self.sent.record(
             sig,
             SentRecord { compartment: MODEL, states_used: dictionary.into_iter().collect(), states_requested: vec![] },
         );
-        Ok(Compressed { message: sig.to_vec(), payload_len, uploaded_bytecode: true, ..Compressed::default() })
+        Ok(Compressed { message: sig.to_vec(), payload_len, uploaded_bytecode: true, sha1, ..Compressed::default() })
     }
 
     /// A message that continues from the newest usable snapshot (or starts
@@ -771,9 +779,11 @@ impl Compressor {
         if base.is_none() {
             used.extend(self.bytecode.dictionary_id);
         }
-        self.sent
+        let sha1 = self
+            .sent
             .record(&sig, SentRecord { compartment: MODEL, states_used: used, states_requested: requested.clone() });
         Ok(Compressed {
+            sha1,
             message: sig,
             payload_len,
             uploaded_bytecode: uploaded,
@@ -1295,6 +1305,12 @@ impl Algorithm {
     }
 }
 
+/// A match finder over a bytecode's fresh window, hashed once and cloned
+/// into each new compressor with that bytecode
+/// ([`Compressor::fresh_finder`], [`Compressor::adopt_finder`]).
+#[derive(Debug, Clone)]
+pub struct FreshFinder(Finder);
+
 /// The encoder's match finder, kept between messages.
 #[derive(Debug, Clone)]
 enum Finder {
@@ -1317,6 +1333,15 @@ impl Finder {
             Algorithm::Lzss => Finder::Lzss(MatchFinder::default()),
             #[cfg(any(feature = "deflate", feature = "lz77"))]
             _ => Finder::Chains(crate::chains::MatchFinder::default()),
+        }
+    }
+
+    /// Whether this is the kind of finder `algorithm` encodes with.
+    fn serves(&self, algorithm: Algorithm) -> bool {
+        match self {
+            Finder::Lzss(_) => algorithm == Algorithm::Lzss,
+            #[cfg(any(feature = "deflate", feature = "lz77"))]
+            Finder::Chains(_) => algorithm != Algorithm::Lzss,
         }
     }
 

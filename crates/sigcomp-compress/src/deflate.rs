@@ -81,8 +81,8 @@ impl LsbWriter {
 }
 
 /// The fixed literal/length code of `sym` (RFC 1951 §3.2.6): (code, bits).
-fn literal_length_code(sym: u16) -> (u32, u32) {
-    let s = u32::from(sym);
+const fn literal_length_code(sym: u16) -> (u32, u32) {
+    let s = sym as u32;
     match sym {
         0..=143 => (0x30 + s, 8),
         144..=255 => (0x190 + s - 144, 9),
@@ -92,8 +92,8 @@ fn literal_length_code(sym: u16) -> (u32, u32) {
 }
 
 /// Length → (symbol, extra bits, extra value) (RFC 1951 §3.2.5).
-fn length_symbol(len: usize) -> (u16, u32, u32) {
-    debug_assert!((MIN_MATCH..=MAX_MATCH).contains(&len));
+const fn length_symbol(len: usize) -> (u16, u32, u32) {
+    debug_assert!(len >= MIN_MATCH && len <= MAX_MATCH);
     if len == 258 {
         return (285, 0, 0);
     }
@@ -127,7 +127,7 @@ pub fn min_token_bytes(len: usize) -> usize {
     len * 13 / MAX_MATCH / 8
 }
 
-fn length_cost(len: usize) -> u32 {
+const fn length_cost(len: usize) -> u32 {
     let (sym, extra, _) = length_symbol(len);
     literal_length_code(sym).1 + extra
 }
@@ -150,10 +150,7 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     // A copy may reach the oldest byte of the circular buffer, buffer-size
     // bytes back (RFC 3320 §8.4), and RFC 1951 allows 32768.
     let reach = buffer_size.min(MAX_DISTANCE);
-    let length_costs: Vec<u32> = (0..=MAX_MATCH).map(|l| if l < MIN_MATCH { 0 } else { length_cost(l) }).collect();
-    // The first length with the same length symbol (so the same bits).
-    let same_symbol_from: Vec<usize> =
-        (0..=MAX_MATCH).map(|l| if l < MIN_MATCH { l } else { l - length_symbol(l).2 as usize }).collect();
+    let (length_costs, same_symbol_from) = (&LENGTH_COSTS, &SAME_SYMBOL_FROM);
     // The matches at every position (the finder takes positions in order).
     let mut found = Vec::new();
     let mut matches = Vec::new();
@@ -174,7 +171,7 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     let mut cost = vec![0u32; n + 1];
     let mut choice = vec![Token::Literal(0); n];
     let mut minima = RangeMinima::new(n + 1);
-    minima.prepend(&cost, n);
+    minima.prepend(0, n);
     for i in (0..n).rev() {
         let b = message[i];
         let mut best = literal_length_code(u16::from(b)).1 + cost[i + 1];
@@ -188,14 +185,13 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
             let dcost = distance_cost(m.distance);
             let mut hi = m.len;
             while hi > shorter {
-                let floor =
-                    length_costs[MIN_MATCH] + distance_cost(1) + cost[minima.argmin(&cost, i + MIN_MATCH, i + hi)];
+                let floor = length_costs[MIN_MATCH] + distance_cost(1) + minima.min_cost(i + MIN_MATCH, i + hi);
                 if floor >= best {
                     break 'lengths;
                 }
                 let lo = same_symbol_from[hi].max(shorter + 1);
-                let j = minima.argmin(&cost, i + lo, i + hi);
-                let c = length_costs[lo] + dcost + cost[j];
+                let (least, j) = minima.min(i + lo, i + hi);
+                let c = length_costs[lo] + dcost + least;
                 if c < best {
                     best = c;
                     token = Token::Copy { len: (j - i) as u16, distance: m.distance as u16 };
@@ -205,7 +201,7 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
         }
         cost[i] = best;
         choice[i] = token;
-        minima.prepend(&cost, i);
+        minima.prepend(best, i);
     }
     let mut tokens = Vec::new();
     let mut i = 0;
@@ -220,44 +216,82 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     tokens
 }
 
-/// Positions of range minima of a cost array filled from its end: entry
-/// (k, i) is the position of the smallest cost in i..i + 2^k (the last
-/// one on a tie).
+/// Bits of each length's code and extra bits (0 below [`MIN_MATCH`]).
+const LENGTH_COSTS: [u32; MAX_MATCH + 1] = {
+    let mut t = [0; MAX_MATCH + 1];
+    let mut l = MIN_MATCH;
+    while l <= MAX_MATCH {
+        t[l] = length_cost(l);
+        l += 1;
+    }
+    t
+};
+
+/// The first length with the same length symbol as each length (so the
+/// same bits).
+const SAME_SYMBOL_FROM: [usize; MAX_MATCH + 1] = {
+    let mut t = [0; MAX_MATCH + 1];
+    let mut l = 0;
+    while l <= MAX_MATCH {
+        t[l] = if l < MIN_MATCH { l } else { l - length_symbol(l).2 as usize };
+        l += 1;
+    }
+    t
+};
+
+/// Range minima of a cost array filled from its end. Entry (k, i) is the
+/// smallest cost in i..i + 2^k with its position (the last one on a tie),
+/// packed as cost << 32 | !position so that the smaller of two entries is
+/// the answer for their union.
 struct RangeMinima {
     len: usize,
-    at: Vec<u32>,
+    levels: usize,
+    at: Vec<u64>,
 }
 
 impl RangeMinima {
+    /// The parse asks about at most [`MAX_MATCH`] − [`MIN_MATCH`] + 1
+    /// positions at once: blocks of up to 2^8.
+    const MAX_LEVELS: usize = 9;
+
     fn new(len: usize) -> RangeMinima {
-        let levels = (usize::BITS - len.leading_zeros()) as usize;
-        RangeMinima { len, at: vec![0; levels * len] }
+        let levels = ((usize::BITS - len.leading_zeros()) as usize).min(Self::MAX_LEVELS);
+        RangeMinima { len, levels, at: vec![0; levels * len] }
     }
 
-    /// Adds the entries starting at `i`, once cost[i..] is final.
-    fn prepend(&mut self, cost: &[u32], i: usize) {
+    /// Adds the entries starting at `i`, whose cost is `cost` (the costs
+    /// after it are in already).
+    fn prepend(&mut self, cost: u32, i: usize) {
         let n = self.len;
-        self.at[i] = i as u32;
+        self.at[i] = u64::from(cost) << 32 | u64::from(!(i as u32));
         let mut k = 1;
-        while i + (1 << k) <= n && (k + 1) * n <= self.at.len() {
-            let a = self.at[(k - 1) * n + i] as usize;
-            let b = self.at[(k - 1) * n + i + (1 << (k - 1))] as usize;
-            self.at[k * n + i] = if cost[b] <= cost[a] { b as u32 } else { a as u32 };
+        while k < self.levels && i + (1 << k) <= n {
+            let a = self.at[(k - 1) * n + i];
+            let b = self.at[(k - 1) * n + i + (1 << (k - 1))];
+            self.at[k * n + i] = a.min(b);
             k += 1;
         }
     }
 
-    /// The position of the smallest cost in lo..=hi (the last on a tie).
-    fn argmin(&self, cost: &[u32], lo: usize, hi: usize) -> usize {
+    /// The smallest cost in lo..=hi and its position (the last on a tie).
+    #[inline]
+    fn min(&self, lo: usize, hi: usize) -> (u32, usize) {
+        let m = self.min_key(lo, hi);
+        ((m >> 32) as u32, !(m as u32) as usize)
+    }
+
+    /// The smallest cost in lo..=hi.
+    #[inline]
+    fn min_cost(&self, lo: usize, hi: usize) -> u32 {
+        (self.min_key(lo, hi) >> 32) as u32
+    }
+
+    #[inline]
+    fn min_key(&self, lo: usize, hi: usize) -> u64 {
         let k = (usize::BITS - 1 - (hi - lo + 1).leading_zeros()) as usize;
+        debug_assert!(k < self.levels);
         let n = self.len;
-        let a = self.at[k * n + lo] as usize;
-        let b = self.at[k * n + hi + 1 - (1 << k)] as usize;
-        if cost[b] <= cost[a] {
-            b
-        } else {
-            a
-        }
+        self.at[k * n + lo].min(self.at[k * n + hi + 1 - (1 << k)])
     }
 }
 

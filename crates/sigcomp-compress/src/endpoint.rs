@@ -30,7 +30,6 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sha1::{Digest, Sha1};
 use sigcomp::nack::NackReport;
 use sigcomp::{CompartmentId, Decompressor, Failure, Limits, Nack, Params, Pending, Reason, State, StateId, Transport};
 
@@ -279,7 +278,7 @@ struct CompressorFactory {
     bytecode: Option<Arc<crate::bytecode::Bytecode>>,
     /// A match finder over that bytecode's fresh window, cloned into each
     /// new compressor that shares it.
-    fresh_finder: Option<crate::lzss::MatchFinder>,
+    fresh_finder: Option<crate::compressor::FreshFinder>,
 }
 
 impl CompressorFactory {
@@ -693,15 +692,14 @@ impl Endpoint {
             self.decompressor.states_mut().create_state(compartment, state.clone(), 65535);
             self.drop_evicted();
         }
-        self.remember_sent(&out.message, compartment);
+        self.remember_sent(out.sha1, compartment);
         self.metrics.messages_sent += 1;
         self.metrics.bytes_sent += out.message.len() as u64;
         self.metrics.bytes_compressed_from += message.len() as u64;
         Ok(out)
     }
 
-    fn remember_sent(&mut self, message: &[u8], compartment: CompartmentId) {
-        let sha: [u8; 20] = Sha1::digest(message).into();
+    fn remember_sent(&mut self, sha: [u8; 20], compartment: CompartmentId) {
         if self.sent.insert(sha, compartment).is_none() {
             self.sent_order.push_back(sha);
         }

@@ -107,14 +107,27 @@ pub fn encode_after(
     let mut from_run_at = vec![false; n];
     let mut waiting: std::collections::VecDeque<(usize, u32, usize)> = std::collections::VecDeque::new();
     let mut covering = std::collections::BinaryHeap::new();
-    for i in 0..=n {
-        while waiting.front().is_some_and(|&(begin, _, _)| begin <= i) {
-            let (begin, cost, end) = waiting.pop_front().expect("front");
-            covering.push(std::cmp::Reverse(Covering::key(cost, begin - MIN_MATCH, end)));
-        }
+    let expire = |covering: &mut std::collections::BinaryHeap<std::cmp::Reverse<u128>>, i: usize| {
         while covering.peek().is_some_and(|std::cmp::Reverse(k)| Covering::end(*k) < i) {
             covering.pop();
         }
+    };
+    for i in 0..=n {
+        while waiting.front().is_some_and(|&(begin, _, _)| begin <= i) {
+            let (begin, cost, end) = waiting.pop_front().expect("front");
+            // A range the heap's top covers to its end at no greater cost
+            // never wins a position (the top starts earlier, so it wins a
+            // tie): the heap's answers are the same without it, and the
+            // heap stays small where one long match covers the next ones.
+            expire(&mut covering, i);
+            let dominated = covering
+                .peek()
+                .is_some_and(|&std::cmp::Reverse(k)| Covering::cost(k) <= cost && Covering::end(k) >= end);
+            if !dominated {
+                covering.push(std::cmp::Reverse(Covering::key(cost, begin - MIN_MATCH, end)));
+            }
+        }
+        expire(&mut covering, i);
         if let Some(&std::cmp::Reverse(k)) = covering.peek() {
             let (cost, from) = (Covering::cost(k), Covering::from(k));
             if cost < after_match[i].0 {
