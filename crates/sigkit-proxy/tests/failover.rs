@@ -15,21 +15,9 @@ use support::ua::Terminal;
 use support::*;
 
 async fn failover(tcp: bool) {
-    if !have("kamailio") || !have("sipp") {
-        return;
-    }
-    let dir = scratch(if tcp { "failover-tcp" } else { "failover-udp" });
-    let kport = free_port();
-    let _kamailio = kamailio(&dir, kport);
+    let (dir, kport, _kamailio) = scratch_with_kamailio(if tcp { "failover-tcp" } else { "failover-udp" });
     let uas_port = free_port();
-    let uas = {
-        let dir = dir.clone();
-        let port = uas_port.to_string();
-        tokio::task::spawn_blocking(move || {
-            let sf = sipp_scenario("uas_reinvite.xml");
-            sipp(&dir, &["-sf", &sf, "-i", "127.0.0.1", "-p", &port, "-m", "1"], Duration::from_secs(40))
-        })
-    };
+    let uas = sipp_uas_one_call(&dir, uas_port);
     let (pa, ua) = (free_port(), free_port());
     let service_terminal = SocketAddr::from(([127, 0, 0, 1], pa));
     let service_upstream = SocketAddr::from(([127, 0, 0, 1], ua));

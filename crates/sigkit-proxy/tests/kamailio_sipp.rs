@@ -14,25 +14,13 @@ use support::ua::Terminal;
 use support::*;
 
 async fn calls_through_the_proxy(tcp: bool) {
-    if !have("kamailio") || !have("sipp") {
-        return;
-    }
-    let dir = scratch(if tcp { "tcp" } else { "udp" });
-    let kport = free_port();
-    let _kamailio = kamailio(&dir, kport);
+    let (dir, kport, _kamailio) = scratch_with_kamailio(if tcp { "tcp" } else { "udp" });
     let proxy = sigkit_proxy::runtime::start(proxy_config(free_port(), kport)).await.unwrap();
     let proxy_addr = proxy.terminal_addrs[0].1;
 
     // The far-end UAS answers one call (re-INVITE and BYE included).
     let uas_port = free_port();
-    let uas = {
-        let dir = dir.clone();
-        let port = uas_port.to_string();
-        tokio::task::spawn_blocking(move || {
-            let sf = sipp_scenario("uas_reinvite.xml");
-            sipp(&dir, &["-sf", &sf, "-i", "127.0.0.1", "-p", &port, "-m", "1"], Duration::from_secs(40))
-        })
-    };
+    let uas = sipp_uas_one_call(&dir, uas_port);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let mut alice = Terminal::new("alice", proxy_addr, tcp, true).await;
@@ -92,12 +80,7 @@ async fn sigcomp_terminal_over_tcp() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_sipp_terminal_through_the_proxy() {
-    if !have("kamailio") || !have("sipp") {
-        return;
-    }
-    let dir = scratch("plain");
-    let kport = free_port();
-    let _kamailio = kamailio(&dir, kport);
+    let (dir, kport, _kamailio) = scratch_with_kamailio("plain");
     let proxy = sigkit_proxy::runtime::start(proxy_config(free_port(), kport)).await.unwrap();
     let proxy_addr: SocketAddr = proxy.terminal_addrs[0].1;
     let uas_port = free_port().to_string();

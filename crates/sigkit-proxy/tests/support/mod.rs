@@ -146,6 +146,26 @@ pub fn sipp(dir: &Path, args: &[&str], limit: Duration) -> SippResult {
     SippResult { successful: total("Successful call"), failed: total("Failed call"), output: text }
 }
 
+/// Kamailio started in a fresh scratch directory named after `test`:
+/// the directory, its port, and the process.
+pub fn scratch_with_kamailio(test: &str) -> (PathBuf, u16, Process) {
+    assert!(have("kamailio") && have("sipp"));
+    let dir = scratch(test);
+    let port = free_port();
+    let k = kamailio(&dir, port);
+    (dir, port, k)
+}
+
+/// The far-end UAS of `uas_reinvite.xml` on `port`, answering one call
+/// (re-INVITE and BYE included), run to its end in the background.
+pub fn sipp_uas_one_call(dir: &Path, port: u16) -> tokio::task::JoinHandle<SippResult> {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let sf = sipp_scenario("uas_reinvite.xml");
+        sipp(&dir, &["-sf", &sf, "-i", "127.0.0.1", "-p", &port.to_string(), "-m", "1"], Duration::from_secs(40))
+    })
+}
+
 pub fn sipp_scenario(name: &str) -> String {
     tests_dir().join("sipp").join(name).display().to_string()
 }
