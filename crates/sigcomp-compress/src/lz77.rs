@@ -98,22 +98,21 @@ pub fn encode_after(
     // reach every end in i + MIN_MATCH..=i + longest at the same cost: the
     // cheapest state ending with a match at j is the cheapest of the
     // ranges covering j (the earliest start on a tie, as relaxing each
-    // length in order of i would choose). `covered[j]` is the least of
-    // the ranges seen so far, packed as cost << 32 | start, and `ends[i]`
-    // the last end of the range starting at i. Ranges come in order of
-    // start, so a range already in `covered[j]` began before j and covers
-    // j..=its end: a later range with no smaller key skips that stretch,
-    // and each range writes only where it is the least so far.
+    // length in order of i would choose). Ranges wait in `waiting` until
+    // they begin, then in `covering` until they end.
     let mut found = Vec::new();
     let mut matches = Vec::new();
     let mut matches_at = Vec::with_capacity(n + 1);
     let mut from_run_at = vec![false; n];
-    let mut covered = vec![u64::MAX; n + 1];
-    let mut ends = vec![0usize; n];
+    let mut waiting: std::collections::VecDeque<(u64, usize)> = std::collections::VecDeque::new();
+    let mut covering = Covering::default();
     for i in 0..=n {
-        let k = covered[i];
-        if k != u64::MAX {
-            let (cost, from) = ((k >> 32) as u32, (k as u32) as usize);
+        while waiting.front().is_some_and(|&(k, _)| Covering::start(k) + MIN_MATCH <= i) {
+            let (key, end) = waiting.pop_front().expect("front");
+            covering.insert(key, end);
+        }
+        if let Some(k) = covering.least(i) {
+            let (cost, from) = (Covering::cost(k), Covering::start(k));
             if cost < after_match[i].0 {
                 let (len, from_run) = (i - from, from_run_at[from]);
                 let m = matches[matches_at[from]..].iter().find(|m: &&Match| m.len >= len).expect("a covering match");
@@ -141,9 +140,7 @@ pub fn encode_after(
         from_run_at[i] = from_run;
         let longest = found.last().map_or(0, |m| m.len);
         if longest >= MIN_MATCH {
-            let end = i + longest;
-            ends[i] = end;
-            cover(&mut covered, &ends, i + MIN_MATCH, end, u64::from(base + 3) << 32 | i as u64);
+            waiting.push_back((Covering::key(base + 3, i), i + longest));
         }
     }
     // Walk back from the cheaper end state, then emit in order.
@@ -196,21 +193,56 @@ pub fn encode_after(
     debug_assert_eq!(pos, n);
 }
 
-/// Lowers `covered[j]` to `key` for every j in `begin..=end` where it is
-/// larger. Every key already in `covered` is a range's, packed as
-/// cost << 32 | start, that began at or before `begin` and covers
-/// start + [`MIN_MATCH`]..=`ends[start]`; so where `covered[j]` is no
-/// larger than `key`, the whole rest of that range is too, and is skipped.
-fn cover(covered: &mut [u64], ends: &[usize], begin: usize, end: usize, key: u64) {
-    let mut j = begin;
-    while j <= end {
-        let there = covered[j];
-        if there <= key {
-            j = ends[(there as u32) as usize] + 1;
-        } else {
-            covered[j] = key;
-            j += 1;
+/// The ranges of match ends that have begun, for the least key (cost,
+/// then start) among those covering a position: only the ones no other
+/// range beats for the rest of their span (a range with a smaller key
+/// that ends no earlier), so ordered by key they end in order too, the
+/// least is at the front and the expired ones go from the front. Keys
+/// pack cost << 32 | start; a key is unique (one range per start).
+#[derive(Default)]
+struct Covering {
+    /// (key, last end), keys and ends ascending.
+    ranges: std::collections::VecDeque<(u64, usize)>,
+}
+
+impl Covering {
+    fn key(cost: u32, start: usize) -> u64 {
+        u64::from(cost) << 32 | start as u64
+    }
+
+    fn cost(key: u64) -> u32 {
+        (key >> 32) as u32
+    }
+
+    fn start(key: u64) -> usize {
+        (key as u32) as usize
+    }
+
+    /// Adds a range that begins now (after every range added before).
+    fn insert(&mut self, key: u64, end: usize) {
+        let r = &mut self.ranges;
+        // New ranges usually cost more than the ones before.
+        let at = if r.back().is_none_or(|&(k, _)| k < key) { r.len() } else { r.partition_point(|&(k, _)| k < key) };
+        // The range before has the latest end of those with smaller keys.
+        if at > 0 && r[at - 1].1 >= end {
+            return;
         }
+        // The ones after with no later end never win again.
+        let mut beaten = at;
+        while beaten < r.len() && r[beaten].1 <= end {
+            beaten += 1;
+        }
+        r.drain(at..beaten);
+        r.insert(at, (key, end));
+    }
+
+    /// The least key among the ranges covering `position` (positions are
+    /// asked in order).
+    fn least(&mut self, position: usize) -> Option<u64> {
+        while self.ranges.front().is_some_and(|&(_, end)| end < position) {
+            self.ranges.pop_front();
+        }
+        self.ranges.front().map(|&(k, _)| k)
     }
 }
 
@@ -303,9 +335,9 @@ mod tests {
     }
 
     #[test]
-    fn cover_gives_the_least_key_of_the_ranges_over_each_position() {
+    fn covering_gives_the_least_key_of_the_ranges_over_each_position() {
         // Ranges in order of start with pseudo-random costs and lengths,
-        // against setting every position of every range.
+        // against the least key over all ranges covering each position.
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         let mut next = |m: u64| {
             seed ^= seed << 13;
@@ -315,21 +347,27 @@ mod tests {
         };
         for _ in 0..200 {
             let n = 300;
-            let (mut covered, mut naive) = (vec![u64::MAX; n + 1], vec![u64::MAX; n + 1]);
-            let mut ends = vec![0usize; n];
+            let mut naive = vec![None; n + 1];
+            let mut ranges = Vec::new();
             for i in 0..n - MIN_MATCH {
-                if next(3) == 0 {
-                    continue;
-                }
-                let end = (i + MIN_MATCH + next(MAX_MATCH as u64) as usize).min(n);
-                ends[i] = end;
-                let key = (next(40) + i as u64 / 4) << 32 | i as u64;
-                cover(&mut covered, &ends, i + MIN_MATCH, end, key);
-                for k in &mut naive[i + MIN_MATCH..=end] {
-                    *k = (*k).min(key);
+                if next(3) > 0 {
+                    let end = (i + MIN_MATCH + next(MAX_MATCH as u64) as usize).min(n);
+                    let key = Covering::key((next(40) + i as u64 / 4) as u32, i);
+                    ranges.push((key, end));
+                    for k in &mut naive[i + MIN_MATCH..=end] {
+                        *k = Some(key.min(k.unwrap_or(u64::MAX)));
+                    }
                 }
             }
-            assert_eq!(covered, naive);
+            let mut covering = Covering::default();
+            let mut pending = ranges.iter().peekable();
+            for (j, want) in naive.iter().enumerate() {
+                while let Some(&&(key, end)) = pending.peek().filter(|&&&(k, _)| Covering::start(k) + MIN_MATCH <= j) {
+                    covering.insert(key, end);
+                    pending.next();
+                }
+                assert_eq!(covering.least(j), *want, "position {j}");
+            }
         }
     }
 
