@@ -178,17 +178,16 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
         let mut token = Token::Literal(b);
         // Longest lengths first: once no length up to `hi` can beat the
         // best (the cheapest copy, 12 bits, plus the least cost among
-        // their targets), the shorter ones are not weighed.
+        // their targets), the shorter ones are not weighed. A group whose
+        // lengths cannot beat the best is weighed without effect, so the
+        // bound is checked after each group, for the lengths below it.
         let here = &matches[matches_at[i]..matches_at[i + 1]];
+        let cheapest_copy = length_costs[MIN_MATCH] + distance_cost(1);
         'lengths: for (k, m) in here.iter().enumerate().rev() {
             let shorter = if k == 0 { MIN_MATCH - 1 } else { here[k - 1].len };
             let dcost = distance_cost(m.distance);
             let mut hi = m.len;
             while hi > shorter {
-                let floor = length_costs[MIN_MATCH] + distance_cost(1) + minima.min_cost(i + MIN_MATCH, i + hi);
-                if floor >= best {
-                    break 'lengths;
-                }
                 let lo = same_symbol_from[hi].max(shorter + 1);
                 let (least, j) = minima.min(i + lo, i + hi);
                 let c = length_costs[lo] + dcost + least;
@@ -197,6 +196,9 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
                     token = Token::Copy { len: (j - i) as u16, distance: m.distance as u16 };
                 }
                 hi = lo - 1;
+                if hi < MIN_MATCH || cheapest_copy + minima.min_cost(i + MIN_MATCH, i + hi) >= best {
+                    break 'lengths;
+                }
             }
         }
         cost[i] = best;
