@@ -15,11 +15,11 @@
 # (other users of the two cores), in percent of one core. A few minutes at most.
 #
 # Usage: scripts/bench-proxy.sh [--terminals N] [--rates R1,R2,...] [--step-ms MS] [--idle N] [--no-kamailio]
-#                               [--only proxy|kamailio|memory]
+#                               [--only proxy|kamailio|memory] [--proxy-threads N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v kamailio >/dev/null || { echo "kamailio not installed: pass --no-kamailio" >&2; }
 cargo build --release -q -p sigkit-cli
 cargo build --release -q -p sigkit-proxy --example proxy_load
 exec timeout 600 target/release/examples/proxy_load --sigkit target/release/sigkit \
-  --rates 1000,2000,3000,4000,5000,6000,8000,10000,12000,15000,20000,25000 "$@"
+  --rates 1000,2000,3000,4000,5000,6000,7000,8000,10000,12000,15000,20000,25000,30000,40000,50000 "$@"

@@ -51,6 +51,8 @@ struct Args {
     idle: usize,
     kamailio: bool,
     only: Option<String>,
+    /// The proxy's worker threads (0: one per core).
+    proxy_threads: usize,
 }
 
 fn parse_args() -> Args {
@@ -62,6 +64,7 @@ fn parse_args() -> Args {
         idle: 100_000,
         kamailio: true,
         only: None,
+        proxy_threads: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -74,6 +77,7 @@ fn parse_args() -> Args {
             "--idle" => a.idle = v().parse().expect("--idle N"),
             "--no-kamailio" => a.kamailio = false,
             "--only" => a.only = Some(v()),
+            "--proxy-threads" => a.proxy_threads = v().parse().expect("--proxy-threads N"),
             _ => panic!("unknown option {k}"),
         }
     }
@@ -134,18 +138,19 @@ struct ProxyProcess {
     metrics: SocketAddr,
 }
 
-fn start_proxy(sigkit: &Path, dir: &Path, name: &str, upstream: SocketAddr) -> ProxyProcess {
+fn start_proxy(args: &Args, dir: &Path, name: &str, upstream: SocketAddr) -> ProxyProcess {
     let listen = SocketAddr::from((LOCALHOST, free_port()));
     let metrics = SocketAddr::from((LOCALHOST, free_port()));
     let config = format!(
-        "listen = [\"udp:{listen}\"]\nupstream = \"udp:{upstream}\"\nupstream_local = \"127.0.0.1:0\"\n\
+        "threads = {threads}\nlisten = [\"udp:{listen}\"]\nupstream = \"udp:{upstream}\"\nupstream_local = \"127.0.0.1:0\"\n\
          metrics = \"{metrics}\"\n[sigcomp]\nmax_compartments = 1000000\nmax_state_bytes = 8589934592\n\
          [defence]\ncycles_per_source_per_s = 1000000000000\ncycles_burst = 1000000000000\n\
-         messages_per_source_per_s = 1000000000\nmessages_burst = 1000000000\n"
+         messages_per_source_per_s = 1000000000\nmessages_burst = 1000000000\n",
+        threads = args.proxy_threads
     );
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, config).unwrap();
-    let mut cmd = Command::new(sigkit);
+    let mut cmd = Command::new(&args.sigkit);
     cmd.arg("proxy").arg("--config").arg(&path).env("RUST_LOG", "warn");
     let process = spawn(cmd, &dir.join(format!("{name}.log")));
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -845,7 +850,7 @@ fn latency_line(what: &str, p: &StepResult, d: &StepResult) -> String {
 async fn proxy_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
     // Pure proxy: the responder as upstream.
     let responder = start_responder();
-    let proxy = start_proxy(&args.sigkit, dir, "proxy-responder", responder);
+    let proxy = start_proxy(args, dir, "proxy-responder", responder);
     let watch = Watch { proxy: vec![proxy.process.child.id()], upstream: Upstream::Responder };
     let terms = make_terminals(args.terminals, proxy.listen, true).await;
     let registered = register_all(&terms, "127.0.0.1").await;
@@ -922,7 +927,7 @@ async fn kamailio_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
     let kpids = process_tree(kamailio.child.id());
     let kaddr = SocketAddr::from((LOCALHOST, kport));
     let ruri = format!("sip:nobody@127.0.0.1:{kport}");
-    let proxy = start_proxy(&args.sigkit, dir, "proxy-kamailio", kaddr);
+    let proxy = start_proxy(args, dir, "proxy-kamailio", kaddr);
     let watch = Watch { proxy: vec![proxy.process.child.id()], upstream: Upstream::Kamailio(kpids.clone()) };
     let terms = make_terminals(args.terminals, proxy.listen, true).await;
     let registered = register_all(&terms, "127.0.0.1").await;
@@ -962,7 +967,7 @@ async fn kamailio_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
 /// RSS growth by them.
 async fn memory_scenario(args: &Args, dir: &Path, summary: &mut Summary) {
     let responder = start_responder();
-    let proxy = start_proxy(&args.sigkit, dir, "proxy-memory", responder);
+    let proxy = start_proxy(args, dir, "proxy-memory", responder);
     let pid = vec![proxy.process.child.id()];
     let rss_before = rss_kib(&pid);
     let sockets = 256usize;
