@@ -391,7 +391,7 @@ fn our_blocks_decode_with_the_rfc4464_deflate_bytecode() {
 #[test]
 fn endpoint_round_trips_with_the_mechanism() {
     use sigcomp::CompartmentId;
-    use sigcomp_compress::{Algorithm, Config, Endpoint, Mechanism, Received};
+    use sigcomp_compress::{Algorithm, Config, Endpoint, EndpointConfig, Mechanism, Received};
     let flows = corpus();
     let msgs = &flows.iter().find(|(name, _)| name == "open-sigcomp-startup").expect("start-up flow").1;
     let params = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
@@ -400,15 +400,18 @@ fn endpoint_round_trips_with_the_mechanism() {
         let mut totals = Vec::new();
         for mechanism in [Mechanism::Basic, Mechanism::Dynamic] {
             let config = Config { algorithm, mechanism, transport: Transport::Message, ..Config::default() };
-            let mut a = Endpoint::new(params, params, config).unwrap();
-            let mut b = Endpoint::new(params, params, config).unwrap();
+            let mut a = Endpoint::new(EndpointConfig::new(params, params, config)).unwrap();
+            let mut b = Endpoint::new(EndpointConfig::new(params, params, config)).unwrap();
             let mut total = 0;
             for (k, m) in msgs.iter().enumerate() {
                 // Requests and responses alternate between the two sides.
                 let (sender, receiver) = if k % 2 == 0 { (&mut a, &mut b) } else { (&mut b, &mut a) };
-                let sent = sender.compress(compartment, m).unwrap_or_else(|e| panic!("{algorithm:?} #{k}: {e}"));
-                match receiver.receive(compartment, &sent.message) {
-                    Ok(Received::Message { output, cycles }) => {
+                let now = std::time::Instant::now();
+                let sent = sender.compress(now, compartment, m).unwrap_or_else(|e| panic!("{algorithm:?} #{k}: {e}"));
+                match receiver.receive(&sent.message, Transport::Message) {
+                    Ok(Received::Message(incoming)) => {
+                        let cycles = incoming.cycles();
+                        let output = receiver.accept(now, incoming, compartment).message;
                         assert_eq!(output, *m, "{algorithm:?} {mechanism:?} #{k}");
                         assert!(cycles <= budget(sent.message.len(), 16), "{algorithm:?} #{k}: {cycles} cycles");
                     }
