@@ -52,6 +52,20 @@ pub struct HistoryMark {
     hashed: usize,
 }
 
+/// Buffers an encoder's parse reuses from one message to the next (kept
+/// in its finder, which lives as long as the compressor).
+#[derive(Debug, Clone, Default)]
+pub struct ParseScratch {
+    /// The matches at one position.
+    pub found: Vec<Match>,
+    /// The matches at every position of the message, in order.
+    pub matches: Vec<Match>,
+    /// Where each position's matches begin in `matches`.
+    pub matches_at: Vec<usize>,
+    /// Words of a range-minimum table (Deflate).
+    pub minima: Vec<u64>,
+}
+
 /// Hash chains over the history, kept between messages.
 #[derive(Debug, Clone)]
 pub struct MatchFinder {
@@ -66,6 +80,8 @@ pub struct MatchFinder {
     last: Option<(usize, usize, usize)>,
     /// Whole rebuilds done (for tests and reports).
     pub rebuilds: usize,
+    /// The encoder's buffers ([`MatchFinder::take_scratch`]).
+    scratch: ParseScratch,
 }
 
 impl Default for MatchFinder {
@@ -77,6 +93,7 @@ impl Default for MatchFinder {
             hashed: 0,
             last: None,
             rebuilds: 0,
+            scratch: ParseScratch::default(),
         }
     }
 }
@@ -92,6 +109,17 @@ impl MatchFinder {
         f.prepare(window);
         f.mark();
         f
+    }
+
+    /// The parse buffers of the previous message (empty ones at first),
+    /// to be returned with [`MatchFinder::keep_scratch`].
+    pub fn take_scratch(&mut self) -> ParseScratch {
+        std::mem::take(&mut self.scratch)
+    }
+
+    /// Keeps the parse buffers for the next message.
+    pub fn keep_scratch(&mut self, scratch: ParseScratch) {
+        self.scratch = scratch;
     }
 
     /// The history, oldest byte first.

@@ -25,7 +25,7 @@
 //! shortest path over message positions, given the matches the hash
 //! chains find).
 
-use crate::chains::MatchFinder;
+use crate::chains::{MatchFinder, ParseScratch};
 
 /// Encoder settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,13 +152,14 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     let reach = buffer_size.min(MAX_DISTANCE);
     let (length_costs, same_symbol_from) = (&LENGTH_COSTS, &SAME_SYMBOL_FROM);
     // The matches at every position (the finder takes positions in order).
-    let mut found = Vec::new();
-    let mut matches = Vec::new();
-    let mut matches_at = Vec::with_capacity(n + 1);
+    let mut scratch = finder.take_scratch();
+    let ParseScratch { found, matches, matches_at, minima: table } = &mut scratch;
+    matches.clear();
+    matches_at.clear();
     for i in 0..n {
         matches_at.push(matches.len());
-        finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, &mut found);
-        matches.extend_from_slice(&found);
+        finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, found);
+        matches.extend_from_slice(found);
     }
     matches_at.push(matches.len());
 
@@ -170,7 +171,7 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     // bits) is the one relaxing every length gives.
     let mut cost = vec![0u32; n + 1];
     let mut choice = vec![Token::Literal(0); n];
-    let mut minima = RangeMinima::new(n + 1);
+    let mut minima = RangeMinima::new(n + 1, std::mem::take(table));
     minima.prepend(0, n);
     for i in (0..n).rev() {
         let b = message[i];
@@ -205,6 +206,8 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
         choice[i] = token;
         minima.prepend(best, i);
     }
+    scratch.minima = minima.at;
+    finder.keep_scratch(scratch);
     let mut tokens = Vec::new();
     let mut i = 0;
     while i < n {
@@ -256,9 +259,15 @@ impl RangeMinima {
     /// positions at once: blocks of up to 2^8.
     const MAX_LEVELS: usize = 9;
 
-    fn new(len: usize) -> RangeMinima {
+    /// A table for `len` positions in the words of `at` (whatever they
+    /// hold: an entry is read only after [`RangeMinima::prepend`] wrote
+    /// it, since a query's blocks lie within the positions prepended).
+    fn new(len: usize, mut at: Vec<u64>) -> RangeMinima {
         let levels = ((usize::BITS - len.leading_zeros()) as usize).min(Self::MAX_LEVELS);
-        RangeMinima { len, levels, at: vec![0; levels * len] }
+        if at.len() < levels * len {
+            at.resize(levels * len, 0);
+        }
+        RangeMinima { len, levels, at }
     }
 
     /// Adds the entries starting at `i`, whose cost is `cost` (the costs

@@ -12,7 +12,7 @@
 //! literal one byte plus one per run of up to 128, so the encoder chooses
 //! its tokens by a shortest-path parse over those costs.
 
-use crate::chains::{Match, MatchFinder};
+use crate::chains::{Match, MatchFinder, ParseScratch};
 
 /// Shortest match the format can express (a 3-byte match would cost as
 /// much as its literals).
@@ -100,9 +100,10 @@ pub fn encode_after(
     // ranges covering j (the earliest start on a tie, as relaxing each
     // length in order of i would choose). Ranges wait in `waiting` until
     // they begin, then in `covering` until they end.
-    let mut found = Vec::new();
-    let mut matches = Vec::new();
-    let mut matches_at = Vec::with_capacity(n + 1);
+    let mut scratch = finder.take_scratch();
+    let ParseScratch { found, matches, matches_at, .. } = &mut scratch;
+    matches.clear();
+    matches_at.clear();
     let mut from_run_at = vec![false; n];
     let mut waiting: std::collections::VecDeque<(u64, usize)> = std::collections::VecDeque::new();
     let mut covering = Covering::default();
@@ -134,15 +135,16 @@ pub fn encode_after(
         }
         // Matches: 3 bytes each, from the cheaper state.
         let (base, from_run) = if ir < am { (ir, true) } else { (am, false) };
-        finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, &mut found);
+        finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, found);
         matches_at.push(matches.len());
-        matches.extend_from_slice(&found);
+        matches.extend_from_slice(found);
         from_run_at[i] = from_run;
         let longest = found.last().map_or(0, |m| m.len);
         if longest >= MIN_MATCH {
             waiting.push_back((Covering::key(base + 3, i), i + longest));
         }
     }
+    finder.keep_scratch(scratch);
     // Walk back from the cheaper end state, then emit in order.
     enum Token {
         Literal,
