@@ -130,6 +130,11 @@ pub struct SigcompConfig {
     /// A compartment with no message for this many seconds is closed
     /// (besides ending with its registration).
     pub idle_timeout_s: u64,
+    /// How many of the most recently active compartments keep their
+    /// compressor's scratch and unpacked states (about 80 kB each); the
+    /// others keep their states packed (about a third of their size) and
+    /// unpack them at their next message.
+    pub hot_compartments: usize,
 }
 
 /// Limits on what one source address may make the proxy do (a looping
@@ -180,6 +185,7 @@ impl Default for SigcompConfig {
             max_compartments: Limits::default().max_compartments,
             max_state_bytes: Limits::default().max_state_bytes,
             idle_timeout_s: 3600,
+            hot_compartments: 1024,
         }
     }
 }
@@ -362,8 +368,8 @@ mod example_file {
             (t.dms, t.sms, t.cpb, &t.algorithm, &t.mechanism, t.assumed_dms, t.assumed_sms, t.assumed_cpb)
         );
         assert_eq!(
-            (s.max_compartments, s.max_state_bytes, s.idle_timeout_s),
-            (t.max_compartments, t.max_state_bytes, t.idle_timeout_s)
+            (s.max_compartments, s.max_state_bytes, s.idle_timeout_s, s.hot_compartments),
+            (t.max_compartments, t.max_state_bytes, t.idle_timeout_s, t.hot_compartments)
         );
         let (e, f) = (&c.defence, &d.defence);
         assert_eq!(

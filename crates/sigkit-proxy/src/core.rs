@@ -142,6 +142,10 @@ pub struct Proxy {
     next_compartment: u64,
     flows: HashMap<u64, Flow>,
     flow_tokens: HashMap<Peer, u64>,
+    /// The newest flow from each transport address, and each TCP
+    /// connection's flow: found without a scan.
+    by_addr: HashMap<(SipTransport, SocketAddr), u64>,
+    by_conn: HashMap<u64, Peer>,
     next_token: u64,
     /// Registration expiry per compartment (RFC 5049 §6.3: the compartment
     /// lives as long as the registration).
@@ -165,6 +169,7 @@ impl Proxy {
         let endpoint_config = EndpointConfig {
             idle_timeout: Some(config.idle_timeout()),
             limits: config.limits(),
+            hot_compartments: config.sigcomp.hot_compartments,
             ..EndpointConfig::new(config.local_params(), config.assumed_peer(), config.compressor())
         };
         let endpoint = Endpoint::new(endpoint_config).map_err(|e| ConfigError::Invalid(format!("sigcomp: {e}")))?;
@@ -179,6 +184,8 @@ impl Proxy {
             next_compartment: 1,
             flows: HashMap::new(),
             flow_tokens: HashMap::new(),
+            by_addr: HashMap::new(),
+            by_conn: HashMap::new(),
             next_token: 1,
             registered: HashMap::new(),
             held: HashMap::new(),
@@ -227,6 +234,10 @@ impl Proxy {
         let t = self.next_token;
         self.next_token += 1;
         self.flow_tokens.insert(peer, t);
+        self.by_addr.insert((peer.transport, peer.addr), t);
+        if let Some(c) = peer.conn {
+            self.by_conn.insert(c, peer);
+        }
         self.flows.insert(t, Flow { peer, sigcomp, compartment: None });
         t
     }
@@ -474,7 +485,7 @@ impl Proxy {
 
     fn reply_to_terminal(&mut self, now: Instant, to: Peer, token: u64, reply: Vec<u8>) {
         let sigcomp = self.flows.get(&token).is_some_and(|f| f.sigcomp);
-        self.deliver_to_terminal(now, to, token, sigcomp, reply);
+        self.deliver_to_terminal(now, to, (token, None), sigcomp, reply);
     }
 
     /// The flow token of the leading Route entries that name the proxy
@@ -562,13 +573,16 @@ impl Proxy {
             return;
         };
         let sigcomp = next.is_sigcomp();
+        // RFC 5049 §6.1: a response goes to the application that sent the
+        // request, named by the sigcomp-id of its Via.
+        let id = next.sigcomp_id().map(str::to_string);
         let mut e = Editor::new(msg);
         if e.remove_top_via().is_err() {
             self.metrics.undeliverable += 1;
             return;
         }
         let out = e.emit();
-        self.deliver_to_terminal(now, to, token, sigcomp, out);
+        self.deliver_to_terminal(now, to, (token, id.as_deref()), sigcomp, out);
     }
 
     /// A 2xx to a REGISTER: the compartment lives until the binding
@@ -589,7 +603,8 @@ impl Proxy {
     }
 
     fn flow_by_addr(&self, transport: SipTransport, addr: SocketAddr) -> Option<(u64, Peer)> {
-        self.flow_tokens.iter().find(|(p, _)| p.transport == transport && p.addr == addr).map(|(p, t)| (*t, *p))
+        let t = *self.by_addr.get(&(transport, addr))?;
+        Some((t, self.flows.get(&t)?.peer))
     }
 
     fn request_toward_terminal(&mut self, now: Instant, msg: &Message<'_>) {
@@ -644,7 +659,9 @@ impl Proxy {
         match edited {
             Ok(()) => {
                 let out = e.emit();
-                self.deliver_to_terminal(now, to, token, sigcomp, out);
+                // RFC 5049 §6.1: the Request-URI's sigcomp-id, else the flow.
+                let id = msg.request_uri().ok().and_then(|u| u.sigcomp_id()).map(str::to_string);
+                self.deliver_to_terminal(now, to, (token, id.as_deref()), sigcomp, out);
             }
             Err(err) => {
                 self.metrics.bad_sip += 1;
@@ -664,12 +681,14 @@ impl Proxy {
 
     /// Sends `sip` to a terminal, compressed in its compartment where it
     /// speaks SigComp.
-    fn deliver_to_terminal(&mut self, now: Instant, to: Peer, token: u64, sigcomp: bool, sip: Vec<u8>) {
+    /// `app` is the flow token and, where the message names it, the
+    /// terminal's `sigcomp-id`.
+    fn deliver_to_terminal(&mut self, now: Instant, to: Peer, app: (u64, Option<&str>), sigcomp: bool, sip: Vec<u8>) {
         if !sigcomp {
             self.send(Side::Terminal, to, sip, false);
             return;
         }
-        let compartment = self.compartment_for(None, token);
+        let compartment = self.compartment_for(app.1, app.0);
         if self.endpoint.peer(compartment).is_none() {
             let transport = match to.transport {
                 SipTransport::Udp => Transport::Message,
@@ -736,11 +755,12 @@ impl Proxy {
     /// A terminal's TCP connection closed: its flow is gone (RFC 5626
     /// §5.2: a flow that fails is not reused).
     pub fn connection_closed(&mut self, conn: u64) {
-        let gone: Vec<(Peer, u64)> =
-            self.flow_tokens.iter().filter(|(p, _)| p.conn == Some(conn)).map(|(p, t)| (*p, *t)).collect();
-        for (p, t) in gone {
-            self.flow_tokens.remove(&p);
+        let Some(p) = self.by_conn.remove(&conn) else { return };
+        if let Some(t) = self.flow_tokens.remove(&p) {
             self.flows.remove(&t);
+            if self.by_addr.get(&(p.transport, p.addr)) == Some(&t) {
+                self.by_addr.remove(&(p.transport, p.addr));
+            }
         }
     }
 
