@@ -107,6 +107,33 @@ pub struct ProxyMetrics {
     pub undeliverable: u64,
 }
 
+impl ProxyMetrics {
+    fn add(&mut self, o: &ProxyMetrics) {
+        for i in 0..2 {
+            self.messages_in[i] += o.messages_in[i];
+            self.bytes_in[i] += o.bytes_in[i];
+            self.messages_out[i] += o.messages_out[i];
+            self.bytes_out[i] += o.bytes_out[i];
+        }
+        for (a, b) in self.nacks_sent.iter_mut().zip(o.nacks_sent) {
+            *a += b;
+        }
+        self.sigcomp_sip_bytes_in += o.sigcomp_sip_bytes_in;
+        self.sigcomp_bytes_in += o.sigcomp_bytes_in;
+        self.sigcomp_sip_bytes_out += o.sigcomp_sip_bytes_out;
+        self.sigcomp_bytes_out += o.sigcomp_bytes_out;
+        self.nacks_received += o.nacks_received;
+        self.udvm_cycles += o.udvm_cycles;
+        self.refused_messages += o.refused_messages;
+        self.refused_cycles += o.refused_cycles;
+        self.bad_sip += o.bad_sip;
+        self.states_accepted += o.states_accepted;
+        self.states_declined += o.states_declined;
+        self.compress_failures += o.compress_failures;
+        self.undeliverable += o.undeliverable;
+    }
+}
+
 /// What a flow token names.
 #[derive(Debug, Clone, Copy)]
 struct Flow {
@@ -129,6 +156,56 @@ const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(32);
 /// Prefix of the branches the proxy writes (RFC 3261 §8.1.1.7 cookie).
 const BRANCH_PREFIX: &str = "z9hG4bKsk";
 
+/// Which of several proxies sharing the sockets this one is. Each owns
+/// the terminals whose address hashes to it; what comes from the upstream
+/// finds its shard in the proxy's own Via branch (responses) or flow token
+/// (requests), which carry the shard's index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// The shard of a terminal at `addr` (its transport address: every
+    /// message of a flow lands on one shard).
+    pub fn of_terminal(addr: SocketAddr, count: u32) -> u32 {
+        let ip = match addr.ip() {
+            IpAddr::V4(a) => u64::from(u32::from(a)),
+            IpAddr::V6(a) => {
+                let o = a.octets();
+                u64::from_be_bytes([o[8], o[9], o[10], o[11], o[12], o[13], o[14], o[15]])
+            }
+        };
+        let h = (ip << 16 | u64::from(addr.port())).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((h >> 32) % u64::from(count.max(1))) as u32
+    }
+
+    /// The shard a message from the upstream belongs to: the index in the
+    /// proxy's Via branch of a response, or in the flow token of the first
+    /// Route entry of a request; else the shard of the Request-URI's
+    /// address (a registered contact); `None` for what is not SIP.
+    pub fn of_upstream_message(bytes: &[u8], count: u32) -> Option<u32> {
+        let count = count.max(1);
+        let msg = Message::parse(bytes).ok()?;
+        if !msg.is_request() {
+            let via = msg.top_via().ok()?;
+            let rest = via.branch()?.strip_prefix(BRANCH_PREFIX)?;
+            let index: u32 = rest.split('.').next()?.parse().ok()?;
+            return Some(index % count);
+        }
+        let routed = msg.routes().ok().and_then(|r| {
+            let uri = r.first()?.sip_uri().ok()?;
+            let token: u64 = uri.user?.strip_prefix("t.")?.parse().ok()?;
+            Some((token % u64::from(count)) as u32)
+        });
+        routed.or_else(|| {
+            let uri = msg.request_uri().ok()?;
+            Some(Shard::of_terminal(socket_addr(uri.host, uri.port.unwrap_or(5060))?, count))
+        })
+    }
+}
+
 pub struct Proxy {
     endpoint: Endpoint,
     cpb: u64,
@@ -147,6 +224,8 @@ pub struct Proxy {
     by_addr: HashMap<(SipTransport, SocketAddr), u64>,
     by_conn: HashMap<u64, Peer>,
     next_token: u64,
+    /// This proxy's part of a sharded runtime ([`Shard`]).
+    shard: Shard,
     /// Registration expiry per compartment (RFC 5049 §6.3: the compartment
     /// lives as long as the registration).
     registered: HashMap<CompartmentId, Instant>,
@@ -165,11 +244,23 @@ fn side_index(side: Side) -> usize {
 
 impl Proxy {
     pub fn new(config: &ProxyConfig, addrs: LocalAddrs) -> Result<Proxy, ConfigError> {
+        Proxy::sharded(config, addrs, Shard { index: 0, count: 1 })
+    }
+
+    /// One of `shard.count` proxies that share the sockets, each owning
+    /// the terminals [`Shard::of_terminal`] gives it; the limits are
+    /// split between them.
+    pub fn sharded(config: &ProxyConfig, addrs: LocalAddrs, shard: Shard) -> Result<Proxy, ConfigError> {
         config.validate()?;
+        let n = shard.count.max(1) as usize;
+        let limits = config.limits();
         let endpoint_config = EndpointConfig {
             idle_timeout: Some(config.idle_timeout()),
-            limits: config.limits(),
-            hot_compartments: config.sigcomp.hot_compartments,
+            limits: sigcomp::Limits {
+                max_compartments: limits.max_compartments.div_ceil(n),
+                max_state_bytes: limits.max_state_bytes.div_ceil(n),
+            },
+            hot_compartments: config.sigcomp.hot_compartments.div_ceil(n),
             ..EndpointConfig::new(config.local_params(), config.assumed_peer(), config.compressor())
         };
         let endpoint = Endpoint::new(endpoint_config).map_err(|e| ConfigError::Invalid(format!("sigcomp: {e}")))?;
@@ -187,6 +278,7 @@ impl Proxy {
             by_addr: HashMap::new(),
             by_conn: HashMap::new(),
             next_token: 1,
+            shard,
             registered: HashMap::new(),
             held: HashMap::new(),
             budgets: SourceBudgets::new(config.defence.clone()),
@@ -231,7 +323,7 @@ impl Proxy {
             }
             return t;
         }
-        let t = self.next_token;
+        let t = self.next_token * u64::from(self.shard.count.max(1)) + u64::from(self.shard.index);
         self.next_token += 1;
         self.flow_tokens.insert(peer, t);
         self.by_addr.insert((peer.transport, peer.addr), t);
@@ -476,7 +568,7 @@ impl Proxy {
             h.update(method.as_bytes());
         }
         let d = h.finalize();
-        let mut b = String::from(BRANCH_PREFIX);
+        let mut b = format!("{BRANCH_PREFIX}{}.", self.shard.index);
         for x in &d[..10] {
             let _ = write!(b, "{x:02x}");
         }
@@ -676,7 +768,7 @@ impl Proxy {
     /// A To tag for a response the proxy makes itself (RFC 3261 §8.2.6.2):
     /// the same for a retransmission of the request.
     fn to_tag(&self, msg: &Message<'_>) -> String {
-        self.branch_for(msg)[BRANCH_PREFIX.len()..].to_string()
+        self.branch_for(msg).rsplit('.').next().unwrap_or("").to_string()
     }
 
     /// Sends `sip` to a terminal, compressed in its compartment where it
@@ -766,8 +858,27 @@ impl Proxy {
 
     /// The metrics in the Prometheus text exposition format.
     pub fn metrics_text(&self) -> String {
-        let m = &self.metrics;
-        let e = self.endpoint.metrics();
+        metrics_text(&[self])
+    }
+}
+
+/// The metrics of several shards, added up, in the Prometheus text
+/// exposition format.
+pub fn metrics_text(shards: &[&Proxy]) -> String {
+    let mut m = ProxyMetrics::default();
+    let mut e = sigcomp_compress::EndpointMetrics::default();
+    let mut registered = 0;
+    for p in shards {
+        m.add(&p.metrics);
+        let pe = p.endpoint.metrics();
+        e.compartments += pe.compartments;
+        e.state_bytes += pe.state_bytes;
+        e.compartments_evicted += pe.compartments_evicted;
+        e.compartments_timed_out += pe.compartments_timed_out;
+        registered += p.registered.len();
+    }
+    {
+        let m = &m;
         let mut s = String::new();
         let mut counter = |name: &str, help: &str, values: &[(&str, u64)]| {
             let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
@@ -823,11 +934,7 @@ impl Proxy {
         };
         gauge("sigkit_proxy_compartments", "Compartments open.", e.compartments as f64);
         gauge("sigkit_proxy_state_bytes", "State memory of all compartments (RFC 3320 §6.2).", e.state_bytes as f64);
-        gauge(
-            "sigkit_proxy_registered_terminals",
-            "Compartments with a live registration.",
-            self.registered.len() as f64,
-        );
+        gauge("sigkit_proxy_registered_terminals", "Compartments with a live registration.", registered as f64);
         let ratio = |sig: u64, sip: u64| if sip == 0 { 0.0 } else { sig as f64 / sip as f64 };
         gauge(
             "sigkit_proxy_compression_ratio_out",
@@ -863,4 +970,38 @@ fn with_flow_token(token: u64, uri: &str) -> String {
 fn too_many_hops(msg: &Message<'_>) -> Option<Vec<u8>> {
     let tag: String = msg.call_id().ok()?.bytes().filter(u8::is_ascii_alphanumeric).take(16).map(char::from).collect();
     sigkit_sip::proxy::too_many_hops(msg, &format!("sk{tag}")).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_messages_find_the_shard_that_wrote_their_branch_or_token() {
+        let response = format!(
+            "SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 127.0.0.1:5062;branch={BRANCH_PREFIX}3.0a0b\r\n\
+             Via: SIP/2.0/UDP 127.0.0.1:5080;branch=z9hG4bK1\r\nCall-ID: a\r\nCSeq: 1 OPTIONS\r\n\
+             From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>\r\nContent-Length: 0\r\n\r\n"
+        );
+        assert_eq!(Shard::of_upstream_message(response.as_bytes(), 4), Some(3));
+        // Token 4 * 7 + 5: written by shard 5 of 7.
+        let request = "INVITE sip:alice@127.0.0.1:5080 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:5070;branch=z9hG4bK2\r\n\
+                       Route: <sip:t.33@127.0.0.1:5062;lr>\r\nCall-ID: b\r\nCSeq: 1 INVITE\r\n\
+                       From: <sip:b@y>;tag=2\r\nTo: <sip:alice@x>\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(Shard::of_upstream_message(request.as_bytes(), 7), Some(5));
+        // No token: the Request-URI's address, as its terminal's messages.
+        let plain = request.replace("Route: <sip:t.33@127.0.0.1:5062;lr>\r\n", "");
+        let contact: SocketAddr = "127.0.0.1:5080".parse().unwrap();
+        assert_eq!(Shard::of_upstream_message(plain.as_bytes(), 7), Some(Shard::of_terminal(contact, 7)));
+        assert_eq!(Shard::of_upstream_message(b"not sip", 7), None);
+    }
+
+    #[test]
+    fn terminals_spread_over_the_shards() {
+        let mut seen = [0usize; 4];
+        for port in 10_000..10_400u16 {
+            seen[Shard::of_terminal(SocketAddr::from(([127, 0, 0, 1], port)), 4) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
+    }
 }

@@ -15,7 +15,7 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, watch};
 
 use crate::config::{ProxyConfig, SipTransport};
-use crate::core::{is_sigcomp_first_byte, LocalAddrs, Peer, Proxy, Side, Transmit};
+use crate::core::{is_sigcomp_first_byte, metrics_text, LocalAddrs, Peer, Proxy, Shard, Side, Transmit};
 
 /// Longest SIP message or SigComp message the proxy takes (RFC 3320 §4.2.2
 /// leaves the bound to the implementation; SIP messages are a few KiB).
@@ -32,9 +32,9 @@ pub struct Running {
 }
 
 impl Running {
-    /// Runs `f` on the proxy's state (for inspection: metrics, states).
-    pub fn inspect<R>(&self, f: impl FnOnce(&Proxy) -> R) -> Option<R> {
-        self.shared.proxy.lock().ok().map(|p| f(&p))
+    /// Runs `f` on each shard's state (for inspection: metrics, states).
+    pub fn inspect<R>(&self, mut f: impl FnMut(&Proxy) -> R) -> Vec<R> {
+        self.shared.shards.iter().filter_map(|p| p.lock().ok().map(|p| f(&p))).collect()
     }
 
     /// Stops accepting, lets the tasks end, and waits for them.
@@ -50,7 +50,10 @@ impl Running {
 }
 
 struct Shared {
-    proxy: Mutex<Proxy>,
+    /// One proxy per worker thread, each owning its terminals' flows and
+    /// compartments ([`Shard`]), so messages of different terminals are
+    /// handled in parallel.
+    shards: Vec<Mutex<Proxy>>,
     /// TCP connections to terminals: their writers.
     conns: Mutex<HashMap<u64, mpsc::Sender<Vec<u8>>>>,
     next_conn: AtomicU64,
@@ -96,8 +99,17 @@ impl Shared {
         }
     }
 
+    fn shard_count(&self) -> u32 {
+        self.shards.len() as u32
+    }
+
     fn handle(&self, side: Side, from: Peer, bytes: &[u8], sigcomp: bool) -> Vec<Transmit> {
-        let Ok(mut p) = self.proxy.lock() else { return Vec::new() };
+        let n = self.shard_count();
+        let index = match side {
+            Side::Terminal => Shard::of_terminal(from.addr, n),
+            Side::Upstream => Shard::of_upstream_message(bytes, n).unwrap_or(0),
+        };
+        let Some(Ok(mut p)) = self.shards.get(index as usize).map(|m| m.lock()) else { return Vec::new() };
         let now = Instant::now();
         match side {
             Side::Terminal => p.from_terminal(now, from, bytes, sigcomp),
@@ -137,9 +149,16 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     };
     let metrics_addr = metrics_listener.as_ref().map(|l| l.local_addr()).transpose()?;
     let addrs = LocalAddrs { terminal: terminal_addrs.clone(), upstream: upstream_local, upstream_peer: upstream.addr };
-    let proxy = Proxy::new(&config, addrs).map_err(io::Error::other)?;
+    let count = match config.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    } as u32;
+    let shards = (0..count)
+        .map(|index| Proxy::sharded(&config, addrs.clone(), Shard { index, count }).map(Mutex::new))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(io::Error::other)?;
     let shared = Arc::new(Shared {
-        proxy: Mutex::new(proxy),
+        shards,
         conns: Mutex::new(HashMap::new()),
         next_conn: AtomicU64::new(1),
         udp: udp.clone(),
@@ -147,10 +166,15 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     });
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    for (local, socket) in udp {
-        tasks.spawn(udp_loop(shared.clone(), socket, local, Side::Terminal, stop.clone()));
+    // As many receivers per socket as shards: each takes the next datagram
+    // and hands it to its shard, so different terminals' messages are
+    // handled at the same time.
+    for _ in 0..count {
+        for (local, socket) in &udp {
+            tasks.spawn(udp_loop(shared.clone(), socket.clone(), *local, Side::Terminal, stop.clone()));
+        }
+        tasks.spawn(udp_loop(shared.clone(), upstream_socket.clone(), upstream_local, Side::Upstream, stop.clone()));
     }
-    tasks.spawn(udp_loop(shared.clone(), upstream_socket, upstream_local, Side::Upstream, stop.clone()));
     for listener in tcp {
         tasks.spawn(tcp_accept(shared.clone(), listener, stop.clone()));
     }
@@ -296,7 +320,8 @@ async fn tcp_conn(shared: Arc<Shared>, stream: TcpStream, peer: Peer, mut stop: 
     if let Ok(mut c) = shared.conns.lock() {
         c.remove(&id);
     }
-    if let Ok(mut p) = shared.proxy.lock() {
+    let n = shared.shard_count();
+    if let Some(Ok(mut p)) = shared.shards.get(Shard::of_terminal(peer.addr, n) as usize).map(|m| m.lock()) {
         p.connection_closed(id);
     }
     writer.abort();
@@ -309,11 +334,12 @@ async fn timer(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
-        let out = {
-            let Ok(mut p) = shared.proxy.lock() else { return };
+        let mut out = Vec::new();
+        for shard in &shared.shards {
+            let Ok(mut p) = shard.lock() else { return };
             p.handle_timeout(Instant::now());
-            std::iter::from_fn(|| p.poll_transmit()).collect::<Vec<_>>()
-        };
+            out.extend(std::iter::from_fn(|| p.poll_transmit()));
+        }
         shared.flush(out).await;
     }
 }
@@ -342,7 +368,9 @@ async fn metrics_server(shared: Arc<Shared>, listener: TcpListener, mut stop: wa
             }
             let wanted = req.starts_with(b"GET /metrics ") || req.starts_with(b"GET /metrics?");
             let body = if wanted {
-                shared.proxy.lock().map(|p| p.metrics_text()).unwrap_or_default()
+                let guards: Vec<_> = shared.shards.iter().filter_map(|m| m.lock().ok()).collect();
+                let shards: Vec<&Proxy> = guards.iter().map(|g| &**g).collect();
+                metrics_text(&shards)
             } else {
                 String::from("not found\n")
             };
