@@ -996,6 +996,75 @@ mod tests {
         assert_eq!(Shard::of_upstream_message(b"not sip", 7), None);
     }
 
+    /// Two terminals behind one address (one flow), each with its own
+    /// `sigcomp-id`: two compartments, and with both requests in flight
+    /// each response is compressed in its own terminal's compartment
+    /// (RFC 5049 §6.1), which only that terminal can decompress.
+    #[test]
+    fn responses_go_to_the_compartment_their_via_names() {
+        use sigcomp::Params;
+        use sigcomp_compress::{Config, Mechanism};
+        let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let config = ProxyConfig {
+            listen: vec!["udp:127.0.0.1:5060".parse().unwrap()],
+            upstream: Some("udp:127.0.0.1:5070".parse().unwrap()),
+            ..ProxyConfig::default()
+        };
+        let addrs = LocalAddrs {
+            terminal: vec![(SipTransport::Udp, addr("127.0.0.1:5060"))],
+            upstream: addr("127.0.0.1:5062"),
+            upstream_peer: addr("127.0.0.1:5070"),
+        };
+        let mut proxy = Proxy::new(&config, addrs).unwrap();
+        let from = Peer { transport: SipTransport::Udp, addr: addr("10.0.0.9:5080"), local: None, conn: None };
+        let p = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
+        let c = Config { mechanism: Mechanism::Dynamic, verify: true, ..Config::default() };
+        let mut terminals: Vec<Endpoint> =
+            (0..2).map(|_| Endpoint::new(EndpointConfig::new(p, p, c)).unwrap()).collect();
+        let now = Instant::now();
+        let me = CompartmentId(1);
+        let request = |n: usize, k: usize, method: &str| {
+            format!(
+                "{method} sip:127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 10.0.0.9:5080;branch=z9hG4bK{n}x{k};rport;comp=sigcomp;\
+                 sigcomp-id=\"<urn:uuid:0000000{n}-0000-4000-8000-000000000000>\"\r\nMax-Forwards: 70\r\n\
+                 From: <sip:u{n}@127.0.0.1>;tag={n}\r\nTo: <sip:u{n}@127.0.0.1>\r\nCall-ID: c{n}-{k}\r\nCSeq: {k} {method}\r\n\
+                 Contact: <sip:u{n}@10.0.0.9:5080;comp=sigcomp>\r\nContent-Length: 0\r\n\r\n"
+            )
+        };
+        // Each terminal's request reaches the upstream; the upstream's 2xx
+        // answers are held back until both are in flight.
+        let round = |proxy: &mut Proxy, terminals: &mut [Endpoint], k: usize, method: &str| {
+            let mut upstream = Vec::new();
+            for (n, t) in terminals.iter_mut().enumerate() {
+                let out = t.compress(now, me, request(n, k, method).as_bytes()).unwrap();
+                proxy.from_terminal(now, from, &out.message, true);
+                let tx = proxy.poll_transmit().expect("forwarded");
+                assert_eq!(tx.side, Side::Upstream);
+                upstream.push(tx.bytes);
+            }
+            for (n, req) in upstream.iter().enumerate() {
+                let msg = Message::parse(req).unwrap();
+                let contact = format!("<sip:u{n}@10.0.0.9:5080;comp=sigcomp>;expires=3600");
+                let ok = build_response(&msg, 200, "OK", Some("up"), &[("Contact", &contact)]).unwrap();
+                proxy.from_upstream(now, proxy.upstream_peer(), &ok);
+                let tx = proxy.poll_transmit().expect("answer to the terminal");
+                assert!(tx.sigcomp && tx.to == from);
+                let got = match terminals[n].receive(&tx.bytes, Transport::Message) {
+                    Ok(Received::Message(incoming)) => terminals[n].accept(now, incoming, me).message,
+                    other => panic!("terminal {n}, {method} {k}: {other:?}"),
+                };
+                assert!(got.starts_with(b"SIP/2.0 200 OK"));
+            }
+        };
+        round(&mut proxy, &mut terminals, 1, "REGISTER");
+        for k in 2..8 {
+            round(&mut proxy, &mut terminals, k, "OPTIONS");
+        }
+        assert_eq!(proxy.endpoint().compartment_ids().count(), 2);
+        assert_eq!(proxy.registered.len(), 2);
+        assert!(proxy.metrics().states_accepted >= 12);
+    }
+
     #[test]
     fn terminals_spread_over_the_shards() {
         let mut seen = [0usize; 4];
