@@ -216,6 +216,7 @@ pub struct EndpointMetrics {
     pub messages_discarded: u64,
     /// Decompressed bytes of accepted and discarded messages.
     pub bytes_decompressed: u64,
+    /// UDVM cycles run, failed runs included.
     pub cycles: u64,
     /// Decompression failures by RFC 4077 reason code.
     pub failures: [u64; 32],
@@ -225,6 +226,8 @@ pub struct EndpointMetrics {
     pub bytes_sent: u64,
     /// Uncompressed bytes of the messages sent.
     pub bytes_compressed_from: u64,
+    /// Compartments closed to stay within the limits (the state
+    /// handler's count).
     pub compartments_evicted: u64,
     pub compartments_timed_out: u64,
 }
@@ -445,8 +448,13 @@ impl Endpoint {
     }
 
     pub fn metrics(&self) -> EndpointMetrics {
-        let state_bytes = self.decompressor.states().state_bytes();
-        EndpointMetrics { compartments: self.compartments.len(), state_bytes, ..self.metrics.clone() }
+        let states = self.decompressor.states();
+        EndpointMetrics {
+            compartments: self.compartments.len(),
+            state_bytes: states.state_bytes(),
+            compartments_evicted: states.evictions(),
+            ..self.metrics.clone()
+        }
     }
 
     /// Opens `compartment` for a peer reached over `transport` (or changes
@@ -509,7 +517,6 @@ impl Endpoint {
     fn drop_evicted(&mut self) -> Vec<CompartmentId> {
         let evicted = self.decompressor.take_evicted();
         for c in &evicted {
-            self.metrics.compartments_evicted += 1;
             self.forget(*c);
         }
         evicted
@@ -537,6 +544,7 @@ impl Endpoint {
                 Ok(Received::Message(Incoming { output: d.output, cycles: d.cycles, transport, pending: d.pending }))
             }
             Err(failure) => {
+                self.metrics.cycles += failure.cycles;
                 if let Some(n) = self.metrics.failures.get_mut(usize::from(failure.reason.code())) {
                     *n += 1;
                 }

@@ -95,9 +95,6 @@ pub struct ProxyMetrics {
     pub sigcomp_bytes_in: u64,
     pub sigcomp_sip_bytes_out: u64,
     pub sigcomp_bytes_out: u64,
-    pub nacks_sent: [u64; 32],
-    pub nacks_received: u64,
-    pub udvm_cycles: u64,
     pub refused_messages: u64,
     pub refused_cycles: u64,
     pub bad_sip: u64,
@@ -115,15 +112,10 @@ impl ProxyMetrics {
             self.messages_out[i] += o.messages_out[i];
             self.bytes_out[i] += o.bytes_out[i];
         }
-        for (a, b) in self.nacks_sent.iter_mut().zip(o.nacks_sent) {
-            *a += b;
-        }
         self.sigcomp_sip_bytes_in += o.sigcomp_sip_bytes_in;
         self.sigcomp_bytes_in += o.sigcomp_bytes_in;
         self.sigcomp_sip_bytes_out += o.sigcomp_sip_bytes_out;
         self.sigcomp_bytes_out += o.sigcomp_bytes_out;
-        self.nacks_received += o.nacks_received;
-        self.udvm_cycles += o.udvm_cycles;
         self.refused_messages += o.refused_messages;
         self.refused_cycles += o.refused_cycles;
         self.bad_sip += o.bad_sip;
@@ -146,7 +138,6 @@ struct Flow {
 struct HeldRegister {
     incoming: Incoming,
     compartment: CompartmentId,
-    token: u64,
     deadline: Instant,
 }
 
@@ -216,6 +207,9 @@ pub struct Proxy {
     /// Compartments by remote application identifier: a `sigcomp-id`, or
     /// a flow token.
     by_sigcomp_id: HashMap<String, CompartmentId>,
+    /// What names each compartment (its `sigcomp-id`, the flows that use
+    /// it), so closing it forgets them without a scan.
+    named_by: HashMap<CompartmentId, (Option<String>, Vec<u64>)>,
     next_compartment: u64,
     flows: HashMap<u64, Flow>,
     flow_tokens: HashMap<Peer, u64>,
@@ -272,6 +266,7 @@ impl Proxy {
             route_terminal: config.route_terminal,
             route_upstream: config.route_upstream,
             by_sigcomp_id: HashMap::new(),
+            named_by: HashMap::new(),
             next_compartment: 1,
             flows: HashMap::new(),
             flow_tokens: HashMap::new(),
@@ -350,11 +345,17 @@ impl Proxy {
                 if let Some(id) = sigcomp_id {
                     self.by_sigcomp_id.insert(id.to_string(), c);
                 }
+                self.named_by.insert(c, (sigcomp_id.map(str::to_string), Vec::new()));
                 c
             }
         };
         if let Some(f) = self.flows.get_mut(&token) {
             f.compartment = Some(c);
+            if let Some((_, tokens)) = self.named_by.get_mut(&c) {
+                if !tokens.contains(&token) {
+                    tokens.push(token);
+                }
+            }
         }
         c
     }
@@ -425,20 +426,16 @@ impl Proxy {
         match self.endpoint.receive(bytes, transport) {
             Ok(Received::Message(incoming)) => {
                 self.budgets.refund(from.addr.ip(), worst.saturating_sub(incoming.cycles()));
-                self.metrics.udvm_cycles += incoming.cycles();
                 self.metrics.sigcomp_bytes_in += bytes.len() as u64;
                 self.metrics.sigcomp_sip_bytes_in += incoming.message().len() as u64;
                 let sip = incoming.message().to_vec();
                 self.sip_from_terminal(now, from, &sip, Some(incoming));
             }
-            Ok(Received::Nack(_)) => self.metrics.nacks_received += 1,
+            // Acted on by the endpoint, which counts it.
+            Ok(Received::Nack(_)) => {}
             Err(e) => {
                 self.budgets.refund(from.addr.ip(), worst.saturating_sub(e.failure.cycles));
-                self.metrics.udvm_cycles += e.failure.cycles;
                 if let Some(nack) = e.nack {
-                    if let Some(n) = self.metrics.nacks_sent.get_mut(usize::from(e.failure.reason.code())) {
-                        *n += 1;
-                    }
                     self.send(Side::Terminal, from, nack, true);
                 }
                 tracing::debug!(from = %from.addr, reason = e.failure.reason.name(), "decompression failed");
@@ -522,7 +519,7 @@ impl Proxy {
                 Ok(()) => e.emit(),
                 Err(err) => {
                     self.metrics.bad_sip += 1;
-                    let reply = matches!(err, EditError::TooManyHops).then(|| too_many_hops(msg)).flatten();
+                    let reply = matches!(err, EditError::TooManyHops).then(|| self.too_many_hops(msg)).flatten();
                     self.decide(incoming, None);
                     if let Some(reply) = reply {
                         self.reply_to_terminal(now, from, token, reply);
@@ -539,7 +536,7 @@ impl Proxy {
                     self.decide(Some(old.incoming), None);
                 }
                 let deadline = now + TRANSACTION_TIMEOUT;
-                self.held.insert(branch, HeldRegister { incoming, compartment, token, deadline });
+                self.held.insert(branch, HeldRegister { incoming, compartment, deadline });
             }
         } else {
             let accept = self.registered.contains_key(&compartment).then_some((now, compartment));
@@ -591,7 +588,8 @@ impl Proxy {
     /// A response going to the upstream: the proxy's Via off, the rest as is.
     fn response_toward_upstream(&mut self, msg: &Message<'_>) {
         let mut vias = msg.values(HeaderName::Via);
-        let (Some(ours), Some(next)) = (vias.next(), vias.next()) else {
+        // Ours on top, and below it the Via the response goes back to.
+        let (Some(ours), Some(_)) = (vias.next(), vias.next()) else {
             self.metrics.undeliverable += 1;
             return;
         };
@@ -599,7 +597,6 @@ impl Proxy {
             self.metrics.undeliverable += 1;
             return;
         }
-        let _ = next;
         let mut e = Editor::new(msg);
         if e.remove_top_via().is_err() {
             self.metrics.undeliverable += 1;
@@ -611,10 +608,11 @@ impl Proxy {
     }
 
     /// A message from the upstream server (plain SIP).
-    pub fn from_upstream(&mut self, now: Instant, from: Peer, bytes: &[u8]) {
+    /// (`_from` is the configured upstream: where a message goes next is
+    /// read from the message itself.)
+    pub fn from_upstream(&mut self, now: Instant, _from: Peer, bytes: &[u8]) {
         self.metrics.messages_in[1] += 1;
         self.metrics.bytes_in[1] += bytes.len() as u64;
-        let _ = from;
         let Ok(msg) = Message::parse(bytes) else {
             self.metrics.bad_sip += 1;
             return;
@@ -645,7 +643,6 @@ impl Proxy {
                 if ok {
                     self.register_ok(now, msg, held.compartment);
                 }
-                let _ = held.token;
                 self.decide(Some(held.incoming), ok.then_some((now, held.compartment)));
             }
         }
@@ -757,12 +754,17 @@ impl Proxy {
             }
             Err(err) => {
                 self.metrics.bad_sip += 1;
-                if let Some(reply) = matches!(err, EditError::TooManyHops).then(|| too_many_hops(msg)).flatten() {
+                if let Some(reply) = matches!(err, EditError::TooManyHops).then(|| self.too_many_hops(msg)).flatten() {
                     let up = self.upstream_peer();
                     self.send(Side::Upstream, up, reply, false);
                 }
             }
         }
+    }
+
+    /// 483 Too Many Hops (RFC 3261 §16.3 item 2).
+    fn too_many_hops(&self, msg: &Message<'_>) -> Option<Vec<u8>> {
+        sigkit_sip::proxy::too_many_hops(msg, &self.to_tag(msg)).ok()
     }
 
     /// A To tag for a response the proxy makes itself (RFC 3261 §8.2.6.2):
@@ -836,9 +838,12 @@ impl Proxy {
 
     fn forget_compartment(&mut self, c: CompartmentId) {
         self.registered.remove(&c);
-        self.by_sigcomp_id.retain(|_, v| *v != c);
-        for f in self.flows.values_mut() {
-            if f.compartment == Some(c) {
+        let Some((id, tokens)) = self.named_by.remove(&c) else { return };
+        if let Some(id) = id {
+            self.by_sigcomp_id.remove(&id);
+        }
+        for t in tokens {
+            if let Some(f) = self.flows.get_mut(&t).filter(|f| f.compartment == Some(c)) {
                 f.compartment = None;
             }
         }
@@ -875,6 +880,11 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         e.state_bytes += pe.state_bytes;
         e.compartments_evicted += pe.compartments_evicted;
         e.compartments_timed_out += pe.compartments_timed_out;
+        e.cycles += pe.cycles;
+        e.nacks_received += pe.nacks_received;
+        for (a, b) in e.failures.iter_mut().zip(pe.failures) {
+            *a += b;
+        }
         registered += p.registered.len();
     }
     {
@@ -903,15 +913,17 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         );
         let nack_labels: Vec<(String, u64)> = (0u8..32)
             .filter_map(|code| {
-                let n = m.nacks_sent[usize::from(code)];
+                // Every decompression failure is answered with a NACK
+                // (RFC 4077 §2.2).
+                let n = e.failures[usize::from(code)];
                 let r = Reason::from_code(code)?;
                 (n > 0).then(|| (format!("{{reason=\"{}\"}}", r.name()), n))
             })
             .collect();
         let nacks: Vec<(&str, u64)> = nack_labels.iter().map(|(l, n)| (l.as_str(), *n)).collect();
         counter("sigkit_proxy_nacks_sent_total", "RFC 4077 NACKs sent, by reason.", &nacks);
-        counter("sigkit_proxy_nacks_received_total", "RFC 4077 NACKs received.", &[("", m.nacks_received)]);
-        counter("sigkit_proxy_udvm_cycles_total", "UDVM cycles run.", &[("", m.udvm_cycles)]);
+        counter("sigkit_proxy_nacks_received_total", "RFC 4077 NACKs received.", &[("", e.nacks_received)]);
+        counter("sigkit_proxy_udvm_cycles_total", "UDVM cycles run.", &[("", e.cycles)]);
         counter(
             "sigkit_proxy_refused_total",
             "SigComp messages refused over a source's budget, by budget.",
@@ -963,13 +975,6 @@ fn socket_addr(host: &str, port: u16) -> Option<SocketAddr> {
 /// `uri` (`sip:host...`) with the flow token as its user part.
 fn with_flow_token(token: u64, uri: &str) -> String {
     format!("sip:t.{token}@{}", uri.strip_prefix("sip:").unwrap_or(uri))
-}
-
-/// 483 Too Many Hops (RFC 3261 §16.3 item 2), with a To tag derived from
-/// the request.
-fn too_many_hops(msg: &Message<'_>) -> Option<Vec<u8>> {
-    let tag: String = msg.call_id().ok()?.bytes().filter(u8::is_ascii_alphanumeric).take(16).map(char::from).collect();
-    sigkit_sip::proxy::too_many_hops(msg, &format!("sk{tag}")).ok()
 }
 
 #[cfg(test)]

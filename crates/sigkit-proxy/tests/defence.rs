@@ -104,7 +104,7 @@ async fn a_looping_bytecode_flood_leaves_the_terminals_alone() {
     let after = proxy.inspect(states);
     assert_eq!(before, after, "the flood changed the terminals' states");
     let (refused, cycles) = proxy
-        .inspect(|p| (p.metrics().refused_messages + p.metrics().refused_cycles, p.metrics().udvm_cycles))
+        .inspect(|p| (p.metrics().refused_messages + p.metrics().refused_cycles, p.endpoint().metrics().cycles))
         .into_iter()
         .fold((0, 0), |(r, c), (pr, pc)| (r + pr, c + pc));
     assert!(sent > 500, "the flood sent {sent}");
@@ -117,7 +117,7 @@ async fn a_looping_bytecode_flood_leaves_the_terminals_alone() {
     let span = Duration::from_secs(2);
     let quiet = offered_load(&mut terminals, &uri, 100, span).await;
     let (flooded, _) = tokio::join!(offered_load(&mut terminals, &uri, 100, span), flood_for(span));
-    let run: u64 = proxy.inspect(|p| p.metrics().udvm_cycles).into_iter().sum();
+    let run: u64 = proxy.inspect(|p| p.endpoint().metrics().cycles).into_iter().sum();
     eprintln!("flood: {sent} sent, {refused} refused; answered {quiet} quiet, {flooded} flooded; {run} cycles run");
     assert!(quiet >= 200, "only {quiet} OPTIONS answered without a flood");
     assert!(flooded * 100 >= quiet * 95, "{flooded} answered under the flood against {quiet} without");
