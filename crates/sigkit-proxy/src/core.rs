@@ -177,8 +177,16 @@ impl Shard {
     /// Route entry of a request; else the shard of the Request-URI's
     /// address (a registered contact); `None` for what is not SIP.
     pub fn of_upstream_message(bytes: &[u8], count: u32) -> Option<u32> {
-        let count = count.max(1);
-        let msg = Message::parse(bytes).ok()?;
+        Some(Shard::of_upstream(&Message::parse(bytes).ok()?, count))
+    }
+
+    /// [`Shard::of_upstream_message`] of a parsed message; shard 0 when
+    /// the message names none.
+    pub fn of_upstream(msg: &Message<'_>, count: u32) -> u32 {
+        Shard::named_by_upstream(msg, count.max(1)).unwrap_or(0)
+    }
+
+    fn named_by_upstream(msg: &Message<'_>, count: u32) -> Option<u32> {
         if !msg.is_request() {
             let via = msg.top_via().ok()?;
             let rest = via.branch()?.strip_prefix(BRANCH_PREFIX)?;
@@ -611,16 +619,25 @@ impl Proxy {
     /// (`_from` is the configured upstream: where a message goes next is
     /// read from the message itself.)
     pub fn from_upstream(&mut self, now: Instant, _from: Peer, bytes: &[u8]) {
+        match Message::parse(bytes) {
+            Ok(msg) => self.upstream_message(now, &msg),
+            Err(_) => {
+                self.metrics.messages_in[1] += 1;
+                self.metrics.bytes_in[1] += bytes.len() as u64;
+                self.metrics.bad_sip += 1;
+            }
+        }
+    }
+
+    /// [`Proxy::from_upstream`] of a message already parsed (the runtime
+    /// parses it once, to find its shard).
+    pub fn upstream_message(&mut self, now: Instant, msg: &Message<'_>) {
         self.metrics.messages_in[1] += 1;
-        self.metrics.bytes_in[1] += bytes.len() as u64;
-        let Ok(msg) = Message::parse(bytes) else {
-            self.metrics.bad_sip += 1;
-            return;
-        };
+        self.metrics.bytes_in[1] += msg.input().len() as u64;
         if msg.is_request() {
-            self.request_toward_terminal(now, &msg);
+            self.request_toward_terminal(now, msg);
         } else {
-            self.response_toward_terminal(now, &msg);
+            self.response_toward_terminal(now, msg);
         }
     }
 

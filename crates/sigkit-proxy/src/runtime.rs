@@ -105,16 +105,28 @@ impl Shared {
 
     fn handle(&self, side: Side, from: Peer, bytes: &[u8], sigcomp: bool) -> Vec<Transmit> {
         let n = self.shard_count();
-        let index = match side {
-            Side::Terminal => Shard::of_terminal(from.addr, n),
-            Side::Upstream => Shard::of_upstream_message(bytes, n).unwrap_or(0),
-        };
-        let Some(Ok(mut p)) = self.shards.get(index as usize).map(|m| m.lock()) else { return Vec::new() };
         let now = Instant::now();
-        match side {
-            Side::Terminal => p.from_terminal(now, from, bytes, sigcomp),
-            Side::Upstream => p.from_upstream(now, from, bytes),
-        }
+        let lock = |index: u32| self.shards.get(index as usize).and_then(|m| m.lock().ok());
+        let mut p = match side {
+            Side::Terminal => {
+                let Some(mut p) = lock(Shard::of_terminal(from.addr, n)) else { return Vec::new() };
+                p.from_terminal(now, from, bytes, sigcomp);
+                p
+            }
+            // Parsed once: for its shard, and by that shard's proxy.
+            Side::Upstream => match sigkit_sip::Message::parse(bytes) {
+                Ok(msg) => {
+                    let Some(mut p) = lock(Shard::of_upstream(&msg, n)) else { return Vec::new() };
+                    p.upstream_message(now, &msg);
+                    p
+                }
+                Err(_) => {
+                    let Some(mut p) = lock(0) else { return Vec::new() };
+                    p.from_upstream(now, from, bytes);
+                    p
+                }
+            },
+        };
         std::iter::from_fn(|| p.poll_transmit()).collect()
     }
 }
