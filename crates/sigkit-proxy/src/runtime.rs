@@ -131,32 +131,41 @@ impl Shared {
     }
 }
 
+/// An error binding `addr` that names it, keeping the error's kind (a
+/// caller may retry on `AddrInUse`).
+fn bind_error(transport: &str, addr: SocketAddr, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("binding {transport}:{addr}: {e}"))
+}
+
 /// Binds every socket and starts the proxy on the current tokio runtime.
 pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     let upstream = config.upstream.ok_or_else(|| io::Error::other("no upstream"))?;
     let upstream_local = config.upstream_local.unwrap_or_else(|| SocketAddr::new(upstream.addr.ip(), 0));
-    let upstream_socket = Arc::new(UdpSocket::bind(upstream_local).await?);
-    let upstream_local = upstream_socket.local_addr()?;
     let mut udp = HashMap::new();
     let mut tcp = Vec::new();
     let mut terminal_addrs = Vec::new();
     for l in &config.listen {
         match l.transport {
             SipTransport::Udp => {
-                let s = Arc::new(UdpSocket::bind(l.addr).await?);
+                let s = Arc::new(UdpSocket::bind(l.addr).await.map_err(|e| bind_error("udp", l.addr, e))?);
                 let a = s.local_addr()?;
                 terminal_addrs.push((SipTransport::Udp, a));
                 udp.insert(a, s);
             }
             SipTransport::Tcp => {
-                let s = TcpListener::bind(l.addr).await?;
+                let s = TcpListener::bind(l.addr).await.map_err(|e| bind_error("tcp", l.addr, e))?;
                 terminal_addrs.push((SipTransport::Tcp, s.local_addr()?));
                 tcp.push(s);
             }
         }
     }
+    // After the listeners: an ephemeral port picked for the upstream side
+    // must not take a port configured for terminals.
+    let upstream_socket =
+        Arc::new(UdpSocket::bind(upstream_local).await.map_err(|e| bind_error("udp", upstream_local, e))?);
+    let upstream_local = upstream_socket.local_addr()?;
     let metrics_listener = match config.metrics {
-        Some(a) => Some(TcpListener::bind(a).await?),
+        Some(a) => Some(TcpListener::bind(a).await.map_err(|e| bind_error("tcp", a, e))?),
         None => None,
     };
     let metrics_addr = metrics_listener.as_ref().map(|l| l.local_addr()).transpose()?;

@@ -68,7 +68,7 @@ async fn offered_load(terminals: &mut [Terminal], uri: &str, per_second: u32, sp
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looping_bytecode_flood_leaves_the_terminals_alone() {
     let (_dir, kport, _kamailio) = scratch_with_kamailio("flood");
-    let proxy = sigkit_proxy::runtime::start(proxy_config(free_port(), kport)).await.unwrap();
+    let proxy = start_proxy(|port| proxy_config(port, kport)).await;
     let proxy_addr = proxy.terminal_addrs[0].1;
     let mut terminals = Vec::new();
     for user in ["alice", "bob"] {

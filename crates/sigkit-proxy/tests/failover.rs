@@ -18,18 +18,20 @@ async fn failover(tcp: bool) {
     let (dir, kport, _kamailio) = scratch_with_kamailio(if tcp { "failover-tcp" } else { "failover-udp" });
     let uas_port = free_port();
     let uas = sipp_uas_one_call(&dir, uas_port);
-    let (pa, ua) = (free_port(), free_port());
-    let service_terminal = SocketAddr::from(([127, 0, 0, 1], pa));
-    let service_upstream = SocketAddr::from(([127, 0, 0, 1], ua));
-    let farm = |port: u16, upstream_local: u16| {
+    // The first proxy's ports are the farm's service address; a retry
+    // (start_proxy) may change them, so they are read back after it starts.
+    let farm = |port: u16, upstream_local: u16, service: Option<(SocketAddr, SocketAddr)>| {
         let mut c = proxy_config(port, kport);
         c.upstream_local = Some(SocketAddr::from(([127, 0, 0, 1], upstream_local)));
-        c.route_terminal = Some(service_terminal);
-        c.route_upstream = Some(service_upstream);
+        let (terminal, upstream) = service
+            .unwrap_or((SocketAddr::from(([127, 0, 0, 1], port)), SocketAddr::from(([127, 0, 0, 1], upstream_local))));
+        c.route_terminal = Some(terminal);
+        c.route_upstream = Some(upstream);
         c
     };
-    let a = sigkit_proxy::runtime::start(farm(pa, ua)).await.unwrap();
-    let b = sigkit_proxy::runtime::start(farm(free_port(), 0)).await.unwrap();
+    let a = start_proxy(|port| farm(port, free_port(), None)).await;
+    let (service_terminal, service_upstream) = (a.terminal_addrs[0].1, a.upstream_local);
+    let b = start_proxy(|port| farm(port, 0, Some((service_terminal, service_upstream)))).await;
     let b_addr = b.terminal_addrs[0].1;
     tokio::time::sleep(Duration::from_millis(300)).await;
 

@@ -15,7 +15,7 @@ use support::*;
 
 async fn calls_through_the_proxy(tcp: bool) {
     let (dir, kport, _kamailio) = scratch_with_kamailio(if tcp { "tcp" } else { "udp" });
-    let proxy = sigkit_proxy::runtime::start(proxy_config(free_port(), kport)).await.unwrap();
+    let proxy = start_proxy(|port| proxy_config(port, kport)).await;
     let proxy_addr = proxy.terminal_addrs[0].1;
 
     // The far-end UAS answers one call (re-INVITE and BYE included).
@@ -81,7 +81,7 @@ async fn sigcomp_terminal_over_tcp() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_sipp_terminal_through_the_proxy() {
     let (dir, kport, _kamailio) = scratch_with_kamailio("plain");
-    let proxy = sigkit_proxy::runtime::start(proxy_config(free_port(), kport)).await.unwrap();
+    let proxy = start_proxy(|port| proxy_config(port, kport)).await;
     let proxy_addr: SocketAddr = proxy.terminal_addrs[0].1;
     let uas_port = free_port().to_string();
     let _uas = sipp_background(&dir, &["-sn", "uas", "-i", "127.0.0.1", "-p", &uas_port]);

@@ -202,3 +202,18 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> String {
 pub fn metric(text: &str, series: &str) -> Option<f64> {
     text.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')).and_then(|v| v.parse().ok()))
 }
+
+/// `sigkit proxy` started with the configuration `make` builds for a free
+/// port, trying another port when one was taken between `free_port`'s
+/// probe and the bind (a resolver's or another test's ephemeral socket).
+pub async fn start_proxy(make: impl Fn(u16) -> ProxyConfig) -> sigkit_proxy::runtime::Running {
+    let mut last = None;
+    for _ in 0..10 {
+        match sigkit_proxy::runtime::start(make(free_port())).await {
+            Ok(running) => return running,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => last = Some(e),
+            Err(e) => panic!("sigkit proxy did not start: {e}"),
+        }
+    }
+    panic!("sigkit proxy found no free port: {last:?}")
+}
