@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bench;
+pub mod capacity;
 pub mod corpus;
 pub mod flow;
 pub mod pcap;
