@@ -36,11 +36,11 @@ async fn failover(tcp: bool) {
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let mut alice = Terminal::new("alice", service_terminal, tcp, true).await;
-    alice.register("secret", 300).await.unwrap();
-    let mut call = alice.invite(&format!("sip:service@127.0.0.1:{uas_port}")).await.unwrap();
+    or_explain(alice.register("secret", 300).await, &dir);
+    let mut call = or_explain(alice.invite(&format!("sip:service@127.0.0.1:{uas_port}")).await, &dir);
     // The state the terminal will name next is acknowledged (UDP) or sent
     // (TCP) by now: one more round trip through the first proxy.
-    assert_eq!(alice.in_dialog_request(&mut call, "INVITE").await.unwrap(), 200);
+    assert_eq!(or_explain(alice.in_dialog_request(&mut call, "INVITE").await, &dir), 200);
     // The re-INVITE's ACK (end to end, no response) reaches the UAS
     // before the first proxy goes.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -50,7 +50,7 @@ async fn failover(tcp: bool) {
 
     alice.switch_proxy(b_addr).await;
     let nacks_before = alice.nacks;
-    assert_eq!(alice.in_dialog_request(&mut call, "BYE").await.unwrap(), 200, "BYE through the second proxy");
+    assert_eq!(or_explain(alice.in_dialog_request(&mut call, "BYE").await, &dir), 200, "BYE through the second proxy");
     assert!(alice.nacks > nacks_before, "the second proxy NACKed the unknown state");
     let metrics = http_get(b.metrics_addr.unwrap(), "/metrics").await;
     let nacked = metric(&metrics, "sigkit_proxy_nacks_sent_total{reason=\"STATE_NOT_FOUND\"}").unwrap_or(0.0);

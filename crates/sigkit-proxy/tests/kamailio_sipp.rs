@@ -24,12 +24,12 @@ async fn calls_through_the_proxy(tcp: bool) {
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let mut alice = Terminal::new("alice", proxy_addr, tcp, true).await;
-    alice.register("secret", 300).await.unwrap();
+    or_explain(alice.register("secret", 300).await, &dir);
 
     // Outgoing call, re-INVITE, BYE from the terminal.
-    let mut call = alice.invite(&format!("sip:service@127.0.0.1:{uas_port}")).await.unwrap();
-    assert_eq!(alice.in_dialog_request(&mut call, "INVITE").await.unwrap(), 200, "re-INVITE");
-    assert_eq!(alice.in_dialog_request(&mut call, "BYE").await.unwrap(), 200, "BYE");
+    let mut call = or_explain(alice.invite(&format!("sip:service@127.0.0.1:{uas_port}")).await, &dir);
+    assert_eq!(or_explain(alice.in_dialog_request(&mut call, "INVITE").await, &dir), 200, "re-INVITE");
+    assert_eq!(or_explain(alice.in_dialog_request(&mut call, "BYE").await, &dir), 200, "BYE");
     let uas = uas.await.unwrap();
     assert_eq!((uas.successful, uas.failed), (1, 0), "SIPp UAS:\n{}", uas.output);
 
@@ -45,8 +45,8 @@ async fn calls_through_the_proxy(tcp: bool) {
             sipp(&dir, &args, Duration::from_secs(40))
         })
     };
-    let incoming = alice.answer().await.unwrap();
-    alice.answer_in_dialog(&incoming, "BYE").await.unwrap();
+    let incoming = or_explain(alice.answer().await, &dir);
+    or_explain(alice.answer_in_dialog(&incoming, "BYE").await, &dir);
     let uac = uac.await.unwrap();
     assert_eq!((uac.successful, uac.failed), (1, 0), "SIPp UAC:\n{}", uac.output);
 

@@ -217,3 +217,30 @@ pub async fn start_proxy(make: impl Fn(u16) -> ProxyConfig) -> sigkit_proxy::run
     }
     panic!("sigkit proxy found no free port: {last:?}")
 }
+
+/// What the real parts logged in `dir`, for a failing test's message: the
+/// requests Kamailio saw (its config logs one line each) and SIPp's
+/// error logs.
+pub fn diagnostics(dir: &Path) -> String {
+    let mut out = String::new();
+    let kamailio = std::fs::read_to_string(dir.join("kamailio.log")).unwrap_or_default();
+    let requests: Vec<&str> = kamailio.lines().filter(|l| l.contains("request ")).collect();
+    out.push_str(&format!("Kamailio saw {} requests, the last:\n", requests.len()));
+    for l in &requests[requests.len().saturating_sub(30)..] {
+        out.push_str(l);
+        out.push('\n');
+    }
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.ends_with("_errors.log") {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            out.push_str(&format!("{name}:\n{}\n", &text[..text.len().min(4000)]));
+        }
+    }
+    out
+}
+
+/// `r`'s value, or a panic with `r`'s error and [`diagnostics`] of `dir`.
+pub fn or_explain<T>(r: Result<T, String>, dir: &Path) -> T {
+    r.unwrap_or_else(|e| panic!("{e}\n{}", diagnostics(dir)))
+}
