@@ -11,3 +11,4 @@ pub mod capacity;
 pub mod corpus;
 pub mod flow;
 pub mod pcap;
+pub mod study;
