@@ -57,7 +57,7 @@ pub enum StudyError {
     #[error("{dir}: not readable: {source}")]
     Dir { dir: PathBuf, source: std::io::Error },
     #[error("{flow} ({algorithm}, {mechanism}): {error}")]
-    Flow { flow: String, algorithm: &'static str, mechanism: &'static str, error: FlowError },
+    Flow { flow: String, algorithm: &'static str, mechanism: &'static str, error: Box<FlowError> },
 }
 
 /// The flow directories of a corpus (each holds one call flow), by name.
@@ -89,7 +89,7 @@ pub fn compression(
                     flow: flow.clone(),
                     algorithm: a,
                     mechanism: m,
-                    error,
+                    error: Box::new(error),
                 })?;
                 study.flows.push(FlowRow {
                     flow: flow.clone(),
