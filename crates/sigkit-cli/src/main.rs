@@ -12,6 +12,7 @@ mod alloc_tuning;
 mod asm_cmd;
 mod bench_cmd;
 mod endpoint_args;
+mod eval_cmd;
 mod flow_cmd;
 mod hexin;
 mod jsonl;
@@ -76,6 +77,11 @@ enum Command {
     /// Run the SigComp edge proxy (the P-CSCF compression function):
     /// SigComp toward terminals, plain SIP toward the SIP server behind it.
     Proxy(proxy_cmd::ProxyArgs),
+    /// The main job, on embedded defaults: every corpus flow under each
+    /// mechanism, the RAN-delay study, a load run through `sigkit proxy`
+    /// and a capacity search, into results.sqlite, summary.json and an
+    /// HTML report (see README.md).
+    Eval(eval_cmd::EvalArgs),
 }
 
 #[derive(Args)]
@@ -128,6 +134,7 @@ fn main() -> ExitCode {
         Command::Disasm(args) => asm_cmd::disasm(args),
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Proxy(args) => proxy_cmd::proxy(args),
+        Command::Eval(args) => eval_cmd::eval(args),
     }
 }
 

@@ -135,7 +135,8 @@ fn now() -> f64 {
 }
 
 /// Table and column names come from row types and callers; they are
-/// spliced into SQL, so only plain identifiers pass (and `runs` is ours).
+/// spliced into SQL (quoted, so a keyword such as `index` is a name too),
+/// so only plain identifiers pass (and `runs` is ours).
 fn check_name(name: &str) -> Result<&str, StoreError> {
     let mut chars = name.chars();
     let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
@@ -236,7 +237,7 @@ impl Store {
     }
 
     fn columns(&self, table: &str) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self.conn.prepare(&format!("PRAGMA table_info({table})"))?;
+        let mut stmt = self.conn.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
         let names = stmt.query_map([], |r| r.get::<_, String>(1))?.collect::<Result<Vec<_>, _>>()?;
         Ok(names)
     }
@@ -262,9 +263,11 @@ impl Store {
             })
             .collect::<Result<_, _>>()?;
         let tx = self.conn.transaction()?;
-        tx.execute_batch(&format!("CREATE TABLE IF NOT EXISTS {table} (run_id INTEGER NOT NULL REFERENCES runs(id))"))?;
+        tx.execute_batch(&format!(
+            "CREATE TABLE IF NOT EXISTS \"{table}\" (run_id INTEGER NOT NULL REFERENCES runs(id))"
+        ))?;
         let mut columns: Vec<String> = {
-            let mut stmt = tx.prepare(&format!("PRAGMA table_info({table})"))?;
+            let mut stmt = tx.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
             let names = stmt.query_map([], |r| r.get::<_, String>(1))?.collect::<Result<Vec<_>, _>>()?;
             names
         };
@@ -272,7 +275,7 @@ impl Store {
             for key in row.keys() {
                 if !columns.iter().any(|c| c == key) {
                     check_name(key)?;
-                    tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {key}"))?;
+                    tx.execute_batch(&format!("ALTER TABLE \"{table}\" ADD COLUMN \"{key}\""))?;
                     columns.push(key.clone());
                 }
             }
@@ -280,8 +283,8 @@ impl Store {
         for row in &rows {
             let names: Vec<&str> = row.keys().map(String::as_str).collect();
             let sql = format!(
-                "INSERT INTO {table} (run_id{}) VALUES (?1{})",
-                names.iter().map(|n| format!(", {n}")).collect::<String>(),
+                "INSERT INTO \"{table}\" (run_id{}) VALUES (?1{})",
+                names.iter().map(|n| format!(", \"{n}\"")).collect::<String>(),
                 (0..names.len()).map(|i| format!(", ?{}", i + 2)).collect::<String>()
             );
             let mut values = vec![SqlValue::Integer(run.0)];
@@ -347,8 +350,8 @@ impl Store {
             return Err(StoreError::NoTable(table.to_string()));
         }
         let sql = match run {
-            Some(_) => format!("SELECT * FROM {table} WHERE run_id = ?1 ORDER BY rowid"),
-            None => format!("SELECT * FROM {table} ORDER BY rowid"),
+            Some(_) => format!("SELECT * FROM \"{table}\" WHERE run_id = ?1 ORDER BY rowid"),
+            None => format!("SELECT * FROM \"{table}\" ORDER BY rowid"),
         };
         let mut stmt = self.conn.prepare(&sql)?;
         let n = columns.len();

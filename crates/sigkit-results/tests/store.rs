@@ -104,6 +104,8 @@ fn names_that_are_not_plain_identifiers_are_refused() {
             "{bad}"
         );
     }
+    store.record_rows(run, "order", &[serde_json::json!({"index": 1, "select": 2})]).unwrap();
+    assert_eq!(store.rows("order", Some(run)).unwrap()[0]["select"], 2, "SQL keywords are names too");
     let bad_column = serde_json::json!({"ok": 1, "bad column": 2});
     assert!(matches!(store.record_rows(run, "t", &[bad_column]), Err(StoreError::BadName(_))));
     assert!(matches!(store.record_rows(run, "t", &[5]), Err(StoreError::NotARow(_))));
