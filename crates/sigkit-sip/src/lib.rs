@@ -66,6 +66,7 @@ mod error;
 mod message;
 mod name_addr;
 pub mod proxy;
+pub mod transaction;
 mod syntax;
 mod uri;
 mod via;
