@@ -29,6 +29,13 @@ fn exercise(bytes: &[u8]) {
         }
     }
     let _ = msg.contacts();
+    let _ = sigkit_sip::transaction::TransactionKey::of(&msg);
+    // The ACK built from a request and a response (here the same message)
+    // parses and keeps the request's transaction.
+    if let Ok(ack) = sigkit_sip::transaction::ack_for(&msg, &msg) {
+        let parsed = Message::parse(&ack).expect("an ACK built from a parsed message parses");
+        assert_eq!(parsed.method(), Some("ACK"));
+    }
     let _ = (
         compartment::sigcomp_id(&msg),
         compartment::remote_application_id(&msg),
