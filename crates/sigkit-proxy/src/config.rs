@@ -94,6 +94,9 @@ pub struct ProxyConfig {
     pub sigcomp_id: String,
     pub sigcomp: SigcompConfig,
     pub defence: DefenceConfig,
+    /// Overload control toward the upstream (each core's shard keeps its
+    /// own count of pending requests).
+    pub overload: crate::overload::OverloadConfig,
     /// Prometheus metrics at `http://ADDR/metrics`; none when unset.
     pub metrics: Option<SocketAddr>,
     /// Worker threads of the runtime; 0: one per core.
@@ -165,6 +168,7 @@ impl Default for ProxyConfig {
             sigcomp_id: "urn:uuid:5d5c1f3e-6b7a-4c2e-9f1d-5349474b4954".into(),
             sigcomp: SigcompConfig::default(),
             defence: DefenceConfig::default(),
+            overload: crate::overload::OverloadConfig::default(),
             metrics: None,
             threads: 0,
         }

@@ -37,6 +37,7 @@ use sigkit_sip::{EditError, Editor, HeaderName, Message};
 
 use crate::config::{ConfigError, ProxyConfig, SipTransport};
 use crate::defence::{Refusal, SourceBudgets};
+use crate::overload::{Admission, OcParams, Overload, OverloadMetrics};
 
 /// Whether a datagram or a TCP stream starting with `b` is SigComp
 /// (RFC 5049 §4: the five most significant bits are 11111).
@@ -233,6 +234,7 @@ pub struct Proxy {
     registered: HashMap<CompartmentId, Instant>,
     held: HashMap<String, HeldRegister>,
     budgets: SourceBudgets,
+    overload: Overload,
     out: VecDeque<Transmit>,
     metrics: ProxyMetrics,
 }
@@ -285,6 +287,7 @@ impl Proxy {
             registered: HashMap::new(),
             held: HashMap::new(),
             budgets: SourceBudgets::new(config.defence.clone()),
+            overload: Overload::new(config.overload.clone(), 0x9e37_79b9_7f4a_7c15 ^ u64::from(shard.index)),
             out: VecDeque::new(),
             metrics: ProxyMetrics::default(),
         })
@@ -501,9 +504,23 @@ impl Proxy {
         let sigcomp_id = top.sigcomp_id().map(str::to_string);
         let compartment = self.compartment_for(sigcomp_id.as_deref(), token);
         let method = msg.method().unwrap_or("");
+        // Overload control sheds only requests that start something new
+        // (out of dialog, not ACK or CANCEL).
+        let sheddable = !matches!(method, "ACK" | "CANCEL") && !msg.to().is_ok_and(|t| t.tag().is_some());
+        if self.overload.admit(now, sheddable) == Admission::Reject {
+            let retry = self.overload.retry_after_s().to_string();
+            let reply =
+                build_response(msg, 503, "Service Unavailable", Some(&self.to_tag(msg)), &[("Retry-After", &retry)]);
+            self.decide(incoming, None);
+            if let Ok(reply) = reply {
+                self.reply_to_terminal(now, from, token, reply);
+            }
+            return;
+        }
         let branch = self.branch_for(msg);
         let up = self.addrs.upstream;
-        let via = format_via("UDP", &self.host_of(up), Some(up.port()), &branch, None, false);
+        let mut via = format_via("UDP", &self.host_of(up), Some(up.port()), &branch, None, false);
+        via.push_str(self.overload.via_param());
         let out = {
             let mut e = Editor::new(msg);
             let edited = (|| -> Result<(), EditError> {
@@ -544,11 +561,14 @@ impl Proxy {
                     self.decide(Some(old.incoming), None);
                 }
                 let deadline = now + TRANSACTION_TIMEOUT;
-                self.held.insert(branch, HeldRegister { incoming, compartment, deadline });
+                self.held.insert(branch.clone(), HeldRegister { incoming, compartment, deadline });
             }
         } else {
             let accept = self.registered.contains_key(&compartment).then_some((now, compartment));
             self.decide(incoming, accept);
+        }
+        if method != "ACK" {
+            self.overload.forwarded(now, &branch);
         }
         let to = self.upstream_peer();
         self.send(Side::Upstream, to, out, false);
@@ -644,16 +664,15 @@ impl Proxy {
     fn response_toward_terminal(&mut self, now: Instant, msg: &Message<'_>) {
         let mut vias = msg.values(HeaderName::Via);
         let Some(ours) = vias.next() else { return };
-        let Some(branch) = ours
-            .value_str()
-            .ok()
-            .and_then(|t| sigkit_sip::Via::parse(t).ok())
-            .and_then(|v| v.branch().filter(|b| b.starts_with(BRANCH_PREFIX)).map(str::to_string))
+        let our_via = ours.value_str().ok().and_then(|t| sigkit_sip::Via::parse(t).ok());
+        let Some(branch) =
+            our_via.as_ref().and_then(|v| v.branch().filter(|b| b.starts_with(BRANCH_PREFIX)).map(str::to_string))
         else {
             self.metrics.undeliverable += 1;
             return;
         };
         let code = msg.status_code().unwrap_or(0);
+        self.overload.response(now, &branch, code, our_via.as_ref().and_then(OcParams::of));
         if code >= 200 {
             if let Some(held) = self.held.remove(&branch) {
                 let ok = (200..300).contains(&code);
@@ -826,7 +845,7 @@ impl Proxy {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let held = self.held.values().map(|h| h.deadline).min();
         let reg = self.registered.values().min().copied();
-        [held, reg, self.endpoint.poll_timeout()].into_iter().flatten().min()
+        [held, reg, self.endpoint.poll_timeout(), self.overload.poll_timeout()].into_iter().flatten().min()
     }
 
     /// Ends what has timed out: held REGISTER states (no final answer),
@@ -846,6 +865,12 @@ impl Proxy {
         for c in self.endpoint.handle_timeout(now) {
             self.forget_compartment(c);
         }
+        self.overload.handle_timeout(now);
+    }
+
+    /// Overload control's state (handler counters, detector).
+    pub fn overload(&self) -> OverloadMetrics {
+        self.overload.metrics()
     }
 
     fn close_compartment(&mut self, c: CompartmentId) {
@@ -890,6 +915,7 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
     let mut m = ProxyMetrics::default();
     let mut e = sigcomp_compress::EndpointMetrics::default();
     let mut registered = 0;
+    let mut overload = OverloadMetrics::default();
     for p in shards {
         m.add(&p.metrics);
         let pe = p.endpoint.metrics();
@@ -903,6 +929,13 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
             *a += b;
         }
         registered += p.registered.len();
+        let o = p.overload.metrics();
+        overload.rejected += o.rejected;
+        overload.timed_out += o.timed_out;
+        overload.pending += o.pending;
+        overload.delay_alarm |= o.delay_alarm;
+        overload.oc_reduction = overload.oc_reduction.max(o.oc_reduction);
+        overload.delay_p95_us = overload.delay_p95_us.max(o.delay_p95_us);
     }
     {
         let m = &m;
@@ -954,6 +987,16 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         );
         counter("sigkit_proxy_undeliverable_total", "Messages with nowhere to go.", &[("", m.undeliverable)]);
         counter(
+            "sigkit_proxy_overload_rejected_total",
+            "Requests answered 503 by overload control instead of forwarded.",
+            &[("", overload.rejected)],
+        );
+        counter(
+            "sigkit_proxy_overload_timed_out_total",
+            "Requests the upstream never answered within 64*T1.",
+            &[("", overload.timed_out)],
+        );
+        counter(
             "sigkit_proxy_compartments_closed_total",
             "Compartments closed by the limits or the idle timeout.",
             &[(r#"{cause="evicted"}"#, e.compartments_evicted), (r#"{cause="idle"}"#, e.compartments_timed_out)],
@@ -962,6 +1005,26 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
             let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         };
         gauge("sigkit_proxy_compartments", "Compartments open.", e.compartments as f64);
+        gauge(
+            "sigkit_proxy_overload_pending",
+            "Requests awaiting the upstream's final response.",
+            overload.pending as f64,
+        );
+        gauge(
+            "sigkit_proxy_overload_delay_alarm",
+            "1 while the delay detector (p95 final response delay over its threshold) fires.",
+            if overload.delay_alarm { 1.0 } else { 0.0 },
+        );
+        gauge(
+            "sigkit_proxy_overload_delay_p95_seconds",
+            "95th percentile of the upstream's final response delay over the detector's window.",
+            overload.delay_p95_us as f64 / 1e6,
+        );
+        gauge(
+            "sigkit_proxy_overload_oc_reduction_percent",
+            "Share of new requests the upstream asks to shed (RFC 7339 loss).",
+            f64::from(overload.oc_reduction),
+        );
         gauge("sigkit_proxy_state_bytes", "State memory of all compartments (RFC 3320 §6.2).", e.state_bytes as f64);
         gauge("sigkit_proxy_registered_terminals", "Compartments with a live registration.", registered as f64);
         let ratio = |sig: u64, sip: u64| if sip == 0 { 0.0 } else { sig as f64 / sip as f64 };

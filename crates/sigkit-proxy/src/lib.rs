@@ -12,6 +12,7 @@
 pub mod config;
 pub mod core;
 pub mod defence;
+pub mod overload;
 pub mod runtime;
 
 pub use config::{ConfigError, ProxyConfig, SipTransport};
