@@ -17,6 +17,7 @@ mod flow_cmd;
 mod hexin;
 mod jsonl;
 mod line_reader;
+mod load_cmd;
 mod proxy_cmd;
 
 /// Exit code of a message that failed to decompress.
@@ -82,6 +83,9 @@ enum Command {
     /// and a capacity search, into results.sqlite, summary.json and an
     /// HTML report (see README.md).
     Eval(eval_cmd::EvalArgs),
+    /// The SIP load generator (seed 004's simple call as UAC or UAS over
+    /// UDP); takes SIPp's flags: sigkit load -sn uac -r 100 -m 1000 HOST:PORT.
+    Load(load_cmd::LoadArgs),
 }
 
 #[derive(Args)]
@@ -126,7 +130,12 @@ struct DecompressArgs {
 
 fn main() -> ExitCode {
     alloc_tuning::keep_heap_top();
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = if args.iter().any(|a| a == "load") {
+        Cli::parse_from(load_cmd::sipp_style(args.iter().map(|a| a.to_string_lossy().into_owned()).collect()))
+    } else {
+        Cli::parse_from(args)
+    };
     match cli.command {
         Command::Decompress(args) => decompress(args),
         Command::Flow(args) => flow_cmd::flow(args),
@@ -135,6 +144,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Proxy(args) => proxy_cmd::proxy(args),
         Command::Eval(args) => eval_cmd::eval(args),
+        Command::Load(args) => load_cmd::load(args),
     }
 }
 
