@@ -102,6 +102,10 @@ pub struct LoadArgs {
     /// Accepted for SIPp compatibility.
     #[arg(long = "bg")]
     background: bool,
+    /// Send through this host:port (an outbound proxy); the remote stays in
+    /// the Request-URI.
+    #[arg(long = "rsa")]
+    next_hop: Option<String>,
     /// Print the run's summary (and intervals) as JSON at the end.
     #[arg(long)]
     json: bool,
@@ -146,6 +150,13 @@ pub fn load(args: LoadArgs) -> ExitCode {
         (None, Role::Uac) => return usage("the UAC needs the remote host:port"),
         (None, Role::Uas) => None,
     };
+    let next_hop = match &args.next_hop {
+        Some(r) => match r.to_socket_addrs().ok().and_then(|mut a| a.next()) {
+            Some(a) => Some(a),
+            None => return usage(format!("-rsa {r}: not a host:port")),
+        },
+        None => None,
+    };
     let Ok(ip) = args.local_ip.parse::<std::net::IpAddr>() else {
         return usage(format!("-i {}: not an IP address", args.local_ip));
     };
@@ -162,6 +173,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
         role,
         local: SocketAddr::new(ip, port),
         remote,
+        next_hop,
         service: args.service.clone(),
         rate: args.rate,
         rate_period: Duration::from_millis(args.rate_period_ms.max(1)),

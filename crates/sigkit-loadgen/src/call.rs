@@ -20,6 +20,9 @@ use crate::metrics::{Failure, Recorder};
 pub struct CallConfig {
     pub local: SocketAddr,
     pub remote: SocketAddr,
+    /// Where requests are sent when not to `remote` itself: an outbound
+    /// proxy (SIPp's `-rsa`); `remote` stays in the Request-URI.
+    pub next_hop: Option<SocketAddr>,
     /// The user part of the Request-URI (SIPp's `-s`).
     pub service: String,
     /// How long an answered call is held before BYE (SIPp's `-d`).
@@ -55,6 +58,10 @@ struct UacCall {
     request: Vec<u8>,
     /// The callee's To tag, from the 2xx.
     remote_tag: String,
+    /// The dialog's remote target (the 2xx's Contact) and route set (its
+    /// Record-Route, reversed: RFC 3261 §12.1.2), for ACK and BYE.
+    target: String,
+    routes: String,
 }
 
 /// The calling side.
@@ -96,13 +103,38 @@ impl Uac {
     }
 
     fn request(&self, id: u64, method: &str, cseq: u32, branch: u64, to_tag: &str, body: &str) -> Vec<u8> {
+        self.in_dialog(id, method, cseq, branch, to_tag, body, None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn in_dialog(
+        &self,
+        id: u64,
+        method: &str,
+        cseq: u32,
+        branch: u64,
+        to_tag: &str,
+        body: &str,
+        dialog: Option<(&str, &str)>,
+    ) -> Vec<u8> {
         let local = local_host(self.config.local);
         let remote = local_host(self.config.remote);
         let service = &self.config.service;
         let mut s = String::with_capacity(600);
+        match dialog {
+            Some((target, _)) if !target.is_empty() => {
+                let _ = write!(s, "{method} {target} SIP/2.0\r\n");
+            }
+            _ => {
+                let _ = write!(s, "{method} sip:{service}@{remote} SIP/2.0\r\n");
+            }
+        }
+        if let Some((_, routes)) = dialog {
+            s.push_str(routes);
+        }
         let _ = write!(
             s,
-            "{method} sip:{service}@{remote} SIP/2.0\r\nVia: SIP/2.0/UDP {local};branch=z9hG4bK-{tag}-{id}-{branch}\r\n\
+            "Via: SIP/2.0/UDP {local};branch=z9hG4bK-{tag}-{id}-{branch}\r\n\
              From: sigkit <sip:sigkit@{local}>;tag={tag}-{id}\r\nTo: {service} <sip:{service}@{remote}>{to_tag}\r\n\
              Call-ID: {id}-{tag}@{local}\r\nCSeq: {cseq} {method}\r\nContact: <sip:sigkit@{local}>\r\n\
              Max-Forwards: 70\r\nSubject: Performance Test\r\n",
@@ -118,7 +150,11 @@ impl Uac {
 
     fn send(&mut self, bytes: Vec<u8>) {
         self.recorder.message_sent(false);
-        self.out.push(Datagram { to: self.config.remote, bytes });
+        self.out.push(Datagram { to: self.next_hop(), bytes });
+    }
+
+    fn next_hop(&self) -> SocketAddr {
+        self.config.next_hop.unwrap_or(self.config.remote)
     }
 
     fn schedule(&mut self, at: Option<Instant>, id: u64) {
@@ -146,6 +182,8 @@ impl Uac {
                 started: now,
                 request: invite,
                 remote_tag: String::new(),
+                target: String::new(),
+                routes: String::new(),
             },
         );
     }
@@ -193,12 +231,24 @@ impl Uac {
                 } else if code < 300 {
                     let setup = now - call.started;
                     call.remote_tag = msg.to().ok().and_then(|t| t.tag()).unwrap_or("").to_string();
+                    call.target = match msg.contacts() {
+                        Ok(sigkit_sip::Contacts::List(list)) => {
+                            list.first().and_then(|c| c.sip_uri().ok()).map(|u| u.text.to_string()).unwrap_or_default()
+                        }
+                        _ => String::new(),
+                    };
+                    call.routes = msg
+                        .record_routes()
+                        .map(|rr| rr.iter().rev().map(|r| format!("Route: {}\r\n", r.text)).collect())
+                        .unwrap_or_default();
                     let to_tag = format!(";tag={}", call.remote_tag);
                     let bye_at = now + self.config.hold;
                     call.phase = Phase::Holding { bye_at };
                     self.recorder.answered(setup);
-                    let ack = self.request(id, "ACK", 1, 2, &to_tag, "");
-                    let bye = self.request(id, "BYE", 2, 3, &to_tag, "");
+                    let dialog = (call.target.clone(), call.routes.clone());
+                    let dialog = Some((dialog.0.as_str(), dialog.1.as_str()));
+                    let ack = self.in_dialog(id, "ACK", 1, 2, &to_tag, "", dialog);
+                    let bye = self.in_dialog(id, "BYE", 2, 3, &to_tag, "", dialog);
                     if let Some(call) = self.calls.get_mut(&id) {
                         call.request = bye;
                     }
@@ -215,7 +265,8 @@ impl Uac {
             (Phase::Holding { .. } | Phase::Closing { .. }, "INVITE") if (200..300).contains(&code) => {
                 // A retransmitted 2xx: the ACK went missing (§13.2.2.4).
                 let to_tag = format!(";tag={}", call.remote_tag);
-                let ack = self.request(id, "ACK", 1, 2, &to_tag, "");
+                let dialog = (call.target.clone(), call.routes.clone());
+                let ack = self.in_dialog(id, "ACK", 1, 2, &to_tag, "", Some((&dialog.0, &dialog.1)));
                 self.recorder.retransmission();
                 self.send(ack);
             }
@@ -264,7 +315,8 @@ impl Uac {
                         let bytes = call.request.clone();
                         self.recorder.retransmission();
                         self.recorder.message_sent(true);
-                        self.out.push(Datagram { to: self.config.remote, bytes });
+                        let to = self.next_hop();
+                        self.out.push(Datagram { to, bytes });
                         self.schedule(next, id);
                     } else {
                         self.schedule(next, id);
@@ -368,9 +420,14 @@ impl Uas {
                     self.out.push(Datagram { to: from, bytes });
                     return;
                 }
-                self.recorder.call_attempted();
                 let ringing = self.response(&msg, 180, "Ringing", &tag, true);
                 let ok = self.response(&msg, 200, "OK", &tag, true);
+                if ringing.is_empty() || ok.is_empty() {
+                    // Not answerable (no Via, From, To or CSeq).
+                    self.recorder.unexpected();
+                    return;
+                }
+                self.recorder.call_attempted();
                 self.recorder.message_sent(false);
                 self.out.push(Datagram { to: from, bytes: ringing });
                 self.recorder.message_sent(false);
@@ -449,4 +506,109 @@ impl Uas {
 /// A short, stable hash for To tags (FNV-1a).
 fn fxhash(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    fn uac() -> Uac {
+        let config = CallConfig {
+            local: addr(5061),
+            remote: addr(5060),
+            next_hop: None,
+            service: "service".into(),
+            hold: Duration::ZERO,
+            timers: Timers::default(),
+            call_timeout: None,
+        };
+        Uac::new(config, Recorder::default())
+    }
+
+    /// Runs every timer of the UAC until none is left (or `until`).
+    fn run_out(u: &mut Uac, until: Instant) -> Vec<Datagram> {
+        let mut sent = Vec::new();
+        while let Some(at) = u.poll_timeout().filter(|t| *t <= until) {
+            u.handle_timeout(at);
+            sent.extend(u.drain());
+        }
+        sent
+    }
+
+    #[test]
+    fn a_silent_peer_gets_the_invite_seven_times_then_the_call_fails_on_timer_b() {
+        let t0 = Instant::now();
+        let mut u = uac();
+        u.start_call(t0);
+        let first = u.drain().count();
+        let again = run_out(&mut u, t0 + Duration::from_secs(100));
+        assert_eq!(first + again.len(), 7, "Timer A: 0, 0.5, 1.5, 3.5, 7.5, 15.5, 31.5 s");
+        assert_eq!(u.recorder.failures.get(&Failure::InviteTimeout), Some(&1));
+        assert_eq!(u.active(), 0);
+    }
+
+    #[test]
+    fn a_uas_answers_and_a_uac_completes_with_a_late_ringing_ignored() {
+        let t0 = Instant::now();
+        let mut u = uac();
+        let mut s = Uas::new(addr(5060), Timers::default(), Recorder::default());
+        u.start_call(t0);
+        let invite = u.drain().next().unwrap();
+        s.on_datagram(t0, addr(5061), &invite.bytes);
+        let answers: Vec<Datagram> = s.drain().collect();
+        assert_eq!(answers.len(), 2, "180 and 200");
+        // The 200 overtakes the 180 (a proxy with several workers): the
+        // late 180 is ignored (RFC 3261 §13.2.2.4), not a failure.
+        u.on_datagram(t0 + Duration::from_millis(1), &answers[1].bytes);
+        u.on_datagram(t0 + Duration::from_millis(2), &answers[0].bytes);
+        let to_uas: Vec<Datagram> = u.drain().collect();
+        assert_eq!(to_uas.len(), 1, "the ACK");
+        // Without the ACK the UAS sends its 200 again at T1.
+        s.handle_timeout(t0 + Duration::from_millis(500));
+        assert_eq!(s.drain().count(), 1);
+        s.on_datagram(t0 + Duration::from_millis(600), addr(5061), &to_uas[0].bytes);
+        s.handle_timeout(t0 + Duration::from_millis(1500));
+        assert_eq!(s.drain().count(), 0, "acknowledged: no more 200s");
+        // Hold 0: the BYE goes at the next timer.
+        let bye = run_out(&mut u, t0 + Duration::from_millis(10));
+        assert!(bye.iter().any(|d| d.bytes.starts_with(b"BYE ")));
+        s.on_datagram(t0 + Duration::from_millis(20), addr(5061), &bye.last().unwrap().bytes);
+        let ok = s.drain().next().unwrap();
+        u.on_datagram(t0 + Duration::from_millis(21), &ok.bytes);
+        assert_eq!((u.recorder.successful, u.recorder.failed), (1, 0));
+        assert_eq!((s.recorder.successful, s.recorder.failed), (1, 0));
+        assert_eq!(u.recorder.answer_us.len(), 1);
+        assert_eq!(u.active() + s.active(), 0);
+    }
+
+    #[test]
+    fn an_error_to_the_invite_is_acknowledged_and_counted_by_its_code() {
+        let t0 = Instant::now();
+        let mut u = uac();
+        u.start_call(t0);
+        let invite = u.drain().next().unwrap();
+        let msg = Message::parse(&invite.bytes).unwrap();
+        let busy = sigkit_sip::proxy::build_response(&msg, 486, "Busy Here", Some("b"), &[]).unwrap();
+        u.on_datagram(t0, &busy);
+        let ack: Vec<Datagram> = u.drain().collect();
+        assert!(ack.len() == 1 && ack[0].bytes.starts_with(b"ACK "));
+        assert_eq!(u.recorder.failures.get(&Failure::Refused(486)), Some(&1));
+    }
+
+    #[test]
+    fn garbage_is_counted_never_a_panic() {
+        let t0 = Instant::now();
+        let mut u = uac();
+        let mut s = Uas::new(addr(5060), Timers::default(), Recorder::default());
+        for junk in [&b""[..], b"\xff\xfe", b"SIP/2.0 200 OK\r\n\r\n", b"INVITE x SIP/2.0\r\nCall-ID: 1\r\n\r\n"] {
+            u.on_datagram(t0, junk);
+            s.on_datagram(t0, addr(1), junk);
+        }
+        assert!(u.recorder.unexpected >= 3);
+        assert_eq!(u.recorder.failed + s.recorder.failed, 0);
+    }
 }

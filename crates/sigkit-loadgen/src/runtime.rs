@@ -26,6 +26,8 @@ pub struct LoadConfig {
     pub local: SocketAddr,
     /// Where the UAC sends its calls.
     pub remote: Option<SocketAddr>,
+    /// An outbound proxy the UAC sends through (SIPp's `-rsa`).
+    pub next_hop: Option<SocketAddr>,
     pub service: String,
     /// Calls started per `rate_period` (SIPp's `-r` and `-rp`).
     pub rate: f64,
@@ -49,6 +51,7 @@ impl Default for LoadConfig {
             role: Role::Uac,
             local: SocketAddr::from(([127, 0, 0, 1], 0)),
             remote: None,
+            next_hop: None,
             service: "service".into(),
             rate: 10.0,
             rate_period: Duration::from_secs(1),
@@ -188,6 +191,7 @@ async fn run_uac(
     let call = CallConfig {
         local,
         remote,
+        next_hop: config.next_hop,
         service: config.service.clone(),
         hold: config.hold,
         timers: config.timers,
