@@ -11,6 +11,7 @@ use sigcomp::{CompartmentId, Decompressor, Failure, Limits, Params, Transport};
 mod alloc_tuning;
 mod asm_cmd;
 mod bench_cmd;
+mod capacity_cmd;
 mod endpoint_args;
 mod eval_cmd;
 mod flow_cmd;
@@ -86,6 +87,10 @@ enum Command {
     /// The SIP load generator (seed 004's simple call as UAC or UAS over
     /// UDP); takes SIPp's flags: sigkit load -sn uac -r 100 -m 1000 HOST:PORT.
     Load(load_cmd::LoadArgs),
+    /// Find the highest call rate a SIP system serves within a service
+    /// level (default: at most 10 % failed calls, p95 set-up delay of at
+    /// most 250 ms), by stepped `sigkit load` runs, repeated.
+    Capacity(capacity_cmd::CapacityArgs),
 }
 
 #[derive(Args)]
@@ -145,6 +150,7 @@ fn main() -> ExitCode {
         Command::Proxy(args) => proxy_cmd::proxy(args),
         Command::Eval(args) => eval_cmd::eval(args),
         Command::Load(args) => load_cmd::load(args),
+        Command::Capacity(args) => capacity_cmd::capacity(args),
     }
 }
 

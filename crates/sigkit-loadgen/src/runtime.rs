@@ -134,11 +134,16 @@ pub async fn run(config: LoadConfig, stop: Option<watch::Receiver<bool>>) -> Res
     Prepared::bind(config).await?.run(stop).await
 }
 
-fn send_all(socket: &UdpSocket, out: std::vec::Drain<'_, Datagram>) {
+async fn send_all(socket: &UdpSocket, out: Vec<Datagram>) {
     for d in out {
-        // A full socket buffer drops the datagram, as the network would;
-        // retransmission covers it.
-        let _ = socket.try_send_to(&d.bytes, d.to);
+        // A full send buffer waits for room rather than dropping: losses
+        // are the system under test's, not the generator's.
+        match socket.try_send_to(&d.bytes, d.to) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let _ = socket.send_to(&d.bytes, d.to).await;
+            }
+            _ => {}
+        }
     }
 }
 
@@ -220,7 +225,7 @@ async fn run_uac(
             next_start += period;
         }
         uac.handle_timeout(now);
-        send_all(&socket, uac.drain());
+        send_all(&socket, uac.drain().collect()).await;
         clock.tick(now, &uac.recorder, config.offered_cps(), uac.active());
         let finished = config.max_calls.is_some_and(|m| started >= m) && uac.active() == 0;
         if finished || end.is_some_and(|e| now >= e) || stop.as_ref().is_some_and(|s| *s.borrow()) {
@@ -239,7 +244,7 @@ async fn run_uac(
                     while let Ok((n, _)) = socket.try_recv_from(&mut buf) {
                         uac.on_datagram(now, &buf[..n]);
                     }
-                    send_all(&socket, uac.drain());
+                    send_all(&socket, uac.drain().collect()).await;
                 }
             }
             _ = tokio::time::sleep_until(wake.into()) => {}
@@ -281,7 +286,7 @@ async fn run_uas(
     loop {
         let now = Instant::now();
         uas.handle_timeout(now);
-        send_all(&socket, uas.drain());
+        send_all(&socket, uas.drain().collect()).await;
         clock.tick(now, &uas.recorder, 0.0, uas.active());
         let done = config.max_calls.is_some_and(|m| uas.recorder.successful + uas.recorder.failed >= m);
         if done || end.is_some_and(|e| now >= e) || stop.as_ref().is_some_and(|s| *s.borrow()) {
@@ -297,7 +302,7 @@ async fn run_uas(
                     while let Ok((n, from)) = socket.try_recv_from(&mut buf) {
                         uas.on_datagram(now, from, &buf[..n]);
                     }
-                    send_all(&socket, uas.drain());
+                    send_all(&socket, uas.drain().collect()).await;
                 }
             }
             _ = tokio::time::sleep_until(wake.into()) => {}
