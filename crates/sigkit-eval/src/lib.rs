@@ -11,4 +11,6 @@ pub mod capacity;
 pub mod corpus;
 pub mod flow;
 pub mod pcap;
+pub mod ran;
+pub mod report;
 pub mod study;
