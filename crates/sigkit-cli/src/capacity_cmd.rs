@@ -146,6 +146,18 @@ pub async fn search(settings: &SearchSettings, mut progress: impl FnMut(usize, &
     CapacityReport { estimate: Estimate::of(&found), searches }
 }
 
+/// One step as a progress line.
+pub fn describe(r: &StepResult, served: bool) -> String {
+    format!(
+        "{:>9.1} calls/s offered: {} of {} failed, p95 set-up {} -> {}",
+        r.offered_cps,
+        r.failed,
+        r.attempted,
+        r.setup_p95_ms.map_or("-".into(), |p| format!("{p:.2} ms")),
+        if served { "served" } else { "not served" }
+    )
+}
+
 fn addr(s: &Option<String>, what: &str) -> Result<Option<SocketAddr>, String> {
     match s {
         None => Ok(None),
@@ -183,17 +195,8 @@ pub fn capacity(args: CapacityArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(e.to_string()),
     };
-    let report = runtime.block_on(search(&settings, |i, r, served| {
-        eprintln!(
-            "search {}: {:>9.1} calls/s offered: {} of {} failed, p95 set-up {} -> {}",
-            i + 1,
-            r.offered_cps,
-            r.failed,
-            r.attempted,
-            r.setup_p95_ms.map_or("-".into(), |p| format!("{p:.2} ms")),
-            if served { "served" } else { "not served" }
-        );
-    }));
+    let report =
+        runtime.block_on(search(&settings, |i, r, served| eprintln!("search {}: {}", i + 1, describe(r, served))));
     if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(j) => println!("{j}"),

@@ -21,7 +21,7 @@ use sigkit_results::Store;
 use sigkit_proxy::config::TransportAddr;
 use sigkit_proxy::{ProxyConfig, SipTransport};
 
-use crate::capacity_cmd::{search, CapacityReport, SearchSettings};
+use crate::capacity_cmd::{describe, search, CapacityReport, SearchSettings};
 
 use crate::endpoint_args::EndpointArgs;
 
@@ -227,17 +227,8 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         level: ServiceLevel::default(),
         step_s: if args.quick { 0.5 } else { 2.0 },
     };
-    let capacity = runtime.block_on(search(&settings, |i, r, served| {
-        eprintln!(
-            "  search {}: {:.0} calls/s offered, {} of {} failed, p95 {} ms: {}",
-            i + 1,
-            r.offered_cps,
-            r.failed,
-            r.attempted,
-            r.setup_p95_ms.map_or("-".into(), |p| format!("{p:.2}")),
-            if served { "served" } else { "not served" }
-        )
-    }));
+    let capacity =
+        runtime.block_on(search(&settings, |i, r, served| eprintln!("  search {}: {}", i + 1, describe(r, served))));
     let steps: Vec<serde_json::Value> = capacity
         .searches
         .iter()

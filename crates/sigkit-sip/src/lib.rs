@@ -66,8 +66,8 @@ mod error;
 mod message;
 mod name_addr;
 pub mod proxy;
-pub mod transaction;
 mod syntax;
+pub mod transaction;
 mod uri;
 mod via;
 

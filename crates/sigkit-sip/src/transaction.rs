@@ -101,13 +101,9 @@ pub struct ClientTransaction {
     reliability: Reliability,
     timers: Timers,
     state: State,
-    /// Timer A or E: when to send again, and the interval after that.
-    retransmit_at: Option<Instant>,
+    /// Timers A or E (retransmit), B or F (give up), D, K or M (end).
+    due: Deadlines,
     interval: Duration,
-    /// Timer B or F: when the transaction gives up.
-    give_up_at: Option<Instant>,
-    /// Timer D, K or M: when a completed transaction ends.
-    end_at: Option<Instant>,
     transmissions: u32,
 }
 
@@ -121,10 +117,12 @@ impl ClientTransaction {
             reliability,
             timers,
             state: if invite { State::Calling } else { State::Trying },
-            retransmit_at: unreliable.then(|| now + timers.t1),
+            due: Deadlines {
+                retransmit_at: unreliable.then(|| now + timers.t1),
+                give_up_at: Some(now + timers.timeout()),
+                end_at: None,
+            },
             interval: timers.t1,
-            give_up_at: Some(now + timers.timeout()),
-            end_at: None,
             transmissions: 1,
         }
     }
@@ -146,7 +144,7 @@ impl ClientTransaction {
 
     /// When [`ClientTransaction::handle_timeout`] is due next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.retransmit_at, self.give_up_at, self.end_at].into_iter().flatten().min()
+        self.due.next()
     }
 
     fn linger(&self) -> Duration {
@@ -160,14 +158,14 @@ impl ClientTransaction {
     }
 
     fn complete(&mut self, now: Instant, linger: Duration) {
-        self.retransmit_at = None;
-        self.give_up_at = None;
+        self.due.retransmit_at = None;
+        self.due.give_up_at = None;
         if linger.is_zero() {
             self.state = State::Terminated;
-            self.end_at = None;
+            self.due.end_at = None;
         } else {
             self.state = State::Completed;
-            self.end_at = Some(now + linger);
+            self.due.end_at = Some(now + linger);
         }
     }
 
@@ -178,18 +176,18 @@ impl ClientTransaction {
             (_, State::Terminated) => Outcome::default(),
             (true, State::Calling | State::Proceeding) if provisional => {
                 self.state = State::Proceeding;
-                self.retransmit_at = None;
+                self.due.retransmit_at = None;
                 // Timer B only runs in Calling (§17.1.1.2).
-                self.give_up_at = None;
+                self.due.give_up_at = None;
                 Outcome::deliver()
             }
             (true, State::Calling | State::Proceeding) if code < 300 => {
                 // RFC 6026 §7.2: Accepted, so 2xx retransmissions still
                 // reach the TU (which acknowledges them) until Timer M.
                 self.state = State::Accepted;
-                self.retransmit_at = None;
-                self.give_up_at = None;
-                self.end_at = Some(now + self.timers.timeout());
+                self.due.retransmit_at = None;
+                self.due.give_up_at = None;
+                self.due.end_at = Some(now + self.timers.timeout());
                 Outcome::deliver()
             }
             (true, State::Calling | State::Proceeding) => {
@@ -216,19 +214,16 @@ impl ClientTransaction {
 
     /// Fires whatever timers are due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) -> Outcome {
-        if self.end_at.is_some_and(|t| now >= t) {
-            self.end_at = None;
-            self.state = State::Terminated;
-            return Outcome::default();
-        }
-        if self.give_up_at.is_some_and(|t| now >= t) {
-            self.state = State::Terminated;
-            self.retransmit_at = None;
-            self.give_up_at = None;
-            return Outcome::timed_out();
-        }
-        match self.retransmit_at {
-            Some(t) if now >= t => {
+        match self.due.fire(now) {
+            Fired::End => {
+                self.state = State::Terminated;
+                Outcome::default()
+            }
+            Fired::GiveUp => {
+                self.state = State::Terminated;
+                Outcome::timed_out()
+            }
+            Fired::Retransmit => {
                 // Timer A doubles without bound (§17.1.1.2); Timer E up to
                 // T2, and at T2 once a provisional came (§17.1.2.2).
                 self.interval = if self.invite {
@@ -238,11 +233,11 @@ impl ClientTransaction {
                 } else {
                     (self.interval * 2).min(self.timers.t2)
                 };
-                self.retransmit_at = Some(now + self.interval);
+                self.due.retransmit_at = Some(now + self.interval);
                 self.transmissions += 1;
                 Outcome::retransmit()
             }
-            _ => Outcome::default(),
+            Fired::Nothing => Outcome::default(),
         }
     }
 
@@ -264,13 +259,9 @@ pub struct ServerTransaction {
     reliability: Reliability,
     timers: Timers,
     state: State,
-    /// Timer G: when the final response (non-2xx to INVITE) goes again.
-    retransmit_at: Option<Instant>,
+    /// Timers G (retransmit), H (give up), I, J or L (end).
+    due: Deadlines,
     interval: Duration,
-    /// Timer H: when waiting for the ACK ends.
-    give_up_at: Option<Instant>,
-    /// Timer I, J or L: when the transaction ends.
-    end_at: Option<Instant>,
     last_code: Option<u16>,
 }
 
@@ -282,10 +273,8 @@ impl ServerTransaction {
             reliability,
             timers,
             state: if invite { State::Proceeding } else { State::Trying },
-            retransmit_at: None,
+            due: Deadlines::default(),
             interval: timers.t1,
-            give_up_at: None,
-            end_at: None,
             last_code: None,
         }
     }
@@ -307,7 +296,7 @@ impl ServerTransaction {
 
     /// When [`ServerTransaction::handle_timeout`] is due next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.retransmit_at, self.give_up_at, self.end_at].into_iter().flatten().min()
+        self.due.next()
     }
 
     fn unreliable(&self) -> bool {
@@ -329,16 +318,16 @@ impl ServerTransaction {
             // RFC 6026 §7.1: Accepted; the TU retransmits the 2xx itself
             // and the transaction absorbs INVITE retransmissions until L.
             self.state = State::Accepted;
-            self.end_at = Some(now + self.timers.timeout());
+            self.due.end_at = Some(now + self.timers.timeout());
         } else if self.invite {
             self.state = State::Completed;
             if self.unreliable() {
-                self.retransmit_at = Some(now + self.timers.t1);
+                self.due.retransmit_at = Some(now + self.timers.t1);
             }
-            self.give_up_at = Some(now + self.timers.timeout());
+            self.due.give_up_at = Some(now + self.timers.timeout());
         } else if self.unreliable() {
             self.state = State::Completed;
-            self.end_at = Some(now + self.timers.timeout());
+            self.due.end_at = Some(now + self.timers.timeout());
         } else {
             self.state = State::Terminated;
         }
@@ -350,11 +339,11 @@ impl ServerTransaction {
     pub fn on_request(&mut self, now: Instant, ack: bool) -> Outcome {
         if ack {
             if self.invite && self.state == State::Completed {
-                self.retransmit_at = None;
-                self.give_up_at = None;
+                self.due.retransmit_at = None;
+                self.due.give_up_at = None;
                 if self.unreliable() {
                     self.state = State::Confirmed;
-                    self.end_at = Some(now + self.timers.t4);
+                    self.due.end_at = Some(now + self.timers.t4);
                 } else {
                     self.state = State::Terminated;
                 }
@@ -371,25 +360,62 @@ impl ServerTransaction {
 
     /// Fires whatever timers are due at `now` (G, H, I, J, L).
     pub fn handle_timeout(&mut self, now: Instant) -> Outcome {
-        if self.end_at.is_some_and(|t| now >= t) {
-            self.end_at = None;
-            self.state = State::Terminated;
-            return Outcome::default();
-        }
-        if self.give_up_at.is_some_and(|t| now >= t) {
-            self.state = State::Terminated;
-            self.retransmit_at = None;
-            self.give_up_at = None;
-            return Outcome::timed_out();
-        }
-        match self.retransmit_at {
-            Some(t) if now >= t => {
+        match self.due.fire(now) {
+            Fired::End => {
+                self.state = State::Terminated;
+                Outcome::default()
+            }
+            Fired::GiveUp => {
+                self.state = State::Terminated;
+                Outcome::timed_out()
+            }
+            Fired::Retransmit => {
                 self.interval = (self.interval * 2).min(self.timers.t2);
-                self.retransmit_at = Some(now + self.interval);
+                self.due.retransmit_at = Some(now + self.interval);
                 Outcome::retransmit()
             }
-            _ => Outcome::default(),
+            Fired::Nothing => Outcome::default(),
         }
+    }
+}
+
+/// A transaction's three kinds of timer: retransmit, give up, end.
+#[derive(Debug, Clone, Copy, Default)]
+struct Deadlines {
+    retransmit_at: Option<Instant>,
+    give_up_at: Option<Instant>,
+    end_at: Option<Instant>,
+}
+
+/// Which timer fired.
+enum Fired {
+    End,
+    GiveUp,
+    Retransmit,
+    Nothing,
+}
+
+impl Deadlines {
+    fn next(&self) -> Option<Instant> {
+        [self.retransmit_at, self.give_up_at, self.end_at].into_iter().flatten().min()
+    }
+
+    /// The timer due at `now`, the end first, then giving up; the ones it
+    /// ends are cleared (a retransmission's next time is the caller's).
+    fn fire(&mut self, now: Instant) -> Fired {
+        if self.end_at.is_some_and(|t| now >= t) {
+            self.end_at = None;
+            return Fired::End;
+        }
+        if self.give_up_at.is_some_and(|t| now >= t) {
+            *self = Deadlines::default();
+            return Fired::GiveUp;
+        }
+        if self.retransmit_at.is_some_and(|t| now >= t) {
+            self.retransmit_at = None;
+            return Fired::Retransmit;
+        }
+        Fired::Nothing
     }
 }
 
