@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Calls/s of SIP load generator pairs on this machine, side by side and
 # interleaved: SIPp UAC -> SIPp UAS, `sigkit load` UAC -> `sigkit load` UAS,
-# and `sigkit load` UAC -> SIPp UAS. Each pair runs seed 004's simple call
+# and `sigkit load` UAC -> SIPp UAS. Each pair runs the framework thesis's simple call
 # (INVITE, 180, 200, ACK, BYE, 200; no hold) over UDP on 127.0.0.1 at each
 # offered rate (-r) for SECONDS; a run's result is the UAC's successful
 # calls / elapsed time and its failed calls. A pair's maximum is the highest

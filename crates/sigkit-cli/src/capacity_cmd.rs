@@ -1,5 +1,5 @@
 //! `sigkit capacity`: the highest call rate a SIP system serves within a
-//! service level (seed 004 Table 5-7: at most 10 % failed calls, set-up
+//! service level (the framework thesis's Table 5-7: at most 10 % failed calls, set-up
 //! delay at most 250 ms), found by stepped load runs of `sigkit load`,
 //! repeated for a confidence interval.
 
@@ -39,7 +39,7 @@ pub struct CapacityArgs {
     /// Seconds of load per step.
     #[arg(long, default_value_t = 3.0)]
     step_s: f64,
-    /// Step as seed 004 did (start, start+step, ...) instead of bisecting.
+    /// Step as the framework thesis did (start, start+step, ...) instead of bisecting.
     #[arg(long)]
     step: Option<f64>,
     /// Largest share of failed calls (0.10 = 10 %).

@@ -149,7 +149,7 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         );
     }
 
-    // 2. The RAN-delay study (seed 000 §2.1, §9.10): the 3GPP video
+    // 2. The RAN-delay study (the SigComp performance thesis §2.1, §9.10): the 3GPP video
     // call's session establishment (its first 12 messages, without the
     // closing BYE), compressed over a reliable transport as the thesis did.
     eprintln!("sigkit eval: RAN-delay study");
@@ -437,8 +437,8 @@ fn report_page(
     sections.push(Section {
         title: "Throughput, failures and set-up delay against offered load".into(),
         text: format!(
-            "Capacity search (seed 004's service level: at most 10 % failed calls, p95 set-up delay at most 250 ms) of \
-             the built-in UAS answering the built-in UAC, seed 004's simple call over UDP on 127.0.0.1.{}",
+            "Capacity search (the framework thesis's service level: at most 10 % failed calls, p95 set-up delay at most 250 ms) of \
+             the built-in UAS answering the built-in UAC, the framework thesis's simple call over UDP on 127.0.0.1.{}",
             capacity.estimate.map_or(String::new(), |e| format!(
                 " Capacity {:.0} calls/s over {} searches (spread ±{:.1} %).",
                 e.mean_cps,

@@ -47,7 +47,7 @@ pub fn sipp_style(args: Vec<String>) -> Vec<String> {
 pub struct LoadArgs {
     /// The remote host:port (the UAC's target).
     remote: Option<String>,
-    /// Built-in scenario: uac or uas (seed 004's simple call).
+    /// Built-in scenario: uac or uas (the framework thesis's simple call).
     #[arg(long = "sn", default_value = "uac")]
     scenario: String,
     /// SIPp XML scenario file: not supported yet (an error says so).

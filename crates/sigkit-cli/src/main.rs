@@ -84,7 +84,7 @@ enum Command {
     /// and a capacity search, into results.sqlite, summary.json and an
     /// HTML report (see README.md).
     Eval(eval_cmd::EvalArgs),
-    /// The SIP load generator (seed 004's simple call as UAC or UAS over
+    /// The SIP load generator (the framework thesis's simple call as UAC or UAS over
     /// UDP); takes SIPp's flags: sigkit load -sn uac -r 100 -m 1000 HOST:PORT.
     Load(load_cmd::LoadArgs),
     /// Find the highest call rate a SIP system serves within a service

@@ -1,7 +1,7 @@
 //! Finding a SIP system's capacity: the highest call rate it serves within
 //! a service level.
 //!
-//! The SIP performance-evaluation framework (seed 004, §5.5 and Table 5-7)
+//! The SIP performance-evaluation framework (Sangvanphant, "Performance Evaluation Framework for a SIP-based Telecommunication Call Handling System", 2009, §5.5 and Table 5-7)
 //! read capacities by hand off tables of stepped runs: the highest rate
 //! with at most 10 % failed calls and a call set-up time of at most
 //! 250 ms. [`CapacitySearch`] does the same search, sans-IO: it proposes a
@@ -16,7 +16,7 @@ use serde::Serialize;
 /// The limits a served call rate must keep.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ServiceLevel {
-    /// Largest share of attempted calls that may fail (0.10: seed 004's
+    /// Largest share of attempted calls that may fail (0.10: the framework thesis's
     /// "acceptable failure rate" of 10 %).
     pub max_failed_ratio: f64,
     /// Largest 95th-percentile call set-up delay (INVITE to 200). Seed 004

@@ -1,4 +1,4 @@
-//! The RAN-delay study of the SigComp performance thesis (seed 000, §2.1
+//! The RAN-delay study of the SigComp performance thesis (§2.1
 //! and §9.10): how long a call's session-establishment messages take over
 //! the radio access network's signalling link, uncompressed and with
 //! SigComp, at the bit rates a UMTS network may give signalling.

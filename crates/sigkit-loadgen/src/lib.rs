@@ -1,7 +1,7 @@
 //! # sigkit-loadgen
 //!
 //! A SIP load generator: the simple call of the SIP performance-evaluation
-//! framework (seed 004: INVITE, 100/180, 200, ACK, hold, BYE, 200) placed
+//! framework thesis (Sangvanphant 2009: INVITE, 100/180, 200, ACK, hold, BYE, 200) placed
 //! by a UAC and answered by a UAS, over UDP, with RFC 3261 retransmission
 //! and call set-up delays as HdrHistogram percentiles. It interoperates
 //! with SIPp's built-in `uac` and `uas` scenarios in both directions.

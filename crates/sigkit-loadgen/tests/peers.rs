@@ -1,6 +1,6 @@
 //! `sigkit load` against real SIPp and Kamailio on 127.0.0.1: our UAC
 //! against SIPp's built-in UAS, SIPp's built-in UAC against our UAS, and
-//! seed 004's chain UAC → Kamailio (record-routing) → UAS.
+//! the framework thesis's chain UAC → Kamailio (record-routing) → UAS.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};

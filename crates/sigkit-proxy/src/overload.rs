@@ -1,7 +1,7 @@
 //! Overload control toward the upstream: detecting that the SIP server
 //! behind the proxy is congested, and shedding load before it collapses.
 //!
-//! The SIP overload thesis (seed 002, "SIP overload") shows that a
+//! The SIP overload thesis (C. Egger, "Improvement Strategies for the Signaling Performance of the Session Initiation Protocol", TU Wien) shows that a
 //! stateful SIP server carrying non-INVITE transactions over UDP collapses
 //! under a short surge, because the requests it is slow to answer are
 //! retransmitted (Timer E) and add to its load; and that the server in

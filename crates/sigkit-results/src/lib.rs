@@ -3,7 +3,7 @@
 //! A run (`sigkit load`, `sigkit capacity`, `sigkit eval` …) is recorded
 //! with its command line, its configuration and the machine it ran on, so
 //! that a number read later can be traced to how it was made, as the SIP
-//! performance-evaluation framework (seed 004) keeps its test
+//! performance-evaluation framework thesis keeps its test
 //! configurations beside its results. Its series (per-interval and per-step
 //! rows, summaries) go into tables named after them, one column per field
 //! of the row type, created and widened on demand. Any table exports as
