@@ -106,6 +106,10 @@ pub struct LoadArgs {
     /// the Request-URI.
     #[arg(long = "rsa")]
     next_hop: Option<String>,
+    /// Record the run (command, configuration, machine, summary, one row
+    /// per interval in table `load_intervals`) in this SQLite file.
+    #[arg(long, value_name = "FILE")]
+    db: Option<std::path::PathBuf>,
     /// Print the run's summary (and intervals) as JSON at the end.
     #[arg(long)]
     json: bool,
@@ -201,6 +205,12 @@ pub fn load(args: LoadArgs) -> ExitCode {
         }
     };
     let s = &report.summary;
+    if let Some(path) = &args.db {
+        if let Err(e) = record(path, &args, &report) {
+            eprintln!("sigkit load: {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    }
     if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(j) => println!("{j}"),
@@ -228,4 +238,18 @@ pub fn load(args: LoadArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn record(path: &std::path::Path, args: &LoadArgs, report: &sigkit_loadgen::RunReport) -> Result<(), String> {
+    let mut store = sigkit_results::Store::open(path).map_err(|e| e.to_string())?;
+    let command: Vec<String> = std::env::args().collect();
+    let config = serde_json::json!({
+        "scenario": args.scenario, "rate": args.rate, "rate_period_ms": args.rate_period_ms,
+        "max_calls": args.max_calls, "limit": args.limit, "hold_ms": args.hold_ms, "remote": args.remote,
+        "next_hop": args.next_hop, "transport": args.transport,
+    });
+    let run = store.begin_run("load", &command.join(" "), &config).map_err(|e| e.to_string())?;
+    store.record_rows(run, "load_intervals", &report.intervals).map_err(|e| e.to_string())?;
+    store.finish_run(run, &report.summary).map_err(|e| e.to_string())?;
+    Ok(())
 }

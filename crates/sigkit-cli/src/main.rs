@@ -20,6 +20,7 @@ mod jsonl;
 mod line_reader;
 mod load_cmd;
 mod proxy_cmd;
+mod results_cmd;
 
 /// Exit code of a message that failed to decompress.
 const EXIT_FAILED: u8 = 1;
@@ -91,6 +92,9 @@ enum Command {
     /// level (default: at most 10 % failed calls, p95 set-up delay of at
     /// most 250 ms), by stepped `sigkit load` runs, repeated.
     Capacity(capacity_cmd::CapacityArgs),
+    /// List the runs and tables of a results file (sigkit eval, sigkit load
+    /// --db), or write one table as CSV.
+    Results(results_cmd::ResultsArgs),
 }
 
 #[derive(Args)]
@@ -151,6 +155,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval_cmd::eval(args),
         Command::Load(args) => load_cmd::load(args),
         Command::Capacity(args) => capacity_cmd::capacity(args),
+        Command::Results(args) => results_cmd::results(args),
     }
 }
 

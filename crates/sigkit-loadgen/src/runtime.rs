@@ -152,20 +152,31 @@ struct IntervalClock {
     every: Duration,
     next: Instant,
     last: (u64, u64, u64, u64),
+    last_at: Instant,
     rows: Vec<Interval>,
 }
 
 impl IntervalClock {
     fn new(start: Instant, every: Duration) -> IntervalClock {
         let every = every.max(Duration::from_millis(100));
-        IntervalClock { start, every, next: start + every, last: (0, 0, 0, 0), rows: Vec::new() }
+        IntervalClock { start, every, next: start + every, last: (0, 0, 0, 0), last_at: start, rows: Vec::new() }
+    }
+
+    /// The last, partial interval at the run's end, if anything happened
+    /// since the last row.
+    fn finish(&mut self, now: Instant, r: &Recorder, offered_cps: f64, active: usize) {
+        if (r.attempted, r.successful, r.failed) != (self.last.0, self.last.1, self.last.2) {
+            self.next = now;
+            self.tick(now, r, offered_cps, active);
+        }
     }
 
     fn tick(&mut self, now: Instant, r: &Recorder, offered_cps: f64, active: usize) {
         if now < self.next {
             return;
         }
-        let span = (now - (self.next - self.every)).as_secs_f64().max(1e-9);
+        let span = (now - self.last_at).as_secs_f64().max(1e-9);
+        self.last_at = now;
         self.next = now + self.every;
         let (a, s, f, x) = (r.attempted, r.successful, r.failed, r.retransmissions);
         let p = Percentiles::of(&r.answer_us);
@@ -251,6 +262,7 @@ async fn run_uac(
             _ = wait_stop(&mut stop) => {}
         }
     }
+    clock.finish(Instant::now(), &uac.recorder, config.offered_cps(), uac.active());
     let elapsed =
         uac.recorder.last_success.map_or_else(|| start.elapsed(), |t| t - start).max(Duration::from_millis(1));
     Ok(RunReport {
@@ -309,6 +321,7 @@ async fn run_uas(
             _ = wait_stop(&mut stop) => {}
         }
     }
+    clock.finish(Instant::now(), &uas.recorder, 0.0, uas.active());
     let from = first.unwrap_or(start);
     let elapsed = uas.recorder.last_success.map_or_else(|| from.elapsed(), |t| t - from).max(Duration::from_millis(1));
     Ok(RunReport {
