@@ -10,6 +10,7 @@ pub mod bench;
 pub mod capacity;
 pub mod corpus;
 pub mod flow;
+pub mod link;
 pub mod pcap;
 pub mod ran;
 pub mod report;
