@@ -1,0 +1,837 @@
+//! The simulated network: an aggregated UAC, a chain of transaction-stateful
+//! proxies, an aggregated UAS, and the links between them (SIP overload
+//! thesis §3.3, Figures 4.1 and 4.31). Non-INVITE transactions over UDP as
+//! RFC 3261 §17.1.2 and §17.2.2 specify them, without 1xx (RFC 4320).
+
+use std::collections::VecDeque;
+
+use crate::detect::{AnomalyIndicator, DelayDetector, MeanTest, VarianceTest};
+use crate::kernel::{from_secs, to_secs, EventList, Nanos, SECOND};
+use crate::metrics::{Recorder, TestCounts, TxnRecord};
+use crate::rng::{Stream, StreamId};
+use crate::scenario::{HandlerKind, ProxyConfig, Scenario, Trigger};
+use crate::via::{OcSignal, T1Signal};
+
+/// Node numbers: 0 is the UAC, 1..=P the proxies, P+1 the UAS; link `i`
+/// joins node `i` and node `i + 1`.
+type Node = usize;
+
+/// What a response's topmost Via carries for overload control.
+#[derive(Debug, Clone, Copy, Default)]
+struct ViaSignals {
+    t1: Option<T1Signal>,
+    oc: Option<OcSignal>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Body {
+    /// A request; `oc` is RFC 7339's bare `oc` parameter in its Via: the
+    /// sender supports loss-based overload control.
+    Request {
+        oc: bool,
+    },
+    Response {
+        code: u16,
+        via: ViaSignals,
+    },
+}
+
+/// A message of transaction `txn` (one branch per hop, the same number on
+/// every hop: nothing forks).
+#[derive(Debug, Clone, Copy)]
+struct Msg {
+    txn: u32,
+    body: Body,
+}
+
+#[derive(Debug)]
+enum Event {
+    NewTransaction {
+        source: usize,
+    },
+    Arrive {
+        node: Node,
+        msg: Msg,
+    },
+    ServiceDone {
+        proxy: usize,
+    },
+    TimerE {
+        node: Node,
+        txn: u32,
+    },
+    TimerF {
+        node: Node,
+        txn: u32,
+    },
+    TimerK {
+        node: Node,
+        txn: u32,
+    },
+    TimerJ {
+        node: Node,
+        txn: u32,
+    },
+    /// The end of a one-second logging period (thesis §3.2.4).
+    Log,
+    D1Evaluate,
+    D2Evaluate,
+    OcUpdate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum State {
+    #[default]
+    None,
+    Trying,
+    Completed,
+    Terminated,
+}
+
+/// A non-INVITE client transaction (RFC 3261 Figure 6).
+#[derive(Debug, Clone, Copy, Default)]
+struct ClientTxn {
+    state: State,
+    started: Nanos,
+    t1: Nanos,
+    /// Timer E's next interval.
+    interval: Nanos,
+    transmissions: u32,
+}
+
+/// A non-INVITE server transaction (RFC 3261 Figure 8).
+#[derive(Debug, Clone, Copy, Default)]
+struct ServerTxn {
+    state: State,
+    code: u16,
+    via: ViaSignals,
+    /// The request's Via offered RFC 7339 overload control.
+    upstream_oc: bool,
+}
+
+fn slot<T: Default + Copy>(v: &mut Vec<T>, txn: u32) -> &mut T {
+    let i = txn as usize;
+    if i >= v.len() {
+        v.resize(i + 1, T::default());
+    }
+    &mut v[i]
+}
+
+/// Work the processor does; each kind has its queue (Figure 3.7). The
+/// first pass parses a message and lets the transaction manager match it
+/// (Figure 3.8): a repeated request or response ends there, or comes back
+/// as a retransmission of the stored response; a new message comes back as
+/// a parsed request or response for the second pass, routing.
+#[derive(Debug, Clone, Copy)]
+enum Job {
+    /// Queue 1: a message from the network, not parsed yet.
+    Parse(Msg),
+    /// Queue 2: one of the proxy's own retransmissions of a request (Timer
+    /// E) or of a response (a repeated request in Completed).
+    Retransmit { txn: u32, response: bool },
+    /// Queue 3: a parsed response.
+    Response(Msg),
+    /// Queue 4: a parsed request.
+    Request(Msg),
+}
+
+impl Job {
+    fn queue(&self) -> usize {
+        match self {
+            Job::Parse(_) => 0,
+            Job::Retransmit { .. } => 1,
+            Job::Response(_) => 2,
+            Job::Request(_) => 3,
+        }
+    }
+}
+
+/// The handler's state at the upstream proxy.
+#[derive(Default)]
+struct HandlerState {
+    /// H1: raised T1 toward the next hop and until when it holds.
+    t1_raise: Option<(Nanos, Nanos)>,
+    /// RFC 7339: the `oc` in force, until when, and its sequence number.
+    oc: Option<(u8, Nanos, u64)>,
+}
+
+/// The overloaded proxy's own signalling.
+struct SignalState {
+    /// Busy share of the processor in the last full second.
+    utilisation: f64,
+    /// RFC 7339 occupancy algorithm: the share of new requests admitted.
+    admit: f64,
+    oc_seq: u64,
+    busy_at_last_update: Nanos,
+}
+
+struct Proxy {
+    /// The first pass: parse and match.
+    parse_mean: f64,
+    route_request_mean: f64,
+    route_response_mean: f64,
+    retransmit_mean: f64,
+    caps: [usize; 4],
+    queues: [VecDeque<Job>; 4],
+    current: Option<Job>,
+    busy_since: Nanos,
+    /// Busy time in the current logging period.
+    busy_period: Nanos,
+    /// Busy time since the start.
+    busy_total: Nanos,
+    service: Stream,
+    servers: Vec<ServerTxn>,
+    clients: Vec<ClientTxn>,
+    /// Client transactions in Trying (pending), with their start times.
+    pending: usize,
+    /// New requests forwarded in the current D2 interval.
+    new_requests: u64,
+}
+
+impl Proxy {
+    fn new(c: &ProxyConfig, service: Stream) -> Proxy {
+        let work = 1.0 / c.capacity_tps;
+        let route = work * (c.route_share - c.match_share);
+        Proxy {
+            parse_mean: work * (c.parse_share + c.match_share) / 2.0,
+            route_request_mean: route * c.request_route_part,
+            route_response_mean: route * (1.0 - c.request_route_part),
+            retransmit_mean: work * c.retransmit_share,
+            caps: [c.buffers.unparsed, c.buffers.retransmissions, c.buffers.responses, c.buffers.requests],
+            queues: Default::default(),
+            current: None,
+            busy_since: 0,
+            busy_period: 0,
+            busy_total: 0,
+            service,
+            servers: Vec::new(),
+            clients: Vec::new(),
+            pending: 0,
+            new_requests: 0,
+        }
+    }
+
+    fn mean(&self, job: &Job) -> f64 {
+        match job {
+            Job::Parse(_) => self.parse_mean,
+            Job::Retransmit { .. } => self.retransmit_mean,
+            Job::Response(_) => self.route_response_mean,
+            Job::Request(_) => self.route_request_mean,
+        }
+    }
+}
+
+/// One run of a scenario with one seed.
+pub(crate) struct Network<'a> {
+    sc: &'a Scenario,
+    events: EventList<Event>,
+    t1: Nanos,
+    t2: Nanos,
+    t4: Nanos,
+    max_transmissions: u32,
+    link_delay: Nanos,
+    link_loss: f64,
+    sources: Vec<(Stream, f64, Nanos)>,
+    links: Vec<Stream>,
+    proxies: Vec<Proxy>,
+    /// The UAC's transactions, which are also its records.
+    uac: Vec<TxnRecord>,
+    uac_clients: Vec<ClientTxn>,
+    uac_pending: usize,
+    uas: Vec<ServerTxn>,
+    /// The upstream proxy (detects and handles), if there are two proxies.
+    upstream: Option<usize>,
+    d1: DelayDetector,
+    kappa: AnomalyIndicator,
+    d2: VarianceTest,
+    d2_mean: MeanTest,
+    last_kappa: Option<f64>,
+    handler: HandlerState,
+    signal: SignalState,
+    dropper: Stream,
+    pub(crate) rec: Recorder,
+    end_of_sources: Nanos,
+}
+
+impl<'a> Network<'a> {
+    pub(crate) fn new(sc: &'a Scenario, seed: u64) -> Network<'a> {
+        // The sources go on through the drain so that the window's end is
+        // not followed by a quiet spell the window's transactions profit from.
+        let end_of_sources = from_secs(sc.duration + sc.drain);
+        let sources = sc
+            .sources
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let end = s.end.map_or(end_of_sources, |e| from_secs(e).min(end_of_sources));
+                (Stream::new(seed, StreamId::Source(i as u32)), s.rate, end)
+            })
+            .collect();
+        let links = (0..=sc.proxies.len() as u32 * 2 + 1).map(|i| Stream::new(seed, StreamId::Link(i))).collect();
+        let proxies = sc
+            .proxies
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Proxy::new(c, Stream::new(seed, StreamId::Service(i as u32))))
+            .collect();
+        let upstream = (sc.proxies.len() >= 2).then(|| sc.proxies.len() - 2);
+        let mut net = Network {
+            sc,
+            events: EventList::default(),
+            t1: from_secs(sc.timers.t1),
+            t2: from_secs(sc.timers.t2),
+            t4: from_secs(sc.timers.t4),
+            max_transmissions: sc.timers.max_transmissions,
+            link_delay: from_secs(sc.links.delay),
+            link_loss: sc.links.loss,
+            sources,
+            links,
+            proxies,
+            uac: Vec::new(),
+            uac_clients: Vec::new(),
+            uac_pending: 0,
+            uas: Vec::new(),
+            upstream,
+            d1: DelayDetector::new(sc.detectors.d1.clone()),
+            kappa: AnomalyIndicator::default(),
+            d2: VarianceTest::new(&sc.detectors.d2),
+            d2_mean: MeanTest::new(&sc.detectors.d2_mean),
+            last_kappa: None,
+            handler: HandlerState::default(),
+            signal: SignalState { utilisation: 0.0, admit: 1.0, oc_seq: 0, busy_at_last_update: 0 },
+            dropper: Stream::new(seed, StreamId::Dropper(0)),
+            rec: Recorder::new(sc),
+            end_of_sources,
+        };
+        for (i, s) in sc.sources.iter().enumerate() {
+            let start = from_secs(s.start);
+            if start < net.sources[i].2 {
+                let gap = from_secs(net.sources[i].0.exponential(1.0 / s.rate));
+                net.events.schedule(start + gap, Event::NewTransaction { source: i });
+            }
+        }
+        if sc.handler.kind == HandlerKind::T1 && sc.handler.trigger == Trigger::Always {
+            net.raise_t1(from_secs(sc.handler.t1), Nanos::MAX);
+        }
+        net.events.schedule(SECOND, Event::Log);
+        if net.upstream.is_some() {
+            net.events.schedule(from_secs(sc.detectors.d1.interval), Event::D1Evaluate);
+            net.events.schedule(from_secs(sc.detectors.d2.interval), Event::D2Evaluate);
+            if sc.handler.kind == HandlerKind::OcLoss {
+                net.events.schedule(from_secs(sc.handler.oc_interval), Event::OcUpdate);
+            }
+        }
+        net
+    }
+
+    /// Runs to the end of the sources plus the drain time.
+    pub(crate) fn run(mut self) -> (Recorder, Vec<TxnRecord>, TestCounts) {
+        let end = self.end_of_sources;
+        while let Some((now, event)) = self.events.pop() {
+            if now > end {
+                break;
+            }
+            self.handle(now, event);
+        }
+        let tests = TestCounts {
+            d2_alarms: self.d2.alarms,
+            d2_observations: self.d2.observations,
+            d2_mean_alarms: self.d2_mean.alarms,
+        };
+        (self.rec, self.uac, tests)
+    }
+
+    fn uas_node(&self) -> Node {
+        self.proxies.len() + 1
+    }
+
+    fn handle(&mut self, now: Nanos, event: Event) {
+        match event {
+            Event::NewTransaction { source } => self.new_transaction(now, source),
+            Event::Arrive { node, msg } => self.arrive(now, node, msg),
+            Event::ServiceDone { proxy } => self.service_done(now, proxy),
+            Event::TimerE { node, txn } => self.timer_e(now, node, txn),
+            Event::TimerF { node, txn } => self.timer_f(now, node, txn),
+            Event::TimerK { node, txn } => {
+                if node == 0 {
+                    self.uac_clients[txn as usize].state = State::Terminated;
+                } else {
+                    self.proxies[node - 1].clients[txn as usize].state = State::Terminated;
+                }
+            }
+            Event::TimerJ { node, txn } => {
+                if node == self.uas_node() {
+                    self.uas[txn as usize].state = State::Terminated;
+                } else {
+                    self.proxies[node - 1].servers[txn as usize].state = State::Terminated;
+                }
+            }
+            Event::Log => self.log(now),
+            Event::D1Evaluate => self.d1_evaluate(now),
+            Event::D2Evaluate => self.d2_evaluate(now),
+            Event::OcUpdate => self.oc_update(now),
+        }
+    }
+
+    /// Sends `msg` from `from` to the adjacent node `to` over their link.
+    fn send(&mut self, from: Node, to: Node, msg: Msg) {
+        let link = from.min(to) * 2 + usize::from(to < from);
+        if self.links[link].bernoulli(self.link_loss) {
+            return;
+        }
+        self.events.after(self.link_delay, Event::Arrive { node: to, msg });
+    }
+
+    // --- UAC ---
+
+    fn new_transaction(&mut self, now: Nanos, source: usize) {
+        let (stream, rate, end) = &mut self.sources[source];
+        let next = now + from_secs(stream.exponential(1.0 / *rate));
+        if next < *end {
+            self.events.schedule(next, Event::NewTransaction { source });
+        }
+        let txn = self.uac.len() as u32;
+        self.uac.push(TxnRecord { start: now, transmissions: 1, final_at: None, code: 0 });
+        *slot(&mut self.uac_clients, txn) =
+            ClientTxn { state: State::Trying, started: now, t1: self.t1, interval: self.t1, transmissions: 1 };
+        self.uac_pending += 1;
+        self.send(0, 1, Msg { txn, body: Body::Request { oc: false } });
+        self.events.after(self.t1, Event::TimerE { node: 0, txn });
+        self.events.after(64 * self.t1, Event::TimerF { node: 0, txn });
+    }
+
+    fn uac_response(&mut self, now: Nanos, txn: u32, code: u16) {
+        let ct = &mut self.uac_clients[txn as usize];
+        if ct.state != State::Trying {
+            return;
+        }
+        ct.state = State::Completed;
+        self.uac_pending -= 1;
+        let r = &mut self.uac[txn as usize];
+        r.final_at = Some(now);
+        r.code = code;
+        if code == 200 {
+            self.rec.goodput(now);
+        }
+        self.events.after(self.t4, Event::TimerK { node: 0, txn });
+    }
+
+    // --- timers of client transactions ---
+
+    fn timer_e(&mut self, now: Nanos, node: Node, txn: u32) {
+        let (t2, max) = (self.t2, self.max_transmissions);
+        let ct = if node == 0 {
+            &mut self.uac_clients[txn as usize]
+        } else {
+            &mut self.proxies[node - 1].clients[txn as usize]
+        };
+        if ct.state != State::Trying || ct.transmissions >= max {
+            return;
+        }
+        ct.transmissions += 1;
+        // RFC 3261 §17.1.2.2: in Trying, Timer E doubles up to T2.
+        ct.interval = (ct.interval * 2).min(t2.max(ct.t1));
+        let interval = ct.interval;
+        let more = ct.transmissions < max;
+        if more {
+            self.events.after(interval, Event::TimerE { node, txn });
+        }
+        if node == 0 {
+            self.uac[txn as usize].transmissions += 1;
+            self.rec.retransmission(now, 0);
+            self.send(0, 1, Msg { txn, body: Body::Request { oc: false } });
+        } else {
+            // The proxy's own retransmission waits for its processor (queue 2).
+            let _ = self.enqueue(now, node - 1, Job::Retransmit { txn, response: false });
+        }
+    }
+
+    fn timer_f(&mut self, now: Nanos, node: Node, txn: u32) {
+        if node == 0 {
+            let ct = &mut self.uac_clients[txn as usize];
+            if ct.state == State::Trying {
+                ct.state = State::Terminated;
+                self.uac_pending -= 1;
+            }
+            return;
+        }
+        let p = node - 1;
+        let proxy = &mut self.proxies[p];
+        let ct = &mut proxy.clients[txn as usize];
+        if ct.state != State::Trying {
+            return;
+        }
+        ct.state = State::Terminated;
+        proxy.pending -= 1;
+        // RFC 3261 §16.8: Timer F acts as a 408, which goes upstream when no
+        // final response has (§16.7 step 6).
+        if proxy.servers[txn as usize].state == State::Trying {
+            self.complete_server(now, p, txn, 408);
+        }
+    }
+
+    // --- proxies ---
+
+    fn arrive(&mut self, now: Nanos, node: Node, msg: Msg) {
+        if node == 0 {
+            if let Body::Response { code, .. } = msg.body {
+                self.uac_response(now, msg.txn, code);
+            }
+        } else if node == self.uas_node() {
+            self.uas_request(now, msg);
+        } else {
+            let _ = self.enqueue(now, node - 1, Job::Parse(msg));
+        }
+    }
+
+    /// Queues `job` at proxy `p`; false when its queue is full and the
+    /// message is lost.
+    fn enqueue(&mut self, now: Nanos, p: usize, job: Job) -> bool {
+        let proxy = &mut self.proxies[p];
+        let q = job.queue();
+        if proxy.queues[q].len() >= proxy.caps[q] {
+            self.rec.drop(now, p);
+            return false;
+        }
+        proxy.queues[q].push_back(job);
+        if proxy.current.is_none() {
+            self.start_service(now, p);
+        }
+        true
+    }
+
+    fn start_service(&mut self, now: Nanos, p: usize) {
+        let proxy = &mut self.proxies[p];
+        // Strict priority: the first non-empty queue (Figure 3.7).
+        let Some(job) = proxy.queues.iter_mut().find_map(|q| q.pop_front()) else {
+            return;
+        };
+        let service = from_secs(proxy.service.exponential(proxy.mean(&job)));
+        proxy.current = Some(job);
+        proxy.busy_since = now;
+        self.events.after(service, Event::ServiceDone { proxy: p });
+    }
+
+    fn service_done(&mut self, now: Nanos, p: usize) {
+        let proxy = &mut self.proxies[p];
+        let busy = now - proxy.busy_since;
+        proxy.busy_period += busy;
+        proxy.busy_total += busy;
+        let job = proxy.current.take().expect("a service ends only when one started");
+        match job {
+            Job::Parse(msg) => self.parse(now, p, msg),
+            Job::Retransmit { txn, response: false } => {
+                if self.proxies[p].clients[txn as usize].state == State::Trying {
+                    self.rec.retransmission(now, p + 1);
+                    let oc = self.offers_oc(p);
+                    self.send(p + 1, p + 2, Msg { txn, body: Body::Request { oc } });
+                }
+            }
+            Job::Retransmit { txn, response: true } => {
+                let st = self.proxies[p].servers[txn as usize];
+                if st.state == State::Completed {
+                    self.send(p + 1, p, Msg { txn, body: Body::Response { code: st.code, via: st.via } });
+                }
+            }
+            Job::Request(msg) => self.route_request(now, p, msg),
+            Job::Response(msg) => self.route_response(now, p, msg),
+        }
+        if self.proxies[p].current.is_none() {
+            self.start_service(now, p);
+        }
+    }
+
+    /// The upstream proxy offers RFC 7339 overload control to its next hop.
+    fn offers_oc(&self, p: usize) -> bool {
+        self.upstream == Some(p) && self.sc.handler.kind == HandlerKind::OcLoss
+    }
+
+    /// The first pass: parse, and match the message to its transaction.
+    fn parse(&mut self, now: Nanos, p: usize, msg: Msg) {
+        let txn = msg.txn;
+        match msg.body {
+            Body::Request { oc: upstream_oc } => {
+                let st = *slot(&mut self.proxies[p].servers, txn);
+                match st.state {
+                    // A repeated request: absorbed in Trying (no 1xx, RFC
+                    // 4320), answered again in Completed (RFC 3261 §17.2.2).
+                    State::Trying => {}
+                    State::Completed => {
+                        let _ = self.enqueue(now, p, Job::Retransmit { txn, response: true });
+                    }
+                    State::None | State::Terminated => {
+                        // The server transaction exists only once its request
+                        // has room in queue 4; a lost request leaves none.
+                        if self.enqueue(now, p, Job::Request(msg)) {
+                            self.proxies[p].servers[txn as usize] =
+                                ServerTxn { state: State::Trying, upstream_oc, ..Default::default() };
+                        }
+                    }
+                }
+            }
+            Body::Response { via, .. } => {
+                let Some(ct) = self.proxies[p].clients.get(txn as usize) else { return };
+                if ct.state != State::Trying {
+                    return; // a repeated response, absorbed
+                }
+                let started = ct.started;
+                if !self.enqueue(now, p, Job::Response(msg)) {
+                    return;
+                }
+                let proxy = &mut self.proxies[p];
+                proxy.clients[txn as usize].state = State::Completed;
+                proxy.pending -= 1;
+                self.events.after(self.t4, Event::TimerK { node: p + 1, txn });
+                if self.upstream == Some(p) {
+                    self.d1.record(to_secs(now), to_secs(now - started));
+                    self.apply_signals(now, via);
+                }
+            }
+        }
+    }
+
+    /// The second pass of a new request: admission at the upstream proxy,
+    /// then a client transaction toward the next hop.
+    fn route_request(&mut self, now: Nanos, p: usize, msg: Msg) {
+        let txn = msg.txn;
+        if self.upstream == Some(p) && self.rejects(now, p) {
+            self.rec.rejection(now);
+            self.complete_server(now, p, txn, 503);
+            return;
+        }
+        let t1 = self.t1_toward(now, p);
+        let proxy = &mut self.proxies[p];
+        *slot(&mut proxy.clients, txn) =
+            ClientTxn { state: State::Trying, started: now, t1, interval: t1, transmissions: 1 };
+        proxy.pending += 1;
+        proxy.new_requests += 1;
+        let oc = self.offers_oc(p);
+        self.send(p + 1, p + 2, Msg { txn, body: Body::Request { oc } });
+        self.events.after(t1, Event::TimerE { node: p + 1, txn });
+        self.events.after(64 * t1, Event::TimerF { node: p + 1, txn });
+    }
+
+    /// The second pass of a response: forwarded upstream through the server
+    /// transaction, unless Timer F has answered 408 already.
+    fn route_response(&mut self, now: Nanos, p: usize, msg: Msg) {
+        let Body::Response { code, .. } = msg.body else { return };
+        if self.proxies[p].servers[msg.txn as usize].state == State::Trying {
+            self.complete_server(now, p, msg.txn, code);
+        }
+    }
+
+    /// T1 of new client transactions of proxy `p` toward its next hop.
+    fn t1_toward(&self, now: Nanos, p: usize) -> Nanos {
+        match self.handler.t1_raise {
+            Some((t1, until)) if self.upstream == Some(p) && now < until => t1,
+            _ => self.t1,
+        }
+    }
+
+    /// Sets T1 toward the next hop of the upstream proxy to `t1` until
+    /// `until` (the "T1 per destination, at run time" of H1).
+    fn raise_t1(&mut self, t1: Nanos, until: Nanos) {
+        self.handler.t1_raise = Some((t1, until));
+    }
+
+    /// The handler's verdict on a new request at the upstream proxy.
+    fn rejects(&mut self, now: Nanos, p: usize) -> bool {
+        let h = &self.sc.handler;
+        match h.kind {
+            HandlerKind::Cap503 => self.triggered() && self.proxies[p].pending >= h.cap,
+            HandlerKind::OcLoss => match self.handler.oc {
+                // RFC 7339 §5.10.1: reject a random `oc` percent.
+                Some((oc, until, _)) if now < until && oc > 0 => self.dropper.uniform() * 100.0 <= f64::from(oc),
+                _ => false,
+            },
+            HandlerKind::None | HandlerKind::T1 => false,
+        }
+    }
+
+    /// Whether the handler's trigger holds now.
+    fn triggered(&self) -> bool {
+        match self.sc.handler.trigger {
+            Trigger::Always => true,
+            Trigger::D1 => self.d1.congested,
+            Trigger::D2 => self.d2.congested,
+            Trigger::D2Mean => self.d2_mean.congested,
+            Trigger::Via => false,
+        }
+    }
+
+    /// The overload signals proxy `p` puts in the Via of the responses it
+    /// sends upstream: only the overloaded proxy (the last) signals.
+    fn signals(&mut self, now: Nanos, p: usize, upstream_oc: bool) -> ViaSignals {
+        let mut via = ViaSignals::default();
+        if p + 1 != self.proxies.len() || self.upstream.is_none() {
+            return via;
+        }
+        let h = &self.sc.handler;
+        if h.kind == HandlerKind::T1 && h.trigger == Trigger::Via && self.signal.utilisation >= h.signal_utilisation {
+            via.t1 = Some(T1Signal {
+                t1_ms: (h.t1 * 1000.0).round() as u32,
+                validity_ms: (h.validity * 1000.0).round() as u32,
+            });
+        }
+        if h.kind == HandlerKind::OcLoss && upstream_oc {
+            via.oc = Some(OcSignal {
+                oc: (100.0 * (1.0 - self.signal.admit)).round().clamp(0.0, 100.0) as u8,
+                validity_ms: (2000.0 * h.oc_interval).round() as u32,
+                seq: self.signal.oc_seq,
+            });
+        }
+        let _ = now;
+        via
+    }
+
+    /// Sends final response `code` of proxy `p`'s server transaction `txn`.
+    fn complete_server(&mut self, now: Nanos, p: usize, txn: u32, code: u16) {
+        let upstream_oc = self.proxies[p].servers[txn as usize].upstream_oc;
+        let via = self.signals(now, p, upstream_oc);
+        let st = &mut self.proxies[p].servers[txn as usize];
+        st.state = State::Completed;
+        st.code = code;
+        st.via = via;
+        self.send(p + 1, p, Msg { txn, body: Body::Response { code, via } });
+        self.events.after(64 * self.t1, Event::TimerJ { node: p + 1, txn });
+    }
+
+    /// The upstream proxy reads its next hop's Via signals.
+    fn apply_signals(&mut self, now: Nanos, via: ViaSignals) {
+        let h = &self.sc.handler;
+        if let (HandlerKind::T1, Trigger::Via, Some(s)) = (h.kind, h.trigger, via.t1) {
+            self.raise_t1(from_secs(f64::from(s.t1_ms) / 1000.0), now + from_secs(f64::from(s.validity_ms) / 1000.0));
+        }
+        if let (HandlerKind::OcLoss, Some(s)) = (h.kind, via.oc) {
+            // RFC 7339 §5.10.1: a newer sequence number replaces the value.
+            if self.handler.oc.is_none_or(|(_, _, seq)| s.seq >= seq) {
+                self.handler.oc = Some((s.oc, now + from_secs(f64::from(s.validity_ms) / 1000.0), s.seq));
+            }
+        }
+    }
+
+    // --- UAS ---
+
+    fn uas_request(&mut self, _now: Nanos, msg: Msg) {
+        let txn = msg.txn;
+        let node = self.uas_node();
+        let st = slot(&mut self.uas, txn);
+        match st.state {
+            State::None | State::Terminated => {
+                *st = ServerTxn { state: State::Completed, code: 200, ..Default::default() };
+                self.events.after(64 * self.t1, Event::TimerJ { node, txn });
+            }
+            State::Completed | State::Trying => {}
+        }
+        let body = Body::Response { code: 200, via: ViaSignals::default() };
+        self.send(node, node - 1, Msg { txn, body });
+    }
+
+    // --- periodic work ---
+
+    fn log(&mut self, now: Nanos) {
+        let utilisation: Vec<f64> = self
+            .proxies
+            .iter_mut()
+            .map(|p| {
+                if p.current.is_some() {
+                    p.busy_period += now - p.busy_since;
+                    p.busy_total += now - p.busy_since;
+                    p.busy_since = now;
+                }
+                let u = to_secs(p.busy_period);
+                p.busy_period = 0;
+                u
+            })
+            .collect();
+        if let Some(&u) = utilisation.last() {
+            self.signal.utilisation = u;
+        }
+        let upstream_pending = self.upstream.map(|p| self.proxies[p].pending);
+        let t1_next = self.upstream.map(|p| to_secs(self.t1_toward(now, p)));
+        let oc = match self.handler.oc {
+            Some((oc, until, _)) if now < until => Some(oc),
+            _ => self.upstream.and((self.sc.handler.kind == HandlerKind::OcLoss).then_some(0)),
+        };
+        self.rec.log(
+            now,
+            &utilisation,
+            self.uac_pending,
+            upstream_pending,
+            crate::metrics::DetectorSnapshot {
+                d1_p95: self.d1.last_p95,
+                d1_congested: self.d1.congested,
+                kappa: self.last_kappa,
+                d2_congested: self.d2.congested,
+                d2_mean_congested: self.d2_mean.congested,
+                t1_next,
+                oc,
+            },
+        );
+        if now < self.end_of_sources {
+            self.events.after(SECOND, Event::Log);
+        }
+    }
+
+    fn d1_evaluate(&mut self, now: Nanos) {
+        let Some(p) = self.upstream else { return };
+        // The age of the oldest pending transaction matters only when no
+        // response came in the window; the scan is skipped otherwise.
+        let oldest = if self.d1.has_samples(to_secs(now)) {
+            None
+        } else {
+            self.proxies[p].clients.iter().filter(|c| c.state == State::Trying).map(|c| c.started).min()
+        }
+        .map(|s| to_secs(now - s));
+        let congested = self.d1.evaluate(to_secs(now), oldest);
+        self.rec.d1_verdict(now, congested);
+        self.act_on_detection(now, Trigger::D1, congested);
+        self.events.after(from_secs(self.sc.detectors.d1.interval), Event::D1Evaluate);
+    }
+
+    fn d2_evaluate(&mut self, now: Nanos) {
+        let Some(p) = self.upstream else { return };
+        let interval = self.sc.detectors.d2.interval;
+        let proxy = &mut self.proxies[p];
+        let rate = proxy.new_requests as f64 / interval;
+        proxy.new_requests = 0;
+        if let Some(kappa) = self.kappa.observe(proxy.pending as f64, rate, interval) {
+            self.last_kappa = Some(kappa);
+            self.d2.observe(kappa);
+            self.d2_mean.observe(kappa);
+            self.rec.d2_verdict(now, self.d2.congested, self.d2_mean.congested);
+            self.act_on_detection(now, Trigger::D2, self.d2.congested);
+            self.act_on_detection(now, Trigger::D2Mean, self.d2_mean.congested);
+        }
+        self.events.after(from_secs(interval), Event::D2Evaluate);
+    }
+
+    /// H1 driven by a detector (or by `always`): while congested, T1 toward
+    /// the next hop is raised for `validity` seconds from now.
+    fn act_on_detection(&mut self, now: Nanos, detector: Trigger, congested: bool) {
+        let h = &self.sc.handler;
+        if h.kind != HandlerKind::T1 {
+            return;
+        }
+        if h.trigger == detector && congested {
+            self.raise_t1(from_secs(h.t1), now + from_secs(h.validity));
+        }
+    }
+
+    /// The overloaded proxy's RFC 7339 occupancy update: the admitted share
+    /// follows target/utilisation (the occupancy algorithm of Hilt and
+    /// Widjaja's SIP overload study), bounded to [min_admit, 1].
+    fn oc_update(&mut self, now: Nanos) {
+        let h = &self.sc.handler;
+        let last = self.proxies.last_mut().expect("a proxy");
+        let mut busy = last.busy_total;
+        if last.current.is_some() {
+            busy += now - last.busy_since;
+        }
+        let utilisation = to_secs(busy - self.signal.busy_at_last_update) / h.oc_interval;
+        self.signal.busy_at_last_update = busy;
+        self.signal.admit = (self.signal.admit * h.oc_target / utilisation.max(1e-3)).clamp(h.oc_min_admit, 1.0);
+        self.signal.oc_seq += 1;
+        self.events.after(from_secs(h.oc_interval), Event::OcUpdate);
+    }
+}

@@ -1,0 +1,668 @@
+//! Scenario files (TOML): topology, service model, timers, traffic,
+//! detectors and the handler. Defaults are the SIP overload thesis's
+//! (chapter 4); see docs/overload.md for each value's source.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// Why a scenario could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("bad scenario TOML: {0}")]
+    Toml(#[from] toml::de::Error),
+    #[error("bad scenario: {field}: {reason}")]
+    Invalid { field: String, reason: String },
+}
+
+fn invalid(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
+    ScenarioError::Invalid { field: field.into(), reason: reason.into() }
+}
+
+/// One simulated experiment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name, used in tables.
+    #[serde(default)]
+    pub name: String,
+    /// What the scenario reproduces.
+    #[serde(default)]
+    pub description: String,
+    /// Seconds during which the sources send (thesis §4.3.2: 700 s).
+    #[serde(default = "defaults::duration")]
+    pub duration: f64,
+    /// Seconds simulated after `duration`, the sources still sending, so
+    /// that every transaction started before `duration` ends (Timer F is
+    /// 64·T1); nothing after `duration` is recorded.
+    #[serde(default = "defaults::drain")]
+    pub drain: f64,
+    /// The steady-state window [from, to) whose transactions decide
+    /// collapse (thesis §4.1.1 and §4.3.2: 600–700 s).
+    #[serde(default = "defaults::collapse_window")]
+    pub collapse_window: [f64; 2],
+    /// A run has collapsed when fewer than this share of the window's
+    /// transactions got a 200 (the thesis's collapsed runs end at a success
+    /// rate of 0 to 0.35, the others at 1; Figure 4.36).
+    #[serde(default = "defaults::collapse_threshold")]
+    pub collapse_threshold: f64,
+    #[serde(default)]
+    pub timers: Timers,
+    /// The proxies from the UAC side to the UAS side; the last is the one
+    /// that overloads, the one before it detects and handles.
+    pub proxies: Vec<ProxyConfig>,
+    #[serde(default)]
+    pub links: LinkConfig,
+    /// Poisson sources of new non-INVITE transactions at the UAC; they add up.
+    pub sources: Vec<Source>,
+    #[serde(default)]
+    pub detectors: Detectors,
+    #[serde(default)]
+    pub handler: Handler,
+}
+
+/// RFC 3261 §17.1.2 timers, in seconds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timers {
+    /// RTT estimate; Timer E starts at T1, Timer F is 64·T1, Timer J 64·T1.
+    #[serde(default = "defaults::t1")]
+    pub t1: f64,
+    /// Cap of Timer E's doubling.
+    #[serde(default = "defaults::t2")]
+    pub t2: f64,
+    /// Timer K (UDP).
+    #[serde(default = "defaults::t4")]
+    pub t4: f64,
+    /// Transmissions of a request at most, the first included (11 with the
+    /// default timers, thesis §2.1.2).
+    #[serde(default = "defaults::max_transmissions")]
+    pub max_transmissions: u32,
+}
+
+impl Default for Timers {
+    fn default() -> Self {
+        Timers {
+            t1: defaults::t1(),
+            t2: defaults::t2(),
+            t4: defaults::t4(),
+            max_transmissions: defaults::max_transmissions(),
+        }
+    }
+}
+
+/// A transaction-stateful proxy: one processor serving four strict-priority
+/// FCFS queues, each message served twice (parse, then route; thesis
+/// §3.3.2, Figures 3.7 and 3.8).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyConfig {
+    #[serde(default)]
+    pub name: String,
+    /// Transactions per second the processor serves at parse share 0.2: the
+    /// work W = 1/capacity of one transaction (request and response, both
+    /// passes; thesis §4.1.1: 100 tps, 10 ms).
+    pub capacity_tps: f64,
+    /// Share of W spent parsing the two messages (thesis §4.4.1: 20 %; SIP
+    /// offload: 12.8 % and 7.2 %). Routing keeps its share, so offload
+    /// shortens the total.
+    #[serde(default = "defaults::parse_share")]
+    pub parse_share: f64,
+    /// Share of W spent routing the two messages.
+    #[serde(default = "defaults::route_share")]
+    pub route_share: f64,
+    /// Share of W spent matching the two messages to their transactions,
+    /// in the first pass (the transaction manager of Figure 3.8), out of
+    /// the routing share: a repeated message costs parse and match only.
+    #[serde(default = "defaults::match_share")]
+    pub match_share: f64,
+    /// Part of the rest of the routing share that the request takes; the response takes
+    /// the rest (a response costs less than a request, thesis §3.3.2).
+    #[serde(default = "defaults::request_route_part")]
+    pub request_route_part: f64,
+    /// Share of W that sending one of the proxy's own retransmissions takes
+    /// (queue 2 of Figure 3.7).
+    #[serde(default = "defaults::retransmit_share")]
+    pub retransmit_share: f64,
+    #[serde(default)]
+    pub buffers: Buffers,
+}
+
+/// Capacities of the four queues, in messages; a message that finds its
+/// queue full is lost.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Buffers {
+    #[serde(default = "defaults::buffer")]
+    pub unparsed: usize,
+    #[serde(default = "defaults::buffer")]
+    pub retransmissions: usize,
+    #[serde(default = "defaults::buffer")]
+    pub responses: usize,
+    #[serde(default = "defaults::buffer")]
+    pub requests: usize,
+}
+
+impl Default for Buffers {
+    fn default() -> Self {
+        Buffers {
+            unparsed: defaults::buffer(),
+            retransmissions: defaults::buffer(),
+            responses: defaults::buffer(),
+            requests: defaults::buffer(),
+        }
+    }
+}
+
+/// Every link: constant delay and Bernoulli loss (thesis §3.3.3).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// One-way delay in seconds (thesis §4.1.1: 0.3 ms).
+    #[serde(default = "defaults::link_delay")]
+    pub delay: f64,
+    /// Probability that a message is lost (thesis: 0).
+    #[serde(default)]
+    pub loss: f64,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig { delay: defaults::link_delay(), loss: 0.0 }
+    }
+}
+
+/// A Poisson source of new transactions at `rate` per second in
+/// [start, end) (end defaults to the end of the run, drain included).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub rate: f64,
+    #[serde(default)]
+    pub start: f64,
+    #[serde(default)]
+    pub end: Option<f64>,
+}
+
+/// The detectors at the upstream proxy; all run and are recorded every
+/// second, whichever one triggers the handler.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Detectors {
+    #[serde(default)]
+    pub d1: D1Config,
+    #[serde(default)]
+    pub d2: D2Config,
+    #[serde(default)]
+    pub d2_mean: D2MeanConfig,
+}
+
+/// D1, delay-based detection (thesis §4.2.2, Figure 4.18).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct D1Config {
+    /// m: seconds of fRpD samples the percentile covers.
+    #[serde(default = "defaults::d1_window")]
+    pub window: f64,
+    /// w: seconds between evaluations.
+    #[serde(default = "defaults::one")]
+    pub interval: f64,
+    /// t: the 95th percentile above which the next hop is congested.
+    #[serde(default = "defaults::half")]
+    pub threshold: f64,
+    /// The percentile (0.95).
+    #[serde(default = "defaults::percentile")]
+    pub percentile: f64,
+}
+
+impl Default for D1Config {
+    fn default() -> Self {
+        D1Config { window: defaults::d1_window(), interval: 1.0, threshold: 0.5, percentile: defaults::percentile() }
+    }
+}
+
+/// D2, pending-transaction-based detection: κ = ΔPT/Δλ and Wald's
+/// sequential test of its standard deviation (thesis §4.2.3, eq. 4.13–4.15).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct D2Config {
+    /// Seconds between κ observations.
+    #[serde(default = "defaults::one")]
+    pub interval: f64,
+    /// μ of κ in the non-congested state (thesis: 0.056).
+    #[serde(default = "defaults::d2_mu")]
+    pub mu: f64,
+    /// σκ,0 (thesis: 0.962).
+    #[serde(default = "defaults::d2_sigma0")]
+    pub sigma0: f64,
+    /// σκ,1 (thesis: 20.392).
+    #[serde(default = "defaults::d2_sigma1")]
+    pub sigma1: f64,
+    #[serde(default = "defaults::alpha")]
+    pub alpha: f64,
+    #[serde(default = "defaults::beta")]
+    pub beta: f64,
+}
+
+impl Default for D2Config {
+    fn default() -> Self {
+        D2Config {
+            interval: 1.0,
+            mu: defaults::d2_mu(),
+            sigma0: defaults::d2_sigma0(),
+            sigma1: defaults::d2_sigma1(),
+            alpha: defaults::alpha(),
+            beta: defaults::beta(),
+        }
+    }
+}
+
+/// D2's lab variant: Wald's sequential test of κ's mean with known σ
+/// (thesis §5.2.3, Wald chapter 7), on the same κ observations.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct D2MeanConfig {
+    /// μ0: κ's mean when not congested (lab: 0.589).
+    #[serde(default = "defaults::d2m_mu0")]
+    pub mu0: f64,
+    /// μ1: κ's mean when congested (lab: 100.067).
+    #[serde(default = "defaults::d2m_mu1")]
+    pub mu1: f64,
+    /// The known σ (lab, not congested: 6.780).
+    #[serde(default = "defaults::d2m_sigma")]
+    pub sigma: f64,
+    #[serde(default = "defaults::alpha")]
+    pub alpha: f64,
+    #[serde(default = "defaults::beta")]
+    pub beta: f64,
+}
+
+impl Default for D2MeanConfig {
+    fn default() -> Self {
+        D2MeanConfig {
+            mu0: defaults::d2m_mu0(),
+            mu1: defaults::d2m_mu1(),
+            sigma: defaults::d2m_sigma(),
+            alpha: defaults::alpha(),
+            beta: defaults::beta(),
+        }
+    }
+}
+
+/// What the upstream proxy does about its congested next hop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerKind {
+    /// Nothing: plain RFC 3261.
+    #[default]
+    None,
+    /// H1: raise T1 toward the next hop (thesis §4.3.2).
+    T1,
+    /// H2: cap pending outgoing transactions, 503 above it (thesis §4.3.3).
+    Cap503,
+    /// RFC 7339 loss-based overload control: the next hop sets `oc` in its
+    /// Via, the upstream proxy rejects that share of new requests with 503.
+    OcLoss,
+}
+
+/// When the handler acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// All the time (a static setting, as T1 = 1 s in thesis §4.3.2).
+    #[default]
+    Always,
+    /// While D1 finds the next hop congested.
+    D1,
+    /// While D2 (variance test) finds it congested.
+    D2,
+    /// While D2's mean-shift variant finds it congested.
+    D2Mean,
+    /// When the next hop says so in its Via (`oc_t1`, thesis Listing 4.2).
+    Via,
+}
+
+/// The handler at the upstream proxy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Handler {
+    #[serde(default)]
+    pub kind: HandlerKind,
+    #[serde(default)]
+    pub trigger: Trigger,
+    /// H1: the raised T1 in seconds (thesis: 1 s).
+    #[serde(default = "defaults::one")]
+    pub t1: f64,
+    /// H1: seconds a raise lasts after the last trigger (`oc_t1_validity`,
+    /// thesis Listing 4.3: 60 s).
+    #[serde(default = "defaults::t1_validity")]
+    pub validity: f64,
+    /// H1 with trigger `via`: the next hop signals `oc_t1` while its
+    /// processor was busy at least this share of the last second.
+    #[serde(default = "defaults::signal_utilisation")]
+    pub signal_utilisation: f64,
+    /// H2: pending outgoing transactions at most while congested.
+    #[serde(default = "defaults::cap")]
+    pub cap: usize,
+    /// RFC 7339: the next hop's target utilisation of its occupancy
+    /// algorithm.
+    #[serde(default = "defaults::oc_target")]
+    pub oc_target: f64,
+    /// RFC 7339: seconds between the next hop's `oc` updates; `oc-validity`
+    /// is twice that.
+    #[serde(default = "defaults::one")]
+    pub oc_interval: f64,
+    /// RFC 7339: the least share of new requests the next hop admits.
+    #[serde(default = "defaults::oc_min_admit")]
+    pub oc_min_admit: f64,
+}
+
+impl Default for Handler {
+    fn default() -> Self {
+        toml::from_str("").expect("handler defaults")
+    }
+}
+
+mod defaults {
+    pub fn duration() -> f64 {
+        700.0
+    }
+    pub fn drain() -> f64 {
+        70.0
+    }
+    pub fn collapse_window() -> [f64; 2] {
+        [600.0, 700.0]
+    }
+    pub fn collapse_threshold() -> f64 {
+        0.9
+    }
+    pub fn t1() -> f64 {
+        0.5
+    }
+    pub fn t2() -> f64 {
+        4.0
+    }
+    pub fn t4() -> f64 {
+        5.0
+    }
+    pub fn max_transmissions() -> u32 {
+        11
+    }
+    pub fn parse_share() -> f64 {
+        0.2
+    }
+    pub fn route_share() -> f64 {
+        0.8
+    }
+    pub fn match_share() -> f64 {
+        0.05
+    }
+    pub fn request_route_part() -> f64 {
+        0.625
+    }
+    pub fn retransmit_share() -> f64 {
+        0.1
+    }
+    pub fn buffer() -> usize {
+        200
+    }
+    pub fn link_delay() -> f64 {
+        0.0003
+    }
+    pub fn d1_window() -> f64 {
+        5.0
+    }
+    pub fn one() -> f64 {
+        1.0
+    }
+    pub fn half() -> f64 {
+        0.5
+    }
+    pub fn percentile() -> f64 {
+        0.95
+    }
+    pub fn d2_mu() -> f64 {
+        0.056
+    }
+    pub fn d2_sigma0() -> f64 {
+        0.962
+    }
+    pub fn d2_sigma1() -> f64 {
+        20.392
+    }
+    pub fn alpha() -> f64 {
+        0.1
+    }
+    pub fn beta() -> f64 {
+        0.05
+    }
+    pub fn d2m_mu0() -> f64 {
+        0.589
+    }
+    pub fn d2m_mu1() -> f64 {
+        100.067
+    }
+    pub fn d2m_sigma() -> f64 {
+        6.780
+    }
+    pub fn t1_validity() -> f64 {
+        60.0
+    }
+    pub fn signal_utilisation() -> f64 {
+        0.95
+    }
+    pub fn cap() -> usize {
+        50
+    }
+    pub fn oc_target() -> f64 {
+        0.9
+    }
+    pub fn oc_min_admit() -> f64 {
+        0.05
+    }
+}
+
+impl Scenario {
+    /// Parses and checks a scenario.
+    pub fn from_toml_str(text: &str) -> Result<Scenario, ScenarioError> {
+        let scenario: Scenario = toml::from_str(text)?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    /// Reads, parses and checks a scenario file; its name defaults to the
+    /// file's stem.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ScenarioError::Read { path: path.display().to_string(), source })?;
+        let mut scenario = Scenario::from_toml_str(&text)?;
+        if scenario.name.is_empty() {
+            scenario.name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        }
+        Ok(scenario)
+    }
+
+    /// Checks ranges and consistency.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(invalid(field, format!("must be a positive number, not {v}")))
+            }
+        }
+        fn share(field: &str, v: f64) -> Result<(), ScenarioError> {
+            if v.is_finite() && (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(invalid(field, format!("must lie in [0, 1], not {v}")))
+            }
+        }
+        positive("duration", self.duration)?;
+        if !(self.drain.is_finite() && self.drain >= 0.0) {
+            return Err(invalid("drain", format!("must be 0 or more, not {}", self.drain)));
+        }
+        if self.duration > 1.0e6 {
+            return Err(invalid("duration", "at most 1,000,000 s"));
+        }
+        let [from, to] = self.collapse_window;
+        if !(from.is_finite() && to.is_finite() && 0.0 <= from && from < to && to <= self.duration) {
+            return Err(invalid(
+                "collapse_window",
+                format!("must be [from, to] with 0 <= from < to <= duration ({}), not [{from}, {to}]", self.duration),
+            ));
+        }
+        share("collapse_threshold", self.collapse_threshold)?;
+        let t = &self.timers;
+        positive("timers.t1", t.t1)?;
+        positive("timers.t2", t.t2)?;
+        positive("timers.t4", t.t4)?;
+        if !(1..=64).contains(&t.max_transmissions) {
+            return Err(invalid("timers.max_transmissions", "must lie in 1..=64"));
+        }
+        if self.proxies.is_empty() {
+            return Err(invalid("proxies", "at least one proxy is needed"));
+        }
+        if self.proxies.len() > 8 {
+            return Err(invalid("proxies", "at most 8 proxies"));
+        }
+        for (i, p) in self.proxies.iter().enumerate() {
+            let f = |name: &str| format!("proxies[{i}].{name}");
+            positive(&f("capacity_tps"), p.capacity_tps)?;
+            share(&f("parse_share"), p.parse_share)?;
+            share(&f("route_share"), p.route_share)?;
+            share(&f("request_route_part"), p.request_route_part)?;
+            share(&f("match_share"), p.match_share)?;
+            if p.match_share > p.route_share {
+                return Err(invalid(f("match_share"), "is part of route_share and cannot exceed it"));
+            }
+            share(&f("retransmit_share"), p.retransmit_share)?;
+            if p.parse_share + p.route_share <= 0.0 {
+                return Err(invalid(f("parse_share"), "parse and route shares cannot both be 0"));
+            }
+            let b = &p.buffers;
+            for (name, cap) in [
+                ("unparsed", b.unparsed),
+                ("retransmissions", b.retransmissions),
+                ("responses", b.responses),
+                ("requests", b.requests),
+            ] {
+                if cap == 0 {
+                    return Err(invalid(f(&format!("buffers.{name}")), "must hold at least one message"));
+                }
+            }
+        }
+        if !(self.links.delay.is_finite() && self.links.delay >= 0.0) {
+            return Err(invalid("links.delay", format!("must be 0 or more seconds, not {}", self.links.delay)));
+        }
+        share("links.loss", self.links.loss)?;
+        if self.sources.is_empty() {
+            return Err(invalid("sources", "at least one source is needed"));
+        }
+        for (i, s) in self.sources.iter().enumerate() {
+            positive(&format!("sources[{i}].rate"), s.rate)?;
+            if s.rate > 100_000.0 {
+                return Err(invalid(format!("sources[{i}].rate"), "at most 100,000 per second"));
+            }
+            if !(s.start.is_finite() && s.start >= 0.0) {
+                return Err(invalid(format!("sources[{i}].start"), "must be 0 or more seconds"));
+            }
+            if let Some(end) = s.end {
+                if !(end.is_finite() && end > s.start) {
+                    return Err(invalid(format!("sources[{i}].end"), format!("must be after start ({})", s.start)));
+                }
+            }
+        }
+        let d = &self.detectors;
+        positive("detectors.d1.window", d.d1.window)?;
+        positive("detectors.d1.interval", d.d1.interval)?;
+        positive("detectors.d1.threshold", d.d1.threshold)?;
+        share("detectors.d1.percentile", d.d1.percentile)?;
+        positive("detectors.d2.interval", d.d2.interval)?;
+        positive("detectors.d2.sigma0", d.d2.sigma0)?;
+        positive("detectors.d2.sigma1", d.d2.sigma1)?;
+        if d.d2.sigma1 <= d.d2.sigma0 {
+            return Err(invalid("detectors.d2.sigma1", "must exceed sigma0"));
+        }
+        if !d.d2.mu.is_finite() {
+            return Err(invalid("detectors.d2.mu", "must be a number"));
+        }
+        for (field, v) in [
+            ("detectors.d2.alpha", d.d2.alpha),
+            ("detectors.d2.beta", d.d2.beta),
+            ("detectors.d2_mean.alpha", d.d2_mean.alpha),
+            ("detectors.d2_mean.beta", d.d2_mean.beta),
+        ] {
+            if !(v > 0.0 && v < 0.5) {
+                return Err(invalid(field, format!("must lie in (0, 0.5), not {v}")));
+            }
+        }
+        positive("detectors.d2_mean.sigma", d.d2_mean.sigma)?;
+        if d.d2_mean.mu1.partial_cmp(&d.d2_mean.mu0) != Some(std::cmp::Ordering::Greater) {
+            return Err(invalid("detectors.d2_mean.mu1", "must exceed mu0"));
+        }
+        let h = &self.handler;
+        if h.kind != HandlerKind::None && self.proxies.len() < 2 {
+            return Err(invalid("handler.kind", "a handler needs two proxies: one upstream of the overloaded one"));
+        }
+        if h.trigger == Trigger::Via && h.kind != HandlerKind::T1 {
+            return Err(invalid("handler.trigger", "`via` triggers only the `t1` handler (oc_t1 in the Via)"));
+        }
+        positive("handler.t1", h.t1)?;
+        positive("handler.validity", h.validity)?;
+        share("handler.signal_utilisation", h.signal_utilisation)?;
+        if h.cap == 0 {
+            return Err(invalid("handler.cap", "must be at least 1"));
+        }
+        share("handler.oc_target", h.oc_target)?;
+        positive("handler.oc_target", h.oc_target)?;
+        positive("handler.oc_interval", h.oc_interval)?;
+        share("handler.oc_min_admit", h.oc_min_admit)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+        [[proxies]]
+        capacity_tps = 100
+        [[sources]]
+        rate = 80
+    "#;
+
+    #[test]
+    fn defaults_are_the_thesis_values() {
+        let s = Scenario::from_toml_str(MINIMAL).unwrap();
+        assert_eq!((s.timers.t1, s.timers.t2, s.timers.max_transmissions), (0.5, 4.0, 11));
+        assert_eq!(s.proxies[0].parse_share, 0.2);
+        assert_eq!(s.links.delay, 0.0003);
+        assert_eq!((s.detectors.d1.window, s.detectors.d1.interval, s.detectors.d1.threshold), (5.0, 1.0, 0.5));
+        let d2 = &s.detectors.d2;
+        assert_eq!((d2.sigma0, d2.sigma1, d2.alpha, d2.beta), (0.962, 20.392, 0.1, 0.05));
+        assert_eq!(s.handler.kind, HandlerKind::None);
+    }
+
+    #[test]
+    fn bad_input_names_the_field_and_reason() {
+        let cases = [
+            ("[[proxies]]\ncapacity_tps = -1\n[[sources]]\nrate = 1", "proxies[0].capacity_tps"),
+            ("[[proxies]]\ncapacity_tps = 100\n[[sources]]\nrate = 0", "sources[0].rate"),
+            ("proxies = []\n[[sources]]\nrate = 1", "proxies"),
+            ("collapse_window = [50, 10]\n[[proxies]]\ncapacity_tps = 1\n[[sources]]\nrate = 1", "collapse_window"),
+            ("[[proxies]]\ncapacity_tps = 100\n[[sources]]\nrate = 1\n[handler]\nkind = \"t1\"", "handler.kind"),
+        ];
+        for (text, field) in cases {
+            let err = Scenario::from_toml_str(text).unwrap_err().to_string();
+            assert!(err.contains(field), "{err} should name {field}");
+        }
+        let typo = Scenario::from_toml_str("[[proxies]]\ncapacity = 100\n[[sources]]\nrate = 1").unwrap_err();
+        assert!(typo.to_string().contains("capacity"), "{typo}");
+        let kind = Scenario::from_toml_str(&format!("{MINIMAL}\n[handler]\nkind = \"magic\"")).unwrap_err();
+        assert!(kind.to_string().contains("magic"), "{kind}");
+    }
+}
