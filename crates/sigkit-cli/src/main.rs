@@ -21,6 +21,7 @@ mod line_reader;
 mod load_cmd;
 mod proxy_cmd;
 mod results_cmd;
+mod sim_cmd;
 
 /// Exit code of a message that failed to decompress.
 const EXIT_FAILED: u8 = 1;
@@ -95,6 +96,9 @@ enum Command {
     /// List the runs and tables of a results file (sigkit eval, sigkit load
     /// --db), or write one table as CSV.
     Results(results_cmd::ResultsArgs),
+    /// Simulate SIP overload (the SIP overload thesis's model): a scenario
+    /// over N seeds in parallel, each seed's collapse verdict and the count.
+    Sim(sim_cmd::SimArgs),
 }
 
 #[derive(Args)]
@@ -156,6 +160,7 @@ fn main() -> ExitCode {
         Command::Load(args) => load_cmd::load(args),
         Command::Capacity(args) => capacity_cmd::capacity(args),
         Command::Results(args) => results_cmd::results(args),
+        Command::Sim(args) => sim_cmd::sim(args),
     }
 }
 

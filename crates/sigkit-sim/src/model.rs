@@ -155,10 +155,15 @@ struct HandlerState {
     oc: Option<(u8, Nanos, u64)>,
 }
 
+/// Seconds of utilisation the overloaded proxy averages before it signals
+/// `oc_t1`: a single second at 95 % busy is common at 80 % load (Poisson
+/// arrivals), five in a row are not; the same m = 5 s as D1's window.
+const SIGNAL_WINDOW: usize = 5;
+
 /// The overloaded proxy's own signalling.
 struct SignalState {
-    /// Busy share of the processor in the last full second.
-    utilisation: f64,
+    /// Busy shares of the processor in the last full seconds, newest last.
+    utilisation: VecDeque<f64>,
     /// RFC 7339 occupancy algorithm: the share of new requests admitted.
     admit: f64,
     oc_seq: u64,
@@ -298,7 +303,7 @@ impl<'a> Network<'a> {
             d2_mean: MeanTest::new(&sc.detectors.d2_mean),
             last_kappa: None,
             handler: HandlerState::default(),
-            signal: SignalState { utilisation: 0.0, admit: 1.0, oc_seq: 0, busy_at_last_update: 0 },
+            signal: SignalState { utilisation: VecDeque::new(), admit: 1.0, oc_seq: 0, busy_at_last_update: 0 },
             dropper: Stream::new(seed, StreamId::Dropper(0)),
             rec: Recorder::new(sc),
             end_of_sources,
@@ -667,7 +672,10 @@ impl<'a> Network<'a> {
             return via;
         }
         let h = &self.sc.handler;
-        if h.kind == HandlerKind::T1 && h.trigger == Trigger::Via && self.signal.utilisation >= h.signal_utilisation {
+        let recent = &self.signal.utilisation;
+        let busy =
+            recent.len() == SIGNAL_WINDOW && recent.iter().sum::<f64>() / recent.len() as f64 >= h.signal_utilisation;
+        if h.kind == HandlerKind::T1 && h.trigger == Trigger::Via && busy {
             via.t1 = Some(T1Signal {
                 t1_ms: (h.t1 * 1000.0).round() as u32,
                 validity_ms: (h.validity * 1000.0).round() as u32,
@@ -745,7 +753,11 @@ impl<'a> Network<'a> {
             })
             .collect();
         if let Some(&u) = utilisation.last() {
-            self.signal.utilisation = u;
+            let recent = &mut self.signal.utilisation;
+            recent.push_back(u);
+            if recent.len() > SIGNAL_WINDOW {
+                recent.pop_front();
+            }
         }
         let upstream_pending = self.upstream.map(|p| self.proxies[p].pending);
         let t1_next = self.upstream.map(|p| to_secs(self.t1_toward(now, p)));

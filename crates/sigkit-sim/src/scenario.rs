@@ -340,7 +340,7 @@ pub struct Handler {
     #[serde(default = "defaults::t1_validity")]
     pub validity: f64,
     /// H1 with trigger `via`: the next hop signals `oc_t1` while its
-    /// processor was busy at least this share of the last second.
+    /// processor was busy at least this share of the last five seconds.
     #[serde(default = "defaults::signal_utilisation")]
     pub signal_utilisation: f64,
     /// H2: pending outgoing transactions at most while congested.

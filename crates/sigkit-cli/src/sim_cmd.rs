@@ -1,0 +1,155 @@
+//! `sigkit sim`: runs a SIP overload scenario of `sigkit-sim` (the SIP
+//! overload thesis's simulations) over N seeds in parallel, prints each
+//! seed's outcome and the collapse count, and stores the per-second metrics.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use sigkit_results::Store;
+use sigkit_sim::{run_seeds, Scenario, SeedSummary, Study};
+
+#[derive(Args)]
+pub struct SimArgs {
+    /// The scenario (TOML; see crates/sigkit-sim/scenarios/ and docs/overload.md).
+    scenario: PathBuf,
+    /// Seeds to run (seeds FIRST .. FIRST+N-1), in parallel on all cores.
+    #[arg(long, default_value_t = 10)]
+    seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 1)]
+    first_seed: u64,
+    /// Print the study and every seed's summary as one JSON object instead
+    /// of tables.
+    #[arg(long)]
+    json: bool,
+    /// Record the run in this SQLite results file: run kind "sim", tables
+    /// "sim_seconds" (one row per seed and second) and "sim_seeds".
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
+    /// Write sim_seconds.csv and sim_seeds.csv into this directory.
+    #[arg(long, value_name = "DIR")]
+    csv: Option<PathBuf>,
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"))
+}
+
+fn print_seeds(runs: &[SeedSummary]) {
+    println!(
+        "{:>6} {:>9} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>6} {:>6}",
+        "seed", "collapsed", "SR", "200s", "goodput", "RT", "max PT", "rejected", "D1 at", "D2 at"
+    );
+    for s in runs {
+        println!(
+            "{:>6} {:>9} {:>8.3} {:>8.3} {:>8.1} {:>7.2} {:>8} {:>8} {:>6} {:>6}",
+            s.seed,
+            if s.collapsed { "yes" } else { "no" },
+            s.window_success_ratio,
+            s.window_ok_ratio,
+            s.window_goodput,
+            s.transmissions_mean,
+            s.max_uac_pending,
+            s.rejected,
+            opt(s.d1_first_detection),
+            opt(s.d2_first_detection),
+        );
+    }
+}
+
+fn print_study(sc: &Scenario, study: &Study) {
+    let [from, to] = sc.collapse_window;
+    println!();
+    println!("scenario            {}", study.scenario);
+    if !sc.description.is_empty() {
+        println!("                    {}", sc.description);
+    }
+    println!("collapsed           {} / {}", study.collapsed, study.seeds);
+    let [lo, mean, hi] = study.window_success_ratio;
+    println!("success rate        {mean:.3} (min {lo:.3}, max {hi:.3}), transactions started {from}-{to} s");
+    let [lo, mean, hi] = study.window_ok_ratio;
+    println!("200 share           {mean:.3} (min {lo:.3}, max {hi:.3})");
+    println!("goodput             {:.1} 200s/s", study.window_goodput_mean);
+    println!("rejected (503)      {:.2} %", 100.0 * study.rejected_share_mean);
+    println!("transmissions       {:.2} per transaction", study.transmissions_mean);
+    println!("max pending (UAC)   {}", study.max_uac_pending);
+}
+
+fn store_results(
+    store: &mut Store,
+    command: &str,
+    sc: &Scenario,
+    runs: &[sigkit_sim::SeedRun],
+    study: &Study,
+) -> Result<sigkit_results::RunId, sigkit_results::StoreError> {
+    let run = store.begin_run("sim", command, sc)?;
+    for r in runs {
+        store.record_rows(run, "sim_seconds", &r.seconds)?;
+    }
+    let seeds: Vec<&SeedSummary> = runs.iter().map(|r| &r.summary).collect();
+    store.record_rows(run, "sim_seeds", &seeds)?;
+    store.finish_run(run, study)?;
+    Ok(run)
+}
+
+fn write_csv(store: &Store, run: sigkit_results::RunId, dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for table in ["sim_seconds", "sim_seeds"] {
+        let path = dir.join(format!("{table}.csv"));
+        let mut file =
+            std::io::BufWriter::new(std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?);
+        store.export_csv(table, Some(run), &mut file).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::io::Write::flush(&mut file).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+pub fn sim(args: SimArgs) -> ExitCode {
+    let fail = |m: String, code: u8| {
+        eprintln!("sigkit sim: {m}");
+        ExitCode::from(code)
+    };
+    let scenario = match Scenario::load(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("{}: {e}", args.scenario.display()), 2),
+    };
+    if args.seeds == 0 {
+        return fail("--seeds must be at least 1".into(), 2);
+    }
+    let Some(last) = args.first_seed.checked_add(args.seeds - 1) else {
+        return fail("--first-seed + --seeds overflows".into(), 2);
+    };
+    let seeds: Vec<u64> = (args.first_seed..=last).collect();
+    let runs = run_seeds(&scenario, &seeds);
+    let summaries: Vec<SeedSummary> = runs.iter().map(|r| r.summary.clone()).collect();
+    let study = Study::of(&scenario, &summaries);
+    if args.json {
+        let out = serde_json::json!({ "study": study, "seeds": summaries });
+        println!("{out}");
+    } else {
+        print_seeds(&summaries);
+        print_study(&scenario, &study);
+    }
+    if args.db.is_some() || args.csv.is_some() {
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        let opened = match &args.db {
+            Some(path) => Store::open(path).map_err(|e| format!("{}: {e}", path.display())),
+            None => Store::in_memory().map_err(|e| e.to_string()),
+        };
+        let mut store = match opened {
+            Ok(s) => s,
+            Err(e) => return fail(e, 1),
+        };
+        let run = match store_results(&mut store, &command, &scenario, &runs, &study) {
+            Ok(run) => run,
+            Err(e) => return fail(format!("recording the run: {e}"), 1),
+        };
+        if let Some(dir) = &args.csv {
+            if let Err(e) = write_csv(&store, run, dir) {
+                return fail(e, 1);
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
