@@ -256,8 +256,11 @@ pub(crate) fn finish(
     let mut all_delays = Vec::new();
     let (mut ok, mut rejected, mut timed_out, mut transmissions) = (0, 0, 0, 0u64);
     let horizon = from_secs(sc.duration + sc.drain);
-    for t in txns {
-        let b = &mut buckets[((t.start / SECOND) as usize).min(n - 1)];
+    // Transactions started in the drain are not recorded: the sources go on
+    // only so that the recorded ones end as they would in a longer run.
+    let recorded: Vec<&TxnRecord> = txns.iter().filter(|t| ((t.start / SECOND) as usize) < n).collect();
+    for t in &recorded {
+        let b = &mut buckets[(t.start / SECOND) as usize];
         b.started += 1;
         b.transmissions += u64::from(t.transmissions);
         transmissions += u64::from(t.transmissions);
@@ -339,12 +342,12 @@ pub(crate) fn finish(
         window_ok_ratio,
         window_goodput: sum(&|r| r.goodput) as f64 / seconds,
         window_utilisation: window.iter().map(|r| r.utilisation).sum::<f64>() / seconds,
-        transactions: txns.len() as u64,
+        transactions: recorded.len() as u64,
         ok,
         rejected,
         timed_out,
         frpd_p95: percentile(&mut all_delays, 0.95),
-        transmissions_mean: transmissions as f64 / (txns.len().max(1) as f64),
+        transmissions_mean: transmissions as f64 / (recorded.len().max(1) as f64),
         max_uac_pending: rows.iter().map(|r| r.uac_pending).max().unwrap_or(0),
         max_upstream_pending: rows.iter().filter_map(|r| r.upstream_pending).max(),
         drops: rows.iter().map(|r| r.drops).sum(),

@@ -1,0 +1,97 @@
+//! `sigkit sim` end to end: tables, JSON, the results file and CSV, and a
+//! bad scenario's error.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn sigkit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sigkit"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sigkit-sim-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const SURGE: &str = r#"
+name = "tiny-surge"
+duration = 120.0
+collapse_window = [100.0, 120.0]
+[[proxies]]
+capacity_tps = 1000.0
+[[proxies]]
+capacity_tps = 100.0
+[[sources]]
+rate = 80.0
+[[sources]]
+rate = 40.0
+start = 30.0
+end = 40.0
+"#;
+
+#[test]
+fn sim_prints_the_collapse_count_and_records_every_second() {
+    let dir = scratch("surge");
+    let scenario = dir.join("surge.toml");
+    std::fs::write(&scenario, SURGE).unwrap();
+    let db = dir.join("results.sqlite");
+    let out = sigkit()
+        .args(["sim", scenario.to_str().unwrap(), "--seeds", "2", "--db", db.to_str().unwrap(), "--csv"])
+        .arg(dir.join("csv"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("tiny-surge"), "{stdout}");
+    let line = stdout.lines().find(|l| l.starts_with("collapsed")).expect("a collapse line");
+    assert!(line.ends_with("/ 2"), "{line}");
+
+    let seconds = std::fs::read_to_string(dir.join("csv/sim_seconds.csv")).unwrap();
+    let header: Vec<&str> = seconds.lines().next().unwrap().split(',').collect();
+    for column in ["seed", "t", "success_ratio", "frpd_p95", "utilisation", "uac_pending", "goodput", "d1_congested"] {
+        assert!(header.contains(&column), "{column} missing from {header:?}");
+    }
+    assert_eq!(seconds.lines().count(), 1 + 2 * 120, "one row per seed and second");
+    let seeds = std::fs::read_to_string(dir.join("csv/sim_seeds.csv")).unwrap();
+    assert_eq!(seeds.lines().count(), 3);
+
+    let listing = sigkit().args(["results", db.to_str().unwrap()]).output().unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    assert!(listing.contains("sim_seconds") && listing.contains("sim_seeds"), "{listing}");
+}
+
+#[test]
+fn sim_json_agrees_with_itself_and_is_deterministic() {
+    let dir = scratch("json");
+    let scenario = dir.join("surge.toml");
+    std::fs::write(&scenario, SURGE).unwrap();
+    let run = || {
+        let out = sigkit().args(["sim", scenario.to_str().unwrap(), "--seeds", "2", "--json"]).output().unwrap();
+        assert!(out.status.success());
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (a, b) = (run(), run());
+    assert_eq!(a, b, "the same seeds give the same results");
+    let seeds = a["seeds"].as_array().unwrap();
+    assert_eq!(seeds.len(), 2);
+    let collapsed = seeds.iter().filter(|s| s["collapsed"].as_bool().unwrap()).count() as u64;
+    assert_eq!(a["study"]["collapsed"].as_u64(), Some(collapsed));
+}
+
+#[test]
+fn a_bad_scenario_is_refused_with_its_reason() {
+    let dir = scratch("bad");
+    let scenario = dir.join("bad.toml");
+    std::fs::write(&scenario, "[[proxies]]\ncapacity_tps = 100\n[[sources]]\nrate = 80\n[handler]\nkind = \"t1\"\n")
+        .unwrap();
+    let out = sigkit().args(["sim", scenario.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("handler.kind") && stderr.contains("two proxies"), "{stderr}");
+    std::fs::write(&scenario, "duration = \"long\"").unwrap();
+    let out = sigkit().args(["sim", scenario.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("duration"));
+}
