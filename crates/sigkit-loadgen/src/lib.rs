@@ -1,18 +1,51 @@
 //! # sigkit-loadgen
 //!
-//! A SIP load generator: the simple call of the SIP performance-evaluation
-//! framework thesis (Sangvanphant 2009: INVITE, 100/180, 200, ACK, hold, BYE, 200) placed
-//! by a UAC and answered by a UAS, over UDP, with RFC 3261 retransmission
-//! and call set-up delays as HdrHistogram percentiles. It interoperates
-//! with SIPp's built-in `uac` and `uas` scenarios in both directions.
+//! A SIP load generator. Calls follow a scenario in SIPp's XML format (the
+//! common subset: send, recv, pause, nop, label, timewait, response-time
+//! measurements, SIPp's keywords and CSV injection), or a built-in one:
+//! `uac` and `uas`, the simple call of the SIP performance-evaluation
+//! framework thesis (Sangvanphant 2009: INVITE, 100/180, 200, ACK, hold,
+//! BYE, 200) with the messages of SIPp's built-ins, and `register` /
+//! `registrar` (REGISTER with digest authentication). Over UDP (one
+//! socket) or TCP (one connection), with RFC 3261 retransmission, SigComp
+//! on demand, load patterns (constant, stepped, ramp, Poisson, bursts)
+//! that can change while running, and metrics per interval and per step
+//! with HdrHistogram percentiles.
 //!
-//! [`call`] is the behaviour, sans-IO; [`runtime`] runs it on tokio.
+//! [`engine`] runs the calls, sans-IO; [`runtime`] runs it on tokio.
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), sigkit_loadgen::LoadError> {
+//! use sigkit_loadgen::{LoadConfig, Role};
+//! let config = LoadConfig {
+//!     role: Role::Uac,
+//!     remote: Some("127.0.0.1:5060".parse().unwrap()),
+//!     rate: 100.0,
+//!     max_calls: Some(1000),
+//!     ..LoadConfig::default()
+//! };
+//! let report = sigkit_loadgen::run(config, None).await?;
+//! println!("{} calls/s", report.summary.calls_per_s);
+//! # Ok(()) }
+//! ```
 
 #![forbid(unsafe_code)]
 
-pub mod call;
+pub mod auth;
+pub mod control;
+pub mod engine;
+pub mod inject;
 pub mod metrics;
+pub mod pattern;
 pub mod runtime;
+pub mod scenario;
+pub mod sigcomp_layer;
+pub mod sut;
 
-pub use metrics::{Failure, Interval, Percentiles, Recorder, Summary};
-pub use runtime::{run, LoadConfig, LoadError, Prepared, Role, RunReport};
+pub use control::ControlCommand;
+pub use engine::{Engine, EngineConfig, Transport};
+pub use inject::Injection;
+pub use metrics::{Interval, Percentiles, Recorder, StepReport, Summary, SutUsage};
+pub use pattern::{Arrivals, Pattern, RateController};
+pub use runtime::{run, Control, LoadConfig, LoadError, Prepared, Progress, Role, RunReport};
+pub use scenario::{Scenario, ScenarioError};

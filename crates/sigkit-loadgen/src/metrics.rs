@@ -1,6 +1,8 @@
 //! What a load run counts: calls by outcome and failure cause, messages,
-//! retransmissions, and call set-up delays as HdrHistogram percentiles in
-//! microseconds (0.1 ms resolution and better).
+//! retransmissions, timeouts, and delays (call set-up INVITE→180 and
+//! INVITE→200, and each scenario response time) as HdrHistogram
+//! percentiles in microseconds (0.1 ms resolution and better). Counted
+//! over the whole run, per reporting interval, and per load step.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -8,60 +10,57 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-/// Why a call failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Failure {
-    /// No final response to the INVITE within Timer B.
-    InviteTimeout,
-    /// The INVITE was answered with this error.
-    Refused(u16),
-    /// No final response to the BYE within Timer F.
-    ByeTimeout,
-    ByeRefused(u16),
-    /// The UAS's 2xx was never acknowledged (§13.3.1.4).
-    AckTimeout,
-    /// The call took longer than its limit.
-    CallTimeout,
+/// Longest delay a histogram holds, µs (10 minutes); longer ones are
+/// clamped to it.
+const MAX_DELAY_US: u64 = 600_000_000;
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_DELAY_US, 3).expect("valid histogram bounds")
 }
 
-impl Failure {
-    /// The cause as a metric label.
-    pub fn label(self) -> String {
-        match self {
-            Failure::InviteTimeout => "invite_timeout".into(),
-            Failure::Refused(c) => format!("invite_{c}"),
-            Failure::ByeTimeout => "bye_timeout".into(),
-            Failure::ByeRefused(c) => format!("bye_{c}"),
-            Failure::AckTimeout => "ack_timeout".into(),
-            Failure::CallTimeout => "call_timeout".into(),
-        }
-    }
+fn micros(d: Duration) -> u64 {
+    (d.as_micros().min(u128::from(MAX_DELAY_US)) as u64).max(1)
 }
 
-/// Counters and histograms of one side of a run.
+/// Counters and histograms over one span (the run, an interval, a step).
 #[derive(Debug, Clone)]
-pub struct Recorder {
+pub struct Counters {
+    /// Calls the load pattern asked for (a UAC's; the limits on
+    /// concurrent calls can keep some from being attempted).
+    pub offered: u64,
     pub attempted: u64,
     pub successful: u64,
     pub failed: u64,
-    pub failures: BTreeMap<Failure, u64>,
+    /// Failed calls by cause (`invite_timeout`, `invite_486`,
+    /// `unexpected_message`, ...).
+    pub failures: BTreeMap<String, u64>,
     pub messages_sent: u64,
     pub messages_received: u64,
+    /// Messages sent again (RFC 3261 timers, or a retransmitted request
+    /// answered again).
     pub retransmissions: u64,
+    /// Messages received again (a retransmission from the peer).
+    pub retransmissions_received: u64,
+    /// Calls failed on a timer (Timer B/F, no ACK, a recv timeout).
+    pub timeouts: u64,
+    /// Messages that matched no step of their call (the call fails), or
+    /// that could not be parsed.
     pub unexpected: u64,
-    /// Responses to calls already over (late 1xx, retransmitted 2xx).
-    pub late: u64,
-    /// INVITE→180, µs.
+    /// Messages for no call in progress (late responses after a call
+    /// ended, requests for unknown calls).
+    pub out_of_call: u64,
+    /// INVITE→first 18x, µs.
     pub ringing_us: Histogram<u64>,
-    /// INVITE→200, µs.
-    pub answer_us: Histogram<u64>,
-    pub last_success: Option<Instant>,
+    /// INVITE→2xx, µs.
+    pub setup_us: Histogram<u64>,
+    /// Scenario response times (`rtd`), µs, by index.
+    pub rtd_us: Vec<Histogram<u64>>,
 }
 
-impl Default for Recorder {
-    fn default() -> Self {
-        let h = || Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds");
-        Recorder {
+impl Counters {
+    pub fn new(rtds: usize) -> Counters {
+        Counters {
+            offered: 0,
             attempted: 0,
             successful: 0,
             failed: 0,
@@ -69,51 +68,152 @@ impl Default for Recorder {
             messages_sent: 0,
             messages_received: 0,
             retransmissions: 0,
+            retransmissions_received: 0,
+            timeouts: 0,
             unexpected: 0,
-            late: 0,
-            ringing_us: h(),
-            answer_us: h(),
-            last_success: None,
+            out_of_call: 0,
+            ringing_us: histogram(),
+            setup_us: histogram(),
+            rtd_us: (0..rtds).map(|_| histogram()).collect(),
+        }
+    }
+
+    /// Back to zero, keeping the histograms' memory.
+    pub fn reset(&mut self) {
+        self.offered = 0;
+        self.attempted = 0;
+        self.successful = 0;
+        self.failed = 0;
+        self.failures.clear();
+        self.messages_sent = 0;
+        self.messages_received = 0;
+        self.retransmissions = 0;
+        self.retransmissions_received = 0;
+        self.timeouts = 0;
+        self.unexpected = 0;
+        self.out_of_call = 0;
+        self.ringing_us.reset();
+        self.setup_us.reset();
+        for h in &mut self.rtd_us {
+            h.reset();
+        }
+    }
+
+    fn fail(&mut self, cause: &str, timeout: bool) {
+        self.failed += 1;
+        if timeout {
+            self.timeouts += 1;
+        }
+        match self.failures.get_mut(cause) {
+            Some(n) => *n += 1,
+            None => {
+                self.failures.insert(cause.to_string(), 1);
+            }
         }
     }
 }
 
-fn micros(d: Duration) -> u64 {
-    (d.as_micros() as u64).max(1)
+/// The counters of a run: in all, for the current interval, and per load
+/// step (calls count in the step in which they started).
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    pub total: Counters,
+    pub interval: Counters,
+    pub steps: Vec<Counters>,
+    pub rtd_names: Vec<String>,
+    pub last_success: Option<Instant>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::new(Vec::new())
+    }
 }
 
 impl Recorder {
-    pub fn call_attempted(&mut self) {
-        self.attempted += 1;
+    pub fn new(rtd_names: Vec<String>) -> Recorder {
+        let n = rtd_names.len();
+        Recorder {
+            total: Counters::new(n),
+            interval: Counters::new(n),
+            steps: vec![Counters::new(n)],
+            rtd_names,
+            last_success: None,
+        }
     }
-    pub fn call_succeeded(&mut self, now: Instant) {
-        self.successful += 1;
+
+    fn step(&mut self, step: usize) -> &mut Counters {
+        // Steps are few (a stepped pattern's rates); beyond a bound the
+        // last row takes the rest.
+        let step = step.min(4096);
+        while self.steps.len() <= step {
+            self.steps.push(Counters::new(self.rtd_names.len()));
+        }
+        &mut self.steps[step]
+    }
+
+    fn each(&mut self, step: usize, f: impl Fn(&mut Counters)) {
+        f(&mut self.total);
+        f(&mut self.interval);
+        f(self.step(step));
+    }
+
+    pub fn call_offered(&mut self, step: usize) {
+        self.each(step, |c| c.offered += 1);
+    }
+    pub fn call_attempted(&mut self, step: usize) {
+        self.each(step, |c| c.attempted += 1);
+    }
+    pub fn call_succeeded(&mut self, step: usize, now: Instant) {
+        self.each(step, |c| c.successful += 1);
         self.last_success = Some(now);
     }
-    pub fn call_failed(&mut self, cause: Failure) {
-        self.failed += 1;
-        *self.failures.entry(cause).or_default() += 1;
+    pub fn call_failed(&mut self, step: usize, cause: &str, timeout: bool) {
+        self.each(step, |c| c.fail(cause, timeout));
     }
-    pub fn message_sent(&mut self, _retransmission: bool) {
-        self.messages_sent += 1;
+    pub fn ringing(&mut self, step: usize, d: Duration) {
+        let us = micros(d);
+        self.each(step, |c| {
+            let _ = c.ringing_us.record(us);
+        });
+    }
+    pub fn answered(&mut self, step: usize, d: Duration) {
+        let us = micros(d);
+        self.each(step, |c| {
+            let _ = c.setup_us.record(us);
+        });
+    }
+    pub fn rtd(&mut self, step: usize, index: usize, d: Duration) {
+        let us = micros(d);
+        self.each(step, |c| {
+            if let Some(h) = c.rtd_us.get_mut(index) {
+                let _ = h.record(us);
+            }
+        });
+    }
+    pub fn message_sent(&mut self, retransmission: bool) {
+        self.total.messages_sent += 1;
+        self.interval.messages_sent += 1;
+        if retransmission {
+            self.total.retransmissions += 1;
+            self.interval.retransmissions += 1;
+        }
     }
     pub fn message_received(&mut self) {
-        self.messages_received += 1;
+        self.total.messages_received += 1;
+        self.interval.messages_received += 1;
     }
-    pub fn retransmission(&mut self) {
-        self.retransmissions += 1;
+    pub fn retransmission_received(&mut self) {
+        self.total.retransmissions_received += 1;
+        self.interval.retransmissions_received += 1;
     }
     pub fn unexpected(&mut self) {
-        self.unexpected += 1;
+        self.total.unexpected += 1;
+        self.interval.unexpected += 1;
     }
-    pub fn late(&mut self) {
-        self.late += 1;
-    }
-    pub fn ringing(&mut self, d: Duration) {
-        let _ = self.ringing_us.record(micros(d));
-    }
-    pub fn answered(&mut self, d: Duration) {
-        let _ = self.answer_us.record(micros(d));
+    pub fn out_of_call(&mut self) {
+        self.total.out_of_call += 1;
+        self.interval.out_of_call += 1;
     }
 }
 
@@ -147,68 +247,224 @@ impl Percentiles {
     }
 }
 
+/// Resource use of the system under test (`--sut-pid`), from /proc.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SutUsage {
+    /// CPU time over wall time, % of one core (200 = two cores busy).
+    pub cpu_percent: f64,
+    /// Resident memory, KiB.
+    pub rss_kib: u64,
+}
+
 /// A run's end result (`--json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// "uac" for a scenario that places calls, "uas" for one that answers.
     pub role: &'static str,
+    pub scenario: String,
+    pub transport: &'static str,
     pub elapsed_s: f64,
+    /// The rate asked for at the start (calls/s).
     pub offered_cps: f64,
+    pub offered_calls: u64,
     pub attempted_calls: u64,
     pub successful_calls: u64,
     pub failed_calls: u64,
     pub failures: BTreeMap<String, u64>,
+    /// Calls still in progress when the run ended (neither successful nor
+    /// failed).
+    pub calls_in_progress: u64,
     /// Successful calls per second over the run.
     pub calls_per_s: f64,
     pub messages_sent: u64,
     pub messages_received: u64,
     pub messages_per_s: f64,
     pub retransmissions: u64,
+    pub retransmissions_received: u64,
+    pub timeouts: u64,
     pub unexpected_messages: u64,
+    /// Messages for no call in progress (late responses included).
     pub late_responses: u64,
     /// INVITE→200.
     pub setup_ms: Percentiles,
     /// INVITE→180.
     pub ringing_ms: Percentiles,
+    /// The scenario's response times (`rtd`), by name.
+    pub rtd_ms: BTreeMap<String, Percentiles>,
+    /// The system under test, averaged (CPU) and at its peak (memory).
+    pub sut: Option<SutUsage>,
 }
 
 impl Summary {
-    pub fn of(role: &'static str, r: &Recorder, elapsed: Duration, offered_cps: f64) -> Summary {
+    #[allow(clippy::too_many_arguments)]
+    pub fn of(
+        role: &'static str,
+        scenario: &str,
+        transport: &'static str,
+        r: &Recorder,
+        elapsed: Duration,
+        offered_cps: f64,
+        in_progress: u64,
+        sut: Option<SutUsage>,
+    ) -> Summary {
+        let c = &r.total;
         let secs = elapsed.as_secs_f64().max(1e-9);
         Summary {
             role,
+            scenario: scenario.to_string(),
+            transport,
             elapsed_s: elapsed.as_secs_f64(),
             offered_cps,
-            attempted_calls: r.attempted,
-            successful_calls: r.successful,
-            failed_calls: r.failed,
-            failures: r.failures.iter().map(|(f, n)| (f.label(), *n)).collect(),
-            calls_per_s: r.successful as f64 / secs,
-            messages_sent: r.messages_sent,
-            messages_received: r.messages_received,
-            messages_per_s: (r.messages_sent + r.messages_received) as f64 / secs,
-            retransmissions: r.retransmissions,
-            unexpected_messages: r.unexpected,
-            late_responses: r.late,
-            setup_ms: Percentiles::of(&r.answer_us),
-            ringing_ms: Percentiles::of(&r.ringing_us),
+            offered_calls: c.offered,
+            attempted_calls: c.attempted,
+            successful_calls: c.successful,
+            failed_calls: c.failed,
+            failures: c.failures.clone(),
+            calls_in_progress: in_progress,
+            calls_per_s: c.successful as f64 / secs,
+            messages_sent: c.messages_sent,
+            messages_received: c.messages_received,
+            messages_per_s: (c.messages_sent + c.messages_received) as f64 / secs,
+            retransmissions: c.retransmissions,
+            retransmissions_received: c.retransmissions_received,
+            timeouts: c.timeouts,
+            unexpected_messages: c.unexpected,
+            late_responses: c.out_of_call,
+            setup_ms: Percentiles::of(&c.setup_us),
+            ringing_ms: Percentiles::of(&c.ringing_us),
+            rtd_ms: rtd_map(&r.rtd_names, c),
+            sut,
         }
     }
 }
 
-/// One reporting interval (`-fd`) of a run, as a row for the results
-/// store.
+fn rtd_map(names: &[String], c: &Counters) -> BTreeMap<String, Percentiles> {
+    names.iter().zip(&c.rtd_us).map(|(n, h)| (n.clone(), Percentiles::of(h))).collect()
+}
+
+/// One reporting interval (`-fd`) of a run, as a row for a results store.
 #[derive(Debug, Clone, Serialize)]
 pub struct Interval {
     /// Seconds since the run started, at the interval's end.
     pub t_s: f64,
+    /// The interval's length, s.
+    pub span_s: f64,
+    /// The load step in progress at the interval's end.
+    pub step: usize,
+    /// The rate asked for at the interval's end, calls/s.
     pub offered_cps: f64,
+    pub offered: u64,
     pub attempted: u64,
     pub successful: u64,
     pub failed: u64,
+    pub failures: BTreeMap<String, u64>,
     pub calls_per_s: f64,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub messages_per_s: f64,
     pub retransmissions: u64,
+    pub timeouts: u64,
+    pub unexpected: u64,
     pub setup_p50_ms: f64,
+    pub setup_p90_ms: f64,
     pub setup_p95_ms: f64,
     pub setup_p99_ms: f64,
+    pub setup_max_ms: f64,
+    pub ringing_p50_ms: f64,
+    pub ringing_p95_ms: f64,
+    pub rtd_ms: BTreeMap<String, Percentiles>,
     pub active_calls: u64,
+    /// The system under test over the interval (`--sut-pid`).
+    pub sut_cpu_percent: Option<f64>,
+    pub sut_rss_kib: Option<u64>,
+}
+
+impl Interval {
+    #[allow(clippy::too_many_arguments)]
+    pub fn of(
+        t_s: f64,
+        span_s: f64,
+        step: usize,
+        offered_cps: f64,
+        names: &[String],
+        c: &Counters,
+        active: usize,
+        sut: Option<SutUsage>,
+    ) -> Interval {
+        let span = span_s.max(1e-9);
+        let setup = Percentiles::of(&c.setup_us);
+        let ringing = Percentiles::of(&c.ringing_us);
+        Interval {
+            t_s,
+            span_s,
+            step,
+            offered_cps,
+            offered: c.offered,
+            attempted: c.attempted,
+            successful: c.successful,
+            failed: c.failed,
+            failures: c.failures.clone(),
+            calls_per_s: c.successful as f64 / span,
+            messages_sent: c.messages_sent,
+            messages_received: c.messages_received,
+            messages_per_s: (c.messages_sent + c.messages_received) as f64 / span,
+            retransmissions: c.retransmissions,
+            timeouts: c.timeouts,
+            unexpected: c.unexpected,
+            setup_p50_ms: setup.p50,
+            setup_p90_ms: setup.p90,
+            setup_p95_ms: setup.p95,
+            setup_p99_ms: setup.p99,
+            setup_max_ms: setup.max,
+            ringing_p50_ms: ringing.p50,
+            ringing_p95_ms: ringing.p95,
+            rtd_ms: rtd_map(names, c),
+            active_calls: active as u64,
+            sut_cpu_percent: sut.map(|s| s.cpu_percent),
+            sut_rss_kib: sut.map(|s| s.rss_kib),
+        }
+    }
+}
+
+/// One load step (a rate of a stepped pattern; the whole run for other
+/// patterns), as a row for a results store: calls count in the step they
+/// started in.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    pub step: usize,
+    /// The rate of the step, calls/s.
+    pub offered_cps: f64,
+    /// When the step started and ended, seconds since the run started.
+    pub start_s: f64,
+    pub end_s: f64,
+    pub offered: u64,
+    pub attempted: u64,
+    pub successful: u64,
+    pub failed: u64,
+    pub failures: BTreeMap<String, u64>,
+    /// Successful calls of the step per second of the step.
+    pub calls_per_s: f64,
+    pub setup_ms: Percentiles,
+    pub ringing_ms: Percentiles,
+    pub rtd_ms: BTreeMap<String, Percentiles>,
+}
+
+impl StepReport {
+    pub fn of(step: usize, offered_cps: f64, start_s: f64, end_s: f64, names: &[String], c: &Counters) -> StepReport {
+        StepReport {
+            step,
+            offered_cps,
+            start_s,
+            end_s,
+            offered: c.offered,
+            attempted: c.attempted,
+            successful: c.successful,
+            failed: c.failed,
+            failures: c.failures.clone(),
+            calls_per_s: c.successful as f64 / (end_s - start_s).max(1e-9),
+            setup_ms: Percentiles::of(&c.setup_us),
+            ringing_ms: Percentiles::of(&c.ringing_us),
+            rtd_ms: rtd_map(names, c),
+        }
+    }
 }

@@ -1,18 +1,31 @@
-//! The load run on tokio: one UDP socket and one task per role (SIPp's
-//! `-t u1`), calls started at the offered rate, the sans-IO agents of
-//! [`crate::call`] driven by datagrams and their own deadlines.
+//! The load run on tokio: one task drives the [`Engine`] over one
+//! transport (SIPp's `-t u1`: one UDP socket; `-t t1`: one TCP connection
+//! for a UAC, the accepted connections for a UAS), starts calls as the
+//! [`RateController`] says, and reports per interval. No task per call:
+//! the engine's own deadlines wake the loop.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sigkit_sip::transaction::Timers;
-use tokio::net::UdpSocket;
-use tokio::sync::watch;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::{mpsc, watch};
 
-use crate::call::{CallConfig, Datagram, Uac, Uas};
-use crate::metrics::{Interval, Percentiles, Recorder, Summary};
+use crate::control::{self, ControlCommand};
+use crate::engine::{Engine, EngineConfig, Outbox, Transport};
+use crate::inject::Injection;
+use crate::metrics::{Interval, StepReport, Summary};
+use crate::pattern::{Arrivals, Pattern, RateController};
+use crate::scenario::{self, Scenario, ScenarioError};
+use crate::sigcomp_layer::SigcompLayer;
+use crate::sut::SutSampler;
 
-/// Which side of the call this run plays.
+/// Which side of the call a run plays when no scenario is given: the
+/// built-in `uac` or `uas`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     Uac,
@@ -23,50 +36,87 @@ pub enum Role {
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
     pub role: Role,
+    /// The scenario; None for the built-in one of `role`.
+    pub scenario: Option<Arc<Scenario>>,
+    /// Values for `[fieldN]` (SIPp's `-inf`).
+    pub injection: Option<Arc<Injection>>,
     pub local: SocketAddr,
-    /// Where the UAC sends its calls.
+    /// Where a UAC sends its calls (`[remote_ip]:[remote_port]`).
     pub remote: Option<SocketAddr>,
     /// An outbound proxy the UAC sends through (SIPp's `-rsa`).
     pub next_hop: Option<SocketAddr>,
     pub service: String,
+    pub transport: Transport,
     /// Calls started per `rate_period` (SIPp's `-r` and `-rp`).
     pub rate: f64,
     pub rate_period: Duration,
-    /// Calls in all (UAC: placed; UAS: answered to the end), then stop.
+    pub pattern: Pattern,
+    pub arrivals: Arrivals,
+    /// Calls in all (UAC: placed; UAS: ended), then stop (SIPp's `-m`).
     pub max_calls: Option<u64>,
-    /// Calls in progress at most (UAC).
+    /// Calls in progress at most (SIPp's `-l`).
     pub max_concurrent: Option<usize>,
-    /// Hold time of an answered call before BYE.
+    /// Hold time of a `<pause/>` (SIPp's `-d`).
     pub hold: Duration,
-    /// The whole run stops after this long (SIPp's global `-timeout`).
+    /// The whole run stops after this long (SIPp's `-timeout`).
     pub duration: Option<Duration>,
     pub timers: Timers,
     /// An [`Interval`] row every this long (SIPp's `-fd`).
     pub report_every: Duration,
+    pub base_cseq: u32,
+    pub media_port: u16,
+    pub recv_timeout: Option<Duration>,
+    pub call_timeout: Option<Duration>,
+    pub auth_user: Option<String>,
+    pub auth_password: String,
+    /// A UDP control socket on this port of the local address (SIPp's
+    /// `-cp`); 0 picks a free port.
+    pub control_port: Option<u16>,
+    /// Processes of the system under test to sample per interval.
+    pub sut_pids: Vec<u32>,
+    /// Compress with SigComp toward the peer and decompress what comes.
+    pub sigcomp: bool,
+    /// Seed of the random numbers (Poisson arrivals, random pauses).
+    pub seed: u64,
 }
 
 impl Default for LoadConfig {
     fn default() -> Self {
         LoadConfig {
             role: Role::Uac,
+            scenario: None,
+            injection: None,
             local: SocketAddr::from(([127, 0, 0, 1], 0)),
             remote: None,
             next_hop: None,
             service: "service".into(),
+            transport: Transport::Udp,
             rate: 10.0,
             rate_period: Duration::from_secs(1),
+            pattern: Pattern::Constant,
+            arrivals: Arrivals::Uniform,
             max_calls: None,
             max_concurrent: None,
             hold: Duration::ZERO,
             duration: None,
             timers: Timers::default(),
             report_every: Duration::from_secs(1),
+            base_cseq: 1,
+            media_port: 6000,
+            recv_timeout: None,
+            call_timeout: None,
+            auth_user: None,
+            auth_password: "password".into(),
+            control_port: None,
+            sut_pids: Vec::new(),
+            sigcomp: false,
+            seed: 0x5eed_1234,
         }
     }
 }
 
 impl LoadConfig {
-    /// Offered calls per second.
+    /// Offered calls per second at the start.
     pub fn offered_cps(&self) -> f64 {
         self.rate / self.rate_period.as_secs_f64().max(1e-9)
     }
@@ -77,10 +127,20 @@ impl LoadConfig {
 pub enum LoadError {
     #[error("binding {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
-    #[error("a UAC needs the remote address")]
+    #[error("connecting to {addr}: {source}")]
+    Connect { addr: SocketAddr, source: std::io::Error },
+    #[error("a scenario that places calls needs the remote address")]
     NoRemote,
-    #[error("the rate must be positive")]
+    #[error("the rate must be a positive number")]
     BadRate,
+    #[error("scenario: {0}")]
+    Scenario(#[from] ScenarioError),
+    #[error("the scenario uses [field{0}] but has no injection file (-inf)")]
+    NoInjection(usize),
+    #[error("--sut-pid {0}: no such process readable in /proc")]
+    NoSut(u32),
+    #[error("SigComp: {0}")]
+    Sigcomp(String),
     #[error("socket: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -90,186 +150,338 @@ pub enum LoadError {
 pub struct RunReport {
     pub summary: Summary,
     pub intervals: Vec<Interval>,
+    pub steps: Vec<StepReport>,
     /// The socket's address (useful with port 0).
     #[serde(skip)]
     pub local: Option<SocketAddr>,
 }
 
-/// A bound socket, ready to run: lets a caller learn the local address
-/// (port 0) before the run starts.
+/// Live progress of a run (a watch channel: [`Prepared::progress`]).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Progress {
+    pub elapsed_s: f64,
+    /// The rate asked for now, calls per rate period (SIPp's `-r` unit).
+    pub rate: f64,
+    pub cps: f64,
+    pub step: usize,
+    pub paused: bool,
+    pub offered: u64,
+    pub attempted: u64,
+    pub successful: u64,
+    pub failed: u64,
+    pub active: u64,
+    /// Successful calls per second over the last interval.
+    pub calls_per_s: f64,
+    pub retransmissions: u64,
+    pub finished: bool,
+}
+
+/// Changes a running load (rate, pause, quit): cloneable, usable from any
+/// task or thread.
+#[derive(Debug, Clone)]
+pub struct Control {
+    tx: mpsc::UnboundedSender<ControlCommand>,
+}
+
+impl Control {
+    /// Sends a command; false when the run is over.
+    pub fn send(&self, c: ControlCommand) -> bool {
+        self.tx.send(c).is_ok()
+    }
+    /// Calls per rate period from now on.
+    pub fn set_rate(&self, rate: f64) -> bool {
+        self.send(ControlCommand::SetRate(rate))
+    }
+    /// Stop starting calls; end when those in progress are over.
+    pub fn quit(&self) -> bool {
+        self.send(ControlCommand::Quit)
+    }
+}
+
+enum Net {
+    Udp(UdpSocket),
+    Tcp(TcpNet),
+}
+
+enum TcpEvent {
+    Frame(SocketAddr, Vec<u8>),
+    Connected(SocketAddr, OwnedWriteHalf),
+    Closed(SocketAddr),
+}
+
+struct TcpNet {
+    rx: mpsc::Receiver<TcpEvent>,
+    writers: HashMap<SocketAddr, OwnedWriteHalf>,
+    /// A UAC's one connection (every message goes over it).
+    only: Option<SocketAddr>,
+    closed: u64,
+}
+
+/// Longest SIP message read from a TCP stream.
+const MAX_TCP_MESSAGE: usize = 1 << 20;
+
+async fn tcp_reader(peer: SocketAddr, mut read: tokio::net::tcp::OwnedReadHalf, tx: mpsc::Sender<TcpEvent>) {
+    let mut buf: Vec<u8> = Vec::with_capacity(65536);
+    let mut chunk = vec![0u8; 65536];
+    loop {
+        let n = match read.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        loop {
+            // CRLF keep-alives (RFC 5626 §3.5.1) between messages.
+            let lead = buf.iter().take_while(|b| **b == b'\r' || **b == b'\n').count();
+            if lead > 0 {
+                buf.drain(..lead);
+            }
+            match sigkit_sip::Message::parse_stream_frame(&buf) {
+                Ok(Some(len)) => {
+                    let frame: Vec<u8> = buf.drain(..len).collect();
+                    if tx.send(TcpEvent::Frame(peer, frame)).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(None) if buf.len() <= MAX_TCP_MESSAGE => break,
+                // Unframeable: the stream is unusable (RFC 3261 §18.3).
+                _ => {
+                    let _ = tx.send(TcpEvent::Closed(peer)).await;
+                    return;
+                }
+            }
+        }
+    }
+    let _ = tx.send(TcpEvent::Closed(peer)).await;
+}
+
+impl Net {
+    async fn recv(&mut self, buf: &mut Vec<u8>) -> Option<SocketAddr> {
+        match self {
+            Net::Udp(s) => {
+                buf.resize(65536, 0);
+                match s.recv_from(buf).await {
+                    Ok((n, from)) => {
+                        buf.truncate(n);
+                        Some(from)
+                    }
+                    Err(_) => {
+                        buf.clear();
+                        None
+                    }
+                }
+            }
+            Net::Tcp(t) => loop {
+                match t.rx.recv().await {
+                    Some(TcpEvent::Frame(from, data)) => {
+                        *buf = data;
+                        return Some(from);
+                    }
+                    Some(ev) => t.event(ev),
+                    None => return std::future::pending().await,
+                }
+            },
+        }
+    }
+
+    fn try_recv(&mut self, buf: &mut Vec<u8>) -> Option<SocketAddr> {
+        match self {
+            Net::Udp(s) => {
+                buf.resize(65536, 0);
+                match s.try_recv_from(buf) {
+                    Ok((n, from)) => {
+                        buf.truncate(n);
+                        Some(from)
+                    }
+                    Err(_) => None,
+                }
+            }
+            Net::Tcp(t) => loop {
+                match t.rx.try_recv() {
+                    Ok(TcpEvent::Frame(from, data)) => {
+                        *buf = data;
+                        return Some(from);
+                    }
+                    Ok(ev) => t.event(ev),
+                    Err(_) => return None,
+                }
+            },
+        }
+    }
+
+    async fn send_all(&mut self, out: &Outbox) {
+        match self {
+            Net::Udp(s) => {
+                for (to, bytes) in out.iter() {
+                    // A full send buffer waits for room rather than
+                    // dropping: losses are the system under test's, not
+                    // the generator's.
+                    match s.try_send_to(bytes, to) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            let _ = s.send_to(bytes, to).await;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Net::Tcp(t) => {
+                for (to, bytes) in out.iter() {
+                    let key = t.only.unwrap_or(to);
+                    if let Some(w) = t.writers.get_mut(&key) {
+                        if w.write_all(bytes).await.is_err() {
+                            t.writers.remove(&key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl TcpNet {
+    fn event(&mut self, ev: TcpEvent) {
+        match ev {
+            TcpEvent::Connected(a, w) => {
+                let _ = w.as_ref().set_nodelay(true);
+                self.writers.insert(a, w);
+            }
+            TcpEvent::Closed(a) => {
+                self.writers.remove(&a);
+                self.closed += 1;
+            }
+            TcpEvent::Frame(..) => {}
+        }
+    }
+}
+
+/// A bound transport, ready to run: lets a caller learn the local address
+/// (port 0), get a [`Control`] and watch [`Progress`] before the run
+/// starts.
 pub struct Prepared {
     config: LoadConfig,
-    socket: UdpSocket,
+    scenario: Arc<Scenario>,
+    net: Net,
+    local: SocketAddr,
+    control_socket: Option<UdpSocket>,
+    control_tx: mpsc::UnboundedSender<ControlCommand>,
+    control_rx: mpsc::UnboundedReceiver<ControlCommand>,
+    progress_tx: watch::Sender<Progress>,
+    sigcomp: Option<SigcompLayer>,
 }
 
 impl Prepared {
     pub async fn bind(config: LoadConfig) -> Result<Prepared, LoadError> {
-        if config.role == Role::Uac && (config.rate.is_nan() || config.rate <= 0.0) {
+        let scenario = match &config.scenario {
+            Some(s) => Arc::clone(s),
+            None => Arc::new(scenario::built_in(match config.role {
+                Role::Uac => "uac",
+                Role::Uas => "uas",
+            })?),
+        };
+        if scenario.fields_used > 0 && config.injection.is_none() {
+            return Err(LoadError::NoInjection(scenario.fields_used - 1));
+        }
+        let client = scenario.is_client();
+        if client && !(config.rate.is_finite() && config.rate > 0.0 || config.pattern != Pattern::Constant) {
             return Err(LoadError::BadRate);
         }
-        if config.role == Role::Uac && config.remote.is_none() {
+        if client && config.remote.is_none() {
             return Err(LoadError::NoRemote);
         }
-        let socket =
-            UdpSocket::bind(config.local).await.map_err(|source| LoadError::Bind { addr: config.local, source })?;
-        Ok(Prepared { config, socket })
+        let sampler = SutSampler::new(config.sut_pids.clone());
+        sampler.check().map_err(LoadError::NoSut)?;
+        let (net, local) = match config.transport {
+            Transport::Udp => {
+                let s = UdpSocket::bind(config.local)
+                    .await
+                    .map_err(|source| LoadError::Bind { addr: config.local, source })?;
+                let local = s.local_addr()?;
+                (Net::Udp(s), local)
+            }
+            Transport::Tcp => {
+                let (tx, rx) = mpsc::channel(4096);
+                let mut net = TcpNet { rx, writers: HashMap::new(), only: None, closed: 0 };
+                let local = if client {
+                    let to = config.next_hop.or(config.remote).ok_or(LoadError::NoRemote)?;
+                    let socket = if config.local.is_ipv4() {
+                        tokio::net::TcpSocket::new_v4()?
+                    } else {
+                        tokio::net::TcpSocket::new_v6()?
+                    };
+                    socket.bind(config.local).map_err(|source| LoadError::Bind { addr: config.local, source })?;
+                    let stream: TcpStream =
+                        socket.connect(to).await.map_err(|source| LoadError::Connect { addr: to, source })?;
+                    let local = stream.local_addr()?;
+                    let (r, w) = stream.into_split();
+                    net.event(TcpEvent::Connected(to, w));
+                    net.only = Some(to);
+                    tokio::spawn(tcp_reader(to, r, tx));
+                    local
+                } else {
+                    let listener = TcpListener::bind(config.local)
+                        .await
+                        .map_err(|source| LoadError::Bind { addr: config.local, source })?;
+                    let local = listener.local_addr()?;
+                    tokio::spawn(async move {
+                        while let Ok((stream, peer)) = listener.accept().await {
+                            let (r, w) = stream.into_split();
+                            if tx.send(TcpEvent::Connected(peer, w)).await.is_err() {
+                                return;
+                            }
+                            tokio::spawn(tcp_reader(peer, r, tx.clone()));
+                        }
+                    });
+                    local
+                };
+                (Net::Tcp(net), local)
+            }
+        };
+        let control_socket = match config.control_port {
+            Some(port) => {
+                let addr = SocketAddr::new(config.local.ip(), port);
+                Some(UdpSocket::bind(addr).await.map_err(|source| LoadError::Bind { addr, source })?)
+            }
+            None => None,
+        };
+        let sigcomp =
+            if config.sigcomp { Some(SigcompLayer::new(config.transport).map_err(LoadError::Sigcomp)?) } else { None };
+        let (control_tx, control_rx) = mpsc::unbounded_channel();
+        let (progress_tx, _) = watch::channel(Progress::default());
+        Ok(Prepared { config, scenario, net, local, control_socket, control_tx, control_rx, progress_tx, sigcomp })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.socket.local_addr().unwrap_or(self.config.local)
+        self.local
     }
 
-    /// Runs to the end (calls, duration, or `stop` turning true).
+    /// The control socket's address, with `control_port`.
+    pub fn control_addr(&self) -> Option<SocketAddr> {
+        self.control_socket.as_ref().and_then(|s| s.local_addr().ok())
+    }
+
+    /// A handle that changes the rate, pauses or stops the run.
+    pub fn control(&self) -> Control {
+        Control { tx: self.control_tx.clone() }
+    }
+
+    /// Live progress, updated at each interval and at the end.
+    pub fn progress(&self) -> watch::Receiver<Progress> {
+        self.progress_tx.subscribe()
+    }
+
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// Runs to the end (calls, duration, a quit command, or `stop`
+    /// turning true).
     pub async fn run(self, stop: Option<watch::Receiver<bool>>) -> Result<RunReport, LoadError> {
-        let local = self.local_addr();
-        match self.config.role {
-            Role::Uac => run_uac(self.config, self.socket, local, stop).await,
-            Role::Uas => run_uas(self.config, self.socket, local, stop).await,
-        }
+        run_loop(self, stop).await
     }
 }
 
 /// Binds and runs.
 pub async fn run(config: LoadConfig, stop: Option<watch::Receiver<bool>>) -> Result<RunReport, LoadError> {
     Prepared::bind(config).await?.run(stop).await
-}
-
-async fn send_all(socket: &UdpSocket, out: Vec<Datagram>) {
-    for d in out {
-        // A full send buffer waits for room rather than dropping: losses
-        // are the system under test's, not the generator's.
-        match socket.try_send_to(&d.bytes, d.to) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                let _ = socket.send_to(&d.bytes, d.to).await;
-            }
-            _ => {}
-        }
-    }
-}
-
-struct IntervalClock {
-    start: Instant,
-    every: Duration,
-    next: Instant,
-    last: (u64, u64, u64, u64),
-    last_at: Instant,
-    rows: Vec<Interval>,
-}
-
-impl IntervalClock {
-    fn new(start: Instant, every: Duration) -> IntervalClock {
-        let every = every.max(Duration::from_millis(100));
-        IntervalClock { start, every, next: start + every, last: (0, 0, 0, 0), last_at: start, rows: Vec::new() }
-    }
-
-    /// The last, partial interval at the run's end, if anything happened
-    /// since the last row.
-    fn finish(&mut self, now: Instant, r: &Recorder, offered_cps: f64, active: usize) {
-        if (r.attempted, r.successful, r.failed) != (self.last.0, self.last.1, self.last.2) {
-            self.next = now;
-            self.tick(now, r, offered_cps, active);
-        }
-    }
-
-    fn tick(&mut self, now: Instant, r: &Recorder, offered_cps: f64, active: usize) {
-        if now < self.next {
-            return;
-        }
-        let span = (now - self.last_at).as_secs_f64().max(1e-9);
-        self.last_at = now;
-        self.next = now + self.every;
-        let (a, s, f, x) = (r.attempted, r.successful, r.failed, r.retransmissions);
-        let p = Percentiles::of(&r.answer_us);
-        self.rows.push(Interval {
-            t_s: (now - self.start).as_secs_f64(),
-            offered_cps,
-            attempted: a - self.last.0,
-            successful: s - self.last.1,
-            failed: f - self.last.2,
-            calls_per_s: (s - self.last.1) as f64 / span,
-            retransmissions: x - self.last.3,
-            setup_p50_ms: p.p50,
-            setup_p95_ms: p.p95,
-            setup_p99_ms: p.p99,
-            active_calls: active as u64,
-        });
-        self.last = (a, s, f, x);
-    }
-}
-
-async fn run_uac(
-    config: LoadConfig,
-    socket: UdpSocket,
-    local: SocketAddr,
-    mut stop: Option<watch::Receiver<bool>>,
-) -> Result<RunReport, LoadError> {
-    let remote = config.remote.ok_or(LoadError::NoRemote)?;
-    let call = CallConfig {
-        local,
-        remote,
-        next_hop: config.next_hop,
-        service: config.service.clone(),
-        hold: config.hold,
-        timers: config.timers,
-        call_timeout: None,
-    };
-    let mut uac = Uac::new(call, Recorder::default());
-    let start = Instant::now();
-    let period = Duration::from_secs_f64(config.rate_period.as_secs_f64() / config.rate);
-    let mut next_start = start;
-    let mut started: u64 = 0;
-    let mut buf = vec![0u8; 65536];
-    let end = config.duration.map(|d| start + d);
-    let mut clock = IntervalClock::new(start, config.report_every);
-    loop {
-        let now = Instant::now();
-        let more = config.max_calls.is_none_or(|m| started < m) && end.is_none_or(|e| now < e);
-        while more && next_start <= now && config.max_calls.is_none_or(|m| started < m) {
-            if config.max_concurrent.is_some_and(|l| uac.active() >= l) {
-                // SIPp's -l: the call waits for room; the schedule does
-                // not run ahead meanwhile.
-                next_start = now + period;
-                break;
-            }
-            uac.start_call(now);
-            started += 1;
-            next_start += period;
-        }
-        uac.handle_timeout(now);
-        send_all(&socket, uac.drain().collect()).await;
-        clock.tick(now, &uac.recorder, config.offered_cps(), uac.active());
-        let finished = config.max_calls.is_some_and(|m| started >= m) && uac.active() == 0;
-        if finished || end.is_some_and(|e| now >= e) || stop.as_ref().is_some_and(|s| *s.borrow()) {
-            break;
-        }
-        let starting = more.then_some(next_start);
-        let wake = [starting, uac.poll_timeout(), Some(clock.next)].into_iter().flatten().min().unwrap_or(now);
-        let wake = end.map_or(wake, |e| wake.min(e));
-        tokio::select! {
-            r = socket.recv_from(&mut buf) => {
-                if let Ok((n, _)) = r {
-                    let now = Instant::now();
-                    uac.on_datagram(now, &buf[..n]);
-                    // Whatever else has arrived, without going back to the
-                    // scheduler.
-                    while let Ok((n, _)) = socket.try_recv_from(&mut buf) {
-                        uac.on_datagram(now, &buf[..n]);
-                    }
-                    send_all(&socket, uac.drain().collect()).await;
-                }
-            }
-            _ = tokio::time::sleep_until(wake.into()) => {}
-            _ = wait_stop(&mut stop) => {}
-        }
-    }
-    clock.finish(Instant::now(), &uac.recorder, config.offered_cps(), uac.active());
-    let elapsed =
-        uac.recorder.last_success.map_or_else(|| start.elapsed(), |t| t - start).max(Duration::from_millis(1));
-    Ok(RunReport {
-        summary: Summary::of("uac", &uac.recorder, elapsed, config.offered_cps()),
-        intervals: clock.rows,
-        local: Some(local),
-    })
 }
 
 async fn wait_stop(stop: &mut Option<watch::Receiver<bool>>) {
@@ -283,50 +495,310 @@ async fn wait_stop(stop: &mut Option<watch::Receiver<bool>>) {
     }
 }
 
-async fn run_uas(
-    config: LoadConfig,
-    socket: UdpSocket,
-    local: SocketAddr,
-    mut stop: Option<watch::Receiver<bool>>,
-) -> Result<RunReport, LoadError> {
-    let mut uas = Uas::new(local, config.timers, Recorder::default());
+async fn recv_control(socket: &Option<UdpSocket>, buf: &mut [u8]) -> Option<usize> {
+    match socket {
+        Some(s) => s.recv_from(buf).await.ok().map(|(n, _)| n),
+        None => std::future::pending().await,
+    }
+}
+
+/// Most calls started in one turn of the loop, so a rate far above what
+/// the machine sustains still lets responses in.
+const STARTS_PER_TURN: usize = 256;
+
+struct Run {
+    engine: Engine,
+    rate: RateController,
+    /// SIPp's rate unit: calls per `period`.
+    period: Duration,
+    limit: Option<usize>,
+    started: u64,
+    quitting: bool,
+    quit_now: bool,
+}
+
+impl Run {
+    fn apply(&mut self, c: ControlCommand, now: Instant) {
+        let per = self.period.as_secs_f64().max(1e-9);
+        match c {
+            ControlCommand::SetRate(r) => self.rate.set_rate(r / per, now),
+            ControlCommand::AddRate(d) => {
+                let r = (self.rate.current_cps(now) * per + d).max(0.0);
+                self.rate.set_rate(r / per, now);
+            }
+            ControlCommand::SetLimit(l) => self.limit = Some(l),
+            ControlCommand::TogglePause => self.rate.toggle_pause(now),
+            ControlCommand::Quit => self.quitting = true,
+            ControlCommand::QuitNow => self.quit_now = true,
+        }
+    }
+}
+
+async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Result<RunReport, LoadError> {
+    let Prepared {
+        config,
+        scenario,
+        mut net,
+        local,
+        control_socket,
+        control_tx,
+        mut control_rx,
+        progress_tx,
+        mut sigcomp,
+    } = p;
+    drop(control_tx);
     let start = Instant::now();
+    let engine_config = EngineConfig {
+        local,
+        remote: config.remote,
+        next_hop: config.next_hop,
+        service: config.service.clone(),
+        transport: config.transport,
+        hold: config.hold,
+        timers: config.timers,
+        base_cseq: config.base_cseq,
+        media_port: config.media_port,
+        recv_timeout: config.recv_timeout,
+        call_timeout: config.call_timeout,
+        auth_user: config.auth_user.clone(),
+        auth_password: config.auth_password.clone(),
+        pid: std::process::id(),
+        seed: config.seed,
+    };
+    let engine = Engine::new(Arc::clone(&scenario), engine_config, config.injection.clone(), start);
+    let client = engine.is_client();
+    let rate = RateController::new(config.pattern.clone(), config.arrivals, config.offered_cps(), start, config.seed);
+    let mut run = Run {
+        engine,
+        rate,
+        period: config.rate_period,
+        limit: config.max_concurrent,
+        started: 0,
+        quitting: false,
+        quit_now: false,
+    };
+    let mut sampler = SutSampler::new(config.sut_pids.clone());
+    sampler.sample(start);
     let end = config.duration.map(|d| start + d);
-    let mut buf = vec![0u8; 65536];
-    let mut first: Option<Instant> = None;
-    let mut clock = IntervalClock::new(start, config.report_every);
+    let every = config.report_every.max(Duration::from_millis(10));
+    let mut next_report = start + every;
+    let mut last_report = start;
+    let mut intervals = Vec::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(65536);
+    let mut plain: Vec<u8> = Vec::with_capacity(65536);
+    let mut ctl_buf = vec![0u8; 2048];
+    let mut first_message: Option<Instant> = None;
+    let mut outbox = Outbox::default();
     loop {
         let now = Instant::now();
-        uas.handle_timeout(now);
-        send_all(&socket, uas.drain().collect()).await;
-        clock.tick(now, &uas.recorder, 0.0, uas.active());
-        let done = config.max_calls.is_some_and(|m| uas.recorder.successful + uas.recorder.failed >= m);
-        if done || end.is_some_and(|e| now >= e) || stop.as_ref().is_some_and(|s| *s.borrow()) {
+        while let Ok(c) = control_rx.try_recv() {
+            run.apply(c, now);
+        }
+        // New calls.
+        if client && !run.quitting {
+            let mut n = 0;
+            while n < STARTS_PER_TURN && config.max_calls.is_none_or(|m| run.started < m) {
+                let Some(step) = run.rate.poll(now) else { break };
+                n += 1;
+                if run.limit.is_some_and(|l| run.engine.active() >= l) {
+                    // SIPp's -l: the call is not placed.
+                    run.engine.call_offered(step);
+                    continue;
+                }
+                run.engine.start_call(now, step);
+                run.started += 1;
+            }
+        }
+        run.engine.handle_timeout(now);
+        flush(&mut run.engine, &mut net, &mut sigcomp, &mut outbox).await;
+        if now >= next_report {
+            let sut = sampler.sample(now);
+            intervals.push(interval_row(&mut run, start, last_report, now, sut));
+            last_report = now;
+            next_report = now + every;
+            let _ = progress_tx.send(progress(&run, start, now, intervals.last(), false));
+        }
+        let calls_done = if client {
+            let placed_all = config.max_calls.is_some_and(|m| run.started >= m) || run.rate.finished();
+            (placed_all || run.quitting) && run.engine.active() == 0
+        } else {
+            let ended = run.engine.recorder.total.successful + run.engine.recorder.total.failed;
+            config.max_calls.is_some_and(|m| ended >= m) || run.quitting && run.engine.active() == 0
+        };
+        if calls_done || run.quit_now || end.is_some_and(|e| now >= e) || stop.as_ref().is_some_and(|s| *s.borrow()) {
             break;
         }
-        let wake = [uas.poll_timeout(), Some(clock.next), end].into_iter().flatten().min().unwrap_or(now);
+        let starting = if client && !run.quitting { run.rate.next_due() } else { None };
+        let wake = [starting, run.engine.poll_timeout(), Some(next_report), end].into_iter().flatten().min();
+        let wake = wake.unwrap_or(now + Duration::from_secs(1));
         tokio::select! {
-            r = socket.recv_from(&mut buf) => {
-                if let Ok((n, from)) = r {
+            from = net.recv(&mut buf) => {
+                if let Some(from) = from {
                     let now = Instant::now();
-                    first.get_or_insert(now);
-                    uas.on_datagram(now, from, &buf[..n]);
-                    while let Ok((n, from)) = socket.try_recv_from(&mut buf) {
-                        uas.on_datagram(now, from, &buf[..n]);
+                    first_message.get_or_insert(now);
+                    deliver(&mut run.engine, &mut sigcomp, now, from, &buf, &mut plain);
+                    // Whatever else has arrived, without going back to the
+                    // scheduler.
+                    for _ in 0..1024 {
+                        let Some(from) = net.try_recv(&mut buf) else { break };
+                        deliver(&mut run.engine, &mut sigcomp, now, from, &buf, &mut plain);
                     }
-                    send_all(&socket, uas.drain().collect()).await;
+                    flush(&mut run.engine, &mut net, &mut sigcomp, &mut outbox).await;
+                }
+            }
+            n = recv_control(&control_socket, &mut ctl_buf) => {
+                if let Some(n) = n {
+                    let (cmds, _) = control::parse(&String::from_utf8_lossy(&ctl_buf[..n]));
+                    let now = Instant::now();
+                    for c in cmds {
+                        run.apply(c, now);
+                    }
+                }
+            }
+            c = control_rx.recv(), if !control_rx.is_closed() => {
+                if let Some(c) = c {
+                    run.apply(c, Instant::now());
                 }
             }
             _ = tokio::time::sleep_until(wake.into()) => {}
             _ = wait_stop(&mut stop) => {}
         }
     }
-    clock.finish(Instant::now(), &uas.recorder, 0.0, uas.active());
-    let from = first.unwrap_or(start);
-    let elapsed = uas.recorder.last_success.map_or_else(|| from.elapsed(), |t| t - from).max(Duration::from_millis(1));
-    Ok(RunReport {
-        summary: Summary::of("uas", &uas.recorder, elapsed, 0.0),
-        intervals: clock.rows,
-        local: Some(local),
-    })
+    let now = Instant::now();
+    if now > last_report
+        && (run.engine.recorder.interval.attempted
+            + run.engine.recorder.interval.successful
+            + run.engine.recorder.interval.failed
+            > 0
+            || intervals.is_empty())
+    {
+        let sut = sampler.sample(now);
+        intervals.push(interval_row(&mut run, start, last_report, now, sut));
+    }
+    let in_progress = run.engine.abandon_all() as u64;
+    let from = if client { start } else { first_message.unwrap_or(start) };
+    let elapsed =
+        run.engine.recorder.last_success.map_or_else(|| now - from, |t| t - from).max(Duration::from_millis(1));
+    let role = if client { "uac" } else { "uas" };
+    let summary = Summary::of(
+        role,
+        &scenario.name,
+        match config.transport {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+        },
+        &run.engine.recorder,
+        elapsed,
+        if client { config.offered_cps() } else { 0.0 },
+        in_progress,
+        sampler.overall(),
+    );
+    let steps = step_rows(&run, start, now, &scenario);
+    let _ = progress_tx.send(progress(&run, start, now, intervals.last(), true));
+    Ok(RunReport { summary, intervals, steps, local: Some(local) })
+}
+
+fn deliver(
+    engine: &mut Engine,
+    sigcomp: &mut Option<SigcompLayer>,
+    now: Instant,
+    from: SocketAddr,
+    bytes: &[u8],
+    plain: &mut Vec<u8>,
+) {
+    match sigcomp {
+        None => engine.on_message(now, from, bytes),
+        Some(layer) => {
+            if layer.receive(now, from, bytes, plain) {
+                engine.on_message(now, from, plain);
+            } else {
+                engine.recorder.unexpected();
+            }
+        }
+    }
+}
+
+async fn flush(engine: &mut Engine, net: &mut Net, sigcomp: &mut Option<SigcompLayer>, spare: &mut Outbox) {
+    if engine.outbox().is_empty() && sigcomp.as_ref().is_none_or(|l| !l.has_replies()) {
+        return;
+    }
+    let out = engine.take_outbox();
+    match sigcomp {
+        None => net.send_all(&out).await,
+        Some(layer) => {
+            spare.clear();
+            for (to, bytes) in out.iter() {
+                match layer.compress(Instant::now(), to, bytes) {
+                    Ok(c) => spare.push(to, &c),
+                    Err(_) => spare.push(to, bytes),
+                }
+            }
+            for (to, nack) in layer.take_replies() {
+                spare.push(to, &nack);
+            }
+            net.send_all(spare).await;
+        }
+    }
+    engine.return_outbox(out);
+}
+
+fn progress(run: &Run, start: Instant, now: Instant, last: Option<&Interval>, finished: bool) -> Progress {
+    let t = &run.engine.recorder.total;
+    let cps = run.rate.current_cps(now);
+    Progress {
+        elapsed_s: (now - start).as_secs_f64(),
+        rate: cps * run.period.as_secs_f64(),
+        cps,
+        step: run.rate.current_step(now),
+        paused: run.rate.paused(),
+        offered: t.offered,
+        attempted: t.attempted,
+        successful: t.successful,
+        failed: t.failed,
+        active: run.engine.active() as u64,
+        calls_per_s: last.map_or(0.0, |i| i.calls_per_s),
+        retransmissions: t.retransmissions,
+        finished,
+    }
+}
+
+fn interval_row(
+    run: &mut Run,
+    start: Instant,
+    from: Instant,
+    now: Instant,
+    sut: Option<crate::metrics::SutUsage>,
+) -> Interval {
+    let r = &run.engine.recorder;
+    let row = Interval::of(
+        (now - start).as_secs_f64(),
+        (now - from).as_secs_f64(),
+        run.rate.current_step(now),
+        if run.engine.is_client() { run.rate.current_cps(now) } else { 0.0 },
+        &r.rtd_names,
+        &r.interval,
+        run.engine.active(),
+        sut,
+    );
+    run.engine.recorder.interval.reset();
+    row
+}
+
+fn step_rows(run: &Run, start: Instant, now: Instant, _scenario: &Scenario) -> Vec<StepReport> {
+    let r = &run.engine.recorder;
+    let spans = run.rate.spans();
+    let end_s = (now - start).as_secs_f64();
+    r.steps
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.offered + c.attempted > 0)
+        .map(|(i, c)| {
+            let span = spans.iter().find(|s| s.index == i);
+            let start_s = span.map_or(0.0, |s| s.start_s);
+            // A step lasts until the next one starts (its pause included).
+            let stop_s = spans.iter().find(|s| s.index > i).map_or(end_s, |s| s.start_s);
+            let cps = if run.engine.is_client() { run.rate.nominal_rate(i) } else { 0.0 };
+            StepReport::of(i, cps, start_s, stop_s, &r.rtd_names, c)
+        })
+        .collect()
 }

@@ -1,0 +1,1241 @@
+//! The call engine, sans-IO: every call of a run goes through the steps of
+//! one [`Scenario`], many calls multiplexed on one transport. Messages and
+//! the time go in ([`Engine::on_message`], [`Engine::start_call`],
+//! [`Engine::handle_timeout`]); datagrams to send ([`Engine::take_outbox`])
+//! and the next deadline ([`Engine::poll_timeout`]) come out.
+//!
+//! A received message belongs to the call its Call-ID names. It advances
+//! the call when it matches the step the call waits at, or an optional
+//! step after it (SIPp's rule); a message matching an earlier step is a
+//! retransmission or a late message (a 180 after the 200, RFC 3261
+//! §13.2.2.4) and changes nothing, except that a retransmission of the
+//! last message received is answered again with the last message sent
+//! (the UAS's final response, the UAC's ACK of a 2xx). Anything else is
+//! unexpected and fails the call.
+//!
+//! Over UDP, requests are retransmitted as RFC 3261 §17.1 says (Timer A
+//! doubling from T1 for an INVITE until a response, Timer E doubling up to
+//! T2 for others), 2xx responses to an INVITE as §13.3.1.4 says (doubling
+//! up to T2 until the next request of the call). A request without a final
+//! response after 64·T1 (Timer B, Timer F), or a 2xx never acknowledged,
+//! fails its call, as a timeout. A scenario's `retrans` sets the first
+//! interval of its message.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sigkit_sip::transaction::Timers;
+use sigkit_sip::{HeaderName, Message};
+
+use crate::auth;
+use crate::inject::Injection;
+use crate::metrics::Recorder;
+use crate::scenario::{Expect, Keyword, Pause, Scenario, Segment, Sent, StepKind, Template};
+
+/// The transport a run uses (SIPp's `-t u1` and `-t t1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Transport {
+    Udp,
+    Tcp,
+}
+
+impl Transport {
+    /// As `[transport]` and Via write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Udp => "UDP",
+            Transport::Tcp => "TCP",
+        }
+    }
+}
+
+/// What the engine needs to know besides the scenario.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// The address written into messages (`[local_ip]`, `[local_port]`).
+    pub local: SocketAddr,
+    /// The peer (`[remote_ip]`, `[remote_port]`), where a client's calls go.
+    pub remote: Option<SocketAddr>,
+    /// Where a client's messages are sent when not to `remote` (SIPp's
+    /// `-rsa`).
+    pub next_hop: Option<SocketAddr>,
+    /// `[service]` (SIPp's `-s`).
+    pub service: String,
+    pub transport: Transport,
+    /// A `<pause/>` without its own length (SIPp's `-d`).
+    pub hold: Duration,
+    pub timers: Timers,
+    /// The first `[cseq]` of each call (SIPp's `-base_cseq`).
+    pub base_cseq: u32,
+    /// `[media_port]` (SIPp's `-mp`).
+    pub media_port: u16,
+    /// A recv without its own `timeout` fails after this long (SIPp's
+    /// `-recv_timeout`).
+    pub recv_timeout: Option<Duration>,
+    /// A call not over after this long fails.
+    pub call_timeout: Option<Duration>,
+    /// Digest user and password (SIPp's `-au`, `-ap`); the user defaults
+    /// to the service.
+    pub auth_user: Option<String>,
+    pub auth_password: String,
+    /// `[pid]`, and part of each Call-ID and branch.
+    pub pid: u32,
+    /// Seed of the random numbers (random pauses, random injection lines).
+    pub seed: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            local: SocketAddr::from(([127, 0, 0, 1], 5060)),
+            remote: None,
+            next_hop: None,
+            service: "service".into(),
+            transport: Transport::Udp,
+            hold: Duration::ZERO,
+            timers: Timers::default(),
+            base_cseq: 1,
+            media_port: 6000,
+            recv_timeout: None,
+            call_timeout: None,
+            auth_user: None,
+            auth_password: "password".into(),
+            pid: std::process::id(),
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// Datagrams to send, in one buffer.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    buf: Vec<u8>,
+    items: Vec<(SocketAddr, Range<usize>)>,
+}
+
+impl Outbox {
+    pub fn push(&mut self, to: SocketAddr, bytes: &[u8]) {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(bytes);
+        self.items.push((to, start..self.buf.len()));
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> + '_ {
+        self.items.iter().map(|(to, r)| (*to, &self.buf[r.clone()]))
+    }
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.items.clear();
+    }
+}
+
+/// FxHash (rustc's): Call-IDs are hashed once per message, and the peers
+/// that choose them are the run's own.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = BuildHasherDefault<FxHasher>;
+
+/// What is being sent again, and until when.
+#[derive(Debug, Clone, Copy)]
+struct Retrans {
+    /// The next retransmission (None over TCP, or after a provisional).
+    next: Option<Instant>,
+    interval: Duration,
+    /// Timer B/F (a request), or the end of 2xx retransmission.
+    deadline: Option<Instant>,
+    kind: RetransKind,
+    /// The send step.
+    step: usize,
+    /// Whether reaching the deadline fails the call.
+    fails: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RetransKind {
+    Invite,
+    NonInvite,
+    Response,
+}
+
+#[derive(Debug, Default)]
+struct Call {
+    live: bool,
+    gen: u32,
+    /// The deadline the heap holds for this call (with `gen`).
+    scheduled: Option<Instant>,
+    number: u64,
+    call_id: Vec<u8>,
+    peer: Option<SocketAddr>,
+    index: usize,
+    load_step: usize,
+    started: Option<Instant>,
+    invite_sent: Option<Instant>,
+    ringing_seen: bool,
+    answered_seen: bool,
+    cseq: u32,
+    last_recv_step: Option<usize>,
+    last_recv_invite: bool,
+    sent_since_recv: bool,
+    last_msg: Vec<u8>,
+    last_sent: Vec<u8>,
+    last_sent_what: Option<usize>,
+    peer_tag: Vec<u8>,
+    routes: Vec<u8>,
+    next_url: Vec<u8>,
+    challenge: Option<(bool, auth::DigestParams)>,
+    rtd_start: Vec<Instant>,
+    field_line: usize,
+    retrans: Option<Retrans>,
+    pause_until: Option<Instant>,
+    recv_deadline: Option<Instant>,
+    call_deadline: Option<Instant>,
+    timewait: bool,
+}
+
+/// Strings of the run that messages use.
+#[derive(Debug)]
+struct Env {
+    local_ip: String,
+    local_ip_type: &'static str,
+    local_port: String,
+    remote_ip: String,
+    remote_ip_type: &'static str,
+    remote_port: String,
+    service: String,
+    transport: &'static str,
+    pid: String,
+    media_port: u16,
+    auth_user: String,
+    auth_password: String,
+    started: Instant,
+}
+
+fn ip_text(a: SocketAddr) -> (String, &'static str) {
+    match a {
+        SocketAddr::V4(v) => (v.ip().to_string(), "4"),
+        SocketAddr::V6(v) => (format!("[{}]", v.ip()), "6"),
+    }
+}
+
+/// The engine: every call of one scenario.
+pub struct Engine {
+    scenario: Arc<Scenario>,
+    config: EngineConfig,
+    env: Env,
+    injection: Option<Arc<Injection>>,
+    calls: Vec<Call>,
+    free: Vec<u32>,
+    by_id: HashMap<Vec<u8>, u32, FxBuild>,
+    timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    outbox: Outbox,
+    body: Vec<u8>,
+    scratch: Vec<u8>,
+    next_number: u64,
+    active: usize,
+    live: usize,
+    rng: u64,
+    client: bool,
+    pub recorder: Recorder,
+}
+
+fn lower(s: &str) -> String {
+    s.to_ascii_lowercase()
+}
+
+impl Engine {
+    pub fn new(
+        scenario: Arc<Scenario>,
+        config: EngineConfig,
+        injection: Option<Arc<Injection>>,
+        now: Instant,
+    ) -> Engine {
+        let (local_ip, local_ip_type) = ip_text(config.local);
+        let remote = config.remote.unwrap_or(config.local);
+        let (remote_ip, remote_ip_type) = ip_text(remote);
+        let env = Env {
+            local_ip,
+            local_ip_type,
+            local_port: config.local.port().to_string(),
+            remote_ip,
+            remote_ip_type,
+            remote_port: remote.port().to_string(),
+            service: config.service.clone(),
+            transport: config.transport.name(),
+            pid: config.pid.to_string(),
+            media_port: config.media_port,
+            auth_user: config.auth_user.clone().unwrap_or_else(|| config.service.clone()),
+            auth_password: config.auth_password.clone(),
+            started: now,
+        };
+        let recorder = Recorder::new(scenario.rtds.clone());
+        let client = scenario.is_client();
+        Engine {
+            rng: config.seed | 1,
+            scenario,
+            config,
+            env,
+            injection,
+            calls: Vec::new(),
+            free: Vec::new(),
+            by_id: HashMap::default(),
+            timers: BinaryHeap::new(),
+            outbox: Outbox::default(),
+            body: Vec::new(),
+            scratch: Vec::new(),
+            next_number: 1,
+            active: 0,
+            live: 0,
+            client,
+            recorder,
+        }
+    }
+
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// Whether calls start here (a UAC) rather than at the peer.
+    pub fn is_client(&self) -> bool {
+        self.client
+    }
+
+    /// Calls in progress (those lingering after their end to answer
+    /// retransmissions, `timewait`, not counted).
+    pub fn active(&self) -> usize {
+        self.active
+    }
+
+    /// Calls held in memory, lingering ones included.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// The messages to send; give the box back with
+    /// [`Engine::return_outbox`] so its memory is reused.
+    pub fn take_outbox(&mut self) -> Outbox {
+        std::mem::take(&mut self.outbox)
+    }
+
+    pub fn return_outbox(&mut self, mut outbox: Outbox) {
+        outbox.clear();
+        if self.outbox.is_empty() {
+            self.outbox = outbox;
+        }
+    }
+
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    fn random(&mut self) -> u64 {
+        // xorshift64*
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.random() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn alloc(&mut self) -> usize {
+        let slot = match self.free.pop() {
+            Some(s) => s as usize,
+            None => {
+                self.calls.push(Call::default());
+                self.calls.len() - 1
+            }
+        };
+        let rtds = self.scenario.rtds.len();
+        let c = &mut self.calls[slot];
+        c.live = true;
+        c.scheduled = None;
+        c.index = 0;
+        c.invite_sent = None;
+        c.ringing_seen = false;
+        c.answered_seen = false;
+        c.last_recv_step = None;
+        c.last_recv_invite = false;
+        c.sent_since_recv = false;
+        c.last_msg.clear();
+        c.last_sent.clear();
+        c.last_sent_what = None;
+        c.peer_tag.clear();
+        c.routes.clear();
+        c.next_url.clear();
+        c.challenge = None;
+        c.rtd_start.clear();
+        c.rtd_start.resize(rtds, self.env.started);
+        c.retrans = None;
+        c.pause_until = None;
+        c.recv_deadline = None;
+        c.call_deadline = None;
+        c.timewait = false;
+        c.call_id.clear();
+        self.live += 1;
+        self.active += 1;
+        slot
+    }
+
+    fn release(&mut self, slot: usize) {
+        let c = &mut self.calls[slot];
+        if !c.live {
+            return;
+        }
+        c.live = false;
+        c.gen = c.gen.wrapping_add(1);
+        c.scheduled = None;
+        let id = std::mem::take(&mut c.call_id);
+        let timewait = c.timewait;
+        if let Some((mut key, _)) = self.by_id.remove_entry(&id[..]) {
+            // Keep one of the two buffers for the next call's Call-ID.
+            key.clear();
+            self.calls[slot].call_id = key;
+        }
+        self.free.push(slot as u32);
+        self.live -= 1;
+        if !timewait {
+            self.active -= 1;
+        }
+    }
+
+    fn new_call(&mut self, now: Instant, load_step: usize) -> usize {
+        let slot = self.alloc();
+        let number = self.next_number;
+        self.next_number += 1;
+        let r = self.random();
+        let line = self.injection.as_ref().map_or(0, |inj| inj.line_index(number, r));
+        let deadline = self.config.call_timeout.map(|d| now + d);
+        let c = &mut self.calls[slot];
+        c.number = number;
+        c.load_step = load_step;
+        c.started = Some(now);
+        c.cseq = self.config.base_cseq.wrapping_sub(1);
+        c.field_line = line;
+        c.call_deadline = deadline;
+        for t in &mut c.rtd_start {
+            *t = now;
+        }
+        slot
+    }
+
+    /// Counts a call the load pattern asked for but a limit held back.
+    pub fn call_offered(&mut self, load_step: usize) {
+        self.recorder.call_offered(load_step);
+    }
+
+    /// Places a new call now (a client scenario); `load_step` is the
+    /// load pattern's step it counts in.
+    pub fn start_call(&mut self, now: Instant, load_step: usize) {
+        let slot = self.new_call(now, load_step);
+        let c = &mut self.calls[slot];
+        let _ = write!(c.call_id, "{}-{}@{}", c.number, self.env.pid, self.env.local_ip);
+        self.by_id.insert(c.call_id.clone(), slot as u32);
+        self.recorder.call_offered(load_step);
+        self.recorder.call_attempted(load_step);
+        self.advance(slot, now);
+    }
+
+    /// A message from the network (`from` is where it came from: a
+    /// server call answers there).
+    pub fn on_message(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) {
+        self.recorder.message_received();
+        let Ok(msg) = Message::parse(bytes) else {
+            self.recorder.unexpected();
+            return;
+        };
+        let Ok(call_id) = msg.call_id() else {
+            self.recorder.unexpected();
+            return;
+        };
+        let slot = match self.by_id.get(call_id.as_bytes()) {
+            Some(&s) => s as usize,
+            None => {
+                let opens = !self.client
+                    && msg.method().is_some_and(|m| m != "ACK" && Some(m) == self.scenario.first_request());
+                if !opens {
+                    self.recorder.out_of_call();
+                    return;
+                }
+                let slot = self.new_call(now, 0);
+                self.recorder.call_offered(0);
+                self.recorder.call_attempted(0);
+                let c = &mut self.calls[slot];
+                c.call_id.extend_from_slice(call_id.as_bytes());
+                c.peer = Some(from);
+                self.by_id.insert(c.call_id.clone(), slot as u32);
+                // Steps before the first recv (nop, label) run first.
+                self.advance(slot, now);
+                if !self.calls[slot].live {
+                    return;
+                }
+                slot
+            }
+        };
+        self.dispatch(slot, now, from, &msg, bytes);
+    }
+
+    fn matches(expect: &Expect, cseq_method: Option<&str>, msg: &Message<'_>) -> bool {
+        match expect {
+            Expect::Response(code) => {
+                msg.status_code() == Some(*code)
+                    && cseq_method.is_none_or(|m| msg.cseq().is_ok_and(|c| c.method.eq_ignore_ascii_case(m)))
+            }
+            Expect::Request(m) => msg.method().is_some_and(|x| x.eq_ignore_ascii_case(m)),
+        }
+    }
+
+    fn recv_matches(&self, step: usize, msg: &Message<'_>) -> Option<bool> {
+        match &self.scenario.steps[step].kind {
+            StepKind::Recv(r) => Some(Self::matches(&r.expect, r.cseq_method.as_deref(), msg)),
+            _ => None,
+        }
+    }
+
+    fn dispatch(&mut self, slot: usize, now: Instant, from: SocketAddr, msg: &Message<'_>, bytes: &[u8]) {
+        let scenario = Arc::clone(&self.scenario);
+        let steps = &scenario.steps;
+        if !self.client && self.calls[slot].peer.is_none() {
+            self.calls[slot].peer = Some(from);
+        }
+        // Set-up delays: INVITE→first 18x, INVITE→first 2xx.
+        if let (Some(code), Some(sent)) = (msg.status_code(), self.calls[slot].invite_sent) {
+            if msg.cseq().is_ok_and(|c| c.method == "INVITE") {
+                let step = self.calls[slot].load_step;
+                let c = &mut self.calls[slot];
+                if (180..190).contains(&code) && !c.ringing_seen {
+                    c.ringing_seen = true;
+                    self.recorder.ringing(step, now - sent);
+                } else if (200..300).contains(&code) && !c.answered_seen {
+                    c.answered_seen = true;
+                    self.recorder.answered(step, now - sent);
+                }
+            }
+        }
+        let at = self.calls[slot].index;
+        let mut j = at;
+        let mut found = None;
+        while j < steps.len() {
+            match (&steps[j].kind, self.recv_matches(j, msg)) {
+                (_, Some(true)) => {
+                    found = Some(j);
+                    break;
+                }
+                (StepKind::Recv(r), Some(false)) if r.optional => j += 1,
+                _ => break,
+            }
+        }
+        if let Some(j) = found {
+            self.on_matched(slot, j, now, msg, bytes);
+            return;
+        }
+        // An earlier step: a retransmission, or a late message.
+        let earlier = (0..at.min(steps.len())).rev().find(|&k| self.recv_matches(k, msg) == Some(true));
+        if let Some(k) = earlier {
+            self.recorder.retransmission_received();
+            let c = &self.calls[slot];
+            if c.last_recv_step == Some(k) && c.sent_since_recv {
+                // Answer again what answered it: a final response, or the
+                // ACK of a 2xx. A request the call retransmits itself is
+                // left to its timer.
+                let again = match c.last_sent_what.map(|s| &steps[s].kind) {
+                    Some(StepKind::Send(s)) => match &s.what {
+                        Sent::Response(_) => true,
+                        Sent::Request(m) => m == "ACK",
+                    },
+                    _ => false,
+                };
+                if again && !c.last_sent.is_empty() {
+                    let to = self.destination(slot);
+                    let c = &self.calls[slot];
+                    self.outbox.push(to, &c.last_sent);
+                    self.recorder.message_sent(true);
+                }
+            }
+            return;
+        }
+        if self.calls[slot].timewait {
+            self.recorder.out_of_call();
+            return;
+        }
+        self.recorder.unexpected();
+        let cause = match (msg.status_code(), msg.cseq()) {
+            (Some(code), Ok(cseq)) if code >= 300 => {
+                if cseq.method == "INVITE" {
+                    self.ack_error(slot, msg);
+                }
+                format!("{}_{code}", lower(cseq.method))
+            }
+            _ => "unexpected_message".to_string(),
+        };
+        self.fail(slot, &cause, false);
+    }
+
+    /// The ACK of a non-2xx final response to the INVITE just sent (RFC
+    /// 3261 §17.1.1.3), so the peer stops retransmitting it.
+    fn ack_error(&mut self, slot: usize, response: &Message<'_>) {
+        let c = &self.calls[slot];
+        let invite_last = c.retrans.is_some_and(|r| r.kind == RetransKind::Invite);
+        if !invite_last {
+            return;
+        }
+        let ack = Message::parse(&c.last_sent)
+            .ok()
+            .and_then(|invite| sigkit_sip::transaction::ack_for(&invite, response).ok());
+        if let Some(ack) = ack {
+            let to = self.destination(slot);
+            self.outbox.push(to, &ack);
+            self.recorder.message_sent(false);
+        }
+    }
+
+    fn on_matched(&mut self, slot: usize, j: usize, now: Instant, msg: &Message<'_>, bytes: &[u8]) {
+        let scenario = Arc::clone(&self.scenario);
+        let step = &scenario.steps[j];
+        let StepKind::Recv(r) = &step.kind else { return };
+        let needs_last = scenario.needs_last_message;
+        let c = &mut self.calls[slot];
+        // What was being sent again is answered.
+        if let Some(rt) = &mut c.retrans {
+            match (rt.kind, msg.status_code()) {
+                (RetransKind::Invite, Some(code)) if code < 200 => {
+                    rt.next = None;
+                    rt.deadline = None;
+                }
+                (RetransKind::NonInvite, Some(code)) if code < 200 => rt.next = None,
+                (RetransKind::Invite | RetransKind::NonInvite, Some(_)) => c.retrans = None,
+                (RetransKind::Response, None) => c.retrans = None,
+                _ => {}
+            }
+        }
+        c.last_recv_step = Some(j);
+        c.sent_since_recv = false;
+        c.recv_deadline = None;
+        if let Some(m) = msg.method() {
+            c.last_recv_invite = m == "INVITE";
+        }
+        if needs_last {
+            c.last_msg.clear();
+            c.last_msg.extend_from_slice(bytes);
+        }
+        let tag = if msg.is_request() { msg.from().ok() } else { msg.to().ok() }.and_then(|n| n.tag());
+        if let Some(tag) = tag {
+            c.peer_tag.clear();
+            c.peer_tag.extend_from_slice(tag.as_bytes());
+        }
+        if r.rrs {
+            c.routes.clear();
+            if let Ok(mut rr) = msg.record_routes() {
+                // A UAC's route set is the Record-Route in reverse
+                // (RFC 3261 §12.1.2); a UAS's in order (§12.1.1).
+                if !msg.is_request() {
+                    rr.reverse();
+                }
+                for (i, r) in rr.iter().enumerate() {
+                    if i > 0 {
+                        c.routes.extend_from_slice(b", ");
+                    }
+                    c.routes.extend_from_slice(r.text.as_bytes());
+                }
+            }
+            if let Ok(sigkit_sip::Contacts::List(list)) = msg.contacts() {
+                if let Some(first) = list.first() {
+                    c.next_url.clear();
+                    c.next_url.extend_from_slice(first.uri.as_bytes());
+                }
+            }
+        }
+        if r.auth {
+            let proxy = msg.status_code() == Some(407);
+            let name = if proxy { "Proxy-Authenticate" } else { "WWW-Authenticate" };
+            c.challenge = msg
+                .headers_named(name)
+                .find_map(|h| h.value_str().ok().and_then(auth::parse_digest))
+                .map(|p| (proxy, p));
+        }
+        if r.verify_auth {
+            let method = msg.method().unwrap_or("");
+            let ok = msg
+                .headers_named("Authorization")
+                .chain(msg.headers_named("Proxy-Authorization"))
+                .filter_map(|h| h.value_str().ok())
+                .any(|v| auth::verify(v, &self.env.auth_password, method, None));
+            if !ok {
+                self.fail(slot, "auth_failed", false);
+                return;
+            }
+        }
+        self.apply_rtd(slot, j, now);
+        self.calls[slot].index = step.next.unwrap_or(j + 1);
+        self.advance(slot, now);
+    }
+
+    fn apply_rtd(&mut self, slot: usize, j: usize, now: Instant) {
+        let step = &self.scenario.steps[j];
+        let c = &mut self.calls[slot];
+        if let Some(i) = step.start_rtd {
+            c.rtd_start[i] = now;
+        }
+        if let Some(i) = step.rtd {
+            let d = now - c.rtd_start[i];
+            let ls = c.load_step;
+            self.recorder.rtd(ls, i, d);
+        }
+    }
+
+    fn destination(&self, slot: usize) -> SocketAddr {
+        if self.client {
+            self.config.next_hop.or(self.config.remote).unwrap_or(self.config.local)
+        } else {
+            self.calls[slot].peer.unwrap_or(self.config.local)
+        }
+    }
+
+    fn pause_length(&mut self, p: Pause) -> Duration {
+        match p {
+            Pause::Default => self.config.hold,
+            Pause::Fixed(d) => d,
+            Pause::Uniform(a, b) => a + (b - a).mul_f64(self.unit()),
+            Pause::Exponential(mean) => mean.mul_f64(-(1.0 - self.unit()).ln()),
+        }
+    }
+
+    /// Runs the call's steps from where it is until it must wait.
+    fn advance(&mut self, slot: usize, now: Instant) {
+        let scenario = Arc::clone(&self.scenario);
+        let steps = &scenario.steps;
+        // A scenario whose `next` loops over steps that never wait would
+        // run forever; a call gets this many steps per event.
+        let mut budget = steps.len() * 4 + 16;
+        loop {
+            if !self.calls[slot].live {
+                return;
+            }
+            budget -= 1;
+            if budget == 0 {
+                self.fail(slot, "scenario_loop", false);
+                return;
+            }
+            let i = self.calls[slot].index;
+            let Some(step) = steps.get(i) else {
+                self.finish(slot, now);
+                return;
+            };
+            match &step.kind {
+                StepKind::Send(_) => {
+                    self.send_step(slot, i, now);
+                    self.apply_rtd(slot, i, now);
+                }
+                StepKind::Recv(r) => {
+                    let c = &mut self.calls[slot];
+                    if c.recv_deadline.is_none() {
+                        if let Some(t) = r.timeout.or(self.config.recv_timeout) {
+                            c.recv_deadline = Some(now + t);
+                        }
+                    }
+                    self.reschedule(slot);
+                    return;
+                }
+                StepKind::Pause(p) => {
+                    if self.calls[slot].pause_until.is_none() {
+                        let d = self.pause_length(*p);
+                        if !d.is_zero() {
+                            self.calls[slot].pause_until = Some(now + d);
+                            self.reschedule(slot);
+                            return;
+                        }
+                    } else {
+                        self.reschedule(slot);
+                        return;
+                    }
+                    self.apply_rtd(slot, i, now);
+                }
+                StepKind::Timewait(d) => {
+                    let c = &mut self.calls[slot];
+                    if !c.timewait {
+                        c.timewait = true;
+                        c.pause_until = Some(now + *d);
+                        c.call_deadline = None;
+                        c.recv_deadline = None;
+                        let ls = c.load_step;
+                        self.active -= 1;
+                        self.recorder.call_succeeded(ls, now);
+                        self.apply_rtd(slot, i, now);
+                    }
+                    self.reschedule(slot);
+                    return;
+                }
+                StepKind::Nop | StepKind::Label => self.apply_rtd(slot, i, now),
+            }
+            if !self.calls[slot].live {
+                return;
+            }
+            self.calls[slot].index = step.next.unwrap_or(i + 1);
+        }
+    }
+
+    fn finish(&mut self, slot: usize, now: Instant) {
+        let c = &self.calls[slot];
+        if !c.timewait {
+            let ls = c.load_step;
+            self.recorder.call_succeeded(ls, now);
+        }
+        self.release(slot);
+    }
+
+    fn fail(&mut self, slot: usize, cause: &str, timeout: bool) {
+        let c = &self.calls[slot];
+        if !c.live {
+            return;
+        }
+        if !c.timewait {
+            let ls = c.load_step;
+            self.recorder.call_failed(ls, cause, timeout);
+        }
+        self.release(slot);
+    }
+
+    fn send_step(&mut self, slot: usize, i: usize, now: Instant) {
+        let scenario = Arc::clone(&self.scenario);
+        let StepKind::Send(send) = &scenario.steps[i].kind else { return };
+        if let Sent::Request(m) = &send.what {
+            if m != "ACK" && m != "CANCEL" {
+                let c = &mut self.calls[slot];
+                c.cseq = c.cseq.wrapping_add(1);
+            }
+        }
+        let mut out = std::mem::take(&mut self.calls[slot].last_sent);
+        out.clear();
+        {
+            let ctx = Ctx {
+                env: &self.env,
+                call: &self.calls[slot],
+                step: i,
+                fields: self
+                    .injection
+                    .as_deref()
+                    .and_then(|inj| inj.lines.get(self.calls[slot].field_line))
+                    .map(|l| l.as_slice()),
+                now,
+            };
+            format_message(&ctx, &send.template, &mut self.body, &mut self.scratch, &mut out);
+        }
+        let to = self.destination(slot);
+        self.outbox.push(to, &out);
+        self.recorder.message_sent(false);
+        let udp = self.config.transport == Transport::Udp;
+        let timers = self.config.timers;
+        let c = &mut self.calls[slot];
+        c.last_sent = out;
+        c.last_sent_what = Some(i);
+        c.sent_since_recv = true;
+        c.retrans = match &send.what {
+            Sent::Request(m) if m == "ACK" => None,
+            Sent::Request(m) => {
+                let invite = m == "INVITE";
+                if invite && c.invite_sent.is_none() {
+                    c.invite_sent = Some(now);
+                }
+                let interval = send.retrans.unwrap_or(timers.t1).max(Duration::from_millis(1));
+                Some(Retrans {
+                    next: udp.then(|| now + interval),
+                    interval,
+                    deadline: Some(now + timers.timeout()),
+                    kind: if invite { RetransKind::Invite } else { RetransKind::NonInvite },
+                    step: i,
+                    fails: true,
+                })
+            }
+            Sent::Response(code) => {
+                let two_xx = (200..300).contains(code) && c.last_recv_invite;
+                if udp && (two_xx || send.retrans.is_some()) {
+                    let interval = send.retrans.unwrap_or(timers.t1).max(Duration::from_millis(1));
+                    Some(Retrans {
+                        next: Some(now + interval),
+                        interval,
+                        deadline: Some(now + timers.timeout()),
+                        kind: RetransKind::Response,
+                        step: i,
+                        fails: two_xx,
+                    })
+                } else if two_xx {
+                    // Over TCP the 2xx is not sent again, but its ACK is
+                    // still awaited for 64·T1.
+                    Some(Retrans {
+                        next: None,
+                        interval: timers.t1,
+                        deadline: Some(now + timers.timeout()),
+                        kind: RetransKind::Response,
+                        step: i,
+                        fails: true,
+                    })
+                } else {
+                    None
+                }
+            }
+        };
+    }
+
+    fn reschedule(&mut self, slot: usize) {
+        let c = &mut self.calls[slot];
+        if !c.live {
+            return;
+        }
+        let next = [
+            c.retrans.and_then(|r| r.next),
+            c.retrans.and_then(|r| r.deadline),
+            c.pause_until,
+            c.recv_deadline,
+            c.call_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(at) = next else { return };
+        if c.scheduled.is_some_and(|s| s <= at) {
+            // An earlier wake-up is already due; it reschedules.
+            return;
+        }
+        c.scheduled = Some(at);
+        self.timers.push(Reverse((at, slot as u32, c.gen)));
+    }
+
+    /// When [`Engine::handle_timeout`] is next due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    /// Runs what is due at `now`: retransmissions, timeouts, pauses.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&Reverse((at, slot, gen))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            let slot = slot as usize;
+            let c = &mut self.calls[slot];
+            if !c.live || c.gen != gen || c.scheduled != Some(at) {
+                continue;
+            }
+            c.scheduled = None;
+            self.on_call_timer(slot, now);
+            self.reschedule(slot);
+        }
+    }
+
+    fn on_call_timer(&mut self, slot: usize, now: Instant) {
+        let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
+        let c = &mut self.calls[slot];
+        if due(c.call_deadline) {
+            self.fail(slot, "call_timeout", true);
+            return;
+        }
+        if due(c.recv_deadline) {
+            c.recv_deadline = None;
+            let target = match &self.scenario.steps.get(c.index).map(|s| &s.kind) {
+                Some(StepKind::Recv(r)) => r.ontimeout,
+                _ => None,
+            };
+            match target {
+                Some(t) => {
+                    c.index = t;
+                    self.advance(slot, now);
+                    if !self.calls[slot].live {
+                        return;
+                    }
+                }
+                None => {
+                    self.fail(slot, "recv_timeout", true);
+                    return;
+                }
+            }
+        }
+        let c = &mut self.calls[slot];
+        if let Some(mut rt) = c.retrans {
+            if due(rt.deadline) && !rt.fails {
+                // A non-2xx response sent again on `retrans` stops after
+                // 64·T1 without failing the call.
+                c.retrans = None;
+            } else if due(rt.deadline) {
+                let cause = match (&self.scenario.steps[rt.step].kind, rt.kind) {
+                    (_, RetransKind::Response) => "ack_timeout".to_string(),
+                    (StepKind::Send(s), _) => match &s.what {
+                        Sent::Request(m) => format!("{}_timeout", lower(m)),
+                        Sent::Response(_) => "timeout".to_string(),
+                    },
+                    _ => "timeout".to_string(),
+                };
+                self.fail(slot, &cause, true);
+                return;
+            }
+            if due(rt.next) {
+                rt.interval = match rt.kind {
+                    // Timer A doubles without bound (§17.1.1.2); Timer E
+                    // and 2xx retransmission stop doubling at T2.
+                    RetransKind::Invite => rt.interval * 2,
+                    RetransKind::NonInvite | RetransKind::Response => (rt.interval * 2).min(self.config.timers.t2),
+                };
+                rt.next = Some(now + rt.interval);
+                c.retrans = Some(rt);
+                let to = self.destination(slot);
+                let c = &self.calls[slot];
+                self.outbox.push(to, &c.last_sent);
+                self.recorder.message_sent(true);
+            }
+        }
+        let c = &mut self.calls[slot];
+        if due(c.pause_until) {
+            c.pause_until = None;
+            if c.timewait {
+                self.release(slot);
+                return;
+            }
+            let i = c.index;
+            self.apply_rtd(slot, i, now);
+            let next = self.scenario.steps.get(i).and_then(|s| s.next).unwrap_or(i + 1);
+            self.calls[slot].index = next;
+            self.advance(slot, now);
+        }
+    }
+
+    /// Ends every call still in progress (the run is over): they are
+    /// counted as neither successful nor failed; returns how many.
+    pub fn abandon_all(&mut self) -> usize {
+        let n = self.active;
+        for slot in 0..self.calls.len() {
+            self.release(slot);
+        }
+        self.timers.clear();
+        n
+    }
+}
+
+/// What a message template reads.
+struct Ctx<'a> {
+    env: &'a Env,
+    call: &'a Call,
+    step: usize,
+    fields: Option<&'a [String]>,
+    now: Instant,
+}
+
+/// Formats `template` into `out`: the body first (into `body`), so that
+/// `[len]` is known when the headers are written. A header line that comes
+/// out empty (an absent `[last_*]`, no `[routes]`) is left out.
+fn format_message(ctx: &Ctx<'_>, template: &Template, body: &mut Vec<u8>, scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
+    body.clear();
+    for line in &template.body {
+        write_line(ctx, line, 0, body, scratch);
+        body.extend_from_slice(b"\r\n");
+    }
+    for line in &template.head {
+        let start = out.len();
+        write_line(ctx, line, body.len(), out, scratch);
+        if out.len() > start {
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+}
+
+/// Header lines named `name` (or its compact form) in `msg`'s header
+/// section, each with its continuation lines.
+fn header_lines<'m>(msg: &'m [u8], name: &str) -> impl Iterator<Item = &'m [u8]> + 'm {
+    let want = HeaderName::from_name(name.as_bytes());
+    let name = name.to_string();
+    let end = find(msg, b"\r\n\r\n").map_or(msg.len(), |e| e + 2);
+    let head = &msg[..end];
+    let mut lines: Vec<(usize, usize)> = Vec::new();
+    let mut pos = head.iter().position(|&b| b == b'\n').map_or(head.len(), |p| p + 1);
+    while pos < head.len() {
+        let e = head[pos..].iter().position(|&b| b == b'\n').map_or(head.len(), |p| pos + p);
+        let line_end = if e > pos && head[e - 1] == b'\r' { e - 1 } else { e };
+        if matches!(head.get(pos), Some(b' ' | b'\t')) {
+            if let Some(last) = lines.last_mut() {
+                last.1 = line_end;
+            }
+        } else if line_end > pos {
+            lines.push((pos, line_end));
+        }
+        pos = e + 1;
+    }
+    lines.into_iter().map(move |(s, e)| &head[s..e]).filter(move |l| {
+        let colon = l.iter().position(|&b| b == b':').unwrap_or(l.len());
+        let n = trim(&l[..colon]);
+        let kind = HeaderName::from_name(n);
+        if kind == HeaderName::Other {
+            n.eq_ignore_ascii_case(name.as_bytes())
+        } else {
+            kind == want
+        }
+    })
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    let s = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
+    let e = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(s, |e| e + 1);
+    &b[s..e]
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Writes one line's segments; returns early (dropping the rest of the
+/// line) where a `[last_*]` header is absent, as SIPp does.
+fn write_line(ctx: &Ctx<'_>, segs: &[Segment], len: usize, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    for seg in segs {
+        match seg {
+            Segment::Literal(b) => out.extend_from_slice(b),
+            Segment::Keyword(k) => {
+                if !write_keyword(ctx, k, len, out, scratch) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn write_keyword(ctx: &Ctx<'_>, k: &Keyword, len: usize, out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> bool {
+    let env = ctx.env;
+    let c = ctx.call;
+    match k {
+        Keyword::CallId => out.extend_from_slice(&c.call_id),
+        Keyword::Branch(off) => {
+            let _ = write!(out, "z9hG4bK-{}-{}-{}", env.pid, c.number, ctx.step as i64 + i64::from(*off));
+        }
+        Keyword::Cseq(off) => {
+            let _ = write!(out, "{}", i64::from(c.cseq) + i64::from(*off));
+        }
+        Keyword::LocalIp | Keyword::MediaIp => out.extend_from_slice(env.local_ip.as_bytes()),
+        Keyword::LocalIpType | Keyword::MediaIpType => out.extend_from_slice(env.local_ip_type.as_bytes()),
+        Keyword::LocalPort => out.extend_from_slice(env.local_port.as_bytes()),
+        Keyword::RemoteIp => out.extend_from_slice(env.remote_ip.as_bytes()),
+        Keyword::RemoteIpType => out.extend_from_slice(env.remote_ip_type.as_bytes()),
+        Keyword::RemotePort => out.extend_from_slice(env.remote_port.as_bytes()),
+        Keyword::MediaPort(off) => {
+            let _ = write!(out, "{}", i64::from(env.media_port) + i64::from(*off));
+        }
+        Keyword::Service => out.extend_from_slice(env.service.as_bytes()),
+        Keyword::Len => {
+            let _ = write!(out, "{len}");
+        }
+        Keyword::CallNumber => {
+            let _ = write!(out, "{}", c.number);
+        }
+        Keyword::Transport => out.extend_from_slice(env.transport.as_bytes()),
+        Keyword::Pid => out.extend_from_slice(env.pid.as_bytes()),
+        Keyword::ClockTick => {
+            let _ = write!(out, "{}", (ctx.now - env.started).as_millis());
+        }
+        Keyword::PeerTagParam => {
+            if !c.peer_tag.is_empty() {
+                out.extend_from_slice(b";tag=");
+                out.extend_from_slice(&c.peer_tag);
+            }
+        }
+        Keyword::Routes => {
+            if !c.routes.is_empty() {
+                out.extend_from_slice(b"Route: ");
+                out.extend_from_slice(&c.routes);
+            }
+        }
+        Keyword::NextUrl => {
+            if c.next_url.is_empty() {
+                let _ = write!(out, "sip:{}@{}:{}", env.service, env.remote_ip, env.remote_port);
+            } else {
+                out.extend_from_slice(&c.next_url);
+            }
+        }
+        Keyword::Last { name, with_name } => {
+            let mut any = false;
+            for (i, line) in header_lines(&c.last_msg, name).enumerate() {
+                any = true;
+                if *with_name {
+                    if i > 0 {
+                        out.extend_from_slice(b"\r\n");
+                    }
+                    out.extend_from_slice(line);
+                } else {
+                    if i > 0 {
+                        out.extend_from_slice(b", ");
+                    }
+                    let colon = line.iter().position(|&b| b == b':').map_or(line.len(), |p| p + 1);
+                    out.extend_from_slice(trim(&line[colon..]));
+                }
+            }
+            return any;
+        }
+        Keyword::LastRequestUri => {
+            let first = c.last_msg.split(|&b| b == b'\n').next().unwrap_or(&[]);
+            match first.split(|&b| b == b' ').nth(1) {
+                Some(uri) if first.ends_with(b"SIP/2.0\r") || first.ends_with(b"SIP/2.0") => out.extend_from_slice(uri),
+                _ => return false,
+            }
+        }
+        Keyword::LastCseqNumber => {
+            let Some(line) = header_lines(&c.last_msg, "CSeq").next() else { return false };
+            let colon = line.iter().position(|&b| b == b':').map_or(line.len(), |p| p + 1);
+            let v = trim(&line[colon..]);
+            out.extend(v.iter().take_while(|b| b.is_ascii_digit()));
+        }
+        Keyword::Field(n) => {
+            if let Some(v) = ctx.fields.and_then(|f| f.get(*n)) {
+                out.extend_from_slice(v.as_bytes());
+            }
+        }
+        Keyword::Authentication { username, password } => {
+            let Some((proxy, challenge)) = &c.challenge else { return false };
+            let mut text = |segs: &[Segment], default: &str| -> String {
+                if segs.is_empty() {
+                    return default.to_string();
+                }
+                scratch.clear();
+                let mut inner = Vec::new();
+                write_line(ctx, segs, len, scratch, &mut inner);
+                String::from_utf8_lossy(scratch).into_owned()
+            };
+            let user = text(username, &env.auth_user);
+            let pass = text(password, &env.auth_password);
+            // The request line written so far gives the method and URI.
+            let first = out.split(|&b| b == b'\r').next().unwrap_or(&[]);
+            let mut words = first.split(|&b| b == b' ');
+            let method = String::from_utf8_lossy(words.next().unwrap_or(&[])).into_owned();
+            let uri = String::from_utf8_lossy(words.next().unwrap_or(&[])).into_owned();
+            let cnonce = format!("{:x}{:x}", c.number, env.started.elapsed().as_nanos() as u64);
+            let line = auth::authorization(*proxy, challenge, &user, &pass, &method, &uri, &cnonce);
+            out.extend_from_slice(line.as_bytes());
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,295 @@
+//! The engine without a network: two engines (or one and hand-written
+//! peers) exchanging messages through their outboxes on a virtual clock.
+
+use super::*;
+use crate::scenario::{built_in, parse};
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+const UAC: u16 = 5061;
+const UAS: u16 = 5060;
+
+fn uac_with(scenario: Scenario, injection: Option<Injection>, hold: Duration, now: Instant) -> Engine {
+    let config = EngineConfig { local: addr(UAC), remote: Some(addr(UAS)), hold, ..EngineConfig::default() };
+    Engine::new(Arc::new(scenario), config, injection.map(Arc::new), now)
+}
+
+fn uac(now: Instant) -> Engine {
+    uac_with(built_in("uac").unwrap(), None, Duration::ZERO, now)
+}
+
+fn uas_with(scenario: Scenario, now: Instant) -> Engine {
+    let config = EngineConfig { local: addr(UAS), ..EngineConfig::default() };
+    Engine::new(Arc::new(scenario), config, None, now)
+}
+
+fn uas(now: Instant) -> Engine {
+    uas_with(built_in("uas").unwrap(), now)
+}
+
+fn drain(e: &mut Engine) -> Vec<(SocketAddr, Vec<u8>)> {
+    let out = e.take_outbox();
+    let v = out.iter().map(|(a, b)| (a, b.to_vec())).collect();
+    e.return_outbox(out);
+    v
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Delivers everything each engine sends to the other until both are
+/// quiet, then advances the clock to the next deadline; up to `until`.
+fn exchange(a: &mut Engine, b: &mut Engine, mut now: Instant, until: Instant) -> Instant {
+    loop {
+        let mut moved = false;
+        for (_, m) in drain(a) {
+            b.on_message(now, addr(UAC), &m);
+            moved = true;
+        }
+        for (_, m) in drain(b) {
+            a.on_message(now, addr(UAS), &m);
+            moved = true;
+        }
+        if moved {
+            continue;
+        }
+        let Some(next) = [a.poll_timeout(), b.poll_timeout()].into_iter().flatten().min() else { return now };
+        if next > until {
+            return now;
+        }
+        now = next.max(now);
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+    }
+}
+
+#[test]
+fn the_builtin_pair_completes_calls() {
+    let t0 = Instant::now();
+    let mut a = uac_with(built_in("uac").unwrap(), None, Duration::from_millis(100), t0);
+    let mut b = uas(t0);
+    for i in 0..5 {
+        a.start_call(t0 + Duration::from_millis(i), 0);
+    }
+    exchange(&mut a, &mut b, t0, t0 + Duration::from_secs(10));
+    let (x, y) = (&a.recorder.total, &b.recorder.total);
+    assert_eq!((x.attempted, x.successful, x.failed), (5, 5, 0), "{:?}", x.failures);
+    assert_eq!((y.attempted, y.successful, y.failed), (5, 5, 0), "{:?}", y.failures);
+    assert_eq!(x.setup_us.len(), 5);
+    assert_eq!(x.ringing_us.len(), 5);
+    assert_eq!(x.rtd_us[0].len(), 5, "rtd at the 200");
+    assert_eq!(y.rtd_us[0].len(), 5, "the UAS's rtd at the ACK");
+    assert_eq!(x.retransmissions + y.retransmissions, 0);
+    assert_eq!(a.active() + a.live(), 0);
+    assert_eq!(b.active(), 0);
+    // Each call: INVITE, ACK, BYE from the UAC; 180, 200, 200 from the UAS.
+    assert_eq!((x.messages_sent, y.messages_sent), (15, 15));
+}
+
+#[test]
+fn messages_carry_the_keywords() {
+    let t0 = Instant::now();
+    let mut a = uac(t0);
+    let mut b = uas(t0);
+    a.start_call(t0, 0);
+    let invite = drain(&mut a).pop().unwrap();
+    assert_eq!(invite.0, addr(UAS));
+    let inv = text(&invite.1);
+    let msg = Message::parse(&invite.1).unwrap();
+    assert_eq!(msg.request_uri_text(), Some("sip:service@127.0.0.1:5060"));
+    assert_eq!(msg.content_length(), Some(msg.body().len()));
+    assert!(msg.body().starts_with(b"v=0\r\no=user1 53655765 2353687637 IN IP4 127.0.0.1\r\n"), "{inv}");
+    assert!(inv.contains(&format!("Call-ID: 1-{}@127.0.0.1\r\n", std::process::id())), "{inv}");
+    assert!(msg.top_via().unwrap().branch().unwrap().starts_with("z9hG4bK-"));
+    b.on_message(t0, addr(UAC), &invite.1);
+    let answers = drain(&mut b);
+    assert_eq!(answers.len(), 2);
+    let ok = Message::parse(&answers[1].1).unwrap();
+    assert_eq!(ok.status_code(), Some(200));
+    assert_eq!(ok.call_id().unwrap(), msg.call_id().unwrap());
+    assert_eq!(ok.top_via().unwrap().branch(), msg.top_via().unwrap().branch());
+    assert!(ok.to().unwrap().tag().unwrap().contains("SIPpTag01"));
+    for (_, m) in &answers {
+        a.on_message(t0, addr(UAS), m);
+    }
+    // Hold 0: the ACK, then the BYE at once.
+    let sent = drain(&mut a);
+    assert!(sent[1].1.starts_with(b"BYE "));
+    let ack = Message::parse(&sent[0].1).unwrap();
+    assert_eq!(ack.method(), Some("ACK"));
+    // The UAS's Contact is the dialog's remote target (rrs).
+    assert_eq!(ack.request_uri_text(), Some("sip:127.0.0.1:5060;transport=UDP"));
+    assert_eq!(ack.to().unwrap().tag(), ok.to().unwrap().tag(), "[peer_tag_param]");
+    assert!(ack.header(HeaderName::Route).is_none(), "no route set, no Route line");
+}
+
+#[test]
+fn a_silent_peer_gets_the_invite_seven_times_then_timer_b_fails_the_call() {
+    let t0 = Instant::now();
+    let mut a = uac(t0);
+    a.start_call(t0, 0);
+    let mut sent = drain(&mut a).len();
+    while let Some(t) = a.poll_timeout() {
+        a.handle_timeout(t);
+        sent += drain(&mut a).len();
+    }
+    // Timer A: 0, 0.5, 1.5, 3.5, 7.5, 15.5, 31.5 s; Timer B at 32 s.
+    assert_eq!(sent, 7);
+    assert_eq!(a.recorder.total.failures.get("invite_timeout"), Some(&1));
+    assert_eq!((a.recorder.total.timeouts, a.recorder.total.retransmissions), (1, 6));
+    assert_eq!(a.active(), 0);
+}
+
+#[test]
+fn a_late_180_after_the_200_is_ignored_and_a_lost_ack_is_resent() {
+    let t0 = Instant::now();
+    let mut a = uac_with(built_in("uac").unwrap(), None, Duration::from_secs(1), t0);
+    let mut b = uas(t0);
+    a.start_call(t0, 0);
+    let invite = drain(&mut a).pop().unwrap().1;
+    b.on_message(t0, addr(UAC), &invite);
+    let answers = drain(&mut b);
+    // The 200 overtakes the 180 (a proxy with several workers).
+    a.on_message(t0, addr(UAS), &answers[1].1);
+    a.on_message(t0, addr(UAS), &answers[0].1);
+    let ack = drain(&mut a);
+    assert_eq!(ack.len(), 1, "the ACK only");
+    // The ACK is lost: the UAS sends its 200 again at T1 (§13.3.1.4) and
+    // the UAC answers it with the ACK again.
+    let t1 = t0 + Duration::from_millis(500);
+    b.handle_timeout(t1);
+    let again = drain(&mut b);
+    assert_eq!(again.len(), 1);
+    a.on_message(t1, addr(UAS), &again[0].1);
+    let ack2 = drain(&mut a);
+    assert_eq!(ack2.len(), 1);
+    assert_eq!(ack2[0].1, ack[0].1);
+    b.on_message(t1, addr(UAC), &ack2[0].1);
+    b.handle_timeout(t0 + Duration::from_secs(3));
+    assert!(drain(&mut b).is_empty(), "acknowledged: no more 200s");
+    exchange(&mut a, &mut b, t1, t0 + Duration::from_secs(20));
+    assert_eq!((a.recorder.total.successful, a.recorder.total.failed), (1, 0));
+    assert_eq!((b.recorder.total.successful, b.recorder.total.failed), (1, 0));
+    assert_eq!(a.recorder.total.retransmissions_received, 2, "the late 180 and the second 200");
+}
+
+#[test]
+fn a_2xx_never_acknowledged_fails_the_uas_call() {
+    let t0 = Instant::now();
+    let mut a = uac(t0);
+    let mut b = uas(t0);
+    a.start_call(t0, 0);
+    b.on_message(t0, addr(UAC), &drain(&mut a).pop().unwrap().1);
+    let mut sent = drain(&mut b).len();
+    while let Some(t) = b.poll_timeout() {
+        b.handle_timeout(t);
+        sent += drain(&mut b).len();
+    }
+    assert!(sent > 8, "the 200 sent again until 64·T1: {sent}");
+    assert_eq!(b.recorder.total.failures.get("ack_timeout"), Some(&1));
+}
+
+#[test]
+fn an_error_response_is_acknowledged_and_counted_by_its_code() {
+    let t0 = Instant::now();
+    let mut a = uac(t0);
+    a.start_call(t0, 0);
+    let invite = drain(&mut a).pop().unwrap().1;
+    let msg = Message::parse(&invite).unwrap();
+    let busy = sigkit_sip::proxy::build_response(&msg, 486, "Busy Here", Some("b"), &[]).unwrap();
+    a.on_message(t0, addr(UAS), &busy);
+    let ack = drain(&mut a);
+    assert_eq!(ack.len(), 1);
+    assert!(ack[0].1.starts_with(b"ACK "));
+    assert_eq!(a.recorder.total.failures.get("invite_486"), Some(&1));
+    assert_eq!(a.active(), 0);
+}
+
+#[test]
+fn garbage_and_strangers_are_counted_never_a_panic() {
+    let t0 = Instant::now();
+    let mut a = uac(t0);
+    let mut b = uas(t0);
+    for junk in [&b""[..], b"\xff\xfe", b"SIP/2.0 200 OK\r\n\r\n", b"INVITE x SIP/2.0\r\nCall-ID: 1\r\n\r\n"] {
+        a.on_message(t0, addr(1), junk);
+        b.on_message(t0, addr(1), junk);
+    }
+    let bye = b"BYE sip:x@y SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nFrom: <sip:a@h>;tag=1\r\nTo: <sip:b@h>;tag=2\r\nCall-ID: nobody\r\nCSeq: 1 BYE\r\nContent-Length: 0\r\n\r\n";
+    b.on_message(t0, addr(1), bye);
+    assert!(a.recorder.total.unexpected + a.recorder.total.out_of_call >= 3);
+    assert_eq!(b.recorder.total.out_of_call, 1, "a BYE for no call");
+    assert_eq!(a.recorder.total.failed + b.recorder.total.failed, 0);
+    assert_eq!(b.active(), 0);
+}
+
+#[test]
+fn injection_fields_recv_timeouts_and_labels() {
+    let xml = r#"<scenario name="t">
+      <send><![CDATA[
+        OPTIONS sip:[field0]@[remote_ip]:[remote_port] SIP/2.0
+        Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+        From: <sip:[field1]@h>;tag=[call_number]
+        To: <sip:[field0]@h>
+        Call-ID: [call_id]
+        CSeq: [cseq] OPTIONS
+        Content-Length: [len]
+      ]]></send>
+      <recv response="200" timeout="1000" ontimeout="gone" next="done"/>
+      <label id="gone"/>
+      <nop start_rtd="x"/>
+      <pause milliseconds="10"/>
+      <nop rtd="x"/>
+      <label id="done"/>
+    </scenario>"#;
+    let inj = Injection::parse("SEQUENTIAL\nalice;one\nbob;two\n").unwrap();
+    let t0 = Instant::now();
+    let mut a = uac_with(parse(xml).unwrap(), Some(inj), Duration::ZERO, t0);
+    a.start_call(t0, 0);
+    a.start_call(t0, 0);
+    let sent = drain(&mut a);
+    assert!(text(&sent[0].1).starts_with("OPTIONS sip:alice@127.0.0.1:5060 SIP/2.0\r\n"));
+    assert!(text(&sent[1].1).contains("From: <sip:two@h>;tag=2\r\n"), "{}", text(&sent[1].1));
+    assert!(text(&sent[0].1).contains("CSeq: 1 OPTIONS\r\n"));
+    assert!(text(&sent[0].1).contains("Content-Length: 0\r\n\r\n"));
+    // Answer the first; the second times out (recv timeout 1 s, before
+    // Timer F) and goes to "gone": both succeed.
+    let m = Message::parse(&sent[0].1).unwrap();
+    let ok = sigkit_sip::proxy::build_response(&m, 200, "OK", Some("t"), &[]).unwrap();
+    a.on_message(t0, addr(UAS), &ok);
+    while let Some(t) = a.poll_timeout() {
+        a.handle_timeout(t);
+        drain(&mut a);
+    }
+    assert_eq!((a.recorder.total.successful, a.recorder.total.failed), (2, 0));
+    assert_eq!(a.recorder.total.rtd_us[0].len(), 1, "rtd x of the timed-out call");
+    assert!(a.recorder.total.rtd_us[0].max() >= 10_000);
+}
+
+#[test]
+fn register_answers_the_digest_challenge_of_the_registrar() {
+    let t0 = Instant::now();
+    let mut a = uac_with(built_in("register").unwrap(), None, Duration::ZERO, t0);
+    let mut b = uas_with(built_in("registrar").unwrap(), t0);
+    for _ in 0..3 {
+        a.start_call(t0, 0);
+    }
+    exchange(&mut a, &mut b, t0, t0 + Duration::from_secs(5));
+    assert_eq!((a.recorder.total.successful, a.recorder.total.failed), (3, 0), "{:?}", a.recorder.total.failures);
+    assert_eq!((b.recorder.total.successful, b.recorder.total.failed), (3, 0), "{:?}", b.recorder.total.failures);
+    assert_eq!(a.recorder.total.rtd_us[0].len(), 3);
+    // A client with the wrong password is refused by the registrar.
+    let config = EngineConfig {
+        local: addr(UAC),
+        remote: Some(addr(UAS)),
+        auth_password: "wrong".into(),
+        ..EngineConfig::default()
+    };
+    let mut c = Engine::new(Arc::new(built_in("register").unwrap()), config, None, t0);
+    let mut b = uas_with(built_in("registrar").unwrap(), t0);
+    c.start_call(t0, 0);
+    exchange(&mut c, &mut b, t0, t0 + Duration::from_secs(1));
+    assert_eq!(b.recorder.total.failures.get("auth_failed"), Some(&1));
+}

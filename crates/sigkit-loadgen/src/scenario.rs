@@ -1,0 +1,759 @@
+//! Scenarios: the steps one call goes through, read from SIPp's XML
+//! scenario format (its common subset), with message templates compiled
+//! once into literal bytes and keywords.
+//!
+//! Supported elements: `send` (`retrans`, `next`, `start_rtd`, `rtd`),
+//! `recv` (`response` or `request`, `optional`, `next`, `timeout`,
+//! `ontimeout`, `rrs`, `auth`, `start_rtd`, `rtd`), `pause`
+//! (`milliseconds`, `min`/`max`, `distribution="uniform|exponential"`),
+//! `timewait`, `nop`, `label`. `ResponseTimeRepartition`,
+//! `CallLengthRepartition` and `Reference` are accepted and ignored, as are
+//! display attributes (`crlf`, `hide`, `display`, `lost`). Anything else is
+//! an error that names it, with its line.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Why a scenario or injection file could not be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ScenarioError {
+    #[error("not well-formed XML: {0}")]
+    Xml(String),
+    #[error("the root element is <{0}>, not <scenario>")]
+    NotAScenario(String),
+    #[error(
+        "line {line}: <{element}> is not supported (the common subset is send, recv, pause, nop, label, timewait)"
+    )]
+    Unsupported { line: u32, element: String },
+    #[error("line {line}: <{element}>: {why}")]
+    Bad { line: u32, element: String, why: String },
+    #[error("line {line}: unknown keyword [{keyword}]")]
+    UnknownKeyword { line: u32, keyword: String },
+    #[error("label \"{0}\" is used by next/ontimeout but never defined")]
+    UnknownLabel(String),
+    #[error("the scenario has no steps")]
+    Empty,
+    #[error("no built-in scenario named \"{0}\" (built-in: uac, uas, register, registrar)")]
+    NoSuchBuiltIn(String),
+    #[error("{0}")]
+    Injection(String),
+}
+
+/// A compiled scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub steps: Vec<Step>,
+    /// Response-time measurements by name (`rtd="true"` is "1").
+    pub rtds: Vec<String>,
+    /// Whether any template reads the last received message (`[last_*]`),
+    /// so a call keeps a copy of it.
+    pub needs_last_message: bool,
+    /// Highest `[fieldN]` index used, plus one.
+    pub fields_used: usize,
+}
+
+/// One step of a scenario.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub kind: StepKind,
+    /// Where to go after this step (`next="label"`), if not the next step.
+    pub next: Option<usize>,
+    /// Response-time measurement this step starts.
+    pub start_rtd: Option<usize>,
+    /// Response-time measurement this step stops (and records).
+    pub rtd: Option<usize>,
+    /// Line in the XML file (0 for built-in steps).
+    pub line: u32,
+}
+
+#[derive(Debug, Clone)]
+pub enum StepKind {
+    Send(Send),
+    Recv(Recv),
+    Pause(Pause),
+    /// A pause after which the call ends; the call counts as successful
+    /// when it enters it, and lingers only to answer retransmissions.
+    Timewait(Duration),
+    Nop,
+    Label,
+}
+
+/// A message to send.
+#[derive(Debug, Clone)]
+pub struct Send {
+    pub template: Template,
+    /// First retransmission interval (SIPp's `retrans`, ms), over UDP.
+    pub retrans: Option<Duration>,
+    pub what: Sent,
+}
+
+/// What a sent message is, read from its template's start line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sent {
+    Request(String),
+    Response(u16),
+}
+
+/// A message to wait for.
+#[derive(Debug, Clone)]
+pub struct Recv {
+    pub expect: Expect,
+    /// For responses: the method of the request sent last before this
+    /// step, which the response's CSeq must name (as SIPp matches).
+    pub cseq_method: Option<String>,
+    pub optional: bool,
+    pub timeout: Option<Duration>,
+    pub ontimeout: Option<usize>,
+    /// Keep the Record-Route set and Contact (`[routes]`, `[next_url]`).
+    pub rrs: bool,
+    /// Keep the challenge (`[authentication]`).
+    pub auth: bool,
+    /// Check the request's digest credentials against the configured user
+    /// and password (a sigkit extension, for the built-in registrar); a
+    /// wrong answer fails the call.
+    pub verify_auth: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    Response(u16),
+    Request(String),
+}
+
+/// How long a pause lasts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pause {
+    /// SIPp's `-d`.
+    Default,
+    Fixed(Duration),
+    Uniform(Duration, Duration),
+    Exponential(Duration),
+}
+
+/// A message template: header lines and body, each a list of segments.
+#[derive(Debug, Clone, Default)]
+pub struct Template {
+    pub head: Vec<Vec<Segment>>,
+    pub body: Vec<Vec<Segment>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Literal(Vec<u8>),
+    Keyword(Keyword),
+}
+
+/// SIPp's keywords (those of the common subset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Keyword {
+    CallId,
+    Branch(i32),
+    Cseq(i32),
+    LocalIp,
+    LocalIpType,
+    LocalPort,
+    RemoteIp,
+    RemoteIpType,
+    RemotePort,
+    MediaIp,
+    MediaIpType,
+    MediaPort(i32),
+    Service,
+    Len,
+    CallNumber,
+    Transport,
+    Pid,
+    PeerTagParam,
+    Routes,
+    NextUrl,
+    /// `[last_Name:]` (the whole header lines) or `[last_Name]` (values).
+    Last {
+        name: String,
+        with_name: bool,
+    },
+    LastRequestUri,
+    LastCseqNumber,
+    Field(usize),
+    /// `[authentication username=.. password=..]`: a digest answer to the
+    /// challenge kept by a `recv auth="true"` (RFC 2617).
+    Authentication {
+        username: Vec<Segment>,
+        password: Vec<Segment>,
+    },
+    ClockTick,
+}
+
+impl Template {
+    /// Compiles SIPp's message text: each line trimmed, empty lines at the
+    /// start and end dropped, the first empty line parting headers from
+    /// the body; lines end with CRLF when sent.
+    pub fn compile(text: &str, line: u32) -> Result<(Template, u32), ScenarioError> {
+        let lines: Vec<&str> =
+            text.split('\n').map(|l| l.trim_matches(|c| c == ' ' || c == '\t' || c == '\r')).collect();
+        let first = lines.iter().position(|l| !l.is_empty()).unwrap_or(lines.len());
+        let last = lines.iter().rposition(|l| !l.is_empty()).map_or(first, |i| i + 1);
+        let lines = &lines[first..last];
+        let split = lines.iter().position(|l| l.is_empty());
+        let (head, body) = match split {
+            Some(i) => (&lines[..i], &lines[i + 1..]),
+            None => (lines, &[][..]),
+        };
+        let mut max_field = 0u32;
+        let mut compile_lines = |ls: &[&str]| -> Result<Vec<Vec<Segment>>, ScenarioError> {
+            ls.iter()
+                .map(|l| {
+                    let segs = segments(l, line)?;
+                    for s in &segs {
+                        if let Segment::Keyword(Keyword::Field(n)) = s {
+                            max_field = max_field.max(*n as u32 + 1);
+                        }
+                    }
+                    Ok(segs)
+                })
+                .collect()
+        };
+        let head = compile_lines(head)?;
+        let body = compile_lines(body)?;
+        Ok((Template { head, body }, max_field))
+    }
+
+    fn keywords(&self) -> impl Iterator<Item = &Keyword> {
+        self.head.iter().chain(self.body.iter()).flatten().filter_map(|s| match s {
+            Segment::Keyword(k) => Some(k),
+            Segment::Literal(_) => None,
+        })
+    }
+
+    /// The start line's literal text, when it has no keyword before the
+    /// method or status code.
+    fn start_literal(&self) -> String {
+        let mut s = String::new();
+        for seg in self.head.first().into_iter().flatten() {
+            match seg {
+                Segment::Literal(b) => s.push_str(&String::from_utf8_lossy(b)),
+                Segment::Keyword(_) => s.push('\u{1}'),
+            }
+        }
+        s
+    }
+}
+
+/// Splits one line into literals and keywords.
+fn segments(line_text: &str, line: u32) -> Result<Vec<Segment>, ScenarioError> {
+    let mut out = Vec::new();
+    let mut lit = Vec::new();
+    let bytes = line_text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'[' {
+            if let Some(end) = keyword_end(bytes, i) {
+                let inner = &line_text[i + 1..end];
+                if let Some(k) = keyword(inner, line)? {
+                    if !lit.is_empty() {
+                        out.push(Segment::Literal(std::mem::take(&mut lit)));
+                    }
+                    out.push(Segment::Keyword(k));
+                    i = end + 1;
+                    continue;
+                }
+            }
+        }
+        lit.push(bytes[i]);
+        i += 1;
+    }
+    if !lit.is_empty() {
+        out.push(Segment::Literal(lit));
+    }
+    Ok(out)
+}
+
+/// The index of the `]` closing the keyword opened at `start` (nested
+/// brackets allowed, for `[authentication username=[field0]]`).
+fn keyword_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0;
+    for (j, &b) in bytes.iter().enumerate().skip(start) {
+        match b {
+            b'[' => depth += 1,
+            b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `name`, `name+N` or `name-N`.
+fn with_offset(inner: &str) -> (&str, i32) {
+    if let Some(p) = inner.rfind(['+', '-']).filter(|&p| p > 0) {
+        if let Ok(n) = inner[p + 1..].trim().parse::<i32>() {
+            let n = if inner.as_bytes()[p] == b'-' { -n } else { n };
+            return (inner[..p].trim(), n);
+        }
+    }
+    (inner.trim(), 0)
+}
+
+/// The keyword `inner` names (without brackets); `Ok(None)` for text in
+/// brackets that is no keyword of SIPp's syntax (an IPv6 literal, say).
+fn keyword(inner: &str, line: u32) -> Result<Option<Keyword>, ScenarioError> {
+    if inner.is_empty() || inner.contains(':') && !inner.starts_with("last_") || inner.starts_with(char::is_numeric) {
+        // An IPv6 address such as [::1] or [2001:db8::1].
+        return Ok(None);
+    }
+    if let Some(rest) = inner.strip_prefix("authentication") {
+        if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+            return authentication(rest, line).map(Some);
+        }
+    }
+    if let Some(name) = inner.strip_prefix("last_") {
+        return Ok(Some(match name {
+            "Request_URI" => Keyword::LastRequestUri,
+            "cseq_number" => Keyword::LastCseqNumber,
+            _ => {
+                let with_name = name.ends_with(':');
+                let name = name.trim_end_matches(':').to_string();
+                if name.is_empty() {
+                    return Err(ScenarioError::UnknownKeyword { line, keyword: inner.into() });
+                }
+                Keyword::Last { name, with_name }
+            }
+        }));
+    }
+    if let Some(n) = inner.strip_prefix("field") {
+        // `[field0]`; SIPp's `[field0 file="x" line=N]` is not supported.
+        return match n.trim().parse::<usize>() {
+            Ok(n) => Ok(Some(Keyword::Field(n))),
+            Err(_) => Err(ScenarioError::UnknownKeyword { line, keyword: inner.into() }),
+        };
+    }
+    let (name, offset) = with_offset(inner);
+    let k = match name {
+        "call_id" => Keyword::CallId,
+        "branch" => Keyword::Branch(offset),
+        "cseq" => Keyword::Cseq(offset),
+        "local_ip" => Keyword::LocalIp,
+        "local_ip_type" => Keyword::LocalIpType,
+        "local_port" => Keyword::LocalPort,
+        "remote_ip" => Keyword::RemoteIp,
+        "remote_ip_type" => Keyword::RemoteIpType,
+        "remote_port" => Keyword::RemotePort,
+        "media_ip" => Keyword::MediaIp,
+        "media_ip_type" => Keyword::MediaIpType,
+        "media_port" | "auto_media_port" => Keyword::MediaPort(offset),
+        "service" => Keyword::Service,
+        "len" => Keyword::Len,
+        "call_number" => Keyword::CallNumber,
+        "transport" => Keyword::Transport,
+        "pid" => Keyword::Pid,
+        "peer_tag_param" => Keyword::PeerTagParam,
+        "routes" => Keyword::Routes,
+        "next_url" => Keyword::NextUrl,
+        "clock_tick" => Keyword::ClockTick,
+        _ => {
+            // Lowercase words are what SIPp's keywords look like; other
+            // bracketed text is kept as it is.
+            if name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_' || b.is_ascii_digit() || b == b'$') {
+                return Err(ScenarioError::UnknownKeyword { line, keyword: inner.into() });
+            }
+            return Ok(None);
+        }
+    };
+    if offset != 0 && !matches!(k, Keyword::Branch(_) | Keyword::Cseq(_) | Keyword::MediaPort(_)) {
+        return Err(ScenarioError::UnknownKeyword { line, keyword: inner.into() });
+    }
+    Ok(Some(k))
+}
+
+/// `username=X password=Y` where X and Y may hold keywords.
+fn authentication(params: &str, line: u32) -> Result<Keyword, ScenarioError> {
+    let mut username = Vec::new();
+    let mut password = Vec::new();
+    for part in params.split_whitespace() {
+        if let Some(v) = part.strip_prefix("username=") {
+            username = segments(v.trim_matches('"'), line)?;
+        } else if let Some(v) = part.strip_prefix("password=") {
+            password = segments(v.trim_matches('"'), line)?;
+        }
+    }
+    Ok(Keyword::Authentication { username, password })
+}
+
+fn ms_attr(node: roxmltree::Node, name: &str, line: u32) -> Result<Option<Duration>, ScenarioError> {
+    match node.attribute(name) {
+        None => Ok(None),
+        Some(v) => {
+            let v = v.trim();
+            let (num, scale) = if let Some(n) = v.strip_suffix("ms") {
+                (n, 1.0)
+            } else if let Some(n) = v.strip_suffix('s') {
+                (n, 1000.0)
+            } else {
+                (v, 1.0)
+            };
+            match num.trim().parse::<f64>() {
+                Ok(x) if x.is_finite() && x >= 0.0 && x * scale < 1e12 => {
+                    Ok(Some(Duration::from_micros((x * scale * 1000.0) as u64)))
+                }
+                _ => Err(ScenarioError::Bad {
+                    line,
+                    element: node.tag_name().name().into(),
+                    why: format!("{name}=\"{v}\" is not a duration in ms"),
+                }),
+            }
+        }
+    }
+}
+
+fn bool_attr(node: roxmltree::Node, name: &str) -> bool {
+    matches!(node.attribute(name), Some("true" | "global" | "1" | "yes"))
+}
+
+/// Text of an XML file as SIPp reads it: UTF-8, or else ISO-8859-1 (each
+/// byte one character), the encoding SIPp's own files declare.
+pub fn decode_text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => bytes.iter().map(|&b| b as char).collect(),
+    }
+}
+
+/// Parses a SIPp XML scenario.
+pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
+    // roxmltree reads UTF-8 only; SIPp's files declare ISO-8859-1, which
+    // `decode_text` has already turned into characters.
+    let xml = strip_encoding_declaration(xml);
+    let opts = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+    let doc = roxmltree::Document::parse_with_options(&xml, opts).map_err(|e| ScenarioError::Xml(e.to_string()))?;
+    let root = doc.root_element();
+    if root.tag_name().name() != "scenario" {
+        return Err(ScenarioError::NotAScenario(root.tag_name().name().into()));
+    }
+    let name = root.attribute("name").unwrap_or("scenario").to_string();
+    let mut steps = Vec::new();
+    let mut labels: HashMap<String, usize> = HashMap::new();
+    // (step index, label, is ontimeout) to resolve once every label is known.
+    let mut jumps: Vec<(usize, String, bool)> = Vec::new();
+    let mut rtds: Vec<String> = Vec::new();
+    let mut needs_last = false;
+    let mut fields_used = 0usize;
+    let mut last_request: Option<String> = None;
+    let mut rtd_index = |v: &str| -> usize {
+        let key = if v == "true" { "1" } else { v };
+        match rtds.iter().position(|r| r == key) {
+            Some(i) => i,
+            None => {
+                rtds.push(key.to_string());
+                rtds.len() - 1
+            }
+        }
+    };
+    for node in root.children().filter(|n| n.is_element()) {
+        let line = doc.text_pos_at(node.range().start).row;
+        let element = node.tag_name().name();
+        let bad = |why: String| ScenarioError::Bad { line, element: element.into(), why };
+        let kind = match element {
+            "send" => {
+                let text: String = node.children().filter(|c| c.is_text()).filter_map(|c| c.text()).collect();
+                for child in node.children().filter(|c| c.is_element()) {
+                    check_action(child, doc.text_pos_at(child.range().start).row)?;
+                }
+                let (template, fields) = Template::compile(&text, line)?;
+                fields_used = fields_used.max(fields as usize);
+                if template.head.is_empty() {
+                    return Err(bad("the message is empty".into()));
+                }
+                let what = sent_kind(&template.start_literal()).ok_or_else(|| {
+                    bad("the first line is neither a request line (METHOD uri SIP/2.0) nor a status line".into())
+                })?;
+                if template.keywords().any(|k| {
+                    matches!(
+                        k,
+                        Keyword::Last { .. }
+                            | Keyword::LastRequestUri
+                            | Keyword::LastCseqNumber
+                            | Keyword::PeerTagParam
+                    )
+                }) {
+                    needs_last = true;
+                }
+                if let Sent::Request(m) = &what {
+                    if m != "ACK" && m != "CANCEL" {
+                        last_request = Some(m.clone());
+                    } else if last_request.is_none() {
+                        last_request = Some(m.clone());
+                    }
+                }
+                let retrans = ms_attr(node, "retrans", line)?;
+                StepKind::Send(Send { template, retrans, what })
+            }
+            "recv" => {
+                for child in node.children().filter(|c| c.is_element()) {
+                    check_action(child, doc.text_pos_at(child.range().start).row)?;
+                }
+                let expect = match (node.attribute("response"), node.attribute("request")) {
+                    (Some(r), None) => Expect::Response(
+                        r.trim()
+                            .parse()
+                            .ok()
+                            .filter(|c| (100..700).contains(c))
+                            .ok_or_else(|| bad(format!("response=\"{r}\" is not a status code")))?,
+                    ),
+                    (None, Some(m)) if !m.trim().is_empty() => Expect::Request(m.trim().to_string()),
+                    _ => return Err(bad("needs exactly one of response=\"CODE\" or request=\"METHOD\"".into())),
+                };
+                let cseq_method = match expect {
+                    Expect::Response(_) => last_request.clone(),
+                    Expect::Request(_) => None,
+                };
+                let recv = Recv {
+                    expect,
+                    cseq_method,
+                    optional: bool_attr(node, "optional"),
+                    timeout: ms_attr(node, "timeout", line)?,
+                    ontimeout: None,
+                    rrs: bool_attr(node, "rrs"),
+                    auth: bool_attr(node, "auth"),
+                    verify_auth: bool_attr(node, "verify_auth"),
+                };
+                if let Some(l) = node.attribute("ontimeout") {
+                    jumps.push((steps.len(), l.to_string(), true));
+                }
+                StepKind::Recv(recv)
+            }
+            "pause" => {
+                let ms = ms_attr(node, "milliseconds", line)?;
+                let min = ms_attr(node, "min", line)?;
+                let max = ms_attr(node, "max", line)?;
+                let mean = ms_attr(node, "mean", line)?;
+                let pause =
+                    match (node.attribute("distribution"), ms, min, max, mean) {
+                        (None | Some("fixed"), Some(d), _, _, _) => Pause::Fixed(d),
+                        (None | Some("fixed"), None, None, None, None) => Pause::Default,
+                        (None | Some("uniform"), None, Some(a), Some(b), _) if a <= b => Pause::Uniform(a, b),
+                        (Some("exponential"), _, _, _, Some(m)) => Pause::Exponential(m),
+                        _ => return Err(bad(
+                            "supported: milliseconds=\"N\", min/max (uniform), distribution=\"exponential\" mean=\"N\""
+                                .into(),
+                        )),
+                    };
+                StepKind::Pause(pause)
+            }
+            "timewait" => StepKind::Timewait(ms_attr(node, "milliseconds", line)?.unwrap_or(Duration::ZERO)),
+            "nop" => {
+                for child in node.children().filter(|c| c.is_element()) {
+                    check_action(child, doc.text_pos_at(child.range().start).row)?;
+                }
+                StepKind::Nop
+            }
+            "label" => {
+                let id = node.attribute("id").ok_or_else(|| bad("needs id=\"NAME\"".into()))?;
+                if labels.insert(id.to_string(), steps.len()).is_some() {
+                    return Err(bad(format!("label \"{id}\" is defined twice")));
+                }
+                StepKind::Label
+            }
+            "ResponseTimeRepartition" | "CallLengthRepartition" | "Reference" | "User" | "Global" => continue,
+            other => return Err(ScenarioError::Unsupported { line, element: other.into() }),
+        };
+        if let Some(l) = node.attribute("next") {
+            jumps.push((steps.len(), l.to_string(), false));
+        }
+        let start_rtd = node.attribute("start_rtd").map(&mut rtd_index);
+        let rtd = node.attribute("rtd").filter(|v| *v != "false").map(&mut rtd_index);
+        steps.push(Step { kind, next: None, start_rtd, rtd, line });
+    }
+    for (at, label, ontimeout) in jumps {
+        let target = *labels.get(&label).ok_or(ScenarioError::UnknownLabel(label))?;
+        if ontimeout {
+            if let StepKind::Recv(r) = &mut steps[at].kind {
+                r.ontimeout = Some(target);
+            }
+        } else {
+            steps[at].next = Some(target);
+        }
+    }
+    if !steps.iter().any(|s| matches!(s.kind, StepKind::Send(_) | StepKind::Recv(_))) {
+        return Err(ScenarioError::Empty);
+    }
+    Ok(Scenario { name, steps, rtds, needs_last_message: needs_last, fields_used })
+}
+
+/// Actions inside a step: `log` and `exec` are accepted and ignored (they
+/// change no message); others are errors, since skipping them would
+/// change what the scenario sends.
+fn check_action(node: roxmltree::Node, line: u32) -> Result<(), ScenarioError> {
+    match node.tag_name().name() {
+        "action" => {
+            for a in node.children().filter(|c| c.is_element()) {
+                let row = line + a.document().text_pos_at(a.range().start).row
+                    - a.document().text_pos_at(node.range().start).row;
+                match a.tag_name().name() {
+                    "log" | "exec" | "warning" => {}
+                    other => return Err(ScenarioError::Unsupported { line: row, element: format!("action/{other}") }),
+                }
+            }
+            Ok(())
+        }
+        other => Err(ScenarioError::Unsupported { line, element: other.into() }),
+    }
+}
+
+/// Drops the XML declaration's encoding: the text is already decoded.
+fn strip_encoding_declaration(xml: &str) -> std::borrow::Cow<'_, str> {
+    let trimmed = xml.trim_start_matches('\u{feff}');
+    if trimmed.starts_with("<?xml") {
+        if let Some(end) = trimmed.find("?>") {
+            return std::borrow::Cow::Owned(format!("<?xml version=\"1.0\"?>{}", &trimmed[end + 2..]));
+        }
+    }
+    std::borrow::Cow::Borrowed(trimmed)
+}
+
+/// What a start line says: "INVITE sip:... SIP/2.0" or "SIP/2.0 200 OK".
+fn sent_kind(start: &str) -> Option<Sent> {
+    let mut words = start.split_whitespace();
+    let first = words.next()?;
+    if first == "SIP/2.0" {
+        let code = words.next()?.parse::<u16>().ok().filter(|c| (100..700).contains(c))?;
+        return Some(Sent::Response(code));
+    }
+    if first.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_' || b == b'.') && !first.is_empty() {
+        return Some(Sent::Request(first.to_string()));
+    }
+    None
+}
+
+/// SIPp's built-in `uac`, with one change for proxies that record-route
+/// (seed 004's chain, where the UAC's calls cross a proxy): the 200's
+/// Record-Route set and Contact are kept (`rrs`, as SIPp's own comment on
+/// that step suggests) and the ACK and BYE follow them (RFC 3261
+/// §12.2.1.1). Against a UAS reached directly the messages are those of
+/// SIPp's `uac`.
+pub const UAC_XML: &str = include_str!("../scenarios/uac.xml");
+/// SIPp's built-in `uas` (`sipp -sd uas`), unchanged in behaviour.
+pub const UAS_XML: &str = include_str!("../scenarios/uas.xml");
+/// REGISTER with digest authentication (RFC 3261 §22, RFC 2617): the
+/// client answers the 401 challenge.
+pub const REGISTER_XML: &str = include_str!("../scenarios/register.xml");
+/// The registrar side of [`REGISTER_XML`]: challenges every REGISTER
+/// without credentials with 401, accepts the retry.
+pub const REGISTRAR_XML: &str = include_str!("../scenarios/registrar.xml");
+
+/// The names of the built-in scenarios.
+pub const BUILT_IN: &[&str] = &["uac", "uas", "register", "registrar"];
+
+/// A built-in scenario's XML by name.
+pub fn built_in_xml(name: &str) -> Result<&'static str, ScenarioError> {
+    match name {
+        "uac" => Ok(UAC_XML),
+        "uas" => Ok(UAS_XML),
+        "register" => Ok(REGISTER_XML),
+        "registrar" => Ok(REGISTRAR_XML),
+        other => Err(ScenarioError::NoSuchBuiltIn(other.into())),
+    }
+}
+
+/// A built-in scenario by name.
+pub fn built_in(name: &str) -> Result<Scenario, ScenarioError> {
+    parse(built_in_xml(name)?)
+}
+
+impl Scenario {
+    /// Whether calls of this scenario start by sending (a UAC) rather
+    /// than by receiving (a UAS).
+    pub fn is_client(&self) -> bool {
+        self.steps
+            .iter()
+            .find(|s| matches!(s.kind, StepKind::Send(_) | StepKind::Recv(_)))
+            .is_some_and(|s| matches!(s.kind, StepKind::Send(_)))
+    }
+
+    /// The request that opens a call of a server scenario.
+    pub fn first_request(&self) -> Option<&str> {
+        self.steps.iter().find_map(|s| match &s.kind {
+            StepKind::Recv(Recv { expect: Expect::Request(m), .. }) => Some(m.as_str()),
+            StepKind::Send(_) | StepKind::Recv(_) => Some(""),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sipps_builtin_scenarios_compile() {
+        let uac = built_in("uac").unwrap();
+        assert!(uac.is_client());
+        assert_eq!(uac.rtds, vec!["1".to_string()]);
+        let kinds: Vec<&str> = uac
+            .steps
+            .iter()
+            .map(|s| match &s.kind {
+                StepKind::Send(_) => "send",
+                StepKind::Recv(r) if r.optional => "opt",
+                StepKind::Recv(_) => "recv",
+                StepKind::Pause(_) => "pause",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["send", "opt", "opt", "opt", "recv", "send", "pause", "send", "recv"]);
+        let StepKind::Recv(last) = &uac.steps[8].kind else { panic!() };
+        assert_eq!(last.cseq_method.as_deref(), Some("BYE"));
+        let uas = built_in("uas").unwrap();
+        assert!(!uas.is_client());
+        assert!(uas.needs_last_message);
+        assert_eq!(uas.first_request(), Some("INVITE"));
+        assert!(matches!(uas.steps.last().unwrap().kind, StepKind::Timewait(d) if d == Duration::from_secs(4)));
+    }
+
+    #[test]
+    fn templates_split_head_and_body_and_find_keywords() {
+        let (t, fields) = Template::compile(
+            "\n   INVITE sip:[field0]@[remote_ip]:[remote_port] SIP/2.0\n   Via: x;branch=[branch-1]\n   CSeq: [cseq+1] INVITE\n   Content-Length: [len]\n\n   v=0\n   c=IN IP4 [::1]\n\n  ",
+            1,
+        )
+        .unwrap();
+        assert_eq!(fields, 1);
+        assert_eq!(t.head.len(), 4);
+        assert_eq!(t.body.len(), 2);
+        assert!(t.head[1].contains(&Segment::Keyword(Keyword::Branch(-1))));
+        assert!(t.head[2].contains(&Segment::Keyword(Keyword::Cseq(1))));
+        assert_eq!(t.body[1], vec![Segment::Literal(b"c=IN IP4 [::1]".to_vec())]);
+    }
+
+    #[test]
+    fn errors_name_the_problem_and_the_line() {
+        let e =
+            parse("<scenario><send><![CDATA[INVITE sip:x SIP/2.0\n[bogus_word]\n]]></send></scenario>").unwrap_err();
+        assert!(matches!(e, ScenarioError::UnknownKeyword { ref keyword, .. } if keyword == "bogus_word"), "{e}");
+        let e = parse("<scenario>\n<sendCmd/></scenario>").unwrap_err();
+        assert_eq!(e, ScenarioError::Unsupported { line: 2, element: "sendCmd".into() });
+        let e = parse("<scenario><recv response=\"2x\"/></scenario>").unwrap_err();
+        assert!(e.to_string().contains("not a status code"), "{e}");
+        let e = parse("<scenario><recv response=\"200\" next=\"nowhere\"/></scenario>").unwrap_err();
+        assert_eq!(e, ScenarioError::UnknownLabel("nowhere".into()));
+        assert!(matches!(parse("<scenario"), Err(ScenarioError::Xml(_))));
+        assert!(matches!(parse("<foo/>"), Err(ScenarioError::NotAScenario(_))));
+        assert_eq!(parse("<scenario><pause/></scenario>").unwrap_err(), ScenarioError::Empty);
+    }
+
+    #[test]
+    fn labels_and_jumps_resolve() {
+        let s = parse(
+            "<scenario><send><![CDATA[OPTIONS sip:x SIP/2.0\n]]></send>\
+             <recv response=\"200\" timeout=\"100\" ontimeout=\"end\" next=\"end\"/>\
+             <nop/><label id=\"end\"/></scenario>",
+        )
+        .unwrap();
+        let StepKind::Recv(r) = &s.steps[1].kind else { panic!() };
+        assert_eq!((r.ontimeout, s.steps[1].next, r.timeout), (Some(3), Some(3), Some(Duration::from_millis(100))));
+        assert_eq!(r.cseq_method.as_deref(), Some("OPTIONS"));
+    }
+}

@@ -1,0 +1,219 @@
+//! SigComp between the generator and its peer (RFC 3320, RFC 3486,
+//! RFC 5049), as a terminal does it: outgoing messages say
+//! `comp=sigcomp` in their top Via (requests) and Contact, and are
+//! compressed in one compartment per peer address; incoming SigComp
+//! messages are decompressed and their state accepted in the sender's
+//! compartment; plain SIP passes through. A message that fails to
+//! decompress is answered with its NACK (RFC 4077). Retransmissions are
+//! compressed anew, so a NACKed message recovers on the next one.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use sigcomp::{CompartmentId, Params, Transport as SigTransport};
+use sigcomp_compress::{Config, Endpoint, EndpointConfig, Mechanism, Received};
+
+use crate::engine::Transport;
+
+/// Counts of what the layer did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SigcompCounts {
+    pub compressed: u64,
+    pub decompressed: u64,
+    pub plain_received: u64,
+    pub failures: u64,
+    pub nacks_received: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
+/// The SigComp endpoint of a run.
+pub struct SigcompLayer {
+    endpoint: Endpoint,
+    pending_raw: Vec<(SocketAddr, Vec<u8>)>,
+    edited: Vec<u8>,
+    pub counts: SigcompCounts,
+}
+
+fn compartment(a: SocketAddr) -> CompartmentId {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in a.to_string().bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    CompartmentId(h)
+}
+
+impl SigcompLayer {
+    pub fn new(transport: Transport) -> Result<SigcompLayer, String> {
+        if transport != Transport::Udp {
+            return Err("sigkit load compresses over UDP only (-t u1)".into());
+        }
+        // RFC 5049 §3: SIP's minimum decompression memory is 8192 bytes
+        // and state memory 2048; 8192 of each, as the proxy's terminals.
+        let params = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
+        let config = Config { mechanism: Mechanism::Dynamic, transport: SigTransport::Message, ..Config::default() };
+        let endpoint = Endpoint::new(EndpointConfig::new(params, params, config)).map_err(|e| e.to_string())?;
+        Ok(SigcompLayer { endpoint, pending_raw: Vec::new(), edited: Vec::new(), counts: SigcompCounts::default() })
+    }
+
+    /// Decompresses `bytes` from `from` into `plain`; false when there is
+    /// no SIP message in it (a NACK, a failure).
+    pub fn receive(&mut self, now: Instant, from: SocketAddr, bytes: &[u8], plain: &mut Vec<u8>) -> bool {
+        // RFC 3320 §7: a SigComp message starts with 11111.
+        if bytes.first().is_none_or(|b| b & 0xF8 != 0xF8) {
+            self.counts.plain_received += 1;
+            plain.clear();
+            plain.extend_from_slice(bytes);
+            return true;
+        }
+        match self.endpoint.receive(bytes, SigTransport::Message) {
+            Ok(Received::Message(incoming)) => {
+                let accepted = self.endpoint.accept(now, incoming, compartment(from));
+                self.counts.decompressed += 1;
+                plain.clear();
+                plain.extend_from_slice(&accepted.message);
+                true
+            }
+            Ok(Received::Nack(_)) => {
+                self.counts.nacks_received += 1;
+                false
+            }
+            Err(e) => {
+                self.counts.failures += 1;
+                if let Some(nack) = e.nack {
+                    self.pending_raw.push((from, nack));
+                }
+                false
+            }
+        }
+    }
+
+    /// `message` for `to`, with `comp=sigcomp` added and compressed.
+    pub fn compress(&mut self, now: Instant, to: SocketAddr, message: &[u8]) -> Result<Vec<u8>, String> {
+        add_comp_sigcomp(message, &mut self.edited);
+        let out = self.endpoint.compress(now, compartment(to), &self.edited).map_err(|e| e.to_string())?;
+        self.counts.compressed += 1;
+        self.counts.bytes_before += self.edited.len() as u64;
+        self.counts.bytes_after += out.message.len() as u64;
+        Ok(out.message)
+    }
+
+    pub fn has_replies(&self) -> bool {
+        !self.pending_raw.is_empty()
+    }
+
+    /// Messages to send as they are (NACKs).
+    pub fn take_replies(&mut self) -> Vec<(SocketAddr, Vec<u8>)> {
+        std::mem::take(&mut self.pending_raw)
+    }
+}
+
+/// Copies `msg` into `out` with `;comp=sigcomp` on the top Via of a
+/// request (RFC 3486 §4.1) and on the first Contact's URI (§4.2), where
+/// not already there.
+pub fn add_comp_sigcomp(msg: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let request = !msg.starts_with(b"SIP/2.0 ");
+    let head_end = msg.windows(4).position(|w| w == b"\r\n\r\n").map_or(msg.len(), |p| p + 2);
+    let mut via_done = !request;
+    let mut contact_done = false;
+    let mut pos = 0;
+    while pos < head_end {
+        let end = msg[pos..head_end].windows(2).position(|w| w == b"\r\n").map_or(head_end, |p| pos + p);
+        let line = &msg[pos..end];
+        let name_end = line.iter().position(|&b| b == b':').unwrap_or(0);
+        let name = std::str::from_utf8(&line[..name_end]).unwrap_or("").trim();
+        let has =
+            line.windows(13).any(|w| w.eq_ignore_ascii_case(b"comp=sigcomp"[..].as_ref()) || w == b";comp=sigcomp");
+        if !via_done && (name.eq_ignore_ascii_case("via") || name == "v") {
+            out.extend_from_slice(line);
+            if !has {
+                // Before a second Via value on the same line, if any.
+                match line.iter().position(|&b| b == b',') {
+                    Some(comma) => {
+                        out.truncate(out.len() - (line.len() - comma));
+                        out.extend_from_slice(b";comp=sigcomp");
+                        out.extend_from_slice(&line[comma..]);
+                    }
+                    None => out.extend_from_slice(b";comp=sigcomp"),
+                }
+            }
+            via_done = true;
+        } else if !contact_done && (name.eq_ignore_ascii_case("contact") || name == "m") && !has {
+            contact_done = true;
+            let value = &line[name_end + 1..];
+            match value.iter().position(|&b| b == b'>') {
+                Some(gt) => {
+                    out.extend_from_slice(&line[..name_end + 1 + gt]);
+                    out.extend_from_slice(b";comp=sigcomp");
+                    out.extend_from_slice(&value[gt..]);
+                }
+                None if value.iter().any(|b| !b.is_ascii_whitespace()) && !value.contains(&b'*') => {
+                    // A bare URI: in angle brackets, so the parameter is
+                    // the URI's and not the header's.
+                    let v = std::str::from_utf8(value).unwrap_or("").trim();
+                    let (uri, params) = v.split_once(';').map_or((v, ""), |(u, p)| (u, p));
+                    out.extend_from_slice(&line[..name_end + 1]);
+                    out.extend_from_slice(b" <");
+                    out.extend_from_slice(uri.as_bytes());
+                    out.extend_from_slice(b";comp=sigcomp>");
+                    if !params.is_empty() {
+                        out.push(b';');
+                        out.extend_from_slice(params.as_bytes());
+                    }
+                }
+                None => out.extend_from_slice(line),
+            }
+        } else {
+            out.extend_from_slice(line);
+        }
+        out.extend_from_slice(b"\r\n");
+        pos = end + 2;
+    }
+    if head_end < msg.len() {
+        out.extend_from_slice(&msg[head_end.min(msg.len())..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn via_and_contact_get_comp_sigcomp() {
+        let msg = b"INVITE sip:s@h SIP/2.0\r\nVia: SIP/2.0/UDP 1.2.3.4:5;branch=z9hG4bK1\r\nContact: sip:a@1.2.3.4:5\r\nContent-Length: 2\r\n\r\nab";
+        let mut out = Vec::new();
+        add_comp_sigcomp(msg, &mut out);
+        let text = String::from_utf8(out.clone()).unwrap();
+        assert!(text.contains("branch=z9hG4bK1;comp=sigcomp\r\n"), "{text}");
+        assert!(text.contains("Contact: <sip:a@1.2.3.4:5;comp=sigcomp>\r\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\nab"), "{text}");
+        let again = out.clone();
+        add_comp_sigcomp(&again, &mut out);
+        assert_eq!(out, again, "idempotent");
+        let resp = b"SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP x;branch=1\r\nContact: <sip:b@h>\r\n\r\n";
+        add_comp_sigcomp(resp, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("Via: SIP/2.0/UDP x;branch=1\r\n") && text.contains("<sip:b@h;comp=sigcomp>"));
+    }
+
+    #[test]
+    fn two_layers_round_trip() {
+        let a: SocketAddr = "127.0.0.1:1000".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:2000".parse().unwrap();
+        let mut x = SigcompLayer::new(Transport::Udp).unwrap();
+        let mut y = SigcompLayer::new(Transport::Udp).unwrap();
+        let msg = b"OPTIONS sip:s@h SIP/2.0\r\nVia: SIP/2.0/UDP 1.2.3.4:5;branch=z9hG4bK1\r\nCall-ID: 1\r\nContent-Length: 0\r\n\r\n";
+        let now = Instant::now();
+        let mut plain = Vec::new();
+        for _ in 0..3 {
+            let c = x.compress(now, b, msg).unwrap();
+            assert!(c[0] & 0xF8 == 0xF8);
+            assert!(y.receive(now, a, &c, &mut plain));
+            assert!(plain.starts_with(b"OPTIONS sip:s@h SIP/2.0\r\n"));
+        }
+        assert!(!y.receive(now, a, &[0xF8, 0, 1, 2, 3], &mut plain));
+        assert_eq!(y.take_replies().len(), 1, "a NACK for the broken message");
+        assert!(y.receive(now, a, msg, &mut plain) && plain == msg, "plain SIP passes");
+    }
+}
