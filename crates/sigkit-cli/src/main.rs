@@ -20,6 +20,8 @@ mod jsonl;
 mod line_reader;
 mod load_cmd;
 mod proxy_cmd;
+mod ran_cmd;
+mod report_cmd;
 mod results_cmd;
 mod sim_cmd;
 
@@ -96,6 +98,14 @@ enum Command {
     /// List the runs and tables of a results file (sigkit eval, sigkit load
     /// --db), or write one table as CSV.
     Results(results_cmd::ResultsArgs),
+    /// The RAN-delay study (the SigComp performance thesis §2.1, §9.10):
+    /// a call's one-way delay on a 9.6 to 256 kbit/s signalling link,
+    /// uncompressed and with SigComp, by equation 2.1 and (--measure) over
+    /// an emulated link, beside the thesis's values.
+    Ran(ran_cmd::RanArgs),
+    /// Write a self-contained HTML report (plots and tables, PNGs beside
+    /// it) from report-input JSON files, --flows CORPUS and --ran.
+    Report(report_cmd::ReportArgs),
     /// Simulate SIP overload (the SIP overload thesis's model): a scenario
     /// over N seeds in parallel, each seed's collapse verdict and the count.
     Sim(sim_cmd::SimArgs),
@@ -160,6 +170,8 @@ fn main() -> ExitCode {
         Command::Load(args) => load_cmd::load(args),
         Command::Capacity(args) => capacity_cmd::capacity(args),
         Command::Results(args) => results_cmd::results(args),
+        Command::Ran(args) => ran_cmd::ran(args),
+        Command::Report(args) => report_cmd::report(args),
         Command::Sim(args) => sim_cmd::sim(args),
     }
 }

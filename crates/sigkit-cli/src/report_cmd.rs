@@ -1,0 +1,112 @@
+//! `sigkit report INPUT... [-o DIR]`: a self-contained HTML report (plots
+//! and tables) from report-input JSON files (`sigkit ran --json`, or a
+//! load run's steps), and from the corpus itself with --flows and --ran.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use sigcomp_compress::Mechanism;
+use sigkit_eval::ran::{MeasureSettings, THESIS_RATES_KBPS};
+use sigkit_report::{seeds, sources, write_report, ReportInput};
+
+use crate::endpoint_args::EndpointArgs;
+use crate::ran_cmd::{compressed_call, measure_rates};
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Report-input JSON files, merged section by section in order (see
+    /// crates/sigkit-report: load_steps, capacity, compression, ran,
+    /// seed_points, runs).
+    pub inputs: Vec<PathBuf>,
+    /// Where index.html and the PNG plots go.
+    #[arg(long, short = 'o', default_value = "report")]
+    pub out: PathBuf,
+    /// Add the compression section: every flow under this corpus
+    /// directory, under each mechanism (with --algo).
+    #[arg(long, value_name = "CORPUS")]
+    pub flows: Option<PathBuf>,
+    /// Add the RAN-delay study of this call (by equation 2.1 at the
+    /// thesis's bit rates, 9.6 to 256 kbit/s).
+    #[arg(long, value_name = "CALL_DIR", num_args = 0..=1, default_missing_value = "corpus/3gpp-video-call")]
+    pub ran: Option<PathBuf>,
+    /// With --ran: also measure it over the emulated link (UDP on
+    /// 127.0.0.1), time running --time-scale times faster.
+    #[arg(long, requires = "ran")]
+    pub measure: bool,
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0, requires = "measure")]
+    pub time_scale: f64,
+    /// Leave out the published values drawn beside ours.
+    #[arg(long)]
+    pub no_seeds: bool,
+    /// The page's title.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// The compressor and endpoints of --flows and --ran (--ran always
+    /// uses the thesis's reliable transport).
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+}
+
+fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("sigkit report: {msg}");
+    ExitCode::from(code)
+}
+
+pub fn report(args: ReportArgs) -> ExitCode {
+    if args.inputs.is_empty() && args.flows.is_none() && args.ran.is_none() {
+        return fail(2, "nothing to report: give INPUT files, --flows CORPUS or --ran");
+    }
+    let mut input = match ReportInput::read_files(&args.inputs) {
+        Ok(i) => i,
+        Err(e) => return fail(2, e),
+    };
+    let command: Vec<String> = std::env::args().collect();
+    if args.flows.is_some() || args.ran.is_some() {
+        input.runs.push(sources::run_meta(&command.join(" ")));
+    }
+    if let Some(corpus) = &args.flows {
+        let (config, params) = match args.endpoint.resolve() {
+            Ok(c) => c,
+            Err(e) => return fail(2, e),
+        };
+        match sources::compression(corpus, &[config.algorithm], &Mechanism::ALL, config, params) {
+            Ok(c) => input.compression.extend(c),
+            Err(e) => return fail(1, e),
+        }
+    }
+    if let Some(call_dir) = &args.ran {
+        let call = match compressed_call(call_dir, 12, &args.endpoint) {
+            Ok(c) => c,
+            Err(e) => return fail(2, e),
+        };
+        let rtt = Duration::from_millis(70);
+        let measured = if args.measure {
+            let settings = MeasureSettings { rtt, time_scale: args.time_scale, ..MeasureSettings::default() };
+            match measure_rates(&call, &THESIS_RATES_KBPS, &settings) {
+                Ok(m) => m,
+                Err(e) => return fail(1, e),
+            }
+        } else {
+            Vec::new()
+        };
+        input.merge(sources::ran(&call, &THESIS_RATES_KBPS, rtt, &measured));
+    }
+    if !args.no_seeds && !input.load_steps.is_empty() {
+        input.merge(ReportInput { seed_points: seeds::framework_thesis_tables(), ..ReportInput::default() });
+    }
+    if args.no_seeds {
+        input.seed_points.clear();
+    }
+    if args.title.is_some() {
+        input.title = args.title;
+    }
+    match write_report(&input, &args.out) {
+        Ok(files) => {
+            println!("{} ({} plots)", files.index.display(), files.plots.len());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(1, e),
+    }
+}

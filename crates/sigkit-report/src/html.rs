@@ -1,0 +1,690 @@
+//! The page: sections of figures (a plot and the table of its numbers)
+//! built from a [`ReportInput`], written as one HTML file.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::charts::{Chart, Series, Style};
+use crate::{seeds, LoadStep, RanMethod, RanRow, ReportInput, SeedChart, SeedPoint};
+
+pub(crate) struct Table {
+    pub head: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+pub(crate) struct Figure {
+    pub chart: Option<Chart>,
+    pub text: String,
+    pub table: Option<Table>,
+}
+
+pub(crate) struct Section {
+    pub id: &'static str,
+    pub title: String,
+    pub text: String,
+    pub figures: Vec<Figure>,
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn strings<const N: usize>(a: [&str; N]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+/// A number with `d` decimals, or empty for NaN.
+fn num(v: f64, d: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.d$}")
+    } else {
+        String::new()
+    }
+}
+
+/// A file-name-safe id.
+fn slug(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect()
+}
+
+fn seed_series(points: &[SeedPoint], chart: SeedChart) -> Vec<Series> {
+    let mut by_series: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for p in points.iter().filter(|p| p.chart == chart) {
+        if !by_series.contains_key(&p.series) {
+            order.push(p.series.clone());
+        }
+        by_series.entry(p.series.clone()).or_default().push((p.x, p.y));
+    }
+    order
+        .into_iter()
+        .map(|name| {
+            let mut pts = by_series.remove(&name).unwrap_or_default();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series::new(name, Style::Published, pts)
+        })
+        .collect()
+}
+
+/// The sources of the seed points drawn in `charts`, one line each.
+fn seed_note(points: &[SeedPoint], charts: &[SeedChart]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for p in points.iter().filter(|p| charts.contains(&p.chart)) {
+        let mut line = format!("{}: {}, {}", p.series, p.seed, p.source);
+        if p.approximate {
+            line.push_str(" (approximate, from the text)");
+        }
+        if !p.note.is_empty() {
+            let _ = write!(line, "; {}", p.note);
+        }
+        if !seen.contains(&line) {
+            seen.push(line);
+        }
+    }
+    if seen.is_empty() {
+        String::new()
+    } else {
+        format!("Squares: published values. {}.", seen.join(". "))
+    }
+}
+
+pub(crate) fn sections(input: &ReportInput) -> Vec<Section> {
+    let mut out = Vec::new();
+    if !input.load_steps.is_empty() {
+        out.push(load_section(input));
+    }
+    if input.capacity.is_some() || input.seed_points.iter().any(|p| p.chart == SeedChart::LoadFailed) {
+        if let Some(s) = capacity_section(input) {
+            out.push(s);
+        }
+    }
+    if !input.compression.is_empty() {
+        out.push(compression_section(input));
+    }
+    if !input.ran.is_empty() {
+        out.push(ran_section(input));
+    }
+    out
+}
+
+fn load_series(steps: &[LoadStep]) -> Vec<(String, Vec<&LoadStep>)> {
+    let mut out: Vec<(String, Vec<&LoadStep>)> = Vec::new();
+    for s in steps {
+        let name = if s.series.is_empty() { "load".to_string() } else { s.series.clone() };
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.push(s),
+            None => out.push((name, vec![s])),
+        }
+    }
+    for (_, v) in &mut out {
+        v.sort_by(|a, b| a.offered_cps.total_cmp(&b.offered_cps));
+    }
+    out
+}
+
+/// A set-up delay percentile: its name and where a step keeps it.
+type Percentile = (&'static str, fn(&LoadStep) -> f64);
+
+fn load_section(input: &ReportInput) -> Section {
+    let series = load_series(&input.load_steps);
+    let max_offered = input.load_steps.iter().map(|s| s.offered_cps).fold(0.0, f64::max);
+    let mut throughput =
+        vec![Series::new("offered = served", Style::Reference, vec![(0.0, 0.0), (max_offered, max_offered)])];
+    let mut failed = Vec::new();
+    let mut setup = Vec::new();
+    let many = series.len() > 1;
+    for (name, steps) in &series {
+        let label = |what: &str| if many { format!("{what} ({name})") } else { what.to_string() };
+        throughput.push(Series::new(
+            label("successful calls/s"),
+            Style::Line,
+            steps.iter().map(|s| (s.offered_cps, s.calls_per_s)).collect(),
+        ));
+        failed.push(Series::new(
+            label("failed calls %"),
+            Style::Line,
+            steps.iter().map(|s| (s.offered_cps, s.failed_pct)).collect(),
+        ));
+        let percentiles: [Percentile; 3] =
+            [("p50", |s| s.setup_p50_ms), ("p95", |s| s.setup_p95_ms), ("p99", |s| s.setup_p99_ms)];
+        for (p, f) in percentiles {
+            setup.push(Series::new(label(p), Style::Line, steps.iter().map(|s| (s.offered_cps, f(s))).collect()));
+        }
+    }
+    let calls_table = Table {
+        head: strings([
+            "run",
+            "offered calls/s",
+            "attempted",
+            "successful",
+            "failed",
+            "successful calls/s",
+            "failed %",
+        ]),
+        rows: series
+            .iter()
+            .flat_map(|(name, steps)| {
+                steps.iter().map(move |s| {
+                    vec![
+                        name.clone(),
+                        num(s.offered_cps, 1),
+                        s.attempted.to_string(),
+                        s.successful.to_string(),
+                        s.failed.to_string(),
+                        num(s.calls_per_s, 1),
+                        num(s.failed_pct, 2),
+                    ]
+                })
+            })
+            .collect(),
+    };
+    let setup_table = Table {
+        head: strings(["run", "offered calls/s", "set-up p50 ms", "p95 ms", "p99 ms"]),
+        rows: series
+            .iter()
+            .flat_map(|(name, steps)| {
+                steps.iter().map(move |s| {
+                    vec![
+                        name.clone(),
+                        num(s.offered_cps, 1),
+                        num(s.setup_p50_ms, 2),
+                        num(s.setup_p95_ms, 2),
+                        num(s.setup_p99_ms, 2),
+                    ]
+                })
+            })
+            .collect(),
+    };
+    let chart = |id: &str, title: &str, y: &str, series: Vec<Series>| Chart {
+        id: id.to_string(),
+        title: title.to_string(),
+        x_label: "offered load, calls/s".into(),
+        y_label: y.to_string(),
+        log_x: false,
+        integer_x: false,
+        legend_left: true,
+        series,
+    };
+    let mut figures = vec![
+        Figure { chart: Some(chart("load-throughput", "Throughput against offered load", "successful calls/s", throughput)), text: String::new(), table: Some(calls_table) },
+        Figure { chart: Some(chart("load-failed", "Failed calls against offered load", "failed calls, %", failed)), text: String::new(), table: None },
+        Figure { chart: Some(chart("load-setup", "Call set-up delay against offered load", "set-up delay, ms", setup)), text: "Set-up delay: from the INVITE sent to its 200 OK received, percentiles over the step's successful calls.".into(), table: Some(setup_table) },
+    ];
+    // The published measurements, in plots of their own: their rates (2
+    // to 20 calls/s) are far below what a current machine serves.
+    let published = [
+        (
+            SeedChart::LoadThroughput,
+            "published-throughput",
+            "Published: successful calls/s against call rate",
+            "successful calls/s",
+        ),
+        (SeedChart::LoadFailed, "published-failed", "Published: failed calls against call rate", "failed calls, %"),
+        (
+            SeedChart::LoadSetup,
+            "published-setup",
+            "Published: call set-up time against call rate",
+            "call set-up time (mean), ms",
+        ),
+    ];
+    for (kind, id, title, y) in published {
+        let s = seed_series(&input.seed_points, kind);
+        if !s.is_empty() {
+            figures.push(Figure {
+                chart: Some(chart(id, title, y, s)),
+                text: seed_note(&input.seed_points, &[kind]),
+                table: None,
+            });
+        }
+    }
+    Section {
+        id: "load",
+        title: "Load".into(),
+        text: "Each step offers calls at a constant rate; a call is successful when it is set up and released.".into(),
+        figures,
+    }
+}
+
+/// The highest rate of each published series within `max_failed_pct`
+/// and `max_setup_ms` (the framework thesis's reading of its Table 5-7).
+fn published_capacity(points: &[SeedPoint], max_failed_pct: f64, max_setup_ms: f64) -> Vec<(String, String, f64)> {
+    let mut out = Vec::new();
+    for s in seed_series(points, SeedChart::LoadFailed) {
+        let setup = points.iter().filter(|p| p.chart == SeedChart::LoadSetup && p.series == s.name);
+        let source = points
+            .iter()
+            .find(|p| p.chart == SeedChart::LoadFailed && p.series == s.name)
+            .map(|p| format!("{}, {}", p.seed, p.source))
+            .unwrap_or_default();
+        let best = s
+            .points
+            .iter()
+            .filter(|(x, f)| *f <= max_failed_pct && setup.clone().any(|p| p.x == *x && p.y <= max_setup_ms))
+            .map(|p| p.0)
+            .fold(f64::NAN, f64::max);
+        if best.is_finite() {
+            out.push((s.name.clone(), source, best));
+        }
+    }
+    out
+}
+
+fn capacity_section(input: &ReportInput) -> Option<Section> {
+    let mut rows = Vec::new();
+    if let Some(c) = &input.capacity {
+        rows.push(vec![
+            c.target.clone(),
+            num(c.calls_per_s, 1),
+            c.ci95_calls_per_s.map_or(String::new(), |h| format!("± {h:.1}")),
+            c.searches.to_string(),
+            c.service_level.clone(),
+        ]);
+    }
+    for (name, source, cps) in published_capacity(&input.seed_points, 10.0, 250.0) {
+        rows.push(vec![
+            format!("{name} ({source})"),
+            num(cps, 0),
+            String::new(),
+            String::new(),
+            "at most 10 % failed, mean set-up time at most 250 ms (published steps)".into(),
+        ]);
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    Some(Section {
+        id: "capacity",
+        title: "Capacity".into(),
+        text: "The highest call rate served within the service level. Published rows apply the same rule to the published steps of the load section.".into(),
+        figures: vec![Figure { chart: None, text: String::new(), table: Some(Table { head: strings(["system", "calls/s", "95 % CI", "searches", "service level"]), rows }) }],
+    })
+}
+
+fn compression_section(input: &ReportInput) -> Section {
+    let mut flows: Vec<(&str, Vec<&crate::FlowCompression>)> = Vec::new();
+    for f in &input.compression {
+        match flows.iter_mut().find(|(n, _)| *n == f.flow) {
+            Some((_, v)) => v.push(f),
+            None => flows.push((&f.flow, vec![f])),
+        }
+    }
+    let algorithms: std::collections::BTreeSet<&str> = input.compression.iter().map(|f| f.algorithm.as_str()).collect();
+    let mut figures = Vec::new();
+    for (flow, runs) in flows {
+        let name = |f: &crate::FlowCompression| {
+            if algorithms.len() > 1 {
+                format!("{} {}", f.algorithm, f.mechanism)
+            } else {
+                f.mechanism.clone()
+            }
+        };
+        let first = runs[0];
+        let mut series = vec![Series::new(
+            "original",
+            Style::Line,
+            first.messages.iter().enumerate().map(|(i, m)| ((i + 1) as f64, m.1 as f64)).collect(),
+        )];
+        for f in &runs {
+            series.push(Series::new(
+                name(f),
+                Style::Line,
+                f.messages.iter().enumerate().map(|(i, m)| ((i + 1) as f64, m.2 as f64)).collect(),
+            ));
+        }
+        let mut head = strings(["#", "message", "original bytes"]);
+        head.extend(runs.iter().map(|f| format!("{} bytes", name(f))));
+        let mut rows: Vec<Vec<String>> = first
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let mut row = vec![(i + 1).to_string(), m.0.clone(), m.1.to_string()];
+                row.extend(runs.iter().map(|f| f.messages.get(i).map_or(String::new(), |m| m.2.to_string())));
+                row
+            })
+            .collect();
+        let total =
+            |f: &crate::FlowCompression, pick: fn(&(String, u64, u64)) -> u64| f.messages.iter().map(pick).sum::<u64>();
+        let original = total(first, |m| m.1);
+        let mut row = vec![String::new(), "total (ratio)".into(), original.to_string()];
+        row.extend(runs.iter().map(|f| {
+            let c = total(f, |m| m.2);
+            format!("{c} ({:.3})", c as f64 / original.max(1) as f64)
+        }));
+        rows.push(row);
+        figures.push(Figure {
+            chart: Some(Chart {
+                id: format!("compression-{}", slug(flow)),
+                title: format!("{flow}: bytes per message"),
+                x_label: "message number in the flow".into(),
+                y_label: "bytes".into(),
+                log_x: false,
+                integer_x: true,
+                legend_left: false,
+                series,
+            }),
+            text: String::new(),
+            table: Some(Table { head, rows }),
+        });
+    }
+    Section {
+        id: "compression",
+        title: "Compression per message".into(),
+        text: "Each flow between two in-process SigComp endpoints (a UE and a P-CSCF), the original SIP message against the SigComp message as sent, per mechanism.".into(),
+        figures,
+    }
+}
+
+fn ran_label(r: &RanRow, what: &str) -> String {
+    match r.method {
+        RanMethod::Calculated => format!("{what}, eq. 2.1 (RTT {} ms)", trim_ms(r.rtt_ms)),
+        RanMethod::Measured => format!("{what}, measured (RTT {} ms)", trim_ms(r.rtt_ms)),
+    }
+}
+
+fn trim_ms(v: f64) -> String {
+    num(v, if (v - v.round()).abs() < 1e-9 { 0 } else { 1 })
+}
+
+fn ran_section(input: &ReportInput) -> Section {
+    // Our rows, one line per (method, RTT).
+    let mut groups: Vec<(RanMethod, f64, Vec<&RanRow>)> = Vec::new();
+    for r in &input.ran {
+        match groups.iter_mut().find(|g| g.0 == r.method && g.1 == r.rtt_ms) {
+            Some(g) => g.2.push(r),
+            None => groups.push((r.method, r.rtt_ms, vec![r])),
+        }
+    }
+    for g in &mut groups {
+        g.2.sort_by(|a, b| a.kbps.total_cmp(&b.kbps));
+    }
+    let style = |m: RanMethod| if m == RanMethod::Measured { Style::Measured } else { Style::Line };
+    let mut delay = Vec::new();
+    let mut saved = Vec::new();
+    let mut reduction = Vec::new();
+    for (method, _, rows) in &groups {
+        let r0 = rows[0];
+        delay.push(Series::new(
+            ran_label(r0, "SIP"),
+            style(*method),
+            rows.iter().map(|r| (r.kbps, r.sip_delay_s)).collect(),
+        ));
+        delay.push(Series::new(
+            ran_label(r0, "SigComp"),
+            style(*method),
+            rows.iter().map(|r| (r.kbps, r.sigcomp_delay_s)).collect(),
+        ));
+        saved.push(Series::new(
+            ran_label(r0, "saved"),
+            style(*method),
+            rows.iter().map(|r| (r.kbps, r.improvement_s)).collect(),
+        ));
+        reduction.push(Series::new(
+            ran_label(r0, "saved"),
+            style(*method),
+            rows.iter().map(|r| (r.kbps, r.improvement_pct)).collect(),
+        ));
+    }
+    delay.extend(seed_series(&input.seed_points, SeedChart::RanDelay));
+    saved.extend(seed_series(&input.seed_points, SeedChart::RanSaved));
+    reduction.extend(seed_series(&input.seed_points, SeedChart::RanReduction));
+    let chart = |id: &str, title: &str, y: &str, series| Chart {
+        id: id.to_string(),
+        title: title.to_string(),
+        x_label: "signalling link bit rate, kbit/s (log scale)".into(),
+        y_label: y.to_string(),
+        log_x: true,
+        integer_x: false,
+        legend_left: false,
+        series,
+    };
+    // The table: our rows, then the published value at the same rate for
+    // each published series.
+    let seed_columns: Vec<(SeedChart, String)> = {
+        let mut v: Vec<(SeedChart, String)> = Vec::new();
+        for p in input
+            .seed_points
+            .iter()
+            .filter(|p| matches!(p.chart, SeedChart::RanDelay | SeedChart::RanSaved | SeedChart::RanReduction))
+        {
+            if !v.iter().any(|(c, s)| *c == p.chart && *s == p.series) {
+                v.push((p.chart, p.series.clone()));
+            }
+        }
+        v
+    };
+    let mut head = strings([
+        "kbit/s",
+        "method",
+        "RTT ms",
+        "SIP bytes",
+        "SigComp bytes",
+        "SIP s",
+        "SigComp s",
+        "saved s",
+        "saved %",
+    ]);
+    head.extend(seed_columns.iter().map(|(c, s)| {
+        let unit = match c {
+            SeedChart::RanReduction => "%",
+            _ => "s",
+        };
+        format!("{s} {unit}")
+    }));
+    let rows = groups
+        .iter()
+        .flat_map(|g| g.2.iter())
+        .map(|r| {
+            let mut row = vec![
+                trim_ms(r.kbps),
+                r.method.name().to_string(),
+                trim_ms(r.rtt_ms),
+                r.sip_bytes.to_string(),
+                r.sigcomp_bytes.to_string(),
+                num(r.sip_delay_s, 3),
+                num(r.sigcomp_delay_s, 3),
+                num(r.improvement_s, 3),
+                num(r.improvement_pct, 1),
+            ];
+            row.extend(seed_columns.iter().map(|(c, s)| {
+                input
+                    .seed_points
+                    .iter()
+                    .find(|p| p.chart == *c && p.series == *s && (p.x - r.kbps).abs() < 1e-9)
+                    .map_or(String::new(), |p| {
+                        format!(
+                            "{}{}",
+                            if p.approximate { "≈ " } else { "" },
+                            num(p.y, if *c == SeedChart::RanReduction { 0 } else { 2 })
+                        )
+                    })
+            }));
+            row
+        })
+        .collect();
+    let mut figures = vec![
+        Figure {
+            chart: Some(chart(
+                "ran-delay",
+                "One-way RAN delay of the call's session establishment",
+                "one-way RAN delay, s",
+                delay,
+            )),
+            text: seed_note(&input.seed_points, &[SeedChart::RanDelay]),
+            table: None,
+        },
+        Figure {
+            chart: Some(chart("ran-saved", "RAN delay saved by SigComp", "saved, s", saved)),
+            text: seed_note(&input.seed_points, &[SeedChart::RanSaved]),
+            table: None,
+        },
+        Figure {
+            chart: Some(chart(
+                "ran-reduction",
+                "RAN delay saved by SigComp, relative",
+                "saved, % of the uncompressed delay",
+                reduction,
+            )),
+            text: seed_note(&input.seed_points, &[SeedChart::RanReduction]),
+            table: Some(Table { head, rows }),
+        },
+    ];
+    if !input.ran_messages.is_empty() {
+        figures.push(Figure {
+            chart: None,
+            text: "Per message (equation 2.1).".into(),
+            table: Some(Table {
+                head: strings(["kbit/s", "message", "direction", "SIP bytes", "SigComp bytes", "SIP s", "SigComp s"]),
+                rows: input
+                    .ran_messages
+                    .iter()
+                    .map(|m| {
+                        vec![
+                            trim_ms(m.kbps),
+                            m.name.clone(),
+                            m.direction.clone(),
+                            m.sip_bytes.to_string(),
+                            m.sigcomp_bytes.to_string(),
+                            num(m.sip_delay_s, 3),
+                            num(m.sigcomp_delay_s, 3),
+                        ]
+                    })
+                    .collect(),
+            }),
+        });
+    }
+    Section {
+        id: "ran",
+        title: "RAN delay against bit rate".into(),
+        text: format!(
+            "The one-way delay the call's session-establishment messages add on the radio access network's signalling link, uncompressed and with SigComp, by {} (equation 2.1: size × 8 / bit rate + RTT/2 per message, no lower-layer overhead) and measured over an emulated link between UDP sockets. Triangles: measured.",
+            seeds::SIGCOMP_THESIS
+        ),
+        figures,
+    }
+}
+
+fn table_html(out: &mut String, t: &Table) {
+    out.push_str("<table><thead><tr>");
+    for h in &t.head {
+        let _ = write!(out, "<th>{}</th>", escape(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in &t.rows {
+        out.push_str("<tr>");
+        for c in r {
+            let _ = write!(out, "<td>{}</td>", escape(c));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+}
+
+const STYLE: &str = "body{font-family:'DejaVu Sans',sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}\
+    h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ccc}\
+    figure{margin:1em 0}figure svg{max-width:100%;height:auto;border:1px solid #ddd}\
+    table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
+    td:nth-child(2),th:nth-child(2){text-align:left}th{background:#f4f4f4}.note{font-size:13px;color:#555}\
+    #render-check{font-size:12px;color:#777}";
+
+/// After load: every plot's SVG laid out with its lines and its text
+/// measured (the browser found a font), and no script error; the result
+/// goes into #render-check for a headless browser's DOM dump to read.
+const CHECK: &str = r#"<script>
+(function () {
+  var errors = [];
+  window.addEventListener('error', function (e) { errors.push(String(e.message)); });
+  window.addEventListener('load', function () {
+    var figures = document.querySelectorAll('figure.plot');
+    var bad = [];
+    for (var i = 0; i < figures.length; i++) {
+      var svg = figures[i].querySelector('svg');
+      var box = svg ? svg.getBoundingClientRect() : null;
+      var marks = svg ? svg.querySelectorAll('polyline,circle,rect,path,line').length : 0;
+      var texts = svg ? svg.querySelectorAll('text') : [];
+      var drawn = 0;
+      for (var j = 0; j < texts.length; j++) { if (texts[j].getComputedTextLength() > 0) drawn++; }
+      if (!box || box.width < 100 || box.height < 50 || marks < 5 || drawn < 3) bad.push(figures[i].id);
+    }
+    var out = document.getElementById('render-check');
+    out.setAttribute('data-status', bad.length === 0 && errors.length === 0 ? 'ok' : 'failed');
+    out.textContent = 'render check: ' + JSON.stringify({plots: figures.length, bad: bad, errors: errors});
+  });
+})();
+</script>"#;
+
+pub(crate) fn page(input: &ReportInput, sections: &[Section], svgs: &[String]) -> String {
+    let title = input.title.clone().unwrap_or_else(|| "sigkit report".into());
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style>{CHECK}</head><body><h1>{t}</h1>",
+        t = escape(&title)
+    );
+    if !input.runs.is_empty() {
+        out.push_str("<h2 id=\"runs\">Runs</h2>");
+        table_html(
+            &mut out,
+            &Table {
+                head: strings(["machine", "date", "command", "notes"]),
+                rows: input
+                    .runs
+                    .iter()
+                    .map(|r| vec![r.machine.clone(), r.date.clone(), r.command.clone(), r.notes.clone()])
+                    .collect(),
+            },
+        );
+    }
+    if sections.is_empty() {
+        out.push_str("<p>No section has data.</p>");
+    }
+    let mut svg = svgs.iter();
+    for s in sections {
+        let _ = write!(out, "<h2 id=\"{}\">{}</h2><p>{}</p>", s.id, escape(&s.title), escape(&s.text));
+        for f in &s.figures {
+            if let Some(chart) = &f.chart {
+                let _ = write!(out, "<figure class=\"plot\" id=\"{}\">", escape(&chart.id));
+                out.push_str(svg.next().map_or("", String::as_str));
+                let _ = write!(
+                    out,
+                    "<figcaption class=\"note\"><a href=\"{0}.png\">{0}.png</a></figcaption></figure>",
+                    escape(&chart.id)
+                );
+            }
+            if !f.text.is_empty() {
+                let _ = write!(out, "<p class=\"note\">{}</p>", escape(&f.text));
+            }
+            if let Some(t) = &f.table {
+                table_html(&mut out, t);
+            }
+        }
+    }
+    out.push_str("<p id=\"render-check\" data-status=\"pending\">render check: pending</p></body></html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_capacity_reads_the_steps_as_the_framework_thesis_did() {
+        let points = seeds::framework_thesis_tables();
+        let caps = published_capacity(&points, 10.0, 250.0);
+        let get = |m: &str| caps.iter().find(|c| c.0 == m).map(|c| c.2);
+        // Table 5-7 lists, for each configuration, the three steps around
+        // its capacity; the rule picks the middle one: A 18, B 8, C 6, D 6
+        // and C+D 10 calls/s.
+        assert_eq!(get("Machine A"), Some(18.0));
+        assert_eq!(get("Machine B"), Some(8.0));
+        assert_eq!(get("Machine C"), Some(6.0));
+        assert_eq!(get("Machine D"), Some(6.0));
+        assert_eq!(get("Machines C, D"), Some(10.0));
+    }
+
+    #[test]
+    fn names_are_escaped_and_ids_are_file_safe() {
+        assert_eq!(escape("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
+        assert_eq!(slug("3gpp video/call"), "3gpp-video-call");
+    }
+}

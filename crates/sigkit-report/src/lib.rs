@@ -1,0 +1,311 @@
+//! # sigkit-report
+//!
+//! A self-contained HTML report of sigkit's measurements: `index.html`
+//! with every plot inline (SVG, drawn by plotters) and a table of the
+//! numbers under each, and each plot also as a PNG file beside it.
+//!
+//! The input is plain data ([`ReportInput`]), readable from JSON files
+//! that merge section by section ([`ReportInput::merge`]), so a load
+//! run's results, a compression study and the RAN-delay study can come
+//! from different commands. [`sources`] builds the compression and RAN
+//! sections from the corpus; [`seeds`] holds the published values drawn
+//! beside ours.
+
+#![forbid(unsafe_code)]
+
+mod charts;
+mod html;
+pub mod seeds;
+pub mod sources;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use charts::FONT_FAMILY;
+
+/// Everything a report shows; every section is optional (empty).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReportInput {
+    /// The page's title (the first input's that has one).
+    pub title: Option<String>,
+    /// The runs the numbers come from.
+    pub runs: Vec<RunMeta>,
+    /// A load run's steps, one per offered rate (several runs: told apart
+    /// by [`LoadStep::series`]).
+    pub load_steps: Vec<LoadStep>,
+    /// The capacity found by a search.
+    pub capacity: Option<Capacity>,
+    /// Per-message sizes of flows under each mechanism.
+    pub compression: Vec<FlowCompression>,
+    /// The RAN-delay study, one row per bit rate and method.
+    pub ran: Vec<RanRow>,
+    /// The RAN-delay study per message, at the bit rates given.
+    pub ran_messages: Vec<RanMessageRow>,
+    /// Published values drawn beside ours.
+    pub seed_points: Vec<SeedPoint>,
+}
+
+/// Where and how a run was made.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunMeta {
+    pub machine: String,
+    /// UTC, as the run recorded it.
+    pub date: String,
+    pub command: String,
+    pub notes: String,
+}
+
+/// One step of a load run: the calls of one offered rate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoadStep {
+    /// Which run (system under test) the step belongs to; steps of the
+    /// same series are drawn as one line.
+    pub series: String,
+    pub offered_cps: f64,
+    pub attempted: u64,
+    pub successful: u64,
+    pub failed: u64,
+    /// Successful calls per second.
+    pub calls_per_s: f64,
+    pub failed_pct: f64,
+    pub setup_p50_ms: f64,
+    pub setup_p95_ms: f64,
+    pub setup_p99_ms: f64,
+}
+
+/// The result of a capacity search.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Capacity {
+    pub target: String,
+    /// The service level the rate was found within, in words.
+    pub service_level: String,
+    pub calls_per_s: f64,
+    /// Half-width of the 95 % confidence interval across searches.
+    pub ci95_calls_per_s: Option<f64>,
+    pub searches: u32,
+}
+
+/// One flow under one mechanism: each message's size before and after.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FlowCompression {
+    pub flow: String,
+    pub algorithm: String,
+    pub mechanism: String,
+    /// (message label, original bytes, compressed bytes), in flow order.
+    pub messages: Vec<(String, u64, u64)>,
+}
+
+/// How a RAN-delay row was obtained.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RanMethod {
+    /// Equation 2.1 of the SigComp performance thesis.
+    #[default]
+    Calculated,
+    /// Over the emulated link with real UDP sockets.
+    Measured,
+}
+
+impl RanMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            RanMethod::Calculated => "calculated",
+            RanMethod::Measured => "measured",
+        }
+    }
+}
+
+/// The call's one-way RAN delay at one bit rate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RanRow {
+    pub kbps: f64,
+    pub method: RanMethod,
+    pub rtt_ms: f64,
+    pub messages: u32,
+    pub sip_bytes: u64,
+    pub sigcomp_bytes: u64,
+    pub sip_delay_s: f64,
+    pub sigcomp_delay_s: f64,
+    pub improvement_s: f64,
+    pub improvement_pct: f64,
+}
+
+/// One message of the call at one bit rate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RanMessageRow {
+    pub kbps: f64,
+    pub name: String,
+    pub direction: String,
+    pub sip_bytes: u64,
+    pub sigcomp_bytes: u64,
+    pub sip_delay_s: f64,
+    pub sigcomp_delay_s: f64,
+}
+
+/// Which plot a published value belongs beside.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeedChart {
+    /// One-way RAN delay (s) against bit rate (kbps).
+    #[default]
+    RanDelay,
+    /// RAN delay saved by SigComp (s) against bit rate.
+    RanSaved,
+    /// RAN delay saved by SigComp (%) against bit rate.
+    RanReduction,
+    /// Successful calls/s against offered calls/s.
+    LoadThroughput,
+    /// Failed calls (%) against offered calls/s.
+    LoadFailed,
+    /// Call set-up time (ms) against offered calls/s.
+    LoadSetup,
+}
+
+/// A value a source document published.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SeedPoint {
+    /// The document, by title.
+    pub seed: String,
+    /// Where in it (table, figure, section).
+    pub source: String,
+    pub chart: SeedChart,
+    /// The line it belongs to (e.g. a machine, or "SIP").
+    pub series: String,
+    pub x: f64,
+    pub y: f64,
+    /// Read from prose ("about 70 %") rather than a table.
+    pub approximate: bool,
+    pub note: String,
+}
+
+impl ReportInput {
+    /// Adds `other`'s sections to this one's: lists are appended, the
+    /// title and capacity kept from the first input that has them.
+    pub fn merge(&mut self, other: ReportInput) {
+        if self.title.is_none() {
+            self.title = other.title;
+        }
+        if self.capacity.is_none() {
+            self.capacity = other.capacity;
+        }
+        self.runs.extend(other.runs);
+        self.load_steps.extend(other.load_steps);
+        self.compression.extend(other.compression);
+        self.ran.extend(other.ran);
+        self.ran_messages.extend(other.ran_messages);
+        for p in other.seed_points {
+            if !self.seed_points.contains(&p) {
+                self.seed_points.push(p);
+            }
+        }
+    }
+
+    /// Reads and merges JSON files of [`ReportInput`], in order.
+    pub fn read_files(paths: &[PathBuf]) -> Result<ReportInput, ReportError> {
+        let mut input = ReportInput::default();
+        for path in paths {
+            let text = std::fs::read_to_string(path).map_err(|e| ReportError::Io(path.clone(), e))?;
+            let part: ReportInput =
+                serde_json::from_str(&text).map_err(|e| ReportError::Json(path.clone(), e.to_string()))?;
+            input.merge(part);
+        }
+        Ok(input)
+    }
+
+    /// Whether no section has anything to show.
+    pub fn is_empty(&self) -> bool {
+        self.load_steps.is_empty() && self.capacity.is_none() && self.compression.is_empty() && self.ran.is_empty()
+    }
+}
+
+/// What [`write_report`] wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportFiles {
+    pub index: PathBuf,
+    /// One PNG per plot, beside the page.
+    pub pngs: Vec<PathBuf>,
+    /// The plots' ids (each also the PNG's file stem and the id of its
+    /// `<figure>` in the page).
+    pub plots: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    #[error("{0}: not a report input: {1}")]
+    Json(PathBuf, String),
+    #[error("drawing {0}: {1}")]
+    Draw(String, String),
+}
+
+/// Writes `dir/index.html` and one PNG per plot beside it (the directory
+/// is created). The page is self-contained: its plots are inline SVG, its
+/// style inline, and its one script only checks, once loaded, that every
+/// plot rendered (it writes the result into `#render-check`).
+pub fn write_report(input: &ReportInput, dir: &Path) -> Result<ReportFiles, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|e| ReportError::Io(dir.to_path_buf(), e))?;
+    let sections = html::sections(input);
+    let mut pngs = Vec::new();
+    let mut plots = Vec::new();
+    let mut svgs = Vec::new();
+    for chart in sections.iter().flat_map(|s| s.figures.iter().filter_map(|f| f.chart.as_ref())) {
+        let png = dir.join(format!("{}.png", chart.id));
+        charts::write_png(chart, &png).map_err(|e| ReportError::Draw(chart.id.clone(), e))?;
+        svgs.push(charts::svg(chart).map_err(|e| ReportError::Draw(chart.id.clone(), e))?);
+        pngs.push(png);
+        plots.push(chart.id.clone());
+    }
+    let page = html::page(input, &sections, &svgs);
+    let index = dir.join("index.html");
+    std::fs::write(&index, page).map_err(|e| ReportError::Io(index.clone(), e))?;
+    Ok(ReportFiles { index, pngs, plots })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_merge_section_by_section() {
+        let mut a = ReportInput {
+            title: Some("a".into()),
+            load_steps: vec![LoadStep { offered_cps: 10.0, ..LoadStep::default() }],
+            ..ReportInput::default()
+        };
+        let b: ReportInput = serde_json::from_str(
+            r#"{"title": "b", "load_steps": [{"offered_cps": 20}],
+                "compression": [{"flow": "f", "mechanism": "basic", "messages": [["INVITE", 900, 300]]}],
+                "capacity": {"calls_per_s": 7.5}}"#,
+        )
+        .unwrap();
+        a.merge(b);
+        assert_eq!(a.title.as_deref(), Some("a"));
+        assert_eq!(a.load_steps.iter().map(|s| s.offered_cps).collect::<Vec<_>>(), [10.0, 20.0]);
+        assert_eq!(a.compression[0].messages, [("INVITE".to_string(), 900, 300)]);
+        assert_eq!(a.capacity.as_ref().map(|c| c.calls_per_s), Some(7.5));
+        assert!(!a.is_empty());
+        assert!(ReportInput::default().is_empty());
+    }
+
+    #[test]
+    fn an_input_survives_json() {
+        let input = ReportInput {
+            ran: vec![RanRow { kbps: 9.6, method: RanMethod::Measured, ..RanRow::default() }],
+            seed_points: vec![SeedPoint { chart: SeedChart::LoadSetup, ..SeedPoint::default() }],
+            ..ReportInput::default()
+        };
+        let json = serde_json::to_string(&input).unwrap();
+        assert!(json.contains(r#""method":"measured""#) && json.contains(r#""chart":"load_setup""#));
+        assert_eq!(serde_json::from_str::<ReportInput>(&json).unwrap(), input);
+    }
+}

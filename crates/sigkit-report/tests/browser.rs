@@ -1,0 +1,196 @@
+//! The report from real data (every corpus flow compressed now, the
+//! RAN-delay study calculated and measured over the emulated link now,
+//! load steps built here), opened in headless Chromium: every plot must
+//! render, with no script error, and the screenshot must not be blank.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sigcomp::Params;
+use sigcomp_compress::{Algorithm, Config, Mechanism};
+use sigkit_eval::corpus::load_flow;
+use sigkit_eval::ran::{measure, MeasureSettings, RanCall, THESIS_RATES_KBPS, THESIS_RTT};
+use sigkit_report::{seeds, sources, write_report, Capacity, LoadStep, ReportInput};
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus")
+}
+
+/// Whether the test may go on without `tool` (never in CI, where a
+/// missing tool is a failure: `.ci/run` installs it).
+fn have(tool: &str) -> bool {
+    let found =
+        Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success());
+    assert!(found || std::env::var_os("CI").is_none(), "{tool} is required in CI (.ci/run installs it)");
+    if !found {
+        eprintln!("skipping: {tool} is not installed");
+    }
+    found
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sigkit-report-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Load steps of a system that serves up to `capacity` calls/s, its
+/// set-up delay growing as the offered load nears it (an M/M/1 queue's
+/// sojourn time): inputs for the load plots, built here, not measured.
+fn load_steps(series: &str, capacity: f64) -> Vec<LoadStep> {
+    (1..=8)
+        .map(|i| {
+            let offered = capacity * f64::from(i) / 6.0;
+            let served = offered.min(capacity);
+            let attempted = (offered * 10.0).round() as u64;
+            let successful = (served * 10.0).round() as u64;
+            let rho = (offered / capacity).min(0.98);
+            let mean_ms = 1000.0 / capacity / (1.0 - rho);
+            LoadStep {
+                series: series.into(),
+                offered_cps: offered,
+                attempted,
+                successful,
+                failed: attempted - successful,
+                calls_per_s: served,
+                failed_pct: (attempted - successful) as f64 / attempted as f64 * 100.0,
+                // Exponential sojourn: p = -ln(1 - q) × mean.
+                setup_p50_ms: mean_ms * 2f64.ln(),
+                setup_p95_ms: mean_ms * 20f64.ln(),
+                setup_p99_ms: mean_ms * 100f64.ln(),
+            }
+        })
+        .collect()
+}
+
+fn real_input() -> ReportInput {
+    let params = Params { dms: 8192, sms: 131072, cpb: 32, ..Params::default() };
+    let mut input = ReportInput { title: Some("sigkit report (test)".into()), ..ReportInput::default() };
+    input.runs.push(sources::run_meta("cargo test -p sigkit-report --test browser"));
+    input.compression =
+        sources::compression(&corpus(), &[Algorithm::Lzss], &Mechanism::ALL, Config::default(), params).unwrap();
+    let mut messages = load_flow(&corpus().join("3gpp-video-call")).unwrap();
+    messages.truncate(12);
+    let call = RanCall::compress(&messages, params, Config::default()).unwrap();
+    // Two rates over the emulated link, time running 16 times faster.
+    let settings = MeasureSettings { time_scale: 16.0, ..MeasureSettings::default() };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let measured = runtime.block_on(measure(&call, &[9.6, 64.0], &settings)).unwrap();
+    input.merge(sources::ran(&call, &THESIS_RATES_KBPS, THESIS_RTT, &measured));
+    input.load_steps = load_steps("system A", 600.0);
+    input.load_steps.extend(load_steps("system B", 900.0));
+    input.capacity = Some(Capacity {
+        target: "system B".into(),
+        service_level: "at most 10 % failed calls, p95 set-up delay at most 250 ms".into(),
+        calls_per_s: 900.0,
+        ci95_calls_per_s: Some(20.0),
+        searches: 3,
+    });
+    input.seed_points.extend(seeds::framework_thesis_tables());
+    input
+}
+
+/// Mean and variance of the luminance of a PNG's pixels, its size, and how
+/// many of its pixels are clearly coloured (a plotted line, not grey).
+fn png_stats(path: &Path) -> (u32, u32, f64, f64, usize) {
+    let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "{path:?}: {:?}", info.color_type);
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(channels).collect();
+    let lum: Vec<f64> =
+        pixels.iter().map(|p| 0.299 * f64::from(p[0]) + 0.587 * f64::from(p[1]) + 0.114 * f64::from(p[2])).collect();
+    let mean = lum.iter().sum::<f64>() / lum.len() as f64;
+    let var = lum.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / lum.len() as f64;
+    let coloured = pixels
+        .iter()
+        .filter(|p| {
+            let (max, min) = (p[0].max(p[1]).max(p[2]), p[0].min(p[1]).min(p[2]));
+            max - min > 80
+        })
+        .count();
+    (info.width, info.height, mean, var, coloured)
+}
+
+#[test]
+fn the_report_of_real_data_renders_every_plot_in_chromium() {
+    let dir = scratch("browser");
+    let input = real_input();
+    let files = write_report(&input, &dir).unwrap();
+
+    // Every plot the data calls for, each as a PNG beside the page.
+    let flows = sigkit_eval::study::flow_dirs(&corpus()).unwrap();
+    let mut expected: Vec<String> = ["load-throughput", "load-failed", "load-setup"].map(String::from).to_vec();
+    expected.extend(["published-throughput", "published-failed", "published-setup"].map(String::from));
+    expected.extend(flows.iter().map(|f| format!("compression-{}", f.file_name().unwrap().to_string_lossy())));
+    expected.extend(["ran-delay", "ran-saved", "ran-reduction"].map(String::from));
+    for id in &expected {
+        assert!(files.plots.contains(id), "plot {id} missing from {:?}", files.plots);
+    }
+    assert_eq!(files.pngs.len(), files.plots.len());
+    for png in &files.pngs {
+        let (w, h, mean, var, coloured) = png_stats(png);
+        assert_eq!((w, h), (960, 500), "{png:?}");
+        // White background, dark text and grid: far from uniform.
+        assert!(mean > 150.0 && var > 500.0, "{png:?}: mean {mean}, variance {var}");
+        assert!(coloured > 500, "{png:?}: {coloured} coloured pixels (the series)");
+    }
+
+    // Self-contained: nothing loaded from elsewhere.
+    let html = std::fs::read_to_string(&files.index).unwrap();
+    for outside in ["src=\"http", "href=\"http", "<link", "<img", "@import", "url("] {
+        assert!(!html.contains(outside), "the page refers to {outside}");
+    }
+    assert_eq!(html.matches("<figure class=\"plot\"").count(), files.plots.len());
+    // The tables carry the numbers: the thesis's values beside ours.
+    for text in ["thesis: saved", "≈ 6.90", "≈ 70", "Machine A", "Table 5-2", "system B"] {
+        assert!(html.contains(text), "{text} missing from the page");
+    }
+
+    if !have("chromium") {
+        return;
+    }
+    let url = format!("file://{}", files.index.display());
+    let chromium = |extra: &[&str], profile: &str| {
+        let out = Command::new("timeout")
+            .args(["120", "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
+            .arg(format!("--user-data-dir={}", dir.join(profile).display()))
+            .args(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000"])
+            .args(extra)
+            .arg(&url)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        for error in ["Uncaught", "SyntaxError", "ReferenceError", "TypeError"] {
+            assert!(!stderr.contains(error), "script error in the page: {stderr}");
+        }
+        (String::from_utf8_lossy(&out.stdout).to_string(), stderr)
+    };
+
+    // The page's own check, after load: every plot laid out, its lines
+    // drawn and its text measured in a font, and no script error.
+    let (dom, stderr) = chromium(&["--dump-dom"], "profile-dom");
+    let check = dom.split("id=\"render-check\"").nth(1).unwrap_or_else(|| panic!("no render check: {stderr}"));
+    let check = &check[..check.find("</p>").unwrap()];
+    assert!(check.contains("data-status=\"ok\""), "{check}");
+    assert!(check.contains(&format!("\"plots\":{}", files.plots.len())), "{check}");
+    assert!(check.contains("\"bad\":[]") && check.contains("\"errors\":[]"), "{check}");
+
+    // The screenshot: the top of the page, plots and tables, not blank.
+    let shot = dir.join("screenshot.png");
+    let shot_arg = format!("--screenshot={}", shot.display());
+    let (_, stderr) = chromium(&[&shot_arg, "--window-size=1100,2400"], "profile-shot");
+    assert!(shot.exists(), "no screenshot: {stderr}");
+    let (w, h, mean, var, coloured) = png_stats(&shot);
+    assert_eq!((w, h), (1100, 2400));
+    assert!(var > 300.0 && mean < 254.0, "blank screenshot: mean {mean}, variance {var}");
+    assert!(coloured > 2000, "{coloured} coloured pixels: no plotted lines on screen");
+    if std::env::var_os("SIGKIT_KEEP_REPORT").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        eprintln!("report kept in {}", dir.display());
+    }
+}
