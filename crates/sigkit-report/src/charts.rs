@@ -216,7 +216,9 @@ where
                     .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, color.stroke_width(2)));
             }
             Style::Published => {
-                if s.points.len() > 2 {
+                // A published series of many steps (a table) reads better
+                // joined; a few values read off a figure are not a curve.
+                if s.points.len() > 4 {
                     ctx.draw_series(LineSeries::new(s.points.iter().copied(), color.mix(0.5).stroke_width(1)))
                         .map_err(e)?;
                 }
