@@ -1,17 +1,23 @@
 //! `sigkit load`: the SIP load generator, with SIPp's flags where the two
-//! tools overlap, so a SIPp command line runs unchanged.
+//! tools overlap, so a SIPp command line runs unchanged; load patterns,
+//! SigComp and the system under test's resources beyond them.
 
+use std::io::{IsTerminal, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use sigkit_loadgen::{LoadConfig, Role};
+use sigkit_loadgen::engine::Transport;
+use sigkit_loadgen::{scenario, Arrivals, Injection, LoadConfig, Pattern, Role};
 
 /// SIPp's single-dash long flags, which clap spells with two dashes.
 const SIPP_FLAGS: &[&str] = &[
     "sn",
     "sf",
+    "sd",
     "inf",
     "r",
     "rp",
@@ -23,11 +29,27 @@ const SIPP_FLAGS: &[&str] = &[
     "t",
     "s",
     "timeout",
+    "timeout_error",
+    "recv_timeout",
     "trace_stat",
+    "trace_err",
+    "trace_msg",
+    "trace_screen",
     "fd",
     "cp",
     "nostdin",
     "bg",
+    "rsa",
+    "base_cseq",
+    "mp",
+    "au",
+    "ap",
+    "rate_increase",
+    "rate_max",
+    "rate_interval",
+    "no_rate_quit",
+    "aa",
+    "users",
 ];
 
 /// Rewrites `-sn uac` as `--sn uac` (and so on for SIPp's flags) in the
@@ -45,72 +67,160 @@ pub fn sipp_style(args: Vec<String>) -> Vec<String> {
 
 #[derive(Args)]
 pub struct LoadArgs {
-    /// The remote host:port (the UAC's target).
+    /// The remote host:port (where a UAC's calls go; [remote_ip]:[remote_port]).
     remote: Option<String>,
-    /// Built-in scenario: uac or uas (the framework thesis's simple call).
+    /// Built-in scenario: uac, uas (the framework thesis's simple call, SIPp's
+    /// messages), register (REGISTER with digest authentication),
+    /// registrar (its server side).
     #[arg(long = "sn", default_value = "uac")]
     scenario: String,
-    /// SIPp XML scenario file: not supported yet (an error says so).
+    /// A SIPp XML scenario file (the common subset: send, recv, pause,
+    /// nop, label, timewait, rtd; SIPp's keywords).
     #[arg(long = "sf")]
-    scenario_file: Option<String>,
-    /// CSV injection file: not supported yet.
+    scenario_file: Option<PathBuf>,
+    /// Print a built-in scenario's XML and exit.
+    #[arg(long = "sd")]
+    dump: Option<String>,
+    /// CSV injection file ([field0], [field1], ...): a first line
+    /// SEQUENTIAL, RANDOM or USER, then ;-separated values per call.
     #[arg(long = "inf")]
-    inject: Option<String>,
+    inject: Option<PathBuf>,
     /// Calls per rate period.
     #[arg(long = "r", default_value_t = 10.0)]
     rate: f64,
-    /// The rate period, ms.
-    #[arg(long = "rp", default_value_t = 1000)]
-    rate_period_ms: u64,
-    /// Calls in progress at most.
+    /// The rate period (ms; or with a unit: 1s).
+    #[arg(long = "rp", default_value = "1000")]
+    rate_period: String,
+    /// Calls in progress at most; a call due beyond it is not placed.
     #[arg(long = "l")]
     limit: Option<usize>,
-    /// Calls in all, then stop.
+    /// Calls in all, then stop (a UAS: calls ended).
     #[arg(long = "m")]
     max_calls: Option<u64>,
-    /// Hold time of an answered call before BYE, ms.
-    #[arg(long = "d", default_value_t = 0)]
-    hold_ms: u64,
+    /// Length of <pause/> without its own: the hold time (ms; or 2s).
+    #[arg(long = "d", default_value = "0")]
+    hold: String,
     /// Local IP address.
     #[arg(long = "i", default_value = "127.0.0.1")]
     local_ip: String,
-    /// Local port (UAS default 5060, UAC default any).
+    /// Local port (a UAS's default 5060, a UAC's any).
     #[arg(long = "p")]
     local_port: Option<u16>,
-    /// Transport mode: u1 (one UDP socket). t1 (one TCP connection) is not
-    /// supported yet.
+    /// Transport: u1 (one UDP socket) or t1 (one TCP connection).
     #[arg(long = "t", default_value = "u1")]
     transport: String,
-    /// The Request-URI's user part.
+    /// [service]: the Request-URI's user part.
     #[arg(long = "s", default_value = "service")]
     service: String,
-    /// Stop the whole run after this many seconds (SIPp: "10", "10s").
+    /// Stop the whole run after this long (s; or 500ms, 2m).
     #[arg(long = "timeout")]
     timeout: Option<String>,
-    /// Accepted for SIPp compatibility; statistics go to --json.
+    /// Accepted for SIPp compatibility.
+    #[arg(long = "timeout_error")]
+    timeout_error: bool,
+    /// A recv step without its own timeout fails after this long (ms).
+    #[arg(long = "recv_timeout")]
+    recv_timeout: Option<String>,
+    /// Write the interval statistics to <scenario>_<pid>_.csv (;-separated).
     #[arg(long = "trace_stat")]
     trace_stat: bool,
-    /// Reporting interval, seconds (intervals appear in --json).
-    #[arg(long = "fd", default_value_t = 1)]
-    report_every_s: u64,
-    /// Control port: accepted, no remote control yet.
+    /// Accepted for SIPp compatibility (no message logs).
+    #[arg(long = "trace_err")]
+    trace_err: bool,
+    #[arg(long = "trace_msg", hide = true)]
+    trace_msg: bool,
+    #[arg(long = "trace_screen", hide = true)]
+    trace_screen: bool,
+    /// Reporting interval (s; or 500ms).
+    #[arg(long = "fd", default_value = "1")]
+    report_every: String,
+    /// UDP control port (SIPp's remote control: "cset rate 50", keys
+    /// + - * / p q Q). Without it there is no control socket.
     #[arg(long = "cp")]
     control_port: Option<u16>,
-    /// Accepted for SIPp compatibility (sigkit load never reads stdin).
+    /// Do not read keys from the terminal.
     #[arg(long = "nostdin")]
     nostdin: bool,
-    /// Accepted for SIPp compatibility.
+    /// Accepted for SIPp compatibility (the run stays in the foreground).
     #[arg(long = "bg")]
     background: bool,
     /// Send through this host:port (an outbound proxy); the remote stays in
     /// the Request-URI.
     #[arg(long = "rsa")]
     next_hop: Option<String>,
-    /// Record the run (command, configuration, machine, summary, one row
-    /// per interval in table `load_intervals`) in this SQLite file.
+    /// The first [cseq] of each call.
+    #[arg(long = "base_cseq", default_value_t = 1)]
+    base_cseq: u32,
+    /// [media_port].
+    #[arg(long = "mp", default_value_t = 6000)]
+    media_port: u16,
+    /// Digest user ([authentication]; default the service).
+    #[arg(long = "au")]
+    auth_user: Option<String>,
+    /// Digest password.
+    #[arg(long = "ap", default_value = "password")]
+    auth_password: String,
+    /// SIPp's stepped load: add this many calls per period every
+    /// -rate_interval (default -fd) until -rate_max.
+    #[arg(long = "rate_increase")]
+    rate_increase: Option<f64>,
+    #[arg(long = "rate_max")]
+    rate_max: Option<f64>,
+    #[arg(long = "rate_interval")]
+    rate_interval: Option<String>,
+    /// Keep the last rate after -rate_max instead of stopping.
+    #[arg(long = "no_rate_quit")]
+    no_rate_quit: bool,
+    /// Accepted for SIPp compatibility (automatic answers are not sent).
+    #[arg(long = "aa")]
+    auto_answer: bool,
+    /// SIPp's user-based mode: not supported (an error says so).
+    #[arg(long = "users")]
+    users: Option<u64>,
+    /// Stepped load as the framework thesis runs it: START:END:STEP calls/s,
+    /// each for --dwell, with --pause without new calls between.
+    #[arg(long, value_name = "START:END:STEP")]
+    steps: Option<String>,
+    /// How long each step lasts (with --steps).
+    #[arg(long, default_value = "10s")]
+    dwell: String,
+    /// How long no calls start after each step (with --steps).
+    #[arg(long, default_value = "0s")]
+    pause: String,
+    /// A linear ramp FROM:TO calls/s over --ramp-time.
+    #[arg(long, value_name = "FROM:TO")]
+    ramp: Option<String>,
+    #[arg(long = "ramp-time", default_value = "10s")]
+    ramp_time: String,
+    /// Bursts: SIZE calls at once every EVERY (e.g. 50:1s).
+    #[arg(long, value_name = "SIZE:EVERY")]
+    burst: Option<String>,
+    /// Arrivals: uniform (evenly spaced, as SIPp) or poisson.
+    #[arg(long, default_value = "uniform")]
+    arrivals: String,
+    /// Stop the run after this long (as -timeout).
+    #[arg(long)]
+    duration: Option<String>,
+    /// A call not over after this long fails (call_timeout).
+    #[arg(long = "call-timeout")]
+    call_timeout: Option<String>,
+    /// Sample the CPU and memory of these processes (the system under
+    /// test) every interval, from /proc; repeat or comma-separate.
+    #[arg(long = "sut-pid", value_delimiter = ',')]
+    sut_pid: Vec<u32>,
+    /// Compress toward the peer with SigComp (RFC 3320; comp=sigcomp in
+    /// Via and Contact) and decompress what comes back (UDP).
+    #[arg(long)]
+    sigcomp: bool,
+    /// RFC 3261's T1 (ms): the first retransmission interval; 64·T1 is
+    /// Timers B and F.
+    #[arg(long, default_value_t = 500)]
+    t1: u64,
+    /// Record the run (command, configuration, machine, summary, tables
+    /// load_intervals and load_steps) in this SQLite file.
     #[arg(long, value_name = "FILE")]
-    db: Option<std::path::PathBuf>,
-    /// Print the run's summary (and intervals) as JSON at the end.
+    db: Option<PathBuf>,
+    /// Print the run's report (summary, intervals, steps) as JSON at the end.
     #[arg(long)]
     json: bool,
 }
@@ -120,7 +230,9 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn seconds(s: &str) -> Option<Duration> {
+/// A duration in SIPp's style: a number in `unit` seconds, or with a
+/// unit suffix (ms, s, m, h).
+fn duration(s: &str, unit: f64) -> Option<Duration> {
     let s = s.trim();
     let (n, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 0.001)
@@ -128,74 +240,291 @@ fn seconds(s: &str) -> Option<Duration> {
         (n, 1.0)
     } else if let Some(n) = s.strip_suffix('m') {
         (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
     } else {
-        (s, 1.0)
+        (s, unit)
     };
-    n.parse::<f64>().ok().filter(|v| *v >= 0.0).map(|v| Duration::from_secs_f64(v * scale))
+    n.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0 && v * scale < 1e9)
+        .map(|v| Duration::from_secs_f64(v * scale))
 }
 
-pub fn load(args: LoadArgs) -> ExitCode {
-    if args.scenario_file.is_some() || args.inject.is_some() {
-        return usage("SIPp XML scenarios (-sf) and CSV injection (-inf) are not supported yet; use -sn uac|uas");
+fn addr(s: &str) -> Option<SocketAddr> {
+    s.to_socket_addrs().ok().and_then(|mut a| a.next())
+}
+
+fn pair(s: &str) -> Option<(&str, &str)> {
+    s.split_once(':')
+}
+
+/// The configuration the arguments describe, or the message of a usage
+/// error.
+fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
+    if args.users.is_some() {
+        return Err("-users (SIPp's user-based mode) is not supported; use -r, -l and -m".into());
     }
-    if args.transport != "u1" {
-        return usage(format!("-t {}: only u1 (one UDP socket) is supported yet", args.transport));
-    }
-    let role = match args.scenario.as_str() {
-        "uac" => Role::Uac,
-        "uas" => Role::Uas,
-        other => return usage(format!("-sn {other}: the built-in scenarios are uac and uas")),
+    let scenario = match &args.scenario_file {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("-sf {}: {e}", path.display()))?;
+            scenario::parse(&scenario::decode_text(&bytes)).map_err(|e| format!("-sf {}: {e}", path.display()))?
+        }
+        None => scenario::built_in(&args.scenario).map_err(|e| format!("-sn: {e}"))?,
     };
-    let remote = match (&args.remote, role) {
-        (Some(r), _) => match r.to_socket_addrs().ok().and_then(|mut a| a.next()) {
-            Some(a) => Some(a),
-            None => return usage(format!("{r}: not a host:port")),
-        },
-        (None, Role::Uac) => return usage("the UAC needs the remote host:port"),
-        (None, Role::Uas) => None,
+    let injection = match &args.inject {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("-inf {}: {e}", path.display()))?;
+            Some(Arc::new(
+                Injection::parse(&scenario::decode_text(&bytes))
+                    .map_err(|e| format!("-inf {}: {e}", path.display()))?,
+            ))
+        }
+        None => None,
+    };
+    let client = scenario.is_client();
+    let transport = match args.transport.as_str() {
+        "u1" => Transport::Udp,
+        "t1" => Transport::Tcp,
+        other => return Err(format!("-t {other}: supported are u1 (one UDP socket) and t1 (one TCP connection)")),
+    };
+    let remote = match &args.remote {
+        Some(r) => Some(addr(r).ok_or_else(|| format!("{r}: not a host:port"))?),
+        None if client => return Err("a scenario that places calls needs the remote host:port".into()),
+        None => None,
     };
     let next_hop = match &args.next_hop {
-        Some(r) => match r.to_socket_addrs().ok().and_then(|mut a| a.next()) {
-            Some(a) => Some(a),
-            None => return usage(format!("-rsa {r}: not a host:port")),
-        },
+        Some(r) => Some(addr(r).ok_or_else(|| format!("-rsa {r}: not a host:port"))?),
         None => None,
     };
-    let Ok(ip) = args.local_ip.parse::<std::net::IpAddr>() else {
-        return usage(format!("-i {}: not an IP address", args.local_ip));
-    };
-    let port = args.local_port.unwrap_or(if role == Role::Uas { 5060 } else { 0 });
-    let duration = match args.timeout.as_deref().map(seconds) {
-        Some(None) => return usage("-timeout: not a duration"),
-        Some(Some(d)) => Some(d),
-        None => None,
-    };
-    if !(args.rate.is_finite() && args.rate > 0.0) {
-        return usage("-r: the rate must be positive");
+    let ip =
+        args.local_ip.parse::<std::net::IpAddr>().map_err(|_| format!("-i {}: not an IP address", args.local_ip))?;
+    let port = args.local_port.unwrap_or(if client { 0 } else { 5060 });
+    let dur = |name: &str, v: &str, unit: f64| duration(v, unit).ok_or_else(|| format!("{name} {v}: not a duration"));
+    let rate_period = dur("-rp", &args.rate_period, 0.001)?.max(Duration::from_millis(1));
+    if !(args.rate.is_finite() && args.rate >= 0.0) {
+        return Err("-r: the rate must be a number, 0 or more".into());
     }
-    let config = LoadConfig {
-        role,
+    let report_every = dur("-fd", &args.report_every, 1.0)?.max(Duration::from_millis(10));
+    let per_s = |r: f64| r / rate_period.as_secs_f64();
+    let mut max_calls = args.max_calls;
+    let pattern = if let Some(s) = &args.steps {
+        let v: Vec<f64> = s.split(':').filter_map(|x| x.trim().parse().ok()).collect();
+        let [start, end, step] = v[..] else { return Err(format!("--steps {s}: START:END:STEP calls/s")) };
+        if start < 0.0 || end < 0.0 || step == 0.0 || (end - start) / step < 0.0 {
+            return Err(format!("--steps {s}: the steps must go from START to END"));
+        }
+        Pattern::Steps {
+            start,
+            end,
+            step,
+            dwell: dur("--dwell", &args.dwell, 1.0)?,
+            pause: dur("--pause", &args.pause, 1.0)?,
+        }
+    } else if let Some(s) = &args.ramp {
+        let (a, b) = pair(s).ok_or_else(|| format!("--ramp {s}: FROM:TO calls/s"))?;
+        let (from, to) = (a.parse::<f64>(), b.parse::<f64>());
+        let (Ok(from), Ok(to)) = (from, to) else { return Err(format!("--ramp {s}: FROM:TO calls/s")) };
+        if from < 0.0 || to < 0.0 {
+            return Err(format!("--ramp {s}: rates are 0 or more"));
+        }
+        Pattern::Ramp { from, to, over: dur("--ramp-time", &args.ramp_time, 1.0)? }
+    } else if let Some(s) = &args.burst {
+        let (a, b) = pair(s).ok_or_else(|| format!("--burst {s}: SIZE:EVERY"))?;
+        let size = a.parse::<u32>().map_err(|_| format!("--burst {s}: SIZE:EVERY"))?;
+        let every = dur("--burst", b, 1.0)?;
+        if every.is_zero() {
+            return Err(format!("--burst {s}: EVERY must be more than 0"));
+        }
+        Pattern::Bursts { size, every }
+    } else if let Some(inc) = args.rate_increase {
+        // SIPp: the rate grows by -rate_increase every -rate_interval (-fd
+        // by default) up to -rate_max, then SIPp quits (or keeps going).
+        let every = match &args.rate_interval {
+            Some(v) => dur("-rate_interval", v, 1.0)?,
+            None => report_every,
+        };
+        let max = args.rate_max.unwrap_or(f64::MAX / 4.0);
+        if inc <= 0.0 || max < args.rate {
+            return Err("-rate_increase: a positive increase and -rate_max at or above -r".into());
+        }
+        if args.no_rate_quit {
+            return Err("-no_rate_quit is not supported; give -timeout and --steps START:END:STEP instead".into());
+        }
+        Pattern::Steps {
+            start: per_s(args.rate),
+            end: per_s(max),
+            step: per_s(inc),
+            dwell: every,
+            pause: Duration::ZERO,
+        }
+    } else {
+        if client && args.rate <= 0.0 {
+            return Err("-r: the rate must be positive".into());
+        }
+        Pattern::Constant
+    };
+    if !client && max_calls == Some(0) {
+        max_calls = None;
+    }
+    let arrivals = match args.arrivals.as_str() {
+        "uniform" => Arrivals::Uniform,
+        "poisson" => Arrivals::Poisson,
+        other => return Err(format!("--arrivals {other}: uniform or poisson")),
+    };
+    let duration_limit = match (&args.timeout, &args.duration) {
+        (Some(t), _) => Some(dur("-timeout", t, 1.0)?),
+        (None, Some(d)) => Some(dur("--duration", d, 1.0)?),
+        _ => None,
+    };
+    let t1 = Duration::from_millis(args.t1.max(1));
+    Ok(LoadConfig {
+        role: if client { Role::Uac } else { Role::Uas },
+        scenario: Some(Arc::new(scenario)),
+        injection,
         local: SocketAddr::new(ip, port),
         remote,
         next_hop,
         service: args.service.clone(),
+        transport,
         rate: args.rate,
-        rate_period: Duration::from_millis(args.rate_period_ms.max(1)),
-        max_calls: args.max_calls,
+        rate_period,
+        pattern,
+        arrivals,
+        max_calls,
         max_concurrent: args.limit,
-        hold: Duration::from_millis(args.hold_ms),
-        duration,
-        report_every: Duration::from_secs(args.report_every_s.max(1)),
+        hold: dur("-d", &args.hold, 0.001)?,
+        duration: duration_limit,
+        timers: sigkit_sip_timers(t1),
+        report_every,
+        base_cseq: args.base_cseq,
+        media_port: args.media_port,
+        recv_timeout: args.recv_timeout.as_deref().map(|v| dur("-recv_timeout", v, 0.001)).transpose()?,
+        call_timeout: args.call_timeout.as_deref().map(|v| dur("--call-timeout", v, 1.0)).transpose()?,
+        auth_user: args.auth_user.clone(),
+        auth_password: args.auth_password.clone(),
+        control_port: args.control_port,
+        sut_pids: args.sut_pid.clone(),
+        sigcomp: args.sigcomp,
         ..LoadConfig::default()
+    })
+}
+
+/// RFC 3261's timers with T1 as given (T2 at least T1).
+fn sigkit_sip_timers(t1: Duration) -> sigkit_loadgen::Timers {
+    let d = sigkit_loadgen::Timers::default();
+    sigkit_loadgen::Timers { t1, t2: d.t2.max(t1), ..d }
+}
+
+/// Puts the terminal in character mode (no echo, no line editing; Ctrl-C
+/// arrives as a byte) with `stty`, and back when dropped.
+struct RawTerminal(Option<String>);
+
+impl RawTerminal {
+    fn enter() -> RawTerminal {
+        let stty = |args: &[&str]| {
+            std::process::Command::new("stty").args(args).stdin(std::process::Stdio::inherit()).output().ok()
+        };
+        let saved =
+            stty(&["-g"]).filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        if saved.is_some() {
+            let _ = stty(&["-icanon", "-echo", "-isig", "min", "1"]);
+        }
+        RawTerminal(saved)
+    }
+}
+
+impl Drop for RawTerminal {
+    fn drop(&mut self) {
+        if let Some(s) = &self.0 {
+            let _ = std::process::Command::new("stty").arg(s).stdin(std::process::Stdio::inherit()).status();
+        }
+    }
+}
+
+pub fn load(args: LoadArgs) -> ExitCode {
+    if let Some(name) = &args.dump {
+        return match scenario::built_in_xml(name) {
+            Ok(xml) => {
+                print!("{xml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => usage(e),
+        };
+    }
+    let config = match config(&args) {
+        Ok(c) => c,
+        Err(e) => return usage(e),
     };
+    let scenario_name = args
+        .scenario_file
+        .as_ref()
+        .and_then(|p| p.file_stem())
+        .map_or(args.scenario.clone(), |s| s.to_string_lossy().into_owned());
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return usage(e),
     };
+    let keyboard = !args.nostdin && std::io::stdin().is_terminal();
+    let live = std::io::stderr().is_terminal();
     let report = runtime.block_on(async {
         let prepared = sigkit_loadgen::Prepared::bind(config).await?;
-        eprintln!("sigkit load: {} on udp:{}", args.scenario, prepared.local_addr());
-        prepared.run(None).await
+        let transport = if args.transport == "t1" { "tcp" } else { "udp" };
+        eprintln!("sigkit load: {} on {transport}:{}", prepared.scenario().name, prepared.local_addr());
+        if let Some(c) = prepared.control_addr() {
+            eprintln!("sigkit load: control socket udp:{c}");
+        }
+        let mut raw = None;
+        if keyboard {
+            raw = Some(RawTerminal::enter());
+            eprintln!("sigkit load: keys: + - * / change the rate, p pauses, q quits, Q quits now");
+            let control = prepared.control();
+            std::thread::spawn(move || {
+                let mut stdin = std::io::stdin();
+                let mut b = [0u8; 1];
+                while let Ok(1) = stdin.read(&mut b) {
+                    let cmd = match b[0] {
+                        3 => Some(sigkit_loadgen::ControlCommand::QuitNow),
+                        c => sigkit_loadgen::control::key(c as char),
+                    };
+                    if let Some(cmd) = cmd {
+                        if !control.send(cmd) {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+        let mut progress = prepared.progress();
+        let printer = (live || keyboard).then(|| {
+            tokio::spawn(async move {
+                while progress.changed().await.is_ok() {
+                    let p = progress.borrow().clone();
+                    eprintln!(
+                        "{:7.1} s  rate {:.1}/s{}  step {}  {} attempted  {} ok  {} failed  {} active  {:.1} calls/s",
+                        p.elapsed_s,
+                        p.cps,
+                        if p.paused { " (paused)" } else { "" },
+                        p.step,
+                        p.attempted,
+                        p.successful,
+                        p.failed,
+                        p.active,
+                        p.calls_per_s
+                    );
+                    if p.finished {
+                        break;
+                    }
+                }
+            })
+        });
+        let report = prepared.run(None).await;
+        if let Some(p) = printer {
+            p.abort();
+        }
+        drop(raw);
+        report
     });
     let report = match report {
         Ok(r) => r,
@@ -209,6 +538,12 @@ pub fn load(args: LoadArgs) -> ExitCode {
         if let Err(e) = record(path, &args, &report) {
             eprintln!("sigkit load: {}: {e}", path.display());
             return ExitCode::from(1);
+        }
+    }
+    if args.trace_stat {
+        let name = format!("{scenario_name}_{}_.csv", std::process::id());
+        if let Err(e) = write_stat_csv(&name, &report) {
+            eprintln!("sigkit load: {name}: {e}");
         }
     }
     if args.json {
@@ -232,6 +567,20 @@ pub fn load(args: LoadArgs) -> ExitCode {
         for (cause, n) in &s.failures {
             println!("  failed: {cause}: {n}");
         }
+        for (name, p) in &s.rtd_ms {
+            println!(
+                "  rtd {name}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples)",
+                p.p50, p.p95, p.p99, p.count
+            );
+        }
+        if report.steps.len() > 1 {
+            for st in &report.steps {
+                println!(
+                    "  step {} at {:.1} calls/s: {} attempted, {} successful, {} failed; set-up p95 {:.2} ms",
+                    st.step, st.offered_cps, st.attempted, st.successful, st.failed, st.setup_ms.p95
+                );
+            }
+        }
     }
     if s.failed_calls > 0 {
         ExitCode::from(1)
@@ -240,16 +589,72 @@ pub fn load(args: LoadArgs) -> ExitCode {
     }
 }
 
+/// SIPp's `-trace_stat` file: one `;`-separated row per interval.
+fn write_stat_csv(name: &str, report: &sigkit_loadgen::RunReport) -> std::io::Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(name)?);
+    writeln!(
+        f,
+        "ElapsedTime(s);OfferedRate(cps);CallsAttempted;SuccessfulCalls;FailedCalls;CallsPerSecond;Retransmissions;\
+         SetupP50(ms);SetupP95(ms);SetupP99(ms);CurrentCalls"
+    )?;
+    for i in &report.intervals {
+        writeln!(
+            f,
+            "{:.3};{:.3};{};{};{};{:.3};{};{:.3};{:.3};{:.3};{}",
+            i.t_s,
+            i.offered_cps,
+            i.attempted,
+            i.successful,
+            i.failed,
+            i.calls_per_s,
+            i.retransmissions,
+            i.setup_p50_ms,
+            i.setup_p95_ms,
+            i.setup_p99_ms,
+            i.active_calls
+        )?;
+    }
+    f.flush()
+}
+
 fn record(path: &std::path::Path, args: &LoadArgs, report: &sigkit_loadgen::RunReport) -> Result<(), String> {
     let mut store = sigkit_results::Store::open(path).map_err(|e| e.to_string())?;
     let command: Vec<String> = std::env::args().collect();
     let config = serde_json::json!({
-        "scenario": args.scenario, "rate": args.rate, "rate_period_ms": args.rate_period_ms,
-        "max_calls": args.max_calls, "limit": args.limit, "hold_ms": args.hold_ms, "remote": args.remote,
-        "next_hop": args.next_hop, "transport": args.transport,
+        "scenario": args.scenario, "scenario_file": args.scenario_file, "rate": args.rate,
+        "rate_period": args.rate_period, "max_calls": args.max_calls, "limit": args.limit, "hold": args.hold,
+        "remote": args.remote, "next_hop": args.next_hop, "transport": args.transport, "steps": args.steps,
+        "ramp": args.ramp, "burst": args.burst, "arrivals": args.arrivals, "sigcomp": args.sigcomp,
     });
     let run = store.begin_run("load", &command.join(" "), &config).map_err(|e| e.to_string())?;
     store.record_rows(run, "load_intervals", &report.intervals).map_err(|e| e.to_string())?;
+    if !report.steps.is_empty() {
+        store.record_rows(run, "load_steps", &report.steps).map_err(|e| e.to_string())?;
+    }
     store.finish_run(run, &report.summary).map_err(|e| e.to_string())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sipp_flags_are_rewritten_only_after_load() {
+        let v = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            sipp_style(v("sigkit -m load -sn uac -r 5 -rp 1s --json -x 1.2.3.4:5")),
+            v("sigkit -m load --sn uac --r 5 --rp 1s --json -x 1.2.3.4:5")
+        );
+    }
+
+    #[test]
+    fn durations_in_sipps_units() {
+        assert_eq!(duration("10", 1.0), Some(Duration::from_secs(10)));
+        assert_eq!(duration("500ms", 1.0), Some(Duration::from_millis(500)));
+        assert_eq!(duration("2000", 0.001), Some(Duration::from_secs(2)));
+        assert_eq!(duration("1m", 0.001), Some(Duration::from_secs(60)));
+        assert_eq!(duration("-1", 1.0), None);
+        assert_eq!(duration("x", 1.0), None);
+    }
 }

@@ -202,6 +202,8 @@ struct Call {
     last_recv_invite: bool,
     sent_since_recv: bool,
     last_msg: Vec<u8>,
+    /// The header lines of `last_msg`: kind, name and line (without CRLF).
+    last_index: Vec<(HeaderName, Range<u32>, Range<u32>)>,
     last_sent: Vec<u8>,
     last_sent_what: Option<usize>,
     peer_tag: Vec<u8>,
@@ -384,6 +386,7 @@ impl Engine {
         c.last_recv_invite = false;
         c.sent_since_recv = false;
         c.last_msg.clear();
+        c.last_index.clear();
         c.last_sent.clear();
         c.last_sent_what = None;
         c.peer_tag.clear();
@@ -501,11 +504,12 @@ impl Engine {
         self.dispatch(slot, now, from, &msg, bytes);
     }
 
-    fn matches(expect: &Expect, cseq_method: Option<&str>, msg: &Message<'_>) -> bool {
+    fn matches(expect: &Expect, cseq_methods: &[String], msg: &Message<'_>) -> bool {
         match expect {
             Expect::Response(code) => {
                 msg.status_code() == Some(*code)
-                    && cseq_method.is_none_or(|m| msg.cseq().is_ok_and(|c| c.method.eq_ignore_ascii_case(m)))
+                    && (cseq_methods.is_empty()
+                        || msg.cseq().is_ok_and(|c| cseq_methods.iter().any(|m| c.method.eq_ignore_ascii_case(m))))
             }
             Expect::Request(m) => msg.method().is_some_and(|x| x.eq_ignore_ascii_case(m)),
         }
@@ -513,7 +517,7 @@ impl Engine {
 
     fn recv_matches(&self, step: usize, msg: &Message<'_>) -> Option<bool> {
         match &self.scenario.steps[step].kind {
-            StepKind::Recv(r) => Some(Self::matches(&r.expect, r.cseq_method.as_deref(), msg)),
+            StepKind::Recv(r) => Some(Self::matches(&r.expect, &r.cseq_methods, msg)),
             _ => None,
         }
     }
@@ -643,6 +647,15 @@ impl Engine {
         if needs_last {
             c.last_msg.clear();
             c.last_msg.extend_from_slice(bytes);
+            c.last_index.clear();
+            for h in msg.headers() {
+                let mut end = h.line.end;
+                while end > h.line.start && matches!(bytes[end - 1], b'\r' | b'\n') {
+                    end -= 1;
+                }
+                let name = h.line.start as u32..(h.line.start + h.name.len()) as u32;
+                c.last_index.push((h.kind, name, h.line.start as u32..end as u32));
+            }
         }
         let tag = if msg.is_request() { msg.from().ok() } else { msg.to().ok() }.and_then(|n| n.tag());
         if let Some(tag) = tag {
@@ -1065,36 +1078,18 @@ fn format_message(ctx: &Ctx<'_>, template: &Template, body: &mut Vec<u8>, scratc
     out.extend_from_slice(body);
 }
 
-/// Header lines named `name` (or its compact form) in `msg`'s header
-/// section, each with its continuation lines.
-fn header_lines<'m>(msg: &'m [u8], name: &str) -> impl Iterator<Item = &'m [u8]> + 'm {
+/// The header lines of the call's last message named `name` (or its
+/// compact form), each with its continuation lines.
+fn header_lines<'m>(c: &'m Call, name: &'m str) -> impl Iterator<Item = &'m [u8]> + 'm {
     let want = HeaderName::from_name(name.as_bytes());
-    let name = name.to_string();
-    let end = find(msg, b"\r\n\r\n").map_or(msg.len(), |e| e + 2);
-    let head = &msg[..end];
-    let mut lines: Vec<(usize, usize)> = Vec::new();
-    let mut pos = head.iter().position(|&b| b == b'\n').map_or(head.len(), |p| p + 1);
-    while pos < head.len() {
-        let e = head[pos..].iter().position(|&b| b == b'\n').map_or(head.len(), |p| pos + p);
-        let line_end = if e > pos && head[e - 1] == b'\r' { e - 1 } else { e };
-        if matches!(head.get(pos), Some(b' ' | b'\t')) {
-            if let Some(last) = lines.last_mut() {
-                last.1 = line_end;
-            }
-        } else if line_end > pos {
-            lines.push((pos, line_end));
-        }
-        pos = e + 1;
-    }
-    lines.into_iter().map(move |(s, e)| &head[s..e]).filter(move |l| {
-        let colon = l.iter().position(|&b| b == b':').unwrap_or(l.len());
-        let n = trim(&l[..colon]);
-        let kind = HeaderName::from_name(n);
-        if kind == HeaderName::Other {
-            n.eq_ignore_ascii_case(name.as_bytes())
+    c.last_index.iter().filter_map(move |(kind, n, line)| {
+        let hit = if want == HeaderName::Other {
+            *kind == HeaderName::Other
+                && c.last_msg[n.start as usize..n.end as usize].eq_ignore_ascii_case(name.as_bytes())
         } else {
-            kind == want
-        }
+            *kind == want
+        };
+        hit.then(|| &c.last_msg[line.start as usize..line.end as usize])
     })
 }
 
@@ -1102,10 +1097,6 @@ fn trim(b: &[u8]) -> &[u8] {
     let s = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
     let e = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(s, |e| e + 1);
     &b[s..e]
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Writes one line's segments; returns early (dropping the rest of the
@@ -1176,7 +1167,7 @@ fn write_keyword(ctx: &Ctx<'_>, k: &Keyword, len: usize, out: &mut Vec<u8>, scra
         }
         Keyword::Last { name, with_name } => {
             let mut any = false;
-            for (i, line) in header_lines(&c.last_msg, name).enumerate() {
+            for (i, line) in header_lines(c, name).enumerate() {
                 any = true;
                 if *with_name {
                     if i > 0 {
@@ -1201,7 +1192,7 @@ fn write_keyword(ctx: &Ctx<'_>, k: &Keyword, len: usize, out: &mut Vec<u8>, scra
             }
         }
         Keyword::LastCseqNumber => {
-            let Some(line) = header_lines(&c.last_msg, "CSeq").next() else { return false };
+            let Some(line) = header_lines(c, "CSeq").next() else { return false };
             let colon = line.iter().position(|&b| b == b':').map_or(line.len(), |p| p + 1);
             let v = trim(&line[colon..]);
             out.extend(v.iter().take_while(|b| b.is_ascii_digit()));

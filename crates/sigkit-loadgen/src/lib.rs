@@ -49,3 +49,4 @@ pub use metrics::{Interval, Percentiles, Recorder, StepReport, Summary, SutUsage
 pub use pattern::{Arrivals, Pattern, RateController};
 pub use runtime::{run, Control, LoadConfig, LoadError, Prepared, Progress, Role, RunReport};
 pub use scenario::{Scenario, ScenarioError};
+pub use sigkit_sip::transaction::Timers;

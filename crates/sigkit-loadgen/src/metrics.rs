@@ -347,33 +347,34 @@ fn rtd_map(names: &[String], c: &Counters) -> BTreeMap<String, Percentiles> {
 pub struct Interval {
     /// Seconds since the run started, at the interval's end.
     pub t_s: f64,
+    /// The rate asked for at the interval's end, calls/s.
+    pub offered_cps: f64,
+    pub attempted: u64,
+    pub successful: u64,
+    pub failed: u64,
+    pub calls_per_s: f64,
+    pub retransmissions: u64,
+    pub setup_p50_ms: f64,
+    pub setup_p95_ms: f64,
+    pub setup_p99_ms: f64,
+    pub active_calls: u64,
     /// The interval's length, s.
     pub span_s: f64,
     /// The load step in progress at the interval's end.
     pub step: usize,
-    /// The rate asked for at the interval's end, calls/s.
-    pub offered_cps: f64,
+    /// Calls the load pattern asked for (some held back by `-l`).
     pub offered: u64,
-    pub attempted: u64,
-    pub successful: u64,
-    pub failed: u64,
     pub failures: BTreeMap<String, u64>,
-    pub calls_per_s: f64,
     pub messages_sent: u64,
     pub messages_received: u64,
     pub messages_per_s: f64,
-    pub retransmissions: u64,
     pub timeouts: u64,
     pub unexpected: u64,
-    pub setup_p50_ms: f64,
     pub setup_p90_ms: f64,
-    pub setup_p95_ms: f64,
-    pub setup_p99_ms: f64,
     pub setup_max_ms: f64,
     pub ringing_p50_ms: f64,
     pub ringing_p95_ms: f64,
     pub rtd_ms: BTreeMap<String, Percentiles>,
-    pub active_calls: u64,
     /// The system under test over the interval (`--sut-pid`).
     pub sut_cpu_percent: Option<f64>,
     pub sut_rss_kib: Option<u64>,

@@ -221,7 +221,7 @@ struct TcpNet {
 const MAX_TCP_MESSAGE: usize = 1 << 20;
 
 async fn tcp_reader(peer: SocketAddr, mut read: tokio::net::tcp::OwnedReadHalf, tx: mpsc::Sender<TcpEvent>) {
-    let mut buf: Vec<u8> = Vec::with_capacity(65536);
+    let mut buf: Vec<u8> = vec![0; 65536];
     let mut chunk = vec![0u8; 65536];
     loop {
         let n = match read.read(&mut chunk).await {
@@ -255,27 +255,14 @@ async fn tcp_reader(peer: SocketAddr, mut read: tokio::net::tcp::OwnedReadHalf, 
 }
 
 impl Net {
-    async fn recv(&mut self, buf: &mut Vec<u8>) -> Option<SocketAddr> {
+    /// The next message into `buf` (65536 bytes, grown for a larger TCP
+    /// frame): its length and sender.
+    async fn recv(&mut self, buf: &mut Vec<u8>) -> Option<(usize, SocketAddr)> {
         match self {
-            Net::Udp(s) => {
-                buf.resize(65536, 0);
-                match s.recv_from(buf).await {
-                    Ok((n, from)) => {
-                        buf.truncate(n);
-                        Some(from)
-                    }
-                    Err(_) => {
-                        buf.clear();
-                        None
-                    }
-                }
-            }
+            Net::Udp(s) => s.recv_from(buf).await.ok(),
             Net::Tcp(t) => loop {
                 match t.rx.recv().await {
-                    Some(TcpEvent::Frame(from, data)) => {
-                        *buf = data;
-                        return Some(from);
-                    }
+                    Some(TcpEvent::Frame(from, data)) => return Some((copy_frame(buf, &data), from)),
                     Some(ev) => t.event(ev),
                     None => return std::future::pending().await,
                 }
@@ -283,24 +270,12 @@ impl Net {
         }
     }
 
-    fn try_recv(&mut self, buf: &mut Vec<u8>) -> Option<SocketAddr> {
+    fn try_recv(&mut self, buf: &mut Vec<u8>) -> Option<(usize, SocketAddr)> {
         match self {
-            Net::Udp(s) => {
-                buf.resize(65536, 0);
-                match s.try_recv_from(buf) {
-                    Ok((n, from)) => {
-                        buf.truncate(n);
-                        Some(from)
-                    }
-                    Err(_) => None,
-                }
-            }
+            Net::Udp(s) => s.try_recv_from(buf).ok(),
             Net::Tcp(t) => loop {
                 match t.rx.try_recv() {
-                    Ok(TcpEvent::Frame(from, data)) => {
-                        *buf = data;
-                        return Some(from);
-                    }
+                    Ok(TcpEvent::Frame(from, data)) => return Some((copy_frame(buf, &data), from)),
                     Ok(ev) => t.event(ev),
                     Err(_) => return None,
                 }
@@ -335,6 +310,14 @@ impl Net {
             }
         }
     }
+}
+
+fn copy_frame(buf: &mut Vec<u8>, data: &[u8]) -> usize {
+    if data.len() > buf.len() {
+        buf.resize(data.len(), 0);
+    }
+    buf[..data.len()].copy_from_slice(data);
+    data.len()
 }
 
 impl TcpNet {
@@ -391,9 +374,7 @@ impl Prepared {
         sampler.check().map_err(LoadError::NoSut)?;
         let (net, local) = match config.transport {
             Transport::Udp => {
-                let s = UdpSocket::bind(config.local)
-                    .await
-                    .map_err(|source| LoadError::Bind { addr: config.local, source })?;
+                let s = bind_udp(config.local).map_err(|source| LoadError::Bind { addr: config.local, source })?;
                 let local = s.local_addr()?;
                 (Net::Udp(s), local)
             }
@@ -477,6 +458,22 @@ impl Prepared {
     pub async fn run(self, stop: Option<watch::Receiver<bool>>) -> Result<RunReport, LoadError> {
         run_loop(self, stop).await
     }
+}
+
+/// Socket buffers asked for (the kernel caps them at net.core.rmem_max
+/// and wmem_max): bursts of a high call rate overflow the default 208 KiB,
+/// and every message lost there costs a retransmission that the system
+/// under test did not cause.
+const SOCKET_BUFFER: usize = 4 << 20;
+
+fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    let domain = if addr.is_ipv4() { socket2::Domain::IPV4 } else { socket2::Domain::IPV6 };
+    let s = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+    let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = s.set_send_buffer_size(SOCKET_BUFFER);
+    s.bind(&addr.into())?;
+    s.set_nonblocking(true)?;
+    UdpSocket::from_std(s.into())
 }
 
 /// Binds and runs.
@@ -584,7 +581,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
     let mut next_report = start + every;
     let mut last_report = start;
     let mut intervals = Vec::new();
-    let mut buf: Vec<u8> = Vec::with_capacity(65536);
+    let mut buf: Vec<u8> = vec![0; 65536];
     let mut plain: Vec<u8> = Vec::with_capacity(65536);
     let mut ctl_buf = vec![0u8; 2048];
     let mut first_message: Option<Instant> = None;
@@ -632,16 +629,16 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         let wake = [starting, run.engine.poll_timeout(), Some(next_report), end].into_iter().flatten().min();
         let wake = wake.unwrap_or(now + Duration::from_secs(1));
         tokio::select! {
-            from = net.recv(&mut buf) => {
-                if let Some(from) = from {
+            got = net.recv(&mut buf) => {
+                if let Some((n, from)) = got {
                     let now = Instant::now();
                     first_message.get_or_insert(now);
-                    deliver(&mut run.engine, &mut sigcomp, now, from, &buf, &mut plain);
+                    deliver(&mut run.engine, &mut sigcomp, now, from, &buf[..n], &mut plain);
                     // Whatever else has arrived, without going back to the
                     // scheduler.
                     for _ in 0..1024 {
-                        let Some(from) = net.try_recv(&mut buf) else { break };
-                        deliver(&mut run.engine, &mut sigcomp, now, from, &buf, &mut plain);
+                        let Some((n, from)) = net.try_recv(&mut buf) else { break };
+                        deliver(&mut run.engine, &mut sigcomp, now, from, &buf[..n], &mut plain);
                     }
                     flush(&mut run.engine, &mut net, &mut sigcomp, &mut outbox).await;
                 }

@@ -99,9 +99,11 @@ pub enum Sent {
 #[derive(Debug, Clone)]
 pub struct Recv {
     pub expect: Expect,
-    /// For responses: the method of the request sent last before this
-    /// step, which the response's CSeq must name (as SIPp matches).
-    pub cseq_method: Option<String>,
+    /// For responses: the methods whose responses this step takes (the
+    /// response's CSeq must name one, as SIPp matches): the requests sent
+    /// since the previous recv (ACK aside; INVITE too after a CANCEL), or
+    /// the previous recv's methods if none.
+    pub cseq_methods: Vec<String>,
     pub optional: bool,
     pub timeout: Option<Duration>,
     pub ontimeout: Option<usize>,
@@ -441,7 +443,8 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
     let mut rtds: Vec<String> = Vec::new();
     let mut needs_last = false;
     let mut fields_used = 0usize;
-    let mut last_request: Option<String> = None;
+    let mut methods: Vec<String> = Vec::new();
+    let mut sent_since_recv: Vec<String> = Vec::new();
     let mut rtd_index = |v: &str| -> usize {
         let key = if v == "true" { "1" } else { v };
         match rtds.iter().position(|r| r == key) {
@@ -482,10 +485,11 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
                     needs_last = true;
                 }
                 if let Sent::Request(m) = &what {
-                    if m != "ACK" && m != "CANCEL" {
-                        last_request = Some(m.clone());
-                    } else if last_request.is_none() {
-                        last_request = Some(m.clone());
+                    if m != "ACK" && !sent_since_recv.contains(m) {
+                        sent_since_recv.push(m.clone());
+                        if m == "CANCEL" && !sent_since_recv.iter().any(|x| x == "INVITE") {
+                            sent_since_recv.push("INVITE".into());
+                        }
                     }
                 }
                 let retrans = ms_attr(node, "retrans", line)?;
@@ -506,13 +510,16 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
                     (None, Some(m)) if !m.trim().is_empty() => Expect::Request(m.trim().to_string()),
                     _ => return Err(bad("needs exactly one of response=\"CODE\" or request=\"METHOD\"".into())),
                 };
-                let cseq_method = match expect {
-                    Expect::Response(_) => last_request.clone(),
-                    Expect::Request(_) => None,
+                if !sent_since_recv.is_empty() {
+                    methods = std::mem::take(&mut sent_since_recv);
+                }
+                let cseq_methods = match expect {
+                    Expect::Response(_) => methods.clone(),
+                    Expect::Request(_) => Vec::new(),
                 };
                 let recv = Recv {
                     expect,
-                    cseq_method,
+                    cseq_methods,
                     optional: bool_attr(node, "optional"),
                     timeout: ms_attr(node, "timeout", line)?,
                     ontimeout: None,
@@ -705,7 +712,9 @@ mod tests {
             .collect();
         assert_eq!(kinds, ["send", "opt", "opt", "opt", "recv", "send", "pause", "send", "recv"]);
         let StepKind::Recv(last) = &uac.steps[8].kind else { panic!() };
-        assert_eq!(last.cseq_method.as_deref(), Some("BYE"));
+        assert_eq!(last.cseq_methods, ["BYE"]);
+        let StepKind::Recv(ok) = &uac.steps[4].kind else { panic!() };
+        assert_eq!(ok.cseq_methods, ["INVITE"]);
         let uas = built_in("uas").unwrap();
         assert!(!uas.is_client());
         assert!(uas.needs_last_message);
@@ -754,6 +763,6 @@ mod tests {
         .unwrap();
         let StepKind::Recv(r) = &s.steps[1].kind else { panic!() };
         assert_eq!((r.ontimeout, s.steps[1].next, r.timeout), (Some(3), Some(3), Some(Duration::from_millis(100))));
-        assert_eq!(r.cseq_method.as_deref(), Some("OPTIONS"));
+        assert_eq!(r.cseq_methods, ["OPTIONS"]);
     }
 }
