@@ -206,6 +206,9 @@ struct Call {
     last_index: Vec<(HeaderName, Range<u32>, Range<u32>)>,
     last_sent: Vec<u8>,
     last_sent_what: Option<usize>,
+    /// The top Via branch of the last request sent: a response in its
+    /// transaction is never a retransmission of an earlier one.
+    pending_branch: Vec<u8>,
     peer_tag: Vec<u8>,
     routes: Vec<u8>,
     next_url: Vec<u8>,
@@ -389,6 +392,7 @@ impl Engine {
         c.last_index.clear();
         c.last_sent.clear();
         c.last_sent_what = None;
+        c.pending_branch.clear();
         c.peer_tag.clear();
         c.routes.clear();
         c.next_url.clear();
@@ -559,8 +563,18 @@ impl Engine {
             self.on_matched(slot, j, now, msg, bytes);
             return;
         }
-        // An earlier step: a retransmission, or a late message.
-        let earlier = (0..at.min(steps.len())).rev().find(|&k| self.recv_matches(k, msg) == Some(true));
+        // An earlier step: a retransmission, or a late message; not a
+        // response of the transaction in progress (a second 401 to the
+        // REGISTER with credentials is an answer, not a retransmission).
+        let current = !msg.is_request()
+            && !self.calls[slot].pending_branch.is_empty()
+            && msg.top_via().ok().and_then(|v| v.branch()).map(str::as_bytes)
+                == Some(&self.calls[slot].pending_branch[..]);
+        let earlier = if current {
+            None
+        } else {
+            (0..at.min(steps.len())).rev().find(|&k| self.recv_matches(k, msg) == Some(true))
+        };
         if let Some(k) = earlier {
             self.recorder.retransmission_received();
             let c = &self.calls[slot];
@@ -865,6 +879,10 @@ impl Engine {
         let udp = self.config.transport == Transport::Udp;
         let timers = self.config.timers;
         let c = &mut self.calls[slot];
+        if matches!(send.what, Sent::Request(_)) {
+            c.pending_branch.clear();
+            c.pending_branch.extend_from_slice(top_via_branch(&out));
+        }
         c.last_sent = out;
         c.last_sent_what = Some(i);
         c.sent_since_recv = true;
@@ -1091,6 +1109,24 @@ fn header_lines<'m>(c: &'m Call, name: &'m str) -> impl Iterator<Item = &'m [u8]
         };
         hit.then(|| &c.last_msg[line.start as usize..line.end as usize])
     })
+}
+
+/// The branch parameter of the first Via line of `msg` (empty if none).
+fn top_via_branch(msg: &[u8]) -> &[u8] {
+    for line in msg.split(|&b| b == b'\n').skip(1) {
+        if line == b"\r" || line.is_empty() {
+            break;
+        }
+        let name_end = line.iter().position(|&b| b == b':').unwrap_or(0);
+        let name = trim(&line[..name_end]);
+        if name.eq_ignore_ascii_case(b"via") || name == b"v" {
+            let Some(at) = line.windows(7).position(|w| w.eq_ignore_ascii_case(b"branch=")) else { return &[] };
+            let v = &line[at + 7..];
+            let end = v.iter().position(|&b| matches!(b, b';' | b',' | b' ' | b'\r' | b'\t')).unwrap_or(v.len());
+            return &v[..end];
+        }
+    }
+    &[]
 }
 
 fn trim(b: &[u8]) -> &[u8] {

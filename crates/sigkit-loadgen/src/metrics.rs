@@ -293,6 +293,8 @@ pub struct Summary {
     pub rtd_ms: BTreeMap<String, Percentiles>,
     /// The system under test, averaged (CPU) and at its peak (memory).
     pub sut: Option<SutUsage>,
+    /// What SigComp did, with `--sigcomp`.
+    pub sigcomp: Option<crate::sigcomp_layer::SigcompCounts>,
 }
 
 impl Summary {
@@ -334,6 +336,7 @@ impl Summary {
             ringing_ms: Percentiles::of(&c.ringing_us),
             rtd_ms: rtd_map(&r.rtd_names, c),
             sut,
+            sigcomp: None,
         }
     }
 }

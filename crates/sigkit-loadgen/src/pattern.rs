@@ -124,12 +124,14 @@ impl RateController {
                 if period.is_zero() || rates.is_empty() {
                     return (0.0, 0, true);
                 }
-                let k = (e.as_secs_f64() / period.as_secs_f64()) as usize;
+                let k = ((e.as_secs_f64() + 1e-7) / period.as_secs_f64()) as usize;
                 if k >= rates.len() {
                     return (0.0, rates.len().saturating_sub(1), true);
                 }
                 let into = e.as_secs_f64() - k as f64 * period.as_secs_f64();
-                let rate = if into < dwell.as_secs_f64() { rates[k] } else { 0.0 };
+                // A microsecond's tolerance: an arrival computed to fall on
+                // the dwell's end (k / rate) belongs to the pause.
+                let rate = if into < dwell.as_secs_f64() - 1e-6 { rates[k] } else { 0.0 };
                 // The last step's pause has no calls to wait for: the
                 // pattern ends with the last dwell.
                 let over = k + 1 == rates.len() && into >= dwell.as_secs_f64();

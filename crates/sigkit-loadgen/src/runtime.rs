@@ -221,7 +221,7 @@ struct TcpNet {
 const MAX_TCP_MESSAGE: usize = 1 << 20;
 
 async fn tcp_reader(peer: SocketAddr, mut read: tokio::net::tcp::OwnedReadHalf, tx: mpsc::Sender<TcpEvent>) {
-    let mut buf: Vec<u8> = vec![0; 65536];
+    let mut buf: Vec<u8> = Vec::with_capacity(65536);
     let mut chunk = vec![0u8; 65536];
     loop {
         let n = match read.read(&mut chunk).await {
@@ -690,6 +690,8 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         in_progress,
         sampler.overall(),
     );
+    let mut summary = summary;
+    summary.sigcomp = sigcomp.as_ref().map(|l| l.counts);
     let steps = step_rows(&run, start, now, &scenario);
     let _ = progress_tx.send(progress(&run, start, now, intervals.last(), true));
     Ok(RunReport { summary, intervals, steps, local: Some(local) })

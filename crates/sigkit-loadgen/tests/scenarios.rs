@@ -1,0 +1,259 @@
+//! SIPp XML scenarios and the other transports and controls, with real
+//! peers on 127.0.0.1: SIPp's own `uac` file (`sipp -sd uac`) run
+//! unchanged against SIPp's UAS, calls over TCP both ways, CSV injection,
+//! REGISTER with digest authentication against Kamailio, the UDP control
+//! socket changing the rate of a running load, stepped load, and SigComp
+//! through `sigkit proxy` and Kamailio.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sigkit_loadgen::engine::Transport;
+use sigkit_loadgen::{scenario, Injection, LoadConfig, Pattern, Prepared, Role};
+use support::*;
+
+const CALLS: u64 = 10;
+
+fn uac_to(port: u16) -> LoadConfig {
+    LoadConfig {
+        role: Role::Uac,
+        remote: Some(localhost(port)),
+        rate: 20.0,
+        max_calls: Some(CALLS),
+        hold: Duration::from_millis(20),
+        duration: Some(Duration::from_secs(60)),
+        ..LoadConfig::default()
+    }
+}
+
+fn our_uas(transport: Transport, calls: u64) -> LoadConfig {
+    LoadConfig {
+        role: Role::Uas,
+        transport,
+        max_calls: Some(calls),
+        duration: Some(Duration::from_secs(60)),
+        ..LoadConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sipps_own_uac_file_runs_unchanged_against_sipps_uas() {
+    if !have("sipp") {
+        return;
+    }
+    let dir = scratch("sd-uac");
+    let dump = std::process::Command::new("sipp").args(["-sd", "uac"]).output().unwrap();
+    // SIPp exits with 99 after dumping; the scenario is on stdout.
+    assert!(dump.stdout.starts_with(b"<?xml"), "{}", String::from_utf8_lossy(&dump.stderr));
+    std::fs::write(dir.join("uac.xml"), &dump.stdout).unwrap();
+    let port = free_port();
+    let _sipp = sipp_background(&dir, &["-sn", "uas", "-i", "127.0.0.1", "-p", &port.to_string()]);
+    let bytes = std::fs::read(dir.join("uac.xml")).unwrap();
+    let parsed = scenario::parse(&scenario::decode_text(&bytes)).unwrap();
+    assert_eq!(parsed.name, "Basic Sipstone UAC");
+    let config = LoadConfig { scenario: Some(Arc::new(parsed)), ..uac_to(port) };
+    let s = sigkit_loadgen::run(config, None).await.unwrap().summary;
+    assert_eq!((s.successful_calls, s.failed_calls), (CALLS, 0), "{s:?}");
+    assert_eq!(s.rtd_ms["1"].count, CALLS, "the file's rtd=\"true\" on the 200");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_over_tcp_with_sipp_both_ways() {
+    if !have("sipp") {
+        return;
+    }
+    let dir = scratch("tcp");
+    // Our UAC over one TCP connection to SIPp's UAS.
+    let port = free_port();
+    let sipp = sipp_background(&dir, &["-sn", "uas", "-t", "t1", "-i", "127.0.0.1", "-p", &port.to_string()]);
+    let config = LoadConfig { transport: Transport::Tcp, ..uac_to(port) };
+    let s = sigkit_loadgen::run(config, None).await.unwrap().summary;
+    assert_eq!((s.successful_calls, s.failed_calls, s.transport), (CALLS, 0, "tcp"), "{s:?}");
+    assert_eq!(s.retransmissions, 0, "no retransmission over TCP");
+    drop(sipp);
+    // SIPp's UAC over TCP to our UAS.
+    let server = Prepared::bind(our_uas(Transport::Tcp, CALLS)).await.unwrap();
+    let addr = server.local_addr();
+    let ours = tokio::spawn(server.run(None));
+    let args: Vec<String> = ["-sn", "uac", "-t", "t1", "-i", "127.0.0.1", "-r", "20", "-m", &CALLS.to_string()]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([addr.to_string()])
+        .collect();
+    let d = dir.clone();
+    let (totals, text) =
+        tokio::task::spawn_blocking(move || sipp_run(&d, &args, Duration::from_secs(60))).await.unwrap();
+    assert_eq!(totals, (CALLS, 0), "SIPp:\n{text}");
+    let r = ours.await.unwrap().unwrap().summary;
+    assert_eq!((r.successful_calls, r.failed_calls), (CALLS, 0), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn injected_fields_reach_sipps_uas() {
+    if !have("sipp") {
+        return;
+    }
+    let dir = scratch("inf");
+    let port = free_port();
+    let _sipp = sipp_background(&dir, &["-sn", "uas", "-i", "127.0.0.1", "-p", &port.to_string()]);
+    // The built-in uac with the Request-URI's user from the CSV file.
+    let xml = scenario::UAC_XML.replace("INVITE sip:[service]@", "INVITE sip:[field0]@");
+    let injection = Injection::parse("SEQUENTIAL\nalice;x\nbob;y\n").unwrap();
+    let config = LoadConfig {
+        scenario: Some(Arc::new(scenario::parse(&xml).unwrap())),
+        injection: Some(Arc::new(injection)),
+        ..uac_to(port)
+    };
+    let s = sigkit_loadgen::run(config, None).await.unwrap().summary;
+    assert_eq!((s.successful_calls, s.failed_calls), (CALLS, 0), "{s:?}");
+    // Without the file, the scenario is refused before anything is sent.
+    let config = LoadConfig { scenario: Some(Arc::new(scenario::parse(&xml).unwrap())), ..uac_to(port) };
+    let e = sigkit_loadgen::run(config, None).await.unwrap_err();
+    assert!(e.to_string().contains("[field0]"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn register_with_digest_authentication_against_kamailio() {
+    if !have("kamailio") {
+        return;
+    }
+    let dir = scratch("register");
+    let kport = free_port();
+    let _k = kamailio(&dir, kport);
+    let config = LoadConfig {
+        scenario: Some(Arc::new(scenario::built_in("register").unwrap())),
+        service: "alice".into(),
+        auth_password: "secret".into(),
+        ..uac_to(kport)
+    };
+    let s = sigkit_loadgen::run(config, None).await.unwrap().summary;
+    assert_eq!((s.successful_calls, s.failed_calls), (CALLS, 0), "{s:?}");
+    assert_eq!(s.rtd_ms["register"].count, CALLS);
+    // Each registration: the challenged REGISTER and the one with
+    // credentials.
+    assert_eq!(kamailio_saw(&dir, "REGISTER"), 2 * CALLS);
+    // The wrong password: Kamailio challenges again, which fails the call.
+    let config = LoadConfig {
+        scenario: Some(Arc::new(scenario::built_in("register").unwrap())),
+        service: "bob".into(),
+        auth_password: "wrong".into(),
+        max_calls: Some(2),
+        ..uac_to(kport)
+    };
+    let s = sigkit_loadgen::run(config, None).await.unwrap().summary;
+    assert_eq!((s.successful_calls, s.failed_calls), (0, 2), "{s:?}");
+    assert_eq!(s.failures.get("register_401"), Some(&2), "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_control_socket_changes_the_rate_and_quits() {
+    let server = Prepared::bind(our_uas(Transport::Udp, 1_000_000)).await.unwrap();
+    let uas_addr = server.local_addr();
+    let (stop_uas, stopped) = tokio::sync::watch::channel(false);
+    let uas = tokio::spawn(server.run(Some(stopped)));
+    let config = LoadConfig {
+        rate: 1.0,
+        max_calls: None,
+        control_port: Some(0),
+        duration: Some(Duration::from_secs(60)),
+        ..uac_to(uas_addr.port())
+    };
+    let uac = Prepared::bind(config).await.unwrap();
+    let control = uac.control_addr().unwrap();
+    let progress = uac.progress();
+    let started = Instant::now();
+    let run = tokio::spawn(uac.run(None));
+    let ctl = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // SIPp's remote control: a command, then keys (+10 +1).
+    ctl.send_to(b"cset rate 50", control).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ctl.send_to(b"*+", control).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    ctl.send_to(b"q", control).await.unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(30), run).await.expect("q ends the run").unwrap().unwrap();
+    let _ = stop_uas.send(true);
+    let _ = uas.await;
+    let s = &report.summary;
+    // At 1 call/s about 2 calls in 2 s; at 50-61 calls/s dozens.
+    assert!(s.attempted_calls > 30, "the new rate took effect: {s:?}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(s.failed_calls, 0);
+    assert_eq!(s.successful_calls, s.attempted_calls, "q lets the calls in progress end");
+    assert!((progress.borrow().rate - 61.0).abs() < 1e-6, "50, then * and + : {:?}", progress.borrow());
+    assert!(progress.borrow().finished);
+    // Each rate set by hand is a step of its own.
+    assert!(report.steps.len() >= 2, "{:?}", report.steps);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stepped_load_reports_each_step() {
+    let server = Prepared::bind(our_uas(Transport::Udp, 1_000_000)).await.unwrap();
+    let uas_addr = server.local_addr();
+    let (stop_uas, stopped) = tokio::sync::watch::channel(false);
+    let uas = tokio::spawn(server.run(Some(stopped)));
+    let config = LoadConfig {
+        pattern: Pattern::Steps {
+            start: 20.0,
+            end: 40.0,
+            step: 20.0,
+            dwell: Duration::from_secs(1),
+            pause: Duration::from_millis(300),
+        },
+        max_calls: None,
+        report_every: Duration::from_millis(500),
+        ..uac_to(uas_addr.port())
+    };
+    let report = sigkit_loadgen::run(config, None).await.unwrap();
+    let _ = stop_uas.send(true);
+    let _ = uas.await;
+    let steps: Vec<(f64, u64, u64)> = report.steps.iter().map(|s| (s.offered_cps, s.attempted, s.successful)).collect();
+    assert_eq!(steps, vec![(20.0, 20, 20), (40.0, 40, 40)], "{:?}", report.steps);
+    assert_eq!(report.summary.successful_calls, 60);
+    assert!(report.intervals.len() >= 4, "an interval every 0.5 s");
+    let total: u64 = report.intervals.iter().map(|i| i.successful).sum();
+    assert_eq!(total, 60, "the intervals add up to the run");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigcomp_through_sigkit_proxy_and_kamailio() {
+    if !have("kamailio") {
+        return;
+    }
+    let dir = scratch("sigcomp");
+    let kport = free_port();
+    let _k = kamailio(&dir, kport);
+    let server = Prepared::bind(our_uas(Transport::Udp, CALLS)).await.unwrap();
+    let uas_addr = server.local_addr();
+    let uas = tokio::spawn(server.run(None));
+    let proxy_port = free_port();
+    let proxy = sigkit_proxy::runtime::start(sigkit_proxy::ProxyConfig {
+        listen: vec![sigkit_proxy::config::TransportAddr {
+            transport: sigkit_proxy::SipTransport::Udp,
+            addr: localhost(proxy_port),
+        }],
+        upstream: Some(sigkit_proxy::config::TransportAddr {
+            transport: sigkit_proxy::SipTransport::Udp,
+            addr: localhost(kport),
+        }),
+        upstream_local: Some(localhost(0)),
+        threads: 1,
+        ..sigkit_proxy::ProxyConfig::default()
+    })
+    .await
+    .unwrap();
+    // UAC (SigComp) → sigkit proxy → Kamailio (record-routing) → our UAS.
+    let config = LoadConfig { next_hop: Some(proxy.terminal_addrs[0].1), sigcomp: true, ..uac_to(uas_addr.port()) };
+    let report = sigkit_loadgen::run(config, None).await;
+    proxy.stop().await;
+    let s = report.unwrap().summary;
+    assert_eq!((s.successful_calls, s.failed_calls), (CALLS, 0), "{s:?}");
+    let c = s.sigcomp.unwrap();
+    assert_eq!(c.compressed, 3 * CALLS + s.retransmissions, "INVITE, ACK, BYE compressed: {c:?}");
+    assert!(c.decompressed >= 3 * CALLS, "the proxy compressed its answers: {c:?}");
+    assert!(c.bytes_after < c.bytes_before, "{c:?}");
+    assert_eq!(uas.await.unwrap().unwrap().summary.successful_calls, CALLS);
+    assert_eq!(kamailio_saw(&dir, "BYE"), CALLS, "the BYEs followed the route set through Kamailio");
+}
