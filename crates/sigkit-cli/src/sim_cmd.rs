@@ -30,6 +30,10 @@ pub struct SimArgs {
     /// Write sim_seconds.csv and sim_seeds.csv into this directory.
     #[arg(long, value_name = "DIR")]
     csv: Option<PathBuf>,
+    /// Write an SVG plot of the first seed's per-second metrics (success
+    /// rate, transmissions, utilisation, pending transactions) to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 fn opt(v: Option<f64>) -> String {
@@ -130,6 +134,12 @@ pub fn sim(args: SimArgs) -> ExitCode {
     } else {
         print_seeds(&summaries);
         print_study(&scenario, &study);
+    }
+    if let Some(path) = &args.svg {
+        let title = format!("{}: seed {}", scenario.name, runs[0].summary.seed);
+        if let Err(e) = std::fs::write(path, sigkit_sim::plot::seconds_svg(&title, &runs[0].seconds)) {
+            return fail(format!("{}: {e}", path.display()), 1);
+        }
     }
     if args.db.is_some() || args.csv.is_some() {
         let command = std::env::args().collect::<Vec<_>>().join(" ");

@@ -25,6 +25,7 @@ pub mod detect;
 pub mod kernel;
 pub mod metrics;
 mod model;
+pub mod plot;
 pub mod rng;
 pub mod scenario;
 pub mod via;

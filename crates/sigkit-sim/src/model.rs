@@ -56,17 +56,23 @@ enum Event {
     ServiceDone {
         proxy: usize,
     },
+    /// Client transaction timers carry the transaction's start so that a
+    /// timer of an earlier transaction of the same number (a request that
+    /// came back after Timer J) does not act on a later one.
     TimerE {
         node: Node,
         txn: u32,
+        started: Nanos,
     },
     TimerF {
         node: Node,
         txn: u32,
+        started: Nanos,
     },
     TimerK {
         node: Node,
         txn: u32,
+        started: Nanos,
     },
     TimerJ {
         node: Node,
@@ -346,6 +352,14 @@ impl<'a> Network<'a> {
         (self.rec, self.uac, tests)
     }
 
+    fn client(&mut self, node: Node, txn: u32) -> &mut ClientTxn {
+        if node == 0 {
+            &mut self.uac_clients[txn as usize]
+        } else {
+            &mut self.proxies[node - 1].clients[txn as usize]
+        }
+    }
+
     fn uas_node(&self) -> Node {
         self.proxies.len() + 1
     }
@@ -355,15 +369,16 @@ impl<'a> Network<'a> {
             Event::NewTransaction { source } => self.new_transaction(now, source),
             Event::Arrive { node, msg } => self.arrive(now, node, msg),
             Event::ServiceDone { proxy } => self.service_done(now, proxy),
-            Event::TimerE { node, txn } => self.timer_e(now, node, txn),
-            Event::TimerF { node, txn } => self.timer_f(now, node, txn),
-            Event::TimerK { node, txn } => {
-                if node == 0 {
-                    self.uac_clients[txn as usize].state = State::Terminated;
-                } else {
-                    self.proxies[node - 1].clients[txn as usize].state = State::Terminated;
-                }
+            Event::TimerE { node, txn, started } if self.client(node, txn).started == started => {
+                self.timer_e(now, node, txn)
             }
+            Event::TimerF { node, txn, started } if self.client(node, txn).started == started => {
+                self.timer_f(now, node, txn)
+            }
+            Event::TimerK { node, txn, started } if self.client(node, txn).started == started => {
+                self.client(node, txn).state = State::Terminated;
+            }
+            Event::TimerE { .. } | Event::TimerF { .. } | Event::TimerK { .. } => {}
             Event::TimerJ { node, txn } => {
                 if node == self.uas_node() {
                     self.uas[txn as usize].state = State::Terminated;
@@ -401,8 +416,8 @@ impl<'a> Network<'a> {
             ClientTxn { state: State::Trying, started: now, t1: self.t1, interval: self.t1, transmissions: 1 };
         self.uac_pending += 1;
         self.send(0, 1, Msg { txn, body: Body::Request { oc: false } });
-        self.events.after(self.t1, Event::TimerE { node: 0, txn });
-        self.events.after(64 * self.t1, Event::TimerF { node: 0, txn });
+        self.events.after(self.t1, Event::TimerE { node: 0, txn, started: now });
+        self.events.after(64 * self.t1, Event::TimerF { node: 0, txn, started: now });
     }
 
     fn uac_response(&mut self, now: Nanos, txn: u32, code: u16) {
@@ -418,28 +433,24 @@ impl<'a> Network<'a> {
         if code == 200 {
             self.rec.goodput(now);
         }
-        self.events.after(self.t4, Event::TimerK { node: 0, txn });
+        let started = self.uac_clients[txn as usize].started;
+        self.events.after(self.t4, Event::TimerK { node: 0, txn, started });
     }
 
     // --- timers of client transactions ---
 
     fn timer_e(&mut self, now: Nanos, node: Node, txn: u32) {
         let (t2, max) = (self.t2, self.max_transmissions);
-        let ct = if node == 0 {
-            &mut self.uac_clients[txn as usize]
-        } else {
-            &mut self.proxies[node - 1].clients[txn as usize]
-        };
+        let ct = self.client(node, txn);
         if ct.state != State::Trying || ct.transmissions >= max {
             return;
         }
         ct.transmissions += 1;
         // RFC 3261 §17.1.2.2: in Trying, Timer E doubles up to T2.
         ct.interval = (ct.interval * 2).min(t2.max(ct.t1));
-        let interval = ct.interval;
-        let more = ct.transmissions < max;
-        if more {
-            self.events.after(interval, Event::TimerE { node, txn });
+        let (interval, started) = (ct.interval, ct.started);
+        if ct.transmissions < max {
+            self.events.after(interval, Event::TimerE { node, txn, started });
         }
         if node == 0 {
             self.uac[txn as usize].transmissions += 1;
@@ -586,7 +597,7 @@ impl<'a> Network<'a> {
                 let proxy = &mut self.proxies[p];
                 proxy.clients[txn as usize].state = State::Completed;
                 proxy.pending -= 1;
-                self.events.after(self.t4, Event::TimerK { node: p + 1, txn });
+                self.events.after(self.t4, Event::TimerK { node: p + 1, txn, started });
                 if self.upstream == Some(p) {
                     self.d1.record(to_secs(now), to_secs(now - started));
                     self.apply_signals(now, via);
@@ -612,8 +623,8 @@ impl<'a> Network<'a> {
         proxy.new_requests += 1;
         let oc = self.offers_oc(p);
         self.send(p + 1, p + 2, Msg { txn, body: Body::Request { oc } });
-        self.events.after(t1, Event::TimerE { node: p + 1, txn });
-        self.events.after(64 * t1, Event::TimerF { node: p + 1, txn });
+        self.events.after(t1, Event::TimerE { node: p + 1, txn, started: now });
+        self.events.after(64 * t1, Event::TimerF { node: p + 1, txn, started: now });
     }
 
     /// The second pass of a response: forwarded upstream through the server

@@ -397,7 +397,7 @@ mod defaults {
         0.8
     }
     pub fn match_share() -> f64 {
-        0.05
+        0.03
     }
     pub fn request_route_part() -> f64 {
         0.625
