@@ -264,7 +264,7 @@ fn pair(s: &str) -> Option<(&str, &str)> {
 /// error.
 fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
     if args.users.is_some() {
-        return Err("-users (SIPp's user-based mode) is not supported; use -r, -l and -m".into());
+        return Err("-users (SIPp's user-based mode) is not supported yet; use -r, -l and -m".into());
     }
     let scenario = match &args.scenario_file {
         Some(path) => {
@@ -566,6 +566,12 @@ pub fn load(args: LoadArgs) -> ExitCode {
         );
         for (cause, n) in &s.failures {
             println!("  failed: {cause}: {n}");
+        }
+        if s.calls_in_progress > 0 {
+            println!("  still in progress at the end: {}", s.calls_in_progress);
+        }
+        if let Some(u) = &s.sut {
+            println!("  system under test: {:.1} % CPU, {} KiB resident at most", u.cpu_percent, u.rss_kib);
         }
         for (name, p) in &s.rtd_ms {
             println!(

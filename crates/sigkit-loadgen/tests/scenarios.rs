@@ -122,14 +122,21 @@ async fn register_with_digest_authentication_against_kamailio() {
     let dir = scratch("register");
     let kport = free_port();
     let _k = kamailio(&dir, kport);
+    // Kamailio's processes, sampled as the system under test.
+    let main_pid: u32 = std::fs::read_to_string(dir.join("k.pid")).unwrap().trim().parse().unwrap();
     let config = LoadConfig {
         scenario: Some(Arc::new(scenario::built_in("register").unwrap())),
         service: "alice".into(),
         auth_password: "secret".into(),
+        sut_pids: vec![main_pid],
+        report_every: Duration::from_millis(100),
         ..uac_to(kport)
     };
-    let s = sigkit_loadgen::run(config, None).await.unwrap().summary;
+    let report = sigkit_loadgen::run(config, None).await.unwrap();
+    let s = report.summary;
     assert_eq!((s.successful_calls, s.failed_calls), (CALLS, 0), "{s:?}");
+    assert!(s.sut.is_some_and(|u| u.rss_kib > 0), "{:?}", s.sut);
+    assert!(report.intervals.iter().any(|i| i.sut_rss_kib.is_some_and(|r| r > 0)));
     assert_eq!(s.rtd_ms["register"].count, CALLS);
     // Each registration: the challenged REGISTER and the one with
     // credentials.
