@@ -27,13 +27,20 @@ struct ViaSignals {
 enum Body {
     /// A request; `oc` is RFC 7339's bare `oc` parameter in its Via: the
     /// sender supports loss-based overload control.
-    Request {
-        oc: bool,
-    },
-    Response {
-        code: u16,
-        via: ViaSignals,
-    },
+    Request { oc: bool },
+    /// A final response; `expires` is the registrar's Expires in ms (0
+    /// when there is none).
+    Response { code: u16, via: ViaSignals, expires: u32 },
+}
+
+/// What a transaction's request is: background traffic (MESSAGE, thesis
+/// §3.3.5), or the first or second REGISTER of a registration (§4.5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Kind {
+    #[default]
+    Message,
+    Register,
+    RegisterWithCredentials,
 }
 
 /// A message of transaction `txn` (one branch per hop, the same number on
@@ -41,6 +48,7 @@ enum Body {
 #[derive(Debug, Clone, Copy)]
 struct Msg {
     txn: u32,
+    kind: Kind,
     body: Body,
 }
 
@@ -78,6 +86,10 @@ enum Event {
         node: Node,
         txn: u32,
     },
+    /// Registration client `client` sends its first REGISTER.
+    Register {
+        client: u32,
+    },
     /// The end of a one-second logging period (thesis §3.2.4).
     Log,
     D1Evaluate,
@@ -98,6 +110,7 @@ enum State {
 #[derive(Debug, Clone, Copy, Default)]
 struct ClientTxn {
     state: State,
+    kind: Kind,
     started: Nanos,
     t1: Nanos,
     /// Timer E's next interval.
@@ -109,7 +122,9 @@ struct ClientTxn {
 #[derive(Debug, Clone, Copy, Default)]
 struct ServerTxn {
     state: State,
+    kind: Kind,
     code: u16,
+    expires: u32,
     via: ViaSignals,
     /// The request's Via offered RFC 7339 overload control.
     upstream_oc: bool,
@@ -249,6 +264,11 @@ pub(crate) struct Network<'a> {
     uac: Vec<TxnRecord>,
     uac_clients: Vec<ClientTxn>,
     uac_pending: usize,
+    /// The registration client of each UAC transaction (u32::MAX: none).
+    uac_register_client: Vec<u32>,
+    /// Until when each registration client is registered.
+    registered_until: Vec<Nanos>,
+    registrar: Stream,
     uas: Vec<ServerTxn>,
     /// The upstream proxy (detects and handles), if there are two proxies.
     upstream: Option<usize>,
@@ -301,6 +321,9 @@ impl<'a> Network<'a> {
             uac: Vec::new(),
             uac_clients: Vec::new(),
             uac_pending: 0,
+            uac_register_client: Vec::new(),
+            registered_until: vec![0; sc.registration.as_ref().map_or(0, |r| r.clients as usize)],
+            registrar: Stream::new(seed, StreamId::Registrar),
             uas: Vec::new(),
             upstream,
             d1: DelayDetector::new(sc.detectors.d1.clone()),
@@ -319,6 +342,15 @@ impl<'a> Network<'a> {
             if start < net.sources[i].2 {
                 let gap = from_secs(net.sources[i].0.exponential(1.0 / s.rate));
                 net.events.schedule(start + gap, Event::NewTransaction { source: i });
+            }
+        }
+        if let Some(reg) = &sc.registration {
+            // Thesis §4.5.2: the clients register within `spread` seconds
+            // from `start`, at uniformly random instants.
+            let mut starts = Stream::new(seed, StreamId::Registration);
+            for client in 0..reg.clients {
+                let at = from_secs(reg.start + starts.uniform() * reg.spread);
+                net.events.schedule(at, Event::Register { client });
             }
         }
         if sc.handler.kind == HandlerKind::T1 && sc.handler.trigger == Trigger::Always {
@@ -386,6 +418,7 @@ impl<'a> Network<'a> {
                     self.proxies[node - 1].servers[txn as usize].state = State::Terminated;
                 }
             }
+            Event::Register { client } => self.start_transaction(now, Kind::Register, Some(client)),
             Event::Log => self.log(now),
             Event::D1Evaluate => self.d1_evaluate(now),
             Event::D2Evaluate => self.d2_evaluate(now),
@@ -410,22 +443,30 @@ impl<'a> Network<'a> {
         if next < *end {
             self.events.schedule(next, Event::NewTransaction { source });
         }
+        self.start_transaction(now, Kind::Message, None);
+    }
+
+    /// Starts a UAC client transaction of `kind` (for registration client
+    /// `client`).
+    fn start_transaction(&mut self, now: Nanos, kind: Kind, client: Option<u32>) {
         let txn = self.uac.len() as u32;
         self.uac.push(TxnRecord { start: now, transmissions: 1, final_at: None, code: 0 });
+        self.uac_register_client.push(client.unwrap_or(u32::MAX));
         *slot(&mut self.uac_clients, txn) =
-            ClientTxn { state: State::Trying, started: now, t1: self.t1, interval: self.t1, transmissions: 1 };
+            ClientTxn { state: State::Trying, kind, started: now, t1: self.t1, interval: self.t1, transmissions: 1 };
         self.uac_pending += 1;
-        self.send(0, 1, Msg { txn, body: Body::Request { oc: false } });
+        self.send(0, 1, Msg { txn, kind, body: Body::Request { oc: false } });
         self.events.after(self.t1, Event::TimerE { node: 0, txn, started: now });
         self.events.after(64 * self.t1, Event::TimerF { node: 0, txn, started: now });
     }
 
-    fn uac_response(&mut self, now: Nanos, txn: u32, code: u16) {
+    fn uac_response(&mut self, now: Nanos, txn: u32, code: u16, expires: u32) {
         let ct = &mut self.uac_clients[txn as usize];
         if ct.state != State::Trying {
             return;
         }
         ct.state = State::Completed;
+        let kind = ct.kind;
         self.uac_pending -= 1;
         let r = &mut self.uac[txn as usize];
         r.final_at = Some(now);
@@ -435,6 +476,30 @@ impl<'a> Network<'a> {
         }
         let started = self.uac_clients[txn as usize].started;
         self.events.after(self.t4, Event::TimerK { node: 0, txn, started });
+        if kind != Kind::Message {
+            self.registration_step(now, txn, kind, Some((code, expires)));
+        }
+    }
+
+    /// A registration client's transaction ended with `outcome` (status
+    /// and Expires in ms; None: Timer F). Thesis §4.5.2: the 401 of the
+    /// first REGISTER is answered by a REGISTER with credentials; its 200
+    /// holds for Expires, after which the client registers again; any
+    /// failure is retried after `retry` seconds.
+    fn registration_step(&mut self, now: Nanos, txn: u32, kind: Kind, outcome: Option<(u16, u32)>) {
+        let Some(reg) = &self.sc.registration else { return };
+        let client = self.uac_register_client[txn as usize];
+        match (kind, outcome) {
+            (Kind::Register, Some((401, _))) => {
+                self.start_transaction(now, Kind::RegisterWithCredentials, Some(client));
+            }
+            (Kind::RegisterWithCredentials, Some((200, expires))) => {
+                let until = now + from_secs(f64::from(expires) / 1000.0);
+                self.registered_until[client as usize] = until;
+                self.events.schedule(until, Event::Register { client });
+            }
+            _ => self.events.after(from_secs(reg.retry), Event::Register { client }),
+        }
     }
 
     // --- timers of client transactions ---
@@ -448,14 +513,14 @@ impl<'a> Network<'a> {
         ct.transmissions += 1;
         // RFC 3261 §17.1.2.2: in Trying, Timer E doubles up to T2.
         ct.interval = (ct.interval * 2).min(t2.max(ct.t1));
-        let (interval, started) = (ct.interval, ct.started);
+        let (interval, started, kind) = (ct.interval, ct.started, ct.kind);
         if ct.transmissions < max {
             self.events.after(interval, Event::TimerE { node, txn, started });
         }
         if node == 0 {
             self.uac[txn as usize].transmissions += 1;
             self.rec.retransmission(now, 0);
-            self.send(0, 1, Msg { txn, body: Body::Request { oc: false } });
+            self.send(0, 1, Msg { txn, kind, body: Body::Request { oc: false } });
         } else {
             // The proxy's own retransmission waits for its processor (queue 2).
             let _ = self.enqueue(now, node - 1, Job::Retransmit { txn, response: false });
@@ -467,7 +532,11 @@ impl<'a> Network<'a> {
             let ct = &mut self.uac_clients[txn as usize];
             if ct.state == State::Trying {
                 ct.state = State::Terminated;
+                let kind = ct.kind;
                 self.uac_pending -= 1;
+                if kind != Kind::Message {
+                    self.registration_step(now, txn, kind, None);
+                }
             }
             return;
         }
@@ -482,7 +551,7 @@ impl<'a> Network<'a> {
         // RFC 3261 §16.8: Timer F acts as a 408, which goes upstream when no
         // final response has (§16.7 step 6).
         if proxy.servers[txn as usize].state == State::Trying {
-            self.complete_server(now, p, txn, 408);
+            self.complete_server(now, p, txn, 408, 0);
         }
     }
 
@@ -490,8 +559,8 @@ impl<'a> Network<'a> {
 
     fn arrive(&mut self, now: Nanos, node: Node, msg: Msg) {
         if node == 0 {
-            if let Body::Response { code, .. } = msg.body {
-                self.uac_response(now, msg.txn, code);
+            if let Body::Response { code, expires, .. } = msg.body {
+                self.uac_response(now, msg.txn, code, expires);
             }
         } else if node == self.uas_node() {
             self.uas_request(now, msg);
@@ -537,16 +606,18 @@ impl<'a> Network<'a> {
         match job {
             Job::Parse(msg) => self.parse(now, p, msg),
             Job::Retransmit { txn, response: false } => {
-                if self.proxies[p].clients[txn as usize].state == State::Trying {
+                let ct = self.proxies[p].clients[txn as usize];
+                if ct.state == State::Trying {
                     self.rec.retransmission(now, p + 1);
                     let oc = self.offers_oc(p);
-                    self.send(p + 1, p + 2, Msg { txn, body: Body::Request { oc } });
+                    self.send(p + 1, p + 2, Msg { txn, kind: ct.kind, body: Body::Request { oc } });
                 }
             }
             Job::Retransmit { txn, response: true } => {
                 let st = self.proxies[p].servers[txn as usize];
                 if st.state == State::Completed {
-                    self.send(p + 1, p, Msg { txn, body: Body::Response { code: st.code, via: st.via } });
+                    let body = Body::Response { code: st.code, via: st.via, expires: st.expires };
+                    self.send(p + 1, p, Msg { txn, kind: st.kind, body });
                 }
             }
             Job::Request(msg) => self.route_request(now, p, msg),
@@ -580,7 +651,7 @@ impl<'a> Network<'a> {
                         // has room in queue 4; a lost request leaves none.
                         if self.enqueue(now, p, Job::Request(msg)) {
                             self.proxies[p].servers[txn as usize] =
-                                ServerTxn { state: State::Trying, upstream_oc, ..Default::default() };
+                                ServerTxn { state: State::Trying, kind: msg.kind, upstream_oc, ..Default::default() };
                         }
                     }
                 }
@@ -612,17 +683,17 @@ impl<'a> Network<'a> {
         let txn = msg.txn;
         if self.upstream == Some(p) && self.rejects(now, p) {
             self.rec.rejection(now);
-            self.complete_server(now, p, txn, 503);
+            self.complete_server(now, p, txn, 503, 0);
             return;
         }
         let t1 = self.t1_toward(now, p);
         let proxy = &mut self.proxies[p];
         *slot(&mut proxy.clients, txn) =
-            ClientTxn { state: State::Trying, started: now, t1, interval: t1, transmissions: 1 };
+            ClientTxn { state: State::Trying, kind: msg.kind, started: now, t1, interval: t1, transmissions: 1 };
         proxy.pending += 1;
         proxy.new_requests += 1;
         let oc = self.offers_oc(p);
-        self.send(p + 1, p + 2, Msg { txn, body: Body::Request { oc } });
+        self.send(p + 1, p + 2, Msg { txn, kind: msg.kind, body: Body::Request { oc } });
         self.events.after(t1, Event::TimerE { node: p + 1, txn, started: now });
         self.events.after(64 * t1, Event::TimerF { node: p + 1, txn, started: now });
     }
@@ -630,9 +701,9 @@ impl<'a> Network<'a> {
     /// The second pass of a response: forwarded upstream through the server
     /// transaction, unless Timer F has answered 408 already.
     fn route_response(&mut self, now: Nanos, p: usize, msg: Msg) {
-        let Body::Response { code, .. } = msg.body else { return };
+        let Body::Response { code, expires, .. } = msg.body else { return };
         if self.proxies[p].servers[msg.txn as usize].state == State::Trying {
-            self.complete_server(now, p, msg.txn, code);
+            self.complete_server(now, p, msg.txn, code, expires);
         }
     }
 
@@ -704,14 +775,16 @@ impl<'a> Network<'a> {
     }
 
     /// Sends final response `code` of proxy `p`'s server transaction `txn`.
-    fn complete_server(&mut self, now: Nanos, p: usize, txn: u32, code: u16) {
+    fn complete_server(&mut self, now: Nanos, p: usize, txn: u32, code: u16, expires: u32) {
         let upstream_oc = self.proxies[p].servers[txn as usize].upstream_oc;
         let via = self.signals(now, p, upstream_oc);
         let st = &mut self.proxies[p].servers[txn as usize];
         st.state = State::Completed;
         st.code = code;
+        st.expires = expires;
         st.via = via;
-        self.send(p + 1, p, Msg { txn, body: Body::Response { code, via } });
+        let kind = st.kind;
+        self.send(p + 1, p, Msg { txn, kind, body: Body::Response { code, via, expires } });
         self.events.after(64 * self.t1, Event::TimerJ { node: p + 1, txn });
     }
 
@@ -731,19 +804,37 @@ impl<'a> Network<'a> {
 
     // --- UAS ---
 
+    /// The UAS, also the registrar (thesis §4.5.2): a first REGISTER is
+    /// challenged with 401, one with credentials gets 200 and an Expires
+    /// (fixed, or uniform between the minimum and the maximum when
+    /// randomised), anything else 200.
     fn uas_request(&mut self, _now: Nanos, msg: Msg) {
         let txn = msg.txn;
         let node = self.uas_node();
-        let st = slot(&mut self.uas, txn);
-        match st.state {
+        let st = *slot(&mut self.uas, txn);
+        let st = match st.state {
             State::None | State::Terminated => {
-                *st = ServerTxn { state: State::Completed, code: 200, ..Default::default() };
+                let (code, expires) = match (msg.kind, &self.sc.registration) {
+                    (Kind::Register, _) => (401, 0),
+                    (Kind::RegisterWithCredentials, Some(reg)) => {
+                        let expires = if reg.random_expiry {
+                            reg.min_expires + self.registrar.uniform() * (reg.expires - reg.min_expires)
+                        } else {
+                            reg.expires
+                        };
+                        (200, (expires * 1000.0).round() as u32)
+                    }
+                    _ => (200, 0),
+                };
+                let st = ServerTxn { state: State::Completed, kind: msg.kind, code, expires, ..Default::default() };
+                self.uas[txn as usize] = st;
                 self.events.after(64 * self.t1, Event::TimerJ { node, txn });
+                st
             }
-            State::Completed | State::Trying => {}
-        }
-        let body = Body::Response { code: 200, via: ViaSignals::default() };
-        self.send(node, node - 1, Msg { txn, body });
+            State::Completed | State::Trying => st,
+        };
+        let body = Body::Response { code: st.code, via: ViaSignals::default(), expires: st.expires };
+        self.send(node, node - 1, Msg { txn, kind: st.kind, body });
     }
 
     // --- periodic work ---
@@ -776,11 +867,14 @@ impl<'a> Network<'a> {
             Some((oc, until, _)) if now < until => Some(oc),
             _ => self.upstream.and((self.sc.handler.kind == HandlerKind::OcLoss).then_some(0)),
         };
+        let registrations =
+            self.sc.registration.as_ref().map(|_| self.registered_until.iter().filter(|&&u| u > now).count());
         self.rec.log(
             now,
             &utilisation,
             self.uac_pending,
             upstream_pending,
+            registrations,
             crate::metrics::DetectorSnapshot {
                 d1_p95: self.d1.last_p95,
                 d1_congested: self.d1.congested,

@@ -129,6 +129,7 @@ mod tests {
             t1_next: None,
             oc: None,
             rejections: 0,
+            registrations_active: None,
         }
     }
 

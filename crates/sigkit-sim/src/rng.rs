@@ -16,6 +16,10 @@ pub enum StreamId {
     Link(u32),
     /// The RFC 7339 loss-based dropper of proxy `n`.
     Dropper(u32),
+    /// The registrar's randomised Expires.
+    Registrar,
+    /// The registration clients' first attempts.
+    Registration,
 }
 
 impl StreamId {
@@ -25,6 +29,8 @@ impl StreamId {
             StreamId::Service(n) => [2, n],
             StreamId::Link(n) => [3, n],
             StreamId::Dropper(n) => [4, n],
+            StreamId::Registrar => [5, 0],
+            StreamId::Registration => [6, 0],
         }
     }
 }

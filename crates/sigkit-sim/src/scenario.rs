@@ -61,6 +61,39 @@ pub struct Scenario {
     pub detectors: Detectors,
     #[serde(default)]
     pub handler: Handler,
+    /// A registration workload beside the sources (thesis §4.5.2).
+    #[serde(default)]
+    pub registration: Option<Registration>,
+}
+
+/// Registration clients (thesis §4.5.2, Figure 4.61): each registers with a
+/// REGISTER, challenged by 401, and a REGISTER with credentials, answered
+/// 200 with an Expires; it registers again when that expires, and retries
+/// `retry` seconds after any failure.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Registration {
+    /// Clients (thesis: 200).
+    pub clients: u32,
+    /// When the first attempts start, seconds (thesis: 30).
+    #[serde(default = "defaults::registration_start")]
+    pub start: f64,
+    /// The first attempts fall uniformly within this many seconds (thesis:
+    /// 10, so 20 REGISTER pairs per second).
+    #[serde(default = "defaults::registration_spread")]
+    pub spread: f64,
+    /// The registrar's Expires, seconds (thesis: 300).
+    #[serde(default = "defaults::registration_expires")]
+    pub expires: f64,
+    /// The registrar draws Expires uniformly from [min_expires, expires].
+    #[serde(default)]
+    pub random_expiry: bool,
+    /// The least Expires when randomised (thesis: 5 s, Timer K).
+    #[serde(default = "defaults::registration_min_expires")]
+    pub min_expires: f64,
+    /// Seconds to wait after a failed attempt (thesis: 10).
+    #[serde(default = "defaults::registration_retry")]
+    pub retry: f64,
 }
 
 /// RFC 3261 §17.1.2 timers, in seconds.
@@ -366,6 +399,21 @@ impl Default for Handler {
 }
 
 mod defaults {
+    pub fn registration_start() -> f64 {
+        30.0
+    }
+    pub fn registration_spread() -> f64 {
+        10.0
+    }
+    pub fn registration_expires() -> f64 {
+        300.0
+    }
+    pub fn registration_min_expires() -> f64 {
+        5.0
+    }
+    pub fn registration_retry() -> f64 {
+        10.0
+    }
     pub fn duration() -> f64 {
         700.0
     }
@@ -620,6 +668,23 @@ impl Scenario {
         positive("handler.oc_target", h.oc_target)?;
         positive("handler.oc_interval", h.oc_interval)?;
         share("handler.oc_min_admit", h.oc_min_admit)?;
+        if let Some(r) = &self.registration {
+            if r.clients == 0 || r.clients > 1_000_000 {
+                return Err(invalid("registration.clients", "must lie in 1..=1000000"));
+            }
+            if !(r.start.is_finite() && r.start >= 0.0) {
+                return Err(invalid("registration.start", "must be 0 or more seconds"));
+            }
+            if !(r.spread.is_finite() && r.spread >= 0.0) {
+                return Err(invalid("registration.spread", "must be 0 or more seconds"));
+            }
+            positive("registration.expires", r.expires)?;
+            positive("registration.min_expires", r.min_expires)?;
+            positive("registration.retry", r.retry)?;
+            if r.min_expires > r.expires {
+                return Err(invalid("registration.min_expires", "cannot exceed expires"));
+            }
+        }
         Ok(())
     }
 }
