@@ -551,7 +551,7 @@ impl<'a> Network<'a> {
         // RFC 3261 §16.8: Timer F acts as a 408, which goes upstream when no
         // final response has (§16.7 step 6).
         if proxy.servers[txn as usize].state == State::Trying {
-            self.complete_server(now, p, txn, 408, 0);
+            self.complete_server(p, txn, 408, 0);
         }
     }
 
@@ -621,7 +621,7 @@ impl<'a> Network<'a> {
                 }
             }
             Job::Request(msg) => self.route_request(now, p, msg),
-            Job::Response(msg) => self.route_response(now, p, msg),
+            Job::Response(msg) => self.route_response(p, msg),
         }
         if self.proxies[p].current.is_none() {
             self.start_service(now, p);
@@ -683,7 +683,7 @@ impl<'a> Network<'a> {
         let txn = msg.txn;
         if self.upstream == Some(p) && self.rejects(now, p) {
             self.rec.rejection(now);
-            self.complete_server(now, p, txn, 503, 0);
+            self.complete_server(p, txn, 503, 0);
             return;
         }
         let t1 = self.t1_toward(now, p);
@@ -700,10 +700,10 @@ impl<'a> Network<'a> {
 
     /// The second pass of a response: forwarded upstream through the server
     /// transaction, unless Timer F has answered 408 already.
-    fn route_response(&mut self, now: Nanos, p: usize, msg: Msg) {
+    fn route_response(&mut self, p: usize, msg: Msg) {
         let Body::Response { code, expires, .. } = msg.body else { return };
         if self.proxies[p].servers[msg.txn as usize].state == State::Trying {
-            self.complete_server(now, p, msg.txn, code, expires);
+            self.complete_server(p, msg.txn, code, expires);
         }
     }
 
@@ -748,7 +748,7 @@ impl<'a> Network<'a> {
 
     /// The overload signals proxy `p` puts in the Via of the responses it
     /// sends upstream: only the overloaded proxy (the last) signals.
-    fn signals(&mut self, now: Nanos, p: usize, upstream_oc: bool) -> ViaSignals {
+    fn signals(&self, p: usize, upstream_oc: bool) -> ViaSignals {
         let mut via = ViaSignals::default();
         if p + 1 != self.proxies.len() || self.upstream.is_none() {
             return via;
@@ -770,14 +770,13 @@ impl<'a> Network<'a> {
                 seq: self.signal.oc_seq,
             });
         }
-        let _ = now;
         via
     }
 
     /// Sends final response `code` of proxy `p`'s server transaction `txn`.
-    fn complete_server(&mut self, now: Nanos, p: usize, txn: u32, code: u16, expires: u32) {
+    fn complete_server(&mut self, p: usize, txn: u32, code: u16, expires: u32) {
         let upstream_oc = self.proxies[p].servers[txn as usize].upstream_oc;
-        let via = self.signals(now, p, upstream_oc);
+        let via = self.signals(p, upstream_oc);
         let st = &mut self.proxies[p].servers[txn as usize];
         st.state = State::Completed;
         st.code = code;
