@@ -26,7 +26,7 @@ fn escape(text: &str) -> String {
 /// The SVG of `rows` (one seed, one row per second) titled `title`.
 pub fn seconds_svg(title: &str, rows: &[SecondRow]) -> String {
     let pending_max = rows.iter().map(|r| r.uac_pending).max().unwrap_or(0).max(10) as f64;
-    let panels = [
+    let mut panels = vec![
         Panel {
             title: "success rate (by transaction start)",
             y_max: 1.0,
@@ -48,6 +48,14 @@ pub fn seconds_svg(title: &str, rows: &[SecondRow]) -> String {
             values: rows.iter().map(|r| Some(r.uac_pending as f64)).collect(),
         },
     ];
+    let registered = rows.iter().filter_map(|r| r.registrations_active).max();
+    if let Some(max) = registered {
+        panels.push(Panel {
+            title: "active registrations",
+            y_max: max.max(1) as f64,
+            values: rows.iter().map(|r| r.registrations_active.map(|v| v as f64)).collect(),
+        });
+    }
     let n = rows.len().max(1) as f64;
     let height = 30.0 + panels.len() as f64 * (PANEL_HEIGHT + GAP) + 10.0;
     let plot_width = WIDTH - LEFT - RIGHT;
@@ -131,6 +139,16 @@ mod tests {
             rejections: 0,
             registrations_active: None,
         }
+    }
+
+    #[test]
+    fn registrations_get_a_fifth_panel() {
+        let mut rows: Vec<SecondRow> = (0..10).map(|t| row(t, Some(1.0))).collect();
+        assert_eq!(seconds_svg("t", &rows).matches("<path").count(), 4);
+        rows[3].registrations_active = Some(7);
+        let svg = seconds_svg("t", &rows);
+        assert_eq!(svg.matches("<path").count(), 5);
+        assert!(svg.contains("active registrations"));
     }
 
     #[test]
