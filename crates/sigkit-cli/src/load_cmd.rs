@@ -78,6 +78,10 @@ pub struct LoadArgs {
     /// nop, label, timewait, rtd; SIPp's keywords).
     #[arg(long = "sf")]
     scenario_file: Option<PathBuf>,
+    /// Replay a corpus flow (corpus/<flow>/): with -sn uac the UE's side,
+    /// with -sn uas the P-CSCF's; fresh Call-ID, tags and branches per call.
+    #[arg(long, value_name = "DIR")]
+    flow: Option<PathBuf>,
     /// Print a built-in scenario's XML and exit.
     #[arg(long = "sd")]
     dump: Option<String>,
@@ -266,12 +270,22 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
     if args.users.is_some() {
         return Err("-users (SIPp's user-based mode) is not supported yet; use -r, -l and -m".into());
     }
-    let scenario = match &args.scenario_file {
-        Some(path) => {
+    let scenario = match (&args.scenario_file, &args.flow) {
+        (Some(_), Some(_)) => return Err("-sf and --flow: one scenario at a time".into()),
+        (None, Some(dir)) => {
+            let (ue, pcscf) =
+                sigkit_loadgen::corpus::flow_scenarios(dir).map_err(|e| format!("--flow {}: {e}", dir.display()))?;
+            match args.scenario.as_str() {
+                "uac" => ue,
+                "uas" => pcscf,
+                other => return Err(format!("--flow with -sn {other}: -sn uac (the UE) or uas (the P-CSCF)")),
+            }
+        }
+        (Some(path), None) => {
             let bytes = std::fs::read(path).map_err(|e| format!("-sf {}: {e}", path.display()))?;
             scenario::parse(&scenario::decode_text(&bytes)).map_err(|e| format!("-sf {}: {e}", path.display()))?
         }
-        None => scenario::built_in(&args.scenario).map_err(|e| format!("-sn: {e}"))?,
+        (None, None) => scenario::built_in(&args.scenario).map_err(|e| format!("-sn: {e}"))?,
     };
     let injection = match &args.inject {
         Some(path) => {

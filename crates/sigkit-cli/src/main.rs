@@ -90,7 +90,7 @@ enum Command {
     Eval(eval_cmd::EvalArgs),
     /// The SIP load generator (the framework thesis's simple call as UAC or UAS over
     /// UDP); takes SIPp's flags: sigkit load -sn uac -r 100 -m 1000 HOST:PORT.
-    Load(load_cmd::LoadArgs),
+    Load(Box<load_cmd::LoadArgs>),
     /// Find the highest call rate a SIP system serves within a service
     /// level (default: at most 10 % failed calls, p95 set-up delay of at
     /// most 250 ms), by stepped `sigkit load` runs, repeated.
@@ -167,7 +167,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench_cmd::bench(args),
         Command::Proxy(args) => proxy_cmd::proxy(args),
         Command::Eval(args) => eval_cmd::eval(args),
-        Command::Load(args) => load_cmd::load(args),
+        Command::Load(args) => load_cmd::load(*args),
         Command::Capacity(args) => capacity_cmd::capacity(args),
         Command::Results(args) => results_cmd::results(args),
         Command::Ran(args) => ran_cmd::ran(args),

@@ -53,9 +53,12 @@ fn a_uac_and_a_uas_with_sipps_flags_complete_their_calls_and_record_them() {
 
 #[test]
 fn unsupported_sipp_options_are_refused_clearly() {
-    let out = sigkit().args(["load", "-sn", "uac", "-sf", "uac.xml", "127.0.0.1:5060"]).output().unwrap();
+    let out = sigkit().args(["load", "-sn", "uac", "-users", "10", "127.0.0.1:5060"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not supported yet"));
+    let out = sigkit().args(["load", "-sn", "uac", "-sf", "/nonexistent/uac.xml", "127.0.0.1:5060"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/uac.xml"));
     let out = sigkit().args(["load", "-sn", "uac", "nowhere"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = sigkit().args(["results", "/nonexistent/results.sqlite"]).output().unwrap();

@@ -210,6 +210,9 @@ struct Call {
     /// transaction is never a retransmission of an earlier one.
     pending_branch: Vec<u8>,
     peer_tag: Vec<u8>,
+    /// The Via lines of the last request of each method received
+    /// (`[last_Via_of_METHOD:]`).
+    vias_of: Vec<(String, Vec<u8>)>,
     routes: Vec<u8>,
     next_url: Vec<u8>,
     challenge: Option<(bool, auth::DigestParams)>,
@@ -265,6 +268,8 @@ pub struct Engine {
     live: usize,
     rng: u64,
     client: bool,
+    /// Whether a template reads `[last_Via_of_METHOD:]`.
+    vias_of: bool,
     pub recorder: Recorder,
 }
 
@@ -299,7 +304,12 @@ impl Engine {
         };
         let recorder = Recorder::new(scenario.rtds.clone());
         let client = scenario.is_client();
+        let vias_of = scenario.steps.iter().any(|s| match &s.kind {
+            StepKind::Send(send) => send.template.keywords().any(|k| matches!(k, Keyword::ViaOf(_))),
+            _ => false,
+        });
         Engine {
+            vias_of,
             rng: config.seed | 1,
             scenario,
             config,
@@ -394,6 +404,7 @@ impl Engine {
         c.last_sent_what = None;
         c.pending_branch.clear();
         c.peer_tag.clear();
+        c.vias_of.clear();
         c.routes.clear();
         c.next_url.clear();
         c.challenge = None;
@@ -669,6 +680,21 @@ impl Engine {
                 }
                 let name = h.line.start as u32..(h.line.start + h.name.len()) as u32;
                 c.last_index.push((h.kind, name, h.line.start as u32..end as u32));
+            }
+            if let (true, Some(method)) = (self.vias_of, msg.method()) {
+                let mut lines = Vec::new();
+                for (kind, _, line) in &c.last_index {
+                    if *kind == HeaderName::Via {
+                        if !lines.is_empty() {
+                            lines.extend_from_slice(b"\r\n");
+                        }
+                        lines.extend_from_slice(&c.last_msg[line.start as usize..line.end as usize]);
+                    }
+                }
+                match c.vias_of.iter_mut().find(|(m, _)| m == method) {
+                    Some((_, v)) => *v = lines,
+                    None => c.vias_of.push((method.to_string(), lines)),
+                }
             }
         }
         let tag = if msg.is_request() { msg.from().ok() } else { msg.to().ok() }.and_then(|n| n.tag());
@@ -1219,6 +1245,10 @@ fn write_keyword(ctx: &Ctx<'_>, k: &Keyword, len: usize, out: &mut Vec<u8>, scra
                 }
             }
             return any;
+        }
+        Keyword::ViaOf(method) => {
+            let Some((_, v)) = c.vias_of.iter().find(|(m, _)| m == method) else { return false };
+            out.extend_from_slice(v);
         }
         Keyword::LastRequestUri => {
             let first = c.last_msg.split(|&b| b == b'\n').next().unwrap_or(&[]);

@@ -33,6 +33,7 @@
 
 pub mod auth;
 pub mod control;
+pub mod corpus;
 pub mod engine;
 pub mod inject;
 pub mod metrics;

@@ -174,6 +174,10 @@ pub enum Keyword {
         name: String,
         with_name: bool,
     },
+    /// `[last_Via_of_METHOD:]`: the Via lines of the last METHOD request
+    /// received (a sigkit extension: a response to an earlier request of
+    /// the call, as a replayed corpus flow needs).
+    ViaOf(String),
     LastRequestUri,
     LastCseqNumber,
     Field(usize),
@@ -220,7 +224,7 @@ impl Template {
         Ok((Template { head, body }, max_field))
     }
 
-    fn keywords(&self) -> impl Iterator<Item = &Keyword> {
+    pub(crate) fn keywords(&self) -> impl Iterator<Item = &Keyword> {
         self.head.iter().chain(self.body.iter()).flatten().filter_map(|s| match s {
             Segment::Keyword(k) => Some(k),
             Segment::Literal(_) => None,
@@ -316,6 +320,9 @@ fn keyword(inner: &str, line: u32) -> Result<Option<Keyword>, ScenarioError> {
         return Ok(Some(match name {
             "Request_URI" => Keyword::LastRequestUri,
             "cseq_number" => Keyword::LastCseqNumber,
+            _ if name.starts_with("Via_of_") && name.ends_with(':') && name.len() > 8 => {
+                Keyword::ViaOf(name["Via_of_".len()..name.len() - 1].to_string())
+            }
             _ => {
                 let with_name = name.ends_with(':');
                 let name = name.trim_end_matches(':').to_string();
@@ -636,7 +643,7 @@ fn sent_kind(start: &str) -> Option<Sent> {
 }
 
 /// SIPp's built-in `uac`, with one change for proxies that record-route
-/// (seed 004's chain, where the UAC's calls cross a proxy): the 200's
+/// (the framework thesis's chain, where the UAC's calls cross a proxy): the 200's
 /// Record-Route set and Contact are kept (`rrs`, as SIPp's own comment on
 /// that step suggests) and the ACK and BYE follow them (RFC 3261
 /// §12.2.1.1). Against a UAS reached directly the messages are those of

@@ -264,3 +264,26 @@ async fn sigcomp_through_sigkit_proxy_and_kamailio() {
     assert_eq!(uas.await.unwrap().unwrap().summary.successful_calls, CALLS);
     assert_eq!(kamailio_saw(&dir, "BYE"), CALLS, "the BYEs followed the route set through Kamailio");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corpus_flow_replays_over_udp_with_sigcomp_on_both_sides() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus/3gpp-video-call");
+    let (ue, pcscf) = sigkit_loadgen::corpus::flow_scenarios(&dir).unwrap();
+    let server =
+        Prepared::bind(LoadConfig { scenario: Some(Arc::new(pcscf)), sigcomp: true, ..our_uas(Transport::Udp, CALLS) })
+            .await
+            .unwrap();
+    let addr = server.local_addr();
+    let pcscf = tokio::spawn(server.run(None));
+    let config = LoadConfig { scenario: Some(Arc::new(ue)), sigcomp: true, ..uac_to(addr.port()) };
+    let s = sigkit_loadgen::run(config, None).await.unwrap().summary;
+    assert_eq!((s.successful_calls, s.failed_calls), (CALLS, 0), "{s:?}");
+    let p = pcscf.await.unwrap().unwrap().summary;
+    assert_eq!((p.successful_calls, p.failed_calls), (CALLS, 0), "{p:?}");
+    // The flow's 8 UE messages and 6 P-CSCF messages per call, compressed
+    // by one side and decompressed by the other.
+    let (c, d) = (s.sigcomp.unwrap(), p.sigcomp.unwrap());
+    assert_eq!((c.compressed, d.decompressed), (8 * CALLS, 8 * CALLS), "{c:?} {d:?}");
+    assert_eq!((d.compressed, c.decompressed), (6 * CALLS, 6 * CALLS), "{c:?} {d:?}");
+    assert!(c.bytes_after * 4 < c.bytes_before, "dynamic compression over the calls: {c:?}");
+}

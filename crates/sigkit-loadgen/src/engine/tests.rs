@@ -293,3 +293,41 @@ fn register_answers_the_digest_challenge_of_the_registrar() {
     exchange(&mut c, &mut b, t0, t0 + Duration::from_secs(1));
     assert_eq!(b.recorder.total.failures.get("auth_failed"), Some(&1));
 }
+
+#[test]
+fn every_corpus_flow_replays_between_its_two_sides_with_fresh_identifiers() {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus");
+    let mut flows: Vec<_> =
+        std::fs::read_dir(&corpus).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    flows.sort();
+    assert!(flows.len() >= 8);
+    for dir in flows {
+        let (ue, pcscf) = crate::corpus::flow_scenarios(&dir).unwrap();
+        let n = ue.steps.len() as u64;
+        let t0 = Instant::now();
+        let mut a = uac_with(ue, None, Duration::ZERO, t0);
+        let mut b = uas_with(pcscf, t0);
+        a.start_call(t0, 0);
+        a.start_call(t0, 0);
+        // The first messages of the two calls differ in Call-ID, tag and branch.
+        let first = drain(&mut a);
+        let ids: Vec<Message> = first.iter().map(|(_, m)| Message::parse(m).unwrap()).collect();
+        assert_ne!(ids[0].call_id().unwrap(), ids[1].call_id().unwrap());
+        assert_ne!(ids[0].from().unwrap().tag(), ids[1].from().unwrap().tag());
+        assert_ne!(ids[0].top_via().unwrap().branch(), ids[1].top_via().unwrap().branch());
+        for (_, m) in &first {
+            b.on_message(t0, addr(UAC), m);
+        }
+        exchange(&mut a, &mut b, t0, t0 + Duration::from_secs(60));
+        let (x, y) = (&a.recorder.total, &b.recorder.total);
+        assert_eq!(
+            (x.successful, x.failed, y.successful, y.failed),
+            (2, 0, 2, 0),
+            "{}: {:?} {:?}",
+            dir.display(),
+            x.failures,
+            y.failures
+        );
+        assert_eq!(x.messages_sent + y.messages_sent, 2 * n, "{}: every message once, none again", dir.display());
+    }
+}
