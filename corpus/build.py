@@ -222,7 +222,7 @@ def main(argv):
 
 
 def write_tsv(rows, flow_rows):
-    # The hand-written seed-001 flow (not generated here).
+    # The hand-written flow of the Open SigComp characterisation (not generated here).
     extra = os.path.join(HERE, "open-sigcomp-startup")
     sizes = [850, 468, 1168, 483, 418, 1360, 393, 632, 405, 405, 384]
     labels = ["REGISTER", "200", "INVITE", "407", "ACK", "INVITE", "100",

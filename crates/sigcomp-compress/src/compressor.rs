@@ -173,6 +173,9 @@ impl Default for Config {
 pub enum CompressError {
     /// The lookahead is not 18, 66 or 258 (or another 2^k + 2).
     BadLookahead(usize),
+    /// The peer's parameters are not ones RFC 3320 §3.3 allows (from a
+    /// caller; announcements and NACKs are validated before they are used).
+    PeerParams(sigcomp::params::ParamError),
     /// The peer's memory is too small for this bytecode.
     PeerTooSmall { dms: u32 },
     /// The message, compressed, does not fit the peer's memory or cycles:
@@ -189,6 +192,7 @@ impl std::fmt::Display for CompressError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CompressError::BadLookahead(n) => write!(f, "look-ahead {n} is not 18, 66 or 258"),
+            CompressError::PeerParams(e) => write!(f, "the peer's parameters: {e}"),
             CompressError::PeerTooSmall { dms } => {
                 write!(f, "a decompression memory of {dms} bytes is too small for the bytecode")
             }
@@ -316,6 +320,7 @@ impl Compressor {
         user_dictionary: Option<Arc<[u8]>>,
     ) -> Result<Compressor, CompressError> {
         LzssFormat::length_bits_for(config.lookahead).ok_or(CompressError::BadLookahead(config.lookahead))?;
+        peer.validate().map_err(CompressError::PeerParams)?;
         let image = config.algorithm.image(config.mechanism);
         let mech = config.mechanism;
         // Over a stream a snapshot is usable at once, so one is enough and
@@ -343,7 +348,7 @@ impl Compressor {
         let bytecode = bytecode::build(image, &layout, dict.as_ref(), &local, |code, base| {
             patch_algorithm(config.algorithm, image, code, base, format)
         });
-        let mut model = Decompressor::new(peer).map_err(|_| CompressError::PeerTooSmall { dms: peer.dms })?;
+        let mut model = Decompressor::new(peer).map_err(CompressError::PeerParams)?;
         // A store of the values the compressor keeps: what the peer evicts
         // is freed by the compressor, as its model of the peer says.
         model.states_mut().set_compartment_sms(MODEL, u32::MAX);

@@ -297,3 +297,56 @@ fn bad_parameters_are_typed_errors() {
         Err(EndpointError::Compressor(_))
     ));
 }
+
+#[test]
+fn a_nack_teaches_the_compartment_its_peers_real_cycles_and_memory() {
+    // The sender assumes 128 cycles per bit and 32 KiB of decompression
+    // memory; the peer offers 16 and 8 KiB. A NACK for CYCLES_EXHAUSTED
+    // carries the peer's cycles_per_bit and one for BYTECODES_TOO_LARGE its
+    // memory size (RFC 4077 §3.1): only the compartment whose message
+    // failed learns them.
+    let offers = params(8192);
+    let assumed = Params { cpb: 128, dms: 32768, sms: 8192, ..offers };
+    let cfg = config(Mechanism::Dynamic, Transport::Message);
+    let mut sender = endpoint(offers, assumed, cfg);
+    let now = Instant::now();
+    let other = CompartmentId(2);
+    sender.open_compartment(now, other, Transport::Message);
+    let nack_for = |message: &[u8], reason: Reason, details: Vec<u8>| {
+        use sha1::Digest;
+        let message_sha1: [u8; 20] = sha1::Sha1::digest(message).into();
+        sigcomp::Nack { reason, opcode: 0, pc: 0, message_sha1, details, returned_feedback: None }.emit()
+    };
+    let sip = b"OPTIONS sip:a@b SIP/2.0\r\nCSeq: 1 OPTIONS\r\n\r\n".to_vec();
+    for (reason, details, learnt) in [
+        (Reason::CyclesExhausted, vec![16], Params { cpb: 16, ..assumed }),
+        (Reason::BytecodesTooLarge, 8192u16.to_be_bytes().to_vec(), Params { cpb: 16, dms: 8192, ..assumed }),
+    ] {
+        let out = sender.compress(now, C, &sip).unwrap();
+        match sender.receive(&nack_for(&out.message, reason, details), Transport::Message) {
+            Ok(Received::Nack(n)) => {
+                assert_eq!((n.reason, n.compartment), (reason, Some(C)));
+                assert!(n.report.is_some());
+            }
+            Ok(_) => panic!("the NACK was not taken as a NACK"),
+            Err(e) => panic!("the NACK failed: {:?}", e.reason()),
+        }
+        assert_eq!(sender.peer(C), Some((Transport::Message, learnt)), "{reason:?}");
+        assert_eq!(sender.peer(other), Some((Transport::Message, assumed)), "{reason:?}");
+    }
+    // What the compartment now sends decompresses at a peer of 16 cycles
+    // per bit and 8 KiB.
+    let mut peer = endpoint(offers, offers, cfg);
+    let out = sender.compress(now, C, &sip).unwrap();
+    let incoming = expect_message(peer.receive(&out.message, Transport::Message));
+    assert_eq!(peer.accept(now, incoming, C).message, sip);
+}
+
+#[test]
+fn invalid_peer_parameters_are_their_own_error() {
+    let bad = Params { cpb: 17, ..params(8192) };
+    assert!(matches!(
+        sigcomp_compress::Compressor::new(Config::default(), bad, params(8192)),
+        Err(sigcomp_compress::CompressError::PeerParams(sigcomp::params::ParamError::CyclesPerBit(17)))
+    ));
+}

@@ -19,7 +19,7 @@ pub struct ServiceLevel {
     /// Largest share of attempted calls that may fail (0.10: the framework thesis's
     /// "acceptable failure rate" of 10 %).
     pub max_failed_ratio: f64,
-    /// Largest 95th-percentile call set-up delay (INVITE to 200). Seed 004
+    /// Largest 95th-percentile call set-up delay (INVITE to 200). The framework thesis
     /// takes 250 ms, half of T1, leaving room for network delay (its
     /// footnote to §5.5); it judged mean set-up times, this judges the
     /// 95th percentile, which a user feels.
@@ -74,7 +74,7 @@ impl ServiceLevel {
 /// How rates are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub enum Strategy {
-    /// Seed 004's way: `start`, `start + step`, … up to `end`, stopping at
+    /// The framework thesis's way: `start`, `start + step`, … up to `end`, stopping at
     /// the first step that is not served. The capacity is known to `step`.
     Steps { start: f64, step: f64, end: f64 },
     /// Grow the rate by `growth` from `start` until a step is not served
@@ -326,7 +326,7 @@ mod tests {
     #[test]
     fn seed_004_table_5_7_rows_are_judged_as_the_seed_highlighted_them() {
         // Machine A at 18 cps: 0.07 % failed, 243 ms (served); at 20 cps:
-        // 31.76 % failed (not). Seed 004 judged mean set-up times; here
+        // 31.76 % failed (not). The framework thesis judged mean set-up times; here
         // they stand in for the p95.
         let level = ServiceLevel::default();
         let row = |rate: f64, failed_pct: f64, ms: f64| StepResult {
