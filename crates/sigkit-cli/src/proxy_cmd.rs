@@ -55,11 +55,24 @@ pub fn proxy(args: ProxyArgs) -> ExitCode {
     };
     if !args.listen.is_empty() {
         config.listen = args.listen;
+        config.overridden("listen");
     }
-    config.upstream = args.upstream.or(config.upstream);
-    config.upstream_local = args.upstream_local.or(config.upstream_local);
-    config.metrics = args.metrics.or(config.metrics);
-    config.threads = args.threads.unwrap_or(config.threads);
+    if let Some(u) = args.upstream {
+        config.upstream = Some(u);
+        config.overridden("upstream");
+    }
+    if let Some(u) = args.upstream_local {
+        config.upstream_local = Some(u);
+        config.overridden("upstream_local");
+    }
+    if let Some(m) = args.metrics {
+        config.metrics = Some(m);
+        config.overridden("metrics");
+    }
+    if let Some(t) = args.threads {
+        config.threads = t;
+        config.overridden("threads");
+    }
     if let Err(e) = config.validate() {
         eprintln!("sigkit proxy: {e}");
         return ExitCode::from(2);

@@ -2,12 +2,15 @@
 //! here and in `sigkit.example.toml`, overridable from the command line.
 //! Unknown keys and bad values are refused with the line and the reason.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
+use sigcomp::params::ParamError;
 use sigcomp::{Limits, Params};
 use sigcomp_compress::{Algorithm, Config as CompressorConfig, Mechanism};
 
@@ -77,7 +80,7 @@ pub struct ProxyConfig {
     /// §4: the first byte of a datagram or of a TCP stream tells).
     pub listen: Vec<TransportAddr>,
     /// The SIP server behind the proxy (registrar and proxy), spoken to
-    /// in plain SIP.
+    /// in plain SIP over UDP (`udp:HOST:PORT`; `tcp:` is refused).
     pub upstream: Option<TransportAddr>,
     /// The local address the proxy sends to the upstream from and
     /// receives its messages on (port 0: any free port).
@@ -101,6 +104,65 @@ pub struct ProxyConfig {
     pub metrics: Option<SocketAddr>,
     /// Worker threads of the runtime; 0: one per core.
     pub threads: usize,
+    /// At most this many terminal flows (a UDP source address, or a TCP
+    /// connection) are remembered; beyond it the one idle longest is
+    /// forgotten. Each costs about 200 bytes.
+    pub max_flows: usize,
+    /// A flow with no message either way for this many seconds, and no
+    /// live registration through it, is forgotten.
+    pub flow_idle_timeout_s: u64,
+    /// The file the configuration was read from, so that a bad value is
+    /// reported with its line ([`ProxyConfig::from_toml`] sets it).
+    #[serde(skip)]
+    pub source: Option<Arc<ConfigSource>>,
+}
+
+/// A configuration file's name and text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSource {
+    pub name: String,
+    pub text: String,
+    /// Keys whose value was replaced after reading (from the command
+    /// line): their errors do not point into the file.
+    pub overridden: Vec<String>,
+}
+
+impl ConfigSource {
+    /// The line (from 1) of the value of `key` (`name` or `table.name`).
+    fn line_of(&self, key: &str) -> Option<usize> {
+        if self.overridden.iter().any(|k| k == key) {
+            return None;
+        }
+        type Keys = BTreeMap<String, toml::Spanned<toml::Value>>;
+        #[derive(Deserialize)]
+        struct Tables {
+            #[serde(default)]
+            sigcomp: Keys,
+            #[serde(default)]
+            defence: Keys,
+            #[serde(default)]
+            overload: Keys,
+        }
+        let span = match key.split_once('.') {
+            None => toml::from_str::<Keys>(&self.text).ok()?.get(key)?.span(),
+            Some((table, name)) => {
+                let t: Tables = toml::from_str(&self.text).ok()?;
+                let keys = match table {
+                    "sigcomp" => t.sigcomp,
+                    "defence" => t.defence,
+                    "overload" => t.overload,
+                    _ => return None,
+                };
+                keys.get(name)?.span()
+            }
+        };
+        Some(line_at(&self.text, span.start))
+    }
+}
+
+/// The line (from 1) of byte `offset` of `text`.
+fn line_at(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
 }
 
 /// SigComp toward the terminals.
@@ -171,6 +233,9 @@ impl Default for ProxyConfig {
             overload: crate::overload::OverloadConfig::default(),
             metrics: None,
             threads: 0,
+            max_flows: 1_000_000,
+            flow_idle_timeout_s: 3600,
+            source: None,
         }
     }
 }
@@ -217,7 +282,10 @@ pub enum ConfigError {
     /// The file is not valid TOML or has an unknown key or a bad value;
     /// the message names the line.
     File(String),
-    /// A value is outside what the proxy supports.
+    /// A key's value is outside what the proxy supports. `at` is the file
+    /// and line of the value when it came from a file.
+    Value { key: String, at: Option<(String, usize)>, reason: String },
+    /// Something the configuration lacks, or the SigComp endpoint refused.
     Invalid(String),
 }
 
@@ -225,6 +293,8 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConfigError::File(m) | ConfigError::Invalid(m) => f.write_str(m),
+            ConfigError::Value { key, at: Some((file, line)), reason } => write!(f, "{file}:{line}: {key}: {reason}"),
+            ConfigError::Value { key, at: None, reason } => write!(f, "{key}: {reason}"),
         }
     }
 }
@@ -234,48 +304,82 @@ impl std::error::Error for ConfigError {}
 impl ProxyConfig {
     /// Parses a configuration file's text; `name` names it in errors.
     pub fn from_toml(name: &str, text: &str) -> Result<ProxyConfig, ConfigError> {
-        let config: ProxyConfig = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            match line {
-                Some(line) => ConfigError::File(format!("{name}:{line}: {}", e.message())),
-                None => ConfigError::File(format!("{name}: {}", e.message())),
-            }
+        let mut config: ProxyConfig = toml::from_str(text).map_err(|e| match e.span() {
+            Some(s) => ConfigError::File(format!("{name}:{}: {}", line_at(text, s.start), e.message())),
+            None => ConfigError::File(format!("{name}: {}", e.message())),
         })?;
+        let source = ConfigSource { name: name.to_string(), text: text.to_string(), overridden: Vec::new() };
+        config.source = Some(Arc::new(source));
         Ok(config)
+    }
+
+    /// Records that `key`'s value no longer comes from the file.
+    pub fn overridden(&mut self, key: &str) {
+        if let Some(s) = self.source.as_mut() {
+            Arc::make_mut(s).overridden.push(key.to_string());
+        }
+    }
+
+    /// The error for `key`'s value, with its file and line when it came
+    /// from a file.
+    fn bad_value(&self, key: &str, reason: String) -> ConfigError {
+        let at = self.source.as_ref().and_then(|s| Some((s.name.clone(), s.line_of(key)?)));
+        ConfigError::Value { key: key.to_string(), at, reason }
     }
 
     /// Checks what TOML cannot: the SigComp values and the addresses.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let bad = |m: String| Err(ConfigError::Invalid(m));
+        let bad = |key: &str, reason: String| Err(self.bad_value(key, reason));
         if self.listen.is_empty() {
-            return bad("no listen address (listen = [\"udp:0.0.0.0:5060\"])".into());
+            return Err(ConfigError::Invalid("no listen address (listen = [\"udp:0.0.0.0:5060\"])".into()));
         }
-        if self.upstream.is_none() {
-            return bad("no upstream (upstream = \"udp:127.0.0.1:5070\")".into());
+        let Some(upstream) = self.upstream else {
+            return Err(ConfigError::Invalid("no upstream (upstream = \"udp:127.0.0.1:5070\")".into()));
+        };
+        // The runtime has one UDP socket toward the upstream; a TCP
+        // upstream would need connections, their framing (RFC 3261
+        // §18.3) and their failures handled, which it does not do.
+        if upstream.transport == SipTransport::Tcp {
+            return bad(
+                "upstream",
+                format!(
+                    "{upstream}: a TCP upstream is not supported; the proxy speaks UDP to its upstream (udp:HOST:PORT)"
+                ),
+            );
         }
-        self.local_params().validate().map_err(|e| ConfigError::Invalid(format!("sigcomp: {e}")))?;
-        self.assumed_peer().validate().map_err(|e| ConfigError::Invalid(format!("sigcomp.assumed_*: {e}")))?;
-        if self.sigcomp.dms < 8192 {
-            return bad(format!("sigcomp.dms {} is below 8192, the SIP minimum (RFC 5049 §3.1)", self.sigcomp.dms));
+        let s = &self.sigcomp;
+        // RFC 3320 §3.3.1: each parameter has a few encodable values.
+        for (prefix, p) in [("sigcomp.", self.local_params()), ("sigcomp.assumed_", self.assumed_peer())] {
+            let Err(e) = p.validate() else { continue };
+            let key = match e {
+                ParamError::DecompressionMemorySize(_) => "dms",
+                ParamError::StateMemorySize(_) => "sms",
+                ParamError::CyclesPerBit(_) => "cpb",
+                ParamError::Version0 => return Err(ConfigError::Invalid(format!("sigcomp: {e}"))),
+            };
+            return bad(&format!("{prefix}{key}"), e.to_string());
         }
-        if self.sigcomp.sms < 2048 {
-            return bad(format!("sigcomp.sms {} is below 2048, the SIP minimum (RFC 5049 §3.2)", self.sigcomp.sms));
+        if s.dms < 8192 {
+            return bad("sigcomp.dms", format!("{} is below 8192, the SIP minimum (RFC 5049 §3.1)", s.dms));
         }
-        if Algorithm::parse(&self.sigcomp.algorithm).is_none() {
+        if s.sms < 2048 {
+            return bad("sigcomp.sms", format!("{} is below 2048, the SIP minimum (RFC 5049 §3.2)", s.sms));
+        }
+        if Algorithm::parse(&s.algorithm).is_none() {
             let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-            return bad(format!("sigcomp.algorithm {:?} is not one of {}", self.sigcomp.algorithm, names.join(", ")));
+            return bad("sigcomp.algorithm", format!("{:?} is not one of {}", s.algorithm, names.join(", ")));
         }
-        if Mechanism::parse(&self.sigcomp.mechanism).is_none() {
-            return bad(format!(
-                "sigcomp.mechanism {:?} is not one of basic, static, dynamic, shared",
-                self.sigcomp.mechanism
-            ));
+        if Mechanism::parse(&s.mechanism).is_none() {
+            return bad("sigcomp.mechanism", format!("{:?} is not one of basic, static, dynamic, shared", s.mechanism));
         }
         if !self.sigcomp_id.starts_with("urn:") {
-            return bad(format!("sigcomp_id {:?} is not a URN (RFC 5049 §6.1)", self.sigcomp_id));
+            return bad("sigcomp_id", format!("{:?} is not a URN (RFC 5049 §6.1)", self.sigcomp_id));
         }
-        if self.sigcomp.max_compartments == 0 {
-            return bad("sigcomp.max_compartments must be at least 1".into());
+        if s.max_compartments == 0 {
+            return bad("sigcomp.max_compartments", "must be at least 1".into());
+        }
+        if self.max_flows == 0 {
+            return bad("max_flows", "must be at least 1".into());
         }
         Ok(())
     }
@@ -310,6 +414,10 @@ impl ProxyConfig {
 
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_secs(self.sigcomp.idle_timeout_s)
+    }
+
+    pub fn flow_idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.flow_idle_timeout_s)
     }
 }
 
@@ -347,9 +455,49 @@ messages_per_source_per_s = 50
         let text = "listen = [\"sctp:127.0.0.1:5060\"]\n";
         let e = ProxyConfig::from_toml("sigkit.toml", text).unwrap_err().to_string();
         assert!(e.starts_with("sigkit.toml:1:") && e.contains("sctp"), "{e}");
-        let text = "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n[sigcomp]\ndms = 3000\n";
+    }
+
+    /// What only `validate` can judge is reported with the key's line too.
+    #[test]
+    fn bad_values_name_their_key_and_line() {
+        let head = "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n\n[sigcomp]\n";
+        let cases = [
+            (format!("{head}sms = 4096\ndms = 3000\n"), "sigkit.toml:6: sigcomp.dms:", "3000"),
+            (format!("{head}cpb = 17\n"), "sigkit.toml:5: sigcomp.cpb:", "17"),
+            (format!("{head}dms = 4096\n"), "sigkit.toml:5: sigcomp.dms:", "below 8192"),
+            (format!("{head}\nalgorithm = \"zstd\"\n"), "sigkit.toml:6: sigcomp.algorithm:", "zstd"),
+            (format!("{head}assumed_cpb = 8\n"), "sigkit.toml:5: sigcomp.assumed_cpb:", "8"),
+            (
+                "sigcomp_id = \"x\"\nlisten = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n".into(),
+                "sigkit.toml:1: sigcomp_id:",
+                "URN",
+            ),
+            (
+                "listen = [\"udp:127.0.0.1:5060\"]\nmax_flows = 0\nupstream = \"udp:127.0.0.1:5070\"\n".into(),
+                "sigkit.toml:2: max_flows:",
+                "at least 1",
+            ),
+        ];
+        for (text, prefix, reason) in cases {
+            let e = ProxyConfig::from_toml("sigkit.toml", &text).unwrap().validate().unwrap_err();
+            let e = e.to_string();
+            assert!(e.starts_with(prefix) && e.contains(reason), "{e}\nfor\n{text}");
+        }
+        // Built in code, the key alone.
+        let mut c = ProxyConfig::from_toml("sigkit.toml", &format!("{head}cpb = 17\n")).unwrap();
+        c.source = None;
+        assert!(c.validate().unwrap_err().to_string().starts_with("sigcomp.cpb: "));
+    }
+
+    /// The proxy sends to its upstream over UDP only: a TCP upstream is
+    /// refused rather than silently spoken to over UDP.
+    #[test]
+    fn a_tcp_upstream_is_refused() {
+        let text = "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"tcp:127.0.0.1:5070\"\n";
         let e = ProxyConfig::from_toml("sigkit.toml", text).unwrap().validate().unwrap_err().to_string();
-        assert!(e.contains("3000"), "{e}");
+        assert!(e.starts_with("sigkit.toml:2: upstream: tcp:127.0.0.1:5070") && e.contains("not supported"), "{e}");
+        let text = text.replace("tcp:", "udp:");
+        ProxyConfig::from_toml("sigkit.toml", &text).unwrap().validate().unwrap();
     }
 }
 
@@ -366,6 +514,7 @@ mod example_file {
         let d = ProxyConfig::default();
         assert_eq!(c.sigcomp_id, d.sigcomp_id);
         assert_eq!(c.threads, d.threads);
+        assert_eq!((c.max_flows, c.flow_idle_timeout_s), (d.max_flows, d.flow_idle_timeout_s));
         let (s, t) = (&c.sigcomp, &d.sigcomp);
         assert_eq!(
             (s.dms, s.sms, s.cpb, &s.algorithm, &s.mechanism, s.assumed_dms, s.assumed_sms, s.assumed_cpb),
