@@ -1144,6 +1144,30 @@ mod tests {
     }
 
     #[test]
+    fn a_lookup_compares_a_bucket_not_the_store() {
+        // The cost of STATE-ACCESS must not grow with the states stored
+        // (RFC 3320 §9.4.5 charges 1 + length cycles): with 10,000 items a
+        // lookup by a 6-byte identifier compares only the items of its
+        // bucket, and a bucket holds items sharing 48 bits of a digest.
+        let mut h = StateHandler::new(8192);
+        let ids: Vec<StateId> = (0u32..10_000)
+            .map(|i| {
+                let s = State::new(0, 0, 6, &i.to_be_bytes());
+                let id = s.id;
+                h.add_local(s);
+                id
+            })
+            .collect();
+        assert_eq!(h.item_count(), 10_000);
+        let largest = h.items.buckets.values().map(Vec::len).max().unwrap();
+        assert!(largest <= 2, "a bucket of {largest} items");
+        for id in &ids {
+            assert_eq!(h.items.bucket(&id.0[..6]).len(), 1);
+            assert_eq!(h.lookup(&id.0[..6]).unwrap().id, *id);
+        }
+    }
+
+    #[test]
     fn lookup_tells_items_sharing_the_indexed_prefix_apart() {
         let mut h = StateHandler::new(8192);
         let with_id = |id: [u8; 20], value: &[u8]| {
