@@ -213,7 +213,8 @@ pub struct LoadArgs {
     #[arg(long = "sut-pid", value_delimiter = ',')]
     sut_pid: Vec<u32>,
     /// Compress toward the peer with SigComp (RFC 3320; comp=sigcomp in
-    /// Via and Contact) and decompress what comes back (UDP).
+    /// Via and Contact) and decompress what comes back; over UDP, or TCP
+    /// with RFC 3320 §4.2.2's record marking.
     #[arg(long)]
     sigcomp: bool,
     /// RFC 3261's T1 (ms): the first retransmission interval; 64·T1 is

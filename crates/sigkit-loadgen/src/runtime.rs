@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sigcomp::wire::{Deframer, Frame};
 use sigkit_sip::transaction::Timers;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
@@ -21,7 +22,7 @@ use crate::inject::Injection;
 use crate::metrics::{Interval, StepReport, Summary};
 use crate::pattern::{Arrivals, Pattern, RateController};
 use crate::scenario::{self, Scenario, ScenarioError};
-use crate::sigcomp_layer::SigcompLayer;
+use crate::sigcomp_layer::{is_sigcomp_first_byte, SigcompLayer};
 use crate::sut::SutSampler;
 
 /// Which side of the call a run plays when no scenario is given: the
@@ -220,15 +221,47 @@ struct TcpNet {
 /// Longest SIP message read from a TCP stream.
 const MAX_TCP_MESSAGE: usize = 1 << 20;
 
+/// Reads one TCP connection into frames. Its first byte tells SigComp
+/// from plain SIP for the whole connection (RFC 5049 §4): SigComp
+/// messages are taken apart by their record marking (RFC 3320 §4.2.2),
+/// plain SIP messages by their Content-Length (RFC 3261 §18.3).
 async fn tcp_reader(peer: SocketAddr, mut read: tokio::net::tcp::OwnedReadHalf, tx: mpsc::Sender<TcpEvent>) {
     let mut buf: Vec<u8> = Vec::with_capacity(65536);
     let mut chunk = vec![0u8; 65536];
+    let mut sigcomp: Option<Deframer> = None;
+    let mut frames = Vec::new();
+    let mut first = true;
     loop {
         let n = match read.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        buf.extend_from_slice(&chunk[..n]);
+        let mut data = &chunk[..n];
+        if first {
+            // CRLF keep-alives (RFC 5626 §3.5.1) may come before either.
+            let Some(at) = data.iter().position(|b| !matches!(b, b'\r' | b'\n')) else { continue };
+            data = &data[at..];
+            first = false;
+            if is_sigcomp_first_byte(data[0]) {
+                sigcomp = Some(Deframer::new(MAX_TCP_MESSAGE));
+            }
+        }
+        if let Some(deframer) = &mut sigcomp {
+            deframer.push(data, &mut frames);
+            for f in frames.drain(..) {
+                let event = match f {
+                    Frame::Message(m) => TcpEvent::Frame(peer, m),
+                    // The stream is unusable (RFC 3320 §4.2.2).
+                    Frame::FramingError => TcpEvent::Closed(peer),
+                };
+                let closed = matches!(event, TcpEvent::Closed(_));
+                if tx.send(event).await.is_err() || closed {
+                    return;
+                }
+            }
+            continue;
+        }
+        buf.extend_from_slice(data);
         loop {
             // CRLF keep-alives (RFC 5626 §3.5.1) between messages.
             let lead = buf.iter().take_while(|b| **b == b'\r' || **b == b'\n').count();

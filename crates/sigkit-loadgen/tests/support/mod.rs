@@ -19,6 +19,14 @@ pub fn have(tool: &str) -> bool {
     found
 }
 
+/// Fails the test when `tool` is missing, in CI or not: the tests that
+/// call it cover what no other test does.
+pub fn require(tool: &str) {
+    let found =
+        Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success());
+    assert!(found, "{tool} is required by this test: apt-get install kamailio sip-tester (as .ci/run does)");
+}
+
 /// A port free for both UDP and TCP on 127.0.0.1, never handed out twice
 /// in this process (tests run in parallel threads).
 pub fn free_port() -> u16 {
