@@ -250,6 +250,11 @@ struct Compartment {
     echoed: Option<Vec<u8>>,
     /// Key in [`Endpoint::idle`], once the compartment has been used.
     active: Option<(Instant, u64)>,
+    /// The peer NACKed the RFC 3485 SIP/SDP dictionary as STATE_NOT_FOUND:
+    /// it lacks what RFC 5049 §3 makes the minimum locally available state,
+    /// so this compartment compresses without it rather than fail every
+    /// message.
+    without_dictionary: bool,
 }
 
 pub struct Endpoint {
@@ -290,9 +295,11 @@ impl CompressorFactory {
         &mut self,
         transport: Transport,
         peer: Params,
+        with_dictionary: bool,
         decompressor: &mut Decompressor,
     ) -> Result<Compressor, CompressError> {
-        let config = Config { transport, ..self.config };
+        let dictionary = if with_dictionary { self.config.dictionary } else { None };
+        let config = Config { transport, dictionary, ..self.config };
         let mut c = Compressor::with_user_dictionary(config, peer, self.local, self.user_dictionary.clone())?;
         // One copy of identical bytecode for all compartments.
         match &self.bytecode {
@@ -325,6 +332,7 @@ impl Compartment {
             compressor: None,
             echoed: None,
             active: None,
+            without_dictionary: false,
         }
     }
 }
@@ -563,10 +571,19 @@ impl Endpoint {
     fn on_nack(&mut self, message: &[u8], nack: &Nack) -> ReceivedNack {
         let unmatched = ReceivedNack { reason: nack.reason, compartment: None, report: None };
         let Some(&compartment) = self.sent.get(&nack.message_sha1) else { return unmatched };
-        let Some(c) = self.compartments.get_mut(&compartment).and_then(|c| c.compressor.as_mut()) else {
-            return unmatched;
-        };
-        let Ok(report) = c.on_nack(message) else { return unmatched };
+        let Some(c) = self.compartments.get_mut(&compartment) else { return unmatched };
+        let Some(compressor) = c.compressor.as_mut() else { return unmatched };
+        let Ok(report) = compressor.on_nack(message) else { return unmatched };
+        // STATE_NOT_FOUND's details are the partial identifier the peer
+        // could not find (RFC 4077 §3.1).
+        if nack.reason == Reason::StateNotFound
+            && !nack.details.is_empty()
+            && sigcomp::dict::SIP_SDP_ID.starts_with(&nack.details)
+            && !c.without_dictionary
+        {
+            c.without_dictionary = true;
+            c.compressor = None;
+        }
         let cpb = report.peer_cycles_per_bit.map(u16::from).filter(|v| [16, 32, 64, 128].contains(v));
         let dms = report.peer_decompression_memory_size.map(u32::from).filter(|v| v.is_power_of_two() && *v >= 2048);
         self.update_peer(compartment, |p| {
@@ -656,7 +673,9 @@ impl Endpoint {
         let c = compartments.entry(compartment).or_insert_with(|| Compartment::new(config));
         match &mut c.compressor {
             Some(compressor) => Ok(compressor),
-            slot => Ok(slot.insert(Box::new(factory.build(c.transport, c.peer, decompressor)?))),
+            slot => {
+                Ok(slot.insert(Box::new(factory.build(c.transport, c.peer, !c.without_dictionary, decompressor)?)))
+            }
         }
     }
 

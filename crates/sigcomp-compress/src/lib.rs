@@ -17,14 +17,18 @@
 //! use sigcomp::{CompartmentId, Params, Transport};
 //! use sigcomp_compress::{Config, Endpoint, EndpointConfig, Received};
 //!
-//! let config = EndpointConfig::new(Params::default(), Params::default(), Config::default());
+//! let (now, config) = (Instant::now(), EndpointConfig::new(Params::default(), Params::default(), Config::default()));
 //! let (mut ue, mut proxy) = (Endpoint::new(config)?, Endpoint::new(config)?);
 //! let register = b"REGISTER sip:example.com SIP/2.0\r\nCall-ID: a84b4c76e66710\r\nContent-Length: 0\r\n\r\n";
-//! let sent = ue.compress(Instant::now(), CompartmentId(1), register)?;
+//! let sent = ue.compress(now, CompartmentId(1), register)?;
 //! let Received::Message(incoming) = proxy.receive(&sent.message, Transport::Message)? else { panic!("a NACK") };
 //! assert_eq!(incoming.message(), register); // parse it, authenticate it, choose its compartment
-//! let accepted = proxy.accept(Instant::now(), incoming, CompartmentId(42));
-//! assert!(!accepted.created.is_empty()); // the UE's state now lives in compartment 42
+//! let terminal = CompartmentId(42); // its sigcomp-id, or the flow it came on
+//! assert!(!proxy.accept(now, incoming, terminal).created.is_empty()); // or proxy.discard(incoming)
+//! let ok = b"SIP/2.0 200 OK\r\nCall-ID: a84b4c76e66710\r\nContent-Length: 0\r\n\r\n";
+//! let reply = proxy.compress(now, terminal, ok)?;
+//! let Received::Message(incoming) = ue.receive(&reply.message, Transport::Message)? else { panic!("a NACK") };
+//! assert_eq!(ue.accept(now, incoming, CompartmentId(1)).message, ok);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

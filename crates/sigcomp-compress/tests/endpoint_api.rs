@@ -350,3 +350,36 @@ fn invalid_peer_parameters_are_their_own_error() {
         Err(sigcomp_compress::CompressError::PeerParams(sigcomp::params::ParamError::CyclesPerBit(17)))
     ));
 }
+
+#[test]
+fn a_peer_without_the_sip_dictionary_gets_messages_it_can_decompress() {
+    // RFC 5049 §3 makes the RFC 3485 dictionary the minimum locally
+    // available state, but a peer that lacks it answers STATE_NOT_FOUND
+    // naming it (RFC 4077): that compartment then compresses without it.
+    let p = params(8192);
+    let cfg = config(Mechanism::Dynamic, Transport::Message);
+    let mut proxy = endpoint(p, p, cfg);
+    let mut bare = sigcomp::Decompressor::bare(p).unwrap();
+    let now = Instant::now();
+    let ok = b"SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bK1\r\nContent-Length: 0\r\n\r\n".to_vec();
+    let out = proxy.compress(now, C, &ok).unwrap();
+    let failure = match bare.decompress(&out.message, Transport::Message) {
+        Err(f) => f,
+        Ok(_) => panic!("the test needs a message that reads the dictionary"),
+    };
+    assert_eq!(failure.reason, Reason::StateNotFound);
+    assert!(sigcomp::dict::SIP_SDP_ID.starts_with(&failure.details), "the NACK names the dictionary");
+    let nack = bare.nack_for(&out.message, &failure).expect("a NACK");
+    assert!(matches!(proxy.receive(&nack, Transport::Message), Ok(Received::Nack(_))));
+    for _ in 0..3 {
+        let out = proxy.compress(now, C, &ok).unwrap();
+        let d = bare.decompress(&out.message, Transport::Message).map_err(|f| f.reason);
+        assert_eq!(d.map(|d| d.output.len()), Ok(ok.len()), "decompressed without the dictionary");
+    }
+    // Another compartment still uses the dictionary.
+    let other = proxy.compress(now, CompartmentId(2), &ok).unwrap();
+    assert_eq!(
+        bare.decompress(&other.message, Transport::Message).err().map(|f| f.reason),
+        Some(Reason::StateNotFound)
+    );
+}
