@@ -69,8 +69,32 @@ pub struct SearchSettings {
 /// One search's steps and result, and the estimate across searches.
 #[derive(Debug, Clone, Serialize)]
 pub struct CapacityReport {
+    /// The system under test, in words.
+    pub target: String,
+    /// The service level the capacity keeps, in words.
+    pub service_level: String,
     pub searches: Vec<Outcome>,
     pub estimate: Option<Estimate>,
+}
+
+impl SearchSettings {
+    /// What the calls measure, in words.
+    pub fn target_name(&self) -> String {
+        let uas = self.target.map_or_else(|| "the built-in UAS".to_string(), |t| format!("the UAS at {t}"));
+        match self.through {
+            Some(p) => format!("the proxy at {p} in front of {uas}"),
+            None => uas,
+        }
+    }
+}
+
+/// `level` in words.
+pub fn service_level_name(level: &ServiceLevel) -> String {
+    format!(
+        "at most {} % failed calls, p95 set-up delay at most {} ms",
+        level.max_failed_ratio * 100.0,
+        level.max_setup_p95.as_secs_f64() * 1e3
+    )
 }
 
 /// One load step at `rate` calls/s for `secs`, against `target` (or a
@@ -143,7 +167,12 @@ pub async fn search(settings: &SearchSettings, mut progress: impl FnMut(usize, &
     }
     let found: Vec<f64> =
         searches.iter().filter(|o| o.bound == Bound::Bracketed).filter_map(|o| o.capacity_cps).collect();
-    CapacityReport { estimate: Estimate::of(&found), searches }
+    CapacityReport {
+        target: settings.target_name(),
+        service_level: service_level_name(&settings.level),
+        estimate: Estimate::of(&found),
+        searches,
+    }
 }
 
 /// One step as a progress line.

@@ -1,6 +1,8 @@
-//! `sigkit report INPUT... [-o DIR]`: a self-contained HTML report (plots
-//! and tables) from report-input JSON files (`sigkit ran --json`, or a
-//! load run's steps), and from the corpus itself with --flows and --ran.
+//! `sigkit report RUN... [-o DIR]`: a self-contained HTML report (plots
+//! and tables) from runs' own output (`sigkit load --json`, `sigkit
+//! capacity --json`, a results file of `sigkit load --db` or `sigkit
+//! eval`), report-input JSON (`sigkit ran --json`), and from the corpus
+//! itself with --flows and --ran.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,16 +11,18 @@ use std::time::Duration;
 use clap::Args;
 use sigcomp_compress::Mechanism;
 use sigkit_eval::ran::{MeasureSettings, THESIS_RATES_KBPS};
-use sigkit_report::{seeds, sources, write_report, ReportInput};
+use sigkit_report::{runs, sources, write_report, ReportInput};
 
 use crate::endpoint_args::EndpointArgs;
 use crate::ran_cmd::{compressed_call, measure_rates};
 
 #[derive(Args)]
 pub struct ReportArgs {
-    /// Report-input JSON files, merged section by section in order (see
-    /// crates/sigkit-report: load_steps, capacity, compression, ran,
-    /// seed_points, runs).
+    /// Runs to report, merged in order: the output of `sigkit load --json`
+    /// or `sigkit capacity --json`, a results file (SQLite) of `sigkit
+    /// load --db` or `sigkit eval`, or report-input JSON (see
+    /// crates/sigkit-report). A file with nothing to plot is an error.
+    #[arg(value_name = "RUN")]
     pub inputs: Vec<PathBuf>,
     /// Where index.html and the PNG plots go.
     #[arg(long, short = 'o', default_value = "report")]
@@ -56,7 +60,7 @@ fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
 
 pub fn report(args: ReportArgs) -> ExitCode {
     if args.inputs.is_empty() && args.flows.is_none() && args.ran.is_none() {
-        return fail(2, "nothing to report: give INPUT files, --flows CORPUS or --ran");
+        return fail(2, "nothing to report: give RUN files, --flows CORPUS or --ran");
     }
     let mut input = match ReportInput::read_files(&args.inputs) {
         Ok(i) => i,
@@ -93,8 +97,8 @@ pub fn report(args: ReportArgs) -> ExitCode {
         };
         input.merge(sources::ran(&call, &THESIS_RATES_KBPS, rtt, &measured));
     }
-    if !args.no_seeds && !input.load_steps.is_empty() {
-        input.merge(ReportInput { seed_points: seeds::framework_thesis_tables(), ..ReportInput::default() });
+    if !args.no_seeds {
+        runs::add_seeds(&mut input);
     }
     if args.no_seeds {
         input.seed_points.clear();

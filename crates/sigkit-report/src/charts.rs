@@ -45,6 +45,9 @@ pub(crate) struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
     pub style: Style,
+    /// A fixed palette colour (index), to pair a published series with
+    /// ours; by default each series takes the next colour.
+    pub color: Option<usize>,
 }
 
 impl Series {
@@ -53,7 +56,13 @@ impl Series {
             name: name.into(),
             points: points.into_iter().filter(|p| p.0.is_finite() && p.1.is_finite()).collect(),
             style,
+            color: None,
         }
+    }
+
+    /// The same series in palette colour `index`.
+    pub fn colored(self, index: usize) -> Series {
+        Series { color: Some(index), ..self }
     }
 }
 
@@ -199,7 +208,11 @@ where
     // Guides take no colour, so that a run keeps its colour across plots.
     let mut colors = PALETTE.iter().cycle();
     for s in &chart.series {
-        let color = if s.style == Style::Reference { RGBColor(150, 150, 150) } else { *colors.next().expect("cycle") };
+        let color = match (s.style, s.color) {
+            (Style::Reference, _) => RGBColor(150, 150, 150),
+            (_, Some(i)) => PALETTE[i % PALETTE.len()],
+            (_, None) => *colors.next().expect("cycle"),
+        };
         let name = s.name.clone();
         match s.style {
             Style::Line => {

@@ -276,6 +276,7 @@ fn capacity_section(input: &ReportInput) -> Option<Section> {
             c.target.clone(),
             num(c.calls_per_s, 1),
             c.ci95_calls_per_s.map_or(String::new(), |h| format!("± {h:.1}")),
+            c.max_deviation_pct.map_or(String::new(), |d| format!("± {d:.1} %")),
             c.searches.to_string(),
             c.service_level.clone(),
         ]);
@@ -284,6 +285,7 @@ fn capacity_section(input: &ReportInput) -> Option<Section> {
         rows.push(vec![
             format!("{name} ({source})"),
             num(cps, 0),
+            String::new(),
             String::new(),
             String::new(),
             "at most 10 % failed, mean set-up time at most 250 ms (published steps)".into(),
@@ -296,7 +298,7 @@ fn capacity_section(input: &ReportInput) -> Option<Section> {
         id: "capacity",
         title: "Capacity".into(),
         text: "The highest call rate served within the service level. Published rows apply the same rule to the published steps of the load section.".into(),
-        figures: vec![Figure { chart: None, text: String::new(), table: Some(Table { head: strings(["system", "calls/s", "95 % CI", "searches", "service level"]), rows }) }],
+        figures: vec![Figure { chart: None, text: String::new(), table: Some(Table { head: strings(["system", "calls/s", "95 % CI", "spread", "searches", "service level"]), rows }) }],
     })
 }
 
@@ -352,7 +354,12 @@ fn compression_section(input: &ReportInput) -> Section {
             format!("{c} ({:.3})", c as f64 / original.max(1) as f64)
         }));
         rows.push(row);
-        figures.push(Figure {
+        let thesis: Vec<&SeedPoint> = input
+            .seed_points
+            .iter()
+            .filter(|p| p.chart == SeedChart::CompressionTotal && flow == seeds::THESIS_COMPRESSION_FLOW)
+            .collect();
+        let per_message = Figure {
             chart: Some(Chart {
                 id: format!("compression-{}", slug(flow)),
                 title: format!("{flow}: bytes per message"),
@@ -365,13 +372,86 @@ fn compression_section(input: &ReportInput) -> Section {
             }),
             text: String::new(),
             table: Some(Table { head, rows }),
-        });
+        };
+        figures.push(per_message);
+        if !thesis.is_empty() {
+            figures.push(compression_against_thesis(flow, &runs, &thesis));
+        }
     }
     Section {
         id: "compression",
         title: "Compression per message".into(),
         text: "Each flow between two in-process SigComp endpoints (a UE and a P-CSCF), the original SIP message against the SigComp message as sent, per mechanism.".into(),
         figures,
+    }
+}
+
+/// The flow's cumulative SigComp bytes per mechanism (of its first
+/// algorithm) with the published totals at the published message count,
+/// each in its mechanism's colour, and a table of the totals.
+fn compression_against_thesis(flow: &str, runs: &[&crate::FlowCompression], thesis: &[&SeedPoint]) -> Figure {
+    let algorithm = runs[0].algorithm.as_str();
+    let ours: Vec<&crate::FlowCompression> = runs.iter().copied().filter(|f| f.algorithm == algorithm).collect();
+    let cumulative = |pick: fn(&(String, u64, u64)) -> u64, f: &crate::FlowCompression| -> Vec<(f64, f64)> {
+        let mut total = 0;
+        f.messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                total += pick(m);
+                ((i + 1) as f64, total as f64)
+            })
+            .collect()
+    };
+    let mut series = vec![Series::new("original SIP", Style::Line, cumulative(|m| m.1, ours[0])).colored(0)];
+    let mut rows = Vec::new();
+    for (i, f) in ours.iter().enumerate() {
+        let color = i + 1;
+        series.push(Series::new(format!("{} (ours)", f.mechanism), Style::Line, cumulative(|m| m.2, f)).colored(color));
+        if let Some(p) = thesis.iter().find(|p| p.series == f.mechanism) {
+            series.push(
+                Series::new(format!("{} (thesis, Appendix H)", f.mechanism), Style::Published, vec![(p.x, p.y)])
+                    .colored(color),
+            );
+            let n = p.x as usize;
+            let our_total: u64 = f.messages.iter().take(n).map(|m| m.2).sum();
+            rows.push(vec![
+                f.mechanism.clone(),
+                n.to_string(),
+                our_total.to_string(),
+                num(p.y, 0),
+                format!("{:+.1} %", (our_total as f64 / p.y - 1.0) * 100.0),
+            ]);
+        }
+    }
+    let note = thesis.first().map_or(String::new(), |p| {
+        format!(
+            "Squares: {}, {} ({}), total SigComp bytes of the first {} messages, in the colour of the same mechanism's line. Ours: {algorithm}, the settings of the runs above.",
+            p.seed, p.source, p.note, p.x
+        )
+    });
+    Figure {
+        chart: Some(Chart {
+            id: format!("compression-{}-cumulative", slug(flow)),
+            title: format!("{flow}: cumulative bytes sent, ours and the thesis's"),
+            x_label: "message number in the flow".into(),
+            y_label: "bytes sent so far".into(),
+            log_x: false,
+            integer_x: true,
+            legend_left: true,
+            series,
+        }),
+        text: note,
+        table: Some(Table {
+            head: strings([
+                "mechanism",
+                "messages",
+                "ours, SigComp bytes",
+                "thesis, SigComp bytes",
+                "ours against thesis",
+            ]),
+            rows,
+        }),
     }
 }
 

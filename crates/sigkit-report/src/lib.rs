@@ -7,14 +7,16 @@
 //! The input is plain data ([`ReportInput`]), readable from JSON files
 //! that merge section by section ([`ReportInput::merge`]), so a load
 //! run's results, a compression study and the RAN-delay study can come
-//! from different commands. [`sources`] builds the compression and RAN
-//! sections from the corpus; [`seeds`] holds the published values drawn
-//! beside ours.
+//! from different commands. [`runs`] reads the runs' own output (`sigkit
+//! load --json`, `sigkit capacity --json`, results files) as input;
+//! [`sources`] builds the compression and RAN sections from the corpus;
+//! [`seeds`] holds the published values drawn beside ours.
 
 #![forbid(unsafe_code)]
 
 mod charts;
 mod html;
+pub mod runs;
 pub mod seeds;
 pub mod sources;
 
@@ -24,9 +26,11 @@ use serde::{Deserialize, Serialize};
 
 pub use charts::FONT_FAMILY;
 
-/// Everything a report shows; every section is optional (empty).
+/// Everything a report shows; every section is optional (empty). Unknown
+/// fields are refused: another JSON file (a summary, a configuration) is
+/// not mistaken for an empty report input.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ReportInput {
     /// The page's title (the first input's that has one).
     pub title: Option<String>,
@@ -72,9 +76,20 @@ pub struct LoadStep {
     /// Successful calls per second.
     pub calls_per_s: f64,
     pub failed_pct: f64,
+    /// Set-up delay percentiles; NaN (null in JSON) where the run did not
+    /// measure one (a capacity search keeps only the 95th).
+    #[serde(deserialize_with = "nan_if_null")]
     pub setup_p50_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub setup_p95_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub setup_p99_ms: f64,
+}
+
+/// JSON has no NaN: serde_json writes it as null, and this reads null back
+/// as NaN.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// The result of a capacity search.
@@ -88,6 +103,8 @@ pub struct Capacity {
     /// Half-width of the 95 % confidence interval across searches.
     pub ci95_calls_per_s: Option<f64>,
     pub searches: u32,
+    /// Largest distance of one search's capacity from the mean, % of it.
+    pub max_deviation_pct: Option<f64>,
 }
 
 /// One flow under one mechanism: each message's size before and after.
@@ -161,6 +178,9 @@ pub enum SeedChart {
     RanSaved,
     /// RAN delay saved by SigComp (%) against bit rate.
     RanReduction,
+    /// Cumulative SigComp bytes of a flow against the message number
+    /// (the published total drawn at the flow's last message).
+    CompressionTotal,
     /// Successful calls/s against offered calls/s.
     LoadThroughput,
     /// Failed calls (%) against offered calls/s.
@@ -209,14 +229,13 @@ impl ReportInput {
         }
     }
 
-    /// Reads and merges JSON files of [`ReportInput`], in order.
+    /// Reads and merges, in order, files of any kind [`runs::read_run`]
+    /// reads: a run's own output (load, capacity, results file) or
+    /// report-input JSON. A file with nothing to plot is an error.
     pub fn read_files(paths: &[PathBuf]) -> Result<ReportInput, ReportError> {
         let mut input = ReportInput::default();
         for path in paths {
-            let text = std::fs::read_to_string(path).map_err(|e| ReportError::Io(path.clone(), e))?;
-            let part: ReportInput =
-                serde_json::from_str(&text).map_err(|e| ReportError::Json(path.clone(), e.to_string()))?;
-            input.merge(part);
+            input.merge(runs::read_run(path)?.0);
         }
         Ok(input)
     }
@@ -246,6 +265,8 @@ pub enum ReportError {
     Json(PathBuf, String),
     #[error("drawing {0}: {1}")]
     Draw(String, String),
+    #[error("{0}: {1} with nothing to plot (no load steps, capacity, compression or RAN-delay rows)")]
+    NothingToPlot(PathBuf, &'static str),
 }
 
 /// Writes `dir/index.html` and one PNG per plot beside it (the directory

@@ -175,6 +175,36 @@ pub fn sigcomp_thesis_ran(rates: &[f64], rtt: Duration) -> Vec<SeedPoint> {
     out
 }
 
+/// The flow whose compression the SigComp performance thesis published
+/// per mechanism (its Appendix H).
+pub const THESIS_COMPRESSION_FLOW: &str = "3gpp-video-call";
+
+/// Its Appendix H §14.8: the 3GPP video call's session establishment (the
+/// first 12 messages) over UDP with DMS 8192 and the RFC 3485 dictionary
+/// at priorities 1 to 5, total SigComp bytes per mechanism ("basic" is
+/// stateless and dictionary-free; "static" is its "bytecode saved").
+const THESIS_APPENDIX_H: [(&str, f64); 4] =
+    [("basic", 9124.0), ("static", 6286.0), ("dynamic", 3145.0), ("shared", 2917.0)];
+
+/// The SigComp performance thesis's compressed totals of the 3GPP video
+/// call per mechanism, for the cumulative-bytes plot: one value each, at
+/// message 12 (series: the mechanism).
+pub fn sigcomp_thesis_compression() -> Vec<SeedPoint> {
+    THESIS_APPENDIX_H
+        .iter()
+        .map(|&(mechanism, total)| SeedPoint {
+            seed: SIGCOMP_THESIS.into(),
+            source: "Appendix H §14.8".into(),
+            chart: SeedChart::CompressionTotal,
+            series: mechanism.into(),
+            x: 12.0,
+            y: total,
+            approximate: false,
+            note: "UDP, DMS 8192, dictionary priorities 1–5, the first 12 messages".into(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

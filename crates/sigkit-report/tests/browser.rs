@@ -86,6 +86,7 @@ fn real_input() -> ReportInput {
         calls_per_s: 900.0,
         ci95_calls_per_s: Some(20.0),
         searches: 3,
+        max_deviation_pct: Some(2.5),
     });
     input.seed_points.extend(seeds::framework_thesis_tables());
     input

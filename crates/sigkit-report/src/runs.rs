@@ -1,0 +1,337 @@
+//! A run's own output as report input, so that a user goes from runs to a
+//! report without writing report-input JSON by hand:
+//!
+//! - `sigkit load --json` (a [`RunReport`](https://docs.rs/sigkit-loadgen)
+//!   of summary, intervals and steps): its steps against offered load;
+//! - `sigkit capacity --json`: each search's steps and the capacity found,
+//!   with its confidence;
+//! - a results file (`sigkit load --db`, `sigkit eval`): each run's
+//!   `load_steps`, `capacity_steps`, `compression_messages`, `ran_delay`
+//!   and `ran_messages` rows and the capacity in its summary;
+//! - report-input JSON ([`ReportInput`]), as before.
+//!
+//! An input in which none of these has anything to plot is an error: a
+//! file given by mistake must not vanish from the report unnoticed.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use sigkit_results::{RunId, Store};
+
+use crate::{seeds, Capacity, FlowCompression, LoadStep, RanMessageRow, RanRow, ReportError, ReportInput, RunMeta};
+
+/// What kind of output a file held, as an error message names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    LoadJson,
+    CapacityJson,
+    ResultsFile,
+    ReportInput,
+}
+
+impl RunKind {
+    fn name(self) -> &'static str {
+        match self {
+            RunKind::LoadJson => "a `sigkit load --json` output",
+            RunKind::CapacityJson => "a `sigkit capacity --json` output",
+            RunKind::ResultsFile => "a results file",
+            RunKind::ReportInput => "report-input JSON",
+        }
+    }
+}
+
+/// One file as report input, and what kind of file it was. Errors when it
+/// holds nothing to plot.
+pub fn read_run(path: &Path) -> Result<(ReportInput, RunKind), ReportError> {
+    let bytes = std::fs::read(path).map_err(|e| ReportError::Io(path.to_path_buf(), e))?;
+    let (part, kind) = if bytes.starts_with(b"SQLite format 3\0") {
+        (from_results_file(path, None)?, RunKind::ResultsFile)
+    } else {
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ReportError::Json(path.to_path_buf(), format!("neither JSON nor a results file: {e}")))?;
+        let series = stem(path);
+        if value.get("summary").and_then(|s| s.get("successful_calls")).is_some() {
+            (from_load_json(&value, &series), RunKind::LoadJson)
+        } else if value.get("searches").is_some_and(Value::is_array) {
+            (from_capacity_json(&value, &series), RunKind::CapacityJson)
+        } else {
+            let part: ReportInput = serde_json::from_value(value).map_err(|e| {
+                ReportError::Json(
+                    path.to_path_buf(),
+                    format!("not a load, capacity or report-input JSON ({e}); a results file is SQLite"),
+                )
+            })?;
+            (part, RunKind::ReportInput)
+        }
+    };
+    if part.is_empty() {
+        return Err(ReportError::NothingToPlot(path.to_path_buf(), kind.name()));
+    }
+    let mut part = part;
+    if part.runs.is_empty() && kind != RunKind::ReportInput {
+        // A JSON output does not say where it was made; the file does.
+        part.runs.push(RunMeta { notes: format!("{}: {}", path.display(), kind.name()), ..RunMeta::default() });
+    }
+    Ok((part, kind))
+}
+
+/// Adds the published values that belong beside `input`'s data (once):
+/// the framework thesis's load tables beside load steps, the SigComp
+/// performance thesis's RAN delays beside a RAN-delay study and its
+/// Appendix H totals beside the 3GPP video call's compression.
+pub fn add_seeds(input: &mut ReportInput) {
+    let mut seed = ReportInput::default();
+    if !input.load_steps.is_empty() {
+        seed.seed_points.extend(seeds::framework_thesis_tables());
+    }
+    if !input.ran.is_empty() {
+        let mut rates: Vec<f64> = input.ran.iter().map(|r| r.kbps).collect();
+        rates.sort_by(f64::total_cmp);
+        rates.dedup();
+        let rtt = input.ran[0].rtt_ms;
+        seed.seed_points.extend(seeds::sigcomp_thesis_ran(&rates, std::time::Duration::from_secs_f64(rtt / 1e3)));
+    }
+    if input.compression.iter().any(|f| f.flow == seeds::THESIS_COMPRESSION_FLOW) {
+        seed.seed_points.extend(seeds::sigcomp_thesis_compression());
+    }
+    input.merge(seed);
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem().map_or_else(|| "run".to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)
+}
+
+fn u(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// A percentiles object, or its JSON text as a results file keeps it.
+fn percentiles(v: Option<&Value>) -> Value {
+    match v {
+        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
+        Some(other) => other.clone(),
+        None => Value::Null,
+    }
+}
+
+/// A load step from a `sigkit load` step row (StepReport) or summary.
+fn load_step(series: &str, row: &Value, summary: bool) -> LoadStep {
+    let key = |step: &'static str, sum: &'static str| if summary { sum } else { step };
+    let attempted = u(row, key("attempted", "attempted_calls"));
+    let successful = u(row, key("successful", "successful_calls"));
+    let failed = u(row, key("failed", "failed_calls"));
+    let setup = percentiles(row.get("setup_ms"));
+    let has_setup = setup.get("count").and_then(Value::as_u64).unwrap_or(0) > 0;
+    let p = |q: &str| if has_setup { f(&setup, q) } else { f64::NAN };
+    LoadStep {
+        series: series.to_string(),
+        offered_cps: f(row, "offered_cps"),
+        attempted,
+        successful,
+        failed,
+        calls_per_s: f(row, "calls_per_s"),
+        failed_pct: if attempted > 0 { failed as f64 / attempted as f64 * 100.0 } else { 0.0 },
+        setup_p50_ms: p("p50"),
+        setup_p95_ms: p("p95"),
+        setup_p99_ms: p("p99"),
+    }
+}
+
+/// A UAS answers what it is sent: it has no offered load to plot against.
+fn is_uac(summary: &Value) -> bool {
+    summary.get("role").and_then(Value::as_str) != Some("uas")
+}
+
+fn from_load_json(report: &Value, series: &str) -> ReportInput {
+    let summary = &report["summary"];
+    let mut input = ReportInput::default();
+    if !is_uac(summary) {
+        return input;
+    }
+    let steps = report.get("steps").and_then(Value::as_array).filter(|s| !s.is_empty());
+    input.load_steps = match steps {
+        Some(steps) => steps.iter().map(|s| load_step(series, s, false)).collect(),
+        None => vec![load_step(series, summary, true)],
+    };
+    input
+}
+
+/// The steps of each search (`searches[i].steps`: [step, verdict] pairs,
+/// or rows with a `search` column) and the capacity with its confidence.
+fn capacity_steps(series: &str, search: usize, steps: &[Value]) -> Vec<LoadStep> {
+    steps
+        .iter()
+        .map(|s| {
+            let r = s.get(0).unwrap_or(s);
+            let attempted = u(r, "attempted");
+            let failed = u(r, "failed");
+            let successful = u(r, "successful");
+            LoadStep {
+                series: format!("{series}, search {search}"),
+                offered_cps: f(r, "offered_cps"),
+                attempted,
+                successful,
+                failed,
+                // A step offers attempted calls at offered_cps; the
+                // successful ones are served at the same share of it.
+                calls_per_s: f(r, "offered_cps") * successful as f64 / attempted.max(1) as f64,
+                failed_pct: if attempted > 0 { failed as f64 / attempted as f64 * 100.0 } else { 0.0 },
+                setup_p50_ms: f64::NAN,
+                setup_p95_ms: f(r, "setup_p95_ms"),
+                setup_p99_ms: f64::NAN,
+            }
+        })
+        .collect()
+}
+
+/// The capacity of a `sigkit capacity` report (`estimate`, `target`,
+/// `service_level`).
+fn capacity(report: &Value, target: &str) -> Option<Capacity> {
+    let e = report.get("estimate").filter(|e| e.is_object())?;
+    Some(Capacity {
+        target: report.get("target").and_then(Value::as_str).unwrap_or(target).to_string(),
+        service_level: report
+            .get("service_level")
+            .and_then(Value::as_str)
+            .unwrap_or("at most 10 % failed calls, p95 set-up delay at most 250 ms")
+            .to_string(),
+        calls_per_s: f(e, "mean_cps"),
+        ci95_calls_per_s: e.get("ci95_cps").and_then(Value::as_f64),
+        searches: u(e, "repetitions") as u32,
+        max_deviation_pct: e.get("max_deviation").and_then(Value::as_f64).map(|d| d * 100.0),
+    })
+}
+
+fn from_capacity_json(report: &Value, series: &str) -> ReportInput {
+    let mut input = ReportInput::default();
+    for (i, search) in report["searches"].as_array().into_iter().flatten().enumerate() {
+        let steps = search.get("steps").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        input.load_steps.extend(capacity_steps(series, i + 1, steps));
+    }
+    input.capacity = capacity(report, series);
+    input
+}
+
+fn values(rows: Vec<Map<String, Value>>) -> Vec<Value> {
+    rows.into_iter().map(Value::Object).collect()
+}
+
+/// "YYYY-MM-DD HH:MM:SS UTC" of seconds since the Unix epoch.
+fn utc(secs: f64) -> String {
+    let secs = secs.max(0.0) as u64;
+    let (y, m, d) = crate::sources::civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+fn machine(m: &Value) -> String {
+    let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    format!("{} ({}, {} CPUs)", s("hostname"), s("cpu_model"), u(m, "cores"))
+}
+
+/// One run of a results file (`sigkit eval` reports the run it made).
+pub fn read_results_run(path: &Path, run: RunId) -> Result<ReportInput, ReportError> {
+    let input = from_results_file(path, Some(run))?;
+    if input.is_empty() {
+        return Err(ReportError::NothingToPlot(path.to_path_buf(), RunKind::ResultsFile.name()));
+    }
+    Ok(input)
+}
+
+/// Every run of a results file (or only `only`) that has something to plot.
+fn from_results_file(path: &Path, only: Option<RunId>) -> Result<ReportInput, ReportError> {
+    let store_error = |e: sigkit_results::StoreError| ReportError::Json(path.to_path_buf(), e.to_string());
+    let store = Store::open(path).map_err(store_error)?;
+    let tables = store.tables().map_err(store_error)?;
+    let mut runs = store.runs().map_err(store_error)?;
+    runs.retain(|r| only.is_none_or(|id| r.id == id));
+    let rows = |table: &str, run: RunId| -> Result<Vec<Value>, ReportError> {
+        if tables.iter().any(|t| t == table) {
+            Ok(values(store.rows(table, Some(run)).map_err(store_error)?))
+        } else {
+            Ok(Vec::new())
+        }
+    };
+    let file = stem(path);
+    let mut input = ReportInput::default();
+    for run in &runs {
+        let summary = run.summary.clone().unwrap_or(Value::Null);
+        // A run names its own series (`sigkit eval` does); otherwise the
+        // file's name tells runs of several files apart, and the run's id
+        // several runs of one file.
+        let series = match run.config.get("series").and_then(Value::as_str) {
+            Some(s) => s.to_string(),
+            None if runs.len() == 1 => file.clone(),
+            None => format!("{file} #{}", run.id),
+        };
+        let mut part = ReportInput::default();
+        if run.kind == "load" || !rows("load_steps", run.id)?.is_empty() {
+            let steps = rows("load_steps", run.id)?;
+            if !steps.is_empty() {
+                part.load_steps = steps.iter().map(|s| load_step(&series, s, false)).collect();
+            } else if summary.get("successful_calls").is_some() && is_uac(&summary) {
+                part.load_steps = vec![load_step(&series, &summary, true)];
+            }
+        }
+        let capacity_rows = rows("capacity_steps", run.id)?;
+        let capacity_series = run.config.get("capacity_series").and_then(Value::as_str).unwrap_or("capacity search");
+        let mut searches: Vec<u64> = capacity_rows.iter().map(|r| u(r, "search")).collect();
+        searches.dedup();
+        for search in searches {
+            let steps: Vec<Value> = capacity_rows.iter().filter(|r| u(r, "search") == search).cloned().collect();
+            part.load_steps.extend(capacity_steps(capacity_series, search as usize, &steps));
+        }
+        if run.kind == "capacity" {
+            part.capacity = capacity(&summary, &series);
+        } else if let Some(c) = summary.get("capacity") {
+            part.capacity = capacity(c, capacity_series);
+        }
+        let mut compression: Vec<FlowCompression> = Vec::new();
+        for m in rows("compression_messages", run.id)? {
+            let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let (flow, algorithm, mechanism) = (text("flow"), text("algorithm"), text("mechanism"));
+            let i = match compression
+                .iter()
+                .position(|c| c.flow == flow && c.algorithm == algorithm && c.mechanism == mechanism)
+            {
+                Some(i) => i,
+                None => {
+                    compression.push(FlowCompression { flow, algorithm, mechanism, messages: Vec::new() });
+                    compression.len() - 1
+                }
+            };
+            compression[i].messages.push((text("message"), u(&m, "uncompressed"), u(&m, "sigcomp")));
+        }
+        part.compression = compression;
+        for r in rows("ran_delay", run.id)? {
+            part.ran.push(
+                serde_json::from_value::<RanRow>(r)
+                    .map_err(|e| ReportError::Json(path.to_path_buf(), format!("run {}: ran_delay: {e}", run.id)))?,
+            );
+        }
+        for r in rows("ran_messages", run.id)? {
+            part.ran_messages
+                .push(serde_json::from_value::<RanMessageRow>(r).map_err(|e| {
+                    ReportError::Json(path.to_path_buf(), format!("run {}: ran_messages: {e}", run.id))
+                })?);
+        }
+        if part.is_empty() {
+            continue;
+        }
+        if part.title.is_none() {
+            part.title = run.config.get("title").and_then(Value::as_str).map(str::to_string);
+        }
+        part.runs.push(RunMeta {
+            machine: machine(&run.machine),
+            date: utc(run.started_at),
+            command: run.command.clone(),
+            notes: summary.get("notes").and_then(Value::as_str).unwrap_or_default().to_string(),
+        });
+        input.merge(part);
+    }
+    Ok(input)
+}
