@@ -1,7 +1,7 @@
 //! `sigkit asm` and `sigkit disasm`: the UDVM assembly language of RFC 4464
 //! §3 to bytecode and back, through the `sigcomp-asm` crate.
 //!
-//! Exit codes (README.md, "sigkit asm / sigkit disasm"): 0 success; 1 the
+//! Exit codes (docs/asm.md): 0 success; 1 the
 //! input is wrong for the job (an assembly error, bytecode that the SigComp
 //! header cannot upload, a message without bytecode); 2 bad usage (bad
 //! arguments, an unreadable or unwritable file, bad hex).

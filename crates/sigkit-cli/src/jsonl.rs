@@ -4,7 +4,7 @@
 //! flushed at once, in input order:
 //!
 //! - `{"message_hex": "...", "compartment": "<name>" | null, "stream": false}`
-//!   decompresses a message (`stream` may be left out); see README.md for
+//!   decompresses a message (`stream` may be left out); see docs/decompress.md for
 //!   the answer's fields.
 //! - `{"close": "<name>"}` closes the compartment of that name (RFC 3320
 //!   §6.2: its state is released, and its feedback forgotten). The answer

@@ -54,7 +54,7 @@ enum Command {
     /// code is 1.
     ///
     /// With --jsonl: read JSON requests from stdin, one per line, and answer
-    /// each with one JSON line on stdout (see README.md). A request is
+    /// each with one JSON line on stdout (see docs/decompress.md). A request is
     /// {"message_hex": HEX, "compartment": NAME|null, "stream": BOOL},
     /// {"close": NAME} or {"metrics": true}; a line over 2 MiB + 64 KiB is
     /// answered with an error and skipped.
@@ -63,14 +63,14 @@ enum Command {
     ///
     /// Each message of FLOW_DIR is compressed by its sender (UE or P-CSCF)
     /// and decompressed by the receiver's own UDVM, feedback going back;
-    /// prints the per-message table of the SigComp performance thesis Appendix H (see README.md).
+    /// prints the per-message table of the SigComp performance thesis Appendix H (see docs/flow.md).
     Flow(flow_cmd::FlowArgs),
     /// Assemble RFC 4464 UDVM assembly into SigComp bytecode.
     ///
     /// Writes the bytecode from the first instruction on (binary, or hex
     /// with --hex); with --message a complete SigComp message that uploads
     /// it. Assembly errors go to stderr as FILE:LINE:COLUMN: message, exit
-    /// code 1 (see README.md).
+    /// code 1 (see docs/asm.md).
     Asm(asm_cmd::AsmArgs),
     /// Disassemble UDVM bytecode (or the bytecode a SigComp message
     /// uploads, with --message) into RFC 4464 assembly that `sigkit asm`
