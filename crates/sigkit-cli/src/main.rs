@@ -88,8 +88,9 @@ enum Command {
     /// and a capacity search, into results.sqlite, summary.json and an
     /// HTML report (see README.md).
     Eval(eval_cmd::EvalArgs),
-    /// The SIP load generator (the framework thesis's simple call as UAC or UAS over
-    /// UDP); takes SIPp's flags: sigkit load -sn uac -r 100 -m 1000 HOST:PORT.
+    /// The SIP load generator: SIPp's flags and XML scenarios, built-in calls,
+    /// REGISTER and corpus flows, over UDP or TCP, with or without SigComp:
+    /// sigkit load -sn uac -r 100 -m 1000 HOST:PORT (see docs/load.md).
     Load(Box<load_cmd::LoadArgs>),
     /// Find the highest call rate a SIP system serves within a service
     /// level (default: at most 10 % failed calls, p95 set-up delay of at
