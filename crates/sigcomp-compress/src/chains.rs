@@ -62,8 +62,11 @@ pub struct ParseScratch {
     pub matches: Vec<Match>,
     /// Where each position's matches begin in `matches`.
     pub matches_at: Vec<usize>,
-    /// Words of a range-minimum table (Deflate).
-    pub minima: Vec<u64>,
+    /// The fewest bits for the rest of the message from each position
+    /// (Deflate).
+    pub cost: Vec<u32>,
+    /// The first rise of `cost` from each position (Deflate).
+    pub next_rise: Vec<u32>,
 }
 
 /// Hash chains over the history, kept between messages.

@@ -153,7 +153,7 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     let (length_costs, same_symbol_from) = (&LENGTH_COSTS, &SAME_SYMBOL_FROM);
     // The matches at every position (the finder takes positions in order).
     let mut scratch = finder.take_scratch();
-    let ParseScratch { found, matches, matches_at, minima: table } = &mut scratch;
+    let ParseScratch { found, matches, matches_at, cost, next_rise } = &mut scratch;
     matches.clear();
     matches_at.clear();
     for i in 0..n {
@@ -166,13 +166,18 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     // A shortest path from the end: cost[i] is the fewest bits for
     // message[i..]. Lengths with the same symbol cost the same bits, so
     // within such a group the best choice is the length with the smallest
-    // cost[i + l]: a range minimum, answered in constant time by a sparse
-    // table over cost that grows from the end with it. The optimum (its
-    // bits) is the one relaxing every length gives.
-    let mut cost = vec![0u32; n + 1];
+    // cost[i + l] (the longest on a tie). `cost` seldom rises along the
+    // message (a copy of L bytes at j is one of L - 1 at j + 1, no dearer),
+    // so the range minima follow from `next_rise` ([`range_min`]): one
+    // comparison where cost does not rise within the range, one per rise
+    // where it does. The optimum (its bits) is the one relaxing every
+    // length gives.
+    cost.clear();
+    cost.resize(n + 1, 0);
+    next_rise.clear();
+    next_rise.resize(n + 1, u32::MAX);
     let mut choice = vec![Token::Literal(0); n];
-    let mut minima = RangeMinima::new(n + 1, std::mem::take(table));
-    minima.prepend(0, n);
+    let cheapest_copy = length_costs[MIN_MATCH] + distance_cost(1);
     for i in (0..n).rev() {
         let b = message[i];
         let mut best = literal_length_code(u16::from(b)).1 + cost[i + 1];
@@ -183,30 +188,28 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
         // lengths cannot beat the best is weighed without effect, so the
         // bound is checked after each group, for the lengths below it.
         let here = &matches[matches_at[i]..matches_at[i + 1]];
-        let cheapest_copy = length_costs[MIN_MATCH] + distance_cost(1);
         'lengths: for (k, m) in here.iter().enumerate().rev() {
             let shorter = if k == 0 { MIN_MATCH - 1 } else { here[k - 1].len };
             let dcost = distance_cost(m.distance);
             let mut hi = m.len;
             while hi > shorter {
                 let lo = same_symbol_from[hi].max(shorter + 1);
-                let (least, j) = minima.min(i + lo, i + hi);
+                let (least, j) = range_min(cost, next_rise, i + lo, i + hi);
                 let c = length_costs[lo] + dcost + least;
                 if c < best {
                     best = c;
                     token = Token::Copy { len: (j - i) as u16, distance: m.distance as u16 };
                 }
                 hi = lo - 1;
-                if hi < MIN_MATCH || cheapest_copy + minima.min_cost(i + MIN_MATCH, i + hi) >= best {
+                if hi < MIN_MATCH || cheapest_copy + least_cost_bound(cost, next_rise, i + MIN_MATCH, i + hi) >= best {
                     break 'lengths;
                 }
             }
         }
         cost[i] = best;
         choice[i] = token;
-        minima.prepend(best, i);
+        next_rise[i] = if best < cost[i + 1] { i as u32 } else { next_rise[i + 1] };
     }
-    scratch.minima = minima.at;
     finder.keep_scratch(scratch);
     let mut tokens = Vec::new();
     let mut i = 0;
@@ -244,66 +247,47 @@ const SAME_SYMBOL_FROM: [usize; MAX_MATCH + 1] = {
     t
 };
 
-/// Range minima of a cost array filled from its end. Entry (k, i) is the
-/// smallest cost in i..i + 2^k with its position (the last one on a tie),
-/// packed as cost << 32 | !position so that the smaller of two entries is
-/// the answer for their union.
-struct RangeMinima {
-    len: usize,
-    levels: usize,
-    at: Vec<u64>,
+/// The smallest `cost` in lo..=hi and its position (the last on a tie).
+/// `next_rise[k]` is the first j >= k with cost[j] < cost[j + 1]
+/// (`u32::MAX` for none), so cost is non-increasing from k to it: the
+/// candidates are the rises within the range and `hi`.
+#[inline]
+fn range_min(cost: &[u32], next_rise: &[u32], lo: usize, hi: usize) -> (u32, usize) {
+    let mut r = next_rise[lo] as usize;
+    if r >= hi {
+        return (cost[hi], hi);
+    }
+    let mut least = (cost[r], r);
+    loop {
+        r = next_rise[r + 1] as usize;
+        if r >= hi {
+            if cost[hi] <= least.0 {
+                least = (cost[hi], hi);
+            }
+            return least;
+        }
+        if cost[r] <= least.0 {
+            least = (cost[r], r);
+        }
+    }
 }
 
-impl RangeMinima {
-    /// The parse asks about at most [`MAX_MATCH`] − [`MIN_MATCH`] + 1
-    /// positions at once: blocks of up to 2^8.
-    const MAX_LEVELS: usize = 9;
-
-    /// A table for `len` positions in the words of `at` (whatever they
-    /// hold: an entry is read only after [`RangeMinima::prepend`] wrote
-    /// it, since a query's blocks lie within the positions prepended).
-    fn new(len: usize, mut at: Vec<u64>) -> RangeMinima {
-        let levels = ((usize::BITS - len.leading_zeros()) as usize).min(Self::MAX_LEVELS);
-        if at.len() < levels * len {
-            at.resize(levels * len, 0);
+/// A lower bound on the smallest `cost` in lo..=hi: exact where the range
+/// holds at most a few rises ([`range_min`]), 0 beyond, so that a long
+/// uneven range costs no more than a few steps.
+#[inline]
+fn least_cost_bound(cost: &[u32], next_rise: &[u32], lo: usize, hi: usize) -> u32 {
+    const MAX_RISES: usize = 8;
+    let mut r = next_rise[lo] as usize;
+    let mut least = u32::MAX;
+    for _ in 0..MAX_RISES {
+        if r >= hi {
+            return least.min(cost[hi]);
         }
-        RangeMinima { len, levels, at }
+        least = least.min(cost[r]);
+        r = next_rise[r + 1] as usize;
     }
-
-    /// Adds the entries starting at `i`, whose cost is `cost` (the costs
-    /// after it are in already).
-    fn prepend(&mut self, cost: u32, i: usize) {
-        let n = self.len;
-        self.at[i] = u64::from(cost) << 32 | u64::from(!(i as u32));
-        let mut k = 1;
-        while k < self.levels && i + (1 << k) <= n {
-            let a = self.at[(k - 1) * n + i];
-            let b = self.at[(k - 1) * n + i + (1 << (k - 1))];
-            self.at[k * n + i] = a.min(b);
-            k += 1;
-        }
-    }
-
-    /// The smallest cost in lo..=hi and its position (the last on a tie).
-    #[inline]
-    fn min(&self, lo: usize, hi: usize) -> (u32, usize) {
-        let m = self.min_key(lo, hi);
-        ((m >> 32) as u32, !(m as u32) as usize)
-    }
-
-    /// The smallest cost in lo..=hi.
-    #[inline]
-    fn min_cost(&self, lo: usize, hi: usize) -> u32 {
-        (self.min_key(lo, hi) >> 32) as u32
-    }
-
-    #[inline]
-    fn min_key(&self, lo: usize, hi: usize) -> u64 {
-        let k = (usize::BITS - 1 - (hi - lo + 1).leading_zeros()) as usize;
-        debug_assert!(k < self.levels);
-        let n = self.len;
-        self.at[k * n + lo].min(self.at[k * n + hi + 1 - (1 << k)])
-    }
+    0
 }
 
 fn write_tokens(tokens: &[Token], out: &mut LsbWriter) {
