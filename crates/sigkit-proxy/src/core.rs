@@ -19,12 +19,20 @@
 //!   a REGISTER's once the registrar has answered 2xx, a registered
 //!   terminal's at once, anything else's never.
 //!
-//! Every entry the proxy writes carries a flow token (`t.N` as the URI's
-//! user part) naming the terminal's flow, so a message from the upstream
-//! finds its terminal without a lookup by address (RFC 5626's flow
-//! tokens serve the same purpose).
+//! Every entry the proxy writes carries a flow token (`t.I.N` as the
+//! URI's user part) naming the terminal's flow, so a message from the
+//! upstream finds its terminal without a lookup by address (RFC 5626's
+//! flow tokens serve the same purpose). `I` is the proxy instance, random
+//! at each start: in a farm (docs/deploy.md) every instance writes the same
+//! service address, and a restarted instance has lost its flows, so a
+//! token is only trusted by the instance that wrote it.
+//!
+//! Flows are soft state: one unused either way for `flow_idle_timeout_s`
+//! and without a live registration is forgotten, and at most `max_flows`
+//! are kept (the one idle longest goes first).
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -133,13 +141,53 @@ struct Flow {
     peer: Peer,
     sigcomp: bool,
     compartment: Option<CompartmentId>,
+    /// The last message from or to the terminal on this flow.
+    last_seen: Instant,
+    /// The end of the registration made through this flow: a registered
+    /// terminal's flow is kept for terminating requests however quiet it is.
+    registered_until: Option<Instant>,
 }
 
-/// A REGISTER whose state waits for the registrar's answer.
+/// A REGISTER forwarded to the registrar, until its final answer.
 struct HeldRegister {
-    incoming: Incoming,
+    /// Its SigComp state (RFC 5049 §6: kept only on a 2xx).
+    incoming: Option<Incoming>,
     compartment: CompartmentId,
+    token: u64,
+    /// The request's Contact: `None` for `*` (every binding removed), an
+    /// empty list for a query (RFC 3261 §10.2.3), else the bindings'
+    /// (user, host, port).
+    contacts: Option<Vec<(String, String, Option<u16>)>>,
     deadline: Instant,
+}
+
+/// A flow token of the first Route entry naming the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RouteToken {
+    /// None there.
+    Absent,
+    /// One this instance wrote.
+    Own(u64),
+    /// One another instance wrote (or this one before a restart).
+    Foreign,
+}
+
+/// A random 48-bit identifier of this proxy instance for its flow tokens
+/// (the standard library's per-process random hash keys, mixed with the
+/// time and the process id).
+pub fn new_instance_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    h.write_u128(since.as_nanos());
+    h.write_u32(std::process::id());
+    h.finish() & 0xFFFF_FFFF_FFFF
+}
+
+/// A flow token's instance and number: `t.I.N`, `I` 12 hex digits.
+fn parse_flow_token(user: &str) -> Option<(u64, u64)> {
+    let (instance, n) = user.strip_prefix("t.")?.split_once('.')?;
+    Some((u64::from_str_radix(instance, 16).ok()?, n.parse().ok()?))
 }
 
 /// Timer F (64 × T1, RFC 3261 §17.1.2.2): no final response by then, none
@@ -156,6 +204,9 @@ const BRANCH_PREFIX: &str = "z9hG4bKsk";
 pub struct Shard {
     pub index: u32,
     pub count: u32,
+    /// The instance all shards of one process share ([`new_instance_id`]),
+    /// written in their flow tokens.
+    pub instance: u64,
 }
 
 impl Shard {
@@ -175,19 +226,20 @@ impl Shard {
 
     /// The shard a message from the upstream belongs to: the index in the
     /// proxy's Via branch of a response, or in the flow token of the first
-    /// Route entry of a request; else the shard of the Request-URI's
-    /// address (a registered contact); `None` for what is not SIP.
-    pub fn of_upstream_message(bytes: &[u8], count: u32) -> Option<u32> {
-        Some(Shard::of_upstream(&Message::parse(bytes).ok()?, count))
+    /// Route entry of a request if instance `instance` wrote it; else the
+    /// shard of the Request-URI's address (a registered contact); `None`
+    /// for what is not SIP.
+    pub fn of_upstream_message(bytes: &[u8], count: u32, instance: u64) -> Option<u32> {
+        Some(Shard::of_upstream(&Message::parse(bytes).ok()?, count, instance))
     }
 
     /// [`Shard::of_upstream_message`] of a parsed message; shard 0 when
     /// the message names none.
-    pub fn of_upstream(msg: &Message<'_>, count: u32) -> u32 {
-        Shard::named_by_upstream(msg, count.max(1)).unwrap_or(0)
+    pub fn of_upstream(msg: &Message<'_>, count: u32, instance: u64) -> u32 {
+        Shard::named_by_upstream(msg, count.max(1), instance).unwrap_or(0)
     }
 
-    fn named_by_upstream(msg: &Message<'_>, count: u32) -> Option<u32> {
+    fn named_by_upstream(msg: &Message<'_>, count: u32, instance: u64) -> Option<u32> {
         if !msg.is_request() {
             let via = msg.top_via().ok()?;
             let rest = via.branch()?.strip_prefix(BRANCH_PREFIX)?;
@@ -196,8 +248,8 @@ impl Shard {
         }
         let routed = msg.routes().ok().and_then(|r| {
             let uri = r.first()?.sip_uri().ok()?;
-            let token: u64 = uri.user?.strip_prefix("t.")?.parse().ok()?;
-            Some((token % u64::from(count)) as u32)
+            let (written_by, token) = parse_flow_token(uri.user?)?;
+            (written_by == instance).then_some((token % u64::from(count)) as u32)
         });
         routed.or_else(|| {
             let uri = msg.request_uri().ok()?;
@@ -227,6 +279,11 @@ pub struct Proxy {
     by_addr: HashMap<(SipTransport, SocketAddr), u64>,
     by_conn: HashMap<u64, Peer>,
     next_token: u64,
+    /// Flows by when they may be forgotten (entries are checked against
+    /// the flow when they come up: a flow used since is pushed again).
+    flow_deadlines: BinaryHeap<Reverse<(Instant, u64)>>,
+    flow_idle: Duration,
+    max_flows: usize,
     /// This proxy's part of a sharded runtime ([`Shard`]).
     shard: Shard,
     /// Registration expiry per compartment (RFC 5049 §6.3: the compartment
@@ -248,7 +305,7 @@ fn side_index(side: Side) -> usize {
 
 impl Proxy {
     pub fn new(config: &ProxyConfig, addrs: LocalAddrs) -> Result<Proxy, ConfigError> {
-        Proxy::sharded(config, addrs, Shard { index: 0, count: 1 })
+        Proxy::sharded(config, addrs, Shard { index: 0, count: 1, instance: new_instance_id() })
     }
 
     /// One of `shard.count` proxies that share the sockets, each owning
@@ -283,6 +340,9 @@ impl Proxy {
             by_addr: HashMap::new(),
             by_conn: HashMap::new(),
             next_token: 1,
+            flow_deadlines: BinaryHeap::new(),
+            flow_idle: config.flow_idle_timeout(),
+            max_flows: config.max_flows.div_ceil(n),
             shard,
             registered: HashMap::new(),
             held: HashMap::new(),
@@ -322,12 +382,18 @@ impl Proxy {
     }
 
     /// The flow token of `peer`, made on first sight.
-    fn token(&mut self, peer: Peer, sigcomp: bool) -> u64 {
+    fn token(&mut self, now: Instant, peer: Peer, sigcomp: bool) -> u64 {
         if let Some(&t) = self.flow_tokens.get(&peer) {
             if let Some(f) = self.flows.get_mut(&t) {
                 f.sigcomp |= sigcomp;
+                f.last_seen = now;
             }
             return t;
+        }
+        while self.flows.len() >= self.max_flows {
+            if !self.evict_flow() {
+                break;
+            }
         }
         let t = self.next_token * u64::from(self.shard.count.max(1)) + u64::from(self.shard.index);
         self.next_token += 1;
@@ -336,8 +402,93 @@ impl Proxy {
         if let Some(c) = peer.conn {
             self.by_conn.insert(c, peer);
         }
-        self.flows.insert(t, Flow { peer, sigcomp, compartment: None });
+        let flow = Flow { peer, sigcomp, compartment: None, last_seen: now, registered_until: None };
+        self.flows.insert(t, flow);
+        self.flow_deadlines.push(Reverse((self.flow_deadline(&flow), t)));
+        // Entries of flows gone (TCP connections closed) wait for their
+        // time in the heap; rebuilt, it holds only live flows again.
+        if self.flow_deadlines.len() > 2 * self.max_flows.max(self.flows.len()) + 64 {
+            let live = self.flows.iter().map(|(t, f)| Reverse((self.flow_deadline(f), *t))).collect();
+            self.flow_deadlines = live;
+        }
         t
+    }
+
+    /// When `f` may be forgotten: idle long enough, and not registered.
+    fn flow_deadline(&self, f: &Flow) -> Instant {
+        let idle = f.last_seen + self.flow_idle;
+        f.registered_until.map_or(idle, |r| r.max(idle))
+    }
+
+    /// Forgets the flow whose deadline comes first; false if none is left.
+    fn evict_flow(&mut self) -> bool {
+        while let Some(Reverse((at, t))) = self.flow_deadlines.pop() {
+            let Some(f) = self.flows.get(&t) else { continue };
+            let deadline = self.flow_deadline(f);
+            if deadline > at {
+                self.flow_deadlines.push(Reverse((deadline, t)));
+                continue;
+            }
+            self.remove_flow(t);
+            return true;
+        }
+        false
+    }
+
+    /// Forgets the flows past their deadline.
+    fn expire_flows(&mut self, now: Instant) {
+        while let Some(&Reverse((at, t))) = self.flow_deadlines.peek() {
+            if at > now {
+                break;
+            }
+            self.flow_deadlines.pop();
+            let Some(f) = self.flows.get(&t) else { continue };
+            let deadline = self.flow_deadline(f);
+            if deadline > now {
+                self.flow_deadlines.push(Reverse((deadline, t)));
+            } else {
+                self.remove_flow(t);
+            }
+        }
+    }
+
+    /// Forgets flow `t`, and its compartment if nothing else can name it
+    /// any more (no `sigcomp-id`, no other flow).
+    fn remove_flow(&mut self, t: u64) {
+        let Some(f) = self.flows.remove(&t) else { return };
+        let p = f.peer;
+        if self.flow_tokens.get(&p) == Some(&t) {
+            self.flow_tokens.remove(&p);
+        }
+        if self.by_addr.get(&(p.transport, p.addr)) == Some(&t) {
+            self.by_addr.remove(&(p.transport, p.addr));
+        }
+        if let Some(conn) = p.conn {
+            if self.by_conn.get(&conn) == Some(&p) {
+                self.by_conn.remove(&conn);
+            }
+        }
+        let Some(c) = f.compartment else { return };
+        let orphan = match self.named_by.get_mut(&c) {
+            Some((id, tokens)) => {
+                tokens.retain(|&x| x != t);
+                id.is_none() && tokens.is_empty()
+            }
+            None => false,
+        };
+        if orphan {
+            self.close_compartment(c);
+        }
+    }
+
+    /// Terminal flows remembered.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Compartments whose terminal is registered.
+    pub fn registered_count(&self) -> usize {
+        self.registered.len()
     }
 
     /// The compartment of a remote application (RFC 5049 §6.1): its
@@ -394,12 +545,17 @@ impl Proxy {
         let local = self.route_terminal.unwrap_or_else(|| self.terminal_addr(transport, f.and_then(|f| f.peer.local)));
         let tcp = (transport == SipTransport::Tcp).then_some("tcp");
         let id = f.is_some_and(|f| f.sigcomp).then_some(self.sigcomp_id.as_str());
-        with_flow_token(token, &route_uri(&self.host_of(local), Some(local.port()), tcp, id))
+        self.with_flow_token(token, &route_uri(&self.host_of(local), Some(local.port()), tcp, id))
     }
 
     fn upstream_uri(&self, token: u64) -> String {
         let a = self.route_upstream.unwrap_or(self.addrs.upstream);
-        with_flow_token(token, &route_uri(&self.host_of(a), Some(a.port()), None, None))
+        self.with_flow_token(token, &route_uri(&self.host_of(a), Some(a.port()), None, None))
+    }
+
+    /// `uri` (`sip:host...`) with the flow token as its user part.
+    fn with_flow_token(&self, token: u64, uri: &str) -> String {
+        format!("sip:t.{:012x}.{token}@{}", self.shard.instance, uri.strip_prefix("sip:").unwrap_or(uri))
     }
 
     /// Whether `uri` (a Route entry) names this proxy.
@@ -475,7 +631,7 @@ impl Proxy {
             self.decide(incoming, None);
             return;
         };
-        let token = self.token(from, sigcomp);
+        let token = self.token(now, from, sigcomp);
         if msg.is_request() {
             self.request_from_terminal(now, from, &msg, token, incoming);
         } else {
@@ -496,12 +652,14 @@ impl Proxy {
         token: u64,
         incoming: Option<Incoming>,
     ) {
-        let Ok(top) = msg.top_via() else {
+        if msg.top_via().is_err() {
             self.metrics.bad_sip += 1;
             self.decide(incoming, None);
             return;
-        };
-        let sigcomp_id = top.sigcomp_id().map(str::to_string);
+        }
+        // RFC 5049 §6.1: the Via's sigcomp-id, else the Contact's
+        // +sip.instance, else the flow.
+        let sigcomp_id = sigkit_sip::compartment::sigcomp_id(msg).map(str::to_string);
         let compartment = self.compartment_for(sigcomp_id.as_deref(), token);
         let method = msg.method().unwrap_or("");
         // Overload control sheds only requests that start something new
@@ -556,12 +714,25 @@ impl Proxy {
         // RFC 5049 §6: a REGISTER's state waits for the registrar's 2xx; a
         // registered terminal's state is kept; nobody else's is.
         if method == "REGISTER" {
-            if let Some(incoming) = incoming {
-                if let Some(old) = self.held.remove(&branch) {
-                    self.decide(Some(old.incoming), None);
-                }
+            if let Some(old) = self.held.remove(&branch) {
+                self.decide(old.incoming, None);
+            }
+            let contacts = match msg.contacts() {
+                Ok(sigkit_sip::Contacts::List(list)) => Some(
+                    list.iter()
+                        .filter_map(|c| c.sip_uri().ok())
+                        .map(|u| (u.user.unwrap_or("").to_string(), u.host.to_ascii_lowercase(), u.port))
+                        .collect(),
+                ),
+                Ok(sigkit_sip::Contacts::Star) => None,
+                // Unreadable: the registrar judges it; nothing changes here.
+                Err(_) => Some(Vec::new()),
+            };
+            // A plain REGISTER is held only for its flow's registration
+            // time, and only as many as there may be flows.
+            if incoming.is_some() || self.held.len() < self.max_flows {
                 let deadline = now + TRANSACTION_TIMEOUT;
-                self.held.insert(branch.clone(), HeldRegister { incoming, compartment, deadline });
+                self.held.insert(branch.clone(), HeldRegister { incoming, compartment, token, contacts, deadline });
             }
         } else {
             let accept = self.registered.contains_key(&compartment).then_some((now, compartment));
@@ -606,11 +777,17 @@ impl Proxy {
     }
 
     /// The flow token of the leading Route entries that name the proxy
-    /// (RFC 3261 §16.4), which the proxy wrote.
-    fn our_route_token(&self, msg: &Message<'_>) -> Option<u64> {
-        let routes = msg.routes().ok()?;
+    /// (RFC 3261 §16.4): one this instance wrote, or another's.
+    fn our_route_token(&self, msg: &Message<'_>) -> RouteToken {
+        let Ok(routes) = msg.routes() else { return RouteToken::Absent };
         let ours = routes.iter().filter_map(|na| na.sip_uri().ok()).take_while(|u| self.is_ours(u.host, u.port));
-        ours.filter_map(|u| u.user.and_then(|u| u.strip_prefix("t.")).and_then(|t| t.parse().ok())).next()
+        match ours.filter_map(|u| u.user.filter(|u| u.starts_with("t."))).next() {
+            None => RouteToken::Absent,
+            Some(user) => match parse_flow_token(user) {
+                Some((instance, t)) if instance == self.shard.instance => RouteToken::Own(t),
+                _ => RouteToken::Foreign,
+            },
+        }
     }
 
     /// A response going to the upstream: the proxy's Via off, the rest as is.
@@ -673,13 +850,17 @@ impl Proxy {
         };
         let code = msg.status_code().unwrap_or(0);
         self.overload.response(now, &branch, code, our_via.as_ref().and_then(OcParams::of));
+        // A removed registration's compartment closes once this response,
+        // compressed in it, is on its way.
+        let mut deregistered = None;
         if code >= 200 {
             if let Some(held) = self.held.remove(&branch) {
                 let ok = (200..300).contains(&code);
-                if ok {
-                    self.register_ok(now, msg, held.compartment);
+                let c = held.compartment;
+                if ok && self.register_ok(now, msg, &held) {
+                    deregistered = Some(c);
                 }
-                self.decide(Some(held.incoming), ok.then_some((now, held.compartment)));
+                self.decide(held.incoming, ok.then_some((now, c)));
             }
         }
         let Some(next) = vias.next().and_then(|v| v.value_str().ok()).and_then(|t| sigkit_sip::Via::parse(t).ok())
@@ -708,22 +889,47 @@ impl Proxy {
         }
         let out = e.emit();
         self.deliver_to_terminal(now, to, (token, id.as_deref()), sigcomp, out);
+        if let Some(c) = deregistered {
+            self.close_compartment(c);
+        }
     }
 
-    /// A 2xx to a REGISTER: the compartment lives until the binding
-    /// expires (RFC 5049 §6.3); a removal ends it.
-    fn register_ok(&mut self, now: Instant, msg: &Message<'_>, compartment: CompartmentId) {
+    /// A 2xx to a REGISTER: the terminal's compartment and flow live until
+    /// its bindings expire (RFC 5049 §6.5). The 2xx lists every binding of
+    /// the address of record (RFC 3261 §10.3 step 8); the terminal's are
+    /// those its request named, and when none is left its registration has
+    /// ended. True when it has; a query (no Contact) changes nothing.
+    fn register_ok(&mut self, now: Instant, msg: &Message<'_>, held: &HeldRegister) -> bool {
         let default = msg.expires().ok().flatten().unwrap_or(3600);
-        let expires = match msg.contacts() {
-            Ok(sigkit_sip::Contacts::List(list)) if !list.is_empty() => {
-                list.iter().map(|c| c.expires().unwrap_or(default)).max().unwrap_or(default)
-            }
+        let expires = match (&held.contacts, msg.contacts()) {
+            (Some(mine), _) if mine.is_empty() => return false,
+            (Some(mine), Ok(sigkit_sip::Contacts::List(list))) => list
+                .iter()
+                .filter(|c| {
+                    c.sip_uri().is_ok_and(|u| {
+                        mine.iter().any(|(user, host, port)| {
+                            u.user.unwrap_or("") == user && u.host.eq_ignore_ascii_case(host) && u.port == *port
+                        })
+                    })
+                })
+                .map(|c| c.expires().unwrap_or(default))
+                .max()
+                .unwrap_or(0),
             _ => 0,
         };
-        if expires == 0 {
-            self.registered.remove(&compartment);
-        } else {
-            self.registered.insert(compartment, now + Duration::from_secs(u64::from(expires)));
+        let until = (expires > 0).then(|| now + Duration::from_secs(u64::from(expires)));
+        if let Some(f) = self.flows.get_mut(&held.token) {
+            f.registered_until = until;
+        }
+        match until {
+            Some(t) => {
+                self.registered.insert(held.compartment, t);
+                false
+            }
+            None => {
+                self.registered.remove(&held.compartment);
+                true
+            }
         }
     }
 
@@ -734,9 +940,13 @@ impl Proxy {
 
     fn request_toward_terminal(&mut self, now: Instant, msg: &Message<'_>) {
         let routed = self.our_route_token(msg);
-        // Without a token of ours, the Request-URI names the terminal's
-        // address (its registered Contact).
-        let target = routed.and_then(|t| self.flows.get(&t).map(|f| (t, f.peer))).or_else(|| {
+        // Without a live flow of ours in the token, the Request-URI names
+        // the terminal's address (its registered Contact).
+        let live = match routed {
+            RouteToken::Own(t) => self.flows.get(&t).map(|f| (t, f.peer)),
+            RouteToken::Absent | RouteToken::Foreign => None,
+        };
+        let target = live.or_else(|| {
             let uri = msg.request_uri().ok()?;
             let t = if uri.transport().is_some_and(|t| t.eq_ignore_ascii_case("tcp")) {
                 SipTransport::Tcp
@@ -748,8 +958,15 @@ impl Proxy {
         });
         let Some((token, to)) = target else {
             self.metrics.undeliverable += 1;
+            // RFC 5626 §5.3: a request for a flow that no longer exists
+            // here (another instance's, or one forgotten) is answered 430
+            // Flow Failed; one that names no flow, 404.
+            let (code, reason) = match routed {
+                RouteToken::Absent => (404, "Not Found"),
+                RouteToken::Own(_) | RouteToken::Foreign => (430, "Flow Failed"),
+            };
             if msg.method() != Some("ACK") {
-                if let Ok(reply) = build_response(msg, 404, "Not Found", Some(&self.to_tag(msg)), &[]) {
+                if let Ok(reply) = build_response(msg, code, reason, Some(&self.to_tag(msg)), &[]) {
                     let up = self.upstream_peer();
                     self.send(Side::Upstream, up, reply, false);
                 }
@@ -814,6 +1031,9 @@ impl Proxy {
     /// `app` is the flow token and, where the message names it, the
     /// terminal's `sigcomp-id`.
     fn deliver_to_terminal(&mut self, now: Instant, to: Peer, app: (u64, Option<&str>), sigcomp: bool, sip: Vec<u8>) {
+        if let Some(f) = self.flows.get_mut(&app.0) {
+            f.last_seen = now;
+        }
         if !sigcomp {
             self.send(Side::Terminal, to, sip, false);
             return;
@@ -845,7 +1065,8 @@ impl Proxy {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let held = self.held.values().map(|h| h.deadline).min();
         let reg = self.registered.values().min().copied();
-        [held, reg, self.endpoint.poll_timeout(), self.overload.poll_timeout()].into_iter().flatten().min()
+        let flow = self.flow_deadlines.peek().map(|Reverse((at, _))| *at);
+        [held, reg, flow, self.endpoint.poll_timeout(), self.overload.poll_timeout()].into_iter().flatten().min()
     }
 
     /// Ends what has timed out: held REGISTER states (no final answer),
@@ -854,7 +1075,7 @@ impl Proxy {
         let late: Vec<String> = self.held.iter().filter(|(_, h)| h.deadline <= now).map(|(b, _)| b.clone()).collect();
         for b in late {
             if let Some(h) = self.held.remove(&b) {
-                self.decide(Some(h.incoming), None);
+                self.decide(h.incoming, None);
             }
         }
         let expired: Vec<CompartmentId> = self.registered.iter().filter(|(_, t)| **t <= now).map(|(c, _)| *c).collect();
@@ -865,6 +1086,7 @@ impl Proxy {
         for c in self.endpoint.handle_timeout(now) {
             self.forget_compartment(c);
         }
+        self.expire_flows(now);
         self.overload.handle_timeout(now);
     }
 
@@ -894,13 +1116,11 @@ impl Proxy {
     /// A terminal's TCP connection closed: its flow is gone (RFC 5626
     /// §5.2: a flow that fails is not reused).
     pub fn connection_closed(&mut self, conn: u64) {
-        let Some(p) = self.by_conn.remove(&conn) else { return };
-        if let Some(t) = self.flow_tokens.remove(&p) {
-            self.flows.remove(&t);
-            if self.by_addr.get(&(p.transport, p.addr)) == Some(&t) {
-                self.by_addr.remove(&(p.transport, p.addr));
-            }
+        let Some(p) = self.by_conn.get(&conn).copied() else { return };
+        if let Some(&t) = self.flow_tokens.get(&p) {
+            self.remove_flow(t);
         }
+        self.by_conn.remove(&conn);
     }
 
     /// The metrics in the Prometheus text exposition format.
@@ -1052,11 +1272,6 @@ fn socket_addr(host: &str, port: u16) -> Option<SocketAddr> {
     Some(SocketAddr::new(h.parse().ok()?, port))
 }
 
-/// `uri` (`sip:host...`) with the flow token as its user part.
-fn with_flow_token(token: u64, uri: &str) -> String {
-    format!("sip:t.{token}@{}", uri.strip_prefix("sip:").unwrap_or(uri))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1068,17 +1283,22 @@ mod tests {
              Via: SIP/2.0/UDP 127.0.0.1:5080;branch=z9hG4bK1\r\nCall-ID: a\r\nCSeq: 1 OPTIONS\r\n\
              From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>\r\nContent-Length: 0\r\n\r\n"
         );
-        assert_eq!(Shard::of_upstream_message(response.as_bytes(), 4), Some(3));
+        let me = 0xa1b2_c3d4_e5f6;
+        assert_eq!(Shard::of_upstream_message(response.as_bytes(), 4, me), Some(3));
         // Token 4 * 7 + 5: written by shard 5 of 7.
         let request = "INVITE sip:alice@127.0.0.1:5080 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:5070;branch=z9hG4bK2\r\n\
-                       Route: <sip:t.33@127.0.0.1:5062;lr>\r\nCall-ID: b\r\nCSeq: 1 INVITE\r\n\
+                       Route: <sip:t.a1b2c3d4e5f6.33@127.0.0.1:5062;lr>\r\nCall-ID: b\r\nCSeq: 1 INVITE\r\n\
                        From: <sip:b@y>;tag=2\r\nTo: <sip:alice@x>\r\nContent-Length: 0\r\n\r\n";
-        assert_eq!(Shard::of_upstream_message(request.as_bytes(), 7), Some(5));
-        // No token: the Request-URI's address, as its terminal's messages.
-        let plain = request.replace("Route: <sip:t.33@127.0.0.1:5062;lr>\r\n", "");
+        assert_eq!(Shard::of_upstream_message(request.as_bytes(), 7, me), Some(5));
+        // No token, or another instance's: the Request-URI's address, as
+        // its terminal's messages.
         let contact: SocketAddr = "127.0.0.1:5080".parse().unwrap();
-        assert_eq!(Shard::of_upstream_message(plain.as_bytes(), 7), Some(Shard::of_terminal(contact, 7)));
-        assert_eq!(Shard::of_upstream_message(b"not sip", 7), None);
+        let by_contact = Some(Shard::of_terminal(contact, 7));
+        assert_ne!(by_contact, Some(5));
+        assert_eq!(Shard::of_upstream_message(request.as_bytes(), 7, me + 1), by_contact);
+        let plain = request.replace("Route: <sip:t.a1b2c3d4e5f6.33@127.0.0.1:5062;lr>\r\n", "");
+        assert_eq!(Shard::of_upstream_message(plain.as_bytes(), 7, me), by_contact);
+        assert_eq!(Shard::of_upstream_message(b"not sip", 7, me), None);
     }
 
     /// Two terminals behind one address (one flow), each with its own
@@ -1148,6 +1368,86 @@ mod tests {
         assert_eq!(proxy.endpoint().compartment_ids().count(), 2);
         assert_eq!(proxy.registered.len(), 2);
         assert!(proxy.metrics().states_accepted >= 12);
+    }
+
+    /// RFC 5049 §6.1: a terminal without a `sigcomp-id` is known by the
+    /// `+sip.instance` of its Contact, whatever flow it comes from; one
+    /// with neither, by its flow. Each gets its responses compressed in its
+    /// own compartment, which it can decompress.
+    #[test]
+    fn compartments_are_keyed_by_instance_or_else_by_flow() {
+        use sigcomp::Params;
+        use sigcomp_compress::{Config, Mechanism};
+        let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let config = ProxyConfig {
+            listen: vec!["udp:127.0.0.1:5060".parse().unwrap()],
+            upstream: Some("udp:127.0.0.1:5070".parse().unwrap()),
+            ..ProxyConfig::default()
+        };
+        let addrs = LocalAddrs {
+            terminal: vec![(SipTransport::Udp, addr("127.0.0.1:5060"))],
+            upstream: addr("127.0.0.1:5062"),
+            upstream_peer: addr("127.0.0.1:5070"),
+        };
+        let mut proxy = Proxy::new(&config, addrs).unwrap();
+        let p = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
+        let c = Config { mechanism: Mechanism::Dynamic, verify: true, ..Config::default() };
+        let now = Instant::now();
+        let me = CompartmentId(1);
+        let mut k = 0;
+        // One request from `from` (no sigcomp-id in its Via; a Contact
+        // with `instance` when given), answered 2xx by the upstream; the
+        // answer must reach `from` in a SigComp message it decompresses.
+        let mut exchange = |proxy: &mut Proxy, t: &mut Endpoint, from: &str, method: &str, instance: Option<&str>| {
+            k += 1;
+            let from = Peer { transport: SipTransport::Udp, addr: addr(from), local: None, conn: None };
+            let contact = match instance {
+                Some(i) => format!("Contact: <sip:u@{};comp=sigcomp>;+sip.instance=\"<{i}>\"\r\n", from.addr),
+                None => format!("Contact: <sip:u@{};comp=sigcomp>\r\n", from.addr),
+            };
+            let request = format!(
+                "{method} sip:127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP {};branch=z9hG4bKk{k};rport;comp=sigcomp\r\n\
+                 Max-Forwards: 70\r\nFrom: <sip:u@127.0.0.1>;tag={k}\r\nTo: <sip:u@127.0.0.1>\r\nCall-ID: c{k}\r\n\
+                 CSeq: {k} {method}\r\n{contact}Content-Length: 0\r\n\r\n",
+                from.addr
+            );
+            let out = t.compress(now, me, request.as_bytes()).unwrap();
+            proxy.from_terminal(now, from, &out.message, true);
+            let up = proxy.poll_transmit().expect("forwarded");
+            let msg = Message::parse(&up.bytes).unwrap();
+            let binding = format!("<sip:u@{};comp=sigcomp>;expires=3600", from.addr);
+            let extra: &[(&str, &str)] = if method == "REGISTER" { &[("Contact", &binding)] } else { &[] };
+            let ok = build_response(&msg, 200, "OK", Some("up"), extra).unwrap();
+            proxy.from_upstream(now, proxy.upstream_peer(), &ok);
+            let tx = proxy.poll_transmit().expect("answer to the terminal");
+            assert!(tx.sigcomp && tx.to == from, "{method} {k}: {tx:?}");
+            match t.receive(&tx.bytes, Transport::Message) {
+                Ok(Received::Message(incoming)) => {
+                    assert!(t.accept(now, incoming, me).message.starts_with(b"SIP/2.0 200"))
+                }
+                other => panic!("{method} {k}: {other:?}"),
+            }
+        };
+        let terminal = || Endpoint::new(EndpointConfig::new(p, p, c)).unwrap();
+        let compartments = |proxy: &Proxy| proxy.endpoint().compartment_ids().count();
+        // By instance: the terminal moves to another port (a NAT
+        // rebinding) and keeps its compartment, with the states built in it.
+        let urn = "urn:uuid:00000000-0000-4000-8000-0000000000aa";
+        let mut a = terminal();
+        exchange(&mut proxy, &mut a, "10.0.0.9:5080", "REGISTER", Some(urn));
+        exchange(&mut proxy, &mut a, "10.0.0.9:5080", "OPTIONS", None);
+        exchange(&mut proxy, &mut a, "10.0.0.9:6000", "REGISTER", Some(urn));
+        exchange(&mut proxy, &mut a, "10.0.0.9:6000", "OPTIONS", None);
+        assert_eq!(compartments(&proxy), 1);
+        assert!(proxy.by_sigcomp_id.contains_key(urn));
+        // By flow: two terminals without identifiers, two compartments.
+        let (mut b, mut d) = (terminal(), terminal());
+        for _ in 0..3 {
+            exchange(&mut proxy, &mut b, "10.0.0.7:5080", "OPTIONS", None);
+            exchange(&mut proxy, &mut d, "10.0.0.7:5090", "OPTIONS", None);
+        }
+        assert_eq!(compartments(&proxy), 3);
+        assert_eq!(proxy.registered.len(), 1);
     }
 
     #[test]

@@ -60,6 +60,8 @@ struct Shared {
     /// The terminal-side UDP sockets by local address.
     udp: HashMap<SocketAddr, Arc<UdpSocket>>,
     upstream: Arc<UdpSocket>,
+    /// The instance written in every shard's flow tokens.
+    instance: u64,
 }
 
 impl Shared {
@@ -116,7 +118,7 @@ impl Shared {
             // Parsed once: for its shard, and by that shard's proxy.
             Side::Upstream => match sigkit_sip::Message::parse(bytes) {
                 Ok(msg) => {
-                    let Some(mut p) = lock(Shard::of_upstream(&msg, n)) else { return Vec::new() };
+                    let Some(mut p) = lock(Shard::of_upstream(&msg, n, self.instance)) else { return Vec::new() };
                     p.upstream_message(now, &msg);
                     p
                 }
@@ -139,6 +141,7 @@ fn bind_error(transport: &str, addr: SocketAddr, e: io::Error) -> io::Error {
 
 /// Binds every socket and starts the proxy on the current tokio runtime.
 pub async fn start(config: ProxyConfig) -> io::Result<Running> {
+    config.validate().map_err(io::Error::other)?;
     let upstream = config.upstream.ok_or_else(|| io::Error::other("no upstream"))?;
     let upstream_local = config.upstream_local.unwrap_or_else(|| SocketAddr::new(upstream.addr.ip(), 0));
     let mut udp = HashMap::new();
@@ -174,8 +177,9 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     } as u32;
+    let instance = crate::core::new_instance_id();
     let shards = (0..count)
-        .map(|index| Proxy::sharded(&config, addrs.clone(), Shard { index, count }).map(Mutex::new))
+        .map(|index| Proxy::sharded(&config, addrs.clone(), Shard { index, count, instance }).map(Mutex::new))
         .collect::<Result<Vec<_>, _>>()
         .map_err(io::Error::other)?;
     let shared = Arc::new(Shared {
@@ -184,6 +188,7 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         next_conn: AtomicU64::new(1),
         udp: udp.clone(),
         upstream: upstream_socket.clone(),
+        instance,
     });
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
