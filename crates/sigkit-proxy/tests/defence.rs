@@ -2,7 +2,10 @@
 //! until its cycle budget is spent, RFC 3320 §8.6), while registered
 //! SigComp terminals go on. The flood does not change any terminal's
 //! state, and the terminals keep at least 95 % of what they get done
-//! without it, at the same offered load.
+//! without it, at the same offered load. The attacker sends from
+//! 127.0.0.2 and the terminals from 127.0.0.1 (Linux routes all of
+//! 127/8 to lo): budgets are kept per source address, so this is the
+//! isolation a real attacker meets.
 
 mod support;
 
@@ -34,7 +37,9 @@ fn looping_message(padding: usize) -> Vec<u8> {
     m
 }
 
-fn states(proxy: &sigkit_proxy::Proxy) -> BTreeMap<CompartmentId, Vec<StateId>> {
+type States = BTreeMap<CompartmentId, Vec<StateId>>;
+
+fn states(proxy: &sigkit_proxy::Proxy) -> States {
     let s = proxy.endpoint().decompressor().states();
     s.compartment_ids()
         .map(|c| {
@@ -79,10 +84,27 @@ async fn a_looping_bytecode_flood_leaves_the_terminals_alone() {
     let uri = format!("sip:nobody@127.0.0.1:{kport}");
     // Warm the terminals' compartments (acknowledged states both ways).
     offered_load(&mut terminals, &uri, 20, Duration::from_millis(500)).await;
+    // A registered terminal that stays quiet: while the others work
+    // under the flood, its compartment is one that must not change.
+    let (shard, compartment) = {
+        let without = proxy.inspect(states);
+        let mut carol = Terminal::new("carol", proxy_addr, false, true).await;
+        carol.register("secret", 300).await.unwrap();
+        let with = proxy.inspect(states);
+        let mut new = Vec::new();
+        for (i, s) in with.iter().enumerate() {
+            new.extend(s.keys().filter(|c| !without[i].contains_key(c)).map(|c| (i, *c)));
+        }
+        assert_eq!(new.len(), 1, "carol's compartment: {new:?}");
+        new[0]
+    };
+    let quiet_one = |all: &[States]| all[shard].get(&compartment).cloned().expect("carol's compartment is open");
+    let compartment_ids =
+        |all: &[States]| -> Vec<Vec<CompartmentId>> { all.iter().map(|s| s.keys().copied().collect()).collect() };
 
     // The flood alone: no terminal's state at the proxy changes.
     let before = proxy.inspect(states);
-    let attacker = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let attacker = tokio::net::UdpSocket::bind("127.0.0.2:0").await.unwrap();
     let flood = looping_message(8_000);
     let flood_for = |span: Duration| {
         let flood = flood.clone();
@@ -116,7 +138,19 @@ async fn a_looping_bytecode_flood_leaves_the_terminals_alone() {
     // The terminals' work, without and with the flood, at the same load.
     let span = Duration::from_secs(2);
     let quiet = offered_load(&mut terminals, &uri, 100, span).await;
-    let (flooded, _) = tokio::join!(offered_load(&mut terminals, &uri, 100, span), flood_for(span));
+    let before = proxy.inspect(states);
+    let refused_before: u64 =
+        proxy.inspect(|p| p.metrics().refused_messages + p.metrics().refused_cycles).into_iter().sum();
+    let (flooded, mixed_sent) = tokio::join!(offered_load(&mut terminals, &uri, 100, span), flood_for(span));
+    let after = proxy.inspect(states);
+    // The terminals at work changed their own compartments; the flood
+    // opened, closed and changed none.
+    assert_eq!(quiet_one(&after), quiet_one(&before), "the flood changed a quiet terminal's state");
+    assert_eq!(compartment_ids(&after), compartment_ids(&before), "the flood opened or closed a compartment");
+    let refused_mixed: u64 =
+        proxy.inspect(|p| p.metrics().refused_messages + p.metrics().refused_cycles).into_iter().sum::<u64>()
+            - refused_before;
+    assert!(refused_mixed > mixed_sent / 2, "{refused_mixed} of {mixed_sent} flood messages refused");
     let run: u64 = proxy.inspect(|p| p.endpoint().metrics().cycles).into_iter().sum();
     eprintln!("flood: {sent} sent, {refused} refused; answered {quiet} quiet, {flooded} flooded; {run} cycles run");
     assert!(quiet >= 200, "only {quiet} OPTIONS answered without a flood");
