@@ -34,7 +34,7 @@ pub enum Handler {
     /// Forward everything.
     #[default]
     None,
-    /// Seed 002's H2: cap the requests pending at the upstream.
+    /// The SIP overload thesis's H2: cap the requests pending at the upstream.
     PendingCap,
     /// RFC 7339 loss-based overload control, driven by the upstream.
     OcLoss,
