@@ -30,6 +30,11 @@ pub struct SimArgs {
     /// Write sim_seconds.csv and sim_seeds.csv into this directory.
     #[arg(long, value_name = "DIR")]
     csv: Option<PathBuf>,
+    /// Override a scenario key before the run: a dotted key (array elements
+    /// by index) and a TOML value, e.g. `--set sources.0.rate=95` or
+    /// `--set proxies.1.buffers.requests=50`; repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
     /// Write an SVG plot of the first seed's per-second metrics (success
     /// rate, transmissions, utilisation, pending transactions) to FILE.
     #[arg(long, value_name = "FILE")]
@@ -62,6 +67,43 @@ fn print_seeds(runs: &[SeedSummary]) {
     }
 }
 
+/// CPU seconds this process has used so far, all threads (utime + stime
+/// of /proc/self/stat, in clock ticks of 1/100 s); None off Linux.
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// How fast the kernel ran: events over the CPU time the seeds took (per
+/// core) and over the wall-clock time.
+#[derive(serde::Serialize)]
+struct Speed {
+    events: u64,
+    wall_seconds: f64,
+    cpu_seconds: Option<f64>,
+    events_per_second_per_core: Option<f64>,
+    events_per_second_wall: f64,
+    threads: usize,
+}
+
+fn print_speed(speed: &Speed) {
+    let per_core = speed.events_per_second_per_core.map_or_else(|| "-".to_string(), |v| format!("{:.2}", v / 1e6));
+    println!(
+        "speed               {:.1} M events in {:.2} s wall, {} s CPU: {} M events/s per core, {:.2} M/s on {} threads",
+        speed.events as f64 / 1e6,
+        speed.wall_seconds,
+        speed.cpu_seconds.map_or_else(|| "-".to_string(), |c| format!("{c:.2}")),
+        per_core,
+        speed.events_per_second_wall / 1e6,
+        speed.threads,
+    );
+}
+
 fn print_study(sc: &Scenario, study: &Study) {
     let [from, to] = sc.collapse_window;
     println!();
@@ -78,6 +120,14 @@ fn print_study(sc: &Scenario, study: &Study) {
     println!("rejected (503)      {:.2} %", 100.0 * study.rejected_share_mean);
     println!("transmissions       {:.2} per transaction", study.transmissions_mean);
     println!("max pending (UAC)   {}", study.max_uac_pending);
+    let [lo, mean, hi] = study.frpd_p95;
+    println!("fRpD p95 (run)      {mean:.3} s (min {lo:.3}, max {hi:.3})");
+    let [lo, mean, hi] = study.ok_share;
+    println!("200 share (run)     {mean:.3} (min {lo:.3}, max {hi:.3}), all recorded transactions");
+    println!("D1 congested        {:.1} % of evaluations", 100.0 * study.d1_congested_share_mean);
+    if let Some([lo, mean, hi]) = study.registrations_window_min {
+        println!("registered (min)    {mean:.1} (min {lo:.0}, max {hi:.0}) in the window");
+    }
 }
 
 fn store_results(
@@ -114,7 +164,14 @@ pub fn sim(args: SimArgs) -> ExitCode {
         eprintln!("sigkit sim: {m}");
         ExitCode::from(code)
     };
-    let scenario = match Scenario::load(&args.scenario) {
+    let mut overrides = Vec::new();
+    for kv in &args.set {
+        let Some((k, v)) = kv.split_once('=') else {
+            return fail(format!("--set {kv}: expected KEY=VALUE"), 2);
+        };
+        overrides.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let scenario = match Scenario::load_with(&args.scenario, &overrides) {
         Ok(s) => s,
         Err(e) => return fail(format!("{}: {e}", args.scenario.display()), 2),
     };
@@ -125,15 +182,27 @@ pub fn sim(args: SimArgs) -> ExitCode {
         return fail("--first-seed + --seeds overflows".into(), 2);
     };
     let seeds: Vec<u64> = (args.first_seed..=last).collect();
+    let (cpu0, wall0) = (process_cpu_seconds(), std::time::Instant::now());
     let runs = run_seeds(&scenario, &seeds);
+    let wall_seconds = wall0.elapsed().as_secs_f64();
+    let cpu_seconds = process_cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
     let summaries: Vec<SeedSummary> = runs.iter().map(|r| r.summary.clone()).collect();
     let study = Study::of(&scenario, &summaries);
+    let speed = Speed {
+        events: study.events,
+        wall_seconds,
+        cpu_seconds,
+        events_per_second_per_core: cpu_seconds.filter(|&c| c > 0.0).map(|c| study.events as f64 / c),
+        events_per_second_wall: study.events as f64 / wall_seconds.max(1e-9),
+        threads: sigkit_sim::threads(),
+    };
     if args.json {
-        let out = serde_json::json!({ "study": study, "seeds": summaries });
+        let out = serde_json::json!({ "study": study, "speed": speed, "seeds": summaries });
         println!("{out}");
     } else {
         print_seeds(&summaries);
         print_study(&scenario, &study);
+        print_speed(&speed);
     }
     if let Some(path) = &args.svg {
         let title = format!("{}: seed {}", scenario.name, runs[0].summary.seed);

@@ -72,12 +72,38 @@ fn sim_json_agrees_with_itself_and_is_deterministic() {
         assert!(out.status.success());
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
-    let (a, b) = (run(), run());
+    let (mut a, mut b) = (run(), run());
+    // The speed is measured, not simulated: it differs between runs.
+    let speed = a.as_object_mut().unwrap().remove("speed").unwrap();
+    b.as_object_mut().unwrap().remove("speed");
     assert_eq!(a, b, "the same seeds give the same results");
+    let events = speed["events"].as_u64().unwrap();
+    assert_eq!(Some(events), a["study"]["events"].as_u64());
+    assert!(events > 100_000 && speed["events_per_second_wall"].as_f64().unwrap() > 0.0, "{speed}");
     let seeds = a["seeds"].as_array().unwrap();
     assert_eq!(seeds.len(), 2);
     let collapsed = seeds.iter().filter(|s| s["collapsed"].as_bool().unwrap()).count() as u64;
     assert_eq!(a["study"]["collapsed"].as_u64(), Some(collapsed));
+}
+
+#[test]
+fn set_overrides_a_scenario_key() {
+    let dir = scratch("set");
+    let scenario = dir.join("surge.toml");
+    std::fs::write(&scenario, SURGE).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["sim", scenario.to_str().unwrap(), "--seeds", "1", "--json"];
+        args.extend_from_slice(extra);
+        let out = sigkit().args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let plain = run(&[]);
+    let t1 = run(&["--set", "handler.kind=t1", "--set", "handler.t1=1.0"]);
+    assert_eq!(plain["study"]["collapsed"].as_u64(), Some(1));
+    assert_eq!(t1["study"]["collapsed"].as_u64(), Some(0));
+    let out = sigkit().args(["sim", scenario.to_str().unwrap(), "--set", "nonsense"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]

@@ -57,6 +57,11 @@ pub fn run_seeds(scenario: &Scenario, seeds: &[u64]) -> Vec<SeedRun> {
     seeds.par_iter().map(|&seed| run_seed(scenario, seed)).collect()
 }
 
+/// Threads `run_seeds` runs on (rayon's pool).
+pub fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
 /// The summary across seeds (what `sigkit sim` prints last).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Study {
@@ -75,6 +80,20 @@ pub struct Study {
     pub transmissions_mean: f64,
     /// Largest UAC pending count over all seeds.
     pub max_uac_pending: u64,
+    /// The 95th percentile of fRpD over each seed's whole run (all
+    /// transactions answered, 503s included), across seeds: min, mean, max.
+    pub frpd_p95: [f64; 3],
+    /// Share of all recorded transactions answered 200 (or 401), across
+    /// seeds: min, mean, max.
+    pub ok_share: [f64; 3],
+    /// The least number of registrations active in the window, across
+    /// seeds: min, mean, max (with a registration workload).
+    pub registrations_window_min: Option<[f64; 3]>,
+    /// The share of D1's evaluations that found the next hop congested,
+    /// mean over the seeds.
+    pub d1_congested_share_mean: f64,
+    /// Events the kernel processed, all seeds.
+    pub events: u64,
 }
 
 fn spread(values: impl Iterator<Item = f64> + Clone) -> [f64; 3] {
@@ -97,6 +116,21 @@ impl Study {
             rejected_share_mean: runs.iter().map(|r| r.rejected as f64 / r.transactions.max(1) as f64).sum::<f64>() / n,
             transmissions_mean: runs.iter().map(|r| r.transmissions_mean).sum::<f64>() / n,
             max_uac_pending: runs.iter().map(|r| r.max_uac_pending).max().unwrap_or(0),
+            frpd_p95: spread(runs.iter().filter_map(|r| r.frpd_p95)),
+            ok_share: spread(runs.iter().map(|r| r.ok as f64 / r.transactions.max(1) as f64)),
+            registrations_window_min: runs
+                .iter()
+                .all(|r| r.registrations_active_window_min.is_some())
+                .then(|| spread(runs.iter().map(|r| r.registrations_active_window_min.unwrap_or(0) as f64))),
+            d1_congested_share_mean: runs
+                .iter()
+                .map(|r| {
+                    let evaluations = ((scenario.duration + scenario.drain) / scenario.detectors.d1.interval).floor();
+                    r.d1_congested_evaluations as f64 / evaluations.max(1.0)
+                })
+                .sum::<f64>()
+                / n,
+            events: runs.iter().map(|r| r.events).sum(),
         }
     }
 }

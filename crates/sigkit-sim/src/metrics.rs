@@ -22,6 +22,8 @@ pub struct TxnRecord {
     pub final_at: Option<Nanos>,
     /// The final response's status code (0 without one).
     pub code: u16,
+    /// Background traffic (MESSAGE), not a registration or presence request.
+    pub background: bool,
 }
 
 /// The detectors' and handler's state at the end of a second.
@@ -48,6 +50,7 @@ struct Second {
     uac_pending: u64,
     upstream_pending: Option<u64>,
     registrations: Option<u64>,
+    subscriptions: Option<u64>,
     detectors: DetectorSnapshot,
 }
 
@@ -133,7 +136,7 @@ impl Recorder {
         utilisation: &[f64],
         uac_pending: usize,
         upstream_pending: Option<usize>,
-        registrations: Option<usize>,
+        (registrations, subscriptions): (Option<usize>, Option<usize>),
         detectors: DetectorSnapshot,
     ) {
         let Some(s) = now.checked_sub(1).and_then(|t| self.at(t)) else { return };
@@ -141,6 +144,7 @@ impl Recorder {
         s.uac_pending = uac_pending as u64;
         s.upstream_pending = upstream_pending.map(|p| p as u64);
         s.registrations = registrations.map(|r| r as u64);
+        s.subscriptions = subscriptions.map(|r| r as u64);
         s.detectors = detectors;
     }
 }
@@ -198,6 +202,9 @@ pub struct SecondRow {
     /// Registration clients registered at the second's end (thesis §4.5.2,
     /// Figures 4.62 to 4.65), with a registration workload.
     pub registrations_active: Option<u64>,
+    /// Presence subscriptions active (their watcher got a NOTIFY) at the
+    /// second's end (thesis §4.5.1, Figures 4.49, 4.53, 4.57).
+    pub subscriptions_active: Option<u64>,
 }
 
 /// One seed's outcome (table `sim_seeds`).
@@ -234,6 +241,13 @@ pub struct SeedSummary {
     pub registrations_active_end: Option<u64>,
     /// The least number registered over the window.
     pub registrations_active_window_min: Option<u64>,
+    /// Events the kernel processed in this run (drain included).
+    pub events: u64,
+    /// Presence subscriptions active at the end of the recorded time.
+    pub subscriptions_active_end: Option<u64>,
+    /// Share of the window's background (MESSAGE) transactions that ended
+    /// with a 200.
+    pub window_background_ok_ratio: f64,
 }
 
 #[derive(Default)]
@@ -252,6 +266,8 @@ pub(crate) struct TestCounts {
     pub d2_alarms: u64,
     pub d2_observations: u64,
     pub d2_mean_alarms: u64,
+    /// Events the kernel processed.
+    pub events: u64,
 }
 
 pub(crate) fn finish(
@@ -338,6 +354,7 @@ pub(crate) fn finish(
                 oc: s.detectors.oc,
                 rejections: s.rejections,
                 registrations_active: s.registrations,
+                subscriptions_active: s.subscriptions,
             }
         })
         .collect();
@@ -373,6 +390,21 @@ pub(crate) fn finish(
         d2_mean_alarms: tests.d2_mean_alarms,
         registrations_active_end: rows.last().and_then(|r| r.registrations_active),
         registrations_active_window_min: window.iter().filter_map(|r| r.registrations_active).min(),
+        events: tests.events,
+        subscriptions_active_end: rows.last().and_then(|r| r.subscriptions_active),
+        window_background_ok_ratio: {
+            let in_window = |t: &&&TxnRecord| {
+                let s = to_secs(t.start);
+                t.background && s >= from && s < to
+            };
+            let ended = recorded
+                .iter()
+                .filter(in_window)
+                .filter(|t| t.final_at.is_some() || t.start + from_secs(64.0 * sc.timers.t1) <= horizon)
+                .count();
+            let ok = recorded.iter().filter(in_window).filter(|t| t.code == 200).count();
+            ok as f64 / ended.max(1) as f64
+        },
     };
     (summary, rows)
 }

@@ -41,6 +41,10 @@ pub(crate) enum Kind {
     Message,
     Register,
     RegisterWithCredentials,
+    /// A watcher's SUBSCRIBE (§4.5.1).
+    Subscribe,
+    /// A presentity's NOTIFY.
+    Notify,
 }
 
 /// A message of transaction `txn` (one branch per hop, the same number on
@@ -90,11 +94,27 @@ enum Event {
     Register {
         client: u32,
     },
+    /// Subscription `sub` is sent (again).
+    Subscribe {
+        sub: u32,
+    },
+    /// The watcher of `sub` checks that a NOTIFY came after its SUBSCRIBE
+    /// of `sent`.
+    SubscribeCheck {
+        sub: u32,
+        sent: Nanos,
+    },
+    /// The presentity of `sub` changes its state and notifies.
+    StateChange {
+        sub: u32,
+    },
     /// The end of a one-second logging period (thesis §3.2.4).
     Log,
     D1Evaluate,
     D2Evaluate,
     OcUpdate,
+    /// The handler's trigger `at` fires.
+    HandlerAt,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -174,6 +194,8 @@ struct HandlerState {
     t1_raise: Option<(Nanos, Nanos)>,
     /// RFC 7339: the `oc` in force, until when, and its sequence number.
     oc: Option<(u8, Nanos, u64)>,
+    /// The trigger `at` has fired.
+    at_reached: bool,
 }
 
 /// Seconds of utilisation the overloaded proxy averages before it signals
@@ -268,6 +290,11 @@ pub(crate) struct Network<'a> {
     uac_register_client: Vec<u32>,
     /// Until when each registration client is registered.
     registered_until: Vec<Nanos>,
+    /// Per subscription: when its watcher last got a NOTIFY (0: never),
+    /// when it last sent a SUBSCRIBE, and whether its presentity has it.
+    notified_at: Vec<Nanos>,
+    subscribed_at: Vec<Nanos>,
+    presentity_has: Vec<bool>,
     registrar: Stream,
     uas: Vec<ServerTxn>,
     /// The upstream proxy (detects and handles), if there are two proxies.
@@ -323,6 +350,9 @@ impl<'a> Network<'a> {
             uac_pending: 0,
             uac_register_client: Vec::new(),
             registered_until: vec![0; sc.registration.as_ref().map_or(0, |r| r.clients as usize)],
+            notified_at: vec![0; Self::subscriptions(sc)],
+            subscribed_at: vec![0; Self::subscriptions(sc)],
+            presentity_has: vec![false; Self::subscriptions(sc)],
             registrar: Stream::new(seed, StreamId::Registrar),
             uas: Vec::new(),
             upstream,
@@ -353,8 +383,19 @@ impl<'a> Network<'a> {
                 net.events.schedule(at, Event::Register { client });
             }
         }
+        if let Some(p) = &sc.presence {
+            // Thesis §4.5.1: the SUBSCRIBEs fall within `spread` seconds.
+            let mut starts = Stream::new(seed, StreamId::Presence);
+            for sub in 0..Self::subscriptions(sc) as u32 {
+                let at = from_secs(p.start + starts.uniform() * p.spread);
+                net.events.schedule(at, Event::Subscribe { sub });
+            }
+        }
         if sc.handler.kind == HandlerKind::T1 && sc.handler.trigger == Trigger::Always {
             net.raise_t1(from_secs(sc.handler.t1), Nanos::MAX);
+        }
+        if sc.handler.trigger == Trigger::At {
+            net.events.schedule(from_secs(sc.handler.at), Event::HandlerAt);
         }
         net.events.schedule(SECOND, Event::Log);
         if net.upstream.is_some() {
@@ -370,18 +411,25 @@ impl<'a> Network<'a> {
     /// Runs to the end of the sources plus the drain time.
     pub(crate) fn run(mut self) -> (Recorder, Vec<TxnRecord>, TestCounts) {
         let end = self.end_of_sources;
+        let mut handled = 0u64;
         while let Some((now, event)) = self.events.pop() {
             if now > end {
                 break;
             }
             self.handle(now, event);
+            handled += 1;
         }
         let tests = TestCounts {
             d2_alarms: self.d2.alarms,
             d2_observations: self.d2.observations,
             d2_mean_alarms: self.d2_mean.alarms,
+            events: handled,
         };
         (self.rec, self.uac, tests)
+    }
+
+    fn subscriptions(sc: &Scenario) -> usize {
+        sc.presence.as_ref().map_or(0, |p| p.watchers as usize * p.presentities as usize)
     }
 
     fn client(&mut self, node: Node, txn: u32) -> &mut ClientTxn {
@@ -419,10 +467,31 @@ impl<'a> Network<'a> {
                 }
             }
             Event::Register { client } => self.start_transaction(now, Kind::Register, Some(client)),
+            Event::Subscribe { sub } => {
+                self.subscribed_at[sub as usize] = now;
+                self.start_transaction(now, Kind::Subscribe, Some(sub));
+                let timeout = self.sc.presence.as_ref().map_or(90.0, |p| p.notify_timeout);
+                self.events.after(from_secs(timeout), Event::SubscribeCheck { sub, sent: now });
+            }
+            Event::SubscribeCheck { sub, sent } => {
+                // Only the latest SUBSCRIBE's check acts; a NOTIFY since it
+                // sent means the subscription is active.
+                let i = sub as usize;
+                if self.subscribed_at[i] == sent && self.notified_at[i] < sent {
+                    self.handle(now, Event::Subscribe { sub });
+                }
+            }
+            Event::StateChange { sub } => self.start_transaction(now, Kind::Notify, Some(sub)),
             Event::Log => self.log(now),
             Event::D1Evaluate => self.d1_evaluate(now),
             Event::D2Evaluate => self.d2_evaluate(now),
             Event::OcUpdate => self.oc_update(now),
+            Event::HandlerAt => {
+                self.handler.at_reached = true;
+                if self.sc.handler.kind == HandlerKind::T1 {
+                    self.raise_t1(from_secs(self.sc.handler.t1), Nanos::MAX);
+                }
+            }
         }
     }
 
@@ -450,7 +519,13 @@ impl<'a> Network<'a> {
     /// `client`).
     fn start_transaction(&mut self, now: Nanos, kind: Kind, client: Option<u32>) {
         let txn = self.uac.len() as u32;
-        self.uac.push(TxnRecord { start: now, transmissions: 1, final_at: None, code: 0 });
+        self.uac.push(TxnRecord {
+            start: now,
+            transmissions: 1,
+            final_at: None,
+            code: 0,
+            background: kind == Kind::Message,
+        });
         self.uac_register_client.push(client.unwrap_or(u32::MAX));
         *slot(&mut self.uac_clients, txn) =
             ClientTxn { state: State::Trying, kind, started: now, t1: self.t1, interval: self.t1, transmissions: 1 };
@@ -476,7 +551,7 @@ impl<'a> Network<'a> {
         }
         let started = self.uac_clients[txn as usize].started;
         self.events.after(self.t4, Event::TimerK { node: 0, txn, started });
-        if kind != Kind::Message {
+        if matches!(kind, Kind::Register | Kind::RegisterWithCredentials) {
             self.registration_step(now, txn, kind, Some((code, expires)));
         }
     }
@@ -534,7 +609,7 @@ impl<'a> Network<'a> {
                 ct.state = State::Terminated;
                 let kind = ct.kind;
                 self.uac_pending -= 1;
-                if kind != Kind::Message {
+                if matches!(kind, Kind::Register | Kind::RegisterWithCredentials) {
                     self.registration_step(now, txn, kind, None);
                 }
             }
@@ -594,7 +669,8 @@ impl<'a> Network<'a> {
         let service = from_secs(proxy.service.exponential(proxy.mean(&job)));
         proxy.current = Some(job);
         proxy.busy_since = now;
-        self.events.after(service, Event::ServiceDone { proxy: p });
+        // A random delay: through the heap, not a lane.
+        self.events.schedule(now + service, Event::ServiceDone { proxy: p });
     }
 
     fn service_done(&mut self, now: Nanos, p: usize) {
@@ -743,6 +819,7 @@ impl<'a> Network<'a> {
             Trigger::D2 => self.d2.congested,
             Trigger::D2Mean => self.d2_mean.congested,
             Trigger::Via => false,
+            Trigger::At => self.handler.at_reached,
         }
     }
 
@@ -807,7 +884,7 @@ impl<'a> Network<'a> {
     /// challenged with 401, one with credentials gets 200 and an Expires
     /// (fixed, or uniform between the minimum and the maximum when
     /// randomised), anything else 200.
-    fn uas_request(&mut self, _now: Nanos, msg: Msg) {
+    fn uas_request(&mut self, now: Nanos, msg: Msg) {
         let txn = msg.txn;
         let node = self.uas_node();
         let st = *slot(&mut self.uas, txn);
@@ -827,6 +904,7 @@ impl<'a> Network<'a> {
                 };
                 let st = ServerTxn { state: State::Completed, kind: msg.kind, code, expires, ..Default::default() };
                 self.uas[txn as usize] = st;
+                self.presence_request(now, txn, msg.kind);
                 self.events.after(64 * self.t1, Event::TimerJ { node, txn });
                 st
             }
@@ -834,6 +912,26 @@ impl<'a> Network<'a> {
         };
         let body = Body::Response { code: st.code, via: ViaSignals::default(), expires: st.expires };
         self.send(node, node - 1, Msg { txn, kind: st.kind, body });
+    }
+
+    /// A new SUBSCRIBE or NOTIFY at the far end (thesis §4.5.1): the
+    /// presentity notifies at once and again after `state_change` (once per
+    /// subscription); a NOTIFY makes its subscription active.
+    fn presence_request(&mut self, now: Nanos, txn: u32, kind: Kind) {
+        let Some(p) = &self.sc.presence else { return };
+        let sub = self.uac_register_client[txn as usize];
+        let Some(i) = (sub != u32::MAX).then_some(sub as usize) else { return };
+        match kind {
+            Kind::Subscribe => {
+                if !self.presentity_has[i] {
+                    self.presentity_has[i] = true;
+                    self.events.after(from_secs(p.state_change), Event::StateChange { sub });
+                }
+                self.start_transaction(now, Kind::Notify, Some(sub));
+            }
+            Kind::Notify => self.notified_at[i] = now,
+            _ => {}
+        }
     }
 
     // --- periodic work ---
@@ -868,12 +966,13 @@ impl<'a> Network<'a> {
         };
         let registrations =
             self.sc.registration.as_ref().map(|_| self.registered_until.iter().filter(|&&u| u > now).count());
+        let subscriptions = self.sc.presence.as_ref().map(|_| self.notified_at.iter().filter(|&&t| t > 0).count());
         self.rec.log(
             now,
             &utilisation,
             self.uac_pending,
             upstream_pending,
-            registrations,
+            (registrations, subscriptions),
             crate::metrics::DetectorSnapshot {
                 d1_p95: self.d1.last_p95,
                 d1_congested: self.d1.congested,

@@ -56,6 +56,13 @@ pub fn seconds_svg(title: &str, rows: &[SecondRow]) -> String {
             values: rows.iter().map(|r| r.registrations_active.map(|v| v as f64)).collect(),
         });
     }
+    if let Some(max) = rows.iter().filter_map(|r| r.subscriptions_active).max() {
+        panels.push(Panel {
+            title: "active subscriptions",
+            y_max: max.max(1) as f64,
+            values: rows.iter().map(|r| r.subscriptions_active.map(|v| v as f64)).collect(),
+        });
+    }
     let n = rows.len().max(1) as f64;
     let height = 30.0 + panels.len() as f64 * (PANEL_HEIGHT + GAP) + 10.0;
     let plot_width = WIDTH - LEFT - RIGHT;
@@ -138,6 +145,7 @@ mod tests {
             oc: None,
             rejections: 0,
             registrations_active: None,
+            subscriptions_active: None,
         }
     }
 

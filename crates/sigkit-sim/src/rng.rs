@@ -20,6 +20,8 @@ pub enum StreamId {
     Registrar,
     /// The registration clients' first attempts.
     Registration,
+    /// The watchers' first SUBSCRIBEs.
+    Presence,
 }
 
 impl StreamId {
@@ -31,6 +33,7 @@ impl StreamId {
             StreamId::Dropper(n) => [4, n],
             StreamId::Registrar => [5, 0],
             StreamId::Registration => [6, 0],
+            StreamId::Presence => [7, 0],
         }
     }
 }

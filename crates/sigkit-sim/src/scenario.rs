@@ -64,6 +64,46 @@ pub struct Scenario {
     /// A registration workload beside the sources (thesis §4.5.2).
     #[serde(default)]
     pub registration: Option<Registration>,
+    /// A presence re-subscription burst beside the sources (thesis §4.5.1).
+    #[serde(default)]
+    pub presence: Option<Presence>,
+}
+
+/// Point-to-point presence after a partial outage (thesis §4.5.1, Figure
+/// 4.48): `watchers` each re-subscribe to `presentities` presentities within
+/// `spread` seconds from `start`; each SUBSCRIBE that reaches its
+/// presentity is answered 200 and followed by a NOTIFY, and by another
+/// NOTIFY `state_change` seconds later (the presentity changes its state);
+/// a watcher that got no NOTIFY `notify_timeout` seconds after sending a
+/// SUBSCRIBE sends it again. A subscription is active once its watcher got
+/// a NOTIFY.
+///
+/// The NOTIFY goes from the presentity to the watcher, the other way
+/// through the chain; the model sends it the same way as the SUBSCRIBE, so
+/// it costs proxy 2 one transaction as it would, but it also passes proxy
+/// 1's handler (see docs/overload.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Presence {
+    /// Watchers that re-subscribe (thesis: 50).
+    pub watchers: u32,
+    /// Presentities in each watcher's list (thesis: 4).
+    #[serde(default = "defaults::presentities")]
+    pub presentities: u32,
+    /// When the SUBSCRIBEs start, seconds (thesis: 30).
+    #[serde(default = "defaults::registration_start")]
+    pub start: f64,
+    /// They fall uniformly within this many seconds (thesis: 10).
+    #[serde(default = "defaults::registration_spread")]
+    pub spread: f64,
+    /// Seconds after its SUBSCRIBE without a NOTIFY before a watcher
+    /// subscribes again (thesis: 90).
+    #[serde(default = "defaults::notify_timeout")]
+    pub notify_timeout: f64,
+    /// Seconds after a presentity got a subscription until it changes its
+    /// state and notifies again (thesis: 250).
+    #[serde(default = "defaults::state_change")]
+    pub state_change: f64,
 }
 
 /// Registration clients (thesis §4.5.2, Figure 4.61): each registers with a
@@ -355,6 +395,9 @@ pub enum Trigger {
     D2Mean,
     /// When the next hop says so in its Via (`oc_t1`, thesis Listing 4.2).
     Via,
+    /// From `handler.at` seconds on, for the rest of the run (thesis §4.3.2,
+    /// Figures 4.38 and 4.39: T1 raised at 50 s or at 100 s).
+    At,
 }
 
 /// The handler at the upstream proxy.
@@ -368,6 +411,9 @@ pub struct Handler {
     /// H1: the raised T1 in seconds (thesis: 1 s).
     #[serde(default = "defaults::one")]
     pub t1: f64,
+    /// With trigger `at`: when the handler starts acting, seconds.
+    #[serde(default)]
+    pub at: f64,
     /// H1: seconds a raise lasts after the last trigger (`oc_t1_validity`,
     /// thesis Listing 4.3: 60 s).
     #[serde(default = "defaults::t1_validity")]
@@ -399,6 +445,15 @@ impl Default for Handler {
 }
 
 mod defaults {
+    pub fn presentities() -> u32 {
+        4
+    }
+    pub fn notify_timeout() -> f64 {
+        90.0
+    }
+    pub fn state_change() -> f64 {
+        250.0
+    }
     pub fn registration_start() -> f64 {
         30.0
     }
@@ -512,6 +567,43 @@ mod defaults {
     }
 }
 
+/// Applies `overrides` (dotted key, TOML value) to a scenario's text.
+pub fn apply_overrides(text: &str, overrides: &[(String, String)]) -> Result<String, ScenarioError> {
+    let mut doc: toml::Value = toml::from_str(text)?;
+    for (key, value) in overrides {
+        let parsed: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
+            Ok(mut t) => t.remove("v").expect("the key just written"),
+            Err(_) => toml::Value::String(value.clone()),
+        };
+        let parts: Vec<&str> = key.split('.').collect();
+        let mut at = &mut doc;
+        for (i, part) in parts.iter().enumerate() {
+            let last = i + 1 == parts.len();
+            at = match at {
+                toml::Value::Table(t) => {
+                    if last {
+                        t.insert(part.to_string(), parsed.clone());
+                        break;
+                    }
+                    t.entry(part.to_string()).or_insert_with(|| toml::Value::Table(Default::default()))
+                }
+                toml::Value::Array(a) => {
+                    let n: usize = part.parse().map_err(|_| invalid(key, format!("`{part}` is not an array index")))?;
+                    let len = a.len();
+                    let slot = a.get_mut(n).ok_or_else(|| invalid(key, format!("index {n} beyond {len} elements")))?;
+                    if last {
+                        *slot = parsed.clone();
+                        break;
+                    }
+                    slot
+                }
+                _ => return Err(invalid(key, format!("`{part}` is inside a value, not a table"))),
+            };
+        }
+    }
+    Ok(toml::to_string(&doc).expect("a TOML value serialises"))
+}
+
 impl Scenario {
     /// Parses and checks a scenario.
     pub fn from_toml_str(text: &str) -> Result<Scenario, ScenarioError> {
@@ -523,8 +615,18 @@ impl Scenario {
     /// Reads, parses and checks a scenario file; its name defaults to the
     /// file's stem.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_with(path, &[])
+    }
+
+    /// As [`Scenario::load`], with `overrides` applied first: each is a
+    /// dotted key (array elements by index, `proxies.1.buffers.requests`)
+    /// and a TOML value (`50`, `0.66`, `"d1"`, `[30.0, 600.0]`); a bare word
+    /// is taken as a string. A key may create a table entry but not an
+    /// array element.
+    pub fn load_with(path: &Path, overrides: &[(String, String)]) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ScenarioError::Read { path: path.display().to_string(), source })?;
+        let text = if overrides.is_empty() { text } else { apply_overrides(&text, overrides)? };
         let mut scenario = Scenario::from_toml_str(&text)?;
         if scenario.name.is_empty() {
             scenario.name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -659,6 +761,9 @@ impl Scenario {
             return Err(invalid("handler.trigger", "`via` triggers only the `t1` handler (oc_t1 in the Via)"));
         }
         positive("handler.t1", h.t1)?;
+        if !(h.at.is_finite() && h.at >= 0.0) {
+            return Err(invalid("handler.at", "must be 0 or more seconds"));
+        }
         positive("handler.validity", h.validity)?;
         share("handler.signal_utilisation", h.signal_utilisation)?;
         if h.cap == 0 {
@@ -668,6 +773,16 @@ impl Scenario {
         positive("handler.oc_target", h.oc_target)?;
         positive("handler.oc_interval", h.oc_interval)?;
         share("handler.oc_min_admit", h.oc_min_admit)?;
+        if let Some(p) = &self.presence {
+            if p.watchers == 0 || p.presentities == 0 || u64::from(p.watchers) * u64::from(p.presentities) > 1_000_000 {
+                return Err(invalid("presence.watchers", "watchers × presentities must lie in 1..=1000000"));
+            }
+            if !(p.start.is_finite() && p.start >= 0.0 && p.spread.is_finite() && p.spread >= 0.0) {
+                return Err(invalid("presence.start", "start and spread must be 0 or more seconds"));
+            }
+            positive("presence.notify_timeout", p.notify_timeout)?;
+            positive("presence.state_change", p.state_change)?;
+        }
         if let Some(r) = &self.registration {
             if r.clients == 0 || r.clients > 1_000_000 {
                 return Err(invalid("registration.clients", "must lie in 1..=1000000"));
@@ -710,6 +825,31 @@ mod tests {
         let d2 = &s.detectors.d2;
         assert_eq!((d2.sigma0, d2.sigma1, d2.alpha, d2.beta), (0.962, 20.392, 0.1, 0.05));
         assert_eq!(s.handler.kind, HandlerKind::None);
+    }
+
+    #[test]
+    fn overrides_set_nested_keys_and_array_elements() {
+        let text = format!("{MINIMAL}\n[[proxies]]\ncapacity_tps = 100\n");
+        let set = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let out = apply_overrides(
+            &text,
+            &[
+                set("sources.0.rate", "95"),
+                set("proxies.1.buffers.requests", "50"),
+                set("handler.kind", "cap503"),
+                set("handler.trigger", "\"d1\""),
+                set("collapse_window", "[30.0, 700.0]"),
+            ],
+        )
+        .unwrap();
+        let s = Scenario::from_toml_str(&out).unwrap();
+        assert_eq!(s.sources[0].rate, 95.0);
+        assert_eq!(s.proxies[1].buffers.requests, 50);
+        assert_eq!(s.proxies[1].buffers.unparsed, 200);
+        assert_eq!((s.handler.kind, s.handler.trigger), (HandlerKind::Cap503, Trigger::D1));
+        assert_eq!(s.collapse_window, [30.0, 700.0]);
+        let err = apply_overrides(&text, &[set("sources.3.rate", "1")]).unwrap_err().to_string();
+        assert!(err.contains("sources.3.rate"), "{err}");
     }
 
     #[test]

@@ -315,3 +315,140 @@ fn a_registration_burst_collapses_the_chain_unless_d1_caps_it() {
     // Without registrations the rows carry none.
     assert!(run_seed(&surge(""), 1).seconds.iter().all(|s| s.registrations_active.is_none()));
 }
+
+/// Thesis §4.5.1 on a shorter clock: 50 watchers re-subscribe to 4
+/// presentities each in 10 s beside 80 tps; the presentities notify again
+/// after 100 s instead of 250 s.
+fn presence(handler: &str) -> Scenario {
+    let text = format!(
+        r#"
+        duration = 250.0
+        collapse_window = [30.0, 250.0]
+        [[proxies]]
+        capacity_tps = 1000.0
+        [[proxies]]
+        capacity_tps = 100.0
+        [[sources]]
+        rate = 80.0
+        [presence]
+        watchers = 50
+        presentities = 4
+        state_change = 100.0
+        {handler}
+        "#
+    );
+    Scenario::from_toml_str(&text).unwrap()
+}
+
+#[test]
+fn a_presence_burst_collapses_the_chain_unless_d1_or_d2_caps_it() {
+    // The thesis: 33.3 % of the requests after 30 s get a 200 without
+    // protection, 99.1 % with D1, 97.8 % with D2 (§4.5.1).
+    for r in &run_seeds(&presence(""), &[1, 2]) {
+        assert!(r.summary.collapsed && r.summary.window_ok_ratio < 0.6, "{:?}", r.summary);
+    }
+    for trigger in ["d1", "d2"] {
+        let handler = format!("[handler]\nkind = \"cap503\"\ntrigger = \"{trigger}\"\ncap = 50");
+        for r in &run_seeds(&presence(&handler), &[1, 2]) {
+            assert!(r.summary.window_ok_ratio > 0.95, "{trigger}: {:?}", r.summary);
+            assert!(r.summary.rejected > 0, "{trigger}: the burst costs some 503s");
+            assert_eq!(r.summary.subscriptions_active_end, Some(200), "{trigger}: every subscription ends active");
+        }
+    }
+    assert!(run_seed(&surge(""), 1).seconds.iter().all(|s| s.subscriptions_active.is_none()));
+}
+
+#[test]
+fn the_later_t1_is_raised_the_larger_it_must_be() {
+    // The thesis (§4.3.2, Figures 4.38, 4.39): 660 ms from the start
+    // suffices, at 50 s it takes 900 ms, at 100 s 1200 ms. Here (match
+    // share 3 %) 660 ms from the start does not suffice in most seeds, but
+    // the shape holds: the same 900 ms that protects from the start or from
+    // 50 s fails from 100 s, and a larger T1 never does worse.
+    let at = |when: f64, t1: f64| {
+        let mut sc = surge(&format!("[handler]\nkind = \"t1\"\ntrigger = \"at\"\nat = {when}\nt1 = {t1}"));
+        sc.duration = 300.0;
+        sc.collapse_window = [250.0, 300.0];
+        collapsed(&run_seeds(&sc, &SEEDS))
+    };
+    assert_eq!(at(0.0, 0.9), 0, "900 ms from the start");
+    assert_eq!(at(50.0, 0.9), 0, "900 ms from 50 s");
+    assert!(at(100.0, 0.9) >= 3, "900 ms from 100 s");
+    assert!(at(0.0, 0.66) >= at(0.0, 0.9));
+}
+
+#[test]
+fn steady_load_crosses_d1s_threshold_near_capacity_and_the_cap_keeps_goodput() {
+    // The thesis: the fRpD's 95th percentile passes 0.5 s at 95 tps on a
+    // 100 tps proxy (Figure 4.17); without handling the goodput collapses
+    // from 85 msg/s, with the D1-triggered cap it stays at capacity (4.42).
+    let steady = |rate: f64, handler: &str| {
+        let text = format!(
+            "duration = 200.0\ncollapse_window = [150.0, 200.0]\n[[proxies]]\ncapacity_tps = 1000.0\n\
+             [[proxies]]\ncapacity_tps = 100.0\n[[sources]]\nrate = {rate}\n{handler}"
+        );
+        run_seeds(&Scenario::from_toml_str(&text).unwrap(), &[1, 2])
+    };
+    for r in &steady(80.0, "") {
+        assert!(r.summary.frpd_p95.unwrap() < 0.5 && !r.summary.collapsed, "{:?}", r.summary);
+    }
+    for r in &steady(110.0, "") {
+        assert!(r.summary.frpd_p95.unwrap() > 0.5 && r.summary.window_goodput < 50.0, "{:?}", r.summary);
+    }
+    for r in &steady(110.0, "[handler]\nkind = \"cap503\"\ntrigger = \"d1\"\ncap = 50") {
+        assert!(r.summary.window_goodput > 85.0, "{:?}", r.summary);
+    }
+}
+
+#[test]
+fn the_503_cap_cuts_the_frpd_percentile_from_tens_of_seconds_to_under_one() {
+    // The thesis (§4.3.3, Figure 4.41): 28.7 s without detection, 0.355 s
+    // with it.
+    let plain = run_seeds(&surge(""), &[1, 2]);
+    let capped = run_seeds(&surge("[handler]\nkind = \"cap503\"\ntrigger = \"d1\"\ncap = 50"), &[1, 2]);
+    for (p, c) in plain.iter().zip(&capped) {
+        let (p, c) = (p.summary.frpd_p95.unwrap(), c.summary.frpd_p95.unwrap());
+        assert!(p > 5.0 && c < 0.5, "without {p} s, with {c} s");
+    }
+}
+
+#[test]
+fn offload_does_not_survive_a_longer_higher_peak() {
+    // The thesis (§4.4.2, Figure 4.47): 90 tps, 150 tps for 100 s collapses
+    // even with the offload engine.
+    let sc = Scenario::from_toml_str(
+        r#"
+        duration = 300.0
+        collapse_window = [250.0, 300.0]
+        [[proxies]]
+        capacity_tps = 1000.0
+        [[proxies]]
+        capacity_tps = 100.0
+        parse_share = 0.128
+        [[sources]]
+        rate = 90.0
+        [[sources]]
+        rate = 60.0
+        start = 50.0
+        end = 150.0
+        "#,
+    )
+    .unwrap();
+    assert_eq!(collapsed(&run_seeds(&sc, &[1, 2])), 2);
+}
+
+#[test]
+fn every_scenario_file_loads_and_events_are_counted() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            Scenario::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            n += 1;
+        }
+    }
+    assert!(n >= 20, "{n} scenario files");
+    let r = run_seed(&surge(""), 1);
+    assert!(r.summary.events > 10 * r.summary.transactions, "{:?}", r.summary.events);
+}
