@@ -153,13 +153,12 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     let (length_costs, same_symbol_from) = (&LENGTH_COSTS, &SAME_SYMBOL_FROM);
     // The matches at every position (the finder takes positions in order).
     let mut scratch = finder.take_scratch();
-    let ParseScratch { found, matches, matches_at, cost, next_rise } = &mut scratch;
+    let ParseScratch { matches, matches_at, cost, next_rise, .. } = &mut scratch;
     matches.clear();
     matches_at.clear();
     for i in 0..n {
         matches_at.push(matches.len());
-        finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, found);
-        matches.extend_from_slice(found);
+        finder.push_matches(start + i, reach, MAX_MATCH, params.max_chain, matches);
     }
     matches_at.push(matches.len());
 
@@ -177,17 +176,19 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
     next_rise.clear();
     next_rise.resize(n + 1, u32::MAX);
     let mut choice = vec![Token::Literal(0); n];
-    let cheapest_copy = length_costs[MIN_MATCH] + distance_cost(1);
     for i in (0..n).rev() {
         let b = message[i];
         let mut best = literal_length_code(u16::from(b)).1 + cost[i + 1];
         let mut token = Token::Literal(b);
         // Longest lengths first: once no length up to `hi` can beat the
-        // best (the cheapest copy, 12 bits, plus the least cost among
-        // their targets), the shorter ones are not weighed. A group whose
+        // best (the cheapest copy, plus the least cost among their
+        // targets), the shorter ones are not weighed. A group whose
         // lengths cannot beat the best is weighed without effect, so the
         // bound is checked after each group, for the lengths below it.
+        // The matches' distances grow with their lengths, so the cheapest
+        // copy is a 3-byte one (7 bits) at the first match's distance.
         let here = &matches[matches_at[i]..matches_at[i + 1]];
+        let cheapest_copy = here.first().map_or(0, |m| length_costs[MIN_MATCH] + distance_cost(m.distance));
         'lengths: for (k, m) in here.iter().enumerate().rev() {
             let shorter = if k == 0 { MIN_MATCH - 1 } else { here[k - 1].len };
             let dcost = distance_cost(m.distance);

@@ -101,7 +101,7 @@ pub fn encode_after(
     // length in order of i would choose). Ranges wait in `waiting` until
     // they begin, then in `covering` until they end.
     let mut scratch = finder.take_scratch();
-    let ParseScratch { found, matches, matches_at, .. } = &mut scratch;
+    let ParseScratch { matches, matches_at, .. } = &mut scratch;
     matches.clear();
     matches_at.clear();
     let mut from_run_at = vec![false; n];
@@ -135,11 +135,10 @@ pub fn encode_after(
         }
         // Matches: 3 bytes each, from the cheaper state.
         let (base, from_run) = if ir < am { (ir, true) } else { (am, false) };
-        finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, found);
         matches_at.push(matches.len());
-        matches.extend_from_slice(found);
+        let found = finder.push_matches(start + i, reach, MAX_MATCH, params.max_chain, matches);
         from_run_at[i] = from_run;
-        let longest = found.last().map_or(0, |m| m.len);
+        let longest = if found > 0 { matches[matches.len() - 1].len } else { 0 };
         if longest >= MIN_MATCH {
             waiting.push_back((Covering::key(base + 3, i), i + longest));
         }
