@@ -204,7 +204,14 @@ impl MatchFinder {
     #[inline]
     fn hash_up_to(&mut self, end: usize) {
         let end = end.min(self.data.len().saturating_sub(2));
-        if self.hashed < end {
+        let p = self.hashed;
+        if p + 1 == end && p < self.prev.len() {
+            // One position, the usual step of a parse: inline.
+            let h = hash3(&self.data[p..p + 3]);
+            self.prev[p] = self.head[h];
+            self.head[h] = p as u32;
+            self.hashed = end;
+        } else if p < end {
             self.insert(end);
         }
     }
