@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use sha1::{Digest, Sha1};
 use sigcomp::{CompartmentId, Reason, Transport};
-use sigcomp_compress::{Endpoint, EndpointConfig, Incoming, Received};
+use sigcomp_compress::{Endpoint, EndpointConfig, Incoming, Received, ReceivedNack};
 use sigkit_sip::proxy::{build_response, format_via, is_dialog_forming, route_uri};
 use sigkit_sip::{EditError, Editor, HeaderName, Message};
 
@@ -111,6 +111,9 @@ pub struct ProxyMetrics {
     pub states_declined: u64,
     pub compress_failures: u64,
     pub undeliverable: u64,
+    /// Messages compressed anew and sent again over TCP after the
+    /// terminal NACKed them (RFC 4077).
+    pub nack_resends: u64,
 }
 
 impl ProxyMetrics {
@@ -132,6 +135,7 @@ impl ProxyMetrics {
         self.states_declined += o.states_declined;
         self.compress_failures += o.compress_failures;
         self.undeliverable += o.undeliverable;
+        self.nack_resends += o.nack_resends;
     }
 }
 
@@ -160,6 +164,22 @@ struct HeldRegister {
     contacts: Option<Vec<(String, String, Option<u16>)>>,
     deadline: Instant,
 }
+
+/// A SIP message sent compressed over a TCP flow, kept until the flow's
+/// next few messages push it out, in case the terminal NACKs it.
+struct SentOverTcp {
+    /// SHA-1 of the SigComp message, as the NACK names it (RFC 4077 §3.1).
+    sha1: [u8; 20],
+    compartment: CompartmentId,
+    to: Peer,
+    sip: Vec<u8>,
+}
+
+/// How many of a TCP flow's last compressed messages may be sent again
+/// after a NACK. A NACK answers the message that failed, and over TCP it
+/// comes back within a round trip, behind at most the few messages the
+/// proxy sent meanwhile (a provisional and a final response, a request).
+const RESEND_PER_FLOW: usize = 4;
 
 /// A flow token of the first Route entry naming the proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,6 +312,8 @@ pub struct Proxy {
     held: HashMap<String, HeldRegister>,
     budgets: SourceBudgets,
     overload: Overload,
+    /// Each TCP connection's last compressed messages, by connection.
+    sent_over_tcp: HashMap<u64, VecDeque<SentOverTcp>>,
     out: VecDeque<Transmit>,
     metrics: ProxyMetrics,
 }
@@ -348,6 +370,7 @@ impl Proxy {
             held: HashMap::new(),
             budgets: SourceBudgets::new(config.defence.clone()),
             overload: Overload::new(config.overload.clone(), 0x9e37_79b9_7f4a_7c15 ^ u64::from(shard.index)),
+            sent_over_tcp: HashMap::new(),
             out: VecDeque::new(),
             metrics: ProxyMetrics::default(),
         })
@@ -598,14 +621,48 @@ impl Proxy {
                 let sip = incoming.message().to_vec();
                 self.sip_from_terminal(now, from, &sip, Some(incoming));
             }
-            // Acted on by the endpoint, which counts it.
-            Ok(Received::Nack(_)) => {}
+            // The endpoint has acted on it (its compressor fell back to
+            // what the terminal still has) and counted it.
+            Ok(Received::Nack(nack)) => self.nacked(now, from, nack),
             Err(e) => {
                 self.budgets.refund(from.addr.ip(), worst.saturating_sub(e.failure.cycles));
                 if let Some(nack) = e.nack {
                     self.send(Side::Terminal, from, nack, true);
                 }
                 tracing::debug!(from = %from.addr, reason = e.failure.reason.name(), "decompression failed");
+            }
+        }
+    }
+
+    /// A terminal NACKed a message of ours. Over UDP the SIP layer
+    /// recovers: the request or response that was lost is retransmitted
+    /// (RFC 3261 §17.1.1.2 Timer A, §17.1.2.2 Timer E) and compressed
+    /// anew then. Over TCP nothing is retransmitted (those timers run only
+    /// on unreliable transports), so the proxy compresses the message anew
+    /// in the compartment, after the endpoint's fallback, and sends it
+    /// again, once: the copy sent again is not kept, so a second NACK ends
+    /// it (RFC 4077 §2.1 leaves recovery to the compressor).
+    fn nacked(&mut self, now: Instant, from: Peer, nack: ReceivedNack) {
+        if from.transport != SipTransport::Tcp {
+            return;
+        }
+        let (Some(c), Some(report), Some(conn)) = (nack.compartment, nack.report, from.conn) else { return };
+        let Some(sent) = self.sent_over_tcp.get_mut(&conn) else { return };
+        let sha1 = report.nack.message_sha1;
+        let Some(i) = sent.iter().position(|s| s.sha1 == sha1 && s.compartment == c) else { return };
+        let Some(s) = sent.remove(i) else { return };
+        self.metrics.nack_resends += 1;
+        match self.endpoint.compress(now, c, &s.sip) {
+            Ok(out) => {
+                self.metrics.sigcomp_sip_bytes_out += s.sip.len() as u64;
+                self.metrics.sigcomp_bytes_out += out.message.len() as u64;
+                self.send(Side::Terminal, s.to, out.message, true);
+            }
+            Err(e) => {
+                // RFC 5049 §4: plain SIP is always understood.
+                tracing::warn!(error = %e, "compression after a NACK failed; sending plain SIP");
+                self.metrics.compress_failures += 1;
+                self.send(Side::Terminal, s.to, s.sip, false);
             }
         }
     }
@@ -1051,6 +1108,13 @@ impl Proxy {
                 self.metrics.sigcomp_sip_bytes_out += sip.len() as u64;
                 self.metrics.sigcomp_bytes_out += c.message.len() as u64;
                 self.send(Side::Terminal, to, c.message, true);
+                if let (SipTransport::Tcp, Some(conn)) = (to.transport, to.conn) {
+                    let sent = self.sent_over_tcp.entry(conn).or_default();
+                    if sent.len() >= RESEND_PER_FLOW {
+                        sent.pop_front();
+                    }
+                    sent.push_back(SentOverTcp { sha1: c.sha1, compartment, to, sip });
+                }
             }
             Err(e) => {
                 // RFC 5049 §4: plain SIP is always understood.
@@ -1116,6 +1180,7 @@ impl Proxy {
     /// A terminal's TCP connection closed: its flow is gone (RFC 5626
     /// §5.2: a flow that fails is not reused).
     pub fn connection_closed(&mut self, conn: u64) {
+        self.sent_over_tcp.remove(&conn);
         let Some(p) = self.by_conn.get(&conn).copied() else { return };
         if let Some(&t) = self.flow_tokens.get(&p) {
             self.remove_flow(t);
@@ -1194,6 +1259,11 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         counter("sigkit_proxy_nacks_sent_total", "RFC 4077 NACKs sent, by reason.", &nacks);
         counter("sigkit_proxy_nacks_received_total", "RFC 4077 NACKs received.", &[("", e.nacks_received)]);
         counter("sigkit_proxy_udvm_cycles_total", "UDVM cycles run.", &[("", e.cycles)]);
+        counter(
+            "sigkit_proxy_nack_resends_total",
+            "Messages compressed anew and sent again over TCP after a terminal's NACK.",
+            &[("", m.nack_resends)],
+        );
         counter(
             "sigkit_proxy_refused_total",
             "SigComp messages refused over a source's budget, by budget.",

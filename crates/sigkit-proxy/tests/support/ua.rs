@@ -42,6 +42,13 @@ pub struct Terminal {
     pub sent_sigcomp: usize,
     pub nacks: usize,
     pub resends: usize,
+    /// Answer the first SigComp message from the proxy with a
+    /// STATE_NOT_FOUND NACK for the SIP/SDP dictionary (RFC 4077 §3.1), as
+    /// a terminal whose decompressor lacks it would, instead of
+    /// decompressing it.
+    pub nack_first: bool,
+    /// NACKs this terminal sent.
+    pub nacks_sent: usize,
 }
 
 /// One side's view of a dialog (RFC 3261 §12).
@@ -100,6 +107,8 @@ impl Terminal {
             sent_sigcomp: 0,
             nacks: 0,
             resends: 0,
+            nack_first: false,
+            nacks_sent: 0,
         }
     }
 
@@ -218,7 +227,29 @@ impl Terminal {
         }
         let transport = if self.tcp { Transport::Stream } else { Transport::Message };
         for bytes in got {
-            if bytes.first().is_some_and(|b| b & 0xF8 == 0xF8) {
+            let sigcomp = bytes.first().is_some_and(|b| b & 0xF8 == 0xF8);
+            if sigcomp && self.nack_first && self.nacks_sent == 0 && sigcomp::Nack::parse(&bytes).is_err() {
+                use sha1::Digest as _;
+                let nack = sigcomp::Nack {
+                    reason: sigcomp::Reason::StateNotFound,
+                    opcode: 0,
+                    pc: 0,
+                    message_sha1: sha1::Sha1::digest(&bytes).into(),
+                    details: sigcomp::dict::SIP_SDP_ID[..6].to_vec(),
+                    returned_feedback: None,
+                };
+                self.nacks_sent += 1;
+                let nack = nack.emit();
+                if self.tcp {
+                    let mut framed = Vec::new();
+                    frame_for_stream(&nack, &mut framed);
+                    self.write(&framed).await;
+                } else {
+                    self.write(&nack).await;
+                }
+                continue;
+            }
+            if sigcomp {
                 match self.endpoint.receive(&bytes, transport) {
                     Ok(Received::Message(incoming)) => {
                         let a = self.endpoint.accept(Instant::now(), incoming, PROXY);
@@ -232,6 +263,16 @@ impl Terminal {
             }
         }
         true
+    }
+
+    /// Reads for `wait` and returns how many received messages match
+    /// `want` (they stay unconsumed).
+    pub async fn count_for(&mut self, wait: Duration, want: impl Fn(&Message<'_>) -> bool) -> usize {
+        let end = Instant::now() + wait;
+        while let Some(left) = end.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) {
+            self.pump(left).await;
+        }
+        self.inbox.iter().filter(|m| Message::parse(m).is_ok_and(|m| want(&m))).count()
     }
 
     /// The next received message matching `want`, retransmitting
