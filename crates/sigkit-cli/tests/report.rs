@@ -12,11 +12,19 @@ fn sigkit() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sigkit"))
 }
 
-/// The cells of the table rows of `html` that start with `first`.
+/// The cells of the table rows of `html` whose first cell is `first`.
 fn rows_starting<'a>(html: &'a str, first: &str) -> Vec<Vec<&'a str>> {
     html.split("<tr>")
-        .filter(|r| r.starts_with(&format!("<td>{first}</td>")))
-        .map(|r| r.split("</tr>").next().unwrap().split("<td>").skip(1).map(|c| c.trim_end_matches("</td>")).collect())
+        .map(|r| {
+            r.split("</tr>")
+                .next()
+                .unwrap()
+                .split("<td")
+                .skip(1)
+                .map(|c| c[c.find('>').unwrap() + 1..].trim_end_matches("</td>"))
+                .collect::<Vec<_>>()
+        })
+        .filter(|cells| cells.first() == Some(&first))
         .collect()
 }
 

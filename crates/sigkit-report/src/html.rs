@@ -66,26 +66,29 @@ fn seed_series(points: &[SeedPoint], chart: SeedChart) -> Vec<Series> {
         .collect()
 }
 
-/// The sources of the seed points drawn in `charts`, one line each.
+/// The sources of the seed points drawn in `charts`: each document named
+/// once, then its series with where in it each comes from.
 fn seed_note(points: &[SeedPoint], charts: &[SeedChart]) -> String {
-    let mut seen: Vec<String> = Vec::new();
+    let mut docs: Vec<(String, Vec<String>)> = Vec::new();
     for p in points.iter().filter(|p| charts.contains(&p.chart)) {
-        let mut line = format!("{}: {}, {}", p.series, p.seed, p.source);
+        let mut line = format!("{}: {}", p.series, p.source);
         if p.approximate {
             line.push_str(" (approximate, from the text)");
         }
         if !p.note.is_empty() {
             let _ = write!(line, "; {}", p.note);
         }
-        if !seen.contains(&line) {
-            seen.push(line);
+        match docs.iter_mut().find(|d| d.0 == p.seed) {
+            Some(d) if !d.1.contains(&line) => d.1.push(line),
+            Some(_) => {}
+            None => docs.push((p.seed.clone(), vec![line])),
         }
     }
-    if seen.is_empty() {
-        String::new()
-    } else {
-        format!("Squares: published values. {}.", seen.join(". "))
+    if docs.is_empty() {
+        return String::new();
     }
+    let docs: Vec<String> = docs.into_iter().map(|(seed, lines)| format!("{seed}: {}", lines.join(". "))).collect();
+    format!("Squares: published values, from {}.", docs.join(". From "))
 }
 
 pub(crate) fn sections(input: &ReportInput) -> Vec<Section> {
@@ -125,31 +128,104 @@ fn load_series(steps: &[LoadStep]) -> Vec<(String, Vec<&LoadStep>)> {
 /// A set-up delay percentile: its name and where a step keeps it.
 type Percentile = (&'static str, fn(&LoadStep) -> f64);
 
+/// A run's name and its steps by offered rate.
+type LoadSeries<'a> = (String, Vec<&'a LoadStep>);
+
+/// Series of load steps grouped by scale: a series whose highest offered
+/// rate is within 5× of a group's joins it, others start their own (a
+/// load run at hundreds of calls/s beside a capacity search at tens of
+/// thousands would otherwise be a dot in the corner).
+fn load_scales<'a>(series: &'a [LoadSeries<'a>]) -> Vec<Vec<&'a LoadSeries<'a>>> {
+    let top = |s: &LoadSeries| s.1.iter().map(|x| x.offered_cps).fold(0.0, f64::max).max(1e-9);
+    let mut groups: Vec<(f64, Vec<&LoadSeries>)> = Vec::new();
+    for s in series {
+        let t = top(s);
+        match groups.iter_mut().find(|g| t / g.0 < 5.0 && g.0 / t < 5.0) {
+            Some(g) => g.1.push(s),
+            None => groups.push((t, vec![s])),
+        }
+    }
+    groups.into_iter().map(|g| g.1).collect()
+}
+
 fn load_section(input: &ReportInput) -> Section {
     let series = load_series(&input.load_steps);
-    let max_offered = input.load_steps.iter().map(|s| s.offered_cps).fold(0.0, f64::max);
-    let mut throughput =
-        vec![Series::new("offered = served", Style::Reference, vec![(0.0, 0.0), (max_offered, max_offered)])];
-    let mut failed = Vec::new();
-    let mut setup = Vec::new();
-    let many = series.len() > 1;
-    for (name, steps) in &series {
-        let label = |what: &str| if many { format!("{what} ({name})") } else { what.to_string() };
-        throughput.push(Series::new(
-            label("successful calls/s"),
-            Style::Line,
-            steps.iter().map(|s| (s.offered_cps, s.calls_per_s)).collect(),
-        ));
-        failed.push(Series::new(
-            label("failed calls %"),
-            Style::Line,
-            steps.iter().map(|s| (s.offered_cps, s.failed_pct)).collect(),
-        ));
-        let percentiles: [Percentile; 3] =
-            [("p50", |s| s.setup_p50_ms), ("p95", |s| s.setup_p95_ms), ("p99", |s| s.setup_p99_ms)];
-        for (p, f) in percentiles {
-            setup.push(Series::new(label(p), Style::Line, steps.iter().map(|s| (s.offered_cps, f(s))).collect()));
+    let scales = load_scales(&series);
+    let chart = |id: String, title: String, y: &str, series: Vec<Series>| Chart {
+        id,
+        title,
+        x_label: "offered load, calls/s".into(),
+        y_label: y.to_string(),
+        log_x: false,
+        integer_x: false,
+        legend_left: true,
+        // A series with no value (a capacity search keeps no p50) has no
+        // place in the legend.
+        series: series.into_iter().filter(|s| !s.points.is_empty()).collect(),
+    };
+    let mut figures = Vec::new();
+    for (k, group) in scales.iter().enumerate() {
+        let max_offered = group.iter().flat_map(|s| s.1.iter()).map(|s| s.offered_cps).fold(0.0, f64::max);
+        let mut throughput =
+            vec![Series::new("offered = served", Style::Reference, vec![(0.0, 0.0), (max_offered, max_offered)])];
+        let mut failed = Vec::new();
+        let mut setup = Vec::new();
+        let many = group.len() > 1;
+        for (name, steps) in group.iter().map(|s| (&s.0, &s.1)) {
+            let label = |what: &str| if many { format!("{what} ({name})") } else { what.to_string() };
+            throughput.push(Series::new(
+                label("successful calls/s"),
+                Style::Line,
+                steps.iter().map(|s| (s.offered_cps, s.calls_per_s)).collect(),
+            ));
+            failed.push(Series::new(
+                label("failed calls %"),
+                Style::Line,
+                steps.iter().map(|s| (s.offered_cps, s.failed_pct)).collect(),
+            ));
+            let percentiles: [Percentile; 3] =
+                [("p50", |s| s.setup_p50_ms), ("p95", |s| s.setup_p95_ms), ("p99", |s| s.setup_p99_ms)];
+            for (p, f) in percentiles {
+                setup.push(Series::new(label(p), Style::Line, steps.iter().map(|s| (s.offered_cps, f(s))).collect()));
+            }
         }
+        // Several scales: each set of plots names its runs in its title.
+        let (suffix, of) = if scales.len() > 1 {
+            let names: Vec<&str> = group.iter().map(|s| s.0.as_str()).collect();
+            (if k == 0 { String::new() } else { format!("-{}", k + 1) }, format!(": {}", names.join("; ")))
+        } else {
+            (String::new(), String::new())
+        };
+        figures.push(Figure {
+            chart: Some(chart(
+                format!("load-throughput{suffix}"),
+                format!("Throughput against offered load{of}"),
+                "successful calls/s",
+                throughput,
+            )),
+            text: String::new(),
+            table: None,
+        });
+        figures.push(Figure {
+            chart: Some(chart(
+                format!("load-failed{suffix}"),
+                format!("Failed calls against offered load{of}"),
+                "failed calls, %",
+                failed,
+            )),
+            text: String::new(),
+            table: None,
+        });
+        figures.push(Figure {
+            chart: Some(chart(
+                format!("load-setup{suffix}"),
+                format!("Call set-up delay against offered load{of}"),
+                "set-up delay (INVITE to 200 OK), ms",
+                setup,
+            )),
+            text: String::new(),
+            table: None,
+        });
     }
     let calls_table = Table {
         head: strings([
@@ -195,21 +271,12 @@ fn load_section(input: &ReportInput) -> Section {
             })
             .collect(),
     };
-    let chart = |id: &str, title: &str, y: &str, series: Vec<Series>| Chart {
-        id: id.to_string(),
-        title: title.to_string(),
-        x_label: "offered load, calls/s".into(),
-        y_label: y.to_string(),
-        log_x: false,
-        integer_x: false,
-        legend_left: true,
-        series,
-    };
-    let mut figures = vec![
-        Figure { chart: Some(chart("load-throughput", "Throughput against offered load", "successful calls/s", throughput)), text: String::new(), table: Some(calls_table) },
-        Figure { chart: Some(chart("load-failed", "Failed calls against offered load", "failed calls, %", failed)), text: String::new(), table: None },
-        Figure { chart: Some(chart("load-setup", "Call set-up delay against offered load", "set-up delay, ms", setup)), text: "Set-up delay: from the INVITE sent to its 200 OK received, percentiles over the step's successful calls.".into(), table: Some(setup_table) },
-    ];
+    figures.push(Figure { chart: None, text: String::new(), table: Some(calls_table) });
+    figures.push(Figure {
+        chart: None,
+        text: "Set-up delay: from the INVITE sent to its 200 OK received, percentiles over the step's successful calls (a capacity search keeps the 95th only).".into(),
+        table: Some(setup_table),
+    });
     // The published measurements, in plots of their own: their rates (2
     // to 20 calls/s) are far below what a current machine serves.
     let published = [
@@ -231,7 +298,7 @@ fn load_section(input: &ReportInput) -> Section {
         let s = seed_series(&input.seed_points, kind);
         if !s.is_empty() {
             figures.push(Figure {
-                chart: Some(chart(id, title, y, s)),
+                chart: Some(chart(id.to_string(), title.to_string(), y, s)),
                 text: seed_note(&input.seed_points, &[kind]),
                 table: None,
             });
@@ -254,7 +321,7 @@ fn published_capacity(points: &[SeedPoint], max_failed_pct: f64, max_setup_ms: f
         let source = points
             .iter()
             .find(|p| p.chart == SeedChart::LoadFailed && p.series == s.name)
-            .map(|p| format!("{}, {}", p.seed, p.source))
+            .map(|p| p.source.clone())
             .unwrap_or_default();
         let best = s
             .points
@@ -283,7 +350,7 @@ fn capacity_section(input: &ReportInput) -> Option<Section> {
     }
     for (name, source, cps) in published_capacity(&input.seed_points, 10.0, 250.0) {
         rows.push(vec![
-            format!("{name} ({source})"),
+            format!("{name} (published, {source})"),
             num(cps, 0),
             String::new(),
             String::new(),
@@ -297,7 +364,7 @@ fn capacity_section(input: &ReportInput) -> Option<Section> {
     Some(Section {
         id: "capacity",
         title: "Capacity".into(),
-        text: "The highest call rate served within the service level. Published rows apply the same rule to the published steps of the load section.".into(),
+        text: format!("The highest call rate served within the service level. Published rows apply the same rule to the steps that {} published (the load section's published plots).", seeds::FRAMEWORK_THESIS),
         figures: vec![Figure { chart: None, text: String::new(), table: Some(Table { head: strings(["system", "calls/s", "95 % CI", "spread", "searches", "service level"]), rows }) }],
     })
 }
@@ -637,8 +704,13 @@ fn ran_section(input: &ReportInput) -> Section {
         id: "ran",
         title: "RAN delay against bit rate".into(),
         text: format!(
-            "The one-way delay the call's session-establishment messages add on the radio access network's signalling link, uncompressed and with SigComp, by {} (equation 2.1: size × 8 / bit rate + RTT/2 per message, no lower-layer overhead) and measured over an emulated link between UDP sockets. Triangles: measured.",
-            seeds::SIGCOMP_THESIS
+            "The one-way delay the call's session-establishment messages add on the radio access network's signalling link, uncompressed and with SigComp, by equation 2.1 of {} (size × 8 / bit rate + RTT/2 per message, no lower-layer overhead){}",
+            seeds::SIGCOMP_THESIS,
+            if input.ran.iter().any(|r| r.method == RanMethod::Measured) {
+                " and measured over an emulated link between UDP sockets. Triangles: measured."
+            } else {
+                "."
+            }
         ),
         figures,
     }
@@ -653,7 +725,14 @@ fn table_html(out: &mut String, t: &Table) {
     for r in &t.rows {
         out.push_str("<tr>");
         for c in r {
-            let _ = write!(out, "<td>{}</td>", escape(c));
+            // Numbers (with a sign, unit or ratio after them) align right,
+            // names left.
+            let numeric = c.trim_start_matches(['±', '≈', '+', '-', ' ']).starts_with(|ch: char| ch.is_ascii_digit());
+            if numeric || c.is_empty() {
+                let _ = write!(out, "<td>{}</td>", escape(c));
+            } else {
+                let _ = write!(out, "<td class=\"text\">{}</td>", escape(c));
+            }
         }
         out.push_str("</tr>");
     }
@@ -664,7 +743,7 @@ const STYLE: &str = "body{font-family:'DejaVu Sans',sans-serif;max-width:1000px;
     h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ccc}\
     figure{margin:1em 0}figure svg{max-width:100%;height:auto;border:1px solid #ddd}\
     table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
-    td:nth-child(2),th:nth-child(2){text-align:left}th{background:#f4f4f4}.note{font-size:13px;color:#555}\
+    td.text{text-align:left}th{text-align:center}th{background:#f4f4f4}.note{font-size:13px;color:#555}\
     #render-check{font-size:12px;color:#777}";
 
 /// After load: every plot's SVG laid out with its lines and its text

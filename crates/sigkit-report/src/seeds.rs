@@ -167,9 +167,25 @@ pub fn sigcomp_thesis_ran(rates: &[f64], rtt: Duration) -> Vec<SeedPoint> {
         "",
     ));
     for (kbps, saved_s, saved_pct) in THESIS_IMPROVEMENT {
-        out.push(point(SeedChart::RanSaved, "thesis: saved", "Figure 53 (§9.10)", kbps, saved_s, true, ""));
+        out.push(point(
+            SeedChart::RanSaved,
+            "thesis: saved, read off Figure 53",
+            "Figure 53 (§9.10)",
+            kbps,
+            saved_s,
+            true,
+            "",
+        ));
         if let Some(pct) = saved_pct {
-            out.push(point(SeedChart::RanReduction, "thesis: saved", "§11, conclusion 13", kbps, pct, true, ""));
+            out.push(point(
+                SeedChart::RanReduction,
+                "thesis: saved, approx. (§11)",
+                "§11, conclusion 13",
+                kbps,
+                pct,
+                true,
+                "",
+            ));
         }
     }
     out
