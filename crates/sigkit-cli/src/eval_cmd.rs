@@ -1,21 +1,28 @@
 //! `sigkit eval`: the main job on embedded defaults. It measures what
 //! sigkit measures, in one run and with no server of the user's, and
-//! writes the results (SQLite, JSON) and the report into one directory.
+//! writes the results (SQLite, JSON) and the report (sigkit-report, drawn
+//! from the run's rows in the results file) into one directory.
+//!
+//! The load run goes through `sigkit proxy`. Where Kamailio and SIPp are
+//! installed it continues through Kamailio to SIPp's UAS, the framework
+//! thesis's chain of real servers; otherwise it ends at the built-in UAS.
+//! The report says which.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use serde::Serialize;
 use sigcomp::Transport;
 use sigcomp_compress::Mechanism;
 use sigkit_eval::capacity::{ServiceLevel, Strategy};
-use sigkit_eval::ran::{study as ran_study, RanRow, THESIS_RATES_KBPS, THESIS_RTT};
-use sigkit_eval::report::{html, Plot, Section, Series};
+use sigkit_eval::peers;
+use sigkit_eval::ran::{RanCall, RanRow, THESIS_RATES_KBPS, THESIS_RTT};
 use sigkit_eval::study::{compression, flow_dirs, CompressionStudy};
-use sigkit_loadgen::{LoadConfig, Prepared, Role, Summary as LoadSummary};
+use sigkit_loadgen::{LoadConfig, Pattern, Prepared, Role, Summary as LoadSummary};
+use sigkit_report::{runs, sources, write_report};
 use sigkit_results::Store;
 
 use sigkit_proxy::config::TransportAddr;
@@ -24,6 +31,18 @@ use sigkit_proxy::{ProxyConfig, SipTransport};
 use crate::capacity_cmd::{describe, search, CapacityReport, SearchSettings};
 
 use crate::endpoint_args::EndpointArgs;
+
+/// Which servers the load run goes to.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PeersArg {
+    /// Through Kamailio to SIPp's UAS when both are on PATH, else to the
+    /// built-in UAS.
+    Auto,
+    /// The built-in UAS only, as if Kamailio and SIPp were not installed.
+    BuiltIn,
+    /// Kamailio and SIPp; an error if either is missing.
+    Kamailio,
+}
 
 #[derive(Args)]
 pub struct EvalArgs {
@@ -37,6 +56,9 @@ pub struct EvalArgs {
     /// capacity search.
     #[arg(long)]
     quick: bool,
+    /// The servers of the load run through `sigkit proxy`.
+    #[arg(long, value_enum, default_value = "auto")]
+    peers: PeersArg,
     #[command(flatten)]
     endpoint: EndpointArgs,
 }
@@ -45,6 +67,11 @@ pub struct EvalArgs {
 #[derive(Serialize)]
 struct Summary {
     seconds: f64,
+    /// The servers the load run went to, in words (also the report's
+    /// note on the run).
+    notes: String,
+    /// "sipp-kamailio" or "built-in".
+    load_path: &'static str,
     compression: Vec<FlowSummary>,
     ran: Vec<RanRow>,
     proxy_load: Option<LoadSummary>,
@@ -95,10 +122,71 @@ fn summarize(study: &CompressionStudy) -> Vec<FlowSummary> {
     out
 }
 
+/// The servers behind `sigkit proxy` in the load run.
+enum LoadPath {
+    BuiltIn { why: String },
+    Kamailio { kamailio: String, sipp: String },
+}
+
+impl LoadPath {
+    fn choose(peers: PeersArg) -> Result<LoadPath, String> {
+        let missing: Vec<&str> = ["kamailio", "sipp"].into_iter().filter(|t| peers::find(t).is_none()).collect();
+        match (peers, missing.is_empty()) {
+            (PeersArg::BuiltIn, _) => Ok(LoadPath::BuiltIn { why: "--peers built-in".into() }),
+            (_, true) => Ok(LoadPath::Kamailio { kamailio: peers::version("kamailio"), sipp: peers::version("sipp") }),
+            (PeersArg::Kamailio, false) => Err(format!("--peers kamailio: not on PATH: {}", missing.join(", "))),
+            (PeersArg::Auto, false) => Ok(LoadPath::BuiltIn { why: format!("not installed: {}", missing.join(", ")) }),
+        }
+    }
+
+    /// The series name of its load steps.
+    fn series(&self) -> &'static str {
+        match self {
+            LoadPath::BuiltIn { .. } => "UAC → sigkit proxy → built-in UAS",
+            LoadPath::Kamailio { .. } => "UAC → sigkit proxy → Kamailio → SIPp UAS",
+        }
+    }
+
+    fn key(&self) -> &'static str {
+        match self {
+            LoadPath::BuiltIn { .. } => "built-in",
+            LoadPath::Kamailio { .. } => "sipp-kamailio",
+        }
+    }
+
+    fn notes(&self) -> String {
+        match self {
+            LoadPath::BuiltIn { why } => format!(
+                "Load run: {}; Kamailio and SIPp were not used ({why}). Capacity search: the built-in UAC against \
+                 the built-in UAS.",
+                self.series()
+            ),
+            LoadPath::Kamailio { kamailio, sipp } => format!(
+                "Load run: {}, on 127.0.0.1 ({kamailio}; {sipp}; Kamailio as a record-routing stateful proxy with \
+                 the configuration embedded in sigkit). Capacity search: the built-in UAC against the built-in UAS.",
+                self.series()
+            ),
+        }
+    }
+}
+
+/// The load run's steps, calls/s, and each step's length.
+fn load_steps(quick: bool) -> (f64, f64, f64, Duration) {
+    if quick {
+        (100.0, 300.0, 100.0, Duration::from_secs(1))
+    } else {
+        (200.0, 1000.0, 200.0, Duration::from_secs(3))
+    }
+}
+
 pub fn eval(args: EvalArgs) -> ExitCode {
     let started = Instant::now();
     let (config, params) = match args.endpoint.resolve() {
         Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let path = match LoadPath::choose(args.peers) {
+        Ok(p) => p,
         Err(e) => return fail(e),
     };
     if let Err(e) = std::fs::create_dir_all(&args.out) {
@@ -110,7 +198,13 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         Err(e) => return fail(format!("{}: {e}", db.display())),
     };
     let command: Vec<String> = std::env::args().collect();
+    let (start, end, step, dwell) = load_steps(args.quick);
     let run_config = serde_json::json!({
+        "title": "sigkit eval",
+        "series": path.series(),
+        "capacity_series": "capacity search, built-in UAS",
+        "load_path": path.key(),
+        "load_steps": {"start": start, "end": end, "step": step, "dwell_s": dwell.as_secs_f64()},
         "corpus": args.corpus,
         "quick": args.quick,
         "algorithm": config.algorithm.name(),
@@ -149,26 +243,24 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         );
     }
 
-    // 2. The RAN-delay study (the SigComp performance thesis §2.1, §9.10): the 3GPP video
-    // call's session establishment (its first 12 messages, without the
-    // closing BYE), compressed over a reliable transport as the thesis did.
+    // 2. The RAN-delay study (the SigComp performance thesis §2.1, §9.10):
+    // the 3GPP video call's session establishment (its first 12 messages,
+    // without the closing BYE), compressed over a reliable transport as
+    // the thesis did.
     eprintln!("sigkit eval: RAN-delay study");
-    let call = args.corpus.join("3gpp-video-call");
-    let ran = match sigkit_eval::corpus::load_flow(&call) {
+    let call_dir = args.corpus.join("3gpp-video-call");
+    let call = match sigkit_eval::corpus::load_flow(&call_dir) {
         Ok(mut messages) => {
             messages.truncate(12);
             let reliable = sigcomp_compress::Config { transport: Transport::Stream, ..config };
-            match sigkit_eval::flow::run(&messages, params, reliable) {
-                Ok(r) => {
-                    let sip: Vec<usize> = r.messages.iter().map(|m| m.uncompressed).collect();
-                    let sigcomp: Vec<usize> = r.messages.iter().map(|m| m.sigcomp).collect();
-                    ran_study(&sip, &sigcomp, &THESIS_RATES_KBPS, THESIS_RTT)
-                }
-                Err(e) => return fail(format!("{}: {e}", call.display())),
+            match RanCall::compress(&messages, params, reliable) {
+                Ok(c) => c,
+                Err(e) => return fail(format!("{}: {e}", call_dir.display())),
             }
         }
         Err(e) => return fail(e),
     };
+    let ran = call.study(&THESIS_RATES_KBPS, THESIS_RTT);
     println!(
         "\n{:>7} {:>10} {:>12} {:>12} {:>8} {:>14}",
         "kbps", "SIP s", "SigComp s", "saved s", "saved %", "thesis saved"
@@ -184,7 +276,11 @@ pub fn eval(args: EvalArgs) -> ExitCode {
             r.thesis_improvement_s.map_or("".into(), |t| format!("{t:.2} s"))
         );
     }
-    if let Err(e) = store.record_rows(run, "ran_delay", &ran) {
+    let ran_report = sources::ran(&call, &THESIS_RATES_KBPS, THESIS_RTT, &[]);
+    if let Err(e) = store
+        .record_rows(run, "ran_delay", &ran_report.ran)
+        .and_then(|_| store.record_rows(run, "ran_messages", &ran_report.ran_messages))
+    {
         return fail(e);
     }
 
@@ -193,18 +289,43 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
 
-    // 3. A short load run through `sigkit proxy` to a built-in UAS.
-    eprintln!("sigkit eval: a load run through sigkit proxy");
-    let (rate, secs) = if args.quick { (100.0, 2.0) } else { (500.0, 10.0) };
-    let proxy_run = runtime.block_on(proxy_load(rate, secs));
+    // 3. A stepped load run through `sigkit proxy`, to Kamailio and SIPp
+    // where installed.
+    eprintln!("sigkit eval: a load run: {}", path.series());
+    let peers_dir = args.out.join("peers");
+    let servers = match &path {
+        LoadPath::BuiltIn { .. } => None,
+        LoadPath::Kamailio { .. } => match peers::sipp_uas(&peers_dir).and_then(|uas| {
+            let kamailio = peers::kamailio(&peers_dir)?;
+            Ok((uas, kamailio))
+        }) {
+            Ok(s) => Some(s),
+            Err(e) => return fail(e),
+        },
+    };
+    let upstream = servers.as_ref().map(|(uas, kamailio)| (uas.addr, kamailio.addr));
+    let proxy_run = runtime.block_on(proxy_load(upstream, (start, end, step, dwell)));
+    drop(servers);
     let proxy_load = match proxy_run {
         Ok(report) => {
             let s = &report.summary;
             println!(
-                "\nthrough sigkit proxy: {} of {} calls at {rate} calls/s, p95 set-up {:.2} ms, {} failed",
-                s.successful_calls, s.attempted_calls, s.setup_ms.p95, s.failed_calls
+                "\n{}: {} of {} calls, {} failed",
+                path.series(),
+                s.successful_calls,
+                s.attempted_calls,
+                s.failed_calls
             );
-            if let Err(e) = store.record_rows(run, "proxy_load_intervals", &report.intervals) {
+            for st in &report.steps {
+                println!(
+                    "  {:>6.0} calls/s offered: {} of {} successful, set-up p50 {:.2} ms, p95 {:.2} ms",
+                    st.offered_cps, st.successful, st.attempted, st.setup_ms.p50, st.setup_ms.p95
+                );
+            }
+            if let Err(e) = store
+                .record_rows(run, "load_intervals", &report.intervals)
+                .and_then(|_| store.record_rows(run, "load_steps", &report.steps))
+            {
                 return fail(e);
             }
             Some(report.summary)
@@ -253,18 +374,19 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         );
     }
 
-    // 5. The report.
-    let page = report_page(&study, &ran, proxy_load.as_ref(), &capacity);
-    let index = args.out.join("index.html");
-    if let Err(e) = std::fs::write(&index, page) {
-        return fail(format!("{}: {e}", index.display()));
-    }
-
-    let summary =
-        Summary { seconds: started.elapsed().as_secs_f64(), compression, ran, proxy_load, capacity: Some(capacity) };
+    let summary = Summary {
+        seconds: started.elapsed().as_secs_f64(),
+        notes: path.notes(),
+        load_path: path.key(),
+        compression,
+        ran,
+        proxy_load,
+        capacity: Some(capacity),
+    };
     if let Err(e) = store.finish_run(run, &summary) {
         return fail(e);
     }
+    drop(store);
     let json = match serde_json::to_string_pretty(&summary) {
         Ok(j) => j,
         Err(e) => return fail(e),
@@ -272,6 +394,14 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     if let Err(e) = std::fs::write(args.out.join("summary.json"), json) {
         return fail(e);
     }
+
+    // 5. The report, from this run's rows in the results file (what
+    // `sigkit report results.sqlite` draws too), with the published values
+    // beside ours.
+    let index = match report(&db, run, &args.out) {
+        Ok(i) => i,
+        Err(e) => return fail(e),
+    };
     eprintln!(
         "sigkit eval: report in {}, results in {} (run {run}), {:.1} s",
         index.display(),
@@ -281,24 +411,42 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// UAC → `sigkit proxy` (plain SIP on the terminal side) → built-in UAS.
-async fn proxy_load(rate: f64, secs: f64) -> Result<sigkit_loadgen::RunReport, String> {
-    let calls = (rate * secs) as u64;
-    let uas = Prepared::bind(LoadConfig {
-        role: Role::Uas,
-        max_calls: Some(calls),
-        duration: Some(Duration::from_secs_f64(secs + 40.0)),
-        ..LoadConfig::default()
-    })
-    .await
-    .map_err(|e| e.to_string())?;
-    let uas_addr = uas.local_addr();
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let uas_task = tokio::spawn(uas.run(Some(stopped)));
+fn report(db: &Path, run: sigkit_results::RunId, out: &Path) -> Result<PathBuf, sigkit_report::ReportError> {
+    let mut input = runs::read_results_run(db, run)?;
+    runs::add_seeds(&mut input);
+    input.title = Some("sigkit eval".into());
+    Ok(write_report(&input, out)?.index)
+}
+
+/// A stepped load run (`steps`: start, end, step calls/s, each step's
+/// length): UAC → `sigkit proxy` (plain SIP on the terminal side) → the
+/// built-in UAS, or, with `servers` (SIPp's UAS, Kamailio), → Kamailio →
+/// SIPp's UAS.
+async fn proxy_load(
+    servers: Option<(SocketAddr, SocketAddr)>,
+    (start, end, step, dwell): (f64, f64, f64, Duration),
+) -> Result<sigkit_loadgen::RunReport, String> {
+    let n_steps = ((end - start) / step).round() as u32 + 1;
+    let secs = dwell.as_secs_f64() * f64::from(n_steps);
     let localhost = |port| SocketAddr::from(([127, 0, 0, 1], port));
+    let (uas_addr, upstream, built_in) = match servers {
+        Some((uas, kamailio)) => (uas, kamailio, None),
+        None => {
+            let uas = Prepared::bind(LoadConfig {
+                role: Role::Uas,
+                duration: Some(Duration::from_secs_f64(secs + 40.0)),
+                ..LoadConfig::default()
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            let addr = uas.local_addr();
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            (addr, addr, Some((tokio::spawn(uas.run(Some(stopped))), stop)))
+        }
+    };
     let config = ProxyConfig {
         listen: vec![TransportAddr { transport: SipTransport::Udp, addr: localhost(0) }],
-        upstream: Some(TransportAddr { transport: SipTransport::Udp, addr: uas_addr }),
+        upstream: Some(TransportAddr { transport: SipTransport::Udp, addr: upstream }),
         upstream_local: Some(localhost(0)),
         threads: 1,
         ..ProxyConfig::default()
@@ -309,215 +457,16 @@ async fn proxy_load(rate: f64, secs: f64) -> Result<sigkit_loadgen::RunReport, S
         role: Role::Uac,
         remote: Some(uas_addr),
         next_hop: Some(proxy_addr),
-        rate,
-        max_calls: Some(calls),
+        rate: start,
+        pattern: Pattern::Steps { start, end, step, dwell, pause: Duration::ZERO },
         duration: Some(Duration::from_secs_f64(secs + 10.0)),
         ..LoadConfig::default()
     };
     let report = sigkit_loadgen::run(uac, None).await.map_err(|e| e.to_string());
-    let _ = stop.send(true);
-    let _ = uas_task.await;
+    if let Some((task, stop)) = built_in {
+        let _ = stop.send(true);
+        let _ = task.await;
+    }
     proxy.stop().await;
     report
-}
-
-fn num(v: f64) -> String {
-    format!("{v:.2}")
-}
-
-fn report_page(
-    study: &CompressionStudy,
-    ran: &[RanRow],
-    load: Option<&LoadSummary>,
-    capacity: &CapacityReport,
-) -> String {
-    let mut sections = Vec::new();
-    // Compression per message of the 3GPP video call, per mechanism.
-    let flow = "3gpp-video-call";
-    let algorithm = study.flows.first().map_or("lzss", |f| f.algorithm);
-    let mut series = vec![Series::line(
-        "SIP",
-        study
-            .messages
-            .iter()
-            .filter(|m| m.flow == flow && m.mechanism == "basic" && m.algorithm == algorithm)
-            .map(|m| (m.index as f64, m.uncompressed as f64))
-            .collect(),
-    )];
-    for mech in ["basic", "static", "dynamic", "shared"] {
-        series.push(Series::line(
-            mech,
-            study
-                .messages
-                .iter()
-                .filter(|m| m.flow == flow && m.mechanism == mech && m.algorithm == algorithm)
-                .map(|m| (m.index as f64, m.sigcomp as f64))
-                .collect(),
-        ));
-    }
-    let rows: Vec<Vec<String>> = study
-        .flows
-        .iter()
-        .map(|f| {
-            vec![
-                f.flow.clone(),
-                f.algorithm.into(),
-                f.mechanism.into(),
-                f.uncompressed.to_string(),
-                f.sigcomp.to_string(),
-                format!("{:.3}", f.ratio),
-            ]
-        })
-        .collect();
-    sections.push(Section {
-        title: "Compression per message".into(),
-        text: format!(
-            "Every corpus flow under each mechanism, between two in-process SigComp endpoints (UDP, the embedded \
-             defaults otherwise). The plot shows the {flow} flow with {algorithm}: SIP bytes and SigComp bytes per message."
-        ),
-        plots: vec![Plot {
-            title: format!("{flow}: bytes per message ({algorithm})"),
-            x_label: "message".into(),
-            y_label: "bytes".into(),
-            series,
-            log_x: false,
-        }],
-        table: Some((
-            ["flow", "algorithm", "mechanism", "SIP bytes", "SigComp bytes", "ratio"].map(String::from).to_vec(),
-            rows,
-        )),
-    });
-    // RAN delay against bit rate, with the thesis's improvements.
-    sections.push(Section {
-        title: "RAN delay against bit rate".into(),
-        text: "One-way RAN delay of the 3GPP video call's session establishment (12 messages) by the SigComp \
-               performance thesis's equation 2.1 (size / bit rate + RTT/2, RTT 70 ms), uncompressed and with SigComp \
-               over a reliable transport. Squares: the thesis's Figure 53 improvements (6.9 s at 9.6 kbps, 1.0 s at \
-               64 kbps, 0.26 s at 256 kbps)."
-            .into(),
-        plots: vec![Plot {
-            title: "One-way RAN delay of session establishment".into(),
-            x_label: "signalling link bit rate, kbps (log)".into(),
-            y_label: "seconds".into(),
-            series: vec![
-                Series::line("SIP", ran.iter().map(|r| (r.kbps, r.sip_delay_s)).collect()),
-                Series::line("SigComp", ran.iter().map(|r| (r.kbps, r.sigcomp_delay_s)).collect()),
-                Series::line("saved (ours)", ran.iter().map(|r| (r.kbps, r.improvement_s)).collect()),
-                Series::markers(
-                    "saved (thesis)",
-                    ran.iter().filter_map(|r| r.thesis_improvement_s.map(|t| (r.kbps, t))).collect(),
-                ),
-            ],
-            log_x: true,
-        }],
-        table: Some((
-            ["kbps", "SIP s", "SigComp s", "saved s", "saved %", "thesis saved s", "thesis saved %"]
-                .map(String::from)
-                .to_vec(),
-            ran.iter()
-                .map(|r| {
-                    vec![
-                        r.kbps.to_string(),
-                        num(r.sip_delay_s),
-                        num(r.sigcomp_delay_s),
-                        num(r.improvement_s),
-                        format!("{:.1}", r.improvement_pct),
-                        r.thesis_improvement_s.map_or(String::new(), num),
-                        r.thesis_improvement_pct.map_or(String::new(), |p| format!("about {p:.0}")),
-                    ]
-                })
-                .collect(),
-        )),
-    });
-    // Capacity search.
-    let steps: Vec<&sigkit_eval::capacity::StepResult> =
-        capacity.searches.iter().flat_map(|o| o.steps.iter().map(|(r, _)| r)).collect();
-    let mut by_rate: Vec<&sigkit_eval::capacity::StepResult> = steps.clone();
-    by_rate.sort_by(|a, b| a.offered_cps.total_cmp(&b.offered_cps));
-    sections.push(Section {
-        title: "Throughput, failures and set-up delay against offered load".into(),
-        text: format!(
-            "Capacity search (the framework thesis's service level: at most 10 % failed calls, p95 set-up delay at most 250 ms) of \
-             the built-in UAS answering the built-in UAC, the framework thesis's simple call over UDP on 127.0.0.1.{}",
-            capacity.estimate.map_or(String::new(), |e| format!(
-                " Capacity {:.0} calls/s over {} searches (spread ±{:.1} %).",
-                e.mean_cps,
-                e.repetitions,
-                e.max_deviation * 100.0
-            ))
-        ),
-        plots: vec![
-            Plot {
-                title: "Successful calls/s and failed calls against offered load".into(),
-                x_label: "offered calls/s".into(),
-                y_label: "calls/s, or failed %".into(),
-                series: vec![
-                    Series::line(
-                        "successful calls/s",
-                        by_rate
-                            .iter()
-                            .map(|r| (r.offered_cps, r.successful as f64 / (r.attempted.max(1) as f64) * r.offered_cps))
-                            .collect(),
-                    ),
-                    Series::line(
-                        "failed % (×100)",
-                        by_rate
-                            .iter()
-                            .map(|r| (r.offered_cps, r.failed as f64 / r.attempted.max(1) as f64 * 1e4))
-                            .collect(),
-                    ),
-                ],
-                log_x: false,
-            },
-            Plot {
-                title: "p95 call set-up delay against offered load".into(),
-                x_label: "offered calls/s".into(),
-                y_label: "ms".into(),
-                series: vec![Series::line(
-                    "p95 INVITE→200",
-                    by_rate.iter().filter_map(|r| r.setup_p95_ms.map(|p| (r.offered_cps, p))).collect(),
-                )],
-                log_x: false,
-            },
-        ],
-        table: Some((
-            ["offered calls/s", "attempted", "successful", "failed", "p95 set-up ms"].map(String::from).to_vec(),
-            steps
-                .iter()
-                .map(|r| {
-                    vec![
-                        format!("{:.0}", r.offered_cps),
-                        r.attempted.to_string(),
-                        r.successful.to_string(),
-                        r.failed.to_string(),
-                        r.setup_p95_ms.map_or("-".into(), num),
-                    ]
-                })
-                .collect(),
-        )),
-    });
-    if let Some(l) = load {
-        sections.push(Section {
-            title: "A load run through sigkit proxy".into(),
-            text: format!(
-                "{} of {} calls completed through sigkit proxy at {:.0} calls/s offered; set-up delay p50 {:.2} ms, p95 \
-                 {:.2} ms, p99 {:.2} ms; {} failed, {} retransmissions.",
-                l.successful_calls,
-                l.attempted_calls,
-                l.offered_cps,
-                l.setup_ms.p50,
-                l.setup_ms.p95,
-                l.setup_ms.p99,
-                l.failed_calls,
-                l.retransmissions
-            ),
-            ..Section::default()
-        });
-    }
-    html(
-        "sigkit eval",
-        "What sigkit measured on this machine with its embedded defaults: compression of the corpus flows, the RAN \
-         delay they add on narrowband links, a load run through the SigComp edge proxy, and a capacity search.",
-        &sections,
-    )
 }

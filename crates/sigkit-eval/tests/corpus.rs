@@ -30,7 +30,11 @@ fn tsv(name: &str) -> Vec<HashMap<String, String>> {
 #[test]
 fn every_flow_loads_with_crlf_lines_and_correct_content_length() {
     let flows = tsv("flows.tsv");
-    assert_eq!(flows.len(), 8, "the seven flows of the 2005 SigComp performance thesis plus the Open SigComp characterisation's");
+    assert_eq!(
+        flows.len(),
+        8,
+        "the seven flows of the 2005 SigComp performance thesis plus the Open SigComp characterisation's"
+    );
     for f in &flows {
         let dir = corpus_dir().join(&f["flow"]);
         // load_flow checks the SIP structure and Content-Length (RFC 3261 §7, §20.14).

@@ -1,0 +1,212 @@
+//! Real SIP peers on 127.0.0.1 for `sigkit eval` and the tests: Kamailio
+//! as a record-routing stateful proxy (the framework thesis's system under
+//! test) and SIPp's built-in UAS, each started in a scratch directory with
+//! its log there, and ended (its whole process group) when dropped.
+//!
+//! Kamailio's configuration is embedded ([`KAMAILIO_CFG`]), so nothing
+//! outside sigkit is needed but the two programs on `PATH`.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A minimal Kamailio proxy: stateful (tm), record-routing, one UDP
+/// listener on 127.0.0.1:`LISTEN_PORT`; it answers OPTIONS to itself (the
+/// readiness probe) and relays everything else to its Request-URI, within
+/// a dialog by its route set. One worker: with several, a 180 can overtake
+/// the 200 that follows it.
+pub const KAMAILIO_CFG: &str = r#"#!KAMAILIO
+debug=1
+log_stderror=yes
+fork=yes
+children=1
+auto_aliases=no
+listen=udp:127.0.0.1:LISTEN_PORT
+alias="127.0.0.1:LISTEN_PORT"
+
+loadmodule "tm.so"
+loadmodule "sl.so"
+loadmodule "rr.so"
+loadmodule "pv.so"
+loadmodule "maxfwd.so"
+loadmodule "siputils.so"
+loadmodule "textops.so"
+
+request_route {
+    if (!mf_process_maxfwd_header("10")) {
+        sl_send_reply("483", "Too Many Hops");
+        exit;
+    }
+    if (is_method("OPTIONS") && uri == myself) {
+        sl_send_reply("200", "OK");
+        exit;
+    }
+    if (has_totag()) {
+        if (loose_route()) {
+            t_relay();
+            exit;
+        }
+        if (is_method("ACK")) {
+            if (t_check_trans()) {
+                t_relay();
+            }
+            exit;
+        }
+        t_relay();
+        exit;
+    }
+    if (is_method("CANCEL")) {
+        if (t_check_trans()) {
+            t_relay();
+        }
+        exit;
+    }
+    if (t_check_trans()) {
+        exit;
+    }
+    loose_route();
+    if (is_method("INVITE")) {
+        record_route();
+    }
+    t_relay();
+}
+"#;
+
+/// Where `tool` is on `PATH`, if it is.
+pub fn find(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(tool)).find(|p| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// A UDP port on 127.0.0.1 that was free a moment ago.
+pub fn free_udp_port() -> std::io::Result<u16> {
+    Ok(UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A peer's process group, ended when dropped.
+#[derive(Debug)]
+pub struct Peer {
+    child: Child,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its standard output and error.
+    pub log: PathBuf,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        // The peer leads its own process group (Kamailio's workers are in
+        // it): end the group, then make sure of the leader.
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Why a peer did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+    #[error("{what} did not become ready in {secs} s; its log:\n{log}")]
+    NotReady { what: &'static str, secs: u64, log: String },
+}
+
+fn spawn(mut cmd: Command, dir: &Path, log: &str, addr: SocketAddr) -> Result<Peer, PeerError> {
+    let path = dir.join(log);
+    let io = |e| PeerError::Io(path.display().to_string(), e);
+    let file = std::fs::File::create(&path).map_err(io)?;
+    let err = file.try_clone().map_err(io)?;
+    cmd.stdin(Stdio::null()).stdout(file).stderr(err).current_dir(dir).process_group(0);
+    let child = cmd.spawn().map_err(|e| PeerError::Io(format!("{cmd:?}"), e))?;
+    Ok(Peer { child, addr, log: path })
+}
+
+fn not_ready(what: &'static str, peer: &Peer, secs: u64) -> PeerError {
+    PeerError::NotReady { what, secs, log: std::fs::read_to_string(&peer.log).unwrap_or_default() }
+}
+
+/// Kamailio with [`KAMAILIO_CFG`] on a free UDP port of 127.0.0.1, its
+/// configuration, PID file and log in `dir`; returned once it answers an
+/// OPTIONS.
+pub fn kamailio(dir: &Path) -> Result<Peer, PeerError> {
+    std::fs::create_dir_all(dir).map_err(|e| PeerError::Io(dir.display().to_string(), e))?;
+    let port = free_udp_port().map_err(|e| PeerError::Io("a free port".into(), e))?;
+    let cfg = dir.join("kamailio.cfg");
+    std::fs::write(&cfg, KAMAILIO_CFG.replace("LISTEN_PORT", &port.to_string()))
+        .map_err(|e| PeerError::Io(cfg.display().to_string(), e))?;
+    let mut cmd = Command::new("kamailio");
+    cmd.arg("-f").arg(&cfg).args(["-DD", "-E", "-w"]).arg(dir).arg("-P").arg(dir.join("kamailio.pid"));
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let peer = spawn(cmd, dir, "kamailio.log", addr)?;
+    let probe = UdpSocket::bind("127.0.0.1:0").map_err(|e| PeerError::Io("a probe socket".into(), e))?;
+    let _ = probe.set_read_timeout(Some(Duration::from_millis(200)));
+    let local = probe.local_addr().map_err(|e| PeerError::Io("a probe socket".into(), e))?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut buf = [0u8; 2048];
+    let mut n = 0;
+    while Instant::now() < deadline {
+        n += 1;
+        let options = format!(
+            "OPTIONS sip:127.0.0.1:{port} SIP/2.0\r\nVia: SIP/2.0/UDP {local};branch=z9hG4bK-probe{n}\r\n\
+             Max-Forwards: 70\r\nFrom: <sip:probe@127.0.0.1>;tag=probe\r\nTo: <sip:127.0.0.1:{port}>\r\n\
+             Call-ID: probe-{n}@127.0.0.1\r\nCSeq: {n} OPTIONS\r\nContent-Length: 0\r\n\r\n"
+        );
+        let _ = probe.send_to(options.as_bytes(), addr);
+        if let Ok((len, _)) = probe.recv_from(&mut buf) {
+            if buf[..len].starts_with(b"SIP/2.0 200") {
+                return Ok(peer);
+            }
+        }
+    }
+    Err(not_ready("Kamailio", &peer, 15))
+}
+
+/// SIPp's built-in UAS (`-sn uas`) on a free UDP port of 127.0.0.1, its
+/// log in `dir`; returned once its port is bound.
+pub fn sipp_uas(dir: &Path) -> Result<Peer, PeerError> {
+    std::fs::create_dir_all(dir).map_err(|e| PeerError::Io(dir.display().to_string(), e))?;
+    let port = free_udp_port().map_err(|e| PeerError::Io("a free port".into(), e))?;
+    let mut cmd = Command::new("sipp");
+    cmd.args(["-sn", "uas", "-i", "127.0.0.1", "-p", &port.to_string(), "-nostdin", "-trace_err"]);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let peer = spawn(cmd, dir, "sipp-uas.log", addr)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // SIPp holds the port once it is listening: binding it fails then.
+    while UdpSocket::bind(addr).is_ok() {
+        if Instant::now() > deadline {
+            return Err(not_ready("SIPp", &peer, 10));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(peer)
+}
+
+/// The first line of `program --version` style output (`-v` for Kamailio
+/// and SIPp), for the report.
+pub fn version(program: &str) -> String {
+    Command::new(program)
+        .arg("-v")
+        .stdin(Stdio::null())
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+            text.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string)
+        })
+        .unwrap_or_default()
+}
