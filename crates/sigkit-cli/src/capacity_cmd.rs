@@ -124,6 +124,7 @@ pub async fn step(rate: f64, secs: f64, target: Option<SocketAddr>, through: Opt
     };
     let uac = LoadConfig {
         role: Role::Uac,
+        local: step_local(target, through),
         remote: Some(target),
         next_hop: through,
         rate,
@@ -151,6 +152,23 @@ pub async fn step(rate: f64, secs: f64, target: Option<SocketAddr>, through: Opt
         }
         Err(_) => StepResult { offered_cps: rate, attempted: 0, successful: 0, failed: 0, setup_p95_ms: None },
     }
+}
+
+/// The address a step's calls come from. The load generator numbers a
+/// run's calls from 1 and builds their Call-IDs and branches from that
+/// number, the process id and the local address, so successive steps of
+/// one process would repeat them: a stateful proxy (Kamailio) then takes a
+/// step's first calls for retransmissions of the previous step's and
+/// answers them from the old transactions. On loopback each step takes
+/// its own address (127.0.0.2 to 127.0.0.251, all of 127/8 being local).
+fn step_local(target: SocketAddr, through: Option<SocketAddr>) -> SocketAddr {
+    static STEPS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let loopback = target.ip().is_loopback() && through.is_none_or(|t| t.ip().is_loopback());
+    if !loopback || !target.is_ipv4() {
+        return LoadConfig::default().local;
+    }
+    let n = STEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    SocketAddr::from(([127, 0, 0, 2 + (n % 250) as u8], 0))
 }
 
 /// Runs the searches.
