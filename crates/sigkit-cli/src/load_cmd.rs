@@ -228,6 +228,9 @@ pub struct LoadArgs {
     /// Print the run's report (summary, intervals, steps) as JSON at the end.
     #[arg(long)]
     json: bool,
+    /// No live progress on stderr (the bar, or the interval lines).
+    #[arg(long)]
+    quiet: bool,
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
@@ -483,6 +486,9 @@ pub fn load(args: LoadArgs) -> ExitCode {
     };
     let keyboard = !args.nostdin && std::io::stdin().is_terminal();
     let live = std::io::stderr().is_terminal();
+    // A bar only where a person watches stderr and it is not parsed.
+    let bar = live && !args.json && !args.quiet;
+    let lines = !bar && keyboard && !args.quiet;
     let report = runtime.block_on(async {
         let prepared = sigkit_loadgen::Prepared::bind(config).await?;
         let transport = if args.transport == "t1" { "tcp" } else { "udp" };
@@ -512,22 +518,33 @@ pub fn load(args: LoadArgs) -> ExitCode {
             });
         }
         let mut progress = prepared.progress();
-        let printer = (live || keyboard).then(|| {
+        let bar = bar.then(progress_bar);
+        let printer = (bar.is_some() || lines).then(|| {
+            let bar = bar.clone();
             tokio::spawn(async move {
                 while progress.changed().await.is_ok() {
                     let p = progress.borrow().clone();
-                    eprintln!(
-                        "{:7.1} s  rate {:.1}/s{}  step {}  {} attempted  {} ok  {} failed  {} active  {:.1} calls/s",
-                        p.elapsed_s,
-                        p.cps,
-                        if p.paused { " (paused)" } else { "" },
-                        p.step,
-                        p.attempted,
-                        p.successful,
-                        p.failed,
-                        p.active,
-                        p.calls_per_s
-                    );
+                    match &bar {
+                        Some(bar) => {
+                            if let Some(m) = p.max_calls.filter(|_| p.client) {
+                                bar.set_length(m);
+                            }
+                            bar.set_position(p.successful + p.failed);
+                            bar.set_message(progress_message(&p));
+                        }
+                        None => eprintln!(
+                            "{:7.1} s  rate {:.1}/s{}  step {}  {} attempted  {} ok  {} failed  {} active  {:.1} calls/s",
+                            p.elapsed_s,
+                            p.cps,
+                            if p.paused { " (paused)" } else { "" },
+                            p.step,
+                            p.attempted,
+                            p.successful,
+                            p.failed,
+                            p.active,
+                            p.calls_per_s
+                        ),
+                    }
                     if p.finished {
                         break;
                     }
@@ -537,6 +554,9 @@ pub fn load(args: LoadArgs) -> ExitCode {
         let report = prepared.run(None).await;
         if let Some(p) = printer {
             p.abort();
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
         }
         drop(raw);
         report
@@ -588,6 +608,17 @@ pub fn load(args: LoadArgs) -> ExitCode {
         if let Some(u) = &s.sut {
             println!("  system under test: {:.1} % CPU, {} KiB resident at most", u.cpu_percent, u.rss_kib);
         }
+        for (method, t) in &s.transactions_ms {
+            let (f, p) = (&t.final_ms, &t.provisional_ms);
+            print!(
+                "  {method} transactions: final p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({})",
+                f.p50, f.p95, f.p99, f.count
+            );
+            if p.count > 0 {
+                print!("; provisional p50 {:.2} ms, p95 {:.2} ms ({})", p.p50, p.p95, p.count);
+            }
+            println!();
+        }
         for (name, p) in &s.rtd_ms {
             println!(
                 "  rtd {name}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples)",
@@ -608,6 +639,36 @@ pub fn load(args: LoadArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The live progress of a long run, on stderr: a bar toward `-m` calls
+/// (empty without it), redrawn in place; the message is cut to the
+/// terminal's width rather than wrapped, so the most wanted comes first.
+fn progress_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    let style = indicatif::ProgressStyle::with_template("{spinner} {elapsed:>4} [{bar:16}] {pos}/{len} {wide_msg}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// The bar's text: calls completed per second, successes, failures and
+/// p95 set-up delay over the last interval; then the rate a UAC asks for
+/// and the calls in progress.
+fn progress_message(p: &sigkit_loadgen::Progress) -> String {
+    let mut m = format!("{:.1} calls/s  {} ok  {} failed  set-up p95 ", p.calls_per_s, p.successful, p.failed);
+    if p.setup_p95_ms > 0.0 {
+        m.push_str(&format!("{:.2} ms", p.setup_p95_ms));
+    } else {
+        m.push('-');
+    }
+    if p.client {
+        m.push_str(&format!("  asked {:.1}/s{}", p.cps, if p.paused { " (paused)" } else { "" }));
+    }
+    m.push_str(&format!("  {} active", p.active));
+    m
 }
 
 /// SIPp's `-trace_stat` file: one `;`-separated row per interval.
@@ -638,6 +699,61 @@ fn write_stat_csv(name: &str, report: &sigkit_loadgen::RunReport) -> std::io::Re
     f.flush()
 }
 
+/// One row of `load_transactions`: a method's response times over the
+/// run (`scope` "run"), an interval ("interval", at `t_s`) or a load step
+/// ("step"), flat so SQL can select on them.
+#[derive(Debug, serde::Serialize)]
+struct TransactionRow {
+    scope: &'static str,
+    t_s: Option<f64>,
+    step: Option<usize>,
+    method: String,
+    /// "final" (request → first final response) or "provisional".
+    kind: &'static str,
+    count: u64,
+    p50_ms: f64,
+    p90_ms: f64,
+    p95_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+    mean_ms: f64,
+}
+
+fn transaction_rows(report: &sigkit_loadgen::RunReport) -> Vec<TransactionRow> {
+    let mut rows = Vec::new();
+    let mut add = |scope, t_s, step, times: &std::collections::BTreeMap<String, sigkit_loadgen::TransactionTimes>| {
+        for (method, t) in times {
+            for (kind, p) in [("final", &t.final_ms), ("provisional", &t.provisional_ms)] {
+                if p.count == 0 {
+                    continue;
+                }
+                rows.push(TransactionRow {
+                    scope,
+                    t_s,
+                    step,
+                    method: method.clone(),
+                    kind,
+                    count: p.count,
+                    p50_ms: p.p50,
+                    p90_ms: p.p90,
+                    p95_ms: p.p95,
+                    p99_ms: p.p99,
+                    max_ms: p.max,
+                    mean_ms: p.mean,
+                });
+            }
+        }
+    };
+    add("run", None, None, &report.summary.transactions_ms);
+    for i in &report.intervals {
+        add("interval", Some(i.t_s), Some(i.step), &i.transactions_ms);
+    }
+    for st in &report.steps {
+        add("step", None, Some(st.step), &st.transactions_ms);
+    }
+    rows
+}
+
 fn record(path: &std::path::Path, args: &LoadArgs, report: &sigkit_loadgen::RunReport) -> Result<(), String> {
     let mut store = sigkit_results::Store::open(path).map_err(|e| e.to_string())?;
     let command: Vec<String> = std::env::args().collect();
@@ -651,6 +767,10 @@ fn record(path: &std::path::Path, args: &LoadArgs, report: &sigkit_loadgen::RunR
     store.record_rows(run, "load_intervals", &report.intervals).map_err(|e| e.to_string())?;
     if !report.steps.is_empty() {
         store.record_rows(run, "load_steps", &report.steps).map_err(|e| e.to_string())?;
+    }
+    let transactions = transaction_rows(report);
+    if !transactions.is_empty() {
+        store.record_rows(run, "load_transactions", &transactions).map_err(|e| e.to_string())?;
     }
     store.finish_run(run, &report.summary).map_err(|e| e.to_string())?;
     Ok(())
@@ -667,6 +787,32 @@ mod tests {
             sipp_style(v("sigkit -m load -sn uac -r 5 -rp 1s --json -x 1.2.3.4:5")),
             v("sigkit -m load --sn uac --r 5 --rp 1s --json -x 1.2.3.4:5")
         );
+    }
+
+    #[test]
+    fn the_progress_message_has_rate_successes_failures_and_p95() {
+        let p = sigkit_loadgen::Progress {
+            client: true,
+            cps: 100.0,
+            calls_per_s: 98.5,
+            successful: 1200,
+            failed: 3,
+            active: 41,
+            setup_p95_ms: 12.345,
+            ..sigkit_loadgen::Progress::default()
+        };
+        assert_eq!(
+            progress_message(&p),
+            "98.5 calls/s  1200 ok  3 failed  set-up p95 12.35 ms  asked 100.0/s  41 active"
+        );
+        let paused = sigkit_loadgen::Progress { paused: true, setup_p95_ms: 0.0, ..p.clone() };
+        assert_eq!(
+            progress_message(&paused),
+            "98.5 calls/s  1200 ok  3 failed  set-up p95 -  asked 100.0/s (paused)  41 active"
+        );
+        // A UAS asks for no rate.
+        let uas = sigkit_loadgen::Progress { client: false, ..p };
+        assert_eq!(progress_message(&uas), "98.5 calls/s  1200 ok  3 failed  set-up p95 12.35 ms  41 active");
     }
 
     #[test]

@@ -20,6 +20,12 @@
 //! response after 64·T1 (Timer B, Timer F), or a 2xx never acknowledged,
 //! fails its call, as a timeout. A scenario's `retrans` sets the first
 //! interval of its message.
+//!
+//! Every client transaction is timed (RFC 3261 §17.1): from its request's
+//! first sending to the first provisional and the first final response
+//! that match it by top Via branch and CSeq method (§17.1.3), recorded
+//! per method. A retransmission does not restart the clock, and a
+//! retransmitted response is not counted again.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -182,6 +188,21 @@ enum RetransKind {
     Response,
 }
 
+/// A client transaction in progress (RFC 3261 §17.1): the request went at
+/// `sent`; no final response yet.
+#[derive(Debug, Clone)]
+struct Txn {
+    branch: Vec<u8>,
+    /// Index into [`Engine`]'s `methods`.
+    method: usize,
+    sent: Instant,
+    provisional_seen: bool,
+}
+
+/// Client transactions a call times at once (an INVITE's with the PRACKs
+/// and UPDATEs inside it); beyond it the oldest is no longer timed.
+const MAX_TXNS: usize = 8;
+
 #[derive(Debug, Default)]
 struct Call {
     live: bool,
@@ -209,6 +230,8 @@ struct Call {
     /// The top Via branch of the last request sent: a response in its
     /// transaction is never a retransmission of an earlier one.
     pending_branch: Vec<u8>,
+    /// Client transactions awaiting their final response.
+    txns: Vec<Txn>,
     peer_tag: Vec<u8>,
     /// The Via lines of the last request of each method received
     /// (`[last_Via_of_METHOD:]`).
@@ -270,6 +293,9 @@ pub struct Engine {
     client: bool,
     /// Whether a template reads `[last_Via_of_METHOD:]`.
     vias_of: bool,
+    /// The methods of the requests the scenario sends (ACK aside, which
+    /// is no transaction): the recorder's transaction histograms.
+    methods: Vec<String>,
     pub recorder: Recorder,
 }
 
@@ -302,7 +328,17 @@ impl Engine {
             auth_password: config.auth_password.clone(),
             started: now,
         };
-        let recorder = Recorder::new(scenario.rtds.clone());
+        let mut methods: Vec<String> = Vec::new();
+        for step in &scenario.steps {
+            if let StepKind::Send(send) = &step.kind {
+                if let Sent::Request(m) = &send.what {
+                    if m != "ACK" && !methods.contains(m) {
+                        methods.push(m.clone());
+                    }
+                }
+            }
+        }
+        let recorder = Recorder::with_methods(scenario.rtds.clone(), methods.clone());
         let client = scenario.is_client();
         let vias_of = scenario.steps.iter().any(|s| match &s.kind {
             StepKind::Send(send) => send.template.keywords().any(|k| matches!(k, Keyword::ViaOf(_))),
@@ -310,6 +346,7 @@ impl Engine {
         });
         Engine {
             vias_of,
+            methods,
             rng: config.seed | 1,
             scenario,
             config,
@@ -403,6 +440,7 @@ impl Engine {
         c.last_sent.clear();
         c.last_sent_what = None;
         c.pending_branch.clear();
+        c.txns.clear();
         c.peer_tag.clear();
         c.vias_of.clear();
         c.routes.clear();
@@ -557,6 +595,9 @@ impl Engine {
                 }
             }
         }
+        if let (Some(code), false) = (msg.status_code(), self.calls[slot].txns.is_empty()) {
+            self.time_transaction(slot, now, code, msg);
+        }
         let at = self.calls[slot].index;
         let mut j = at;
         let mut found = None;
@@ -624,6 +665,34 @@ impl Engine {
             _ => "unexpected_message".to_string(),
         };
         self.fail(slot, &cause, false);
+    }
+
+    /// A response to one of the call's client transactions: its first
+    /// provisional and its first final response are timed; the final one
+    /// ends the transaction.
+    fn time_transaction(&mut self, slot: usize, now: Instant, code: u16, msg: &Message<'_>) {
+        let Some(branch) = msg.top_via().ok().and_then(|v| v.branch()) else { return };
+        let Ok(cseq) = msg.cseq() else { return };
+        let c = &mut self.calls[slot];
+        let methods = &self.methods;
+        let Some(i) = c
+            .txns
+            .iter()
+            .position(|t| t.branch == branch.as_bytes() && methods[t.method].eq_ignore_ascii_case(cseq.method))
+        else {
+            return;
+        };
+        let step = c.load_step;
+        let t = &mut c.txns[i];
+        if code >= 200 {
+            let (method, d) = (t.method, now - t.sent);
+            c.txns.remove(i);
+            self.recorder.transaction_final(step, method, d);
+        } else if !t.provisional_seen {
+            t.provisional_seen = true;
+            let (method, d) = (t.method, now - t.sent);
+            self.recorder.transaction_provisional(step, method, d);
+        }
     }
 
     /// The ACK of a non-2xx final response to the INVITE just sent (RFC
@@ -905,9 +974,16 @@ impl Engine {
         let udp = self.config.transport == Transport::Udp;
         let timers = self.config.timers;
         let c = &mut self.calls[slot];
-        if matches!(send.what, Sent::Request(_)) {
+        if let Sent::Request(m) = &send.what {
+            let branch = top_via_branch(&out);
             c.pending_branch.clear();
-            c.pending_branch.extend_from_slice(top_via_branch(&out));
+            c.pending_branch.extend_from_slice(branch);
+            if let Some(method) = self.methods.iter().position(|x| x == m) {
+                if c.txns.len() >= MAX_TXNS {
+                    c.txns.remove(0);
+                }
+                c.txns.push(Txn { branch: branch.to_vec(), method, sent: now, provisional_seen: false });
+            }
         }
         c.last_sent = out;
         c.last_sent_what = Some(i);

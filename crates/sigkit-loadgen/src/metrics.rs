@@ -1,8 +1,9 @@
 //! What a load run counts: calls by outcome and failure cause, messages,
 //! retransmissions, timeouts, and delays (call set-up INVITE→180 and
-//! INVITE→200, and each scenario response time) as HdrHistogram
-//! percentiles in microseconds (0.1 ms resolution and better). Counted
-//! over the whole run, per reporting interval, and per load step.
+//! INVITE→200, each scenario response time, and the response time of
+//! every client transaction by method) as HdrHistogram percentiles in
+//! microseconds (0.1 ms resolution and better). Counted over the whole
+//! run, per reporting interval, and per load step.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -55,10 +56,21 @@ pub struct Counters {
     pub setup_us: Histogram<u64>,
     /// Scenario response times (`rtd`), µs, by index.
     pub rtd_us: Vec<Histogram<u64>>,
+    /// Client transactions, by method index ([`Recorder::methods`]):
+    /// request sent → first final response, µs.
+    pub txn_final_us: Vec<Histogram<u64>>,
+    /// Request sent → first provisional response, µs.
+    pub txn_provisional_us: Vec<Histogram<u64>>,
 }
 
 impl Counters {
     pub fn new(rtds: usize) -> Counters {
+        Counters::with_methods(rtds, 0)
+    }
+
+    /// Counters with histograms for `rtds` response times and `methods`
+    /// request methods.
+    pub fn with_methods(rtds: usize, methods: usize) -> Counters {
         Counters {
             offered: 0,
             attempted: 0,
@@ -75,6 +87,8 @@ impl Counters {
             ringing_us: histogram(),
             setup_us: histogram(),
             rtd_us: (0..rtds).map(|_| histogram()).collect(),
+            txn_final_us: (0..methods).map(|_| histogram()).collect(),
+            txn_provisional_us: (0..methods).map(|_| histogram()).collect(),
         }
     }
 
@@ -94,7 +108,7 @@ impl Counters {
         self.out_of_call = 0;
         self.ringing_us.reset();
         self.setup_us.reset();
-        for h in &mut self.rtd_us {
+        for h in self.rtd_us.iter_mut().chain(&mut self.txn_final_us).chain(&mut self.txn_provisional_us) {
             h.reset();
         }
     }
@@ -121,6 +135,9 @@ pub struct Recorder {
     pub interval: Counters,
     pub steps: Vec<Counters>,
     pub rtd_names: Vec<String>,
+    /// The request methods whose transactions are timed, in the order of
+    /// the counters' `txn_*` histograms.
+    pub methods: Vec<String>,
     pub last_success: Option<Instant>,
 }
 
@@ -132,12 +149,18 @@ impl Default for Recorder {
 
 impl Recorder {
     pub fn new(rtd_names: Vec<String>) -> Recorder {
-        let n = rtd_names.len();
+        Recorder::with_methods(rtd_names, Vec::new())
+    }
+
+    /// A recorder that also times the client transactions of `methods`.
+    pub fn with_methods(rtd_names: Vec<String>, methods: Vec<String>) -> Recorder {
+        let (n, m) = (rtd_names.len(), methods.len());
         Recorder {
-            total: Counters::new(n),
-            interval: Counters::new(n),
-            steps: vec![Counters::new(n)],
+            total: Counters::with_methods(n, m),
+            interval: Counters::with_methods(n, m),
+            steps: vec![Counters::with_methods(n, m)],
             rtd_names,
+            methods,
             last_success: None,
         }
     }
@@ -147,7 +170,7 @@ impl Recorder {
         // last row takes the rest.
         let step = step.min(4096);
         while self.steps.len() <= step {
-            self.steps.push(Counters::new(self.rtd_names.len()));
+            self.steps.push(Counters::with_methods(self.rtd_names.len(), self.methods.len()));
         }
         &mut self.steps[step]
     }
@@ -187,6 +210,26 @@ impl Recorder {
         let us = micros(d);
         self.each(step, |c| {
             if let Some(h) = c.rtd_us.get_mut(index) {
+                let _ = h.record(us);
+            }
+        });
+    }
+    /// A client transaction of method `method` got its first final
+    /// response `d` after its request was first sent.
+    pub fn transaction_final(&mut self, step: usize, method: usize, d: Duration) {
+        let us = micros(d);
+        self.each(step, |c| {
+            if let Some(h) = c.txn_final_us.get_mut(method) {
+                let _ = h.record(us);
+            }
+        });
+    }
+    /// A client transaction of method `method` got its first provisional
+    /// response `d` after its request was first sent.
+    pub fn transaction_provisional(&mut self, step: usize, method: usize, d: Duration) {
+        let us = micros(d);
+        self.each(step, |c| {
+            if let Some(h) = c.txn_provisional_us.get_mut(method) {
                 let _ = h.record(us);
             }
         });
@@ -247,6 +290,30 @@ impl Percentiles {
     }
 }
 
+/// The response times of one method's client transactions, ms: request
+/// first sent → first final response (`final`), and → first provisional
+/// response (`provisional`; none for most non-INVITE requests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct TransactionTimes {
+    #[serde(rename = "final")]
+    pub final_ms: Percentiles,
+    #[serde(rename = "provisional")]
+    pub provisional_ms: Percentiles,
+}
+
+/// Each method's [`TransactionTimes`] in `c`, methods without a sample
+/// left out.
+pub fn transaction_map(methods: &[String], c: &Counters) -> BTreeMap<String, TransactionTimes> {
+    methods
+        .iter()
+        .zip(c.txn_final_us.iter().zip(&c.txn_provisional_us))
+        .filter(|(_, (f, p))| !f.is_empty() || !p.is_empty())
+        .map(|(m, (f, p))| {
+            (m.clone(), TransactionTimes { final_ms: Percentiles::of(f), provisional_ms: Percentiles::of(p) })
+        })
+        .collect()
+}
+
 /// Resource use of the system under test (`--sut-pid`), from /proc.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct SutUsage {
@@ -291,6 +358,8 @@ pub struct Summary {
     pub ringing_ms: Percentiles,
     /// The scenario's response times (`rtd`), by name.
     pub rtd_ms: BTreeMap<String, Percentiles>,
+    /// Client transactions' response times, by request method.
+    pub transactions_ms: BTreeMap<String, TransactionTimes>,
     /// The system under test, averaged (CPU) and at its peak (memory).
     pub sut: Option<SutUsage>,
     /// What SigComp did, with `--sigcomp`.
@@ -335,6 +404,7 @@ impl Summary {
             setup_ms: Percentiles::of(&c.setup_us),
             ringing_ms: Percentiles::of(&c.ringing_us),
             rtd_ms: rtd_map(&r.rtd_names, c),
+            transactions_ms: transaction_map(&r.methods, c),
             sut,
             sigcomp: None,
         }
@@ -378,6 +448,8 @@ pub struct Interval {
     pub ringing_p50_ms: f64,
     pub ringing_p95_ms: f64,
     pub rtd_ms: BTreeMap<String, Percentiles>,
+    /// Client transactions' response times, by request method.
+    pub transactions_ms: BTreeMap<String, TransactionTimes>,
     /// The system under test over the interval (`--sut-pid`).
     pub sut_cpu_percent: Option<f64>,
     pub sut_rss_kib: Option<u64>,
@@ -390,7 +462,7 @@ impl Interval {
         span_s: f64,
         step: usize,
         offered_cps: f64,
-        names: &[String],
+        r: &Recorder,
         c: &Counters,
         active: usize,
         sut: Option<SutUsage>,
@@ -422,7 +494,8 @@ impl Interval {
             setup_max_ms: setup.max,
             ringing_p50_ms: ringing.p50,
             ringing_p95_ms: ringing.p95,
-            rtd_ms: rtd_map(names, c),
+            rtd_ms: rtd_map(&r.rtd_names, c),
+            transactions_ms: transaction_map(&r.methods, c),
             active_calls: active as u64,
             sut_cpu_percent: sut.map(|s| s.cpu_percent),
             sut_rss_kib: sut.map(|s| s.rss_kib),
@@ -451,10 +524,12 @@ pub struct StepReport {
     pub setup_ms: Percentiles,
     pub ringing_ms: Percentiles,
     pub rtd_ms: BTreeMap<String, Percentiles>,
+    /// Client transactions' response times, by request method.
+    pub transactions_ms: BTreeMap<String, TransactionTimes>,
 }
 
 impl StepReport {
-    pub fn of(step: usize, offered_cps: f64, start_s: f64, end_s: f64, names: &[String], c: &Counters) -> StepReport {
+    pub fn of(step: usize, offered_cps: f64, start_s: f64, end_s: f64, r: &Recorder, c: &Counters) -> StepReport {
         StepReport {
             step,
             offered_cps,
@@ -468,7 +543,8 @@ impl StepReport {
             calls_per_s: c.successful as f64 / (end_s - start_s).max(1e-9),
             setup_ms: Percentiles::of(&c.setup_us),
             ringing_ms: Percentiles::of(&c.ringing_us),
-            rtd_ms: rtd_map(names, c),
+            rtd_ms: rtd_map(&r.rtd_names, c),
+            transactions_ms: transaction_map(&r.methods, c),
         }
     }
 }

@@ -173,7 +173,14 @@ pub struct Progress {
     pub active: u64,
     /// Successful calls per second over the last interval.
     pub calls_per_s: f64,
+    /// p95 set-up delay (INVITE→200) over the last interval, ms; 0 with
+    /// no call set up in it.
+    pub setup_p95_ms: f64,
     pub retransmissions: u64,
+    /// Whether the run places calls (a UAC) rather than answers them.
+    pub client: bool,
+    /// Calls the run places in all (`max_calls`), when bounded.
+    pub max_calls: Option<u64>,
     pub finished: bool,
 }
 
@@ -542,6 +549,7 @@ struct Run {
     /// SIPp's rate unit: calls per `period`.
     period: Duration,
     limit: Option<usize>,
+    max_calls: Option<u64>,
     started: u64,
     quitting: bool,
     quit_now: bool,
@@ -603,6 +611,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         rate,
         period: config.rate_period,
         limit: config.max_concurrent,
+        max_calls: config.max_calls,
         started: 0,
         quitting: false,
         quit_now: false,
@@ -789,7 +798,10 @@ fn progress(run: &Run, start: Instant, now: Instant, last: Option<&Interval>, fi
         failed: t.failed,
         active: run.engine.active() as u64,
         calls_per_s: last.map_or(0.0, |i| i.calls_per_s),
+        setup_p95_ms: last.map_or(0.0, |i| i.setup_p95_ms),
         retransmissions: t.retransmissions,
+        client: run.engine.is_client(),
+        max_calls: run.max_calls,
         finished,
     }
 }
@@ -807,7 +819,7 @@ fn interval_row(
         (now - from).as_secs_f64(),
         run.rate.current_step(now),
         if run.engine.is_client() { run.rate.current_cps(now) } else { 0.0 },
-        &r.rtd_names,
+        r,
         &r.interval,
         run.engine.active(),
         sut,
@@ -830,7 +842,7 @@ fn step_rows(run: &Run, start: Instant, now: Instant, _scenario: &Scenario) -> V
             // A step lasts until the next one starts (its pause included).
             let stop_s = spans.iter().find(|s| s.index > i).map_or(end_s, |s| s.start_s);
             let cps = if run.engine.is_client() { run.rate.nominal_rate(i) } else { 0.0 };
-            StepReport::of(i, cps, start_s, stop_s, &r.rtd_names, c)
+            StepReport::of(i, cps, start_s, stop_s, r, c)
         })
         .collect()
 }

@@ -331,3 +331,79 @@ fn every_corpus_flow_replays_between_its_two_sides_with_fresh_identifiers() {
         assert_eq!(x.messages_sent + y.messages_sent, 2 * n, "{}: every message once, none again", dir.display());
     }
 }
+
+#[test]
+fn each_client_transaction_is_timed_per_method_on_the_virtual_clock() {
+    let t0 = Instant::now();
+    let at = |us: u64| t0 + Duration::from_micros(us);
+    // SIPp's uac, its INVITE sent again after 1 ms.
+    let xml = crate::scenario::UAC_XML.replacen("<send retrans=\"500\">", "<send retrans=\"1\">", 1);
+    let mut a = uac_with(parse(&xml).unwrap(), None, Duration::ZERO, t0);
+    let mut b = uas(t0);
+    assert_eq!(a.recorder.methods, ["INVITE", "BYE"], "ACK is no transaction");
+    a.start_call(t0, 0);
+    let invite = drain(&mut a).pop().unwrap().1;
+    // Timer A sends the INVITE again; the clock runs from the first.
+    a.handle_timeout(at(1000));
+    assert_eq!(drain(&mut a).len(), 1);
+    b.on_message(at(1000), addr(UAC), &invite);
+    let answers = drain(&mut b);
+    let (ringing, ok) = (&answers[0].1, &answers[1].1);
+    assert!(ringing.starts_with(b"SIP/2.0 180") && ok.starts_with(b"SIP/2.0 200"));
+    a.on_message(at(1800), addr(UAS), ringing);
+    a.on_message(at(2000), addr(UAS), ok);
+    // Hold 0: the ACK and the BYE at once. The 200 again times nothing.
+    let sent = drain(&mut a);
+    a.on_message(at(2100), addr(UAS), ok);
+    drain(&mut a);
+    for (_, m) in &sent {
+        b.on_message(at(2300), addr(UAC), m);
+    }
+    let bye_ok = drain(&mut b).pop().unwrap().1;
+    assert!(bye_ok.starts_with(b"SIP/2.0 200"));
+    a.on_message(at(2750), addr(UAS), &bye_ok);
+    assert_eq!(a.recorder.total.successful, 1);
+    let times = crate::metrics::transaction_map(&a.recorder.methods, &a.recorder.total);
+    let invite = times["INVITE"];
+    assert_eq!((invite.provisional_ms.count, invite.provisional_ms.max), (1, 1.8));
+    assert_eq!((invite.final_ms.count, invite.final_ms.p50, invite.final_ms.max), (1, 2.0, 2.0));
+    let bye = times["BYE"];
+    assert_eq!((bye.final_ms.count, bye.final_ms.max, bye.provisional_ms.count), (1, 0.75, 0));
+    // The interval and the step saw the same.
+    assert_eq!(crate::metrics::transaction_map(&a.recorder.methods, &a.recorder.interval), times);
+    assert_eq!(crate::metrics::transaction_map(&a.recorder.methods, &a.recorder.steps[0]), times);
+    // The UAS sends no request: nothing to time.
+    assert!(crate::metrics::transaction_map(&b.recorder.methods, &b.recorder.total).is_empty());
+}
+
+#[test]
+fn only_the_responses_of_the_transaction_time_it() {
+    let t0 = Instant::now();
+    let respond = |invite: &[u8], branch: Option<&str>, method: &str| {
+        let m = Message::parse(invite).unwrap();
+        let own = m.top_via().unwrap().branch().unwrap().to_string();
+        format!(
+            "SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 127.0.0.1:{UAC};branch={}\r\nFrom: <sip:a@h>;tag=1\r\n\
+             To: <sip:b@h>;tag=2\r\nCall-ID: {}\r\nCSeq: 1 {method}\r\nContact: <sip:b@127.0.0.1:{UAS}>\r\n\
+             Content-Length: 0\r\n\r\n",
+            branch.unwrap_or(&own),
+            m.call_id().unwrap()
+        )
+        .into_bytes()
+    };
+    let finals = |e: &Engine| e.recorder.total.txn_final_us[0].len();
+    // Another branch (RFC 3261 §17.1.3), or the branch with another CSeq
+    // method: not the INVITE's transaction.
+    for (branch, method) in [(Some("z9hG4bK-other"), "INVITE"), (None, "OPTIONS")] {
+        let mut a = uac(t0);
+        a.start_call(t0, 0);
+        let invite = drain(&mut a).pop().unwrap().1;
+        a.on_message(t0 + Duration::from_millis(1), addr(UAS), &respond(&invite, branch, method));
+        assert_eq!(finals(&a), 0, "{branch:?} {method}");
+    }
+    let mut a = uac(t0);
+    a.start_call(t0, 0);
+    let invite = drain(&mut a).pop().unwrap().1;
+    a.on_message(t0 + Duration::from_millis(1), addr(UAS), &respond(&invite, None, "INVITE"));
+    assert_eq!(finals(&a), 1, "the INVITE's own 200");
+}
