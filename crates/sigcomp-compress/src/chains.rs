@@ -201,7 +201,7 @@ impl MatchFinder {
     }
 
     /// Inserts every position below `end` that has three bytes after it.
-    #[inline]
+    #[inline(always)]
     fn hash_up_to(&mut self, end: usize) {
         let end = end.min(self.data.len().saturating_sub(2));
         let p = self.hashed;

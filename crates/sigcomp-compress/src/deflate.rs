@@ -202,7 +202,12 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
                     token = Token::Copy { len: (j - i) as u16, distance: m.distance as u16 };
                 }
                 hi = lo - 1;
-                if hi < MIN_MATCH || cheapest_copy + least_cost_bound(cost, next_rise, i + MIN_MATCH, i + hi) >= best {
+                // (The least cost is at most cost[i + hi]: where even that
+                // leaves room below the best, the bound is not computed.)
+                if hi < MIN_MATCH
+                    || (cheapest_copy + cost[i + hi] >= best
+                        && cheapest_copy + least_cost_bound(cost, next_rise, i + MIN_MATCH, i + hi) >= best)
+                {
                     break 'lengths;
                 }
             }
