@@ -260,11 +260,21 @@ struct Env {
     service: String,
     transport: &'static str,
     pid: String,
+    /// `pid`, then `.N` for the process's N-th engine after its first, in
+    /// Call-IDs and branches: SIPp's `[call_id]` is call number, pid and
+    /// address, unique for one run per process, but `sigkit capacity`
+    /// runs many in one process, and a stateful proxy would take a new
+    /// run's calls for retransmissions of an earlier run's (RFC 3261
+    /// §17.2.3 matches by branch, §12 dialogs by Call-ID and tags).
+    run_id: String,
     media_port: u16,
     auth_user: String,
     auth_password: String,
     started: Instant,
 }
+
+/// Engines made by this process so far (see `Env::run_id`).
+static ENGINES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn ip_text(a: SocketAddr) -> (String, &'static str) {
     match a {
@@ -323,6 +333,10 @@ impl Engine {
             service: config.service.clone(),
             transport: config.transport.name(),
             pid: config.pid.to_string(),
+            run_id: match ENGINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+                0 => config.pid.to_string(),
+                n => format!("{}.{n}", config.pid),
+            },
             media_port: config.media_port,
             auth_user: config.auth_user.clone().unwrap_or_else(|| config.service.clone()),
             auth_password: config.auth_password.clone(),
@@ -511,7 +525,7 @@ impl Engine {
     pub fn start_call(&mut self, now: Instant, load_step: usize) {
         let slot = self.new_call(now, load_step);
         let c = &mut self.calls[slot];
-        let _ = write!(c.call_id, "{}-{}@{}", c.number, self.env.pid, self.env.local_ip);
+        let _ = write!(c.call_id, "{}-{}@{}", c.number, self.env.run_id, self.env.local_ip);
         self.by_id.insert(c.call_id.clone(), slot as u32);
         self.recorder.call_offered(load_step);
         self.recorder.call_attempted(load_step);
@@ -616,9 +630,12 @@ impl Engine {
             return;
         }
         // An earlier step: a retransmission, or a late message; not a
-        // response of the transaction in progress (a second 401 to the
-        // REGISTER with credentials is an answer, not a retransmission).
-        let current = !msg.is_request()
+        // final response of the transaction in progress (a second 401 to
+        // the REGISTER with credentials is an answer, not a
+        // retransmission). A provisional one again is (a UAS answers a
+        // retransmitted INVITE with its last provisional, RFC 3261
+        // §17.2.1), and the UAC's core ignores it.
+        let current = msg.status_code().is_some_and(|code| code >= 200)
             && !self.calls[slot].pending_branch.is_empty()
             && msg.top_via().ok().and_then(|v| v.branch()).map(str::as_bytes)
                 == Some(&self.calls[slot].pending_branch[..]);
@@ -1258,7 +1275,7 @@ fn write_keyword(ctx: &Ctx<'_>, k: &Keyword, len: usize, out: &mut Vec<u8>, scra
     match k {
         Keyword::CallId => out.extend_from_slice(&c.call_id),
         Keyword::Branch(off) => {
-            let _ = write!(out, "z9hG4bK-{}-{}-{}", env.pid, c.number, ctx.step as i64 + i64::from(*off));
+            let _ = write!(out, "z9hG4bK-{}-{}-{}", env.run_id, c.number, ctx.step as i64 + i64::from(*off));
         }
         Keyword::Cseq(off) => {
             let _ = write!(out, "{}", i64::from(c.cseq) + i64::from(*off));

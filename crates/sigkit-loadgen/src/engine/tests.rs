@@ -102,7 +102,13 @@ fn messages_carry_the_keywords() {
     assert_eq!(msg.request_uri_text(), Some("sip:service@127.0.0.1:5060"));
     assert_eq!(msg.content_length(), Some(msg.body().len()));
     assert!(msg.body().starts_with(b"v=0\r\no=user1 53655765 2353687637 IN IP4 127.0.0.1\r\n"), "{inv}");
-    assert!(inv.contains(&format!("Call-ID: 1-{}@127.0.0.1\r\n", std::process::id())), "{inv}");
+    // SIPp's [call_id], call number-pid@address, with the engine's
+    // number in this process after the pid (".N") for every engine but
+    // the process's first.
+    let call_id = msg.call_id().unwrap();
+    let pid = std::process::id().to_string();
+    let run = call_id.strip_prefix(&format!("1-{pid}")).and_then(|r| r.strip_suffix("@127.0.0.1")).expect(&inv);
+    assert!(run.is_empty() || run.strip_prefix('.').is_some_and(|n| n.parse::<u32>().is_ok()), "{inv}");
     assert!(msg.top_via().unwrap().branch().unwrap().starts_with("z9hG4bK-"));
     b.on_message(t0, addr(UAC), &invite.1);
     let answers = drain(&mut b);
@@ -174,6 +180,27 @@ fn a_late_180_after_the_200_is_ignored_and_a_lost_ack_is_resent() {
     assert_eq!((a.recorder.total.successful, a.recorder.total.failed), (1, 0));
     assert_eq!((b.recorder.total.successful, b.recorder.total.failed), (1, 0));
     assert_eq!(a.recorder.total.retransmissions_received, 2, "the late 180 and the second 200");
+}
+
+#[test]
+fn a_repeated_180_of_the_invite_in_progress_is_ignored() {
+    // A UAS answers a retransmitted INVITE with its last provisional
+    // response (RFC 3261 §17.2.1): the UAC, waiting for the 200, takes
+    // the second 180 as a retransmission, not as a reason to fail.
+    let t0 = Instant::now();
+    let mut a = uac(t0);
+    let mut b = uas(t0);
+    a.start_call(t0, 0);
+    let invite = drain(&mut a).pop().unwrap().1;
+    b.on_message(t0, addr(UAC), &invite);
+    let answers = drain(&mut b);
+    a.on_message(t0, addr(UAS), &answers[0].1);
+    a.on_message(t0, addr(UAS), &answers[0].1);
+    assert!(drain(&mut a).is_empty());
+    a.on_message(t0, addr(UAS), &answers[1].1);
+    exchange(&mut a, &mut b, t0, t0 + Duration::from_secs(20));
+    assert_eq!((a.recorder.total.successful, a.recorder.total.failed), (1, 0), "{:?}", a.recorder.total.failures);
+    assert_eq!(a.recorder.total.retransmissions_received, 1, "the second 180");
 }
 
 #[test]
@@ -406,4 +433,24 @@ fn only_the_responses_of_the_transaction_time_it() {
     let invite = drain(&mut a).pop().unwrap().1;
     a.on_message(t0 + Duration::from_millis(1), addr(UAS), &respond(&invite, None, "INVITE"));
     assert_eq!(finals(&a), 1, "the INVITE's own 200");
+}
+
+#[test]
+fn two_runs_in_one_process_never_share_a_call_id_or_branch() {
+    // A stateful proxy matches transactions by branch (RFC 3261 §17.2.3):
+    // the calls of a second run (a capacity search's next step) must not
+    // look like retransmissions of the first run's.
+    let t0 = Instant::now();
+    let (mut first, mut second) = (uac(t0), uac(t0));
+    first.start_call(t0, 0);
+    second.start_call(t0, 0);
+    let a = Message::parse(&drain(&mut first).pop().unwrap().1).unwrap().call_id().unwrap().to_string();
+    let invite = drain(&mut second).pop().unwrap().1;
+    let b = Message::parse(&invite).unwrap();
+    assert_ne!(a, b.call_id().unwrap());
+    let mut again = uac(t0);
+    again.start_call(t0, 0);
+    let c =
+        Message::parse(&drain(&mut again).pop().unwrap().1).unwrap().top_via().unwrap().branch().unwrap().to_string();
+    assert_ne!(b.top_via().unwrap().branch().unwrap(), c);
 }
