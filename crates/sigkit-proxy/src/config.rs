@@ -97,6 +97,13 @@ pub struct ProxyConfig {
     pub sigcomp_id: String,
     pub sigcomp: SigcompConfig,
     pub defence: DefenceConfig,
+    /// Transaction stateful toward the upstream (RFC 3261 §16.6 step 9,
+    /// §17): the proxy absorbs terminals' retransmissions, retransmits
+    /// toward the upstream itself (Timers A and E), answers 100 Trying to
+    /// INVITE and 408 when the upstream never answers. Default: stateless
+    /// (§16.11), the terminals' and the upstream's retransmissions passing
+    /// through.
+    pub stateful: bool,
     /// Overload control toward the upstream (each core's shard keeps its
     /// own count of pending requests).
     pub overload: crate::overload::OverloadConfig,
@@ -230,6 +237,7 @@ impl Default for ProxyConfig {
             sigcomp_id: "urn:uuid:5d5c1f3e-6b7a-4c2e-9f1d-5349474b4954".into(),
             sigcomp: SigcompConfig::default(),
             defence: DefenceConfig::default(),
+            stateful: false,
             overload: crate::overload::OverloadConfig::default(),
             metrics: None,
             threads: 0,
@@ -381,6 +389,9 @@ impl ProxyConfig {
         if self.max_flows == 0 {
             return bad("max_flows", "must be at least 1".into());
         }
+        if let Err((key, reason)) = self.overload.check(self.stateful) {
+            return bad(&format!("overload.{key}"), reason);
+        }
         Ok(())
     }
 
@@ -507,6 +518,20 @@ mod example_file {
 
     /// The documented example parses and holds the defaults it claims.
     #[test]
+    fn raising_t1_needs_the_stateful_mode_and_is_refused_with_its_line() {
+        let text =
+            "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n[overload]\nhandler = \"t1\"\n";
+        let c = ProxyConfig::from_toml("sigkit.toml", text).unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("sigkit.toml:4") && e.contains("stateful"), "{e}");
+        let c = ProxyConfig::from_toml("sigkit.toml", &format!("stateful = true\n{text}")).unwrap();
+        c.validate().unwrap();
+        let via = text.replace("handler = \"t1\"", "handler = \"pending_cap\"\ndetector = \"via\"");
+        let e = ProxyConfig::from_toml("sigkit.toml", &via).unwrap().validate().unwrap_err().to_string();
+        assert!(e.contains("sigkit.toml:5"), "{e}");
+    }
+
+    #[test]
     fn the_example_file_is_valid_and_states_the_defaults() {
         let text = include_str!("../sigkit.example.toml");
         let c = ProxyConfig::from_toml("sigkit.example.toml", text).unwrap();
@@ -524,6 +549,21 @@ mod example_file {
             (s.max_compartments, s.max_state_bytes, s.idle_timeout_s, s.hot_compartments),
             (t.max_compartments, t.max_state_bytes, t.idle_timeout_s, t.hot_compartments)
         );
+        assert_eq!(c.stateful, d.stateful);
+        let (o, q) = (&c.overload, &d.overload);
+        assert_eq!(
+            (o.handler, o.detector, o.max_pending, o.delay_detector),
+            (q.handler, q.detector, q.max_pending, q.delay_detector)
+        );
+        assert_eq!(
+            (o.delay_threshold_ms, o.delay_window_s, o.t1_ms, o.t1_raised_ms, o.t1_validity_s, o.retry_after_s),
+            (q.delay_threshold_ms, q.delay_window_s, q.t1_ms, q.t1_raised_ms, q.t1_validity_s, q.retry_after_s)
+        );
+        assert_eq!(
+            [o.d2_sigma0, o.d2_sigma1, o.d2_alpha, o.d2_beta, o.d2_mu, o.d2_mean_mu0, o.d2_mean_mu1, o.d2_mean_sigma],
+            [q.d2_sigma0, q.d2_sigma1, q.d2_alpha, q.d2_beta, q.d2_mu, q.d2_mean_mu0, q.d2_mean_mu1, q.d2_mean_sigma]
+        );
+        assert_eq!(o.transaction_timeout_s, q.transaction_timeout_s);
         let (e, f) = (&c.defence, &d.defence);
         assert_eq!(
             (e.cycles_per_source_per_s, e.cycles_burst, e.messages_per_source_per_s, e.messages_burst, e.max_sources),

@@ -27,6 +27,16 @@
 //! service address, and a restarted instance has lost its flows, so a
 //! token is only trusted by the instance that wrote it.
 //!
+//! With `stateful = true` the proxy is transaction stateful toward the
+//! upstream (RFC 3261 §16.6 step 9, §17): each new request from a terminal
+//! gets a server transaction, paired with a client transaction toward the
+//! upstream. The proxy absorbs the terminal's retransmissions (answering
+//! them with its last response), retransmits toward the upstream itself
+//! over UDP (Timers A and E, from the T1 overload control sets), answers
+//! 100 Trying to an INVITE at once (§16.2, §17.2.1: within 200 ms unless
+//! the TU answers), acknowledges non-2xx final responses to INVITE itself
+//! (§17.1.1.3), and answers 408 when the upstream never does (§16.8).
+//!
 //! Flows are soft state: one unused either way for `flow_idle_timeout_s`
 //! and without a live registration is forgotten, and at most `max_flows`
 //! are kept (the one idle longest goes first).
@@ -41,11 +51,12 @@ use sha1::{Digest, Sha1};
 use sigcomp::{CompartmentId, Reason, Transport};
 use sigcomp_compress::{Endpoint, EndpointConfig, Incoming, Received, ReceivedNack};
 use sigkit_sip::proxy::{build_response, format_via, is_dialog_forming, route_uri};
+use sigkit_sip::transaction::{ack_for, ClientTransaction, Reliability, ServerTransaction, State, Timers};
 use sigkit_sip::{EditError, Editor, HeaderName, Message};
 
 use crate::config::{ConfigError, ProxyConfig, SipTransport};
 use crate::defence::{Refusal, SourceBudgets};
-use crate::overload::{Admission, OcParams, Overload, OverloadMetrics};
+use crate::overload::{Admission, Overload, OverloadMetrics};
 
 /// Whether a datagram or a TCP stream starting with `b` is SigComp
 /// (RFC 5049 §4: the five most significant bits are 11111).
@@ -114,6 +125,15 @@ pub struct ProxyMetrics {
     /// Messages compressed anew and sent again over TCP after the
     /// terminal NACKed them (RFC 4077).
     pub nack_resends: u64,
+    /// Stateful mode: transactions started, requests from terminals
+    /// absorbed as retransmissions, responses from the upstream absorbed
+    /// as retransmissions, requests sent again to the upstream (Timer A or
+    /// E), and transactions the upstream never answered (408 sent).
+    pub transactions: u64,
+    pub absorbed_requests: u64,
+    pub absorbed_responses: u64,
+    pub upstream_retransmissions: u64,
+    pub transaction_timeouts: u64,
 }
 
 impl ProxyMetrics {
@@ -136,6 +156,11 @@ impl ProxyMetrics {
         self.compress_failures += o.compress_failures;
         self.undeliverable += o.undeliverable;
         self.nack_resends += o.nack_resends;
+        self.transactions += o.transactions;
+        self.absorbed_requests += o.absorbed_requests;
+        self.absorbed_responses += o.absorbed_responses;
+        self.upstream_retransmissions += o.upstream_retransmissions;
+        self.transaction_timeouts += o.transaction_timeouts;
     }
 }
 
@@ -174,6 +199,45 @@ struct SentOverTcp {
     to: Peer,
     sip: Vec<u8>,
 }
+
+/// A transaction of the stateful mode: the server transaction toward the
+/// terminal and the client transaction toward the upstream (RFC 3261
+/// §16.6 step 9), keyed by the proxy's branch, which is the same for a
+/// retransmission of the request ([`Proxy::branch_for`]).
+struct Transaction {
+    /// The CSeq method.
+    method: String,
+    server: ServerTransaction,
+    client: ClientTransaction,
+    /// The request as forwarded: sent again on Timer A or E, and the base
+    /// of the ACK of a non-2xx final response.
+    forwarded: Vec<u8>,
+    /// The request as the terminal sent it (decompressed): the base of a
+    /// 408 of the proxy's own.
+    received: Vec<u8>,
+    /// Where responses go: the terminal's flow, its `sigcomp-id`, and
+    /// whether it speaks SigComp.
+    to: Peer,
+    token: u64,
+    sigcomp_id: Option<String>,
+    sigcomp: bool,
+    /// The last response sent to the terminal (plain SIP): sent again
+    /// when the terminal retransmits the request, or on Timer G.
+    last_response: Option<Vec<u8>>,
+    /// Timer C (§16.6 step 11): an INVITE answered only provisionally is
+    /// given up after it.
+    timer_c: Instant,
+}
+
+impl Transaction {
+    fn next_timeout(&self) -> Instant {
+        [self.client.poll_timeout(), self.server.poll_timeout()].into_iter().flatten().fold(self.timer_c, Instant::min)
+    }
+}
+
+/// Timer C of a stateful proxy's INVITE transaction (RFC 3261 §16.6 step
+/// 11: greater than 3 minutes).
+const TIMER_C: Duration = Duration::from_secs(181);
 
 /// How many of a TCP flow's last compressed messages may be sent again
 /// after a NACK. A NACK answers the message that failed, and over TCP it
@@ -314,6 +378,11 @@ pub struct Proxy {
     overload: Overload,
     /// Each TCP connection's last compressed messages, by connection.
     sent_over_tcp: HashMap<u64, VecDeque<SentOverTcp>>,
+    /// Transaction stateful toward the upstream (`stateful`).
+    stateful: bool,
+    transactions: HashMap<String, Transaction>,
+    /// No transaction timer is due before this.
+    transactions_due: Option<Instant>,
     out: VecDeque<Transmit>,
     metrics: ProxyMetrics,
 }
@@ -369,8 +438,15 @@ impl Proxy {
             registered: HashMap::new(),
             held: HashMap::new(),
             budgets: SourceBudgets::new(config.defence.clone()),
-            overload: Overload::new(config.overload.clone(), 0x9e37_79b9_7f4a_7c15 ^ u64::from(shard.index)),
+            overload: Overload::new(
+                config.overload.clone(),
+                0x9e37_79b9_7f4a_7c15 ^ u64::from(shard.index),
+                config.stateful,
+            ),
             sent_over_tcp: HashMap::new(),
+            stateful: config.stateful,
+            transactions: HashMap::new(),
+            transactions_due: None,
             out: VecDeque::new(),
             metrics: ProxyMetrics::default(),
         })
@@ -719,6 +795,11 @@ impl Proxy {
         let sigcomp_id = sigkit_sip::compartment::sigcomp_id(msg).map(str::to_string);
         let compartment = self.compartment_for(sigcomp_id.as_deref(), token);
         let method = msg.method().unwrap_or("");
+        if self.stateful && self.absorbed(now, msg, method) {
+            let accept = self.registered.contains_key(&compartment).then_some((now, compartment));
+            self.decide(incoming, accept);
+            return;
+        }
         // Overload control sheds only requests that start something new
         // (out of dialog, not ACK or CANCEL).
         let sheddable = !matches!(method, "ACK" | "CANCEL") && !msg.to().is_ok_and(|t| t.tag().is_some());
@@ -798,8 +879,190 @@ impl Proxy {
         if method != "ACK" {
             self.overload.forwarded(now, &branch);
         }
+        if self.stateful && !matches!(method, "ACK" | "CANCEL") {
+            self.start_transaction(now, msg, from, (token, sigcomp_id), branch, &out);
+        }
         let to = self.upstream_peer();
         self.send(Side::Upstream, to, out, false);
+    }
+
+    /// Stateful mode: whether `msg` from a terminal belongs to a
+    /// transaction the proxy has (RFC 3261 §17.2.3), and is absorbed
+    /// there: a retransmitted request, answered with the last response
+    /// sent (§17.2.1, §17.2.2), or the ACK of a non-2xx final response,
+    /// which ends at the proxy (§16.7: the proxy's client transaction
+    /// acknowledged the upstream itself).
+    fn absorbed(&mut self, now: Instant, msg: &Message<'_>, method: &str) -> bool {
+        if method == "CANCEL" {
+            return false;
+        }
+        let branch = self.branch_for(msg);
+        let Some(t) = self.transactions.get_mut(&branch) else { return false };
+        let resend = if method == "ACK" {
+            // The ACK of a 2xx is a request of its own (another branch,
+            // §17.1.1.3), so only a non-2xx one finds the INVITE here.
+            if t.method != "INVITE" {
+                return false;
+            }
+            t.server.on_request(now, true);
+            false
+        } else if t.method == method {
+            self.metrics.absorbed_requests += 1;
+            t.server.on_request(now, false).retransmit
+        } else {
+            return false;
+        };
+        let at = t.next_timeout();
+        let again = resend.then(|| (t.last_response.clone(), t.to, t.token, t.sigcomp_id.clone(), t.sigcomp));
+        self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
+        if let Some((Some(r), to, token, id, sigcomp)) = again {
+            self.deliver_to_terminal(now, to, (token, id.as_deref()), sigcomp, r);
+        }
+        true
+    }
+
+    /// Stateful mode: the server and client transactions of a new request
+    /// forwarded as `forwarded`; an INVITE is answered 100 Trying at once
+    /// (RFC 3261 §16.2: a stateful proxy that will not answer within
+    /// 200 ms; §17.2.1, so the terminal stops retransmitting).
+    fn start_transaction(
+        &mut self,
+        now: Instant,
+        msg: &Message<'_>,
+        from: Peer,
+        terminal: (u64, Option<String>),
+        branch: String,
+        forwarded: &[u8],
+    ) {
+        let method = msg.method().unwrap_or("").to_string();
+        let invite = method == "INVITE";
+        let reliability = match from.transport {
+            SipTransport::Udp => Reliability::Unreliable,
+            SipTransport::Tcp => Reliability::Reliable,
+        };
+        let mut server = ServerTransaction::new(invite, reliability, Timers::default());
+        // The upstream is reached over UDP; its T1 is overload control's
+        // (H1 raises it for new transactions).
+        let t1 = self.overload.t1(now);
+        let timers = Timers { t1, t2: Timers::default().t2.max(t1), ..Timers::default() };
+        let client = ClientTransaction::new(invite, Reliability::Unreliable, timers, now);
+        let (token, sigcomp_id) = terminal;
+        let sigcomp = self.flows.get(&token).is_some_and(|f| f.sigcomp);
+        let mut last_response = None;
+        if invite {
+            if let Ok(trying) = build_response(msg, 100, "Trying", None, &[]) {
+                server.send_response(now, 100);
+                last_response = Some(trying.clone());
+                self.deliver_to_terminal(now, from, (token, sigcomp_id.as_deref()), sigcomp, trying);
+            }
+        }
+        let t = Transaction {
+            method,
+            server,
+            client,
+            forwarded: forwarded.to_vec(),
+            received: msg.input().to_vec(),
+            to: from,
+            token,
+            sigcomp_id,
+            sigcomp,
+            last_response,
+            timer_c: now + TIMER_C,
+        };
+        let at = t.next_timeout();
+        self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
+        self.metrics.transactions += 1;
+        self.transactions.insert(branch, t);
+    }
+
+    /// Stateful mode: what a response from the upstream does to its
+    /// transaction. False when it ends there: a retransmission of a final
+    /// response (acknowledged again if it is a non-2xx one to INVITE), or
+    /// a 100 Trying (RFC 3261 §16.7 step 3: not forwarded). True when it
+    /// goes on to the terminal.
+    fn response_in_transaction(&mut self, now: Instant, branch: &str, msg: &Message<'_>, code: u16) -> bool {
+        let Some(t) = self.transactions.get_mut(branch) else { return true };
+        if !msg.cseq().is_ok_and(|c| c.method == t.method) {
+            // A response to the CANCEL the proxy forwarded statelessly.
+            return true;
+        }
+        let o = t.client.on_response(now, code);
+        let ack =
+            if o.send_ack { Message::parse(&t.forwarded).ok().and_then(|req| ack_for(&req, msg).ok()) } else { None };
+        // §16.7 step 10: every 2xx to INVITE is forwarded (the UAS
+        // retransmits it end to end); anything else goes once, through
+        // the server transaction.
+        let two_xx_invite = t.method == "INVITE" && (200..300).contains(&code);
+        let forward = o.deliver && code > 100 && (t.server.send_response(now, code) || two_xx_invite);
+        let at = t.next_timeout();
+        self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
+        if let Some(ack) = ack {
+            let up = self.upstream_peer();
+            self.send(Side::Upstream, up, ack, false);
+        }
+        if !o.deliver {
+            self.metrics.absorbed_responses += 1;
+        }
+        forward
+    }
+
+    /// Stateful mode: the transactions' timers (RFC 3261 §17.1.1.2,
+    /// §17.1.2.2, §17.2.1, §17.2.2): the request sent again to the
+    /// upstream, the last response again to the terminal, 408 when the
+    /// upstream never answered (§16.8: Timer B or F is a 408 from the
+    /// client transaction; §16.7 step 6 then forwards it, the only
+    /// response there is), and ended transactions dropped.
+    fn run_transactions(&mut self, now: Instant) {
+        if self.transactions_due.is_none_or(|d| now < d) {
+            return;
+        }
+        let due: Vec<String> =
+            self.transactions.iter().filter(|(_, t)| t.next_timeout() <= now).map(|(b, _)| b.clone()).collect();
+        for branch in due {
+            let Some(mut t) = self.transactions.remove(&branch) else { continue };
+            let c = t.client.handle_timeout(now);
+            if c.retransmit {
+                self.metrics.upstream_retransmissions += 1;
+                let up = self.upstream_peer();
+                self.send(Side::Upstream, up, t.forwarded.clone(), false);
+            }
+            let unanswered = t.server.last_code().is_none_or(|c| c < 200);
+            let timer_c = now >= t.timer_c;
+            if (c.timed_out || timer_c) && unanswered {
+                self.metrics.transaction_timeouts += 1;
+                let reply = Message::parse(&t.received)
+                    .ok()
+                    .and_then(|m| build_response(&m, 408, "Request Timeout", Some(&self.to_tag(&m)), &[]).ok());
+                if let Some(reply) = reply.filter(|_| t.server.send_response(now, 408)) {
+                    t.last_response = Some(reply.clone());
+                    self.deliver_to_terminal(now, t.to, (t.token, t.sigcomp_id.as_deref()), t.sigcomp, reply);
+                }
+            }
+            if t.server.handle_timeout(now).retransmit {
+                if let Some(r) = t.last_response.clone() {
+                    self.deliver_to_terminal(now, t.to, (t.token, t.sigcomp_id.as_deref()), t.sigcomp, r);
+                }
+            }
+            let over = timer_c || (t.client.is_terminated() && t.server.is_terminated());
+            // A server transaction still in Trying or Proceeding whose
+            // client transaction has ended without a final response: the
+            // 408 above moved it on; one that cannot move is dropped.
+            let stuck = t.client.is_terminated() && matches!(t.server.state(), State::Trying | State::Proceeding);
+            if !over && !stuck {
+                self.transactions.insert(branch, t);
+            }
+        }
+        self.transactions_due = self.transactions.values().map(Transaction::next_timeout).min();
+    }
+
+    /// Transactions the stateful mode holds.
+    pub fn transaction_count(&self) -> usize {
+        self.transactions.len()
+    }
+
+    /// Whether the proxy is transaction stateful (`stateful`).
+    pub fn is_stateful(&self) -> bool {
+        self.stateful
     }
 
     /// The branch of the proxy's Via for `msg`: the same for a
@@ -906,7 +1169,10 @@ impl Proxy {
             return;
         };
         let code = msg.status_code().unwrap_or(0);
-        self.overload.response(now, &branch, code, our_via.as_ref().and_then(OcParams::of));
+        self.overload.response(now, &branch, code, our_via.as_ref());
+        if self.stateful && !self.response_in_transaction(now, &branch, msg, code) {
+            return;
+        }
         // A removed registration's compartment closes once this response,
         // compressed in it, is on its way.
         let mut deregistered = None;
@@ -945,6 +1211,9 @@ impl Proxy {
             return;
         }
         let out = e.emit();
+        if let Some(t) = self.transactions.get_mut(&branch) {
+            t.last_response = Some(out.clone());
+        }
         self.deliver_to_terminal(now, to, (token, id.as_deref()), sigcomp, out);
         if let Some(c) = deregistered {
             self.close_compartment(c);
@@ -1130,7 +1399,10 @@ impl Proxy {
         let held = self.held.values().map(|h| h.deadline).min();
         let reg = self.registered.values().min().copied();
         let flow = self.flow_deadlines.peek().map(|Reverse((at, _))| *at);
-        [held, reg, flow, self.endpoint.poll_timeout(), self.overload.poll_timeout()].into_iter().flatten().min()
+        [held, reg, flow, self.endpoint.poll_timeout(), self.overload.poll_timeout(), self.transactions_due]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Ends what has timed out: held REGISTER states (no final answer),
@@ -1152,6 +1424,7 @@ impl Proxy {
         }
         self.expire_flows(now);
         self.overload.handle_timeout(now);
+        self.run_transactions(now);
     }
 
     /// Overload control's state (handler counters, detector).
@@ -1201,6 +1474,7 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
     let mut e = sigcomp_compress::EndpointMetrics::default();
     let mut registered = 0;
     let mut overload = OverloadMetrics::default();
+    let mut transactions = 0;
     for p in shards {
         m.add(&p.metrics);
         let pe = p.endpoint.metrics();
@@ -1221,6 +1495,13 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         overload.delay_alarm |= o.delay_alarm;
         overload.oc_reduction = overload.oc_reduction.max(o.oc_reduction);
         overload.delay_p95_us = overload.delay_p95_us.max(o.delay_p95_us);
+        overload.d2_kappa = if o.d2_kappa.abs() > overload.d2_kappa.abs() { o.d2_kappa } else { overload.d2_kappa };
+        overload.d2_alarm |= o.d2_alarm;
+        overload.d2_mean_alarm |= o.d2_mean_alarm;
+        overload.d2_alarms += o.d2_alarms;
+        overload.d2_mean_alarms += o.d2_mean_alarms;
+        overload.t1_ms = overload.t1_ms.max(o.t1_ms);
+        transactions += p.transactions.len();
     }
     {
         let m = &m;
@@ -1260,6 +1541,26 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         counter("sigkit_proxy_nacks_received_total", "RFC 4077 NACKs received.", &[("", e.nacks_received)]);
         counter("sigkit_proxy_udvm_cycles_total", "UDVM cycles run.", &[("", e.cycles)]);
         counter(
+            "sigkit_proxy_transactions_total",
+            "Stateful mode: transactions started toward the upstream.",
+            &[("", m.transactions)],
+        );
+        counter(
+            "sigkit_proxy_retransmissions_absorbed_total",
+            "Stateful mode: retransmissions that ended at the proxy, by side they came from.",
+            &[(r#"{side="terminal"}"#, m.absorbed_requests), (r#"{side="upstream"}"#, m.absorbed_responses)],
+        );
+        counter(
+            "sigkit_proxy_upstream_retransmissions_total",
+            "Stateful mode: requests sent again to the upstream (RFC 3261 Timer A or E).",
+            &[("", m.upstream_retransmissions)],
+        );
+        counter(
+            "sigkit_proxy_transaction_timeouts_total",
+            "Stateful mode: transactions the upstream never answered (408 sent, RFC 3261 §16.8).",
+            &[("", m.transaction_timeouts)],
+        );
+        counter(
             "sigkit_proxy_nack_resends_total",
             "Messages compressed anew and sent again over TCP after a terminal's NACK.",
             &[("", m.nack_resends)],
@@ -1285,6 +1586,11 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
             "sigkit_proxy_overload_timed_out_total",
             "Requests the upstream never answered within 64*T1.",
             &[("", overload.timed_out)],
+        );
+        counter(
+            "sigkit_proxy_overload_d2_alarms_total",
+            "Decisions 'congested' of D2 (Wald's test of kappa's variance) and of its mean-shift variant.",
+            &[(r#"{test="variance"}"#, overload.d2_alarms), (r#"{test="mean"}"#, overload.d2_mean_alarms)],
         );
         counter(
             "sigkit_proxy_compartments_closed_total",
@@ -1314,6 +1620,27 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
             "sigkit_proxy_overload_oc_reduction_percent",
             "Share of new requests the upstream asks to shed (RFC 7339 loss).",
             f64::from(overload.oc_reduction),
+        );
+        gauge("sigkit_proxy_transactions", "Stateful mode: transactions held.", transactions as f64);
+        gauge(
+            "sigkit_proxy_overload_d2_kappa",
+            "D2's last anomaly indicator, kappa = change of pending / change of new-request rate.",
+            overload.d2_kappa,
+        );
+        gauge(
+            "sigkit_proxy_overload_d2_alarm",
+            "1 while D2 (Wald's test of kappa's variance) last decided congested.",
+            if overload.d2_alarm { 1.0 } else { 0.0 },
+        );
+        gauge(
+            "sigkit_proxy_overload_d2_mean_alarm",
+            "1 while D2's mean-shift variant last decided congested.",
+            if overload.d2_mean_alarm { 1.0 } else { 0.0 },
+        );
+        gauge(
+            "sigkit_proxy_overload_t1_seconds",
+            "T1 of new client transactions toward the upstream (raised by H1).",
+            overload.t1_ms as f64 / 1000.0,
         );
         gauge("sigkit_proxy_state_bytes", "State memory of all compartments (RFC 3320 §6.2).", e.state_bytes as f64);
         gauge("sigkit_proxy_registered_terminals", "Compartments with a live registration.", registered as f64);

@@ -1,31 +1,46 @@
 //! Overload control toward the upstream: detecting that the SIP server
 //! behind the proxy is congested, and shedding load before it collapses.
 //!
-//! The SIP overload thesis (C. Egger, "Improvement Strategies for the Signaling Performance of the Session Initiation Protocol", TU Wien) shows that a
-//! stateful SIP server carrying non-INVITE transactions over UDP collapses
-//! under a short surge, because the requests it is slow to answer are
-//! retransmitted (Timer E) and add to its load; and that the server in
-//! front of it can see the congestion in the delay of final responses and
-//! shed load with 503. Two handlers of that kind run here, sans-IO:
+//! The SIP overload thesis (C. Egger, "Improvement Strategies for the
+//! Signaling Performance of the Session Initiation Protocol", TU Wien 2012)
+//! shows that a stateful SIP server carrying non-INVITE transactions over
+//! UDP collapses under a short surge, because the requests it is slow to
+//! answer are retransmitted (Timer E) and add to its load; and that the
+//! server in front of it can see the congestion implicitly and handle it.
+//! Its detectors run here, sans-IO, on the proxy's own transactions toward
+//! the upstream; the detector code is `sigkit_sim::detect`, the one the
+//! simulator runs:
 //!
-//! * [`Handler::PendingCap`] (the seed's H2): at most `max_pending`
-//!   requests awaiting a final response from the upstream; beyond it, or
-//!   while the delay detector fires, new out-of-dialog requests are
-//!   answered 503 with Retry-After.
+//! * D1 (§4.2.2): the 95th percentile of the final response delay (fRpD)
+//!   over the last five seconds, evaluated every second, against 0.5 s;
+//! * D2 (§4.2.3): the anomaly indicator κ = ΔP/Δλ of pending transactions
+//!   P and new-request rate λ, each second, under Wald's sequential test of
+//!   its variance; and the mean-shift variant of the thesis's lab (§5.2.3).
+//!
+//! The handler is chosen apart from the detector that drives it:
+//!
+//! * [`Handler::PendingCap`] (H2, §4.3.3): at most `max_pending` requests
+//!   awaiting a final response from the upstream; beyond it, or while the
+//!   detector fires, new out-of-dialog requests are answered 503 with
+//!   Retry-After.
+//! * [`Handler::RaiseT1`] (H1, §4.3.2): while the detector fires, new
+//!   client transactions toward the upstream start from a raised T1, so
+//!   Timer E adds less load; also when the upstream asks for it with
+//!   `oc_t1`/`oc_t1_validity` in the proxy's Via (Listings 4.2, 4.3). Only
+//!   in the transaction-stateful mode, where the proxy retransmits.
 //! * [`Handler::OcLoss`]: RFC 7339 overload control. The proxy marks its
 //!   Via with `oc` (§5.1); the upstream answers with `oc=N` (percent of
 //!   requests to shed, §5.3), `oc-validity` and `oc-seq`, and the proxy
 //!   sheds that share of new out-of-dialog requests with 503 (the "loss"
 //!   algorithm, §5.10.1) until the validity ends.
-//!
-//! The detector is the seed's D1: the 95th percentile of the final
-//! response delay (fRpD) over the last five seconds, evaluated every
-//! second, against a threshold of 0.5 s.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
+use sigkit_sim::detect::{AnomalyIndicator, DelayDetector, MeanTest, VarianceTest};
+use sigkit_sim::scenario::{D1Config, D2Config, D2MeanConfig};
+use sigkit_sim::via::T1Signal;
 
 /// Which handler sheds load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -38,25 +53,72 @@ pub enum Handler {
     PendingCap,
     /// RFC 7339 loss-based overload control, driven by the upstream.
     OcLoss,
+    /// The SIP overload thesis's H1: raise T1 toward the upstream
+    /// (transaction-stateful mode only).
+    #[serde(rename = "t1")]
+    RaiseT1,
+}
+
+/// Which detector drives the handler (all of them run, and are exported
+/// as metrics, whichever is chosen).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Detector {
+    /// D1, the final response delay.
+    #[default]
+    D1,
+    /// D2, Wald's test of the variance of κ.
+    D2,
+    /// D2's mean-shift variant (the thesis's lab).
+    D2Mean,
+    /// None: only the upstream's own `oc_t1` signal raises T1 (handler
+    /// `t1` only; the thesis's proposal, §4.3.2).
+    Via,
 }
 
 /// Overload control's keys in the configuration file (`[overload]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OverloadConfig {
-    /// `none`, `pending_cap` or `oc_loss`.
+    /// `none`, `pending_cap`, `t1` or `oc_loss`.
     pub handler: Handler,
+    /// What drives `pending_cap` (with `delay_detector`) and `t1`: `d1`,
+    /// `d2`, `d2_mean`, or `via` (t1 only).
+    pub detector: Detector,
     /// pending_cap: requests awaiting a final response from the upstream
     /// at most. The default is what a server answering 1,000 requests/s
     /// within 0.5 s has pending; size it to the upstream's capacity times
     /// the set-up delay a caller tolerates.
     pub max_pending: usize,
-    /// pending_cap: also shed while the delay detector (D1) fires.
+    /// pending_cap: also shed while the detector fires (the key's name is
+    /// from when D1 was the only one).
     pub delay_detector: bool,
     /// D1's threshold on the 95th percentile of final response delay, ms.
     pub delay_threshold_ms: u64,
     /// D1's window, seconds.
     pub delay_window_s: u64,
+    /// D2: Wald's test of κ's standard deviation, σ0 against σ1, with
+    /// error probabilities α and β and κ's mean μ when not congested
+    /// (thesis eq. 4.13-4.15: 0.962, 20.392, 0.1, 0.05, 0.056).
+    pub d2_sigma0: f64,
+    pub d2_sigma1: f64,
+    pub d2_alpha: f64,
+    pub d2_beta: f64,
+    pub d2_mu: f64,
+    /// D2's mean-shift variant: κ's mean μ0 against μ1 with known σ (the
+    /// thesis's lab, §5.2.3: 0.589, 100.067, 6.780).
+    pub d2_mean_mu0: f64,
+    pub d2_mean_mu1: f64,
+    pub d2_mean_sigma: f64,
+    /// t1: the T1 of new client transactions toward the upstream while
+    /// the detector fires, ms (thesis §4.3.2: 1 s).
+    pub t1_raised_ms: u64,
+    /// t1: how long T1 stays raised after the last evaluation that found
+    /// the upstream congested, seconds (thesis: 60 s).
+    pub t1_validity_s: u64,
+    /// The T1 of client transactions toward the upstream otherwise, ms
+    /// (RFC 3261 §17.1.1.1: 500 ms).
+    pub t1_ms: u64,
     /// Retry-After of the 503s (RFC 3261 §21.5.4), seconds.
     pub retry_after_s: u32,
     /// A request with no final response after this many seconds is
@@ -68,13 +130,91 @@ impl Default for OverloadConfig {
     fn default() -> Self {
         OverloadConfig {
             handler: Handler::None,
+            detector: Detector::D1,
             max_pending: 500,
             delay_detector: true,
             delay_threshold_ms: 500,
             delay_window_s: 5,
+            d2_sigma0: 0.962,
+            d2_sigma1: 20.392,
+            d2_alpha: 0.1,
+            d2_beta: 0.05,
+            d2_mu: 0.056,
+            d2_mean_mu0: 0.589,
+            d2_mean_mu1: 100.067,
+            d2_mean_sigma: 6.780,
+            t1_raised_ms: 1000,
+            t1_validity_s: 60,
+            t1_ms: 500,
             retry_after_s: 5,
             transaction_timeout_s: 32,
         }
+    }
+}
+
+impl OverloadConfig {
+    fn d1(&self) -> D1Config {
+        D1Config {
+            window: self.delay_window_s as f64,
+            interval: 1.0,
+            threshold: self.delay_threshold_ms as f64 / 1000.0,
+            ..D1Config::default()
+        }
+    }
+
+    fn d2(&self) -> D2Config {
+        D2Config {
+            interval: 1.0,
+            mu: self.d2_mu,
+            sigma0: self.d2_sigma0,
+            sigma1: self.d2_sigma1,
+            alpha: self.d2_alpha,
+            beta: self.d2_beta,
+        }
+    }
+
+    fn d2_mean(&self) -> D2MeanConfig {
+        D2MeanConfig {
+            mu0: self.d2_mean_mu0,
+            mu1: self.d2_mean_mu1,
+            sigma: self.d2_mean_sigma,
+            alpha: self.d2_alpha,
+            beta: self.d2_beta,
+        }
+    }
+
+    /// What the configuration cannot mean: (key, reason).
+    pub fn check(&self, stateful: bool) -> Result<(), (&'static str, String)> {
+        if self.handler == Handler::RaiseT1 && !stateful {
+            return Err((
+                "handler",
+                "\"t1\" needs stateful = true: a stateless proxy does not retransmit, so its T1 changes nothing".into(),
+            ));
+        }
+        if self.detector == Detector::Via && self.handler != Handler::RaiseT1 {
+            return Err(("detector", "\"via\" is the upstream's T1 signal; it drives only handler = \"t1\"".into()));
+        }
+        if !(self.d2_sigma0 > 0.0 && self.d2_sigma1 > self.d2_sigma0) {
+            return Err((
+                "d2_sigma1",
+                format!("need 0 < d2_sigma0 < d2_sigma1, got {} and {}", self.d2_sigma0, self.d2_sigma1),
+            ));
+        }
+        if !(self.d2_mean_sigma > 0.0 && self.d2_mean_mu1 > self.d2_mean_mu0) {
+            return Err(("d2_mean_mu1", "need d2_mean_mu0 < d2_mean_mu1 and d2_mean_sigma > 0".into()));
+        }
+        for (key, p) in [("d2_alpha", self.d2_alpha), ("d2_beta", self.d2_beta)] {
+            if !(p > 0.0 && p < 0.5) {
+                return Err((key, format!("{p} is not an error probability in (0, 0.5)")));
+            }
+        }
+        if self.t1_ms == 0 || self.t1_raised_ms == 0 {
+            return Err(("t1_ms", "T1 must be at least 1 ms".into()));
+        }
+        if self.delay_window_s == 0 {
+            return Err(("delay_window_s", "must be at least 1".into()));
+        }
+        Ok(())
     }
 }
 
@@ -95,8 +235,9 @@ struct OcRequest {
     seq: f64,
 }
 
-/// Counters of overload control, for the metrics endpoint.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Counters of overload control and the detectors' state, for the
+/// metrics endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct OverloadMetrics {
     pub rejected: u64,
     pub timed_out: u64,
@@ -108,17 +249,39 @@ pub struct OverloadMetrics {
     pub oc_reduction: u8,
     /// D1's last 95th percentile of final response delay, µs.
     pub delay_p95_us: u64,
+    /// D2's last anomaly indicator κ.
+    pub d2_kappa: f64,
+    /// D2's last decision (variance test), and its mean-shift variant's.
+    pub d2_alarm: bool,
+    pub d2_mean_alarm: bool,
+    /// Decisions "congested" D2 and its variant took so far (each restarts
+    /// the test, so the alarm flips with the load it sheds).
+    pub d2_alarms: u64,
+    pub d2_mean_alarms: u64,
+    /// The T1 of new client transactions toward the upstream, ms.
+    pub t1_ms: u64,
 }
 
 /// The overload state of one proxy shard.
-#[derive(Debug)]
 pub struct Overload {
     config: OverloadConfig,
+    /// Whether anything is tracked: a handler is on, or the proxy is
+    /// transaction-stateful (its detectors then run for the metrics).
+    active: bool,
+    /// The detectors' time origin (they count seconds as f64).
+    epoch: Option<Instant>,
     /// Requests forwarded upstream awaiting a final response, by the
     /// proxy's branch: when they went.
     pending: HashMap<String, Instant>,
-    /// (when answered, final response delay) over the detector's window.
-    delays: VecDeque<(Instant, Duration)>,
+    d1: DelayDetector,
+    kappa: AnomalyIndicator,
+    d2: VarianceTest,
+    d2_mean: MeanTest,
+    /// New requests forwarded since the last evaluation (D2's λ).
+    new_requests: u64,
+    /// H1: T1 raised to this until then (by the detector, or by the
+    /// upstream's `oc_t1`).
+    t1_raised: Option<(Duration, Instant)>,
     next_evaluation: Option<Instant>,
     oc: Option<OcRequest>,
     /// A xorshift state: which requests the loss algorithm sheds.
@@ -127,20 +290,59 @@ pub struct Overload {
 }
 
 impl Overload {
-    pub fn new(config: OverloadConfig, seed: u64) -> Overload {
+    /// `stateful`: the proxy keeps transactions, so the detectors run
+    /// even without a handler.
+    pub fn new(config: OverloadConfig, seed: u64, stateful: bool) -> Overload {
+        let metrics = OverloadMetrics { t1_ms: config.t1_ms, ..OverloadMetrics::default() };
         Overload {
-            config,
+            active: config.handler != Handler::None || stateful,
+            epoch: None,
             pending: HashMap::new(),
-            delays: VecDeque::new(),
+            d1: DelayDetector::new(config.d1()),
+            kappa: AnomalyIndicator::default(),
+            d2: VarianceTest::new(&config.d2()),
+            d2_mean: MeanTest::new(&config.d2_mean()),
+            new_requests: 0,
+            t1_raised: None,
             next_evaluation: None,
             oc: None,
             rng: seed | 1,
-            metrics: OverloadMetrics::default(),
+            metrics,
+            config,
         }
     }
 
     pub fn enabled(&self) -> bool {
-        self.config.handler != Handler::None
+        self.active
+    }
+
+    /// `now` in the detectors' seconds.
+    fn secs(&mut self, now: Instant) -> f64 {
+        now.saturating_duration_since(*self.epoch.get_or_insert(now)).as_secs_f64()
+    }
+
+    /// Whether the chosen detector finds the upstream congested now.
+    pub fn congested(&self) -> bool {
+        match self.config.detector {
+            Detector::D1 => self.metrics.delay_alarm,
+            Detector::D2 => self.metrics.d2_alarm,
+            Detector::D2Mean => self.metrics.d2_mean_alarm,
+            Detector::Via => false,
+        }
+    }
+
+    /// The T1 for a new client transaction toward the upstream (H1 raises
+    /// it; transactions already running keep theirs, as in the thesis).
+    pub fn t1(&self, now: Instant) -> Duration {
+        match self.t1_raised {
+            Some((t1, until)) if now < until => t1,
+            _ => Duration::from_millis(self.config.t1_ms),
+        }
+    }
+
+    fn raise_t1(&mut self, t1: Duration, until: Instant) {
+        self.t1_raised = Some((t1, until));
+        self.metrics.t1_ms = t1.as_millis() as u64;
     }
 
     /// The Via parameter that tells the upstream this proxy takes RFC
@@ -181,9 +383,9 @@ impl Overload {
         let reject = match self.config.handler {
             Handler::None => false,
             Handler::PendingCap => {
-                self.pending.len() >= self.config.max_pending
-                    || (self.config.delay_detector && self.metrics.delay_alarm)
+                self.pending.len() >= self.config.max_pending || (self.config.delay_detector && self.congested())
             }
+            Handler::RaiseT1 => false,
             Handler::OcLoss => match self.oc {
                 Some(oc) if now < oc.until && oc.reduction > 0 => self.random_percent() < oc.reduction,
                 _ => false,
@@ -200,25 +402,47 @@ impl Overload {
     /// A request with the proxy's `branch` went to the upstream.
     pub fn forwarded(&mut self, now: Instant, branch: &str) {
         if self.enabled() {
-            self.pending.entry(branch.to_string()).or_insert(now);
+            self.secs(now);
+            if let std::collections::hash_map::Entry::Vacant(v) = self.pending.entry(branch.to_string()) {
+                v.insert(now);
+                self.new_requests += 1;
+            }
             self.next_evaluation.get_or_insert(now + Duration::from_secs(1));
         }
     }
 
     /// A response from the upstream to the request with `branch`, with
-    /// the RFC 7339 parameters of the proxy's Via in it (`oc`,
-    /// `oc-validity`, `oc-seq`, `oc-algo`), if any.
-    pub fn response(&mut self, now: Instant, branch: &str, code: u16, oc: Option<OcParams<'_>>) {
+    /// the proxy's Via as it came back: its RFC 7339 parameters (`oc`,
+    /// `oc-validity`, `oc-seq`, `oc-algo`) and the thesis's `oc_t1`,
+    /// `oc_t1_validity`, if any.
+    pub fn response(&mut self, now: Instant, branch: &str, code: u16, via: Option<&sigkit_sip::Via<'_>>) {
         if !self.enabled() {
             return;
         }
         if code >= 200 {
             if let Some(sent) = self.pending.remove(branch) {
-                self.delays.push_back((now, now.saturating_duration_since(sent)));
+                let t = self.secs(now);
+                self.d1.record(t, now.saturating_duration_since(sent).as_secs_f64());
             }
         }
-        if let (Handler::OcLoss, Some(p)) = (self.config.handler, oc) {
-            self.take_oc(now, p);
+        let Some(via) = via else { return };
+        match self.config.handler {
+            Handler::OcLoss => {
+                if let Some(p) = OcParams::of(via) {
+                    self.take_oc(now, p);
+                }
+            }
+            Handler::RaiseT1 => {
+                // Thesis §4.3.2: "use T1 = oc_t1 toward me for
+                // oc_t1_validity" (ms), read in either spelling.
+                let signal = T1Signal::from_params(via.params().map(|p| (p.name, p.value)));
+                if let Some(s) = signal {
+                    let until = now + Duration::from_millis(u64::from(s.validity_ms));
+                    self.raise_t1(Duration::from_millis(u64::from(s.t1_ms)), until);
+                    self.next_evaluation.get_or_insert(now + Duration::from_secs(1));
+                }
+            }
+            Handler::None | Handler::PendingCap => {}
         }
     }
 
@@ -243,33 +467,55 @@ impl Overload {
         self.next_evaluation
     }
 
-    /// Forgets requests past Timer F and evaluates D1 once a second.
+    /// Forgets requests past Timer F and evaluates the detectors once a
+    /// second (D1's w and D2's interval, thesis §4.2.2, §4.2.3).
     pub fn handle_timeout(&mut self, now: Instant) {
         let Some(at) = self.next_evaluation else { return };
         if now < at {
             return;
         }
+        let t = self.secs(now);
         let timeout = Duration::from_secs(self.config.transaction_timeout_s);
         let before = self.pending.len();
         self.pending.retain(|_, sent| now.saturating_duration_since(*sent) < timeout);
         self.metrics.timed_out += (before - self.pending.len()) as u64;
-        let window = Duration::from_secs(self.config.delay_window_s);
-        while self.delays.front().is_some_and(|(t, _)| now.saturating_duration_since(*t) > window) {
-            self.delays.pop_front();
+        // D1: with no response in the window, a request waiting longer
+        // than the threshold counts as congestion (a silent upstream gives
+        // no delay to measure).
+        let oldest = self.pending.values().min().map(|sent| now.saturating_duration_since(*sent).as_secs_f64());
+        self.metrics.delay_alarm = self.d1.evaluate(t, oldest);
+        self.metrics.delay_p95_us = self.d1.last_p95.map_or(0, |p| (p * 1e6) as u64);
+        // D2: κ of this interval's pending count and new-request rate,
+        // over the nominal 1 s interval: λ is the count of new requests,
+        // as in the simulator, so that Δλ = 0 means equal counts (a rate
+        // over the timer's jittered interval would make Δλ tiny but not
+        // 0, and κ huge).
+        let rate = self.new_requests as f64;
+        self.new_requests = 0;
+        if let Some(k) = self.kappa.observe(self.pending.len() as f64, rate, 1.0) {
+            self.metrics.d2_kappa = k;
+            self.d2.observe(k);
+            self.d2_mean.observe(k);
+            self.metrics.d2_alarm = self.d2.congested;
+            self.metrics.d2_mean_alarm = self.d2_mean.congested;
+            self.metrics.d2_alarms = self.d2.alarms;
+            self.metrics.d2_mean_alarms = self.d2_mean.alarms;
         }
-        // A request still pending has waited at least this long: counting
-        // it keeps the detector firing while the upstream answers nothing.
-        let mut delays: Vec<Duration> = self.delays.iter().map(|(_, d)| *d).collect();
-        delays.extend(self.pending.values().map(|sent| now.saturating_duration_since(*sent)));
-        let p95 = percentile(&mut delays, 0.95);
-        self.metrics.delay_p95_us = p95.as_micros() as u64;
-        self.metrics.delay_alarm = p95 > Duration::from_millis(self.config.delay_threshold_ms);
+        if self.config.handler == Handler::RaiseT1 && self.congested() {
+            let until = now + Duration::from_secs(self.config.t1_validity_s);
+            self.raise_t1(Duration::from_millis(self.config.t1_raised_ms), until);
+        }
+        if self.t1_raised.is_some_and(|(_, until)| now >= until) {
+            self.t1_raised = None;
+            self.metrics.t1_ms = self.config.t1_ms;
+        }
         if self.oc.is_some_and(|o| now >= o.until) {
             self.oc = None;
             self.metrics.oc_reduction = 0;
         }
-        self.next_evaluation = (!self.pending.is_empty() || !self.delays.is_empty() || self.oc.is_some())
-            .then_some(now + Duration::from_secs(1));
+        // D2 needs its series without gaps, so evaluation goes on once
+        // started.
+        self.next_evaluation = Some(now + Duration::from_secs(1));
     }
 }
 
@@ -295,15 +541,6 @@ impl<'a> OcParams<'a> {
     }
 }
 
-fn percentile(values: &mut [Duration], q: f64) -> Duration {
-    if values.is_empty() {
-        return Duration::ZERO;
-    }
-    values.sort_unstable();
-    let i = ((values.len() as f64 * q).ceil() as usize).clamp(1, values.len()) - 1;
-    values[i]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,7 +552,7 @@ mod tests {
     #[test]
     fn the_pending_cap_sheds_new_requests_beyond_it_but_never_in_dialog_ones() {
         let t0 = Instant::now();
-        let mut o = Overload::new(config(Handler::PendingCap), 7);
+        let mut o = Overload::new(config(Handler::PendingCap), 7, false);
         for b in ["a", "b", "c"] {
             assert_eq!(o.admit(t0, true), Admission::Forward);
             o.forwarded(t0, b);
@@ -334,7 +571,7 @@ mod tests {
     #[test]
     fn the_delay_detector_fires_on_slow_final_responses_and_on_silence() {
         let t0 = Instant::now();
-        let mut o = Overload::new(OverloadConfig { max_pending: 1000, ..config(Handler::PendingCap) }, 7);
+        let mut o = Overload::new(OverloadConfig { max_pending: 1000, ..config(Handler::PendingCap) }, 7, false);
         for i in 0..20 {
             let b = format!("b{i}");
             o.forwarded(t0, &b);
@@ -365,31 +602,77 @@ mod tests {
     #[test]
     fn oc_loss_sheds_the_share_the_upstream_asks_for_while_it_is_valid() {
         let t0 = Instant::now();
-        let mut o = Overload::new(config(Handler::OcLoss), 12345);
+        let mut o = Overload::new(config(Handler::OcLoss), 12345, false);
         assert_eq!(o.via_param(), ";oc");
         let via_text = "SIP/2.0/UDP 10.0.0.1:5060;branch=z9hG4bKx;oc=40;oc-validity=2000;oc-seq=10.5;oc-algo=\"loss\"";
         let via = sigkit_sip::Via::parse(via_text).unwrap();
         o.forwarded(t0, "z9hG4bKx");
-        o.response(t0, "z9hG4bKx", 200, OcParams::of(&via));
+        o.response(t0, "z9hG4bKx", 200, Some(&via));
         assert_eq!(o.metrics().oc_reduction, 40);
         let shed = (0..10_000).filter(|_| o.admit(t0 + Duration::from_millis(10), true) == Admission::Reject).count();
         assert!((3_500..4_500).contains(&shed), "{shed} of 10000 shed for oc=40");
         assert_eq!(o.admit(t0, false), Admission::Forward);
         // An older oc-seq does not replace it; validity ends it.
         let stale = sigkit_sip::Via::parse("SIP/2.0/UDP h;branch=z9hG4bKy;oc=0;oc-seq=9").unwrap();
-        o.response(t0, "z9hG4bKy", 200, OcParams::of(&stale));
+        o.response(t0, "z9hG4bKy", 200, Some(&stale));
         assert_eq!(o.metrics().oc_reduction, 40);
         let later = t0 + Duration::from_millis(2500);
         assert_eq!((0..100).filter(|_| o.admit(later, true) == Admission::Reject).count(), 0);
         let other = sigkit_sip::Via::parse("SIP/2.0/UDP h;branch=z9hG4bKz;oc=50;oc-algo=\"rate\"").unwrap();
-        o.response(t0, "z9hG4bKz", 200, OcParams::of(&other));
+        o.response(t0, "z9hG4bKz", 200, Some(&other));
         assert_eq!(o.metrics().oc_reduction, 40, "an algorithm other than loss is not ours");
+    }
+
+    #[test]
+    fn h1_raises_t1_while_d1_fires_and_lets_it_fall_after_the_validity() {
+        let t0 = Instant::now();
+        let c = OverloadConfig { handler: Handler::RaiseT1, ..OverloadConfig::default() };
+        let mut o = Overload::new(c, 1, true);
+        assert_eq!(o.t1(t0), Duration::from_millis(500));
+        for i in 0..20 {
+            let b = format!("b{i}");
+            o.forwarded(t0, &b);
+            o.response(t0 + Duration::from_millis(900), &b, 200, None);
+        }
+        o.handle_timeout(t0 + Duration::from_secs(1));
+        assert!(o.congested());
+        assert_eq!(o.t1(t0 + Duration::from_secs(1)), Duration::from_secs(1));
+        assert_eq!(o.metrics().t1_ms, 1000);
+        assert_eq!(o.admit(t0, true), Admission::Forward, "H1 sheds nothing");
+        // The slow answers leave D1's window; T1 stays raised for 60 s
+        // after the last evaluation that found congestion.
+        o.handle_timeout(t0 + Duration::from_secs(10));
+        assert!(!o.congested());
+        assert_eq!(o.t1(t0 + Duration::from_secs(60)), Duration::from_secs(1));
+        o.handle_timeout(t0 + Duration::from_secs(62));
+        assert_eq!(o.t1(t0 + Duration::from_secs(62)), Duration::from_millis(500));
+        assert_eq!(o.metrics().t1_ms, 500);
+    }
+
+    #[test]
+    fn d2_decides_congested_when_pending_transactions_rise_at_a_steady_rate() {
+        let t0 = Instant::now();
+        let c = OverloadConfig { handler: Handler::PendingCap, detector: Detector::D2, ..OverloadConfig::default() };
+        let mut o = Overload::new(c, 1, true);
+        let mut n = 0;
+        // 50 new requests a second, none answered.
+        for s in 0..4u64 {
+            for _ in 0..50 {
+                n += 1;
+                o.forwarded(t0 + Duration::from_secs(s), &n.to_string());
+            }
+            o.handle_timeout(t0 + Duration::from_secs(s + 1));
+        }
+        let m = o.metrics();
+        assert!(m.d2_alarm && m.d2_alarms >= 1, "{m:?}");
+        assert_eq!(m.d2_kappa, 50.0, "a flat rate: kappa is the rise of P per interval");
+        assert_eq!(o.admit(t0 + Duration::from_secs(4), true), Admission::Reject);
     }
 
     #[test]
     fn no_handler_forwards_everything_and_keeps_nothing() {
         let t0 = Instant::now();
-        let mut o = Overload::new(config(Handler::None), 1);
+        let mut o = Overload::new(config(Handler::None), 1, false);
         for i in 0..10 {
             o.forwarded(t0, &i.to_string());
             assert_eq!(o.admit(t0, true), Admission::Forward);

@@ -13,9 +13,10 @@ use std::time::Duration;
 use support::ua::Terminal;
 use support::*;
 
-async fn calls_through_the_proxy(tcp: bool) {
-    let (dir, kport, _kamailio) = scratch_with_kamailio(if tcp { "tcp" } else { "udp" });
-    let proxy = start_proxy(|port| proxy_config(port, kport)).await;
+async fn calls_through_the_proxy(tcp: bool, stateful: bool) {
+    let name = format!("{}{}", if tcp { "tcp" } else { "udp" }, if stateful { "-stateful" } else { "" });
+    let (dir, kport, _kamailio) = scratch_with_kamailio(&name);
+    let proxy = start_proxy(|port| proxy_config_with(port, kport, stateful)).await;
     let proxy_addr = proxy.terminal_addrs[0].1;
 
     // The far-end UAS answers one call (re-INVITE and BYE included).
@@ -58,6 +59,11 @@ async fn calls_through_the_proxy(tcp: bool) {
     assert!(accepted >= 6.0, "accepted {accepted}\n{metrics}");
     // The first REGISTER was challenged: its state was declined.
     assert!(declined >= 1.0, "declined {declined}\n{metrics}");
+    if stateful {
+        // Two REGISTERs, INVITE, re-INVITE, BYE went through transactions.
+        let started = metric(&metrics, "sigkit_proxy_transactions_total").unwrap();
+        assert!(started >= 5.0, "transactions {started}\n{metrics}");
+    }
     assert_eq!(metric(&metrics, "sigkit_proxy_registered_terminals"), Some(1.0));
     let ratio = metric(&metrics, "sigkit_proxy_compression_ratio_out").unwrap();
     assert!(ratio > 0.0 && ratio < 0.8, "ratio toward the terminal {ratio}");
@@ -70,12 +76,31 @@ async fn calls_through_the_proxy(tcp: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigcomp_terminal_over_udp() {
-    calls_through_the_proxy(false).await;
+    calls_through_the_proxy(false, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigcomp_terminal_over_tcp() {
-    calls_through_the_proxy(true).await;
+    calls_through_the_proxy(true, false).await;
+}
+
+/// The same flows through the transaction-stateful proxy (RFC 3261 §17
+/// transactions toward Kamailio, 100 Trying of its own, the ACK of a
+/// non-2xx final response its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigcomp_terminal_over_udp_through_the_stateful_proxy() {
+    calls_through_the_proxy(false, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigcomp_terminal_over_tcp_through_the_stateful_proxy() {
+    calls_through_the_proxy(true, true).await;
+}
+
+fn proxy_config_with(port: u16, upstream: u16, stateful: bool) -> sigkit_proxy::ProxyConfig {
+    let mut c = proxy_config(port, upstream);
+    c.stateful = stateful;
+    c
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
