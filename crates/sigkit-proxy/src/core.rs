@@ -900,8 +900,9 @@ impl Proxy {
         let Some(t) = self.transactions.get_mut(&branch) else { return false };
         let resend = if method == "ACK" {
             // The ACK of a 2xx is a request of its own (another branch,
-            // §17.1.1.3), so only a non-2xx one finds the INVITE here.
-            if t.method != "INVITE" {
+            // §17.1.1.3), so only a non-2xx one should find the INVITE
+            // here; one that reuses the INVITE's branch anyway goes on.
+            if t.method != "INVITE" || !matches!(t.server.state(), State::Completed | State::Confirmed) {
                 return false;
             }
             t.server.on_request(now, true);
