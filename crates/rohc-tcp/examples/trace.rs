@@ -1,0 +1,58 @@
+//! Prints, per packet of a synthesised flow, what TAROC sent: direction,
+//! packet kind, compressor state, header bytes, and the first octets.
+//! `cargo run --release -p rohc-tcp --example trace -- bulk|sip [u|o|r]`
+
+use rohc_tcp::synth::{bulk_transfer, sip_over_tcp, Dir, FlowOptions};
+use rohc_tcp::{Compressor, CompressorConfig, Decompressor, DecompressorConfig, Mode, Packet};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let flow = match args.get(1).map(String::as_str) {
+        Some("sip") => sip_over_tcp(20, FlowOptions::default()),
+        _ => bulk_transfer(1500, 1460, 61, FlowOptions::default()),
+    };
+    let mode = match args.get(2).map(String::as_str) {
+        Some("o") => Mode::O,
+        Some("r") => Mode::R,
+        _ => Mode::U,
+    };
+    let mut ends = [0, 1].map(|_| {
+        (Compressor::new(CompressorConfig::with_mode(mode)), Decompressor::new(DecompressorConfig::with_mode(mode)))
+    });
+    let mut totals = [(0usize, 0usize); 2];
+    for (dir, p) in &flow {
+        let (c, d) = &mut ends[*dir as usize];
+        let mut wire = Vec::new();
+        let r = c.compress(p, &mut wire).unwrap();
+        let mut back = Vec::new();
+        let res = d.decompress(&wire, &mut back);
+        if let Err(e) = &res {
+            eprintln!("error: {e}");
+        }
+        let ok = res.is_ok() && back == *p;
+        while let Some(f) = d.poll_feedback() {
+            let mut b = Vec::new();
+            f.emit(&mut b);
+            c.handle_feedback(&b).unwrap();
+        }
+        let h = Packet::parse(p).unwrap();
+        totals[*dir as usize].0 += 1;
+        totals[*dir as usize].1 += r.header_len;
+        println!(
+            "{:?} {:?} {:?} seq={} ack={} len={} vsw={} hdr={} ok={} {:02x?}",
+            dir,
+            r.kind,
+            r.state,
+            h.header.seq,
+            h.header.ack,
+            h.payload.len(),
+            c.vsw_len(r.cid),
+            r.header_len,
+            ok,
+            &wire[..r.header_len.min(12)]
+        );
+    }
+    for (d, (n, b)) in [Dir::Forward, Dir::Backward].iter().zip(totals) {
+        println!("{d:?}: {n} packets, mean header {:.2}", b as f64 / n.max(1) as f64);
+    }
+}

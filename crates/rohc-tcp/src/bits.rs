@@ -1,0 +1,104 @@
+//! Bit-packed fields, most significant bit first (the profile's
+//! `bit_alignment 8`: fields are packed back to back and the whole header
+//! is padded to an octet).
+
+/// Writes fields of 0–32 bits.
+pub(crate) struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    acc: u64,
+    nbits: u32,
+}
+
+impl<'a> BitWriter<'a> {
+    pub fn new(out: &'a mut Vec<u8>) -> Self {
+        BitWriter { out, acc: 0, nbits: 0 }
+    }
+
+    /// Appends the `width` low bits of `value`.
+    pub fn put(&mut self, value: u32, width: u32) {
+        debug_assert!(width <= 32);
+        if width == 0 {
+            return;
+        }
+        let v = (value as u64) & ((1u64 << width) - 1);
+        self.acc = (self.acc << width) | v;
+        self.nbits += width;
+        while self.nbits >= 8 {
+            self.nbits -= 8;
+            self.out.push((self.acc >> self.nbits) as u8);
+        }
+        self.acc &= (1u64 << self.nbits) - 1;
+    }
+
+    /// Pads with zero bits to the next octet.
+    pub fn finish(mut self) {
+        if self.nbits > 0 {
+            let pad = 8 - self.nbits;
+            self.put(0, pad);
+        }
+    }
+}
+
+/// Reads fields of 0–32 bits; reading past the end is an error.
+pub(crate) struct BitReader<'a> {
+    data: &'a [u8],
+    bit: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Truncated;
+
+impl<'a> BitReader<'a> {
+    pub fn new(data: &'a [u8]) -> Self {
+        BitReader { data, bit: 0 }
+    }
+
+    pub fn get(&mut self, width: u32) -> Result<u32, Truncated> {
+        if width == 0 {
+            return Ok(0);
+        }
+        if self.bit + width as usize > self.data.len() * 8 {
+            return Err(Truncated);
+        }
+        let mut v = 0u64;
+        let mut left = width;
+        while left > 0 {
+            let byte = self.data[self.bit / 8];
+            let off = (self.bit % 8) as u32;
+            let take = (8 - off).min(left);
+            let bits = (byte >> (8 - off - take)) & ((1u16 << take) - 1) as u8;
+            v = (v << take) | bits as u64;
+            self.bit += take as usize;
+            left -= take;
+        }
+        Ok(v as u32)
+    }
+
+    /// The octet offset after padding to the next octet.
+    pub fn octets_used(&self) -> usize {
+        self.bit.div_ceil(8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_round_trip_across_octets() {
+        let fields = [(1, 1), (0x5, 3), (0x3fff, 14), (0xdeadbeef, 32), (0, 0), (0x7f, 7), (0xabc, 12)];
+        let mut out = Vec::new();
+        let mut w = BitWriter::new(&mut out);
+        for (v, n) in fields {
+            w.put(v, n);
+        }
+        w.finish();
+        assert_eq!(out.len(), (1 + 3 + 14 + 32 + 7 + 12usize).div_ceil(8));
+        let mut r = BitReader::new(&out);
+        for (v, n) in fields {
+            assert_eq!(r.get(n).unwrap(), v);
+        }
+        assert_eq!(r.octets_used(), out.len());
+        assert!(r.get(8).is_err());
+    }
+}

@@ -1,0 +1,629 @@
+//! The TAROC compressor (draft-ietf-rohc-tcp-taroc-04 §5.2.1, §5.3, §5.5):
+//! a sans-IO state machine. IPv4/TCP packets go in, compressed packets come
+//! out; feedback packets from the decompressor go in through
+//! [`Compressor::handle_feedback`].
+//!
+//! Per flow (addresses and ports, one direction) a context holds the state
+//! (IR, FO, SO), the sliding window of sent values (VSW), the compression
+//! slow-start period F_PERIOD, and the Algorithm SEQ and Algorithm ACK
+//! trackers whose W bounds the VSW.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::cwnd::{vsw_bound, AckTracker, SeqTracker, TrackerParams};
+use crate::format::{
+    fold_checksum, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc, IrPacket, OptInfo, SeqEnc,
+    StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_K, MSN_P, SEQ_TABLE, TS_TABLE, WINDOW_LSB,
+};
+use crate::packet::{Packet, ParseError, TcpIpHeader, FLAG_ACK, FLAG_PSH, FLAG_SYN};
+use crate::wlsb::{diff16, diff32, Lsb, Spread};
+use crate::{Mode, PacketKind, Record};
+
+/// Compressor parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompressorConfig {
+    pub mode: Mode,
+    /// K of W = K·MAX(…) (§5.6.1: "a practical range of K is around 1~2",
+    /// "K=1 is good enough for most cases"), in eighths: 8 is K = 1.
+    pub k_eighths: u32,
+    /// Link MTU; the trackers' MSS estimate is MTU − 40 (§5.1.2).
+    pub mtu: u32,
+    /// §5.1.4 MAX boundary on cwnd and ssthresh, in bytes.
+    pub max_window: u32,
+    /// ISSTHRESH (§5.1.2), bounded by `max_window`. The draft allows it
+    /// "arbitrarily high", but W ≥ 2·ssthresh, and the trackers' slow start
+    /// counts every byte sent as growth, so a high ISSTHRESH keeps every
+    /// packet of a short flow (SIP) in the VSW, SYN included, and every
+    /// field of it un-STATIC. The default, 4·MSS, ends slow start at IW.
+    pub issthresh: u32,
+    /// Floor on the VSW's length, in packets: W never shrinks it below
+    /// this many, so a burst of fewer losses (§5.6.2 expects bursts under
+    /// 8~10 packets) cannot leave the decompressor's reference outside it.
+    pub min_vsw: usize,
+    /// Hard cap on the VSW's length, in packets (memory bound; with
+    /// feedback lost in R-mode nothing else shrinks it).
+    pub max_vsw: usize,
+    /// Contexts (flows) kept, at most 16 (small CIDs); the least recently
+    /// used is reused for a new flow.
+    pub max_contexts: usize,
+    /// U-mode only: an IR-DYN after this many packets in FO/SO (0: never).
+    /// Not in the draft, whose U-mode otherwise never refreshes a
+    /// decompressor that fell back to No Context; RFC 3095 §5.3.1.1.1's
+    /// periodic refresh.
+    pub refresh_period: u32,
+}
+
+impl Default for CompressorConfig {
+    fn default() -> Self {
+        CompressorConfig {
+            mode: Mode::U,
+            k_eighths: 8,
+            mtu: 1500,
+            max_window: 65535,
+            issthresh: 4 * 1460,
+            min_vsw: 8,
+            max_vsw: 128,
+            max_contexts: MAX_CONTEXTS,
+            refresh_period: 256,
+        }
+    }
+}
+
+impl CompressorConfig {
+    pub fn with_mode(mode: Mode) -> Self {
+        CompressorConfig { mode, ..Default::default() }
+    }
+
+    fn tracker_params(&self) -> TrackerParams {
+        TrackerParams {
+            mss: self.mtu.saturating_sub(40).max(1),
+            issthresh: self.issthresh,
+            max_window: self.max_window,
+        }
+    }
+}
+
+/// The compressor states (§5.2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompressorState {
+    /// Initialization and Refresh: IR/IR-DYN with compression slow-start.
+    Ir,
+    /// First Order: W-LSB-encoded differences.
+    Fo,
+    /// Second Order: fixed-payload encoding of the sequence number.
+    So,
+}
+
+/// Why a packet was not compressed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompressError {
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error(transparent)]
+    Format(#[from] FormatError),
+}
+
+/// Why feedback was not applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FeedbackError {
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    #[error("feedback for context {0}, which does not exist")]
+    UnknownContext(u8),
+}
+
+/// What was sent for one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compressed {
+    pub cid: u8,
+    pub kind: PacketKind,
+    /// Bytes of the output that are header (the rest is the payload).
+    pub header_len: usize,
+    /// The context's state after the packet.
+    pub state: CompressorState,
+}
+
+type FlowKey = StaticPart;
+
+struct Context {
+    key: FlowKey,
+    state: CompressorState,
+    vsw: VecDeque<Record>,
+    msn: u16,
+    f_period: u32,
+    /// Compressed packets sent since the last IR/IR-DYN (slow start).
+    since_refresh: u32,
+    /// Packets sent in FO/SO since the last IR/IR-DYN (periodic refresh).
+    since_ir: u32,
+    seq_tracker: SeqTracker,
+    ack_tracker: AckTracker,
+    /// The context was created by a SYN (§5.2.1.1's fast exit).
+    from_syn: bool,
+    need_static: bool,
+    /// A NACK asked for an IR-DYN with the next packet.
+    refresh_now: bool,
+    seq_stride: u16,
+    ack_stride: u16,
+    last_payload_len: usize,
+    last_ack: Option<u32>,
+    last_ack_delta: u32,
+    last_used: u64,
+}
+
+impl Context {
+    fn new(key: FlowKey, config: &CompressorConfig, now: u64) -> Context {
+        let p = config.tracker_params();
+        Context {
+            key,
+            state: CompressorState::Ir,
+            vsw: VecDeque::with_capacity(32),
+            msn: 0,
+            f_period: 1,
+            since_refresh: 0,
+            since_ir: 0,
+            seq_tracker: SeqTracker::new(p),
+            ack_tracker: AckTracker::new(p),
+            from_syn: false,
+            need_static: true,
+            refresh_now: false,
+            seq_stride: 0,
+            ack_stride: 0,
+            last_payload_len: 0,
+            last_ack: None,
+            last_ack_delta: 0,
+            last_used: now,
+        }
+    }
+
+    /// W in bytes (§5.3.1 b).
+    fn w(&self, config: &CompressorConfig) -> u64 {
+        vsw_bound(&self.seq_tracker, &self.ack_tracker, config.k_eighths)
+    }
+
+    fn restart_slow_start(&mut self) {
+        self.state = CompressorState::Ir;
+        self.f_period = 1;
+        self.since_refresh = 0;
+    }
+
+    /// Chooses the strides of fixed-payload encoding (§6.1). They change
+    /// only when a constant size shows twice, since every change is sent
+    /// until the whole VSW carries it.
+    fn update_strides(&mut self, h: &TcpIpHeader, payload_len: usize) {
+        if payload_len > 0 && payload_len == self.last_payload_len && payload_len <= 0xffff {
+            self.seq_stride = payload_len as u16;
+        }
+        self.last_payload_len = payload_len;
+        if h.tcp_flags & FLAG_ACK != 0 {
+            if let Some(last) = self.last_ack {
+                let delta = h.ack.wrapping_sub(last);
+                if delta > 0 && delta <= 0xffff {
+                    let s = self.ack_stride as u32;
+                    if s == 0 || (delta % s != 0 && delta == self.last_ack_delta) {
+                        self.ack_stride = delta as u16;
+                    } else if delta % s != 0 && s.is_multiple_of(delta) && delta >= 256 {
+                        self.ack_stride = delta as u16; // 2·MSS then MSS: the divisor
+                    }
+                    self.last_ack_delta = delta;
+                }
+            }
+            self.last_ack = Some(h.ack);
+        }
+    }
+}
+
+/// The spread of every field over the VSW, and which fields are static.
+struct Analysis {
+    msn: Spread,
+    ipid_off: Spread,
+    ipid_raw: Spread,
+    seq: Spread,
+    ack: Spread,
+    win: Spread,
+    ts: [Spread; 2],
+    seq_fp: Option<Spread>,
+    ack_fp: Option<Spread>,
+    ip_static: bool,
+    flags_static: bool,
+    urgent_static: bool,
+    strides_static: bool,
+    skeleton_static: bool,
+    /// Older than every packet in the VSW (§5.3.2 a).
+    falls_behind: bool,
+    /// A retransmission of a VSW packet sent as IR/IR-DYN (§5.3.1 a 2).
+    retransmits_ir: bool,
+}
+
+fn fp_diff(v: u32, r: u32, stride: u16) -> Option<i64> {
+    let s = stride as u32;
+    (v % s == r % s).then(|| (v / s) as i64 - (r / s) as i64)
+}
+
+fn analyse(vsw: &VecDeque<Record>, cur: &Record) -> Analysis {
+    let h = &cur.h;
+    let off = h.ip_id.wrapping_sub(cur.msn);
+    let mut a = Analysis {
+        msn: Spread::EMPTY,
+        ipid_off: Spread::EMPTY,
+        ipid_raw: Spread::EMPTY,
+        seq: Spread::EMPTY,
+        ack: Spread::EMPTY,
+        win: Spread::EMPTY,
+        ts: [Spread::EMPTY; 2],
+        seq_fp: (cur.strides.0 != 0).then_some(Spread::EMPTY),
+        ack_fp: (cur.strides.1 != 0).then_some(Spread::EMPTY),
+        ip_static: true,
+        flags_static: true,
+        urgent_static: true,
+        strides_static: true,
+        skeleton_static: true,
+        falls_behind: cur.payload_len > 0 && !vsw.is_empty(),
+        retransmits_ir: false,
+    };
+    for e in vsw {
+        let eh = &e.h;
+        a.msn.add(diff16(cur.msn, e.msn));
+        a.ipid_off.add(diff16(off, eh.ip_id.wrapping_sub(e.msn)));
+        a.ipid_raw.add(diff16(h.ip_id, eh.ip_id));
+        let ds = diff32(h.seq, eh.seq);
+        a.seq.add(ds);
+        a.ack.add(diff32(h.ack, eh.ack));
+        a.win.add(diff16(h.window, eh.window));
+        a.ts[0].add(diff32(cur.ts.0, e.ts.0));
+        a.ts[1].add(diff32(cur.ts.1, e.ts.1));
+        if let Some(s) = &mut a.seq_fp {
+            match (e.strides.0 == cur.strides.0).then(|| fp_diff(h.seq, eh.seq, cur.strides.0)).flatten() {
+                Some(d) => s.add(d),
+                None => a.seq_fp = None,
+            }
+        }
+        if let Some(s) = &mut a.ack_fp {
+            match (e.strides.1 == cur.strides.1).then(|| fp_diff(h.ack, eh.ack, cur.strides.1)).flatten() {
+                Some(d) => s.add(d),
+                None => a.ack_fp = None,
+            }
+        }
+        a.ip_static &= eh.tos == h.tos && eh.ttl == h.ttl && eh.flags_frag == h.flags_frag;
+        a.flags_static &= eh.tcp_res == h.tcp_res && (eh.tcp_flags | FLAG_PSH) == (h.tcp_flags | FLAG_PSH);
+        a.urgent_static &= eh.urgent == h.urgent;
+        a.strides_static &= e.strides == cur.strides;
+        a.skeleton_static &= e.opt.skeleton == cur.opt.skeleton;
+        a.falls_behind &= ds < 0;
+        a.retransmits_ir |= e.sent_as_ir && cur.payload_len > 0 && e.payload_len > 0 && eh.seq == h.seq;
+    }
+    a
+}
+
+/// The cheapest encoding of `SEQ_TABLE[..selectors]` that covers the VSW.
+fn pick_seq(spread: &Spread, fp: Option<&Spread>, allow_fp: bool, selectors: usize) -> (u8, SeqEnc) {
+    let mut best = (4u8, SeqEnc::Irregular);
+    for (i, enc) in SEQ_TABLE.iter().enumerate().take(selectors) {
+        let ok = match enc {
+            SeqEnc::Lsb(l) => l.covers(spread),
+            SeqEnc::Irregular => true,
+            SeqEnc::FixedPayload(l) => allow_fp && fp.is_some_and(|s| l.covers(s)),
+        };
+        if ok && enc.bits() < best.1.bits() {
+            best = (i as u8, *enc);
+        }
+    }
+    best
+}
+
+fn lsb_bits(v: u32, enc: &SeqEnc, stride: u16) -> u32 {
+    match enc {
+        SeqEnc::Lsb(l) => v & ((1u64 << l.k) - 1) as u32,
+        SeqEnc::Irregular => v,
+        SeqEnc::FixedPayload(l) => (v / stride as u32) & ((1u32 << l.k) - 1),
+    }
+}
+
+/// The TAROC compressor for every flow of one link direction.
+pub struct Compressor {
+    config: CompressorConfig,
+    contexts: Vec<Option<Context>>,
+    by_flow: HashMap<FlowKey, u8>,
+    clock: u64,
+}
+
+impl Compressor {
+    pub fn new(config: CompressorConfig) -> Compressor {
+        let n = config.max_contexts.clamp(1, MAX_CONTEXTS);
+        Compressor { config, contexts: (0..n).map(|_| None).collect(), by_flow: HashMap::new(), clock: 0 }
+    }
+
+    pub fn config(&self) -> &CompressorConfig {
+        &self.config
+    }
+
+    /// The state of context `cid`, if it exists.
+    pub fn state(&self, cid: u8) -> Option<CompressorState> {
+        self.contexts.get(cid as usize)?.as_ref().map(|c| c.state)
+    }
+
+    /// The VSW's length of context `cid`.
+    pub fn vsw_len(&self, cid: u8) -> usize {
+        self.contexts.get(cid as usize).and_then(|c| c.as_ref()).map_or(0, |c| c.vsw.len())
+    }
+
+    /// The estimated (cwnd, ssthresh) of Algorithm SEQ and of Algorithm ACK.
+    pub fn windows(&self, cid: u8) -> Option<[(u32, u32); 2]> {
+        let c = self.contexts.get(cid as usize)?.as_ref()?;
+        Some([(c.seq_tracker.cwnd, c.seq_tracker.ssthresh), (c.ack_tracker.cwnd, c.ack_tracker.ssthresh)])
+    }
+
+    fn context_for(&mut self, key: FlowKey) -> u8 {
+        self.clock += 1;
+        if let Some(&cid) = self.by_flow.get(&key) {
+            return cid;
+        }
+        let cid = match self.contexts.iter().position(Option::is_none) {
+            Some(free) => free,
+            None => {
+                let lru = (0..self.contexts.len())
+                    .min_by_key(|&i| self.contexts[i].as_ref().map_or(0, |c| c.last_used))
+                    .unwrap_or(0);
+                if let Some(old) = &self.contexts[lru] {
+                    self.by_flow.remove(&old.key);
+                }
+                lru
+            }
+        };
+        self.contexts[cid] = Some(Context::new(key, &self.config, self.clock));
+        self.by_flow.insert(key, cid as u8);
+        cid as u8
+    }
+
+    /// Compresses one IPv4/TCP packet, appending the compressed packet
+    /// (header and payload) to `out`.
+    pub fn compress(&mut self, frame: &[u8], out: &mut Vec<u8>) -> Result<Compressed, CompressError> {
+        let packet = Packet::parse(frame)?;
+        let h = packet.header;
+        let key = StaticPart::of(&h);
+        let cid = self.context_for(key);
+        let config = self.config;
+        let clock = self.clock;
+        let Some(ctx) = self.contexts[cid as usize].as_mut() else { unreachable!("context_for fills the slot") };
+        ctx.last_used = clock;
+        let payload_len = packet.payload.len();
+        if ctx.vsw.is_empty() && h.tcp_flags & FLAG_SYN != 0 {
+            ctx.from_syn = true;
+        }
+        ctx.update_strides(&h, payload_len);
+        ctx.msn = ctx.msn.wrapping_add(1);
+        let opt = OptInfo::of(&h.options);
+        let mut rec = Record {
+            msn: ctx.msn,
+            h,
+            opt,
+            ts: opt.ts(&h.options),
+            strides: (ctx.seq_stride, ctx.ack_stride),
+            payload_len: payload_len as u16,
+            sent_as_ir: false,
+        };
+        let long_jump =
+            ctx.seq_tracker.is_long_jump(h.seq) || (h.tcp_flags & FLAG_ACK != 0 && ctx.ack_tracker.is_long_jump(h.ack));
+        let a = analyse(&ctx.vsw, &rec);
+
+        let kind = if ctx.need_static || ctx.vsw.is_empty() {
+            ctx.restart_slow_start();
+            PacketKind::Ir
+        } else if ctx.refresh_now {
+            PacketKind::IrDyn
+        } else if long_jump {
+            // §5.3.2 c / §5.3.3 c: a long jump re-enters IR and
+            // re-initialises the trackers (below).
+            ctx.restart_slow_start();
+            PacketKind::IrDyn
+        } else {
+            match ctx.state {
+                CompressorState::Ir => {
+                    if a.retransmits_ir {
+                        PacketKind::IrDyn // §5.3.1 a 2
+                    } else if ctx.from_syn && payload_len > 0 && config.mode != Mode::R {
+                        // §5.2.1.1: the first data segment after the SYN
+                        // shows the handshake crossed the link.
+                        ctx.state = CompressorState::Fo;
+                        PacketKind::Co
+                    } else if ctx.since_refresh >= ctx.f_period {
+                        // §5.3.1 c: F_PERIOD doubles after F_PERIOD
+                        // compressed packets; past W, leave IR (in R-mode
+                        // only an ACK(R) does, §5.5.3.1).
+                        ctx.f_period = ctx.f_period.saturating_mul(2);
+                        let w_packets = ctx.w(&config) / config.tracker_params().mss as u64;
+                        if config.mode != Mode::R && ctx.f_period as u64 > w_packets {
+                            ctx.state = CompressorState::Fo;
+                            PacketKind::Co
+                        } else {
+                            PacketKind::IrDyn
+                        }
+                    } else {
+                        PacketKind::Co
+                    }
+                }
+                CompressorState::Fo | CompressorState::So => {
+                    if a.falls_behind {
+                        ctx.restart_slow_start(); // §5.3.2 a, §5.3.3 a
+                        PacketKind::IrDyn
+                    } else if config.mode == Mode::U
+                        && config.refresh_period > 0
+                        && ctx.since_ir >= config.refresh_period
+                    {
+                        PacketKind::IrDyn
+                    } else {
+                        PacketKind::Co
+                    }
+                }
+            }
+        };
+
+        // §5.3.2 d, §5.3.3 d: SO while fixed-payload encoding applies.
+        if kind == PacketKind::Co && ctx.state != CompressorState::Ir {
+            ctx.state = if a.seq_fp.is_some() && rec.strides.0 != 0 && payload_len == rec.strides.0 as usize {
+                CompressorState::So
+            } else {
+                CompressorState::Fo
+            };
+        }
+
+        let start = out.len();
+        match kind {
+            PacketKind::Ir | PacketKind::IrDyn => {
+                let ir = IrPacket {
+                    cid,
+                    static_part: (kind == PacketKind::Ir).then_some(key),
+                    msn: rec.msn,
+                    header: h,
+                    strides: rec.strides,
+                    payload: packet.payload,
+                };
+                ir.emit(out);
+                rec.sent_as_ir = true;
+                ctx.need_static &= kind != PacketKind::Ir;
+                ctx.refresh_now = false;
+                ctx.since_refresh = 0;
+                ctx.since_ir = 0;
+            }
+            PacketKind::Co => {
+                let co = encode_co(cid, &rec, &a, ctx.state == CompressorState::So, packet.payload);
+                co.emit(rec.opt.shape(), out)?;
+                ctx.since_refresh += 1;
+                ctx.since_ir += 1;
+            }
+        }
+        let header_len = out.len() - start - payload_len;
+
+        // §5.3.1 b, §5.3.2 b: the packet joins the VSW; the trackers run;
+        // the VSW shrinks to W.
+        ctx.vsw.push_back(rec);
+        if long_jump {
+            let p = config.tracker_params();
+            ctx.seq_tracker = SeqTracker::new(p);
+            ctx.ack_tracker = AckTracker::new(p);
+        }
+        ctx.seq_tracker.on_segment(h.seq);
+        if h.tcp_flags & FLAG_ACK != 0 {
+            ctx.ack_tracker.on_segment(h.ack, payload_len == 0);
+        }
+        if config.mode != Mode::R {
+            // In R-mode only ACK(R)s shrink the VSW (§5.5.3.1).
+            let w = ctx.w(&config) as i64;
+            let (max_seq, max_ack) = (ctx.seq_tracker.cmaxsn, ctx.ack_tracker.cmaxack);
+            while ctx.vsw.len() > config.min_vsw.max(1) {
+                let f = &ctx.vsw[0].h;
+                if diff32(max_seq, f.seq) > w || (ctx.ack_tracker.started && diff32(max_ack, f.ack) > w) {
+                    ctx.vsw.pop_front();
+                } else {
+                    break;
+                }
+            }
+        }
+        while ctx.vsw.len() > config.max_vsw.max(1) {
+            ctx.vsw.pop_front();
+        }
+        Ok(Compressed { cid, kind, header_len, state: ctx.state })
+    }
+
+    /// Applies a feedback packet from the decompressor (§5.5.2.1, §5.5.3.1).
+    pub fn handle_feedback(&mut self, data: &[u8]) -> Result<FeedbackKind, FeedbackError> {
+        let fb = Feedback::parse(data)?;
+        let mode = self.config.mode;
+        let ctx = self
+            .contexts
+            .get_mut(fb.cid as usize)
+            .and_then(|c| c.as_mut())
+            .ok_or(FeedbackError::UnknownContext(fb.cid))?;
+        match fb.kind {
+            FeedbackKind::Ack => {
+                // Valid only for a packet sent earlier and still in the
+                // VSW; the checksum guards against a corrupted MSN.
+                if let Some(pos) = ctx.vsw.iter().position(|e| e.msn == fb.msn && e.h.checksum == fb.checksum) {
+                    let acked_ir = ctx.vsw[pos].sent_as_ir;
+                    ctx.vsw.drain(..pos);
+                    // The IR state ends with an ACK of an IR/IR-DYN: ACK(O)
+                    // in O-mode (§5.5.2.1), ACK(R) in R-mode (§5.5.3.1).
+                    if ctx.state == CompressorState::Ir && acked_ir && fb.reliable == (mode == Mode::R) {
+                        ctx.state = CompressorState::Fo;
+                    }
+                }
+            }
+            // The draft's R-mode section (§5.5.3.1) says "Upon receiving an
+            // NACK(O)"; in R-mode the decompressor sends NACK(R)
+            // (§5.5.3.2), which is what is meant: either returns to IR.
+            FeedbackKind::Nack => {
+                ctx.restart_slow_start();
+                ctx.refresh_now = true;
+            }
+            FeedbackKind::StaticNack => {
+                ctx.restart_slow_start();
+                ctx.need_static = true;
+            }
+        }
+        Ok(fb.kind)
+    }
+}
+
+fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
+    let h = &rec.h;
+    let msn_k = MSN_K.iter().copied().find(|&k| k == 16 || Lsb::new(k, MSN_P).covers(&a.msn)).unwrap_or(16);
+    let (ipid_sel, ipid_enc) = IPID_TABLE
+        .iter()
+        .enumerate()
+        .find(|(_, e)| match e {
+            IpIdEnc::Offset(l) => l.covers(&a.ipid_off),
+            IpIdEnc::Raw(l) => l.covers(&a.ipid_raw),
+            IpIdEnc::Irregular => true,
+        })
+        .map(|(i, e)| (i as u8, *e))
+        .unwrap_or((3, IpIdEnc::Irregular));
+    let ipid_bits = match ipid_enc {
+        IpIdEnc::Offset(l) => h.ip_id.wrapping_sub(rec.msn) as u32 & ((1u32 << l.k) - 1),
+        IpIdEnc::Raw(l) => h.ip_id as u32 & ((1u32 << l.k) - 1),
+        IpIdEnc::Irregular => h.ip_id as u32,
+    };
+    let (seq_sel, seq_enc) = pick_seq(&a.seq, a.seq_fp.as_ref(), so, 7);
+    // Fixed-payload encoding of the ACK number (§6.1 names both numbers)
+    // needs no state: its stride travels with the packets.
+    let (ack_sel, ack_enc) = pick_seq(&a.ack, a.ack_fp.as_ref(), true, 8);
+    let window = if Lsb::new(0, 0).covers(&a.win) {
+        WindowField::Static
+    } else if WINDOW_LSB.covers(&a.win) {
+        WindowField::Lsb(h.window as u32 & 0xfff)
+    } else {
+        WindowField::Irregular(h.window)
+    };
+    let options = if a.skeleton_static {
+        let mut ts = [(0u8, 0u32); 2];
+        if rec.opt.ts_at.is_some() {
+            for (i, v) in [rec.ts.0, rec.ts.1].into_iter().enumerate() {
+                let sel = TS_TABLE.iter().position(|l| l.is_none_or(|l| l.covers(&a.ts[i]))).unwrap_or(3);
+                let bits = TS_TABLE[sel].map_or(v, |l| v & ((1u64 << l.k) - 1) as u32);
+                ts[i] = (sel as u8, bits);
+            }
+        }
+        let mut sack = [(0u32, 0u32); 4];
+        for (i, s) in sack.iter_mut().enumerate().take(rec.opt.sack_n.min(4) as usize) {
+            let (l, r) = rec.opt.sack(&h.options, i);
+            *s = (l.wrapping_sub(h.ack), r.wrapping_sub(l));
+        }
+        CoOptions::Compact { ts, sack_n: rec.opt.sack_n, sack }
+    } else {
+        CoOptions::Raw(h.options)
+    };
+    CoPacket {
+        cid,
+        msn: (rec.msn as u32 & ((1u32 << msn_k) - 1), msn_k),
+        ip_id: (ipid_sel, ipid_bits),
+        seq: (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0)),
+        ack: (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1)),
+        window,
+        psh: h.tcp_flags & FLAG_PSH != 0,
+        flags: (!a.flags_static).then_some((h.tcp_res, h.tcp_flags)),
+        ip: (!a.ip_static).then_some((h.tos, h.ttl, h.flags_frag)),
+        urgent: (!a.urgent_static).then_some(h.urgent),
+        strides: (!a.strides_static).then_some(rec.strides),
+        options,
+        checksum: fold_checksum(h.checksum, h, rec.msn, rec.strides),
+        payload,
+    }
+}

@@ -1,0 +1,355 @@
+//! The TAROC decompressor (draft-ietf-rohc-tcp-taroc-04 §5.2.2, §5.4,
+//! §5.5): a sans-IO state machine. Compressed packets go in, IPv4/TCP
+//! packets come out, each verified by its IPv4 and TCP checksums before it
+//! is emitted; feedback for the compressor is polled with
+//! [`Decompressor::poll_feedback`].
+
+use std::collections::VecDeque;
+
+use crate::format::{
+    fold_checksum, split_cid, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc, IrPacket, OptInfo,
+    SeqEnc, StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR, TYPE_IR_DYN,
+    WINDOW_LSB,
+};
+use crate::packet::{checksums_ok, EmitError, FLAG_PSH};
+use crate::wlsb::{decode, diff16, diff32, Lsb};
+use crate::{Mode, PacketKind, Record};
+
+/// Decompressor parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecompressorConfig {
+    pub mode: Mode,
+    /// N: consecutive failures that send the context back to No Context
+    /// (§5.4.2 c; §5.6.2: "a practical range of N is around 8~10").
+    pub max_failures: u32,
+    /// R-mode: an ACK(R) every this many context updates (§5.6.3: "every
+    /// 4~8 successfully decompressed packets").
+    pub ack_every: u32,
+    /// O-mode: an optional ACK(O) every this many context updates by
+    /// compressed packets (0: only IR/IR-DYN are acknowledged, §5.5.2.2).
+    pub optional_ack_every: u32,
+}
+
+impl Default for DecompressorConfig {
+    fn default() -> Self {
+        DecompressorConfig { mode: Mode::U, max_failures: 8, ack_every: 4, optional_ack_every: 0 }
+    }
+}
+
+impl DecompressorConfig {
+    pub fn with_mode(mode: Mode) -> Self {
+        DecompressorConfig { mode, ..Default::default() }
+    }
+}
+
+/// The decompressor states (§5.2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecompressorState {
+    NoContext,
+    FullContext,
+}
+
+/// Why no packet was emitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecompressError {
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    #[error("compressed packet for context {0}, which is in No Context")]
+    NoContext(u8),
+    #[error("IR-DYN for context {0}, whose static part is unknown")]
+    NoStaticContext(u8),
+    #[error("the reconstructed packet fails its checksum; dropped")]
+    Verification,
+    #[error(transparent)]
+    Emit(#[from] EmitError),
+}
+
+/// What one compressed packet became.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decompressed {
+    pub cid: u8,
+    pub kind: PacketKind,
+    /// Bytes of the compressed packet that were header.
+    pub header_len: usize,
+    /// Bytes appended to the output (the whole IPv4 packet).
+    pub len: usize,
+}
+
+#[derive(Default)]
+struct Context {
+    full: bool,
+    static_part: Option<StaticPart>,
+    reference: Option<Record>,
+    /// The reference before the current one: a packet overtaken by a newer
+    /// one was compressed against a VSW that lacked the newer one.
+    previous: Option<Record>,
+    failures: u32,
+    /// The highest sequence number + length seen (retransmission test).
+    max_seq_end: Option<u32>,
+    updates: u32,
+}
+
+/// The TAROC decompressor for every context of one link direction.
+pub struct Decompressor {
+    config: DecompressorConfig,
+    contexts: Vec<Context>,
+    feedback: VecDeque<Feedback>,
+}
+
+impl Decompressor {
+    pub fn new(config: DecompressorConfig) -> Decompressor {
+        Decompressor {
+            config,
+            contexts: (0..MAX_CONTEXTS).map(|_| Context::default()).collect(),
+            feedback: VecDeque::new(),
+        }
+    }
+
+    pub fn state(&self, cid: u8) -> DecompressorState {
+        match self.contexts.get(cid as usize) {
+            Some(c) if c.full => DecompressorState::FullContext,
+            _ => DecompressorState::NoContext,
+        }
+    }
+
+    /// The next feedback packet for the compressor (O- and R-mode).
+    pub fn poll_feedback(&mut self) -> Option<Feedback> {
+        self.feedback.pop_front()
+    }
+
+    fn send(&mut self, cid: u8, kind: FeedbackKind, reference: Option<&Record>) {
+        if self.config.mode == Mode::U {
+            return;
+        }
+        let (msn, checksum) = reference.map_or((0, 0), |r| (r.msn, r.h.checksum));
+        // Keep the queue bounded if nobody polls it.
+        if self.feedback.len() >= 64 {
+            self.feedback.pop_front();
+        }
+        self.feedback.push_back(Feedback { cid, kind, reliable: self.config.mode == Mode::R, msn, checksum });
+    }
+
+    /// Decompresses one packet, appending the IPv4/TCP packet to `out` only
+    /// if it passes its checksums.
+    pub fn decompress(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<Decompressed, DecompressError> {
+        let (cid, rest) = split_cid(data)?;
+        let start = out.len();
+        let first = *rest.first().ok_or(FormatError::Empty)?;
+        let result = match first {
+            TYPE_IR | TYPE_IR_DYN => self.decompress_ir(cid, rest, out),
+            b if b < 0xe0 => self.decompress_co(cid, rest, out),
+            b => Err(DecompressError::Format(FormatError::UnknownType(b))),
+        };
+        match result {
+            Ok((kind, payload_len)) => {
+                Ok(Decompressed { cid, kind, header_len: data.len() - payload_len, len: out.len() - start })
+            }
+            Err(e) => {
+                out.truncate(start);
+                if matches!(e, DecompressError::Verification) {
+                    self.fail(cid);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn fail(&mut self, cid: u8) {
+        let max = self.config.max_failures.max(1);
+        let ctx = &mut self.contexts[cid as usize];
+        ctx.failures += 1;
+        if ctx.failures >= max {
+            // §5.4.2 c; the static part stays, so an IR-DYN re-enters.
+            ctx.full = false;
+            ctx.reference = None;
+            ctx.previous = None;
+        }
+        let reference = ctx.reference;
+        // §5.5.2.2 NACK(O); §5.5.3.2 NACK(R).
+        self.send(cid, FeedbackKind::Nack, reference.as_ref());
+    }
+
+    fn decompress_ir(
+        &mut self,
+        cid: u8,
+        rest: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(PacketKind, usize), DecompressError> {
+        let ir = IrPacket::parse(cid, rest)?;
+        let kind = if ir.static_part.is_some() { PacketKind::Ir } else { PacketKind::IrDyn };
+        let ctx = &self.contexts[cid as usize];
+        let Some(static_part) = ir.static_part.or(ctx.static_part) else {
+            self.send(cid, FeedbackKind::StaticNack, None);
+            return Err(DecompressError::NoStaticContext(cid));
+        };
+        let mut h = ir.header;
+        static_part.apply(&mut h);
+        let start = out.len();
+        h.emit(ir.payload.len(), out)?;
+        out.extend_from_slice(ir.payload);
+        if !checksums_ok(&out[start..]) {
+            return Err(DecompressError::Verification);
+        }
+        let rec = Record {
+            msn: ir.msn,
+            h,
+            opt: OptInfo::of(&h.options),
+            ts: (0, 0),
+            strides: ir.strides,
+            payload_len: ir.payload.len() as u16,
+            sent_as_ir: true,
+        };
+        let rec = Record { ts: rec.opt.ts(&h.options), ..rec };
+        let ctx = &mut self.contexts[cid as usize];
+        if ir.static_part.is_some() && ctx.static_part != ir.static_part {
+            *ctx = Context::default(); // a new flow on this CID
+        }
+        ctx.static_part = Some(static_part);
+        ctx.full = true;
+        ctx.failures = 0;
+        // §6.1: an uncompressed value that passed the checksum is a reference.
+        ctx.previous = ctx.reference.replace(rec);
+        note_seq_end(&mut ctx.max_seq_end, &rec);
+        ctx.updates = 0;
+        // §5.5.2.2: ACK(O) for an IR that passes; §5.5.3.2 ACK(R) for every
+        // context update.
+        self.send(cid, FeedbackKind::Ack, Some(&rec));
+        Ok((kind, ir.payload.len()))
+    }
+
+    fn decompress_co(
+        &mut self,
+        cid: u8,
+        rest: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(PacketKind, usize), DecompressError> {
+        let ctx = &self.contexts[cid as usize];
+        let Some(reference) = ctx.reference.filter(|_| ctx.full) else {
+            // §5.4.1: only IR/IR-DYN decompress in No Context.
+            let kind = if ctx.static_part.is_some() { FeedbackKind::Nack } else { FeedbackKind::StaticNack };
+            self.send(cid, kind, None);
+            return Err(DecompressError::NoContext(cid));
+        };
+        let static_part = ctx.static_part.unwrap_or(StaticPart::of(&reference.h));
+        let previous = ctx.previous;
+        let start = out.len();
+        let mut decoded = None;
+        for r in std::iter::once(reference).chain(previous) {
+            let co = CoPacket::parse(cid, rest, r.opt.shape())?;
+            if let Some(rec) = reconstruct(&co, &r, static_part) {
+                out.truncate(start);
+                rec.h.emit(co.payload.len(), out)?;
+                out.extend_from_slice(co.payload);
+                if checksums_ok(&out[start..]) {
+                    decoded = Some((rec, co.payload.len()));
+                    break;
+                }
+            }
+        }
+        let Some((rec, payload_len)) = decoded else {
+            return Err(DecompressError::Verification);
+        };
+        let ctx = &mut self.contexts[cid as usize];
+        ctx.failures = 0;
+        // §6.1 reference selection: the last received non-retransmitted
+        // value that passed the checksum; §5.4.2 b: not older than the
+        // current reference.
+        let retransmission = rec.payload_len > 0
+            && ctx.max_seq_end.is_some_and(|m| diff32(rec.h.seq.wrapping_add(rec.payload_len as u32), m) <= 0);
+        note_seq_end(&mut ctx.max_seq_end, &rec);
+        if !retransmission && diff16(rec.msn, reference.msn) > 0 {
+            ctx.previous = ctx.reference.replace(rec);
+            ctx.updates += 1;
+            let every = match self.config.mode {
+                Mode::R => self.config.ack_every.max(1),
+                Mode::O => self.config.optional_ack_every,
+                Mode::U => 0,
+            };
+            if every > 0 && ctx.updates.is_multiple_of(every) {
+                self.send(cid, FeedbackKind::Ack, Some(&rec));
+            }
+        }
+        Ok((PacketKind::Co, payload_len))
+    }
+}
+
+fn note_seq_end(max: &mut Option<u32>, rec: &Record) {
+    let end = rec.h.seq.wrapping_add(rec.payload_len as u32);
+    if max.is_none_or(|m| diff32(end, m) > 0) {
+        *max = Some(end);
+    }
+}
+
+fn decode_number(field: (u8, u32), v_ref: u32, stride: u16) -> Option<u32> {
+    Some(match SEQ_TABLE[field.0 as usize] {
+        SeqEnc::Lsb(l) => decode(field.1, l, v_ref, 32),
+        SeqEnc::Irregular => field.1,
+        SeqEnc::FixedPayload(l) => {
+            let s = stride as u32;
+            if s == 0 {
+                return None;
+            }
+            decode(field.1, l, v_ref / s, 32).wrapping_mul(s).wrapping_add(v_ref % s)
+        }
+    })
+}
+
+/// Decodes a CO packet against reference `r` (W-LSB decoding, RFC 3095
+/// §4.5.2) into the packet's record with its TCP checksum unfolded.
+fn reconstruct(co: &CoPacket<'_>, r: &Record, static_part: StaticPart) -> Option<Record> {
+    let msn = decode(co.msn.0, Lsb::new(co.msn.1, MSN_P), r.msn as u32, 16) as u16;
+    let mut h = r.h;
+    static_part.apply(&mut h);
+    h.ip_id = match IPID_TABLE[co.ip_id.0 as usize] {
+        IpIdEnc::Offset(l) => {
+            (decode(co.ip_id.1, l, r.h.ip_id.wrapping_sub(r.msn) as u32, 16) as u16).wrapping_add(msn)
+        }
+        IpIdEnc::Raw(l) => decode(co.ip_id.1, l, r.h.ip_id as u32, 16) as u16,
+        IpIdEnc::Irregular => co.ip_id.1 as u16,
+    };
+    let strides = co.strides.unwrap_or(r.strides);
+    h.seq = decode_number(co.seq, r.h.seq, r.strides.0)?;
+    h.ack = decode_number(co.ack, r.h.ack, r.strides.1)?;
+    h.window = match co.window {
+        WindowField::Static => r.h.window,
+        WindowField::Lsb(b) => decode(b, WINDOW_LSB, r.h.window as u32, 16) as u16,
+        WindowField::Irregular(v) => v,
+    };
+    (h.tcp_res, h.tcp_flags) =
+        co.flags.unwrap_or((r.h.tcp_res, (r.h.tcp_flags & !FLAG_PSH) | (co.psh as u8 * FLAG_PSH)));
+    if let Some((tos, ttl, ff)) = co.ip {
+        (h.tos, h.ttl, h.flags_frag) = (tos, ttl, ff);
+    }
+    h.urgent = co.urgent.unwrap_or(r.h.urgent);
+    let opt;
+    (h.options, opt) = match co.options {
+        CoOptions::Raw(o) => (o, OptInfo::of(&o)),
+        CoOptions::Compact { ts, sack_n, sack } => {
+            let mut vals = [0u32; 2];
+            for (i, (sel, bits)) in ts.iter().enumerate() {
+                let v_ref = if i == 0 { r.ts.0 } else { r.ts.1 };
+                vals[i] = match TS_TABLE[*sel as usize] {
+                    Some(l) => decode(*bits, l, v_ref, 32),
+                    None => *bits,
+                };
+            }
+            let blocks = sack.map(|(left, len)| {
+                let l = h.ack.wrapping_add(left);
+                (l, l.wrapping_add(len))
+            });
+            // The skeleton and the positions in it are the reference's.
+            let o = r.opt.fill((vals[0], vals[1]), &blocks[..sack_n.min(4) as usize])?;
+            (o, OptInfo { sack_n, ..r.opt })
+        }
+    };
+    h.checksum = fold_checksum(co.checksum, &h, msn, strides);
+    Some(Record {
+        msn,
+        h,
+        opt,
+        ts: opt.ts(&h.options),
+        strides,
+        payload_len: co.payload.len().min(u16::MAX as usize) as u16,
+        sent_as_ir: false,
+    })
+}

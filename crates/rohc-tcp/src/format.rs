@@ -1,0 +1,779 @@
+//! The compressed packet formats (parse/emit pairs); the layout is
+//! documented in the crate's top-level docs.
+
+use crate::bits::{BitReader, BitWriter, Truncated};
+use crate::packet::{OptionWalker, RawOptions, TcpIpHeader, FLAG_PSH};
+use crate::wlsb::Lsb;
+
+/// Why bytes are not a well-formed compressed or feedback packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    #[error("packet truncated")]
+    Truncated,
+    #[error("empty packet")]
+    Empty,
+    #[error("unknown packet type {0:#04x}")]
+    UnknownType(u8),
+    #[error("reserved value in field {0}")]
+    Reserved(&'static str),
+    #[error("TCP options of {0} bytes (at most 40, a multiple of 4)")]
+    OptionsLength(usize),
+}
+
+impl From<Truncated> for FormatError {
+    fn from(_: Truncated) -> Self {
+        FormatError::Truncated
+    }
+}
+
+/// IR: static and dynamic chains (RFC 3095's IR type with D = 1).
+pub const TYPE_IR: u8 = 0xfd;
+/// IR-DYN: dynamic chain only (RFC 3095's IR-DYN type).
+pub const TYPE_IR_DYN: u8 = 0xf8;
+/// Feedback: 11110KKR.
+pub const TYPE_FEEDBACK: u8 = 0xf0;
+/// Add-CID octet: 1110CCCC, CID 1–15 (RFC 3095 §5.2.3 small CIDs).
+pub const ADD_CID: u8 = 0xe0;
+/// Contexts a link carries (small CIDs 0–15).
+pub const MAX_CONTEXTS: usize = 16;
+
+pub(crate) fn emit_cid(cid: u8, out: &mut Vec<u8>) {
+    debug_assert!((cid as usize) < MAX_CONTEXTS);
+    if cid != 0 {
+        out.push(ADD_CID | cid);
+    }
+}
+
+/// Splits the Add-CID octet off a packet.
+pub fn split_cid(data: &[u8]) -> Result<(u8, &[u8]), FormatError> {
+    match data.first() {
+        None => Err(FormatError::Empty),
+        Some(&b) if b & 0xf0 == ADD_CID => {
+            if b == ADD_CID {
+                return Err(FormatError::Reserved("Add-CID 0"));
+            }
+            Ok((b & 0x0f, &data[1..]))
+        }
+        Some(_) => Ok((0, data)),
+    }
+}
+
+/// How a sequence or acknowledgment number is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeqEnc {
+    /// W-LSB of the number.
+    Lsb(Lsb),
+    /// All 32 bits.
+    Irregular,
+    /// Fixed-payload encoding (§6.1): number = m·stride + n; W-LSB of m.
+    FixedPayload(Lsb),
+}
+
+impl SeqEnc {
+    pub fn bits(&self) -> u32 {
+        match self {
+            SeqEnc::Lsb(l) | SeqEnc::FixedPayload(l) => l.k,
+            SeqEnc::Irregular => 32,
+        }
+    }
+}
+
+/// The 3-bit selector of SEQ and ACK: the profile's seqno widths and
+/// offsets (§6.3), STATIC, and fixed-payload widths. SEQ's selector opens
+/// a CO packet, so it never takes 7 (`111` would read as IR, IR-DYN,
+/// Add-CID or feedback).
+pub const SEQ_TABLE: [SeqEnc; 8] = [
+    SeqEnc::Lsb(Lsb::new(0, 0)),
+    SeqEnc::Lsb(Lsb::new(8, 63)),
+    SeqEnc::Lsb(Lsb::new(14, 127)),
+    SeqEnc::Lsb(Lsb::new(20, 1023)),
+    SeqEnc::Irregular,
+    SeqEnc::FixedPayload(Lsb::new(4, 1)),
+    SeqEnc::FixedPayload(Lsb::new(8, 15)),
+    SeqEnc::FixedPayload(Lsb::new(12, 63)),
+];
+
+/// How the IP-ID is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpIdEnc {
+    /// W-LSB of IP-ID − MSN (constant for a per-flow counter).
+    Offset(Lsb),
+    /// W-LSB of the IP-ID itself (constant for zero IP-IDs).
+    Raw(Lsb),
+    /// All 16 bits.
+    Irregular,
+}
+
+impl IpIdEnc {
+    pub fn bits(&self) -> u32 {
+        match self {
+            IpIdEnc::Offset(l) | IpIdEnc::Raw(l) => l.k,
+            IpIdEnc::Irregular => 16,
+        }
+    }
+}
+
+/// The 2-bit IP-ID selector (the profile's LSB(4)/LSB(8)/IRREGULAR(16)).
+pub const IPID_TABLE: [IpIdEnc; 4] = [
+    IpIdEnc::Offset(Lsb::new(4, 0)),
+    IpIdEnc::Raw(Lsb::new(4, 0)),
+    IpIdEnc::Offset(Lsb::new(8, 0)),
+    IpIdEnc::Irregular,
+];
+
+/// The 2-bit selector of TSval and TSecr: STATIC, LSB(10,63),
+/// LSB(18,4095), IRREGULAR(32) (`None`). Millisecond clocks advance by the
+/// VSW's duration, some hundreds of ticks.
+pub const TS_TABLE: [Option<Lsb>; 4] = [Some(Lsb::new(0, 0)), Some(Lsb::new(10, 63)), Some(Lsb::new(18, 4095)), None];
+
+/// MSN widths (the profile's MSN-LSB(4,-1), MSN-LSB(7,-1), MSN-IRREGULAR(16)).
+pub const MSN_K: [u32; 3] = [4, 7, 16];
+pub const MSN_P: i64 = -1;
+/// window = C(LSB(12,63)) (profile §6.3).
+pub const WINDOW_LSB: Lsb = Lsb::new(12, 63);
+
+/// Where the varying parts of TCP options sit, and the options without
+/// them (the skeleton a compressed packet takes from its reference).
+///
+/// Timestamp values are zeroed in the skeleton. A SACK option that ends
+/// the list behind two NOPs (where stacks put it) is cut off the skeleton
+/// altogether, so SACK blocks coming and going leave the skeleton STATIC;
+/// a SACK option anywhere else stays in the skeleton, values and all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptInfo {
+    pub skeleton: RawOptions,
+    /// Offset of the timestamp option's TSval, if any.
+    pub ts_at: Option<u8>,
+    /// SACK blocks of the tail SACK option (0: none).
+    pub sack_n: u8,
+}
+
+impl OptInfo {
+    pub fn of(o: &RawOptions) -> OptInfo {
+        let mut info = OptInfo { skeleton: *o, ts_at: None, sack_n: 0 };
+        let bytes = o.as_slice();
+        let mut walk = OptionWalker::new(bytes);
+        let mut found = [(0u8, 0usize, 0usize); 20];
+        let mut n = 0;
+        for item in &mut walk {
+            found[n] = item;
+            n += 1;
+        }
+        if walk.malformed {
+            return info; // carried opaquely: the whole list is skeleton
+        }
+        for &(kind, start, len) in &found[..n] {
+            if kind == 8 && len == 10 && info.ts_at.is_none() {
+                info.ts_at = Some(start as u8 + 2);
+                info.skeleton.bytes[start + 2..start + 10].fill(0);
+            }
+        }
+        if let Some(&(5, start, len)) = found[..n].last() {
+            let blocks = (len - 2) / 8;
+            if start >= 2
+                && bytes[start - 2..start] == [1, 1]
+                && start + len == bytes.len()
+                && (len - 2) % 8 == 0
+                && (1..=4).contains(&blocks)
+            {
+                info.sack_n = blocks as u8;
+                info.skeleton.bytes[start - 2..].fill(0);
+                info.skeleton.len = (start - 2) as u8;
+            }
+        }
+        info
+    }
+
+    pub fn shape(&self) -> OptShape {
+        OptShape { ts: self.ts_at.is_some() }
+    }
+
+    pub fn ts(&self, o: &RawOptions) -> (u32, u32) {
+        match self.ts_at {
+            Some(at) => (be32(&o.bytes[at as usize..]), be32(&o.bytes[at as usize + 4..])),
+            None => (0, 0),
+        }
+    }
+
+    /// SACK block `i` of the tail SACK option of `o` (whose info this is).
+    pub fn sack(&self, o: &RawOptions, i: usize) -> (u32, u32) {
+        let at = self.skeleton.len as usize + 4 + 8 * i;
+        (be32(&o.bytes[at..]), be32(&o.bytes[at + 4..]))
+    }
+
+    /// The skeleton with timestamps filled in and `sack` appended as a tail
+    /// SACK option; `None` if that exceeds 40 octets.
+    pub fn fill(&self, ts: (u32, u32), sack: &[(u32, u32)]) -> Option<RawOptions> {
+        let mut o = self.skeleton;
+        if let Some(at) = self.ts_at {
+            let at = at as usize;
+            o.bytes[at..at + 4].copy_from_slice(&ts.0.to_be_bytes());
+            o.bytes[at + 4..at + 8].copy_from_slice(&ts.1.to_be_bytes());
+        }
+        if !sack.is_empty() {
+            let at = o.len as usize;
+            let len = 4 + 8 * sack.len();
+            if at + len > 40 {
+                return None;
+            }
+            o.bytes[at..at + 4].copy_from_slice(&[1, 1, 5, (len - 2) as u8]);
+            for (i, (l, r)) in sack.iter().enumerate() {
+                o.bytes[at + 4 + 8 * i..at + 8 + 8 * i].copy_from_slice(&l.to_be_bytes());
+                o.bytes[at + 8 + 8 * i..at + 12 + 8 * i].copy_from_slice(&r.to_be_bytes());
+            }
+            o.len += len as u8;
+        }
+        Some(o)
+    }
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// Whether a compact option list carries a timestamp pair (from the
+/// reference's skeleton).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OptShape {
+    pub ts: bool,
+}
+
+/// CRC-16/CCITT (polynomial 0x1021, initial 0xFFFF) table.
+const CRC16_TABLE: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = (i as u16) << 8;
+        let mut b = 0;
+        while b < 8 {
+            c = if c & 0x8000 != 0 { (c << 1) ^ 0x1021 } else { c << 1 };
+            b += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+};
+
+fn crc16(data: &[u8]) -> u16 {
+    let mut crc = 0xffffu16;
+    for &b in data {
+        crc = (crc << 8) ^ CRC16_TABLE[((crc >> 8) as u8 ^ b) as usize];
+    }
+    crc
+}
+
+/// The transmitted checksum field: the TCP checksum XOR a CRC-16 of the
+/// reconstructed values the TCP checksum does not cover (MSN, TOS, IP-ID,
+/// IP flags and fragment offset, TTL, the two strides). A wrongly decoded
+/// one of them changes the recovered TCP checksum, so the decompressor's
+/// TCP-checksum verification (§5.4) covers every field it reconstructs, at
+/// no extra bits.
+pub fn fold_checksum(tcp_checksum: u16, h: &TcpIpHeader, msn: u16, strides: (u16, u16)) -> u16 {
+    let mut d = [0u8; 12];
+    d[0..2].copy_from_slice(&msn.to_be_bytes());
+    d[2] = h.tos;
+    d[3..5].copy_from_slice(&h.ip_id.to_be_bytes());
+    d[5..7].copy_from_slice(&h.flags_frag.to_be_bytes());
+    d[7] = h.ttl;
+    d[8..10].copy_from_slice(&strides.0.to_be_bytes());
+    d[10..12].copy_from_slice(&strides.1.to_be_bytes());
+    tcp_checksum ^ crc16(&d)
+}
+
+/// The static chain: addresses and ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StaticPart {
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    pub src_port: u16,
+    pub dst_port: u16,
+}
+
+impl StaticPart {
+    pub fn of(h: &TcpIpHeader) -> StaticPart {
+        StaticPart { src: h.src, dst: h.dst, src_port: h.src_port, dst_port: h.dst_port }
+    }
+
+    pub fn apply(&self, h: &mut TcpIpHeader) {
+        h.src = self.src;
+        h.dst = self.dst;
+        h.src_port = self.src_port;
+        h.dst_port = self.dst_port;
+    }
+}
+
+/// An IR or IR-DYN packet.
+#[derive(Debug, Clone, Copy)]
+pub struct IrPacket<'a> {
+    pub cid: u8,
+    /// Present in IR, absent in IR-DYN.
+    pub static_part: Option<StaticPart>,
+    pub msn: u16,
+    /// The header with its true TCP checksum (unfolded); the static fields
+    /// are zero in an IR-DYN.
+    pub header: TcpIpHeader,
+    pub strides: (u16, u16),
+    pub payload: &'a [u8],
+}
+
+impl<'a> IrPacket<'a> {
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        let h = &self.header;
+        emit_cid(self.cid, out);
+        match self.static_part {
+            Some(s) => {
+                out.push(TYPE_IR);
+                out.extend_from_slice(&s.src);
+                out.extend_from_slice(&s.dst);
+                out.extend_from_slice(&s.src_port.to_be_bytes());
+                out.extend_from_slice(&s.dst_port.to_be_bytes());
+            }
+            None => out.push(TYPE_IR_DYN),
+        }
+        out.extend_from_slice(&self.msn.to_be_bytes());
+        out.push(h.tos);
+        out.extend_from_slice(&h.ip_id.to_be_bytes());
+        out.extend_from_slice(&h.flags_frag.to_be_bytes());
+        out.push(h.ttl);
+        out.extend_from_slice(&h.seq.to_be_bytes());
+        out.extend_from_slice(&h.ack.to_be_bytes());
+        out.push(((h.tcp_len() / 4) as u8) << 4 | (h.tcp_res & 0x0f));
+        out.push(h.tcp_flags);
+        out.extend_from_slice(&h.window.to_be_bytes());
+        out.extend_from_slice(&fold_checksum(h.checksum, h, self.msn, self.strides).to_be_bytes());
+        out.extend_from_slice(&h.urgent.to_be_bytes());
+        out.extend_from_slice(&self.strides.0.to_be_bytes());
+        out.extend_from_slice(&self.strides.1.to_be_bytes());
+        out.extend_from_slice(h.options.as_slice());
+        out.extend_from_slice(self.payload);
+    }
+
+    /// Parses an IR or IR-DYN (after the Add-CID octet).
+    pub fn parse(cid: u8, data: &'a [u8]) -> Result<IrPacket<'a>, FormatError> {
+        let ty = *data.first().ok_or(FormatError::Empty)?;
+        let mut at = 1;
+        let static_part = match ty {
+            TYPE_IR => {
+                let s = data.get(1..13).ok_or(FormatError::Truncated)?;
+                at = 13;
+                Some(StaticPart {
+                    src: [s[0], s[1], s[2], s[3]],
+                    dst: [s[4], s[5], s[6], s[7]],
+                    src_port: u16::from_be_bytes([s[8], s[9]]),
+                    dst_port: u16::from_be_bytes([s[10], s[11]]),
+                })
+            }
+            TYPE_IR_DYN => None,
+            t => return Err(FormatError::UnknownType(t)),
+        };
+        let d = data.get(at..at + 28).ok_or(FormatError::Truncated)?;
+        let u16_at = |i: usize| u16::from_be_bytes([d[i], d[i + 1]]);
+        let doff = (d[16] >> 4) as usize;
+        if doff < 5 {
+            return Err(FormatError::Reserved("data offset"));
+        }
+        let opt_len = doff * 4 - 20;
+        let opts = data.get(at + 28..at + 28 + opt_len).ok_or(FormatError::Truncated)?;
+        let mut h = TcpIpHeader {
+            tos: d[2],
+            ip_id: u16_at(3),
+            flags_frag: u16_at(5),
+            ttl: d[7],
+            src: [0; 4],
+            dst: [0; 4],
+            src_port: 0,
+            dst_port: 0,
+            seq: be32(&d[8..]),
+            ack: be32(&d[12..]),
+            tcp_res: d[16] & 0x0f,
+            tcp_flags: d[17],
+            window: u16_at(18),
+            checksum: u16_at(20),
+            urgent: u16_at(22),
+            options: RawOptions::from_slice(opts).map_err(|_| FormatError::OptionsLength(opt_len))?,
+        };
+        let msn = u16_at(0);
+        let strides = (u16_at(24), u16_at(26));
+        if let Some(s) = static_part {
+            s.apply(&mut h);
+        }
+        h.checksum = fold_checksum(h.checksum, &h, msn, strides);
+        Ok(IrPacket { cid, static_part, msn, header: h, strides, payload: &data[at + 28 + opt_len..] })
+    }
+}
+
+/// The window field of a compressed packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowField {
+    Static,
+    Lsb(u32),
+    Irregular(u16),
+}
+
+/// The options of a compressed packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoOptions {
+    /// The reference's skeleton, with these timestamps (selector, bits)
+    /// and `sack_n` tail SACK blocks (left edge − ACK, right − left).
+    Compact { ts: [(u8, u32); 2], sack_n: u8, sack: [(u32, u32); 4] },
+    /// The whole list, verbatim.
+    Raw(RawOptions),
+}
+
+/// A compressed (CO) packet's fields as sent, before decoding.
+#[derive(Debug, Clone, Copy)]
+pub struct CoPacket<'a> {
+    pub cid: u8,
+    /// MSN bits and their width (4, 7 or 16).
+    pub msn: (u32, u32),
+    pub ip_id: (u8, u32),
+    pub seq: (u8, u32),
+    pub ack: (u8, u32),
+    pub window: WindowField,
+    pub psh: bool,
+    /// Reserved nibble and flags octet, when they differ from the references'.
+    pub flags: Option<(u8, u8)>,
+    /// TOS, TTL, IP flags and fragment offset.
+    pub ip: Option<(u8, u8, u16)>,
+    pub urgent: Option<u16>,
+    pub strides: Option<(u16, u16)>,
+    pub options: CoOptions,
+    /// The folded checksum ([`fold_checksum`]).
+    pub checksum: u16,
+    pub payload: &'a [u8],
+}
+
+impl<'a> CoPacket<'a> {
+    /// Emits the packet. `shape` is the compact options' shape (the
+    /// current skeleton's, equal to every reference's).
+    pub fn emit(&self, shape: OptShape, out: &mut Vec<u8>) -> Result<(), FormatError> {
+        if self.seq.0 >= 7 {
+            return Err(FormatError::Reserved("SEQ selector 7"));
+        }
+        let (m, h) = match self.msn.1 {
+            4 => (0, 0),
+            7 => (1, 0),
+            16 => (0, 1),
+            _ => return Err(FormatError::Reserved("MSN width")),
+        };
+        emit_cid(self.cid, out);
+        let raw = matches!(self.options, CoOptions::Raw(_));
+        let ext = h << 7
+            | (matches!(self.window, WindowField::Irregular(_)) as u32) << 6
+            | (raw as u32) << 5
+            | (self.flags.is_some() as u32) << 4
+            | (self.ip.is_some() as u32) << 3
+            | (self.urgent.is_some() as u32) << 2
+            | (self.strides.is_some() as u32) << 1;
+        let mut w = BitWriter::new(out);
+        w.put(self.seq.0 as u32, 3);
+        w.put((ext != 0) as u32, 1);
+        w.put(m, 1);
+        w.put(self.msn.0, 4);
+        w.put(self.ip_id.0 as u32, 2);
+        w.put(self.ack.0 as u32, 3);
+        w.put(!matches!(self.window, WindowField::Static) as u32, 1);
+        w.put(self.psh as u32, 1);
+        if ext != 0 {
+            w.put(ext, 8);
+        }
+        w.put(self.msn.0 >> 4, self.msn.1 - 4);
+        w.put(self.ip_id.1, IPID_TABLE[self.ip_id.0 as usize].bits());
+        w.put(self.seq.1, SEQ_TABLE[self.seq.0 as usize].bits());
+        w.put(self.ack.1, SEQ_TABLE[self.ack.0 as usize].bits());
+        match self.window {
+            WindowField::Static => {}
+            WindowField::Lsb(b) => w.put(b, WINDOW_LSB.k),
+            WindowField::Irregular(v) => w.put(v as u32, 16),
+        }
+        if let Some((res, flags)) = self.flags {
+            w.put(res as u32, 4);
+            w.put(flags as u32, 8);
+        }
+        if let Some((tos, ttl, ff)) = self.ip {
+            w.put(tos as u32, 8);
+            w.put(ttl as u32, 8);
+            w.put(ff as u32, 16);
+        }
+        if let Some(u) = self.urgent {
+            w.put(u as u32, 16);
+        }
+        if let Some((s, a)) = self.strides {
+            w.put(s as u32, 16);
+            w.put(a as u32, 16);
+        }
+        if let CoOptions::Compact { ts, sack_n, sack } = self.options {
+            if shape.ts {
+                for (sel, bits) in ts {
+                    w.put(sel as u32, 2);
+                    w.put(bits, TS_TABLE[sel as usize].map_or(32, |l| l.k));
+                }
+            }
+            if !(0..=4).contains(&sack_n) {
+                return Err(FormatError::Reserved("SACK blocks"));
+            }
+            w.put((sack_n > 0) as u32, 1);
+            if sack_n > 0 {
+                w.put(sack_n as u32 - 1, 2);
+            }
+            for &(left, len) in sack.iter().take(sack_n as usize) {
+                for v in [left, len] {
+                    let wide = v > 0xffff;
+                    w.put(wide as u32, 1);
+                    w.put(v, if wide { 32 } else { 16 });
+                }
+            }
+        }
+        w.put(self.checksum as u32, 16);
+        w.finish();
+        if let CoOptions::Raw(o) = self.options {
+            out.push(o.len);
+            out.extend_from_slice(o.as_slice());
+        }
+        out.extend_from_slice(self.payload);
+        Ok(())
+    }
+
+    /// Parses a CO packet (after the Add-CID octet); `shape` comes from
+    /// the reference it will be decoded against.
+    pub fn parse(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
+        let first = *data.first().ok_or(FormatError::Empty)?;
+        if first >= 0xe0 {
+            return Err(FormatError::UnknownType(first));
+        }
+        let mut r = BitReader::new(data);
+        let seq_sel = r.get(3)? as u8;
+        let has_ext = r.get(1)? == 1;
+        let m = r.get(1)? == 1;
+        let msn_low = r.get(4)?;
+        let ipid_sel = r.get(2)? as u8;
+        let ack_sel = r.get(3)? as u8;
+        let win = r.get(1)? == 1;
+        let psh = r.get(1)? == 1;
+        let ext = if has_ext { r.get(8)? } else { 0 };
+        if has_ext && ext == 0 || ext & 1 != 0 {
+            return Err(FormatError::Reserved("extension"));
+        }
+        let msn_k = match (m, ext & 0x80 != 0) {
+            (false, false) => 4,
+            (true, false) => 7,
+            (false, true) => 16,
+            (true, true) => return Err(FormatError::Reserved("MSN width")),
+        };
+        let win_irr = ext & 0x40 != 0;
+        if win_irr && !win {
+            return Err(FormatError::Reserved("irregular window without W"));
+        }
+        let msn = (r.get(msn_k - 4)? << 4) | msn_low;
+        let ip_id = r.get(IPID_TABLE[ipid_sel as usize].bits())?;
+        let seq = r.get(SEQ_TABLE[seq_sel as usize].bits())?;
+        let ack = r.get(SEQ_TABLE[ack_sel as usize].bits())?;
+        let window = match (win, win_irr) {
+            (false, _) => WindowField::Static,
+            (true, false) => WindowField::Lsb(r.get(WINDOW_LSB.k)?),
+            (true, true) => WindowField::Irregular(r.get(16)? as u16),
+        };
+        let flags = if ext & 0x10 != 0 { Some((r.get(4)? as u8, r.get(8)? as u8)) } else { None };
+        if let Some((_, f)) = flags {
+            if (f & FLAG_PSH != 0) != psh {
+                return Err(FormatError::Reserved("PSH disagrees with the flags octet"));
+            }
+        }
+        let ip = if ext & 0x08 != 0 { Some((r.get(8)? as u8, r.get(8)? as u8, r.get(16)? as u16)) } else { None };
+        let urgent = if ext & 0x04 != 0 { Some(r.get(16)? as u16) } else { None };
+        let strides = if ext & 0x02 != 0 { Some((r.get(16)? as u16, r.get(16)? as u16)) } else { None };
+        let raw = ext & 0x20 != 0;
+        let mut options = CoOptions::Compact { ts: [(0, 0); 2], sack_n: 0, sack: [(0, 0); 4] };
+        if !raw {
+            if let CoOptions::Compact { ts, sack_n, sack } = &mut options {
+                if shape.ts {
+                    for t in ts.iter_mut() {
+                        let sel = r.get(2)? as u8;
+                        *t = (sel, r.get(TS_TABLE[sel as usize].map_or(32, |l| l.k))?);
+                    }
+                }
+                if r.get(1)? == 1 {
+                    *sack_n = r.get(2)? as u8 + 1;
+                }
+                for s in sack.iter_mut().take(*sack_n as usize) {
+                    let wide = r.get(1)? == 1;
+                    s.0 = r.get(if wide { 32 } else { 16 })?;
+                    let wide = r.get(1)? == 1;
+                    s.1 = r.get(if wide { 32 } else { 16 })?;
+                }
+            }
+        }
+        let checksum = r.get(16)? as u16;
+        let mut at = r.octets_used();
+        if raw {
+            let len = *data.get(at).ok_or(FormatError::Truncated)? as usize;
+            let bytes = data.get(at + 1..at + 1 + len).ok_or(FormatError::Truncated)?;
+            options = CoOptions::Raw(RawOptions::from_slice(bytes).map_err(|_| FormatError::OptionsLength(len))?);
+            at += 1 + len;
+        }
+        Ok(CoPacket {
+            cid,
+            msn: (msn, msn_k),
+            ip_id: (ipid_sel, ip_id),
+            seq: (seq_sel, seq),
+            ack: (ack_sel, ack),
+            window,
+            psh,
+            flags,
+            ip,
+            urgent,
+            strides,
+            options,
+            checksum,
+            payload: &data[at..],
+        })
+    }
+}
+
+/// What a feedback packet says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedbackKind {
+    /// The packet `msn` decompressed and is the decompressor's reference.
+    Ack,
+    /// A packet failed verification.
+    Nack,
+    /// A packet arrived for a context without its static part: send IR.
+    StaticNack,
+}
+
+/// A feedback packet (decompressor to compressor): `[Add-CID] 11110KKR MSN(16) CHECKSUM(16)`.
+/// R is 1 for R-mode's ACK(R)/NACK(R), 0 for O-mode's. CHECKSUM is the TCP
+/// checksum of the packet `msn` names, so the compressor can tell an ACK of
+/// a packet it sent (§5.5.2.1: "an ACK(O) can only be valid if it refers to
+/// a packet sent earlier") from one whose MSN was corrupted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Feedback {
+    pub cid: u8,
+    pub kind: FeedbackKind,
+    pub reliable: bool,
+    pub msn: u16,
+    pub checksum: u16,
+}
+
+impl Feedback {
+    pub const LEN: usize = 5;
+
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        emit_cid(self.cid, out);
+        let k = match self.kind {
+            FeedbackKind::Ack => 0,
+            FeedbackKind::Nack => 1,
+            FeedbackKind::StaticNack => 2,
+        };
+        out.push(TYPE_FEEDBACK | k << 1 | self.reliable as u8);
+        out.extend_from_slice(&self.msn.to_be_bytes());
+        out.extend_from_slice(&self.checksum.to_be_bytes());
+    }
+
+    pub fn parse(data: &[u8]) -> Result<Feedback, FormatError> {
+        let (cid, data) = split_cid(data)?;
+        let b = data.get(..5).ok_or(FormatError::Truncated)?;
+        if b[0] & 0xf8 != TYPE_FEEDBACK {
+            return Err(FormatError::UnknownType(b[0]));
+        }
+        let kind = match (b[0] >> 1) & 3 {
+            0 => FeedbackKind::Ack,
+            1 => FeedbackKind::Nack,
+            2 => FeedbackKind::StaticNack,
+            _ => return Err(FormatError::Reserved("feedback kind")),
+        };
+        Ok(Feedback {
+            cid,
+            kind,
+            reliable: b[0] & 1 == 1,
+            msn: u16::from_be_bytes([b[1], b[2]]),
+            checksum: u16::from_be_bytes([b[3], b[4]]),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::TcpOption;
+
+    #[test]
+    fn crc16_check_value() {
+        // CRC-16/CCITT-FALSE of "123456789".
+        assert_eq!(crc16(b"123456789"), 0x29b1);
+    }
+
+    #[test]
+    fn feedback_round_trips() {
+        for kind in [FeedbackKind::Ack, FeedbackKind::Nack, FeedbackKind::StaticNack] {
+            let f = Feedback { cid: 7, kind, reliable: true, msn: 0xbeef, checksum: 0x1234 };
+            let mut out = Vec::new();
+            f.emit(&mut out);
+            assert_eq!(out.len(), 1 + Feedback::LEN);
+            assert_eq!(Feedback::parse(&out).unwrap(), f);
+        }
+        assert_eq!(Feedback::parse(&[0xf6, 0, 0, 0, 0]), Err(FormatError::Reserved("feedback kind")));
+    }
+
+    #[test]
+    fn co_round_trips_with_every_optional_part() {
+        let opts =
+            RawOptions::build(&[TcpOption::Nop, TcpOption::Nop, TcpOption::Timestamp { val: 1, ecr: 2 }]).unwrap();
+        for options in [
+            CoOptions::Compact {
+                ts: [(1, 0xab), (3, 0xdeadbeef)],
+                sack_n: 2,
+                sack: [(5, 70000), (1, 2), (0, 0), (0, 0)],
+            },
+            CoOptions::Raw(opts),
+        ] {
+            let co = CoPacket {
+                cid: 3,
+                msn: (0x5a, 7),
+                ip_id: (3, 0xffff),
+                seq: (6, 0xff),
+                ack: (4, 0x89abcdef),
+                window: WindowField::Irregular(0x1234),
+                psh: true,
+                flags: Some((0x1, 0x18)),
+                ip: Some((0xb8, 63, 0x4000)),
+                urgent: Some(9),
+                strides: Some((1460, 2920)),
+                options,
+                checksum: 0xcafe,
+                payload: b"payload",
+            };
+            let mut out = Vec::new();
+            co.emit(OptShape { ts: true }, &mut out).unwrap();
+            let (cid, rest) = split_cid(&out).unwrap();
+            let back = CoPacket::parse(cid, rest, OptShape { ts: true }).unwrap();
+            assert_eq!(format!("{back:?}"), format!("{co:?}"));
+        }
+    }
+
+    #[test]
+    fn opt_info_separates_skeleton_from_values() {
+        let o = RawOptions::build(&[
+            TcpOption::Nop,
+            TcpOption::Nop,
+            TcpOption::Timestamp { val: 10, ecr: 20 },
+            TcpOption::Nop,
+            TcpOption::Nop,
+            TcpOption::Sack(vec![(100, 200), (300, 400)]),
+        ])
+        .unwrap();
+        let info = OptInfo::of(&o);
+        assert_eq!((info.shape(), info.sack_n), (OptShape { ts: true }, 2));
+        assert_eq!(info.ts(&o), (10, 20));
+        assert_eq!(info.sack(&o, 1), (300, 400));
+        assert_eq!(info.skeleton.as_slice(), &[1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(info.fill((10, 20), &[(100, 200), (300, 400)]), Some(o));
+        let no_sack =
+            RawOptions::build(&[TcpOption::Nop, TcpOption::Nop, TcpOption::Timestamp { val: 1, ecr: 2 }]).unwrap();
+        assert_eq!(OptInfo::of(&no_sack).skeleton, info.skeleton);
+        // A SACK option that is not the tail stays in the skeleton.
+        let inner = RawOptions::build(&[TcpOption::Sack(vec![(1, 2)]), TcpOption::Nop, TcpOption::Nop]).unwrap();
+        assert_eq!(OptInfo::of(&inner).skeleton, inner);
+    }
+}

@@ -1,0 +1,203 @@
+//! # rohc-tcp
+//!
+//! TCP/IPv4 header compression after "TCP-Aware RObust Header Compression
+//! (TAROC)", draft-ietf-rohc-tcp-taroc-04, with the baselines its
+//! Appendix A compares it to: VJ (RFC 1144), no compression, and IDEAL.
+//! Sans-IO: [`Compressor`] and [`Decompressor`] take and return bytes; the
+//! caller moves compressed packets one way and feedback the other.
+//!
+//! ```
+//! use rohc_tcp::{synth, Compressor, CompressorConfig, Decompressor, DecompressorConfig, Mode};
+//!
+//! let flow = synth::bulk_transfer(100, 1460, 0, synth::FlowOptions::default());
+//! let (mut c, mut d) = (Compressor::new(CompressorConfig::with_mode(Mode::O)), Decompressor::new(DecompressorConfig::with_mode(Mode::O)));
+//! for (_, packet) in flow.iter().filter(|(dir, _)| *dir == synth::Dir::Forward) {
+//!     let mut wire = Vec::new();
+//!     c.compress(packet, &mut wire)?;
+//!     let mut back = Vec::new();
+//!     d.decompress(&wire, &mut back)?;
+//!     assert_eq!(&back, packet);
+//!     while let Some(feedback) = d.poll_feedback() {
+//!         let mut fb = Vec::new();
+//!         feedback.emit(&mut fb);
+//!         c.handle_feedback(&fb)?;
+//!     }
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## The TAROC control mechanism (TAROC-C, §5)
+//!
+//! * **Contexts** per flow (addresses and ports of one direction), at most
+//!   16 per link (small CIDs: CID 0 costs nothing, 1–15 one Add-CID octet
+//!   `1110CCCC`, RFC 3095 §5.2.3).
+//! * **Compressor states** IR, FO, SO ([`CompressorState`]). IR sends IR
+//!   (static and dynamic chains) or IR-DYN with compression slow-start:
+//!   F_PERIOD compressed packets between refreshes, F_PERIOD doubling until
+//!   it exceeds W (in packets of MSS), then FO (§5.3.1). The first data
+//!   segment of a flow that began with a SYN leaves IR at once (§5.2.1.1).
+//!   SO is FO while fixed-payload encoding applies (§5.3.2 d, §5.3.3 d).
+//! * **VSW**: every packet sent joins it (§6.1); it shrinks to
+//!   W = K·MAX(MAX(cwnd_seq, 2·ssthresh_seq), MAX(cwnd_ack, 2·ssthresh_ack))
+//!   (§5.3.1 b): an entry leaves once its sequence number is more than W
+//!   bytes behind CMAXSN, or its ACK number more than W behind CMAXACK.
+//!   The draft leaves the unit of "the size of VSW" open; W is in bytes, so
+//!   the VSW is measured in sequence space. In O/R-mode an ACK drops the
+//!   entries older than the acknowledged one; R-mode shrinks by ACK only.
+//! * **Algorithm SEQ and Algorithm ACK** ([`cwnd`]) estimate cwnd and
+//!   ssthresh, bounded by MIN (RFC 3390's initial window) and MAX
+//!   (`max_window`) of §5.1.4.
+//! * **Long jumps**: a sequence or ACK number farther than the estimated
+//!   cwnd from CMAXSN/CMAXACK (§5.3.2 c) is sent as IR-DYN, the trackers
+//!   restart and the context re-enters IR. A packet older than the whole
+//!   VSW (§5.3.2 a), and in IR a retransmission of a packet first sent as
+//!   IR/IR-DYN (§5.3.1 a 2), are sent as IR-DYN too.
+//! * **Decompressor** ([`Decompressor`]): No Context / Full Context
+//!   (§5.2.2); every reconstructed packet is verified by its TCP checksum
+//!   and dropped if it fails (§5.4); the reference is the last received
+//!   non-retransmitted or uncompressed packet that passed, if not older
+//!   than the current one (§5.4.2 b, §6.1); N consecutive failures return
+//!   to No Context (§5.4.2 c), keeping the static part so an IR-DYN
+//!   re-establishes it.
+//! * **Modes** ([`Mode`]): U without feedback; O with ACK(O) for IR/IR-DYN
+//!   and NACK(O) for failures; R with ACK(R) every `ack_every` context
+//!   updates and NACK(R) (§5.5).
+//!
+//! ## Corrections to the draft
+//!
+//! | draft | says | here |
+//! |---|---|---|
+//! | §5.1.2 (SLOW-START and CONGESTION-AVOIDANCE) | `CMINSN = cwnd - CMAXSN` | `CMINSN = CMAXSN - cwnd` (operands reversed in the draft) |
+//! | §5.5.3.1 (R-mode compressor) | "Upon receiving an NACK(O)" | NACK(R): the R-mode decompressor sends NACK(R) (§5.5.3.2) |
+//! | §5.1.2, §5.1.3 FAST-RECOVERY exit | CMAXSN/CMAXACK not updated | updated, or the next new segment counts the whole recovery as growth |
+//! | §5.1.3 duplicate ACKs | any segment with NEWACK = CMAXACK | only segments without data (RFC 5681 §2), or a bulk sender's data segments would halve cwnd_ack |
+//! | §5.1.2 ISSTHRESH | "MAY be arbitrarily high" | bounded by the §5.1.4 MAX boundary (`max_window`), or W would never shrink the VSW |
+//!
+//! Additions the draft lacks: a periodic IR-DYN in U-mode
+//! (`refresh_period`, RFC 3095 §5.3.1.1.1), without which a decompressor
+//! in No Context never recovers; retrying a packet that fails against the
+//! reference with the previous reference, so one-packet reordering on the
+//! link costs nothing; and fixed-payload encoding of the ACK number with
+//! its own stride (§6.1 names both numbers but only defines the payload
+//! size for SEQ).
+//!
+//! ## Packet format
+//!
+//! The draft leaves bit formats to EPIC-LITE; this crate defines one
+//! concrete format from the widths and offsets of its TCP/IP profile
+//! (§6.3), octet-aligned as the profile's `bit_alignment 8`. Fields are
+//! packed most significant bit first. Every packet may start with an
+//! Add-CID octet.
+//!
+//! **IR** `0xFD` · static chain (source address 4, destination address 4,
+//! source port 2, destination port 2) · dynamic chain · payload.
+//! **IR-DYN** `0xF8` · dynamic chain · payload.
+//!
+//! Dynamic chain (28 octets + TCP options): MSN 2, TOS 1, IP-ID 2, IP
+//! flags+fragment offset 2, TTL 1, SEQ 4, ACK 4, data offset+reserved 1,
+//! TCP flags 1, window 2, checksum 2, urgent pointer 2, SEQ stride 2, ACK
+//! stride 2, TCP options as they are (data offset · 4 − 20 octets).
+//!
+//! **CO** (compressed), first bit 0:
+//!
+//! | bits | field | encoding |
+//! |---|---|---|
+//! | 1 | `0` | CO type (IR, IR-DYN, Add-CID and feedback start `111`) |
+//! | 1 | X | extension octet follows |
+//! | 4 | MSN | 4 LSBs; MSN-LSB(4,−1) |
+//! | 2 | IP-ID selector | 0: LSB(4,0) of IP-ID − MSN; 1: LSB(4,0) of IP-ID; 2: LSB(8,0) of IP-ID − MSN; 3: IRREGULAR(16) |
+//! | 3 | SEQ selector | 0: STATIC; 1: LSB(8,63); 2: LSB(14,127); 3: LSB(20,1023); 4: IRREGULAR(32); 5–7: fixed payload, LSB(4,1)/LSB(8,15)/LSB(12,63) of m |
+//! | 3 | ACK selector | as SEQ |
+//! | 1 | W | window present: LSB(12,63), or IRREGULAR(16) with V |
+//! | 1 | P | TCP PSH flag |
+//! | 8 | extension (if X) | `mm V O F T U R`: mm MSN width 4/7/16; V window irregular; O raw options; F flags; T IP fields; U urgent pointer; R strides |
+//! | 0/3/12 | MSN | the bits above the 4 (MSN-LSB(7,−1), MSN-IRREGULAR(16)) |
+//! | 4/8/16 | IP-ID | per selector |
+//! | 0–32 | SEQ, then ACK | per selector |
+//! | 0/12/16 | window | per W and V |
+//! | 12 | if F: reserved nibble 4, flags 8 | else the references' flags with P |
+//! | 32 | if T: TOS 8, TTL 8, IP flags+fragment 16 | else STATIC |
+//! | 16 | if U: urgent pointer | else STATIC |
+//! | 32 | if R: SEQ stride 16, ACK stride 16 | else STATIC |
+//! | var | compact options (unless O): if the reference's options have a timestamp, TSval and TSecr each as a 2-bit selector (STATIC, LSB(8,7), LSB(16,255), IRREGULAR(32)) and its bits; per SACK block of the reference's option, left edge − ACK and length, each a width bit (16/32) and its bits | the rest of the options (kinds, order, padding, MSS, window scale…) is the reference's |
+//! | 16 | checksum | TCP checksum XOR CRC-16/CCITT of (MSN, TOS, IP-ID, IP flags+fragment, TTL, strides) |
+//! | 0–7 | padding | to the octet |
+//! | 8+8n | if O: options length n, options | the whole option list, verbatim |
+//!
+//! then the payload. Fixed-payload encoding (§6.1): a number is m·stride + n
+//! where the stride is the payload size; if every VSW entry has the same
+//! stride and the same n, only m's LSBs are sent. The IPv4 total length
+//! and header checksum are inferred (the frame's length, and computed),
+//! and the TCP data offset follows from the options. A field encoded with
+//! `k` LSBs and offset `p` is sent that way only if it lies within
+//! `[v_ref − p, v_ref + 2^k − 1 − p]` for every `v_ref` in the VSW
+//! ([`wlsb`]); STATIC (k = 0) means equal to every VSW entry.
+//!
+//! Deviations from the profile's field list, and why: `length` and
+//! `ip_chksum` are inferred, not sent (the link delimits packets, and the
+//! folded checksum covers the IP fields the TCP checksum does not, so the
+//! decompressor's single verification covers every reconstructed field);
+//! `ecn` travels with TOS (STATIC unless T) since ECN codepoints are
+//! constant per flow outside congestion marks; `ackno` uses the seqno
+//! offsets rather than −1, which would exclude duplicate ACKs; IP-ID's
+//! LSB(6) is not used and LSB(4) may be an offset from the MSN (a
+//! per-connection counter costs 4 bits whatever the VSW's length).
+//!
+//! **Feedback** (decompressor to compressor) `11110KKR` · MSN 16 · TCP
+//! checksum 16 ([`format::Feedback`]): KK 0 ACK, 1 NACK, 2 STATIC-NACK; R
+//! set for R-mode.
+
+#![forbid(unsafe_code)]
+
+mod bits;
+pub mod compressor;
+pub mod cwnd;
+pub mod decompressor;
+pub mod format;
+pub mod packet;
+pub mod scheme;
+pub mod synth;
+pub mod vj;
+pub mod wlsb;
+
+pub use compressor::{CompressError, Compressed, Compressor, CompressorConfig, CompressorState, FeedbackError};
+pub use decompressor::{DecompressError, Decompressed, Decompressor, DecompressorConfig, DecompressorState};
+pub use format::{Feedback, FeedbackKind, FormatError};
+pub use packet::{checksums_ok, fix_checksums, Packet, ParseError, TcpIpHeader, TcpOption};
+pub use scheme::{HeaderCompressor, HeaderDecompressor, Ideal, Scheme, Uncompressed};
+pub use vj::{VjCompressor, VjDecompressor};
+
+/// The mode of operation (§5.5), the same at both ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Unidirectional: no feedback.
+    U,
+    /// Bidirectional Optimistic: ACK(O) for IR/IR-DYN, NACK(O) on failure.
+    O,
+    /// Bidirectional Reliable: ACK(R) for context updates, NACK(R).
+    R,
+}
+
+/// The kind of a compressed packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PacketKind {
+    Ir,
+    IrDyn,
+    Co,
+}
+
+/// One packet's values as the VSW (compressor) or the reference
+/// (decompressor) holds them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Record {
+    pub msn: u16,
+    /// The header, with the true TCP checksum.
+    pub h: TcpIpHeader,
+    pub opt: format::OptInfo,
+    /// TSval and TSecr (0 without a timestamp option).
+    pub ts: (u32, u32),
+    /// Fixed-payload strides of SEQ and ACK (0: none).
+    pub strides: (u16, u16),
+    pub payload_len: u16,
+    pub sent_as_ir: bool,
+}

@@ -1,0 +1,531 @@
+//! IPv4 + TCP headers: parse (with `etherparse`) and emit, checksums, and
+//! the TCP options TAROC compresses (RFC 793 MSS, RFC 7323 window scale and
+//! timestamps, RFC 2018 SACK and SACK-permitted).
+//!
+//! A [`TcpIpHeader`] keeps every header bit of the original packet except
+//! the two that are functions of the rest: the IPv4 total length (the
+//! frame's length) and the IPv4 header checksum. [`TcpIpHeader::emit`]
+//! recomputes both, so a parsed packet emits byte-identical, and
+//! [`TcpIpHeader::emit_with_checksum`] also computes the TCP checksum (for
+//! packets built from scratch).
+
+use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice};
+
+/// Why bytes are not a compressible IPv4/TCP packet.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("not an IPv4 header: {0}")]
+    Ipv4(String),
+    #[error("IPv4 header with options (IHL {ihl}); only 20-byte IPv4 headers are compressed")]
+    Ipv4Options { ihl: u8 },
+    #[error("IPv4 protocol {0} is not TCP")]
+    NotTcp(u8),
+    #[error("IPv4 fragment (MF set or offset non-zero)")]
+    Fragment,
+    #[error("IPv4 total length {total} disagrees with the {frame}-byte frame")]
+    Length { total: u16, frame: usize },
+    #[error("IPv4 header checksum is wrong")]
+    Ipv4Checksum,
+    #[error("not a TCP header: {0}")]
+    Tcp(String),
+}
+
+/// Why a header cannot be emitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmitError {
+    #[error("TCP options of {0} bytes: at most 40, a multiple of 4")]
+    OptionsLength(usize),
+    #[error("packet of {0} bytes exceeds the IPv4 total length field")]
+    TooLong(usize),
+}
+
+/// Raw TCP options (at most 40 bytes, a multiple of 4), kept byte for byte.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct RawOptions {
+    pub bytes: [u8; 40],
+    pub len: u8,
+}
+
+impl RawOptions {
+    pub const EMPTY: RawOptions = RawOptions { bytes: [0; 40], len: 0 };
+
+    pub fn from_slice(s: &[u8]) -> Result<RawOptions, EmitError> {
+        if s.len() > 40 || !s.len().is_multiple_of(4) {
+            return Err(EmitError::OptionsLength(s.len()));
+        }
+        let mut o = RawOptions::EMPTY;
+        o.bytes[..s.len()].copy_from_slice(s);
+        o.len = s.len() as u8;
+        Ok(o)
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    /// Builds options from a list, padded with zero octets (EOL) to a
+    /// multiple of 4, as stacks do.
+    pub fn build(list: &[TcpOption]) -> Result<RawOptions, EmitError> {
+        let mut v = Vec::with_capacity(40);
+        for o in list {
+            o.emit(&mut v);
+        }
+        while v.len() % 4 != 0 {
+            v.push(0);
+        }
+        RawOptions::from_slice(&v)
+    }
+
+    /// The options as a list; `None` if they are malformed (a length
+    /// below 2 or past the end), which TAROC then carries opaquely.
+    pub fn parse(&self) -> Option<Vec<TcpOption>> {
+        let mut out = Vec::new();
+        let mut it = OptionWalker::new(self.as_slice());
+        for item in &mut it {
+            let (kind, start, len) = item;
+            let body = if len >= 2 { &self.bytes[start + 2..start + len] } else { &[][..] };
+            out.push(match (kind, len) {
+                (0, _) => TcpOption::Eol,
+                (1, _) => TcpOption::Nop,
+                (2, 4) => TcpOption::Mss(u16::from_be_bytes([body[0], body[1]])),
+                (3, 3) => TcpOption::WindowScale(body[0]),
+                (4, 2) => TcpOption::SackPermitted,
+                (5, l) if l >= 2 && (l - 2) % 8 == 0 => {
+                    TcpOption::Sack(body.chunks_exact(8).map(|c| (be32(&c[..4]), be32(&c[4..]))).collect())
+                }
+                (8, 10) => TcpOption::Timestamp { val: be32(&body[..4]), ecr: be32(&body[4..]) },
+                _ => TcpOption::Other { kind, data: body.to_vec() },
+            });
+        }
+        if it.malformed {
+            None
+        } else {
+            Some(out)
+        }
+    }
+}
+
+impl std::fmt::Debug for RawOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RawOptions({:02x?})", self.as_slice())
+    }
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// Walks TCP options: yields (kind, offset, length) with EOL and NOP of
+/// length 1; stops at the first EOL (the rest is padding) or at a malformed
+/// option, setting `malformed`.
+pub(crate) struct OptionWalker<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    pub malformed: bool,
+}
+
+impl<'a> OptionWalker<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        OptionWalker { bytes, pos: 0, malformed: false }
+    }
+}
+
+impl Iterator for OptionWalker<'_> {
+    type Item = (u8, usize, usize);
+    fn next(&mut self) -> Option<Self::Item> {
+        let b = self.bytes;
+        if self.pos >= b.len() {
+            return None;
+        }
+        let (kind, start) = (b[self.pos], self.pos);
+        match kind {
+            0 => {
+                self.pos = b.len();
+                Some((0, start, 1))
+            }
+            1 => {
+                self.pos += 1;
+                Some((1, start, 1))
+            }
+            _ => {
+                let len = b.get(start + 1).copied().unwrap_or(0) as usize;
+                if len < 2 || start + len > b.len() {
+                    self.malformed = true;
+                    self.pos = b.len();
+                    return None;
+                }
+                self.pos += len;
+                Some((kind, start, len))
+            }
+        }
+    }
+}
+
+/// One TCP option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TcpOption {
+    /// End of option list (kind 0); what follows is padding.
+    Eol,
+    /// No-operation (kind 1).
+    Nop,
+    /// Maximum segment size (kind 2, RFC 793).
+    Mss(u16),
+    /// Window scale shift (kind 3, RFC 7323).
+    WindowScale(u8),
+    /// SACK permitted (kind 4, RFC 2018).
+    SackPermitted,
+    /// SACK blocks (kind 5, RFC 2018): (left edge, right edge).
+    Sack(Vec<(u32, u32)>),
+    /// Timestamps (kind 8, RFC 7323).
+    Timestamp { val: u32, ecr: u32 },
+    /// Any other option, kept verbatim.
+    Other { kind: u8, data: Vec<u8> },
+}
+
+impl TcpOption {
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        match self {
+            TcpOption::Eol => out.push(0),
+            TcpOption::Nop => out.push(1),
+            TcpOption::Mss(m) => out.extend_from_slice(&[2, 4, (m >> 8) as u8, *m as u8]),
+            TcpOption::WindowScale(s) => out.extend_from_slice(&[3, 3, *s]),
+            TcpOption::SackPermitted => out.extend_from_slice(&[4, 2]),
+            TcpOption::Sack(blocks) => {
+                out.extend_from_slice(&[5, 2 + 8 * blocks.len() as u8]);
+                for (l, r) in blocks {
+                    out.extend_from_slice(&l.to_be_bytes());
+                    out.extend_from_slice(&r.to_be_bytes());
+                }
+            }
+            TcpOption::Timestamp { val, ecr } => {
+                out.extend_from_slice(&[8, 10]);
+                out.extend_from_slice(&val.to_be_bytes());
+                out.extend_from_slice(&ecr.to_be_bytes());
+            }
+            TcpOption::Other { kind, data } => {
+                out.extend_from_slice(&[*kind, 2 + data.len() as u8]);
+                out.extend_from_slice(data);
+            }
+        }
+    }
+}
+
+/// Every field of an IPv4 header without options and a TCP header with
+/// options, except the IPv4 total length and header checksum (derived).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpIpHeader {
+    /// DSCP and ECN (the whole second octet).
+    pub tos: u8,
+    pub ip_id: u16,
+    /// Reserved bit, DF, MF and fragment offset (octets 6–7).
+    pub flags_frag: u16,
+    pub ttl: u8,
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    /// The low nibble of TCP octet 12: three reserved bits and NS.
+    pub tcp_res: u8,
+    /// TCP octet 13: CWR ECE URG ACK PSH RST SYN FIN.
+    pub tcp_flags: u8,
+    pub window: u16,
+    pub checksum: u16,
+    pub urgent: u16,
+    pub options: RawOptions,
+}
+
+pub const FLAG_FIN: u8 = 0x01;
+pub const FLAG_SYN: u8 = 0x02;
+pub const FLAG_RST: u8 = 0x04;
+pub const FLAG_PSH: u8 = 0x08;
+pub const FLAG_ACK: u8 = 0x10;
+pub const FLAG_URG: u8 = 0x20;
+pub const FLAG_ECE: u8 = 0x40;
+pub const FLAG_CWR: u8 = 0x80;
+
+/// IPv4 DF bit within [`TcpIpHeader::flags_frag`].
+pub const IP_DF: u16 = 0x4000;
+
+impl TcpIpHeader {
+    /// A header with zeroed dynamic fields, for building flows.
+    pub fn new(src: [u8; 4], src_port: u16, dst: [u8; 4], dst_port: u16) -> TcpIpHeader {
+        TcpIpHeader {
+            tos: 0,
+            ip_id: 0,
+            flags_frag: IP_DF,
+            ttl: 64,
+            src,
+            dst,
+            src_port,
+            dst_port,
+            seq: 0,
+            ack: 0,
+            tcp_res: 0,
+            tcp_flags: FLAG_ACK,
+            window: 65535,
+            checksum: 0,
+            urgent: 0,
+            options: RawOptions::EMPTY,
+        }
+    }
+
+    /// TCP header length in bytes (20 + options).
+    pub fn tcp_len(&self) -> usize {
+        20 + self.options.len as usize
+    }
+
+    /// Total header length (IPv4 + TCP).
+    pub fn len(&self) -> usize {
+        40 + self.options.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Emits the headers for a payload of `payload_len` bytes with the
+    /// total length and IPv4 checksum computed and the TCP checksum as held.
+    pub fn emit(&self, payload_len: usize, out: &mut Vec<u8>) -> Result<(), EmitError> {
+        let total = self.len() + payload_len;
+        if total > 65535 {
+            return Err(EmitError::TooLong(total));
+        }
+        let start = out.len();
+        out.extend_from_slice(&[0x45, self.tos]);
+        out.extend_from_slice(&(total as u16).to_be_bytes());
+        out.extend_from_slice(&self.ip_id.to_be_bytes());
+        out.extend_from_slice(&self.flags_frag.to_be_bytes());
+        out.extend_from_slice(&[self.ttl, 6, 0, 0]);
+        out.extend_from_slice(&self.src);
+        out.extend_from_slice(&self.dst);
+        let c = ipv4_checksum(&out[start..start + 20]);
+        out[start + 10..start + 12].copy_from_slice(&c.to_be_bytes());
+        out.extend_from_slice(&self.src_port.to_be_bytes());
+        out.extend_from_slice(&self.dst_port.to_be_bytes());
+        out.extend_from_slice(&self.seq.to_be_bytes());
+        out.extend_from_slice(&self.ack.to_be_bytes());
+        let doff = (self.tcp_len() / 4) as u8;
+        out.extend_from_slice(&[(doff << 4) | (self.tcp_res & 0x0f), self.tcp_flags]);
+        out.extend_from_slice(&self.window.to_be_bytes());
+        out.extend_from_slice(&self.checksum.to_be_bytes());
+        out.extend_from_slice(&self.urgent.to_be_bytes());
+        out.extend_from_slice(self.options.as_slice());
+        Ok(())
+    }
+
+    /// Emits headers and payload with the TCP checksum computed (stored
+    /// back into `self.checksum`).
+    pub fn emit_with_checksum(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<(), EmitError> {
+        let start = out.len();
+        self.checksum = 0;
+        self.emit(payload.len(), out)?;
+        out.extend_from_slice(payload);
+        self.checksum = tcp_checksum(&out[start..]);
+        out[start + 36..start + 38].copy_from_slice(&self.checksum.to_be_bytes());
+        Ok(())
+    }
+}
+
+/// A parsed packet: its headers and its payload.
+#[derive(Debug, Clone, Copy)]
+pub struct Packet<'a> {
+    pub header: TcpIpHeader,
+    pub payload: &'a [u8],
+}
+
+impl<'a> Packet<'a> {
+    /// Parses an IPv4 packet carrying TCP. The IPv4 header must have no
+    /// options, must not be a fragment, must have a correct checksum and a
+    /// total length equal to the frame's length (TAROC infers both).
+    pub fn parse(frame: &'a [u8]) -> Result<Packet<'a>, ParseError> {
+        let ip = Ipv4HeaderSlice::from_slice(frame).map_err(|e| ParseError::Ipv4(e.to_string()))?;
+        if ip.ihl() != 5 {
+            return Err(ParseError::Ipv4Options { ihl: ip.ihl() });
+        }
+        if ip.protocol().0 != 6 {
+            return Err(ParseError::NotTcp(ip.protocol().0));
+        }
+        if ip.more_fragments() || ip.fragments_offset().value() != 0 {
+            return Err(ParseError::Fragment);
+        }
+        if ip.total_len() as usize != frame.len() {
+            return Err(ParseError::Length { total: ip.total_len(), frame: frame.len() });
+        }
+        if ipv4_checksum(&frame[..20]) != ip.header_checksum() {
+            return Err(ParseError::Ipv4Checksum);
+        }
+        let tcp = TcpHeaderSlice::from_slice(&frame[20..]).map_err(|e| ParseError::Tcp(e.to_string()))?;
+        let raw = tcp.slice();
+        let header = TcpIpHeader {
+            tos: frame[1],
+            ip_id: ip.identification(),
+            flags_frag: u16::from_be_bytes([frame[6], frame[7]]),
+            ttl: ip.ttl(),
+            src: ip.source(),
+            dst: ip.destination(),
+            src_port: tcp.source_port(),
+            dst_port: tcp.destination_port(),
+            seq: tcp.sequence_number(),
+            ack: tcp.acknowledgment_number(),
+            tcp_res: raw[12] & 0x0f,
+            tcp_flags: raw[13],
+            window: tcp.window_size(),
+            checksum: tcp.checksum(),
+            urgent: tcp.urgent_pointer(),
+            options: RawOptions::from_slice(tcp.options()).map_err(|e| ParseError::Tcp(e.to_string()))?,
+        };
+        Ok(Packet { header, payload: &frame[20 + raw.len()..] })
+    }
+}
+
+/// Folds a 32-bit-word ones' complement accumulator to 16 bits.
+fn fold(mut sum: u64) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// Ones' complement sum of `data` (RFC 1071) as an unfolded accumulator;
+/// sums 32-bit big-endian words, which folds to the same 16-bit sum.
+pub(crate) fn sum_words(data: &[u8], mut acc: u64) -> u64 {
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        acc += u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as u64;
+    }
+    let rest = chunks.remainder();
+    let mut tail = [0u8; 4];
+    tail[..rest.len()].copy_from_slice(rest);
+    acc + u32::from_be_bytes(tail) as u64
+}
+
+/// The IPv4 header checksum of a 20-byte header (its checksum field is
+/// skipped).
+pub fn ipv4_checksum(h: &[u8]) -> u16 {
+    let mut acc = 0u64;
+    for (i, w) in h[..20].chunks_exact(2).enumerate() {
+        if i != 5 {
+            acc += u16::from_be_bytes([w[0], w[1]]) as u64;
+        }
+    }
+    !fold(acc)
+}
+
+/// The ones' complement sum over the TCP pseudo-header and segment of an
+/// IPv4 packet with a 20-byte IP header, with the checksum field included.
+fn tcp_sum(packet: &[u8]) -> u16 {
+    let seg = &packet[20..];
+    let mut acc = sum_words(&packet[12..20], 0);
+    acc += 6 + seg.len() as u64;
+    fold(sum_words(seg, acc))
+}
+
+/// The TCP checksum a sender would put in the packet (RFC 793 §3.1).
+pub fn tcp_checksum(packet: &[u8]) -> u16 {
+    let field = u16::from_be_bytes([packet[36], packet[37]]) as u64;
+    // Remove the field's contribution: sum + ~field == sum - field in ones'
+    // complement.
+    !fold(tcp_sum(packet) as u64 + (!field & 0xffff))
+}
+
+/// Whether a packet's IPv4 header checksum and TCP checksum are both right
+/// (the check every decompressor here applies before emitting).
+pub fn checksums_ok(packet: &[u8]) -> bool {
+    if packet.len() < 40 || packet[0] != 0x45 || packet[9] != 6 {
+        return false;
+    }
+    let ip_ok = ipv4_checksum(&packet[..20]) == u16::from_be_bytes([packet[10], packet[11]]);
+    let tcp_ok = tcp_sum(packet) == 0xffff;
+    ip_ok && tcp_ok && u16::from_be_bytes([packet[2], packet[3]]) as usize == packet.len()
+}
+
+/// Rewrites the IPv4 and TCP checksums of an IPv4/TCP packet in place
+/// (captures taken with checksum offload carry wrong TCP checksums, which
+/// TAROC's verification would reject).
+pub fn fix_checksums(packet: &mut [u8]) -> Result<(), ParseError> {
+    if packet.len() < 40 || packet[0] != 0x45 || packet[9] != 6 {
+        return Err(ParseError::Ipv4("not a 20-byte IPv4 header carrying TCP".into()));
+    }
+    let c = ipv4_checksum(&packet[..20]);
+    packet[10..12].copy_from_slice(&c.to_be_bytes());
+    let t = tcp_checksum(packet);
+    packet[36..38].copy_from_slice(&t.to_be_bytes());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        let mut h = TcpIpHeader::new([10, 0, 0, 1], 5060, [10, 0, 0, 2], 40000);
+        h.seq = 0x01020304;
+        h.ack = 0xa0b0c0d0;
+        h.ip_id = 7;
+        h.tcp_flags = FLAG_ACK | FLAG_PSH;
+        h.options = RawOptions::build(&[
+            TcpOption::Nop,
+            TcpOption::Nop,
+            TcpOption::Timestamp { val: 1000, ecr: 999 },
+            TcpOption::Sack(vec![(5, 9)]),
+        ])
+        .unwrap();
+        let mut out = Vec::new();
+        h.emit_with_checksum(b"INVITE sip:bob@example.com SIP/2.0\r\n", &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn parse_emit_round_trip_keeps_every_byte() {
+        let bytes = sample();
+        assert!(checksums_ok(&bytes));
+        let p = Packet::parse(&bytes).unwrap();
+        let mut out = Vec::new();
+        p.header.emit(p.payload.len(), &mut out).unwrap();
+        out.extend_from_slice(p.payload);
+        assert_eq!(out, bytes);
+        assert_eq!(
+            p.header.options.parse().unwrap()[2..],
+            [TcpOption::Timestamp { val: 1000, ecr: 999 }, TcpOption::Sack(vec![(5, 9)]), TcpOption::Eol]
+        );
+    }
+
+    #[test]
+    fn checksums_agree_with_etherparse() {
+        let bytes = sample();
+        let ip = etherparse::Ipv4HeaderSlice::from_slice(&bytes).unwrap();
+        let tcp = etherparse::TcpHeaderSlice::from_slice(&bytes[20..]).unwrap();
+        let payload = &bytes[20 + tcp.slice().len()..];
+        assert_eq!(tcp.calc_checksum_ipv4(&ip, payload).unwrap(), tcp_checksum(&bytes));
+        assert_eq!(ip.to_header().calc_header_checksum(), ipv4_checksum(&bytes));
+    }
+
+    #[test]
+    fn a_flipped_bit_fails_the_checksums() {
+        let bytes = sample();
+        for bit in 0..bytes.len() * 8 {
+            let mut b = bytes.clone();
+            b[bit / 8] ^= 1 << (bit % 8);
+            assert!(!checksums_ok(&b), "bit {bit}");
+        }
+    }
+
+    #[test]
+    fn rejects_what_taroc_does_not_compress() {
+        let mut b = sample();
+        b[9] = 17;
+        fix_checksums(&mut b).unwrap_err();
+        b[9] = 6;
+        b[6] |= 0x20; // MF
+        let c = ipv4_checksum(&b);
+        b[10..12].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(Packet::parse(&b).unwrap_err(), ParseError::Fragment);
+        let mut b = sample();
+        b[8] ^= 1; // TTL without fixing the checksum
+        assert_eq!(Packet::parse(&b).unwrap_err(), ParseError::Ipv4Checksum);
+        let b = sample();
+        assert!(matches!(Packet::parse(&b[..b.len() - 1]), Err(ParseError::Length { .. }) | Err(ParseError::Ipv4(_))));
+    }
+}
