@@ -268,6 +268,12 @@ pub struct Compressor {
     seq: u8,
     /// Feedback item → states it acknowledges.
     awaiting: HashMap<u8, Vec<StateId>>,
+    /// Over a stream a message's states are the peer's once sent (RFC 3320
+    /// §5.2.3), unless its application declined them (RFC 5049 §4: an
+    /// unauthenticated REGISTER, say): after a STATE_NOT_FOUND NACK they
+    /// are used only once acknowledged, as over UDP, until an
+    /// acknowledgement shows the peer keeps them again.
+    stream_states_declined: bool,
     /// The peer's shared state (its item in the model holds the bytes).
     peer_shared: Option<StateId>,
     /// The peer's state memory: what it holds, by identifier and cost.
@@ -370,6 +376,7 @@ impl Compressor {
             snapshots: Vec::new(),
             seq: 0,
             awaiting: HashMap::new(),
+            stream_states_declined: false,
             peer_shared: None,
             peer_states: PeerModel::new(peer.sms),
             model,
@@ -570,6 +577,7 @@ impl Compressor {
         self.announce_bytecode = false;
         if let [b] = item {
             if let Some(ids) = self.awaiting.remove(b) {
+                self.stream_states_declined = false;
                 for id in ids {
                     if id == self.bytecode.state_id {
                         self.bytecode_usable = true;
@@ -631,6 +639,9 @@ impl Compressor {
     pub fn on_nack(&mut self, nack: &[u8]) -> Result<NackReport, NackParseError> {
         self.unpack_states();
         let report = self.sent.on_nack(nack)?;
+        if self.config.transport == Transport::Stream && report.nack.reason == sigcomp::Reason::StateNotFound {
+            self.stream_states_declined = true;
+        }
         let mut gone: Vec<StateId> = self.snapshots.iter().map(|s| s.id).collect();
         gone.push(self.bytecode.state_id);
         gone.extend(self.peer_shared.take());
@@ -643,6 +654,12 @@ impl Compressor {
         self.bytecode_usable = false;
         self.awaiting.clear();
         Ok(report)
+    }
+
+    /// Whether a message's states are the peer's as soon as it is sent:
+    /// over a stream whose peer has not declined them.
+    fn kept_once_sent(&self) -> bool {
+        self.config.transport == Transport::Stream && !self.stream_states_declined
     }
 
     fn next_seq(&mut self) -> u8 {
@@ -821,7 +838,7 @@ impl Compressor {
     /// entries, the request to save the bytecode.
     fn header_items(&mut self, message: &[u8], announce: bool) -> HeaderItems {
         let mech = self.config.mechanism;
-        let stream = self.config.transport == Transport::Stream;
+        let stream = self.kept_once_sent();
         let mut flags = 0u8;
         let mut items: Vec<u8> = Vec::new();
         // Over UDP a state is used only once the peer has acknowledged it
@@ -994,7 +1011,7 @@ impl Compressor {
     /// snapshots among them (`shared_loaded`: the peer shared state in
     /// their history). Returns the identifiers created or refreshed.
     fn record_created(&mut self, creates: Vec<(State, u16)>, shared_loaded: Option<StateId>) -> Vec<StateId> {
-        let stream = self.config.transport == Transport::Stream;
+        let stream = self.kept_once_sent();
         let requested = self.model_create(creates);
         for id in &requested {
             if *id == self.bytecode.state_id {

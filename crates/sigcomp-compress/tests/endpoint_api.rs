@@ -383,3 +383,48 @@ fn a_peer_without_the_sip_dictionary_gets_messages_it_can_decompress() {
         Some(Reason::StateNotFound)
     );
 }
+
+#[test]
+fn over_a_stream_declined_states_are_used_only_once_acknowledged() {
+    // A proxy keeps no state for a terminal before it has registered
+    // (RFC 5049 §4), yet over TCP a state is the peer's once sent
+    // (RFC 3320 §5.2.3). After one STATE_NOT_FOUND NACK the terminal's
+    // compressor waits for acknowledgements, so the next discarded
+    // message costs no second NACK; once the proxy acknowledges a state,
+    // states are used at once again.
+    let flow = read_flow("3gpp-video-call");
+    let ue_messages: Vec<&[u8]> = flow.iter().filter(|m| m.from == Side::Ue).map(|m| &m.bytes[..]).collect();
+    let p = params(8192);
+    let cfg = config(Mechanism::Dynamic, Transport::Stream);
+    let mut ue = endpoint(p, p, cfg);
+    let mut proxy = endpoint(p, p, cfg);
+    let now = Instant::now();
+    let first = ue.compress(now, C, ue_messages[0]).unwrap();
+    let incoming = expect_message(proxy.receive(&first.message, Transport::Stream));
+    proxy.discard(incoming);
+    let second = ue.compress(now, C, ue_messages[1]).unwrap();
+    let Err(err) = proxy.receive(&second.message, Transport::Stream) else { panic!("a state never created was found") };
+    assert_eq!(err.reason(), Reason::StateNotFound);
+    assert!(matches!(ue.receive(&err.nack.unwrap(), Transport::Stream), Ok(Received::Nack(_))));
+    // Sent again and declined again (still unregistered).
+    let retry = ue.compress(now, C, ue_messages[1]).unwrap();
+    let incoming = expect_message(proxy.receive(&retry.message, Transport::Stream));
+    proxy.discard(incoming);
+    let third = ue.compress(now, C, ue_messages[2]).unwrap();
+    let incoming = expect_message(proxy.receive(&third.message, Transport::Stream));
+    // Registered now: the proxy keeps this message's state and answers.
+    assert_eq!(proxy.accept(now, incoming, C).message, ue_messages[2]);
+    assert_eq!(proxy.metrics().nacks_sent, 1, "one NACK, not one per declined message");
+    let answer = flow.iter().find(|m| m.from == Side::Pcscf).unwrap();
+    let reply = proxy.compress(now, C, &answer.bytes).unwrap();
+    let incoming = expect_message(ue.receive(&reply.message, Transport::Stream));
+    ue.accept(now, incoming, C);
+    let fourth = ue.compress(now, C, ue_messages[3]).unwrap();
+    assert!(fourth.used_state.is_some(), "the acknowledged state is used");
+    let incoming = expect_message(proxy.receive(&fourth.message, Transport::Stream));
+    assert_eq!(proxy.accept(now, incoming, C).message, ue_messages[3]);
+    let fifth = ue.compress(now, C, ue_messages[4]).unwrap();
+    let incoming = expect_message(proxy.receive(&fifth.message, Transport::Stream));
+    assert_eq!(proxy.accept(now, incoming, C).message, ue_messages[4]);
+    assert_eq!(proxy.metrics().nacks_sent, 1);
+}
