@@ -192,7 +192,7 @@ fn load_section(input: &ReportInput) -> Section {
         // Several scales: each set of plots names its runs in its title.
         let (suffix, of) = if scales.len() > 1 {
             let names: Vec<&str> = group.iter().map(|s| s.0.as_str()).collect();
-            (if k == 0 { String::new() } else { format!("-{}", k + 1) }, format!(": {}", names.join("; ")))
+            (if k == 0 { String::new() } else { format!("-{}", k + 1) }, format!(": {}", runs_title(&names)))
         } else {
             (String::new(), String::new())
         };
@@ -845,5 +845,52 @@ mod tests {
     fn names_are_escaped_and_ids_are_file_safe() {
         assert_eq!(escape("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
         assert_eq!(slug("3gpp video/call"), "3gpp-video-call");
+    }
+}
+
+/// A plot title's name for its runs, short enough to fit: one run's name;
+/// the words several names begin with and their count ("capacity search,
+/// built-in UAS (3 runs)"); else the names, cut with an ellipsis.
+fn runs_title(names: &[&str]) -> String {
+    const FITS: usize = 60;
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [first, rest @ ..] => {
+            let mut common = first.len();
+            for n in rest {
+                common = first.bytes().zip(n.bytes()).take(common).take_while(|(a, b)| a == b).count();
+            }
+            // Back to the end of a whole clause, or else of a whole word.
+            let shared = &first[..common];
+            let prefix = shared.rsplit_once(',').or_else(|| shared.rsplit_once(' ')).map_or("", |(p, _)| p);
+            let prefix = prefix.trim_end_matches([',', ' ', ';']);
+            if prefix.len() >= 8 {
+                return format!("{prefix} ({} runs)", names.len());
+            }
+            let all = names.join("; ");
+            if all.chars().count() <= FITS {
+                all
+            } else {
+                format!("{}…", all.chars().take(FITS).collect::<String>())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod runs_title_tests {
+    use super::runs_title;
+
+    #[test]
+    fn several_runs_are_named_by_what_they_share() {
+        let names = ["capacity search, built-in UAS, search 1", "capacity search, built-in UAS, search 2"];
+        assert_eq!(runs_title(&names), "capacity search, built-in UAS (2 runs)");
+        assert_eq!(runs_title(&["a load run"]), "a load run");
+        let long: Vec<String> = (0..9).map(|i| format!("run number {i} of a study")).collect();
+        let long: Vec<&str> = long.iter().map(String::as_str).collect();
+        assert_eq!(runs_title(&long), "run number (9 runs)");
+        let t = runs_title(&["alpha beta gamma delta epsilon zeta", "omega psi chi phi upsilon tau sigma rho"]);
+        assert!(t.chars().count() <= 61 && t.ends_with('…'), "{t}");
     }
 }
