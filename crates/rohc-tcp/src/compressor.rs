@@ -46,7 +46,7 @@ pub struct CompressorConfig {
     /// Contexts (flows) kept, at most 16 (small CIDs); the least recently
     /// used is reused for a new flow.
     pub max_contexts: usize,
-    /// U-mode only: an IR-DYN after this many packets in FO/SO (0: never).
+    /// U-mode only: an IR after this many packets in FO/SO (0: never).
     /// Not in the draft, whose U-mode otherwise never refreshes a
     /// decompressor that fell back to No Context; RFC 3095 §5.3.1.1.1's
     /// periodic refresh.
@@ -449,7 +449,9 @@ impl Compressor {
                         && config.refresh_period > 0
                         && ctx.since_ir >= config.refresh_period
                     {
-                        PacketKind::IrDyn
+                        // With the static chain: without feedback nothing
+                        // else repairs a decompressor that lost the IR.
+                        PacketKind::Ir
                     } else {
                         PacketKind::Co
                     }

@@ -73,7 +73,7 @@
 //! | §5.1.3 duplicate ACKs | any segment with NEWACK = CMAXACK | only segments without data (RFC 5681 §2), or a bulk sender's data segments would halve cwnd_ack |
 //! | §5.1.2 ISSTHRESH | "MAY be arbitrarily high" | bounded by the §5.1.4 MAX boundary (`max_window`), or W would never shrink the VSW |
 //!
-//! Additions the draft lacks: a periodic IR-DYN in U-mode
+//! Additions the draft lacks: a periodic IR in U-mode
 //! (`refresh_period`, RFC 3095 §5.3.1.1.1), without which a decompressor
 //! in No Context never recovers; retrying a packet that fails against the
 //! reference with the previous reference, so one-packet reordering on the
