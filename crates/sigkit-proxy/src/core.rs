@@ -1699,14 +1699,9 @@ mod tests {
         assert_eq!(Shard::of_upstream_message(b"not sip", 7, me), None);
     }
 
-    /// Two terminals behind one address (one flow), each with its own
-    /// `sigcomp-id`: two compartments, and with both requests in flight
-    /// each response is compressed in its own terminal's compartment
-    /// (RFC 5049 §6.1), which only that terminal can decompress.
-    #[test]
-    fn responses_go_to_the_compartment_their_via_names() {
-        use sigcomp::Params;
-        use sigcomp_compress::{Config, Mechanism};
+    /// A proxy on the default configuration, terminals on UDP
+    /// 127.0.0.1:5060, the upstream at 127.0.0.1:5070.
+    fn udp_proxy() -> Proxy {
         let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
         let config = ProxyConfig {
             listen: vec!["udp:127.0.0.1:5060".parse().unwrap()],
@@ -1718,7 +1713,19 @@ mod tests {
             upstream: addr("127.0.0.1:5062"),
             upstream_peer: addr("127.0.0.1:5070"),
         };
-        let mut proxy = Proxy::new(&config, addrs).unwrap();
+        Proxy::new(&config, addrs).unwrap()
+    }
+
+    /// Two terminals behind one address (one flow), each with its own
+    /// `sigcomp-id`: two compartments, and with both requests in flight
+    /// each response is compressed in its own terminal's compartment
+    /// (RFC 5049 §6.1), which only that terminal can decompress.
+    #[test]
+    fn responses_go_to_the_compartment_their_via_names() {
+        use sigcomp::Params;
+        use sigcomp_compress::{Config, Mechanism};
+        let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let mut proxy = udp_proxy();
         let from = Peer { transport: SipTransport::Udp, addr: addr("10.0.0.9:5080"), local: None, conn: None };
         let p = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
         let c = Config { mechanism: Mechanism::Dynamic, verify: true, ..Config::default() };
@@ -1777,17 +1784,7 @@ mod tests {
         use sigcomp::Params;
         use sigcomp_compress::{Config, Mechanism};
         let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
-        let config = ProxyConfig {
-            listen: vec!["udp:127.0.0.1:5060".parse().unwrap()],
-            upstream: Some("udp:127.0.0.1:5070".parse().unwrap()),
-            ..ProxyConfig::default()
-        };
-        let addrs = LocalAddrs {
-            terminal: vec![(SipTransport::Udp, addr("127.0.0.1:5060"))],
-            upstream: addr("127.0.0.1:5062"),
-            upstream_peer: addr("127.0.0.1:5070"),
-        };
-        let mut proxy = Proxy::new(&config, addrs).unwrap();
+        let mut proxy = udp_proxy();
         let p = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
         let c = Config { mechanism: Mechanism::Dynamic, verify: true, ..Config::default() };
         let now = Instant::now();
