@@ -21,13 +21,7 @@ async fn failover(tcp: bool) {
     // The first proxy's ports are the farm's service address; a retry
     // (start_proxy) may change them, so they are read back after it starts.
     let farm = |port: u16, upstream_local: u16, service: Option<(SocketAddr, SocketAddr)>| {
-        let mut c = proxy_config(port, kport);
-        c.upstream_local = Some(SocketAddr::from(([127, 0, 0, 1], upstream_local)));
-        let (terminal, upstream) = service
-            .unwrap_or((SocketAddr::from(([127, 0, 0, 1], port)), SocketAddr::from(([127, 0, 0, 1], upstream_local))));
-        c.route_terminal = Some(terminal);
-        c.route_upstream = Some(upstream);
-        c
+        farm_config(port, kport, upstream_local, service)
     };
     let a = start_proxy(|port| farm(port, free_port(), None)).await;
     let (service_terminal, service_upstream) = (a.terminal_addrs[0].1, a.upstream_local);

@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use sigkit_proxy::runtime::Running;
+use sigkit_proxy::ProxyConfig;
 use sigkit_sip::proxy::build_response;
 use sigkit_sip::{HeaderName, Message};
 use support::ua::Terminal;
@@ -69,15 +70,9 @@ fn header<'a>(msg: &'a str, name: &str) -> Option<&'a str> {
 async fn a_flow_token_of_another_instance_never_reaches_its_terminals() {
     let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let server_addr = server.local_addr().unwrap();
-    let farm = |port: u16, upstream_local: u16, service: Option<(SocketAddr, SocketAddr)>| {
-        let mut c = proxy_config(port, server_addr.port());
-        c.threads = 1;
-        c.upstream_local = Some(SocketAddr::from(([127, 0, 0, 1], upstream_local)));
-        let (terminal, upstream) = service
-            .unwrap_or((SocketAddr::from(([127, 0, 0, 1], port)), SocketAddr::from(([127, 0, 0, 1], upstream_local))));
-        c.route_terminal = Some(terminal);
-        c.route_upstream = Some(upstream);
-        c
+    let farm = |port: u16, upstream_local: u16, service: Option<(SocketAddr, SocketAddr)>| ProxyConfig {
+        threads: 1,
+        ..farm_config(port, server_addr.port(), upstream_local, service)
     };
     let a = start_proxy(|port| farm(port, free_port(), None)).await;
     let service = (a.terminal_addrs[0].1, a.upstream_local);

@@ -188,6 +188,25 @@ pub fn proxy_config(port: u16, upstream_port: u16) -> ProxyConfig {
     }
 }
 
+/// One instance of a farm (docs/deploy.md) listening on `port`, sending
+/// upstream from `upstream_local`; the Path and Record-Route it writes name
+/// `service` (the farm's terminal and upstream addresses: the first
+/// instance's), or else its own addresses.
+pub fn farm_config(
+    port: u16,
+    upstream_port: u16,
+    upstream_local: u16,
+    service: Option<(SocketAddr, SocketAddr)>,
+) -> ProxyConfig {
+    let mut c = proxy_config(port, upstream_port);
+    c.upstream_local = Some(SocketAddr::from(([127, 0, 0, 1], upstream_local)));
+    let (terminal, upstream) = service
+        .unwrap_or((SocketAddr::from(([127, 0, 0, 1], port)), SocketAddr::from(([127, 0, 0, 1], upstream_local))));
+    c.route_terminal = Some(terminal);
+    c.route_upstream = Some(upstream);
+    c
+}
+
 /// The body of an HTTP GET on 127.0.0.1.
 pub async fn http_get(addr: SocketAddr, path: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
