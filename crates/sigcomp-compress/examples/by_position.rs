@@ -13,27 +13,14 @@ use std::time::Instant;
 use sigcomp::{CompartmentId, Params};
 use sigcomp_compress::{Config, Endpoint, EndpointConfig, Received};
 
+mod common;
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let dir = args.next().expect("usage: by_position FLOW_DIR [PAIRS] [PER]");
     let pairs: u64 = args.next().map_or(2000, |v| v.parse().expect("PAIRS"));
     let per: usize = args.next().map_or(10, |v| v.parse().expect("PER"));
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("flow directory")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sip"))
-        .collect();
-    files.sort();
-    let messages: Vec<(bool, Vec<u8>)> = files
-        .iter()
-        .take(2)
-        .map(|p| {
-            (
-                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.contains("-ue-")),
-                std::fs::read(p).expect("message"),
-            )
-        })
-        .collect();
+    let messages = common::first_messages(&dir, 2);
     let params = Params { dms: 8192, sms: 8192, cpb: 64, version: 2 };
     let config = EndpointConfig::new(params, params, Config::default());
     let mut ue = Endpoint::new(config).expect("endpoint");

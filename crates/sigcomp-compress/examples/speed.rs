@@ -14,6 +14,8 @@ use std::time::Instant;
 use sigcomp::{CompartmentId, Params, Transport};
 use sigcomp_compress::{Algorithm, Config, Endpoint, EndpointConfig, Mechanism, Received};
 
+mod common;
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let usage = "usage: speed FLOW_DIR [lzss|deflate|lz77] [basic|static|dynamic|shared] [MESSAGES]";
@@ -22,22 +24,7 @@ fn main() {
     let mechanism = Mechanism::parse(&args.next().unwrap_or_else(|| "dynamic".into())).expect(usage);
     let messages: u64 = args.next().map_or(20_000, |v| v.parse().expect(usage));
     let per = 10;
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("flow directory")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sip"))
-        .collect();
-    files.sort();
-    let flow: Vec<(bool, Vec<u8>)> = files
-        .iter()
-        .take(2)
-        .map(|p| {
-            (
-                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.contains("-ue-")),
-                std::fs::read(p).expect("message"),
-            )
-        })
-        .collect();
+    let flow = common::first_messages(&dir, 2);
     let params = Params { dms: 8192, sms: 8192, cpb: 64, ..Params::default() };
     let config = Config { algorithm, mechanism, transport: Transport::Message, dictionary: None, ..Config::default() };
     let config = EndpointConfig::new(params, params, config);
