@@ -310,16 +310,18 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         Ok(report) => {
             let s = &report.summary;
             println!(
-                "\n{}: {} of {} calls, {} failed",
+                "\n{}: {} of {} calls, {} failed, {} unfinished when the run ended",
                 path.series(),
                 s.successful_calls,
                 s.attempted_calls,
-                s.failed_calls
+                s.failed_calls,
+                s.calls_in_progress
             );
             for st in &report.steps {
+                let unfinished = st.attempted.saturating_sub(st.successful + st.failed);
                 println!(
-                    "  {:>6.0} calls/s offered: {} of {} successful, set-up p50 {:.2} ms, p95 {:.2} ms",
-                    st.offered_cps, st.successful, st.attempted, st.setup_ms.p50, st.setup_ms.p95
+                    "  {:>6.0} calls/s offered: {} of {} successful, {} failed, {} unfinished, set-up p50 {:.2} ms, p95 {:.2} ms",
+                    st.offered_cps, st.successful, st.attempted, st.failed, unfinished, st.setup_ms.p50, st.setup_ms.p95
                 );
             }
             if let Err(e) = store

@@ -183,6 +183,15 @@ fn load_section(input: &ReportInput) -> Section {
                 Style::Line,
                 steps.iter().map(|s| (s.offered_cps, s.failed_pct)).collect(),
             ));
+            // Calls without a final answer when the run ended are lost
+            // calls too; drawn only where there are some.
+            if steps.iter().any(|s| s.unfinished > 0) {
+                failed.push(Series::new(
+                    label("unfinished calls %"),
+                    Style::Line,
+                    steps.iter().map(|s| (s.offered_cps, s.unfinished_pct)).collect(),
+                ));
+            }
             let percentiles: [Percentile; 3] =
                 [("p50", |s| s.setup_p50_ms), ("p95", |s| s.setup_p95_ms), ("p99", |s| s.setup_p99_ms)];
             for (p, f) in percentiles {
@@ -209,8 +218,8 @@ fn load_section(input: &ReportInput) -> Section {
         figures.push(Figure {
             chart: Some(chart(
                 format!("load-failed{suffix}"),
-                format!("Failed calls against offered load{of}"),
-                "failed calls, %",
+                format!("Failed and unfinished calls against offered load{of}"),
+                "calls, % of attempted",
                 failed,
             )),
             text: String::new(),
@@ -234,6 +243,7 @@ fn load_section(input: &ReportInput) -> Section {
             "attempted",
             "successful",
             "failed",
+            "unfinished",
             "successful calls/s",
             "failed %",
         ]),
@@ -247,6 +257,7 @@ fn load_section(input: &ReportInput) -> Section {
                         s.attempted.to_string(),
                         s.successful.to_string(),
                         s.failed.to_string(),
+                        s.unfinished.to_string(),
                         num(s.calls_per_s, 1),
                         num(s.failed_pct, 2),
                     ]

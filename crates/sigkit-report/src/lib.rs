@@ -76,6 +76,11 @@ pub struct LoadStep {
     /// Successful calls per second.
     pub calls_per_s: f64,
     pub failed_pct: f64,
+    /// Calls attempted that neither succeeded nor failed by the end of the
+    /// run: no final answer yet (an overloaded system holds calls in
+    /// retransmission), so a step with 0 % failed can still have lost calls.
+    pub unfinished: u64,
+    pub unfinished_pct: f64,
     /// Set-up delay percentiles; NaN (null in JSON) where the run did not
     /// measure one (a capacity search keeps only the 95th).
     #[serde(deserialize_with = "nan_if_null")]

@@ -127,6 +127,10 @@ fn load_step(series: &str, row: &Value, summary: bool) -> LoadStep {
     let setup = percentiles(row.get("setup_ms"));
     let has_setup = setup.get("count").and_then(Value::as_u64).unwrap_or(0) > 0;
     let p = |q: &str| if has_setup { f(&setup, q) } else { f64::NAN };
+    let unfinished = match row.get("calls_in_progress").and_then(Value::as_u64) {
+        Some(n) if summary => n,
+        _ => attempted.saturating_sub(successful + failed),
+    };
     LoadStep {
         series: series.to_string(),
         offered_cps: f(row, "offered_cps"),
@@ -134,10 +138,21 @@ fn load_step(series: &str, row: &Value, summary: bool) -> LoadStep {
         successful,
         failed,
         calls_per_s: f(row, "calls_per_s"),
-        failed_pct: if attempted > 0 { failed as f64 / attempted as f64 * 100.0 } else { 0.0 },
+        failed_pct: percent(failed, attempted),
+        unfinished,
+        unfinished_pct: percent(unfinished, attempted),
         setup_p50_ms: p("p50"),
         setup_p95_ms: p("p95"),
         setup_p99_ms: p("p99"),
+    }
+}
+
+/// `part` as a percentage of `whole` (0 for an empty whole).
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole > 0 {
+        part as f64 / whole as f64 * 100.0
+    } else {
+        0.0
     }
 }
 
@@ -179,7 +194,9 @@ fn capacity_steps(series: &str, search: usize, steps: &[Value]) -> Vec<LoadStep>
                 // A step offers attempted calls at offered_cps; the
                 // successful ones are served at the same share of it.
                 calls_per_s: f(r, "offered_cps") * successful as f64 / attempted.max(1) as f64,
-                failed_pct: if attempted > 0 { failed as f64 / attempted as f64 * 100.0 } else { 0.0 },
+                failed_pct: percent(failed, attempted),
+                unfinished: attempted.saturating_sub(successful + failed),
+                unfinished_pct: percent(attempted.saturating_sub(successful + failed), attempted),
                 setup_p50_ms: f64::NAN,
                 setup_p95_ms: f(r, "setup_p95_ms"),
                 setup_p99_ms: f64::NAN,
@@ -334,4 +351,32 @@ fn from_results_file(path: &Path, only: Option<RunId>) -> Result<ReportInput, Re
         input.merge(part);
     }
     Ok(input)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_without_a_final_answer_are_unfinished_not_successful_nor_failed() {
+        let report = serde_json::json!({
+            "summary": {"role": "uac", "successful_calls": 70, "failed_calls": 10, "attempted_calls": 100,
+                        "calls_in_progress": 20, "offered_cps": 50.0, "calls_per_s": 35.0},
+            "steps": [
+                {"offered_cps": 25.0, "attempted": 50, "successful": 50, "failed": 0, "calls_per_s": 25.0},
+                {"offered_cps": 50.0, "attempted": 50, "successful": 20, "failed": 10, "calls_per_s": 10.0},
+            ],
+        });
+        let steps = from_load_json(&report, "run").load_steps;
+        assert_eq!(steps.iter().map(|s| s.unfinished).collect::<Vec<_>>(), [0, 20]);
+        assert_eq!(steps[1].unfinished_pct, 40.0);
+        assert_eq!(steps[1].failed_pct, 20.0);
+
+        // Without steps the summary is the one step, and its own count of
+        // calls in progress is the unfinished one.
+        let summary_only = serde_json::json!({"summary": report["summary"]});
+        let steps = from_load_json(&summary_only, "run").load_steps;
+        assert_eq!(steps.len(), 1);
+        assert_eq!(steps[0].unfinished, 20);
+    }
 }

@@ -47,14 +47,20 @@ fn load_steps(series: &str, capacity: f64) -> Vec<LoadStep> {
             let successful = (served * 10.0).round() as u64;
             let rho = (offered / capacity).min(0.98);
             let mean_ms = 1000.0 / capacity / (1.0 - rho);
+            // Of the calls lost above capacity, a third are still without
+            // a final answer when the run ends.
+            let lost = attempted - successful;
+            let (failed, unfinished) = (lost - lost / 3, lost / 3);
             LoadStep {
                 series: series.into(),
                 offered_cps: offered,
                 attempted,
                 successful,
-                failed: attempted - successful,
+                failed,
                 calls_per_s: served,
-                failed_pct: (attempted - successful) as f64 / attempted as f64 * 100.0,
+                failed_pct: failed as f64 / attempted as f64 * 100.0,
+                unfinished,
+                unfinished_pct: unfinished as f64 / attempted as f64 * 100.0,
                 // Exponential sojourn: p = -ln(1 - q) × mean.
                 setup_p50_ms: mean_ms * 2f64.ln(),
                 setup_p95_ms: mean_ms * 20f64.ln(),
