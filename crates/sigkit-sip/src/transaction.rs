@@ -454,35 +454,44 @@ impl TransactionKey {
 /// INVITE's Request-URI, top Via, Call-ID, From, Route set and CSeq number,
 /// the response's To (with its tag), CSeq method ACK.
 pub fn ack_for(invite: &Message<'_>, response: &Message<'_>) -> Result<Vec<u8>, ParseError> {
+    let to = response.header(HeaderName::To).ok_or(ParseError::MissingHeader("To"))?;
+    request_for_invite(invite, "ACK", to.value)
+}
+
+/// The CANCEL of `invite` (§9.1): the INVITE's Request-URI, top Via (so its
+/// branch), Call-ID, From, To, Route set and CSeq number, CSeq method
+/// CANCEL, no body.
+pub fn cancel_for(invite: &Message<'_>) -> Result<Vec<u8>, ParseError> {
+    let to = invite.header(HeaderName::To).ok_or(ParseError::MissingHeader("To"))?;
+    request_for_invite(invite, "CANCEL", to.value)
+}
+
+/// A request that belongs to the INVITE's transaction (ACK of a non-2xx,
+/// CANCEL): everything but the To and the method from the INVITE.
+fn request_for_invite(invite: &Message<'_>, method: &str, to: &[u8]) -> Result<Vec<u8>, ParseError> {
     let uri = invite.request_uri()?;
     let via = invite.top_via()?;
     let cseq = invite.cseq()?;
-    let mut out = Vec::with_capacity(320);
-    out.extend_from_slice(b"ACK ");
-    out.extend_from_slice(uri.text.as_bytes());
-    out.extend_from_slice(b" SIP/2.0\r\nVia: ");
-    out.extend_from_slice(via.text.as_bytes());
-    out.extend_from_slice(b"\r\n");
-    let header = |m: &Message<'_>, kind: HeaderName, name: &'static str| -> Result<Vec<u8>, ParseError> {
-        m.header(kind).map(|h| h.value.to_vec()).ok_or(ParseError::MissingHeader(name))
+    let header = |kind: HeaderName, name: &'static str| -> Result<&[u8], ParseError> {
+        invite.header(kind).map(|h| h.value).ok_or(ParseError::MissingHeader(name))
     };
-    for (name, value) in [
-        ("From", header(invite, HeaderName::From, "From")?),
-        ("To", header(response, HeaderName::To, "To")?),
-        ("Call-ID", header(invite, HeaderName::CallId, "Call-ID")?),
-    ] {
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(&value);
-        out.extend_from_slice(b"\r\n");
+    let (from, call_id) = (header(HeaderName::From, "From")?, header(HeaderName::CallId, "Call-ID")?);
+    let mut out = Vec::with_capacity(320);
+    for part in [method.as_bytes(), b" ", uri.text.as_bytes(), b" SIP/2.0\r\nVia: ", via.text.as_bytes(), b"\r\n"] {
+        out.extend_from_slice(part);
+    }
+    for (name, value) in [("From", from), ("To", to), ("Call-ID", call_id)] {
+        for part in [name.as_bytes(), b": ", value, b"\r\n"] {
+            out.extend_from_slice(part);
+        }
     }
     for route in invite.values(HeaderName::Route) {
-        out.extend_from_slice(b"Route: ");
-        out.extend_from_slice(route.value);
-        out.extend_from_slice(b"\r\n");
+        for part in [b"Route: ".as_slice(), route.value, b"\r\n"] {
+            out.extend_from_slice(part);
+        }
     }
     out.extend_from_slice(
-        format!("CSeq: {} ACK\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n", cseq.number).as_bytes(),
+        format!("CSeq: {} {method}\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n", cseq.number).as_bytes(),
     );
     Ok(out)
 }

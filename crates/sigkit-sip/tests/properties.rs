@@ -36,6 +36,10 @@ fn exercise(bytes: &[u8]) {
         let parsed = Message::parse(&ack).expect("an ACK built from a parsed message parses");
         assert_eq!(parsed.method(), Some("ACK"));
     }
+    if let Ok(cancel) = sigkit_sip::transaction::cancel_for(&msg) {
+        let parsed = Message::parse(&cancel).expect("a CANCEL built from a parsed message parses");
+        assert_eq!(parsed.method(), Some("CANCEL"));
+    }
     let _ = (
         compartment::sigcomp_id(&msg),
         compartment::remote_application_id(&msg),

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use sigkit_sip::transaction::{
-    ack_for, ClientTransaction, Outcome, Reliability, ServerTransaction, State, Timers, TransactionKey,
+    ack_for, cancel_for, ClientTransaction, Outcome, Reliability, ServerTransaction, State, Timers, TransactionKey,
 };
 use sigkit_sip::Message;
 
@@ -219,4 +219,27 @@ fn a_request_its_response_and_its_ack_share_a_key() {
     assert_ne!(TransactionKey::of(&Message::parse(other.as_bytes()).unwrap()), Some(key));
     let old = String::from_utf8(INVITE.to_vec()).unwrap().replace("z9hG4bK776asdhds", "776asdhds");
     assert_eq!(TransactionKey::of(&Message::parse(old.as_bytes()).unwrap()), None, "RFC 2543 branch");
+}
+
+#[test]
+fn a_cancel_names_the_invites_branch_uri_routes_and_cseq_number() {
+    let invite = Message::parse(INVITE).unwrap();
+    let cancel_bytes = cancel_for(&invite).unwrap();
+    let cancel = Message::parse(&cancel_bytes).unwrap();
+    // RFC 3261 §9.1: the same Request-URI, Call-ID, To, From, CSeq number
+    // and top Via (so branch) as the INVITE, and the same Route set.
+    assert_eq!(cancel.method(), Some("CANCEL"));
+    assert_eq!(cancel.request_uri().unwrap().text, invite.request_uri().unwrap().text);
+    assert_eq!(cancel.top_via().unwrap().branch(), invite.top_via().unwrap().branch());
+    assert_eq!(cancel.vias().count(), 1);
+    assert_eq!(cancel.call_id(), invite.call_id());
+    assert_eq!(cancel.to().unwrap().tag(), None);
+    assert_eq!(cancel.from().unwrap().tag(), Some("1928301774"));
+    assert_eq!(cancel.cseq().unwrap().number, 314159);
+    assert_eq!(cancel.cseq().unwrap().method, "CANCEL");
+    assert_eq!(cancel.routes().unwrap().len(), 2);
+    assert!(cancel.body().is_empty());
+    // A CANCEL is a transaction of its own (§17.2.3: the method is part
+    // of the key, ACK aside).
+    assert_ne!(TransactionKey::of(&cancel), TransactionKey::of(&invite));
 }
