@@ -51,7 +51,7 @@ use sha1::{Digest, Sha1};
 use sigcomp::{CompartmentId, Reason, Transport};
 use sigcomp_compress::{Endpoint, EndpointConfig, Incoming, Received, ReceivedNack};
 use sigkit_sip::proxy::{build_response, format_via, is_dialog_forming, route_uri};
-use sigkit_sip::transaction::{ack_for, ClientTransaction, Reliability, ServerTransaction, State, Timers};
+use sigkit_sip::transaction::{ack_for, cancel_for, ClientTransaction, Reliability, ServerTransaction, State, Timers};
 use sigkit_sip::{EditError, Editor, HeaderName, Message};
 
 use crate::config::{ConfigError, ProxyConfig, SipTransport};
@@ -134,6 +134,9 @@ pub struct ProxyMetrics {
     pub absorbed_responses: u64,
     pub upstream_retransmissions: u64,
     pub transaction_timeouts: u64,
+    /// Stateful mode: INVITE transactions a terminal's CANCEL ended
+    /// (RFC 3261 §16.10).
+    pub cancelled_invites: u64,
 }
 
 impl ProxyMetrics {
@@ -161,6 +164,7 @@ impl ProxyMetrics {
         self.absorbed_responses += o.absorbed_responses;
         self.upstream_retransmissions += o.upstream_retransmissions;
         self.transaction_timeouts += o.transaction_timeouts;
+        self.cancelled_invites += o.cancelled_invites;
     }
 }
 
@@ -227,11 +231,28 @@ struct Transaction {
     /// Timer C (§16.6 step 11): an INVITE answered only provisionally is
     /// given up after it.
     timer_c: Instant,
+    /// The CANCEL of this INVITE toward the upstream, once the terminal
+    /// cancelled it (§16.10).
+    cancel: Option<Cancel>,
+}
+
+/// The proxy's own CANCEL of an INVITE it forwarded (RFC 3261 §16.10).
+struct Cancel {
+    /// The CANCEL (§9.1: built from the INVITE as forwarded, so it carries
+    /// the proxy's branch).
+    request: Vec<u8>,
+    /// Its client transaction, started once the INVITE's has a provisional
+    /// response: §9.1 forbids a CANCEL before one.
+    client: Option<ClientTransaction>,
 }
 
 impl Transaction {
     fn next_timeout(&self) -> Instant {
-        [self.client.poll_timeout(), self.server.poll_timeout()].into_iter().flatten().fold(self.timer_c, Instant::min)
+        let cancel = self.cancel.as_ref().and_then(|c| c.client.as_ref()).and_then(ClientTransaction::poll_timeout);
+        [self.client.poll_timeout(), self.server.poll_timeout(), cancel]
+            .into_iter()
+            .flatten()
+            .fold(self.timer_c, Instant::min)
     }
 }
 
@@ -800,6 +821,18 @@ impl Proxy {
             self.decide(incoming, accept);
             return;
         }
+        // §16.10: a CANCEL of an INVITE the proxy holds a transaction for
+        // is answered here and cancels the proxy's own client transaction;
+        // one that matches nothing is forwarded statelessly, below.
+        if self.stateful && method == "CANCEL" {
+            let branch = self.branch_for(msg);
+            if self.transactions.get(&branch).is_some_and(|t| t.method == "INVITE") {
+                let accept = self.registered.contains_key(&compartment).then_some((now, compartment));
+                self.decide(incoming, accept);
+                self.cancel_invite(now, (from, token), msg, &branch);
+                return;
+            }
+        }
         // Overload control sheds only requests that start something new
         // (out of dialog, not ACK or CANCEL).
         let sheddable = !matches!(method, "ACK" | "CANCEL") && !msg.to().is_ok_and(|t| t.tag().is_some());
@@ -922,6 +955,50 @@ impl Proxy {
         true
     }
 
+    /// Stateful mode: a terminal's CANCEL of the INVITE transaction
+    /// `branch` (RFC 3261 §16.10). The proxy answers it 200 itself, and
+    /// cancels its client transaction toward the upstream: at once if that
+    /// has a provisional response, else when one comes (§9.1). The 487 the
+    /// upstream then sends ends the INVITE as any final response does. A
+    /// retransmitted CANCEL gets the 200 again and nothing more.
+    fn cancel_invite(&mut self, now: Instant, (from, token): (Peer, u64), msg: &Message<'_>, branch: &str) {
+        if let Ok(ok) = build_response(msg, 200, "OK", Some(&self.to_tag(msg)), &[]) {
+            self.reply_to_terminal(now, from, token, ok);
+        }
+        let Some(t) = self.transactions.get_mut(branch) else { return };
+        // Already cancelled, or answered finally: nothing left to cancel
+        // (§9.1: a CANCEL after the final response has no effect).
+        if t.cancel.is_some() || t.server.last_code().is_some_and(|c| c >= 200) {
+            return;
+        }
+        let Ok(request) = Message::parse(&t.forwarded).and_then(|invite| cancel_for(&invite)) else { return };
+        t.cancel = Some(Cancel { request, client: None });
+        self.metrics.cancelled_invites += 1;
+        if t.client.state() == State::Proceeding {
+            self.start_cancel(now, branch);
+        }
+    }
+
+    /// Sends the CANCEL of transaction `branch` upstream in a non-INVITE
+    /// client transaction of its own (§9.1), with the T1 the INVITE's has.
+    fn start_cancel(&mut self, now: Instant, branch: &str) {
+        let t1 = self.overload.t1(now);
+        let timers = Timers { t1, t2: Timers::default().t2.max(t1), ..Timers::default() };
+        let Some(c) = self.transactions.get_mut(branch).and_then(|t| t.cancel.as_mut()) else { return };
+        if c.client.is_some() {
+            return;
+        }
+        let client = ClientTransaction::new(false, Reliability::Unreliable, timers, now);
+        let at = client.poll_timeout();
+        c.client = Some(client);
+        let request = c.request.clone();
+        if let Some(at) = at {
+            self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
+        }
+        let up = self.upstream_peer();
+        self.send(Side::Upstream, up, request, false);
+    }
+
     /// Stateful mode: the server and client transactions of a new request
     /// forwarded as `forwarded`; an INVITE is answered 100 Trying at once
     /// (RFC 3261 §16.2: a stateful proxy that will not answer within
@@ -969,6 +1046,7 @@ impl Proxy {
             sigcomp,
             last_response,
             timer_c: now + TIMER_C,
+            cancel: None,
         };
         let at = t.next_timeout();
         self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
@@ -983,11 +1061,22 @@ impl Proxy {
     /// goes on to the terminal.
     fn response_in_transaction(&mut self, now: Instant, branch: &str, msg: &Message<'_>, code: u16) -> bool {
         let Some(t) = self.transactions.get_mut(branch) else { return true };
+        if msg.cseq().is_ok_and(|c| c.method == "CANCEL") {
+            // A response to the proxy's own CANCEL ends at its client
+            // transaction: the terminal had the proxy's 200 (§16.10).
+            let Some(client) = t.cancel.as_mut().and_then(|c| c.client.as_mut()) else { return true };
+            client.on_response(now, code);
+            let at = t.next_timeout();
+            self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
+            self.metrics.absorbed_responses += 1;
+            return false;
+        }
         if !msg.cseq().is_ok_and(|c| c.method == t.method) {
-            // A response to the CANCEL the proxy forwarded statelessly.
             return true;
         }
         let o = t.client.on_response(now, code);
+        // §9.1: a CANCEL waiting for the INVITE's first provisional response.
+        let cancel_now = (100..200).contains(&code) && t.cancel.as_ref().is_some_and(|c| c.client.is_none());
         let ack =
             if o.send_ack { Message::parse(&t.forwarded).ok().and_then(|req| ack_for(&req, msg).ok()) } else { None };
         // §16.7 step 10: every 2xx to INVITE is forwarded (the UAS
@@ -1000,6 +1089,9 @@ impl Proxy {
         if let Some(ack) = ack {
             let up = self.upstream_peer();
             self.send(Side::Upstream, up, ack, false);
+        }
+        if cancel_now {
+            self.start_cancel(now, branch);
         }
         if !o.deliver {
             self.metrics.absorbed_responses += 1;
@@ -1027,8 +1119,23 @@ impl Proxy {
                 let up = self.upstream_peer();
                 self.send(Side::Upstream, up, t.forwarded.clone(), false);
             }
+            if let Some(cancel) = t.cancel.as_mut() {
+                if cancel.client.as_mut().is_some_and(|c| c.handle_timeout(now).retransmit) {
+                    self.metrics.upstream_retransmissions += 1;
+                    let up = self.upstream_peer();
+                    self.send(Side::Upstream, up, cancel.request.clone(), false);
+                }
+            }
             let unanswered = t.server.last_code().is_none_or(|c| c < 200);
             let timer_c = now >= t.timer_c;
+            // §16.8: Timer C on an INVITE with a provisional response
+            // cancels it upstream (once: the transaction ends here).
+            if timer_c && t.client.state() == State::Proceeding && t.cancel.is_none() {
+                if let Ok(cancel) = Message::parse(&t.forwarded).and_then(|invite| cancel_for(&invite)) {
+                    let up = self.upstream_peer();
+                    self.send(Side::Upstream, up, cancel, false);
+                }
+            }
             if (c.timed_out || timer_c) && unanswered {
                 self.metrics.transaction_timeouts += 1;
                 let reply = Message::parse(&t.received)
@@ -1560,6 +1667,11 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
             "sigkit_proxy_transaction_timeouts_total",
             "Stateful mode: transactions the upstream never answered (408 sent, RFC 3261 §16.8).",
             &[("", m.transaction_timeouts)],
+        );
+        counter(
+            "sigkit_proxy_cancelled_invites_total",
+            "Stateful mode: INVITE transactions a terminal cancelled (RFC 3261 §16.10).",
+            &[("", m.cancelled_invites)],
         );
         counter(
             "sigkit_proxy_nack_resends_total",
