@@ -139,3 +139,71 @@ async fn plain_sipp_terminal_through_the_proxy() {
     assert_eq!((r.successful, r.failed), (20, 0), "{}", r.output);
     proxy.stop().await;
 }
+
+/// SIPp's UAC cancels a ringing call through `sigkit proxy` and Kamailio
+/// to SIPp's UAS, which answers the CANCEL 200 and the INVITE 487: every
+/// call must end that way at both SIPp ends (stateless: the CANCEL goes
+/// through as a request; stateful: the proxy answers it and cancels its
+/// own client transaction, RFC 3261 §16.10).
+async fn cancel_across_both_hops(stateful: bool) {
+    let (dir, kport, _kamailio) = scratch_with_kamailio(if stateful { "cancel-stateful" } else { "cancel" });
+    let proxy = start_proxy(|port| proxy_config_with(port, kport, stateful)).await;
+    let rsa = proxy.terminal_addrs[0].1.to_string();
+    let uas_port = free_port();
+    let calls = "5";
+    let uas = {
+        let dir = dir.clone();
+        tokio::task::spawn_blocking(move || {
+            let sf = sipp_scenario("uas_cancel.xml");
+            let port = uas_port.to_string();
+            sipp(&dir, &["-sf", &sf, "-i", "127.0.0.1", "-p", &port, "-m", calls], Duration::from_secs(40))
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let target = format!("127.0.0.1:{uas_port}");
+    let uac_port = free_port().to_string();
+    let uac = tokio::task::spawn_blocking({
+        let dir = dir.clone();
+        move || {
+            let sf = sipp_scenario("uac_cancel.xml");
+            let args = [
+                "-sf",
+                &sf,
+                "-s",
+                "service",
+                "-i",
+                "127.0.0.1",
+                "-p",
+                &uac_port,
+                "-rsa",
+                &rsa,
+                "-m",
+                calls,
+                "-r",
+                "5",
+                &target,
+            ];
+            sipp(&dir, &args, Duration::from_secs(40))
+        }
+    })
+    .await
+    .unwrap();
+    let uas = uas.await.unwrap();
+    assert_eq!((uac.successful, uac.failed), (5, 0), "UAC:\n{}\n{}", uac.output, diagnostics(&dir));
+    assert_eq!((uas.successful, uas.failed), (5, 0), "UAS:\n{}\n{}", uas.output, diagnostics(&dir));
+    if stateful {
+        let metrics = http_get(proxy.metrics_addr.unwrap(), "/metrics").await;
+        assert_eq!(metric(&metrics, "sigkit_proxy_cancelled_invites_total"), Some(5.0), "{metrics}");
+    }
+    proxy.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_through_the_proxy_and_kamailio() {
+    cancel_across_both_hops(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_through_the_stateful_proxy_and_kamailio() {
+    cancel_across_both_hops(true).await;
+}
