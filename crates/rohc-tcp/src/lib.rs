@@ -150,11 +150,13 @@
 #![forbid(unsafe_code)]
 
 mod bits;
+pub mod capture;
 pub mod compressor;
 pub mod cwnd;
 pub mod decompressor;
 pub mod format;
 pub mod packet;
+pub mod replay;
 pub mod scheme;
 pub mod synth;
 pub mod vj;

@@ -23,6 +23,7 @@ mod proxy_cmd;
 mod ran_cmd;
 mod report_cmd;
 mod results_cmd;
+mod rohc_cmd;
 mod sim_cmd;
 
 /// Exit code of a message that failed to decompress.
@@ -110,6 +111,10 @@ enum Command {
     /// Simulate SIP overload (the SIP overload thesis's model): a scenario
     /// over N seeds in parallel, each seed's collapse verdict and the count.
     Sim(sim_cmd::SimArgs),
+    /// TCP/IP header compression (TAROC, draft-ietf-rohc-tcp-taroc-04) of a
+    /// capture's TCP/IPv4 packets over an emulated link with loss, bit
+    /// errors and reordering, beside VJ, none and IDEAL (see docs/rohc.md).
+    Rohc(rohc_cmd::RohcArgs),
 }
 
 #[derive(Args)]
@@ -174,6 +179,7 @@ fn main() -> ExitCode {
         Command::Ran(args) => ran_cmd::ran(args),
         Command::Report(args) => report_cmd::report(args),
         Command::Sim(args) => sim_cmd::sim(args),
+        Command::Rohc(args) => rohc_cmd::rohc(args),
     }
 }
 

@@ -1,0 +1,380 @@
+//! Reading the TCP/IPv4 packets of a capture (pcap or pcapng, with
+//! `pcap-file`) and writing packets back as a pcap.
+//!
+//! Link types read: Ethernet (with 802.1Q/802.1ad tags), Linux cooked
+//! capture v1 and v2 (`tcpdump -i any`), raw IP (DLT_RAW, LINKTYPE_IPV4)
+//! and BSD loopback (NULL, LOOP). A frame that does not carry an IPv4
+//! packet with TCP that TAROC compresses (see [`Packet::parse`]) is
+//! skipped and counted by why; a capture is refused only when it is not a
+//! capture at all or is cut short inside a record header.
+//!
+//! A capture taken on the sending host usually carries TCP checksums the
+//! NIC would have filled in (checksum offload; always on the loopback
+//! interface). Such packets are repaired ([`fix_checksums`]) and counted,
+//! since every decompressor here verifies the TCP checksum (the draft's
+//! §5.4) and would otherwise refuse the originals themselves.
+//!
+//! The whole file is parsed from memory with `pcap-file`'s slice parsers,
+//! which check every record length against the bytes present, so a damaged
+//! length field gives an error, not a huge allocation.
+
+use std::borrow::Cow;
+use std::io::Write;
+use std::time::Duration;
+
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapParser, PcapWriter};
+use pcap_file::pcapng::{Block, PcapNgParser};
+use pcap_file::{DataLink, PcapError};
+
+use crate::packet::{checksums_ok, fix_checksums, Packet};
+
+/// Why bytes are not a readable capture.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("empty file")]
+    Empty,
+    #[error("not a pcap or pcapng capture (magic number {0:02x?})")]
+    NotACapture([u8; 4]),
+    #[error("bad {format} file: {source}")]
+    Malformed { format: &'static str, source: PcapError },
+    #[error("{format} capture cut short after {records} records")]
+    Truncated { format: &'static str, records: usize },
+    #[error("packet {0} of the pcapng file names interface {1}, which the file does not describe")]
+    UnknownInterface(usize, u32),
+}
+
+/// The file format of a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureFormat {
+    Pcap,
+    PcapNg,
+}
+
+/// One TCP/IPv4 packet of a capture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapturedPacket {
+    /// Since 1970-01-01 00:00:00 UTC, as the capture says.
+    pub timestamp: Duration,
+    /// The IPv4 packet, link-layer header and padding removed, checksums
+    /// correct.
+    pub ip: Vec<u8>,
+}
+
+/// Frames that were not used, by why.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Not IPv4, or IPv4 not carrying TCP.
+    pub not_tcp_ipv4: usize,
+    /// Captured shorter than they were on the wire (snap length).
+    pub truncated: usize,
+    /// On an interface whose link type is not read (see the module docs).
+    pub unsupported_link: usize,
+    /// TCP/IPv4 that TAROC does not compress: IPv4 options, fragments,
+    /// lengths that disagree, malformed TCP headers.
+    pub unsupported_tcp_ipv4: usize,
+}
+
+impl Skipped {
+    pub fn total(&self) -> usize {
+        self.not_tcp_ipv4 + self.truncated + self.unsupported_link + self.unsupported_tcp_ipv4
+    }
+}
+
+/// The TCP/IPv4 packets of a capture, in capture order.
+#[derive(Debug, Clone)]
+pub struct Capture {
+    pub format: CaptureFormat,
+    /// Link types seen, in order of first appearance.
+    pub link_types: Vec<DataLink>,
+    /// Frames in the file.
+    pub frames: usize,
+    pub packets: Vec<CapturedPacket>,
+    pub skipped: Skipped,
+    /// Packets whose IPv4 or TCP checksum was wrong in the capture
+    /// (checksum offload) and was repaired.
+    pub checksums_fixed: usize,
+}
+
+const PCAP_MAGICS: [[u8; 4]; 4] =
+    [[0xd4, 0xc3, 0xb2, 0xa1], [0xa1, 0xb2, 0xc3, 0xd4], [0x4d, 0x3c, 0xb2, 0xa1], [0xa1, 0xb2, 0x3c, 0x4d]];
+const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+
+/// Reads a pcap or pcapng capture held in memory.
+pub fn read_capture(data: &[u8]) -> Result<Capture, CaptureError> {
+    if data.is_empty() {
+        return Err(CaptureError::Empty);
+    }
+    let mut magic = [0u8; 4];
+    let n = data.len().min(4);
+    magic[..n].copy_from_slice(&data[..n]);
+    let mut cap = Capture {
+        format: CaptureFormat::Pcap,
+        link_types: Vec::new(),
+        frames: 0,
+        packets: Vec::new(),
+        skipped: Skipped::default(),
+        checksums_fixed: 0,
+    };
+    if PCAP_MAGICS.contains(&magic) {
+        read_pcap(data, &mut cap)?;
+    } else if magic == PCAPNG_MAGIC {
+        cap.format = CaptureFormat::PcapNg;
+        read_pcapng(data, &mut cap)?;
+    } else {
+        return Err(CaptureError::NotACapture(magic));
+    }
+    Ok(cap)
+}
+
+fn malformed(format: &'static str, records: usize, e: PcapError) -> CaptureError {
+    match e {
+        PcapError::IncompleteBuffer => CaptureError::Truncated { format, records },
+        source => CaptureError::Malformed { format, source },
+    }
+}
+
+fn read_pcap(data: &[u8], cap: &mut Capture) -> Result<(), CaptureError> {
+    let (mut rest, parser) = PcapParser::new(data).map_err(|e| malformed("pcap", 0, e))?;
+    let link = parser.header().datalink;
+    cap.link_types.push(link);
+    while !rest.is_empty() {
+        // The raw record: lengths are checked against the bytes present, and
+        // a record longer than the header's snap length is still read.
+        let (next, raw) = parser.next_raw_packet(rest).map_err(|e| malformed("pcap", cap.frames, e))?;
+        rest = next;
+        cap.frames += 1;
+        let frac = match parser.header().ts_resolution {
+            pcap_file::TsResolution::MicroSecond => raw.ts_frac.saturating_mul(1000),
+            pcap_file::TsResolution::NanoSecond => raw.ts_frac,
+        };
+        let ts = Duration::new(raw.ts_sec as u64, frac.min(999_999_999));
+        cap.take(link, ts, &raw.data, raw.orig_len as usize);
+    }
+    Ok(())
+}
+
+fn read_pcapng(data: &[u8], cap: &mut Capture) -> Result<(), CaptureError> {
+    let (mut rest, mut parser) = PcapNgParser::new(data).map_err(|e| malformed("pcapng", 0, e))?;
+    while !rest.is_empty() {
+        let (next, block) = parser.next_block(rest).map_err(|e| malformed("pcapng", cap.frames, e))?;
+        rest = next;
+        match block {
+            Block::EnhancedPacket(p) => {
+                cap.frames += 1;
+                let link = parser
+                    .packet_interface(&p)
+                    .map(|i| i.linktype)
+                    .ok_or(CaptureError::UnknownInterface(cap.frames, p.interface_id))?;
+                cap.note_link(link);
+                cap.take(link, p.timestamp, &p.data, p.original_len as usize);
+            }
+            Block::SimplePacket(p) => {
+                cap.frames += 1;
+                let link = parser
+                    .interfaces()
+                    .first()
+                    .map(|i| i.linktype)
+                    .ok_or(CaptureError::UnknownInterface(cap.frames, 0))?;
+                cap.note_link(link);
+                cap.take(link, Duration::ZERO, &p.data, p.original_len as usize);
+            }
+            Block::Packet(p) => {
+                cap.frames += 1;
+                let link = parser
+                    .interfaces()
+                    .get(p.interface_id as usize)
+                    .map(|i| i.linktype)
+                    .ok_or(CaptureError::UnknownInterface(cap.frames, p.interface_id as u32))?;
+                cap.note_link(link);
+                // The obsolete Packet Block: microseconds, the default resolution.
+                cap.take(link, Duration::from_micros(p.timestamp), &p.data, p.original_len as usize);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The IPv4 packet inside a link-layer frame, if the frame carries IPv4.
+/// `Err(())` for a link type that is not read.
+fn ipv4_of(link: DataLink, frame: &[u8]) -> Result<Option<&[u8]>, ()> {
+    let be16 = |b: &[u8], at: usize| b.get(at..at + 2).map(|s| u16::from_be_bytes([s[0], s[1]]));
+    let ip = match link {
+        DataLink::ETHERNET => {
+            let mut at = 12;
+            let mut ty = be16(frame, at);
+            // 802.1Q and 802.1ad tags, possibly stacked.
+            while matches!(ty, Some(0x8100 | 0x88a8)) {
+                at += 4;
+                ty = be16(frame, at);
+            }
+            (ty == Some(0x0800)).then(|| &frame[at + 2..])
+        }
+        DataLink::LINUX_SLL => (be16(frame, 14) == Some(0x0800)).then(|| &frame[16..]),
+        DataLink::LINUX_SLL2 => (be16(frame, 0) == Some(0x0800) && frame.len() >= 20).then(|| &frame[20..]),
+        DataLink::RAW | DataLink::IPV4 => Some(frame),
+        DataLink::NULL | DataLink::LOOP => {
+            // The address family, in the capturing host's byte order for
+            // NULL and network order for LOOP; AF_INET is 2 everywhere.
+            let fam = frame.get(..4).map(|b| [b[0], b[1], b[2], b[3]]);
+            matches!(fam, Some([2, 0, 0, 0] | [0, 0, 0, 2])).then(|| &frame[4..])
+        }
+        _ => return Err(()),
+    };
+    Ok(ip.filter(|p| p.first().is_some_and(|b| b >> 4 == 4)))
+}
+
+impl Capture {
+    fn note_link(&mut self, link: DataLink) {
+        if !self.link_types.contains(&link) {
+            self.link_types.push(link);
+        }
+    }
+
+    fn take(&mut self, link: DataLink, timestamp: Duration, frame: &[u8], orig_len: usize) {
+        let ip = match ipv4_of(link, frame) {
+            Err(()) => {
+                self.skipped.unsupported_link += 1;
+                return;
+            }
+            Ok(None) => {
+                self.skipped.not_tcp_ipv4 += 1;
+                return;
+            }
+            Ok(Some(ip)) => ip,
+        };
+        if ip.len() < 20 || ip[9] != 6 {
+            self.skipped.not_tcp_ipv4 += 1;
+            return;
+        }
+        // Link-layer padding (Ethernet's 60-octet minimum) follows the
+        // IPv4 total length; a frame cut by the snap length lacks bytes of it.
+        let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+        if frame.len() < orig_len || ip.len() < total {
+            self.skipped.truncated += 1;
+            return;
+        }
+        let mut ip = ip[..total].to_vec();
+        if !checksums_ok(&ip) && ip.len() >= 40 && ip[0] == 0x45 {
+            let data_offset = (ip[32] >> 4) as usize * 4;
+            if data_offset >= 20 && 20 + data_offset <= ip.len() && fix_checksums(&mut ip).is_ok() {
+                self.checksums_fixed += 1;
+            }
+        }
+        if Packet::parse(&ip).is_err() {
+            self.skipped.unsupported_tcp_ipv4 += 1;
+            return;
+        }
+        self.packets.push(CapturedPacket { timestamp, ip });
+    }
+}
+
+/// Writes IPv4 packets as a pcap of link type raw IPv4 (LINKTYPE_RAW),
+/// microsecond timestamps.
+pub fn write_pcap<'a, W: Write>(
+    out: W,
+    packets: impl IntoIterator<Item = (Duration, &'a [u8])>,
+) -> Result<W, PcapError> {
+    let header = PcapHeader { datalink: DataLink::RAW, snaplen: 65535, ..PcapHeader::default() };
+    let mut w = PcapWriter::with_header(out, header)?;
+    for (ts, p) in packets {
+        let ts = Duration::new(ts.as_secs(), ts.subsec_micros() * 1000);
+        w.write_packet(&PcapPacket { timestamp: ts, orig_len: p.len() as u32, data: Cow::Borrowed(p) })?;
+    }
+    Ok(w.into_writer())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{bulk_transfer, FlowOptions};
+
+    fn pcap_of(link: DataLink, frames: &[Vec<u8>]) -> Vec<u8> {
+        let header = PcapHeader { datalink: link, ..PcapHeader::default() };
+        let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
+        for f in frames {
+            w.write_packet(&PcapPacket::new(Duration::from_micros(5), f.len() as u32, f)).unwrap();
+        }
+        w.into_writer()
+    }
+
+    #[test]
+    fn reads_every_link_type_and_skips_the_rest() {
+        let flow: Vec<Vec<u8>> = bulk_transfer(5, 100, 0, FlowOptions::default()).into_iter().map(|(_, p)| p).collect();
+        let eth = |p: &Vec<u8>| {
+            let mut f = vec![0u8; 12];
+            f.extend_from_slice(&[0x81, 0, 0, 5, 0x08, 0]); // one VLAN tag
+            f.extend_from_slice(p);
+            f.extend_from_slice(&[0; 6]); // padding
+            f
+        };
+        let sll = |p: &Vec<u8>| {
+            let mut f = vec![0u8; 14];
+            f.extend_from_slice(&[0x08, 0]);
+            f.extend_from_slice(p);
+            f
+        };
+        for (link, frames) in [
+            (DataLink::ETHERNET, flow.iter().map(eth).collect::<Vec<_>>()),
+            (DataLink::LINUX_SLL, flow.iter().map(sll).collect()),
+            (DataLink::RAW, flow.clone()),
+        ] {
+            let mut frames = frames;
+            frames.push(vec![0xff; 30]); // not IPv4
+            let cap = read_capture(&pcap_of(link, &frames)).unwrap();
+            assert_eq!(cap.packets.iter().map(|p| p.ip.clone()).collect::<Vec<_>>(), flow, "{link:?}");
+            assert_eq!(cap.skipped.total(), 1);
+        }
+        let cap = read_capture(&pcap_of(DataLink::IEEE802_11, &flow)).unwrap();
+        assert_eq!((cap.packets.len(), cap.skipped.unsupported_link), (0, flow.len()));
+    }
+
+    #[test]
+    fn offloaded_checksums_are_repaired_and_counted() {
+        let flow: Vec<Vec<u8>> = bulk_transfer(3, 100, 0, FlowOptions::default()).into_iter().map(|(_, p)| p).collect();
+        let mut bad = flow.clone();
+        for p in &mut bad {
+            p[36] ^= 0x5a;
+        }
+        let cap = read_capture(&pcap_of(DataLink::RAW, &bad)).unwrap();
+        assert_eq!(cap.checksums_fixed, flow.len());
+        assert_eq!(cap.packets.iter().map(|p| p.ip.clone()).collect::<Vec<_>>(), flow);
+    }
+
+    #[test]
+    fn bad_files_are_errors_not_panics() {
+        assert!(matches!(read_capture(b""), Err(CaptureError::Empty)));
+        assert!(matches!(read_capture(b"GET / HTTP/1.1\r\n"), Err(CaptureError::NotACapture(_))));
+        let flow: Vec<Vec<u8>> = bulk_transfer(3, 100, 0, FlowOptions::default()).into_iter().map(|(_, p)| p).collect();
+        let good = pcap_of(DataLink::RAW, &flow);
+        for cut in 1..good.len() {
+            let _ = read_capture(&good[..cut]);
+        }
+        assert!(matches!(read_capture(&good[..good.len() - 3]), Err(CaptureError::Truncated { .. })));
+        let mut x = 0x1234_5678u32;
+        for i in 0..2000 {
+            let mut d = good.clone();
+            for _ in 0..4 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let at = 4 + (x as usize) % (d.len() - 4);
+                d[at] ^= (x >> 24) as u8 | 1;
+            }
+            if i % 2 == 0 {
+                d[..4].copy_from_slice(&PCAPNG_MAGIC);
+            }
+            let _ = read_capture(&d);
+        }
+    }
+
+    #[test]
+    fn written_pcap_reads_back() {
+        let flow: Vec<Vec<u8>> = bulk_transfer(3, 100, 0, FlowOptions::default()).into_iter().map(|(_, p)| p).collect();
+        let bytes = write_pcap(Vec::new(), flow.iter().map(|p| (Duration::from_millis(7), p.as_slice()))).unwrap();
+        let cap = read_capture(&bytes).unwrap();
+        assert_eq!(cap.link_types, vec![DataLink::RAW]);
+        assert_eq!(cap.packets.len(), flow.len());
+        assert_eq!(cap.packets[0].timestamp, Duration::from_millis(7));
+    }
+}

@@ -1,0 +1,453 @@
+//! Replaying TCP/IPv4 packets (a capture's, or synthesised ones) through
+//! a header compression scheme and an emulated link that loses, damages
+//! and reorders packets, and counting what came out: the measurement
+//! behind `sigkit rohc`.
+//!
+//! Packets are split by connection (the pair of address/port endpoints)
+//! and direction; each connection's two directions have a compressor and
+//! a decompressor of their own, as the two ends of a link do, and a
+//! decompressor's feedback crosses the opposite direction of the link
+//! (so it is lost and damaged too) before the compressor applies it.
+//!
+//! The link's faults are a function of the seed and of the packet's
+//! position in the capture only, so every scheme sees the same packets
+//! lost and reordered, and the same bit-error draws: a packet's k-th
+//! error falls at the same bit whatever the scheme, if the packet (as the
+//! scheme sends it) is that long.
+//!
+//! Bit errors reach the decompressor (no link-layer check drops damaged
+//! frames): the residual errors the draft's Appendix A's links leave,
+//! which only the decompressor's own verification (§5.4) stands between
+//! and the receiving TCP. IDEAL (Appendix A.2) exposes only its counted
+//! 4 header octets and the payload to errors; an error in those 4 octets
+//! drops the packet, as the draft's IDEAL "does not introduce additional
+//! errors".
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::packet::Packet;
+use crate::scheme::{HeaderCompressor, HeaderDecompressor, Scheme, IDEAL_HEADER_LEN};
+
+/// The emulated link's faults.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkConfig {
+    /// Probability that a packet (or feedback packet) is lost.
+    pub loss: f64,
+    /// Bit error rate: each bit of a packet is flipped with this probability.
+    pub ber: f64,
+    /// A reordered packet is delivered after this many later packets of its
+    /// direction (0: no reordering).
+    pub reorder_depth: usize,
+    /// Probability that a packet is reordered, when `reorder_depth` > 0.
+    pub reorder_prob: f64,
+    pub seed: u64,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig { loss: 0.0, ber: 0.0, reorder_depth: 0, reorder_prob: 0.1, seed: 1 }
+    }
+}
+
+/// What one scheme did to the packets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    pub scheme: String,
+    /// Packets offered to the compressor.
+    pub packets: usize,
+    /// Connections (address/port pairs) the packets belong to.
+    pub flows: usize,
+    /// IPv4 + TCP header octets of the original packets.
+    pub header_bytes_before: u64,
+    /// Header octets as sent.
+    pub header_bytes_after: u64,
+    /// Payload octets (the same for every scheme).
+    pub payload_bytes: u64,
+    /// Packets the compressor refused (not TCP/IPv4 it handles).
+    pub compress_errors: usize,
+    /// Packets the link lost.
+    pub link_lost: usize,
+    /// Packets the link delivered with bit errors.
+    pub link_damaged: usize,
+    /// Damaged packets the decompressor refused (the link's loss, detected).
+    pub damaged_refused: usize,
+    /// Packets emitted identical to the original.
+    pub delivered: usize,
+    /// Packets that arrived intact but were refused: lost to context damage.
+    pub context_damage: usize,
+    /// Packets emitted with a header differing from the original's:
+    /// undetected corruption (must be 0).
+    pub undetected: usize,
+    /// Packets emitted with the original header but a damaged payload whose
+    /// errors cancel in the TCP checksum: the link's and the TCP checksum's
+    /// doing, which no header compression scheme adds or removes.
+    pub payload_undetected: usize,
+    /// Loss episodes: a link loss (lost or damaged packet) with no other
+    /// loss in progress on its direction.
+    pub loss_events: usize,
+    /// Over the loss episodes that ended: packets sent after the loss until
+    /// the next correct decompression (0: the very next packet decompressed).
+    pub recovery_total: u64,
+    pub recovery_max: u64,
+    pub recovered_events: usize,
+    /// Feedback packets and octets the decompressors sent.
+    pub feedback_packets: usize,
+    pub feedback_bytes: u64,
+}
+
+impl Report {
+    pub fn mean_header_before(&self) -> f64 {
+        self.header_bytes_before as f64 / self.sent().max(1) as f64
+    }
+
+    pub fn mean_header_after(&self) -> f64 {
+        self.header_bytes_after as f64 / self.sent().max(1) as f64
+    }
+
+    /// Packets compressed and sent.
+    pub fn sent(&self) -> usize {
+        self.packets - self.compress_errors
+    }
+
+    pub fn recovery_mean(&self) -> f64 {
+        self.recovery_total as f64 / self.recovered_events.max(1) as f64
+    }
+}
+
+/// A packet emitted by a decompressor: the index of the original in the
+/// replayed list, and the bytes.
+pub type Emitted = (usize, Vec<u8>);
+
+/// A splitmix64 stream: the fault draws of one packet.
+struct Draws(u64);
+
+impl Draws {
+    fn for_packet(seed: u64, index: usize, salt: u64) -> Draws {
+        let mut d =
+            Draws(seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ salt.wrapping_mul(0xd1b5_4a32_d192_ed03));
+        d.next();
+        d
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1].
+    fn unit(&mut self) -> f64 {
+        ((self.next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && self.unit() <= p
+    }
+
+    /// Flips each bit of `data[from..]` with probability `ber` (geometric
+    /// gaps between errors); returns the number flipped. The draws do not
+    /// depend on `data`'s length, so the k-th error falls at the same bit
+    /// for any packet long enough to hold it.
+    fn flip_bits(&mut self, data: &mut [u8], from: usize, ber: f64) -> usize {
+        if ber <= 0.0 {
+            return 0;
+        }
+        let bits = (data.len().saturating_sub(from) * 8) as u64;
+        let log_q = (1.0 - ber.min(0.5)).ln();
+        let mut at = 0u64;
+        let mut n = 0;
+        loop {
+            let gap = (self.unit().ln() / log_q).floor();
+            if !gap.is_finite() || gap >= (bits - at.min(bits)) as f64 {
+                return n;
+            }
+            at += gap as u64;
+            let byte = from + (at / 8) as usize;
+            data[byte] ^= 0x80 >> (at % 8);
+            n += 1;
+            at += 1;
+        }
+    }
+}
+
+/// A packet on its way across the link.
+struct InFlight {
+    index: usize,
+    wire: Vec<u8>,
+    damaged: bool,
+}
+
+struct Direction {
+    comp: Box<dyn HeaderCompressor>,
+    decomp: Box<dyn HeaderDecompressor>,
+    /// Reordered packets held back, with the count of packets still to pass.
+    held: VecDeque<(usize, InFlight)>,
+    /// A loss episode in progress: packets sent since it began.
+    recovering: Option<u64>,
+}
+
+/// A connection: its two endpoints (address, port), the lesser first.
+type ConnKey = ([u8; 4], u16, [u8; 4], u16);
+
+/// The connection a packet belongs to, and whether the packet goes from
+/// the greater endpoint to the lesser.
+fn connection_of(p: &Packet<'_>) -> (ConnKey, bool) {
+    let h = &p.header;
+    let a = (h.src, h.src_port);
+    let b = (h.dst, h.dst_port);
+    if a <= b {
+        ((a.0, a.1, b.0, b.1), false)
+    } else {
+        ((b.0, b.1, a.0, a.1), true)
+    }
+}
+
+/// Replays `packets` (IPv4/TCP, in order) through `scheme` over a link
+/// with `link`'s faults; returns the counts and, if `keep`, the packets
+/// the decompressors emitted in the order they emitted them.
+pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool) -> (Report, Vec<Emitted>) {
+    let mut r = Report { scheme: scheme_name(scheme), packets: packets.len(), ..Report::default() };
+    let mut emitted = Vec::new();
+    // Per connection: its two directions, and which way the first packet went.
+    let mut conns: HashMap<ConnKey, ([Direction; 2], bool)> = HashMap::new();
+    let new_dir = || {
+        let (comp, decomp) = scheme.pair();
+        Direction { comp, decomp, held: VecDeque::new(), recovering: None }
+    };
+    let ideal = matches!(scheme, Scheme::Ideal);
+    for (index, p) in packets.iter().enumerate() {
+        let Ok(parsed) = Packet::parse(p) else {
+            r.compress_errors += 1;
+            continue;
+        };
+        let (key, flipped) = connection_of(&parsed);
+        let (dirs, first_flipped) = conns.entry(key).or_insert_with(|| ([new_dir(), new_dir()], flipped));
+        let this = &mut dirs[(flipped != *first_flipped) as usize];
+        let mut wire = Vec::with_capacity(p.len() + 8);
+        let header_len = match this.comp.compress_packet(p, &mut wire) {
+            Ok(n) => n,
+            Err(_) => {
+                r.compress_errors += 1;
+                continue;
+            }
+        };
+        r.header_bytes_before += parsed.header.len() as u64;
+        r.header_bytes_after += header_len as u64;
+        r.payload_bytes += parsed.payload.len() as u64;
+
+        let mut draws = Draws::for_packet(link.seed, index, 1);
+        let lost = draws.chance(link.loss);
+        let reorder = link.reorder_depth > 0 && draws.chance(link.reorder_prob);
+        if let Some(n) = &mut this.recovering {
+            *n += 1;
+        }
+        if lost {
+            r.link_lost += 1;
+            start_episode(this, &mut r);
+            release_held(this, &mut r, packets, link, keep, &mut emitted);
+            continue;
+        }
+        // IDEAL's real headers are not on the counted link: only its 4
+        // counted octets and the payload are.
+        let errors = if ideal {
+            let counted_from = parsed.header.len() - IDEAL_HEADER_LEN;
+            let mut shadow = wire.clone();
+            let n = draws.flip_bits(&mut shadow, counted_from, link.ber);
+            if shadow[counted_from..parsed.header.len()] != wire[counted_from..parsed.header.len()] {
+                // IDEAL never accepts a damaged header: lost, detected.
+                r.link_damaged += 1;
+                r.damaged_refused += 1;
+                start_episode(this, &mut r);
+                release_held(this, &mut r, packets, link, keep, &mut emitted);
+                continue;
+            }
+            wire = shadow;
+            n
+        } else {
+            draws.flip_bits(&mut wire, 0, link.ber)
+        };
+        let flight = InFlight { index, wire, damaged: errors > 0 };
+        if flight.damaged {
+            r.link_damaged += 1;
+        }
+        if reorder {
+            this.held.push_back((link.reorder_depth, flight));
+        } else {
+            deliver(this, flight, &mut r, packets, link, keep, &mut emitted);
+        }
+        release_held(this, &mut r, packets, link, keep, &mut emitted);
+    }
+    for (mut dirs, _) in conns.into_values() {
+        for this in dirs.iter_mut() {
+            while let Some((_, f)) = this.held.pop_front() {
+                deliver(this, f, &mut r, packets, link, keep, &mut emitted);
+            }
+        }
+        r.flows += 1;
+    }
+    (r, emitted)
+}
+
+fn start_episode(dir: &mut Direction, r: &mut Report) {
+    if dir.recovering.is_none() {
+        r.loss_events += 1;
+        dir.recovering = Some(0);
+    }
+}
+
+/// Counts one more packet past every held packet; delivers those whose
+/// turn has come.
+fn release_held(
+    this: &mut Direction,
+    r: &mut Report,
+    packets: &[Vec<u8>],
+    link: &LinkConfig,
+    keep: bool,
+    emitted: &mut Vec<Emitted>,
+) {
+    for (n, _) in this.held.iter_mut() {
+        *n = n.saturating_sub(1);
+    }
+    while this.held.front().is_some_and(|(n, _)| *n == 0) {
+        if let Some((_, f)) = this.held.pop_front() {
+            deliver(this, f, r, packets, link, keep, emitted);
+        }
+    }
+}
+
+fn deliver(
+    this: &mut Direction,
+    f: InFlight,
+    r: &mut Report,
+    packets: &[Vec<u8>],
+    link: &LinkConfig,
+    keep: bool,
+    emitted: &mut Vec<Emitted>,
+) {
+    let orig = &packets[f.index];
+    let mut back = Vec::with_capacity(orig.len());
+    let ok = match this.decomp.decompress_packet(&f.wire, &mut back) {
+        Ok(_) => {
+            if back == *orig {
+                r.delivered += 1;
+                true
+            } else {
+                let hl = Packet::parse(orig).map_or(40, |p| p.header.len());
+                if back.len() == orig.len() && back[..hl] == orig[..hl] {
+                    r.payload_undetected += 1;
+                } else {
+                    r.undetected += 1;
+                }
+                false
+            }
+        }
+        Err(_) => {
+            if f.damaged {
+                r.damaged_refused += 1;
+            } else {
+                r.context_damage += 1;
+            }
+            false
+        }
+    };
+    if f.damaged && !ok {
+        start_episode(this, r);
+    } else if ok {
+        if let Some(n) = this.recovering.take() {
+            // The packets sent after the loss, this one excluded.
+            let n = n.saturating_sub(1);
+            r.recovered_events += 1;
+            r.recovery_total += n;
+            r.recovery_max = r.recovery_max.max(n);
+        }
+    }
+    if keep && !back.is_empty() {
+        emitted.push((f.index, back));
+    }
+    // Feedback crosses the other direction of the link.
+    let mut fb = Vec::new();
+    let mut k = 0u64;
+    while this.decomp.poll_feedback(&mut fb) {
+        r.feedback_packets += 1;
+        r.feedback_bytes += fb.len() as u64;
+        let mut draws = Draws::for_packet(link.seed, f.index, 2 + k);
+        k += 1;
+        if !draws.chance(link.loss) {
+            draws.flip_bits(&mut fb, 0, link.ber);
+            // Damaged feedback the compressor cannot parse is ignored.
+            let _ = this.comp.feedback(&fb);
+        }
+        fb.clear();
+    }
+}
+
+/// The name a scheme is reported under.
+pub fn scheme_name(s: Scheme) -> String {
+    match s {
+        Scheme::Taroc(m) => format!("taroc-{}", format!("{m:?}").to_lowercase()),
+        Scheme::Vj => "vj".into(),
+        Scheme::None => "none".into(),
+        Scheme::Ideal => "ideal".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{bulk_transfer, FlowOptions};
+    use crate::Mode;
+
+    fn flow() -> Vec<Vec<u8>> {
+        bulk_transfer(300, 1000, 0, FlowOptions::default()).into_iter().map(|(_, p)| p).collect()
+    }
+
+    #[test]
+    fn without_faults_every_scheme_delivers_every_packet() {
+        let packets = flow();
+        for s in [
+            Scheme::Taroc(Mode::U),
+            Scheme::Taroc(Mode::O),
+            Scheme::Taroc(Mode::R),
+            Scheme::Vj,
+            Scheme::None,
+            Scheme::Ideal,
+        ] {
+            let (r, out) = replay(s, &packets, &LinkConfig::default(), true);
+            assert_eq!((r.delivered, r.undetected, r.context_damage, r.flows), (packets.len(), 0, 0, 1), "{s:?}");
+            assert_eq!(out.len(), packets.len());
+            assert!(out.iter().all(|(i, p)| packets[*i] == *p));
+        }
+    }
+
+    #[test]
+    fn faults_depend_on_the_seed_only_and_are_the_same_for_every_scheme() {
+        let packets = flow();
+        let link = LinkConfig { loss: 0.05, seed: 7, ..LinkConfig::default() };
+        let a = replay(Scheme::Taroc(Mode::O), &packets, &link, false).0;
+        let b = replay(Scheme::Taroc(Mode::O), &packets, &link, false).0;
+        assert_eq!(a, b);
+        let none = replay(Scheme::None, &packets, &link, false).0;
+        assert_eq!(a.link_lost, none.link_lost);
+        assert!(a.link_lost > 0);
+    }
+
+    #[test]
+    fn reordering_delivers_everything_late() {
+        let packets = flow();
+        let link = LinkConfig { reorder_depth: 2, reorder_prob: 0.2, ..LinkConfig::default() };
+        let (r, out) = replay(Scheme::None, &packets, &link, true);
+        assert_eq!(r.delivered, packets.len());
+        assert!(out.windows(2).any(|w| w[0].0 > w[1].0));
+    }
+
+    #[test]
+    fn bit_errors_fall_at_the_rate() {
+        let mut d = Draws::for_packet(3, 0, 0);
+        let mut data = vec![0u8; 100_000];
+        let n = d.flip_bits(&mut data, 0, 1e-3);
+        assert!((700..900).contains(&n), "{n}");
+        assert_eq!(data.iter().map(|b| b.count_ones() as usize).sum::<usize>(), n);
+    }
+}

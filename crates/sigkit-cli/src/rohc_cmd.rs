@@ -1,0 +1,229 @@
+//! `sigkit rohc PCAP`: every TCP/IPv4 packet of a capture through TAROC
+//! (draft-ietf-rohc-tcp-taroc-04, "TCP-Aware RObust Header Compression")
+//! and its baselines VJ, none and IDEAL, over an emulated link with loss,
+//! bit errors and reordering; prints what each scheme sent and what came
+//! out. The work is `rohc_tcp::capture` and `rohc_tcp::replay`.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use rohc_tcp::capture::{read_capture, write_pcap, Capture, CaptureFormat};
+use rohc_tcp::replay::{replay, LinkConfig, Report};
+use rohc_tcp::{Mode, Scheme};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    U,
+    O,
+    R,
+}
+
+#[derive(Args)]
+pub struct RohcArgs {
+    /// The capture: pcap or pcapng; Ethernet, Linux cooked (v1, v2), raw IP
+    /// or BSD loopback link types.
+    pub pcap: PathBuf,
+    /// TAROC's mode (§5.5): u unidirectional, o optimistic, r reliable.
+    #[arg(long, value_enum, default_value = "o")]
+    pub mode: ModeArg,
+    /// Probability that the link loses a packet (feedback too).
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub loss: f64,
+    /// Bit error rate of the link: each bit is flipped with this probability.
+    #[arg(long, value_name = "E", default_value_t = 0.0)]
+    pub ber: f64,
+    /// Reordering depth: a reordered packet arrives after the next D
+    /// packets of its direction (0: none).
+    #[arg(long, value_name = "D", default_value_t = 0)]
+    pub reorder: usize,
+    /// Probability that a packet is reordered, with --reorder.
+    #[arg(long, value_name = "P", default_value_t = 0.1)]
+    pub reorder_prob: f64,
+    /// Seed of the link's faults (the same seed gives the same faults).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the packets TAROC's decompressors emitted to this pcap (raw IPv4).
+    #[arg(long = "pcap", value_name = "OUT")]
+    pub pcap_out: Option<PathBuf>,
+}
+
+fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("sigkit rohc: {msg}");
+    ExitCode::from(code)
+}
+
+pub fn rohc(args: RohcArgs) -> ExitCode {
+    let prob = |p: f64| p.is_finite() && (0.0..=1.0).contains(&p);
+    let ber_ok = args.ber.is_finite() && (0.0..=0.5).contains(&args.ber);
+    if !(prob(args.loss) && prob(args.reorder_prob) && ber_ok) {
+        return fail(2, "--loss and --reorder-prob must be probabilities in [0, 1], --ber in [0, 0.5]");
+    }
+    let data = match std::fs::read(&args.pcap) {
+        Ok(d) => d,
+        Err(e) => return fail(2, format!("{}: {e}", args.pcap.display())),
+    };
+    let cap = match read_capture(&data) {
+        Ok(c) => c,
+        Err(e) => return fail(2, format!("{}: {e}", args.pcap.display())),
+    };
+    let mode = match args.mode {
+        ModeArg::U => Mode::U,
+        ModeArg::O => Mode::O,
+        ModeArg::R => Mode::R,
+    };
+    let link = LinkConfig {
+        loss: args.loss,
+        ber: args.ber,
+        reorder_depth: args.reorder,
+        reorder_prob: args.reorder_prob,
+        seed: args.seed,
+    };
+    let packets: Vec<Vec<u8>> = cap.packets.iter().map(|p| p.ip.clone()).collect();
+    let mut reports = Vec::new();
+    for scheme in [Scheme::Taroc(mode), Scheme::Vj, Scheme::None, Scheme::Ideal] {
+        let keep = args.pcap_out.is_some() && matches!(scheme, Scheme::Taroc(_));
+        let (report, emitted) = replay(scheme, &packets, &link, keep);
+        if let (true, Some(out)) = (keep, &args.pcap_out) {
+            let written = std::fs::File::create(out).map_err(|e| e.to_string()).and_then(|f| {
+                let items = emitted.iter().map(|(i, p)| (cap.packets[*i].timestamp, p.as_slice()));
+                write_pcap(io::BufWriter::new(f), items)
+                    .map_err(|e| e.to_string())
+                    .and_then(|mut w| w.flush().map_err(|e| e.to_string()))
+            });
+            if let Err(e) = written {
+                return fail(1, format!("{}: {e}", out.display()));
+            }
+        }
+        reports.push(report);
+    }
+    let printed = if args.json { print_json(&args, &cap, &reports) } else { print_table(&args, &cap, &reports) };
+    match printed {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) => return fail(1, format!("writing the report: {e}")),
+    }
+    ExitCode::SUCCESS
+}
+
+fn print_json(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<()> {
+    let schemes: Vec<_> = reports
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "scheme": r.scheme,
+                "packets": r.sent(),
+                "flows": r.flows,
+                "header_bytes_before": r.header_bytes_before,
+                "header_bytes_after": r.header_bytes_after,
+                "mean_header_before": r.mean_header_before(),
+                "mean_header_after": r.mean_header_after(),
+                "payload_bytes": r.payload_bytes,
+                "compress_errors": r.compress_errors,
+                "link_lost": r.link_lost,
+                "link_damaged": r.link_damaged,
+                "damaged_refused": r.damaged_refused,
+                "delivered": r.delivered,
+                "context_damage": r.context_damage,
+                "undetected": r.undetected,
+                "payload_undetected": r.payload_undetected,
+                "loss_events": r.loss_events,
+                "recovered_events": r.recovered_events,
+                "recovery_mean": r.recovery_mean(),
+                "recovery_max": r.recovery_max,
+                "feedback_packets": r.feedback_packets,
+                "feedback_bytes": r.feedback_bytes,
+            })
+        })
+        .collect();
+    let out = serde_json::json!({
+        "capture": {
+            "file": args.pcap.display().to_string(),
+            "format": match cap.format { CaptureFormat::Pcap => "pcap", CaptureFormat::PcapNg => "pcapng" },
+            "link_types": cap.link_types.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>(),
+            "frames": cap.frames,
+            "tcp_ipv4_packets": cap.packets.len(),
+            "skipped": {
+                "not_tcp_ipv4": cap.skipped.not_tcp_ipv4,
+                "truncated": cap.skipped.truncated,
+                "unsupported_link": cap.skipped.unsupported_link,
+                "unsupported_tcp_ipv4": cap.skipped.unsupported_tcp_ipv4,
+            },
+            "checksums_fixed": cap.checksums_fixed,
+        },
+        "link": {
+            "mode": format!("{:?}", match args.mode { ModeArg::U => Mode::U, ModeArg::O => Mode::O, ModeArg::R => Mode::R }).to_lowercase(),
+            "loss": args.loss,
+            "ber": args.ber,
+            "reorder": args.reorder,
+            "reorder_prob": args.reorder_prob,
+            "seed": args.seed,
+        },
+        "schemes": schemes,
+    });
+    let s = serde_json::to_string_pretty(&out).map_err(io::Error::other)?;
+    writeln!(io::stdout().lock(), "{s}")
+}
+
+fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    let flows = reports.first().map_or(0, |r| r.flows);
+    writeln!(
+        out,
+        "{}: {} frames, {} TCP/IPv4 packets in {} connections; {} skipped (not TCP/IPv4 {}, truncated {}, link type {}, unsupported {}); {} checksums repaired (offload)",
+        args.pcap.display(),
+        cap.frames,
+        cap.packets.len(),
+        flows,
+        cap.skipped.total(),
+        cap.skipped.not_tcp_ipv4,
+        cap.skipped.truncated,
+        cap.skipped.unsupported_link,
+        cap.skipped.unsupported_tcp_ipv4,
+        cap.checksums_fixed
+    )?;
+    writeln!(
+        out,
+        "link: loss {}, BER {}, reorder depth {} (p {}), seed {}",
+        args.loss, args.ber, args.reorder, args.reorder_prob, args.seed
+    )?;
+    writeln!(
+        out,
+        "{:<8} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9} {:>9}",
+        "scheme",
+        "hdr before",
+        "hdr after",
+        "mean B",
+        "lost",
+        "damaged",
+        "delivered",
+        "ctx dmg",
+        "undet.",
+        "payload u.",
+        "recov.avg",
+        "recov.max"
+    )?;
+    for r in reports {
+        writeln!(
+            out,
+            "{:<8} {:>11} {:>11} {:>8.2} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9.2} {:>9}",
+            r.scheme,
+            r.header_bytes_before,
+            r.header_bytes_after,
+            r.mean_header_after(),
+            r.link_lost,
+            r.link_damaged,
+            r.delivered,
+            r.context_damage,
+            r.undetected,
+            r.payload_undetected,
+            r.recovery_mean(),
+            r.recovery_max
+        )?;
+    }
+    Ok(())
+}
