@@ -13,7 +13,7 @@ use crate::dict;
 use crate::nack::{Failure, Nack, Reason};
 use crate::params::{ParamError, Params};
 use crate::state::{CompartmentId, CreateOutcome, Limits, StateHandler, StateId, UnpackCache};
-use crate::udvm::{Machine, RequestedFeedback, ReturnedParameters, StateRequest};
+use crate::udvm::{DecodeCache, Machine, RequestedFeedback, ReturnedParameters, StateRequest};
 use crate::wire::{destination_address, Body, Header};
 
 /// How the message arrived: it sets the UDVM memory size (RFC 3320 §7).
@@ -98,6 +98,8 @@ pub struct Decompressor {
     params: Params,
     states: StateHandler,
     memory: Vec<u8>,
+    /// The UDVM's decoded instructions, kept with the memory.
+    decoded: DecodeCache,
     announced_ids_dropped: u64,
 }
 
@@ -114,7 +116,13 @@ impl Decompressor {
     /// An endpoint with no locally available state.
     pub fn bare(params: Params) -> Result<Decompressor, ParamError> {
         params.validate()?;
-        Ok(Decompressor { params, states: StateHandler::new(params.sms), memory: Vec::new(), announced_ids_dropped: 0 })
+        Ok(Decompressor {
+            params,
+            states: StateHandler::new(params.sms),
+            memory: Vec::new(),
+            decoded: DecodeCache::default(),
+            announced_ids_dropped: 0,
+        })
     }
 
     pub fn params(&self) -> &Params {
@@ -177,10 +185,11 @@ impl Decompressor {
         }
     }
 
-    /// Frees the UDVM memory kept between messages (up to DMS bytes); the
-    /// next message allocates it again.
+    /// Frees the UDVM memory kept between messages (up to DMS bytes) and
+    /// its decoded instructions; the next message allocates them again.
     pub fn release_scratch(&mut self) {
         self.memory = Vec::new();
+        self.decoded = DecodeCache::default();
     }
 
     /// UDVM memory size for a message of `len` bytes (RFC 3320 §7).
@@ -249,8 +258,15 @@ impl Decompressor {
         mem[10..32].fill(0);
 
         let mut output = Vec::new();
-        let machine =
-            Machine::new(mem, &self.states, header.remaining, &mut output, self.params.cpb, header.header_len);
+        let machine = Machine::new(
+            mem,
+            &mut self.decoded,
+            &self.states,
+            header.remaining,
+            &mut output,
+            self.params.cpb,
+            header.header_len,
+        );
         let (result, unpacked) = machine.with_unpacked(unpacked).run_keeping_unpacked(start);
         self.states.keep_unpacked(unpacked);
         let outcome = result?;

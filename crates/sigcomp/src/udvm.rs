@@ -161,11 +161,22 @@ enum Pending {
     Free { start: u16, length: u16 },
 }
 
-type Res<T> = Result<T, Failure>;
+/// Why a run stops before its next instruction: a failure, or END-MESSAGE
+/// (whose [`Outcome`] the machine then holds). It is two bytes, so operand
+/// decoding and memory reads return their results in registers; the
+/// [`Failure`] with its pc, opcode, cycles and details is built once, when
+/// the run stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Fail(Reason),
+    End,
+}
+
+type Res<T> = Result<T, Stop>;
 
 #[inline]
 fn fail<T>(reason: Reason) -> Res<T> {
-    Err(Failure::new(reason))
+    Err(Stop::Fail(reason))
 }
 
 /// A decoded multitype operand (RFC 3320 §8.5, Figure 10): a value held in
@@ -183,39 +194,130 @@ const SHA1_REUSED_INPUT: usize = 55;
 
 /// Sets of an INPUT-HUFFMAN that [`HuffmanEntry`] keeps decoded.
 const HUFFMAN_CACHED_SETS: usize = 4;
-/// Instruction bytes a [`HuffmanEntry`] can hold.
-const HUFFMAN_CACHED_BYTES: usize = 48;
 /// INPUT-HUFFMAN instructions cached per run (a decoder loop has one or two).
 const HUFFMAN_CACHE: usize = 4;
 
-/// An INPUT-HUFFMAN instruction decoded once in a run: its operands as
-/// [`Operand`]s, and its bytes, which must still be in memory unchanged
-/// for the entry to be used (the bytecode may rewrite itself).
+/// An INPUT-HUFFMAN instruction decoded once in a run. The entry is used
+/// only while no write has reached the instruction's bytes (the bytecode
+/// may rewrite itself): a write into `code_lo`..+`code_len` empties the
+/// cache.
 #[derive(Debug, Clone, Copy)]
 struct HuffmanEntry {
     pc: u16,
     /// Bytes from `pc` to the next instruction; 0 for an empty slot.
-    len: u8,
-    raw: [u8; HUFFMAN_CACHED_BYTES],
+    len: u16,
     destination: Operand,
     address: Operand,
     n: u8,
+    /// Whether every memory operand names a word inside memory, so that
+    /// reading it cannot fail.
+    in_memory: bool,
     sets: [[Operand; 4]; HUFFMAN_CACHED_SETS],
 }
 
 const EMPTY_HUFFMAN: HuffmanEntry = HuffmanEntry {
     pc: 0,
     len: 0,
-    raw: [0; HUFFMAN_CACHED_BYTES],
     destination: Operand::Value(0),
     address: Operand::Value(0),
     n: 0,
+    in_memory: false,
     sets: [[Operand::Value(0); 4]; HUFFMAN_CACHED_SETS],
 };
+
+impl Operand {
+    /// The address a reference operand names (decoded as
+    /// [`Operand::Memory`]), or a slot number kept as a value.
+    #[inline(always)]
+    fn address(self) -> u16 {
+        match self {
+            Operand::Value(a) | Operand::Memory(a) => a,
+        }
+    }
+}
+
+/// How an operand is encoded (RFC 3320 §8.5): multitype (%, and address @,
+/// which is multitype plus the pc), or reference ($, decoded as the
+/// [`Operand::Memory`] it names).
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Multi,
+    Reference,
+}
+
+/// The operands of the instructions [`DecodeCache`] keeps: those a decoder
+/// loop repeats. INPUT-HUFFMAN, of any length, has [`HuffmanEntry`].
+fn operand_kinds(opcode: u8) -> Option<&'static [Kind]> {
+    use Kind::{Multi, Reference};
+    Some(match opcode {
+        op::AND
+        | op::OR
+        | op::LSHIFT
+        | op::RSHIFT
+        | op::ADD
+        | op::SUBTRACT
+        | op::MULTIPLY
+        | op::DIVIDE
+        | op::REMAINDER => &[Reference, Multi],
+        op::NOT => &[Reference],
+        op::LOAD | op::OUTPUT => &[Multi, Multi],
+        op::PUSH | op::POP | op::JUMP | op::CALL => &[Multi],
+        op::RETURN => &[],
+        op::COPY | op::INPUT_BITS => &[Multi, Multi, Multi],
+        op::COPY_LITERAL | op::COPY_OFFSET => &[Multi, Multi, Reference],
+        op::COMPARE => &[Multi; 5],
+        _ => return None,
+    })
+}
+
+/// An instruction with its operands decoded: the next instruction's
+/// address, and up to five operands (COMPARE's), read when it runs.
+#[derive(Debug, Clone, Copy)]
+struct Decoded {
+    /// The [`DecodeCache`] epoch it was decoded in.
+    epoch: u32,
+    pc: u16,
+    next: u16,
+    opcode: u8,
+    ops: [Operand; 5],
+}
+
+impl Decoded {
+    const EMPTY: Decoded = Decoded { epoch: 0, pc: 0, next: 0, opcode: 0, ops: [Operand::Value(0); 5] };
+}
+
+/// [`DecodeCache`] entries: a power of two, indexed by the pc's low bits.
+const DECODED: usize = 256;
+
+/// Instructions decoded once and then run from their decoded form. The
+/// decompressor keeps the cache between messages, so that no message
+/// pays for clearing it: an entry is used only in the epoch it was made
+/// in, and every run, and every write into cached instructions (bytecode
+/// may rewrite itself), starts a new epoch.
+#[derive(Debug, Default)]
+pub struct DecodeCache {
+    entries: Vec<Decoded>,
+    epoch: u32,
+}
+
+impl DecodeCache {
+    /// Makes every entry stale.
+    fn next_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            for e in &mut self.entries {
+                e.epoch = 0;
+            }
+            self.epoch = 1;
+        }
+    }
+}
 
 /// One UDVM instance.
 pub struct Machine<'a> {
     mem: &'a mut [u8],
+    /// Decoded instructions, this run's those of the current epoch.
+    decoded: &'a mut DecodeCache,
     states: &'a StateHandler,
     input: &'a [u8],
     in_pos: usize,
@@ -227,7 +329,9 @@ pub struct Machine<'a> {
     output_seen: bool,
     cpb: u64,
     cycles_left: u64,
-    cycles_used: u64,
+    /// The budget so far: the initial one plus cpb per bit input
+    /// (RFC 3320 §8.6); the cycles used are `cycles_granted - cycles_left`.
+    cycles_granted: u64,
     pending: Vec<Pending>,
     creates: u8,
     frees: u8,
@@ -235,6 +339,12 @@ pub struct Machine<'a> {
     /// decompressor loop runs the same one hundreds of times a message.
     huffman: [HuffmanEntry; HUFFMAN_CACHE],
     huffman_next: usize,
+    /// Memory from `code_lo` for `code_len` bytes covers every instruction
+    /// in `decoded` (this epoch's) and `huffman`; a write there empties both.
+    code_lo: usize,
+    code_len: usize,
+    /// The sets of an INPUT-HUFFMAN being decoded.
+    huffman_sets: Vec<[Operand; 4]>,
     /// Packed states read by STATE-ACCESS, each pack unpacked once per
     /// message.
     unpacked: UnpackCache,
@@ -242,6 +352,11 @@ pub struct Machine<'a> {
     scratch: Vec<u8>,
     /// The last short input SHA-1 hashed, and its digest.
     last_digest: Option<([u8; SHA1_REUSED_INPUT], usize, [u8; 20])>,
+    /// Reason-specific details of the failure being returned (RFC 4077
+    /// §3.2).
+    details: Vec<u8>,
+    /// What END-MESSAGE produced.
+    outcome: Option<Outcome>,
 }
 
 impl<'a> Machine<'a> {
@@ -251,6 +366,7 @@ impl<'a> Machine<'a> {
     /// (RFC 3320 §8.6).
     pub fn new(
         mem: &'a mut [u8],
+        decoded: &'a mut DecodeCache,
         states: &'a StateHandler,
         input: &'a [u8],
         output: &'a mut Vec<u8>,
@@ -258,8 +374,11 @@ impl<'a> Machine<'a> {
         header_len: usize,
     ) -> Machine<'a> {
         let cpb = u64::from(cpb);
+        let budget = (1000 + 8 * header_len as u64) * cpb;
+        decoded.next_epoch();
         Machine {
             mem,
+            decoded,
             states,
             input,
             in_pos: 0,
@@ -269,16 +388,21 @@ impl<'a> Machine<'a> {
             output,
             output_seen: false,
             cpb,
-            cycles_left: (1000 + 8 * header_len as u64) * cpb,
-            cycles_used: 0,
+            cycles_left: budget,
+            cycles_granted: budget,
             pending: Vec::new(),
             creates: 0,
             frees: 0,
             huffman: [EMPTY_HUFFMAN; HUFFMAN_CACHE],
             huffman_next: 0,
+            code_lo: 0,
+            code_len: 0,
+            huffman_sets: Vec::new(),
             unpacked: UnpackCache::default(),
             scratch: Vec::new(),
             last_digest: None,
+            details: Vec::new(),
+            outcome: None,
         }
     }
 
@@ -302,30 +426,42 @@ impl<'a> Machine<'a> {
     }
 
     fn run_to_end(&mut self, mut pc: u16) -> Result<Outcome, Failure> {
-        loop {
+        let stop = loop {
             match self.step(pc) {
-                Ok(Step::Next(next)) => pc = next,
-                Ok(Step::End(mut outcome)) => {
-                    outcome.cycles = self.cycles_used;
-                    outcome.output_seen = self.output_seen;
-                    return Ok(outcome);
-                }
-                Err(mut f) => {
-                    f.pc = pc;
-                    f.opcode = self.mem.get(usize::from(pc)).copied().unwrap_or(0);
-                    f.cycles = self.cycles_used;
-                    if f.reason == Reason::CyclesExhausted {
-                        f.details = vec![self.cpb.min(255) as u8];
-                    }
-                    return Err(f);
-                }
+                Ok(next) => pc = next,
+                Err(stop) => break stop,
+            }
+        };
+        let cycles = self.cycles_granted - self.cycles_left;
+        match stop {
+            Stop::End => {
+                let mut outcome = self.outcome.take().unwrap_or_default();
+                outcome.cycles = cycles;
+                outcome.output_seen = self.output_seen;
+                Ok(outcome)
+            }
+            Stop::Fail(reason) => {
+                let details = if reason == Reason::CyclesExhausted {
+                    vec![self.cpb.min(255) as u8]
+                } else {
+                    std::mem::take(&mut self.details)
+                };
+                let opcode = self.mem.get(usize::from(pc)).copied().unwrap_or(0);
+                Err(Failure { reason, opcode, pc, details, cycles })
             }
         }
     }
 
+    /// Fails with `reason` and `details` (RFC 4077 §3.2).
+    #[cold]
+    fn fail_with<T>(&mut self, reason: Reason, details: &[u8]) -> Res<T> {
+        self.details = details.to_vec();
+        fail(reason)
+    }
+
     // ---- memory -------------------------------------------------------
 
-    #[inline]
+    #[inline(always)]
     fn byte(&self, a: u16) -> Res<u8> {
         match self.mem.get(usize::from(a)) {
             Some(&b) => Ok(b),
@@ -333,38 +469,75 @@ impl<'a> Machine<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_byte(&mut self, a: u16, v: u8) -> Res<()> {
-        match self.mem.get_mut(usize::from(a)) {
-            Some(b) => {
-                *b = v;
-                Ok(())
-            }
-            None => fail(Reason::Segfault),
+        let i = usize::from(a);
+        match self.mem.get_mut(i) {
+            Some(b) => *b = v,
+            None => return fail(Reason::Segfault),
         }
+        self.wrote(i, 1);
+        Ok(())
     }
 
     /// memory[a]: MSB at a, LSB at a + 1 (mod 2^16).
-    #[inline]
+    #[inline(always)]
     fn word(&self, a: u16) -> Res<u16> {
         let i = usize::from(a);
-        if i + 1 < self.mem.len() {
-            return Ok(u16::from_be_bytes([self.mem[i], self.mem[i + 1]]));
+        match self.mem.get(i..i + 2) {
+            Some(&[hi, lo]) => Ok(u16::from_be_bytes([hi, lo])),
+            _ => self.word_at_edge(a),
         }
+    }
+
+    /// A word at the end of memory: its LSB is at address 0 when memory
+    /// is 65536 bytes, else outside memory.
+    #[cold]
+    fn word_at_edge(&self, a: u16) -> Res<u16> {
         Ok(u16::from_be_bytes([self.byte(a)?, self.byte(a.wrapping_add(1))?]))
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_word(&mut self, a: u16, v: u16) -> Res<()> {
+        let i = usize::from(a);
+        match self.mem.get_mut(i..i + 2) {
+            Some(w) => w.copy_from_slice(&v.to_be_bytes()),
+            None => return self.set_word_at_edge(a, v),
+        }
+        self.wrote(i, 2);
+        Ok(())
+    }
+
+    #[cold]
+    fn set_word_at_edge(&mut self, a: u16, v: u16) -> Res<()> {
         let [hi, lo] = v.to_be_bytes();
         self.set_byte(a, hi)?;
         self.set_byte(a.wrapping_add(1), lo)
     }
 
+    /// Notes a write to memory [a, a + n): the cached instructions go if
+    /// it reaches one of them.
+    #[inline(always)]
+    fn wrote(&mut self, a: usize, n: usize) {
+        if a < self.code_lo + self.code_len && self.code_lo < a + n {
+            self.drop_cached_code();
+        }
+    }
+
+    #[cold]
+    fn drop_cached_code(&mut self) {
+        for e in &mut self.huffman {
+            e.len = 0;
+        }
+        self.decoded.next_epoch();
+        self.code_lo = 0;
+        self.code_len = 0;
+    }
+
     // ---- operands (RFC 3320 §8.5) ---------------------------------------
 
     /// Literal (#), Figure 8.
-    #[inline]
+    #[inline(always)]
     fn lit(&self, c: &mut u16) -> Res<u16> {
         let b0 = self.byte(*c)?;
         *c = c.wrapping_add(1);
@@ -384,7 +557,7 @@ impl<'a> Machine<'a> {
     }
 
     /// Reference ($), Figure 9: returns the address of the 2-byte value.
-    #[inline]
+    #[inline(always)]
     fn reference(&self, c: &mut u16) -> Res<u16> {
         let b0 = self.byte(*c)?;
         *c = c.wrapping_add(1);
@@ -453,7 +626,7 @@ impl<'a> Machine<'a> {
     }
 
     /// Address (@): multitype plus the instruction's own address.
-    #[inline]
+    #[inline(always)]
     fn address(&self, c: &mut u16, pc: u16) -> Res<u16> {
         Ok(pc.wrapping_add(self.multi(c)?))
     }
@@ -474,29 +647,30 @@ impl<'a> Machine<'a> {
 
     // ---- cycles (RFC 3320 §8.6) -----------------------------------------
 
-    #[inline]
+    #[inline(always)]
     fn charge(&mut self, cost: u64) -> Res<()> {
         if cost > self.cycles_left {
             return fail(Reason::CyclesExhausted);
         }
         self.cycles_left -= cost;
-        self.cycles_used += cost;
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn credit_bits(&mut self, bits: u64) {
-        self.cycles_left += bits * self.cpb;
+        let cycles = bits * self.cpb;
+        self.cycles_left += cycles;
+        self.cycles_granted += cycles;
     }
 
     // ---- byte copying (RFC 3320 §8.4, RFC 4896 §4) -------------------------
 
-    #[inline]
+    #[inline(always)]
     fn bounds(&self) -> Res<(u16, u16)> {
         Ok((self.word(BYTE_COPY_LEFT)?, self.word(BYTE_COPY_RIGHT)?))
     }
 
-    #[inline]
+    #[inline(always)]
     fn next(m: u16, bcl: u16, bcr: u16) -> u16 {
         let k = m.wrapping_add(1);
         if k == bcr {
@@ -504,22 +678,6 @@ impl<'a> Machine<'a> {
         } else {
             k
         }
-    }
-
-    /// Reads `len` bytes starting at `start` under byte copying rules.
-    fn read_string(&self, start: u16, len: u16, bcl: u16, bcr: u16, out: &mut Vec<u8>) -> Res<()> {
-        let (s, n) = (usize::from(start), usize::from(len));
-        // Fast path: the whole run lies in memory and does not cross bcr.
-        if s + n <= self.mem.len() && !(s < usize::from(bcr) && usize::from(bcr) < s + n) {
-            out.extend_from_slice(&self.mem[s..s + n]);
-            return Ok(());
-        }
-        let mut a = start;
-        for _ in 0..len {
-            out.push(self.byte(a)?);
-            a = Self::next(a, bcl, bcr);
-        }
-        Ok(())
     }
 
     /// Fills `out` from `start` under byte copying rules.
@@ -543,6 +701,7 @@ impl<'a> Machine<'a> {
         let (s, n) = (usize::from(start), data.len());
         if s + n < self.mem.len().min(65536) && !(s < usize::from(bcr) && usize::from(bcr) <= s + n) {
             self.mem[s..s + n].copy_from_slice(data);
+            self.wrote(s, n);
             return Ok((s + n) as u16);
         }
         let mut a = start;
@@ -556,18 +715,39 @@ impl<'a> Machine<'a> {
     /// Copies `len` bytes from `src` to `dst` one byte at a time, so a copy
     /// may read bytes it has just written (RFC 3320 §8.4). Returns the next
     /// destination address.
-    fn copy(&mut self, mut src: u16, len: u16, mut dst: u16, bcl: u16, bcr: u16) -> Res<u16> {
+    #[inline(always)]
+    fn copy(&mut self, src: u16, len: u16, dst: u16, bcl: u16, bcr: u16) -> Res<u16> {
+        let (s, d) = (usize::from(src), usize::from(dst));
+        // One byte (a literal): read at src, written at dst whatever the
+        // bounds, and the next destination steps past dst.
+        if len == 1 && s < self.mem.len() && d < self.mem.len() {
+            self.mem[d] = self.mem[s];
+            self.wrote(d, 1);
+            return Ok(Self::next(dst, bcl, bcr));
+        }
+        self.copy_run(src, len, dst, bcl, bcr)
+    }
+
+    fn copy_run(&mut self, mut src: u16, len: u16, mut dst: u16, bcl: u16, bcr: u16) -> Res<u16> {
         let (s, d, n, r) = (usize::from(src), usize::from(dst), usize::from(len), usize::from(bcr));
         let mem_len = self.mem.len();
-        // Fast path: both runs in memory, neither crosses bcr, and the
-        // source does not overlap the destination ahead of it.
-        if s + n <= mem_len
-            && d + n < mem_len.min(65536)
-            && !(s < r && r < s + n)
-            && !(d < r && r <= d + n)
-            && (s >= d || s + n <= d)
-        {
-            self.mem.copy_within(s..s + n, d);
+        // Fast path: both runs in memory and neither crosses bcr.
+        if s + n <= mem_len && d + n < mem_len.min(65536) && !(s < r && r < s + n) && !(d < r && r <= d + n) {
+            if s >= d || s + n <= d {
+                self.mem.copy_within(s..s + n, d);
+            } else {
+                // The source runs into the destination ahead of it: byte by
+                // byte repeats its first d − s bytes, as copies of that
+                // many bytes at a time do.
+                let step = d - s;
+                let mut done = 0;
+                while done < n {
+                    let k = step.min(n - done);
+                    self.mem.copy_within(s + done..s + done + k, d + done);
+                    done += k;
+                }
+            }
+            self.wrote(d, n);
             return Ok((d + n) as u16);
         }
         for _ in 0..len {
@@ -581,6 +761,7 @@ impl<'a> Machine<'a> {
 
     // ---- input (RFC 3320 §8.2, RFC 4896 §3.1) ------------------------------
 
+    #[inline(always)]
     fn bit_order(&self) -> Res<u16> {
         let v = self.word(INPUT_BIT_ORDER)?;
         if v > 7 {
@@ -591,6 +772,7 @@ impl<'a> Machine<'a> {
 
     /// Discards a partly used byte if the P-bit changed since the last
     /// bit-wise input.
+    #[inline(always)]
     fn check_p(&mut self, p: bool) {
         if self.last_p.is_some_and(|old| old != p) {
             self.partial_left = 0;
@@ -598,45 +780,58 @@ impl<'a> Machine<'a> {
         self.last_p = Some(p);
     }
 
+    #[inline(always)]
     fn bits_available(&self) -> usize {
         usize::from(self.partial_left) + 8 * (self.input.len() - self.in_pos)
     }
 
     /// Takes `n` (≤ 16) bits, already known to be available. `lsb_first`
     /// is the F or H bit: whether the first bit is the value's LSB.
+    ///
+    /// RFC 3320 §8.2: P = 0 takes each byte's bits from its MSB, P = 1
+    /// from its LSB. The bits left of a partly used byte are its low ones
+    /// for P = 0 and its high ones for P = 1 (a change of P discards them).
+    #[inline(always)]
     fn take_bits(&mut self, n: u32, p: bool, lsb_first: bool) -> u16 {
-        // As many bits at a time as the partial byte holds (RFC 3320 §8.2:
-        // P says which end of each byte goes first; the instruction's own
-        // bit order says whether the first bit taken is the value's most or
-        // least significant).
-        let mut v: u32 = 0;
-        let mut got = 0;
-        while got < n {
-            if self.partial_left == 0 {
-                self.partial = self.input[self.in_pos];
-                self.in_pos += 1;
-                self.partial_left = 8;
-            }
-            let left = u32::from(self.partial_left);
-            let m = (n - got).min(left);
-            let mask = (1u32 << m) - 1;
-            // P = 1: from the byte's low end, so the chunk's bit 0 is the
-            // first taken; P = 0: from its high end, the chunk's top bit is.
-            let chunk = if p {
-                (u32::from(self.partial) >> (8 - left)) & mask
-            } else {
-                (u32::from(self.partial) >> (left - m)) & mask
-            };
-            let reversed = || chunk.reverse_bits() >> (32 - m);
-            v = match (p, lsb_first) {
-                (false, false) => (v << m) | chunk,
-                (true, false) => (v << m) | reversed(),
-                (true, true) => v | (chunk << got),
-                (false, true) => v | (reversed() << got),
-            };
-            self.partial_left -= m as u8;
-            got += m;
+        if n == 0 {
+            return 0;
         }
+        let left = u32::from(self.partial_left);
+        let mut have = left;
+        let v = if p {
+            // The first bit taken ends up as bit 0 of `w`.
+            let mut w = u32::from(self.partial) >> (8 - left);
+            while have < n {
+                w |= u32::from(self.input[self.in_pos]) << have;
+                self.in_pos += 1;
+                have += 8;
+            }
+            let rest = have - n;
+            self.partial = ((w >> n) << (8 - rest)) as u8;
+            let v = w & ((1 << n) - 1);
+            if lsb_first {
+                v
+            } else {
+                v.reverse_bits() >> (32 - n)
+            }
+        } else {
+            // The first bit taken ends up as the MSB of `w`'s top n bits.
+            let mut w = u32::from(self.partial) & ((1 << left) - 1);
+            while have < n {
+                w = (w << 8) | u32::from(self.input[self.in_pos]);
+                self.in_pos += 1;
+                have += 8;
+            }
+            let rest = have - n;
+            self.partial = w as u8;
+            let v = (w >> rest) & ((1 << n) - 1);
+            if lsb_first {
+                v.reverse_bits() >> (32 - n)
+            } else {
+                v
+            }
+        };
+        self.partial_left = (have - n) as u8;
         v as u16
     }
 
@@ -662,6 +857,7 @@ impl<'a> Machine<'a> {
         Ok(v)
     }
 
+    #[inline(always)]
     fn jump_target(&self, a: u16) -> Res<u16> {
         if usize::from(a) >= self.mem.len() {
             return fail(Reason::Segfault);
@@ -671,14 +867,106 @@ impl<'a> Machine<'a> {
 
     // ---- the instruction set (RFC 3320 §9) --------------------------------
 
-    fn step(&mut self, pc: u16) -> Res<Step> {
+    /// Runs the instruction at `pc`; returns the next pc. An instruction
+    /// decoded earlier in the run, with its bytes unwritten since, runs from
+    /// its [`Decoded`] form.
+    #[inline(always)]
+    fn step(&mut self, pc: u16) -> Res<u16> {
+        if let Some(d) = self.decoded.entries.get(usize::from(pc) & (DECODED - 1)) {
+            if d.epoch == self.decoded.epoch && d.pc == pc {
+                let d = *d;
+                return self.exec(pc, &d);
+            }
+        }
+        self.step_decoding(pc)
+    }
+
+    /// [`Machine::step`] for an instruction not in the decode cache: the
+    /// ones a decoder loop repeats are decoded and kept; the others run
+    /// from their bytes, each in a function of its own.
+    #[inline(never)]
+    fn step_decoding(&mut self, pc: u16) -> Res<u16> {
         let opcode = self.byte(pc)?;
-        let mut c = pc.wrapping_add(1);
+        let c = pc.wrapping_add(1);
+        if let Some(kinds) = operand_kinds(opcode) {
+            let d = self.decode(pc, opcode, kinds)?;
+            self.keep_decoded(d);
+            return self.exec(pc, &d);
+        }
         match opcode {
             op::DECOMPRESSION_FAILURE => {
                 self.charge(1)?;
                 fail(Reason::UserRequested)
             }
+            op::SORT_ASCENDING | op::SORT_DESCENDING => self.sort_instruction(opcode, c),
+            op::SHA_1 => self.sha1_instruction(c),
+            op::MULTILOAD => self.multiload(pc, c),
+            op::MEMSET => self.memset(c),
+            op::SWITCH => self.switch(pc, c),
+            op::CRC => self.crc_instruction(pc, c),
+            op::INPUT_BYTES => self.input_bytes(pc, c),
+            op::INPUT_HUFFMAN => self.input_huffman_decoding(pc, c),
+            op::STATE_ACCESS => self.state_access(c),
+            op::STATE_CREATE => self.state_create(c),
+            op::STATE_FREE => self.state_free(c),
+            op::END_MESSAGE => self.end_message(c),
+            _ => fail(Reason::InvalidOpcode),
+        }
+    }
+
+    /// Decodes the operands of the instruction at `pc`. A failure is the
+    /// one decoding and running the operands in turn meets first (RFC 3320
+    /// §8.5): the memory the operands before the failing one name is read
+    /// first.
+    #[inline(always)]
+    fn decode(&self, pc: u16, opcode: u8, kinds: &[Kind]) -> Res<Decoded> {
+        let mut d = Decoded { epoch: self.decoded.epoch, pc, next: 0, opcode, ops: [Operand::Value(0); 5] };
+        let mut c = pc.wrapping_add(1);
+        for (i, kind) in kinds.iter().enumerate() {
+            let o = match kind {
+                Kind::Multi => self.multi_operand(&mut c),
+                Kind::Reference => self.reference(&mut c).map(Operand::Memory),
+            };
+            match o {
+                Ok(o) => d.ops[i] = o,
+                Err(e) => {
+                    for &o in &d.ops[..i] {
+                        self.value(o)?;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        d.next = c;
+        Ok(d)
+    }
+
+    /// Keeps `d` for the next runs of its instruction, unless its bytes
+    /// wrap around the end of memory.
+    fn keep_decoded(&mut self, d: Decoded) {
+        if d.next <= d.pc {
+            return;
+        }
+        if self.decoded.entries.is_empty() {
+            self.decoded.entries = vec![Decoded::EMPTY; DECODED];
+        }
+        self.decoded.entries[usize::from(d.pc) & (DECODED - 1)] = d;
+        self.note_code(usize::from(d.pc), usize::from(d.next - d.pc));
+    }
+
+    /// Widens the span of cached instructions to cover [at, at + len).
+    fn note_code(&mut self, at: usize, len: usize) {
+        let end = (self.code_lo + self.code_len).max(at + len);
+        self.code_lo = if self.code_len == 0 { at } else { self.code_lo.min(at) };
+        self.code_len = end - self.code_lo;
+    }
+
+    /// Runs a decoded instruction. Its memory operands are read now, in
+    /// operand order, as decoding them would have.
+    #[inline(always)]
+    fn exec(&mut self, pc: u16, d: &Decoded) -> Res<u16> {
+        let o = &d.ops;
+        match d.opcode {
             op::AND
             | op::OR
             | op::LSHIFT
@@ -688,27 +976,15 @@ impl<'a> Machine<'a> {
             | op::MULTIPLY
             | op::DIVIDE
             | op::REMAINDER => {
-                let a = self.reference(&mut c)?;
+                let a = o[0].address();
                 let m = self.word(a)?;
-                let n = self.multi(&mut c)?;
+                let n = self.value(o[1])?;
                 self.charge(1)?;
-                let r = match opcode {
+                let r = match d.opcode {
                     op::AND => m & n,
                     op::OR => m | n,
-                    op::LSHIFT => {
-                        if n >= 16 {
-                            0
-                        } else {
-                            m << n
-                        }
-                    }
-                    op::RSHIFT => {
-                        if n >= 16 {
-                            0
-                        } else {
-                            m >> n
-                        }
-                    }
+                    op::LSHIFT => m.checked_shl(u32::from(n)).unwrap_or(0),
+                    op::RSHIFT => m.checked_shr(u32::from(n)).unwrap_or(0),
                     op::ADD => m.wrapping_add(n),
                     op::SUBTRACT => m.wrapping_sub(n),
                     op::MULTIPLY => m.wrapping_mul(n),
@@ -722,232 +998,93 @@ impl<'a> Machine<'a> {
                     },
                 };
                 self.set_word(a, r)?;
-                Ok(Step::Next(c))
+                Ok(d.next)
             }
             op::NOT => {
-                let a = self.reference(&mut c)?;
+                let a = o[0].address();
                 let m = self.word(a)?;
                 self.charge(1)?;
                 self.set_word(a, !m)?;
-                Ok(Step::Next(c))
-            }
-            op::SORT_ASCENDING | op::SORT_DESCENDING => {
-                let start = self.multi(&mut c)?;
-                let n = self.multi(&mut c)?;
-                let k = self.multi(&mut c)?;
-                let log2k = if k <= 1 { 0 } else { 16 - (k - 1).leading_zeros() as u64 };
-                self.charge(1 + u64::from(k) * (log2k + u64::from(n)))?;
-                self.sort(start, n, k, opcode == op::SORT_DESCENDING)?;
-                Ok(Step::Next(c))
-            }
-            op::SHA_1 => {
-                let position = self.multi(&mut c)?;
-                let length = self.multi(&mut c)?;
-                let destination = self.multi(&mut c)?;
-                self.charge(1 + u64::from(length))?;
-                let (bcl, bcr) = self.bounds()?;
-                let mut data = std::mem::take(&mut self.scratch);
-                data.clear();
-                self.read_string(position, length, bcl, bcr, &mut data)?;
-                // A digest costs a SHA-1 block (64 bytes) at least, for as
-                // little as 1 cycle: the same short input again reuses it.
-                let digest = match &self.last_digest {
-                    // (An empty input is not given to memcmp: its masked
-                    // load of a dangling pointer is slow on some CPUs.)
-                    Some((input, n, digest)) if *n == data.len() && (data.is_empty() || input[..*n] == data[..]) => {
-                        *digest
-                    }
-                    _ => {
-                        let digest: [u8; 20] = Sha1::digest(&data).into();
-                        if data.len() <= SHA1_REUSED_INPUT {
-                            let mut input = [0u8; SHA1_REUSED_INPUT];
-                            input[..data.len()].copy_from_slice(&data);
-                            self.last_digest = Some((input, data.len(), digest));
-                        }
-                        digest
-                    }
-                };
-                self.scratch = data;
-                self.write_string(destination, &digest, bcl, bcr)?;
-                Ok(Step::Next(c))
+                Ok(d.next)
             }
             op::LOAD => {
-                let address = self.multi(&mut c)?;
-                let value = self.multi(&mut c)?;
+                let address = self.value(o[0])?;
+                let value = self.value(o[1])?;
                 self.charge(1)?;
                 self.set_word(address, value)?;
-                Ok(Step::Next(c))
-            }
-            op::MULTILOAD => {
-                let address = self.multi(&mut c)?;
-                let n = self.lit(&mut c)?;
-                // Find the instruction's extent first, then load step by step
-                // (RFC 3320 §9.2.2, RFC 4896 §3.2).
-                let values_at = c;
-                let mut end = c;
-                for _ in 0..n {
-                    self.skip_multi(&mut end)?;
-                }
-                self.charge(1 + u64::from(n))?;
-                let instr_len = u32::from(end.wrapping_sub(pc));
-                let span = 2 * u32::from(n);
-                // Writes cover [address, address + span) mod 2^16, the
-                // instruction [pc, pc + instr_len) mod 2^16.
-                let d = u32::from(pc.wrapping_sub(address));
-                let e = u32::from(address.wrapping_sub(pc));
-                if span > 0 && (d < span || e < instr_len) {
-                    return fail(Reason::MultiloadOverwritten);
-                }
-                let mut vc = values_at;
-                for i in 0..n {
-                    let v = self.multi(&mut vc)?;
-                    self.set_word(address.wrapping_add(i.wrapping_mul(2)), v)?;
-                }
-                Ok(Step::Next(end))
+                Ok(d.next)
             }
             op::PUSH => {
-                let v = self.multi(&mut c)?;
+                let v = self.value(o[0])?;
                 self.charge(1)?;
                 self.push(v)?;
-                Ok(Step::Next(c))
+                Ok(d.next)
             }
             op::POP => {
-                let address = self.multi(&mut c)?;
+                let address = self.value(o[0])?;
                 self.charge(1)?;
                 let v = self.pop()?;
                 self.set_word(address, v)?;
-                Ok(Step::Next(c))
+                Ok(d.next)
             }
             op::COPY => {
-                let position = self.multi(&mut c)?;
-                let length = self.multi(&mut c)?;
-                let destination = self.multi(&mut c)?;
+                let position = self.value(o[0])?;
+                let length = self.value(o[1])?;
+                let destination = self.value(o[2])?;
                 self.charge(1 + u64::from(length))?;
                 let (bcl, bcr) = self.bounds()?;
                 self.copy(position, length, destination, bcl, bcr)?;
-                Ok(Step::Next(c))
+                Ok(d.next)
             }
             op::COPY_LITERAL | op::COPY_OFFSET => {
-                let first = self.multi(&mut c)?;
-                let length = self.multi(&mut c)?;
-                let dref = self.reference(&mut c)?;
+                let first = self.value(o[0])?;
+                let length = self.value(o[1])?;
+                let dref = o[2].address();
                 let destination = self.word(dref)?;
                 self.charge(1 + u64::from(length))?;
                 let (bcl, bcr) = self.bounds()?;
                 let position =
-                    if opcode == op::COPY_LITERAL { first } else { offset_back(destination, first, bcl, bcr) };
+                    if d.opcode == op::COPY_LITERAL { first } else { offset_back(destination, first, bcl, bcr) };
                 let next = self.copy(position, length, destination, bcl, bcr)?;
                 if length > 0 {
                     self.set_word(dref, next)?;
                 }
-                Ok(Step::Next(c))
-            }
-            op::MEMSET => {
-                let address = self.multi(&mut c)?;
-                let length = self.multi(&mut c)?;
-                let start = self.multi(&mut c)?;
-                let offset = self.multi(&mut c)?;
-                self.charge(1 + u64::from(length))?;
-                let (bcl, bcr) = self.bounds()?;
-                let mut a = address;
-                let mut v = start as u8;
-                for _ in 0..length {
-                    self.set_byte(a, v)?;
-                    v = v.wrapping_add(offset as u8);
-                    a = Self::next(a, bcl, bcr);
-                }
-                Ok(Step::Next(c))
+                Ok(d.next)
             }
             op::JUMP => {
-                let a = self.address(&mut c, pc)?;
+                let a = pc.wrapping_add(self.value(o[0])?);
                 self.charge(1)?;
-                Ok(Step::Next(self.jump_target(a)?))
+                self.jump_target(a)
             }
             op::COMPARE => {
-                let v1 = self.multi(&mut c)?;
-                let v2 = self.multi(&mut c)?;
-                let a1 = self.address(&mut c, pc)?;
-                let a2 = self.address(&mut c, pc)?;
-                let a3 = self.address(&mut c, pc)?;
+                let v1 = self.value(o[0])?;
+                let v2 = self.value(o[1])?;
+                let a1 = pc.wrapping_add(self.value(o[2])?);
+                let a2 = pc.wrapping_add(self.value(o[3])?);
+                let a3 = pc.wrapping_add(self.value(o[4])?);
                 self.charge(1)?;
                 let t = match v1.cmp(&v2) {
                     std::cmp::Ordering::Less => a1,
                     std::cmp::Ordering::Equal => a2,
                     std::cmp::Ordering::Greater => a3,
                 };
-                Ok(Step::Next(self.jump_target(t)?))
+                self.jump_target(t)
             }
             op::CALL => {
-                let a = self.address(&mut c, pc)?;
+                let a = pc.wrapping_add(self.value(o[0])?);
                 self.charge(1)?;
-                self.push(c)?;
-                Ok(Step::Next(self.jump_target(a)?))
+                self.push(d.next)?;
+                self.jump_target(a)
             }
             op::RETURN => {
                 self.charge(1)?;
                 let a = self.pop()?;
-                Ok(Step::Next(self.jump_target(a)?))
-            }
-            op::SWITCH => {
-                let n = self.lit(&mut c)?;
-                let j = self.multi(&mut c)?;
-                // Decode every address operand (conceptual model, §8.5), but
-                // keep only the chosen one.
-                let mut target = None;
-                for i in 0..n {
-                    let a = self.address(&mut c, pc)?;
-                    if i == j {
-                        target = Some(a);
-                    }
-                }
-                self.charge(1 + u64::from(n))?;
-                match target {
-                    Some(t) => Ok(Step::Next(self.jump_target(t)?)),
-                    None => fail(Reason::SwitchValueTooHigh),
-                }
-            }
-            op::CRC => {
-                let value = self.multi(&mut c)?;
-                let position = self.multi(&mut c)?;
-                let length = self.multi(&mut c)?;
-                let a = self.address(&mut c, pc)?;
-                self.charge(1 + u64::from(length))?;
-                let (bcl, bcr) = self.bounds()?;
-                let mut data = std::mem::take(&mut self.scratch);
-                data.clear();
-                self.read_string(position, length, bcl, bcr, &mut data)?;
-                let crc = crc16_ppp(&data);
-                self.scratch = data;
-                if crc == value {
-                    Ok(Step::Next(c))
-                } else {
-                    Ok(Step::Next(self.jump_target(a)?))
-                }
-            }
-            op::INPUT_BYTES => {
-                let length = self.multi(&mut c)?;
-                let destination = self.multi(&mut c)?;
-                let a = self.address(&mut c, pc)?;
-                self.charge(1 + u64::from(length))?;
-                // A partial byte is discarded even when the request fails
-                // (RFC 4896 §3.1).
-                self.partial_left = 0;
-                let n = usize::from(length);
-                if self.input.len() - self.in_pos < n {
-                    return Ok(Step::Next(self.jump_target(a)?));
-                }
-                let (bcl, bcr) = self.bounds()?;
-                let input = self.input;
-                let data = &input[self.in_pos..self.in_pos + n];
-                self.write_string(destination, data, bcl, bcr)?;
-                self.in_pos += n;
-                self.credit_bits(8 * n as u64);
-                Ok(Step::Next(c))
+                self.jump_target(a)
             }
             op::INPUT_BITS => {
-                let length = self.multi(&mut c)?;
-                let destination = self.multi(&mut c)?;
-                let a = self.address(&mut c, pc)?;
+                let length = self.value(o[0])?;
+                let destination = self.value(o[1])?;
+                let a = pc.wrapping_add(self.value(o[2])?);
                 self.charge(1)?;
                 let order = self.bit_order()?;
                 if length > 16 {
@@ -956,218 +1093,403 @@ impl<'a> Machine<'a> {
                 let p = order & 1 != 0;
                 self.check_p(p);
                 if self.bits_available() < usize::from(length) {
-                    return Ok(Step::Next(self.jump_target(a)?));
+                    return self.jump_target(a);
                 }
                 let v = self.take_bits(u32::from(length), p, order & 4 != 0);
                 self.set_word(destination, v)?;
                 self.credit_bits(u64::from(length));
-                Ok(Step::Next(c))
-            }
-            op::INPUT_HUFFMAN => self.input_huffman(pc, c),
-            op::STATE_ACCESS => {
-                let id_start = self.multi(&mut c)?;
-                let id_len = self.multi(&mut c)?;
-                let state_begin = self.multi(&mut c)?;
-                let state_length = self.multi(&mut c)?;
-                let state_address = self.multi(&mut c)?;
-                let state_instruction = self.multi(&mut c)?;
-                if !(6..=20).contains(&id_len) {
-                    return fail(Reason::InvalidStateIdLength);
-                }
-                let (bcl, bcr) = self.bounds()?;
-                let mut id = [0u8; 20];
-                let partial = &mut id[..usize::from(id_len)];
-                self.read_bytes(id_start, bcl, bcr, partial)?;
-                let partial = &*partial;
-                let state = match self.states.lookup(partial) {
-                    Ok(s) => s,
-                    Err(LookupError::NotUnique) => return Err(Failure::with_details(Reason::IdNotUnique, partial)),
-                    Err(_) => return Err(Failure::with_details(Reason::StateNotFound, partial)),
-                };
-                let length = if state_length == 0 { state.len() as u16 } else { state_length };
-                let address = if state_address == 0 { state.address } else { state_address };
-                let instruction = if state_instruction == 0 { state.instruction } else { state_instruction };
-                self.charge(1 + u64::from(length))?;
-                if state_length == 0 && state_begin != 0 {
-                    return fail(Reason::InvalidStateProbe);
-                }
-                let begin = usize::from(state_begin);
-                let end = begin + usize::from(length);
-                if end > state.len() {
-                    return Err(Failure::with_details(Reason::StateTooShort, partial));
-                }
-                if length > 0 {
-                    let (buffer, at) = state.bytes_in(&mut self.unpacked);
-                    let Some(bytes) = buffer.get(at + begin..at + end) else {
-                        return Err(Failure::with_details(Reason::StateTooShort, partial));
-                    };
-                    self.write_string(address, bytes, bcl, bcr)?;
-                }
-                if instruction == 0 {
-                    Ok(Step::Next(c))
-                } else {
-                    Ok(Step::Next(self.jump_target(instruction)?))
-                }
-            }
-            op::STATE_CREATE => {
-                let length = self.multi(&mut c)?;
-                let address = self.multi(&mut c)?;
-                let instruction = self.multi(&mut c)?;
-                let min_access_len = self.multi(&mut c)?;
-                let priority = self.multi(&mut c)?;
-                self.charge(1 + u64::from(length))?;
-                if self.creates >= 4 {
-                    return fail(Reason::TooManyStateRequests);
-                }
-                if !(6..=20).contains(&min_access_len) {
-                    return fail(Reason::InvalidStateIdLength);
-                }
-                if priority == 65535 {
-                    return fail(Reason::InvalidStatePriority);
-                }
-                self.creates += 1;
-                self.pending.push(Pending::Create(PendingCreate {
-                    length,
-                    address,
-                    instruction,
-                    min_access_len,
-                    priority,
-                }));
-                Ok(Step::Next(c))
-            }
-            op::STATE_FREE => {
-                let start = self.multi(&mut c)?;
-                let length = self.multi(&mut c)?;
-                self.charge(1)?;
-                if self.frees >= 4 {
-                    return fail(Reason::TooManyStateRequests);
-                }
-                if !(6..=20).contains(&length) {
-                    return fail(Reason::InvalidStateIdLength);
-                }
-                self.frees += 1;
-                self.pending.push(Pending::Free { start, length });
-                Ok(Step::Next(c))
+                Ok(d.next)
             }
             op::OUTPUT => {
-                let start = self.multi(&mut c)?;
-                let length = self.multi(&mut c)?;
+                let start = self.value(o[0])?;
+                let length = self.value(o[1])?;
                 self.charge(1 + u64::from(length))?;
                 if self.output.len() + usize::from(length) > MAX_OUTPUT {
                     return fail(Reason::OutputOverflow);
                 }
                 let (bcl, bcr) = self.bounds()?;
-                // Borrow dance: read into the output buffer directly.
-                let mut out = std::mem::take(self.output);
-                let r = self.read_string(start, length, bcl, bcr, &mut out);
-                *self.output = out;
-                r?;
+                read_string(self.mem, start, length, bcl, bcr, self.output)?;
                 self.output_seen = true;
-                Ok(Step::Next(c))
+                Ok(d.next)
             }
-            op::END_MESSAGE => {
-                let requested_feedback_location = self.multi(&mut c)?;
-                let returned_parameters_location = self.multi(&mut c)?;
-                let length = self.multi(&mut c)?;
-                let address = self.multi(&mut c)?;
-                let instruction = self.multi(&mut c)?;
-                let min_access_len = self.multi(&mut c)?;
-                let priority = self.multi(&mut c)?;
-                self.charge(1 + u64::from(length))?;
-                // END-MESSAGE's own request is dropped silently when invalid
-                // (RFC 3320 §9.4.9).
-                if (6..=20).contains(&min_access_len) && priority != 65535 {
-                    if self.creates >= 4 {
-                        return fail(Reason::TooManyStateRequests);
-                    }
-                    self.creates += 1;
-                    self.pending.push(Pending::Create(PendingCreate {
-                        length,
-                        address,
-                        instruction,
-                        min_access_len,
-                        priority,
-                    }));
-                }
-                let outcome = self.finish(requested_feedback_location, returned_parameters_location)?;
-                Ok(Step::End(outcome))
-            }
-            _ => fail(Reason::InvalidOpcode),
+            op::INPUT_HUFFMAN => self.input_huffman(pc, o[0].address()),
+            // Only the opcodes above are ever kept decoded.
+            _ => fail(Reason::InternalError),
         }
     }
 
-    /// The cached decoding of the INPUT-HUFFMAN at `pc`, if its bytes are
-    /// still those it was decoded from.
-    fn huffman_entry(&self, pc: u16) -> Option<&HuffmanEntry> {
-        self.huffman.iter().find(|e| {
-            let len = usize::from(e.len);
-            let at = usize::from(pc);
-            len > 0 && e.pc == pc && self.mem.get(at..at + len) == Some(&e.raw[..len])
-        })
+    #[inline(never)]
+    fn sort_instruction(&mut self, opcode: u8, mut c: u16) -> Res<u16> {
+        let start = self.multi(&mut c)?;
+        let n = self.multi(&mut c)?;
+        let k = self.multi(&mut c)?;
+        let log2k = if k <= 1 { 0 } else { 16 - (k - 1).leading_zeros() as u64 };
+        self.charge(1 + u64::from(k) * (log2k + u64::from(n)))?;
+        self.sort(start, n, k, opcode == op::SORT_DESCENDING)?;
+        Ok(c)
     }
 
-    fn input_huffman(&mut self, pc: u16, mut c: u16) -> Res<Step> {
-        // Decode all operand sets first (conceptual model of §8.5). Real
-        // decoders use a few sets (at most 16 can consume bits), so they
-        // live on the stack; more go to the heap.
-        const INLINE: usize = 16;
-        let mut inline = [(0u16, 0u16, 0u16, 0u16); INLINE];
-        let mut spill = Vec::new();
-        let mut total_bits: u32 = 0;
-        let (destination, a, n);
-        if let Some(e) = self.huffman_entry(pc) {
-            // Decoded before in this run, bytes unchanged: the same operands,
-            // memory ones read now, in the same order as decoding reads them.
-            destination = self.value(e.destination)?;
-            a = pc.wrapping_add(self.value(e.address)?);
-            n = u16::from(e.n);
-            for (slot, set) in inline.iter_mut().zip(&e.sets[..usize::from(e.n)]) {
-                *slot = (self.value(set[0])?, self.value(set[1])?, self.value(set[2])?, self.value(set[3])?);
-                total_bits += u32::from(slot.0);
-            }
-            c = pc.wrapping_add(u16::from(e.len));
-        } else {
-            let mut entry = EMPTY_HUFFMAN;
-            entry.destination = self.multi_operand(&mut c)?;
-            destination = self.value(entry.destination)?;
-            entry.address = self.multi_operand(&mut c)?;
-            a = pc.wrapping_add(self.value(entry.address)?);
-            n = self.lit(&mut c)?;
-            for i in 0..usize::from(n) {
-                let mut set = [Operand::Value(0); 4];
-                let mut v = [0u16; 4];
-                for (o, x) in set.iter_mut().zip(v.iter_mut()) {
-                    *o = self.multi_operand(&mut c)?;
-                    *x = self.value(*o)?;
+    #[inline(never)]
+    fn sha1_instruction(&mut self, mut c: u16) -> Res<u16> {
+        let position = self.multi(&mut c)?;
+        let length = self.multi(&mut c)?;
+        let destination = self.multi(&mut c)?;
+        self.charge(1 + u64::from(length))?;
+        let (bcl, bcr) = self.bounds()?;
+        let mut data = std::mem::take(&mut self.scratch);
+        data.clear();
+        read_string(self.mem, position, length, bcl, bcr, &mut data)?;
+        // A digest costs a SHA-1 block (64 bytes) at least, for as
+        // little as 1 cycle: the same short input again reuses it.
+        let digest = match &self.last_digest {
+            // (An empty input is not given to memcmp: its masked
+            // load of a dangling pointer is slow on some CPUs.)
+            Some((input, n, digest)) if *n == data.len() && (data.is_empty() || input[..*n] == data[..]) => *digest,
+            _ => {
+                let digest: [u8; 20] = Sha1::digest(&data).into();
+                if data.len() <= SHA1_REUSED_INPUT {
+                    let mut input = [0u8; SHA1_REUSED_INPUT];
+                    input[..data.len()].copy_from_slice(&data);
+                    self.last_digest = Some((input, data.len(), digest));
                 }
-                total_bits += u32::from(v[0]);
-                if let Some(s) = entry.sets.get_mut(i) {
-                    *s = set;
-                }
-                match inline.get_mut(i) {
-                    Some(slot) => *slot = (v[0], v[1], v[2], v[3]),
-                    None => spill.push((v[0], v[1], v[2], v[3])),
-                }
+                digest
             }
-            let len = usize::from(c.wrapping_sub(pc));
-            let at = usize::from(pc);
-            if usize::from(n) <= HUFFMAN_CACHED_SETS
-                && c > pc
-                && len <= HUFFMAN_CACHED_BYTES
-                && at + len <= self.mem.len()
-            {
-                entry.pc = pc;
-                entry.len = len as u8;
-                entry.n = n as u8;
-                entry.raw[..len].copy_from_slice(&self.mem[at..at + len]);
-                self.huffman[self.huffman_next] = entry;
-                self.huffman_next = (self.huffman_next + 1) % HUFFMAN_CACHE;
-            }
+        };
+        self.scratch = data;
+        self.write_string(destination, &digest, bcl, bcr)?;
+        Ok(c)
+    }
+
+    #[inline(never)]
+    fn multiload(&mut self, pc: u16, mut c: u16) -> Res<u16> {
+        let address = self.multi(&mut c)?;
+        let n = self.lit(&mut c)?;
+        // Find the instruction's extent first, then load step by step
+        // (RFC 3320 §9.2.2, RFC 4896 §3.2).
+        let values_at = c;
+        let mut end = c;
+        for _ in 0..n {
+            self.skip_multi(&mut end)?;
         }
-        let sets = inline[..usize::from(n).min(INLINE)].iter().chain(&spill);
         self.charge(1 + u64::from(n))?;
-        if n == 0 {
-            return Ok(Step::Next(c));
+        let instr_len = u32::from(end.wrapping_sub(pc));
+        let span = 2 * u32::from(n);
+        // Writes cover [address, address + span) mod 2^16, the
+        // instruction [pc, pc + instr_len) mod 2^16.
+        let d = u32::from(pc.wrapping_sub(address));
+        let e = u32::from(address.wrapping_sub(pc));
+        if span > 0 && (d < span || e < instr_len) {
+            return fail(Reason::MultiloadOverwritten);
+        }
+        let mut vc = values_at;
+        for i in 0..n {
+            let v = self.multi(&mut vc)?;
+            self.set_word(address.wrapping_add(i.wrapping_mul(2)), v)?;
+        }
+        Ok(end)
+    }
+
+    #[inline(never)]
+    fn memset(&mut self, mut c: u16) -> Res<u16> {
+        let address = self.multi(&mut c)?;
+        let length = self.multi(&mut c)?;
+        let start = self.multi(&mut c)?;
+        let offset = self.multi(&mut c)?;
+        self.charge(1 + u64::from(length))?;
+        let (bcl, bcr) = self.bounds()?;
+        let mut a = address;
+        let mut v = start as u8;
+        for _ in 0..length {
+            self.set_byte(a, v)?;
+            v = v.wrapping_add(offset as u8);
+            a = Self::next(a, bcl, bcr);
+        }
+        Ok(c)
+    }
+
+    #[inline(never)]
+    fn switch(&mut self, pc: u16, mut c: u16) -> Res<u16> {
+        let n = self.lit(&mut c)?;
+        let j = self.multi(&mut c)?;
+        // Decode every address operand (conceptual model, §8.5), but
+        // keep only the chosen one.
+        let mut target = None;
+        for i in 0..n {
+            let a = self.address(&mut c, pc)?;
+            if i == j {
+                target = Some(a);
+            }
+        }
+        self.charge(1 + u64::from(n))?;
+        match target {
+            Some(t) => self.jump_target(t),
+            None => fail(Reason::SwitchValueTooHigh),
+        }
+    }
+
+    #[inline(never)]
+    fn crc_instruction(&mut self, pc: u16, mut c: u16) -> Res<u16> {
+        let value = self.multi(&mut c)?;
+        let position = self.multi(&mut c)?;
+        let length = self.multi(&mut c)?;
+        let a = self.address(&mut c, pc)?;
+        self.charge(1 + u64::from(length))?;
+        let (bcl, bcr) = self.bounds()?;
+        let mut data = std::mem::take(&mut self.scratch);
+        data.clear();
+        read_string(self.mem, position, length, bcl, bcr, &mut data)?;
+        let crc = crc16_ppp(&data);
+        self.scratch = data;
+        if crc == value {
+            Ok(c)
+        } else {
+            self.jump_target(a)
+        }
+    }
+
+    #[inline(never)]
+    fn input_bytes(&mut self, pc: u16, mut c: u16) -> Res<u16> {
+        let length = self.multi(&mut c)?;
+        let destination = self.multi(&mut c)?;
+        let a = self.address(&mut c, pc)?;
+        self.charge(1 + u64::from(length))?;
+        // A partial byte is discarded even when the request fails
+        // (RFC 4896 §3.1).
+        self.partial_left = 0;
+        let n = usize::from(length);
+        if self.input.len() - self.in_pos < n {
+            return self.jump_target(a);
+        }
+        let (bcl, bcr) = self.bounds()?;
+        let input = self.input;
+        let data = &input[self.in_pos..self.in_pos + n];
+        self.write_string(destination, data, bcl, bcr)?;
+        self.in_pos += n;
+        self.credit_bits(8 * n as u64);
+        Ok(c)
+    }
+
+    #[inline(never)]
+    fn state_access(&mut self, mut c: u16) -> Res<u16> {
+        let id_start = self.multi(&mut c)?;
+        let id_len = self.multi(&mut c)?;
+        let state_begin = self.multi(&mut c)?;
+        let state_length = self.multi(&mut c)?;
+        let state_address = self.multi(&mut c)?;
+        let state_instruction = self.multi(&mut c)?;
+        if !(6..=20).contains(&id_len) {
+            return fail(Reason::InvalidStateIdLength);
+        }
+        let (bcl, bcr) = self.bounds()?;
+        let mut id = [0u8; 20];
+        let partial = &mut id[..usize::from(id_len)];
+        self.read_bytes(id_start, bcl, bcr, partial)?;
+        let partial = &*partial;
+        let states = self.states;
+        let state = match states.lookup(partial) {
+            Ok(s) => s,
+            Err(LookupError::NotUnique) => return self.fail_with(Reason::IdNotUnique, partial),
+            Err(_) => return self.fail_with(Reason::StateNotFound, partial),
+        };
+        let length = if state_length == 0 { state.len() as u16 } else { state_length };
+        let address = if state_address == 0 { state.address } else { state_address };
+        let instruction = if state_instruction == 0 { state.instruction } else { state_instruction };
+        self.charge(1 + u64::from(length))?;
+        if state_length == 0 && state_begin != 0 {
+            return fail(Reason::InvalidStateProbe);
+        }
+        let begin = usize::from(state_begin);
+        let end = begin + usize::from(length);
+        if end > state.len() {
+            return self.fail_with(Reason::StateTooShort, partial);
+        }
+        if length > 0 {
+            let (buffer, at) = state.bytes_in(&mut self.unpacked);
+            let Some(bytes) = buffer.get(at + begin..at + end) else {
+                return self.fail_with(Reason::StateTooShort, partial);
+            };
+            self.write_string(address, bytes, bcl, bcr)?;
+        }
+        if instruction == 0 {
+            Ok(c)
+        } else {
+            self.jump_target(instruction)
+        }
+    }
+
+    #[inline(never)]
+    fn state_create(&mut self, mut c: u16) -> Res<u16> {
+        let length = self.multi(&mut c)?;
+        let address = self.multi(&mut c)?;
+        let instruction = self.multi(&mut c)?;
+        let min_access_len = self.multi(&mut c)?;
+        let priority = self.multi(&mut c)?;
+        self.charge(1 + u64::from(length))?;
+        if self.creates >= 4 {
+            return fail(Reason::TooManyStateRequests);
+        }
+        if !(6..=20).contains(&min_access_len) {
+            return fail(Reason::InvalidStateIdLength);
+        }
+        if priority == 65535 {
+            return fail(Reason::InvalidStatePriority);
+        }
+        self.creates += 1;
+        self.pending.push(Pending::Create(PendingCreate { length, address, instruction, min_access_len, priority }));
+        Ok(c)
+    }
+
+    #[inline(never)]
+    fn state_free(&mut self, mut c: u16) -> Res<u16> {
+        let start = self.multi(&mut c)?;
+        let length = self.multi(&mut c)?;
+        self.charge(1)?;
+        if self.frees >= 4 {
+            return fail(Reason::TooManyStateRequests);
+        }
+        if !(6..=20).contains(&length) {
+            return fail(Reason::InvalidStateIdLength);
+        }
+        self.frees += 1;
+        self.pending.push(Pending::Free { start, length });
+        Ok(c)
+    }
+
+    /// END-MESSAGE: on success the run stops with the outcome kept in
+    /// `self.outcome`.
+    #[inline(never)]
+    fn end_message(&mut self, mut c: u16) -> Res<u16> {
+        let requested_feedback_location = self.multi(&mut c)?;
+        let returned_parameters_location = self.multi(&mut c)?;
+        let length = self.multi(&mut c)?;
+        let address = self.multi(&mut c)?;
+        let instruction = self.multi(&mut c)?;
+        let min_access_len = self.multi(&mut c)?;
+        let priority = self.multi(&mut c)?;
+        self.charge(1 + u64::from(length))?;
+        // END-MESSAGE's own request is dropped silently when invalid
+        // (RFC 3320 §9.4.9).
+        if (6..=20).contains(&min_access_len) && priority != 65535 {
+            if self.creates >= 4 {
+                return fail(Reason::TooManyStateRequests);
+            }
+            self.creates += 1;
+            self.pending.push(Pending::Create(PendingCreate {
+                length,
+                address,
+                instruction,
+                min_access_len,
+                priority,
+            }));
+        }
+        let outcome = self.finish(requested_feedback_location, returned_parameters_location)?;
+        self.outcome = Some(outcome);
+        Err(Stop::End)
+    }
+
+    /// INPUT-HUFFMAN from its entry `slot` in `huffman`, if that still
+    /// holds the instruction at `pc`.
+    fn input_huffman(&mut self, pc: u16, slot: u16) -> Res<u16> {
+        let e = match self.huffman.get(usize::from(slot)) {
+            Some(e) if e.len > 0 && e.pc == pc => *e,
+            _ => return self.input_huffman_decoding(pc, pc.wrapping_add(1)),
+        };
+        let sets = &e.sets[..usize::from(e.n)];
+        self.huffman_run(sets, e.destination, e.address, pc, pc.wrapping_add(e.len), e.in_memory)
+    }
+
+    /// INPUT-HUFFMAN decoded from its bytes, and kept for its next runs
+    /// when it has at most [`HUFFMAN_CACHED_SETS`] sets.
+    #[inline(never)]
+    fn input_huffman_decoding(&mut self, pc: u16, mut c: u16) -> Res<u16> {
+        // Every operand is decoded first (conceptual model of §8.5), the
+        // memory it names read as it is decoded.
+        let destination = self.multi_operand(&mut c)?;
+        self.value(destination)?;
+        let address = self.multi_operand(&mut c)?;
+        self.value(address)?;
+        let n = self.lit(&mut c)?;
+        let mut sets = std::mem::take(&mut self.huffman_sets);
+        sets.clear();
+        let r = self.decode_sets(&mut c, n, &mut sets).and_then(|()| {
+            let in_memory = [destination, address].iter().chain(sets.iter().flatten()).all(|&o| self.in_memory(o));
+            if sets.len() <= HUFFMAN_CACHED_SETS && c > pc {
+                let mut entry = HuffmanEntry {
+                    pc,
+                    len: c - pc,
+                    destination,
+                    address,
+                    n: sets.len() as u8,
+                    in_memory,
+                    ..EMPTY_HUFFMAN
+                };
+                entry.sets[..sets.len()].copy_from_slice(&sets);
+                let slot = self.huffman_next;
+                self.huffman[slot] = entry;
+                self.huffman_next = (slot + 1) % HUFFMAN_CACHE;
+                let mut ops = [Operand::Value(0); 5];
+                ops[0] = Operand::Value(slot as u16);
+                self.keep_decoded(Decoded { epoch: self.decoded.epoch, pc, next: c, opcode: op::INPUT_HUFFMAN, ops });
+            }
+            self.huffman_run(&sets, destination, address, pc, c, in_memory)
+        });
+        self.huffman_sets = sets;
+        r
+    }
+
+    /// Decodes `n` operand sets of INPUT-HUFFMAN into `sets`, reading the
+    /// memory each operand names as it is decoded.
+    fn decode_sets(&self, c: &mut u16, n: u16, sets: &mut Vec<[Operand; 4]>) -> Res<()> {
+        for _ in 0..n {
+            let mut set = [Operand::Value(0); 4];
+            for o in &mut set {
+                *o = self.multi_operand(c)?;
+                self.value(*o)?;
+            }
+            sets.push(set);
+        }
+        Ok(())
+    }
+
+    /// Whether reading `o` cannot fail.
+    fn in_memory(&self, o: Operand) -> bool {
+        match o {
+            Operand::Value(_) => true,
+            Operand::Memory(a) => usize::from(a) + 2 <= self.mem.len(),
+        }
+    }
+
+    /// INPUT-HUFFMAN with its operands decoded (RFC 3320 §9.4.4): reads the
+    /// bits of each set in turn until the code so far falls in a set's
+    /// range.
+    #[inline(always)]
+    fn huffman_run(
+        &mut self,
+        sets: &[[Operand; 4]],
+        destination: Operand,
+        address: Operand,
+        pc: u16,
+        next: u16,
+        in_memory: bool,
+    ) -> Res<u16> {
+        if !in_memory {
+            // A read can fail: fail as reading every operand in turn does.
+            for &o in [destination, address].iter().chain(sets.iter().flatten()) {
+                self.value(o)?;
+            }
+        }
+        // From here reads cannot fail, and nothing is written before the
+        // result: reading a set's operands only when the decoding reaches
+        // it gives what reading them all first does.
+        let destination = self.value(destination)?;
+        let a = pc.wrapping_add(self.value(address)?);
+        let mut total_bits: u32 = 0;
+        for set in sets {
+            total_bits += u32::from(self.value(set[0])?);
+        }
+        self.charge(1 + sets.len() as u64)?;
+        if sets.is_empty() {
+            return Ok(next);
         }
         let order = self.bit_order()?;
         if total_bits > 16 {
@@ -1178,19 +1500,22 @@ impl<'a> Machine<'a> {
         let lsb_first = order & 2 != 0;
         let mut h: u32 = 0;
         let mut consumed: u64 = 0;
-        for &(bits, lower, upper, uncompressed) in sets {
+        for set in sets {
+            let bits = self.value(set[0])?;
             if self.bits_available() < usize::from(bits) {
                 self.credit_bits(consumed);
-                return Ok(Step::Next(self.jump_target(a)?));
+                return self.jump_target(a);
             }
             let k = self.take_bits(u32::from(bits), p, lsb_first);
             consumed += u64::from(bits);
             h = (h << bits) | u32::from(k);
+            let (lower, upper) = (self.value(set[1])?, self.value(set[2])?);
             if h >= u32::from(lower) && h <= u32::from(upper) {
+                let uncompressed = self.value(set[3])?;
                 let v = (h as u16).wrapping_add(uncompressed).wrapping_sub(lower);
                 self.set_word(destination, v)?;
                 self.credit_bits(consumed);
-                return Ok(Step::Next(c));
+                return Ok(next);
             }
         }
         fail(Reason::HuffmanNoMatch)
@@ -1233,7 +1558,7 @@ impl<'a> Machine<'a> {
             match p {
                 Pending::Create(pc) => {
                     let mut value = Vec::with_capacity(usize::from(pc.length));
-                    self.read_string(pc.address, pc.length, bcl, bcr, &mut value)?;
+                    read_string(self.mem, pc.address, pc.length, bcl, bcr, &mut value)?;
                     requests.push(StateRequest::Create(CreateRequest {
                         address: pc.address,
                         instruction: pc.instruction,
@@ -1244,7 +1569,7 @@ impl<'a> Machine<'a> {
                 }
                 Pending::Free { start, length } => {
                     let mut id = Vec::with_capacity(usize::from(length));
-                    self.read_string(start, length, bcl, bcr, &mut id)?;
+                    read_string(self.mem, start, length, bcl, bcr, &mut id)?;
                     requests.push(StateRequest::Free(id));
                 }
             }
@@ -1304,9 +1629,36 @@ impl<'a> Machine<'a> {
     }
 }
 
-enum Step {
-    Next(u16),
-    End(Outcome),
+/// Appends `len` bytes of `mem` from `start` to `out` under byte copying
+/// rules (RFC 3320 §8.4).
+#[inline(always)]
+fn read_string(mem: &[u8], start: u16, len: u16, bcl: u16, bcr: u16, out: &mut Vec<u8>) -> Res<()> {
+    let (s, n) = (usize::from(start), usize::from(len));
+    // The whole run lies in memory and does not cross bcr.
+    if s + n <= mem.len() && !(s < usize::from(bcr) && usize::from(bcr) < s + n) {
+        if n == 1 {
+            out.push(mem[s]);
+        } else {
+            out.extend_from_slice(&mem[s..s + n]);
+        }
+        return Ok(());
+    }
+    read_string_wrapping(mem, start, len, bcl, bcr, out)
+}
+
+/// [`read_string`] a byte at a time, wrapping at bcr (or failing outside
+/// memory).
+#[inline(never)]
+fn read_string_wrapping(mem: &[u8], start: u16, len: u16, bcl: u16, bcr: u16, out: &mut Vec<u8>) -> Res<()> {
+    let mut a = start;
+    for _ in 0..len {
+        match mem.get(usize::from(a)) {
+            Some(&b) => out.push(b),
+            None => return fail(Reason::Segfault),
+        }
+        a = Machine::next(a, bcl, bcr);
+    }
+    Ok(())
 }
 
 /// COPY-OFFSET's position: `offset` steps back from `dest`, wrapping from
@@ -1399,7 +1751,8 @@ mod tests {
         let (mut mem, states, mut out) = (vec![0u8; 64], StateHandler::new(0), Vec::new());
         for p in [false, true] {
             for lsb_first in [false, true] {
-                let mut m = Machine::new(&mut mem, &states, &input, &mut out, 16, 0);
+                let mut cache = DecodeCache::default();
+                let mut m = Machine::new(&mut mem, &mut cache, &states, &input, &mut out, 16, 0);
                 let mut at = 0;
                 // Widths 1..=16 in a pattern that crosses byte boundaries
                 // at every offset.
