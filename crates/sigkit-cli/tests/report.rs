@@ -86,15 +86,20 @@ fn real_load_and_capacity_runs_become_a_report_with_their_values() {
     let calls = rows_starting(&html, "a");
     assert_eq!(calls.len(), 2 * 3, "a calls row and a set-up row per step: {calls:?}");
     for (step, offered) in steps.iter().zip([20.0, 40.0, 60.0]) {
-        let row = calls.iter().find(|r| r[1] == format!("{offered:.1}") && r.len() == 7).unwrap();
+        let row = calls.iter().find(|r| r[1] == format!("{offered:.1}") && r.len() == 8).unwrap();
         assert_eq!(row[2], step["attempted"].to_string());
         assert_eq!(row[3], step["successful"].to_string());
         assert!(step["successful"].as_u64().unwrap() > 0);
+        // Unfinished: attempted, neither successful nor failed.
+        let unfinished = step["attempted"].as_u64().unwrap()
+            - step["successful"].as_u64().unwrap()
+            - step["failed"].as_u64().unwrap();
+        assert_eq!(row[5], unfinished.to_string());
         let setup = calls.iter().find(|r| r[1] == format!("{offered:.1}") && r.len() == 5).unwrap();
         assert_eq!(setup[3], format!("{:.2}", step["setup_ms"]["p95"].as_f64().unwrap()));
     }
     // Run b from its results file: three steps at its rates.
-    let b: Vec<String> = rows_starting(&html, "b").iter().filter(|r| r.len() == 7).map(|r| r[1].to_string()).collect();
+    let b: Vec<String> = rows_starting(&html, "b").iter().filter(|r| r.len() == 8).map(|r| r[1].to_string()).collect();
     assert_eq!(b, ["30.0", "60.0", "90.0"]);
     // The capacity search's steps, with their p95 only.
     let c: Vec<Vec<&str>> = rows_starting(&html, "c, search 1");
@@ -119,4 +124,45 @@ fn real_load_and_capacity_runs_become_a_report_with_their_values() {
         assert!(stderr.contains(file) && stderr.contains(says), "{file}: {stderr}");
     }
     assert!(!Path::new(&dir.join("refused/index.html")).exists());
+}
+
+#[test]
+fn a_sim_run_is_reported_beside_the_overload_thesis() {
+    let dir = std::env::temp_dir().join(format!("sigkit-report-sim-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("sim.sqlite");
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sigkit-sim/scenarios");
+    // The thesis's baseline, cut to 200 s (the surge is at 50-60 s; a
+    // collapse has set in by 150 s).
+    let out = run_ok(
+        sigkit()
+            .arg("sim")
+            .arg(scenarios.join("no-handling.toml"))
+            .args([
+                "--seeds",
+                "2",
+                "--set",
+                "duration=200.0",
+                "--set",
+                "collapse_window=[150.0, 200.0]",
+                "--json",
+                "--db",
+            ])
+            .arg(&db),
+    );
+    let sim: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = dir.join("report");
+    run_ok(sigkit().arg("report").arg(&db).arg("-o").arg(&report));
+    let html = std::fs::read_to_string(report.join("index.html")).unwrap();
+    for plot in ["sim-goodput", "sim-pending"] {
+        assert!(html.contains(&format!("<figure class=\"plot\" id=\"{plot}\">")), "{plot} missing");
+        assert!(report.join(format!("{plot}.png")).exists());
+    }
+    let rows = rows_starting(&html, "no-handling");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let study = &sim["study"];
+    assert_eq!(rows[0][3], format!("{} of 2", study["collapsed"]));
+    assert_eq!(rows[0][5], format!("{:.1}", study["window_goodput_mean"].as_f64().unwrap()));
+    assert!(rows[0][7].contains("500 of 500 collapsed"), "{rows:?}");
 }

@@ -29,12 +29,12 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-fn strings<const N: usize>(a: [&str; N]) -> Vec<String> {
+pub(crate) fn strings<const N: usize>(a: [&str; N]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
 }
 
 /// A number with `d` decimals, or empty for NaN.
-fn num(v: f64, d: usize) -> String {
+pub(crate) fn num(v: f64, d: usize) -> String {
     if v.is_finite() {
         format!("{v:.d$}")
     } else {
@@ -106,6 +106,9 @@ pub(crate) fn sections(input: &ReportInput) -> Vec<Section> {
     }
     if !input.ran.is_empty() {
         out.push(ran_section(input));
+    }
+    if !input.sim.is_empty() {
+        out.push(crate::sim::sim_section(&input.sim));
     }
     out
 }

@@ -18,6 +18,7 @@ mod charts;
 mod html;
 pub mod runs;
 pub mod seeds;
+mod sim;
 pub mod sources;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,41 @@ pub struct ReportInput {
     pub ran_messages: Vec<RanMessageRow>,
     /// Published values drawn beside ours.
     pub seed_points: Vec<SeedPoint>,
+    /// SIP overload simulations (`sigkit sim`), one per scenario.
+    pub sim: Vec<SimStudy>,
+}
+
+/// A `sigkit sim` study: one scenario over many seeds, with the SIP
+/// overload thesis's result for it where the thesis has one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SimStudy {
+    pub scenario: String,
+    pub description: String,
+    pub seeds: u64,
+    /// Seeds whose window's 200 share fell under the collapse threshold.
+    pub collapsed: u64,
+    /// The window's share of transactions answered 200, mean over seeds.
+    pub window_ok_ratio: f64,
+    /// 200s per second in the window, mean over seeds.
+    pub window_goodput: f64,
+    /// 95th percentile of fRpD over the run, mean over seeds (s).
+    pub frpd_p95_s: f64,
+    /// Per simulated second, means over the seeds.
+    pub seconds: Vec<SimSecond>,
+}
+
+/// One simulated second, averaged over a study's seeds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SimSecond {
+    pub t: f64,
+    /// Transactions the UACs started (offered load, requests/s).
+    pub started: f64,
+    /// 200s the UACs received.
+    pub goodput: f64,
+    /// UAC transactions pending at the second's end.
+    pub uac_pending: f64,
 }
 
 /// Where and how a run was made.
@@ -227,6 +263,7 @@ impl ReportInput {
         self.compression.extend(other.compression);
         self.ran.extend(other.ran);
         self.ran_messages.extend(other.ran_messages);
+        self.sim.extend(other.sim);
         for p in other.seed_points {
             if !self.seed_points.contains(&p) {
                 self.seed_points.push(p);
@@ -247,7 +284,11 @@ impl ReportInput {
 
     /// Whether no section has anything to show.
     pub fn is_empty(&self) -> bool {
-        self.load_steps.is_empty() && self.capacity.is_none() && self.compression.is_empty() && self.ran.is_empty()
+        self.load_steps.is_empty()
+            && self.capacity.is_none()
+            && self.compression.is_empty()
+            && self.ran.is_empty()
+            && self.sim.is_empty()
     }
 }
 

@@ -18,7 +18,10 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use sigkit_results::{RunId, Store};
 
-use crate::{seeds, Capacity, FlowCompression, LoadStep, RanMessageRow, RanRow, ReportError, ReportInput, RunMeta};
+use crate::{
+    seeds, Capacity, FlowCompression, LoadStep, RanMessageRow, RanRow, ReportError, ReportInput, RunMeta, SimSecond,
+    SimStudy,
+};
 
 /// What kind of output a file held, as an error message names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +147,42 @@ fn load_step(series: &str, row: &Value, summary: bool) -> LoadStep {
         setup_p50_ms: p("p50"),
         setup_p95_ms: p("p95"),
         setup_p99_ms: p("p99"),
+    }
+}
+
+/// A `sigkit sim` run of a results file: its scenario (the run's
+/// configuration), its study (the summary) and its `sim_seconds` rows,
+/// averaged over the seeds second by second.
+fn sim_study(scenario: &Value, study: &Value, seconds: &[Value]) -> SimStudy {
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    // [min, mean, max] across seeds: the mean.
+    let mean = |k: &str| study.get(k).and_then(|v| v.get(1)).and_then(Value::as_f64).unwrap_or(f64::NAN);
+    let mut by_t: std::collections::BTreeMap<u64, (SimSecond, f64)> = std::collections::BTreeMap::new();
+    for r in seconds {
+        let t = u(r, "t");
+        let (sum, n) = by_t.entry(t).or_insert_with(|| (SimSecond { t: t as f64, ..SimSecond::default() }, 0.0));
+        sum.started += f(r, "started");
+        sum.goodput += f(r, "goodput");
+        sum.uac_pending += f(r, "uac_pending");
+        *n += 1.0;
+    }
+    SimStudy {
+        scenario: text(study, "scenario"),
+        description: text(scenario, "description"),
+        seeds: u(study, "seeds"),
+        collapsed: u(study, "collapsed"),
+        window_ok_ratio: mean("window_ok_ratio"),
+        window_goodput: f(study, "window_goodput_mean"),
+        frpd_p95_s: mean("frpd_p95"),
+        seconds: by_t
+            .into_values()
+            .map(|(s, n)| SimSecond {
+                t: s.t,
+                started: s.started / n,
+                goodput: s.goodput / n,
+                uac_pending: s.uac_pending / n,
+            })
+            .collect(),
     }
 }
 
@@ -293,6 +332,9 @@ fn from_results_file(path: &Path, only: Option<RunId>) -> Result<ReportInput, Re
             } else if summary.get("successful_calls").is_some() && is_uac(&summary) {
                 part.load_steps = vec![load_step(&series, &summary, true)];
             }
+        }
+        if run.kind == "sim" {
+            part.sim.push(sim_study(&run.config, &summary, &rows("sim_seconds", run.id)?));
         }
         let capacity_rows = rows("capacity_steps", run.id)?;
         let capacity_series = run.config.get("capacity_series").and_then(Value::as_str).unwrap_or("capacity search");

@@ -244,3 +244,31 @@ mod tests {
         assert!(points.iter().filter(|p| p.chart == SeedChart::RanReduction).all(|p| p.approximate));
     }
 }
+
+/// C. Egger, 2012.
+pub const OVERLOAD_THESIS: &str = "the SIP overload thesis (C. Egger, \"Improvement Strategies for the Signaling Performance of the Session Initiation Protocol\", TU Wien, 2012)";
+
+/// The SIP overload thesis's result for a scenario of sigkit-sim's set
+/// (crates/sigkit-sim/scenarios, by its `name`), in the thesis's terms
+/// (chapter 4); None for a scenario the thesis did not run.
+pub fn overload_thesis_result(scenario: &str) -> Option<&'static str> {
+    Some(match scenario {
+        "no-handling" => "500 of 500 collapsed (§4.3.2)",
+        "h1-t1-1s" => "0 of 500 collapsed (§4.3.2)",
+        "t1-at0-660" => "its one run recovers (Fig. 4.38)",
+        "t1-at50-660" => "collapses (Fig. 4.38)",
+        "t1-at50-900" => "recovers (Fig. 4.38)",
+        "t1-at100-900" => "collapses (Fig. 4.39)",
+        "t1-at100-1200" => "recovers, slowly (Fig. 4.39)",
+        "h2-cap503" => "fRpD p95 0.355 s, against 28.7 s without handling (§4.3.3)",
+        "offload-12.8" | "offload-7.2" => "all handled (§4.4.2)",
+        "offload-long" => "collapse, success rate ≈ 0.6 after the peak (Fig. 4.47)",
+        "presence-none" => "200 share 33.3 % (§4.5.1)",
+        "presence-d1" => "200 share 99.1 % (§4.5.1)",
+        "presence-d2" => "200 share 97.8 % (§4.5.1)",
+        "register-static" | "register-random" => "collapse (§4.5.2)",
+        "register-d1" | "register-d2" => "all 200 clients stay registered (Fig. 4.64, 4.65)",
+        "steady" => "unprotected collapse from 85 msg/s (§4.3.3)",
+        _ => return None,
+    })
+}

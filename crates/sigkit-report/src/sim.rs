@@ -1,0 +1,93 @@
+//! The SIP overload simulations' section: each scenario's outcome over its
+//! seeds beside the SIP overload thesis's result for it, and the goodput
+//! and pending transactions over time, averaged over the seeds.
+
+use crate::charts::{Chart, Series, Style};
+use crate::html::{num, strings, Figure, Section, Table};
+use crate::{seeds, SimStudy};
+
+pub(crate) fn sim_section(studies: &[SimStudy]) -> Section {
+    let chart = |id: &str, title: &str, y: &str, series: Vec<Series>| Chart {
+        id: id.to_string(),
+        title: title.to_string(),
+        x_label: "simulated time, s".into(),
+        y_label: y.to_string(),
+        log_x: false,
+        integer_x: false,
+        legend_left: false,
+        series,
+    };
+    let line = |s: &SimStudy, y: fn(&crate::SimSecond) -> f64| {
+        Series::new(s.scenario.clone(), Style::Line, s.seconds.iter().map(|r| (r.t, y(r))).collect())
+    };
+    let mut goodput: Vec<Series> = studies.iter().map(|s| line(s, |r| r.goodput)).collect();
+    // The offered load is the same shape in most scenarios: drawn once,
+    // for the first study, as the guide the goodput falls away from.
+    if let Some(first) = studies.first() {
+        goodput.push(Series::new(
+            format!("offered ({})", first.scenario),
+            Style::Reference,
+            first.seconds.iter().map(|r| (r.t, r.started)).collect(),
+        ));
+    }
+    let pending: Vec<Series> = studies.iter().map(|s| line(s, |r| r.uac_pending)).collect();
+    let table = Table {
+        head: strings([
+            "scenario",
+            "what it runs",
+            "seeds",
+            "collapsed",
+            "200 share in the window",
+            "goodput, 200s/s",
+            "fRpD p95, s",
+            "the thesis",
+        ]),
+        rows: studies
+            .iter()
+            .map(|s| {
+                vec![
+                    s.scenario.clone(),
+                    s.description.clone(),
+                    s.seeds.to_string(),
+                    format!("{} of {}", s.collapsed, s.seeds),
+                    num(s.window_ok_ratio * 100.0, 1) + " %",
+                    num(s.window_goodput, 1),
+                    num(s.frpd_p95_s, 3),
+                    seeds::overload_thesis_result(&s.scenario).unwrap_or("—").to_string(),
+                ]
+            })
+            .collect(),
+    };
+    Section {
+        id: "overload",
+        title: "SIP overload (simulated)".into(),
+        text: format!(
+            "Discrete-event simulations of a transaction-stateful SIP proxy chain under a surge of non-INVITE \
+             requests over UDP, after {}; each scenario runs over many seeds and its lines are the means over them, \
+             second by second. The last column is the thesis's result for the same scenario.",
+            seeds::OVERLOAD_THESIS
+        ),
+        figures: vec![
+            Figure {
+                chart: Some(chart(
+                    "sim-goodput",
+                    "Goodput over time (mean over seeds)",
+                    "200 responses per second",
+                    goodput,
+                )),
+                text: String::new(),
+                table: Some(table),
+            },
+            Figure {
+                chart: Some(chart(
+                    "sim-pending",
+                    "Pending client transactions over time (mean over seeds)",
+                    "transactions in Trying",
+                    pending,
+                )),
+                text: String::new(),
+                table: None,
+            },
+        ],
+    }
+}
