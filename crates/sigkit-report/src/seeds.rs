@@ -221,30 +221,6 @@ pub fn sigcomp_thesis_compression() -> Vec<SeedPoint> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_framework_table_has_ten_steps_of_three_values() {
-        let points = framework_thesis_tables();
-        assert_eq!(points.len(), 5 * 10 * 3);
-        // Served never exceeds offered, and failures rise past capacity.
-        for p in points.iter().filter(|p| p.chart == SeedChart::LoadThroughput) {
-            assert!(p.y <= p.x, "{p:?}");
-        }
-    }
-
-    #[test]
-    fn the_thesis_ran_values_are_where_its_text_puts_them() {
-        let points = sigcomp_thesis_ran(&[9.6, 256.0], Duration::from_millis(70));
-        let saved: Vec<(f64, f64)> =
-            points.iter().filter(|p| p.chart == SeedChart::RanSaved).map(|p| (p.x, p.y)).collect();
-        assert_eq!(saved, [(9.6, 6.9), (64.0, 1.0), (256.0, 0.26)]);
-        assert!(points.iter().filter(|p| p.chart == SeedChart::RanReduction).all(|p| p.approximate));
-    }
-}
-
 /// C. Egger, 2012.
 pub const OVERLOAD_THESIS: &str = "the SIP overload thesis (C. Egger, \"Improvement Strategies for the Signaling Performance of the Session Initiation Protocol\", TU Wien, 2012)";
 
@@ -271,4 +247,28 @@ pub fn overload_thesis_result(scenario: &str) -> Option<&'static str> {
         "steady" => "unprotected collapse from 85 msg/s (§4.3.3)",
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_framework_table_has_ten_steps_of_three_values() {
+        let points = framework_thesis_tables();
+        assert_eq!(points.len(), 5 * 10 * 3);
+        // Served never exceeds offered, and failures rise past capacity.
+        for p in points.iter().filter(|p| p.chart == SeedChart::LoadThroughput) {
+            assert!(p.y <= p.x, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn the_thesis_ran_values_are_where_its_text_puts_them() {
+        let points = sigcomp_thesis_ran(&[9.6, 256.0], Duration::from_millis(70));
+        let saved: Vec<(f64, f64)> =
+            points.iter().filter(|p| p.chart == SeedChart::RanSaved).map(|p| (p.x, p.y)).collect();
+        assert_eq!(saved, [(9.6, 6.9), (64.0, 1.0), (256.0, 0.26)]);
+        assert!(points.iter().filter(|p| p.chart == SeedChart::RanReduction).all(|p| p.approximate));
+    }
 }
