@@ -19,9 +19,11 @@ const NIL: u32 = u32::MAX;
 
 #[inline]
 fn hash3(b: &[u8]) -> usize {
-    // Multiplicative (Fibonacci) hashing of the next three bytes.
+    // Multiplicative (Fibonacci) hashing of the next three bytes (one
+    // bounds check for the three).
+    let b = &b[..3];
     let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize & (HASH_SIZE - 1)
 }
 
 /// Length of the common prefix of `a` and `b` (equal lengths), 8 bytes at
@@ -62,26 +64,34 @@ pub struct ParseScratch {
     /// The matches at every position of the message, in order.
     pub matches: Vec<Match>,
     /// Where each position's matches begin in `matches`.
-    pub matches_at: Vec<usize>,
+    pub matches_at: Vec<u32>,
     /// The fewest bits for the rest of the message from each position
     /// (Deflate).
     pub cost: Vec<u32>,
     /// The first rise of `cost` from each position (Deflate).
     pub next_rise: Vec<u32>,
+    /// The token chosen at each position (Deflate).
+    pub choice: Vec<u32>,
 }
 
 /// Hash chains over the history, kept between messages.
 #[derive(Debug, Clone)]
 pub struct MatchFinder {
     data: Vec<u8>,
-    head: Box<[u32]>,
+    /// A fixed-size array, so a hash indexes it without a bounds check.
+    head: Box<[u32; HASH_SIZE]>,
     prev: Vec<u32>,
     /// Positions below this are in the chains.
     hashed: usize,
-    /// The longest match found by the last search: (position, length,
-    /// distance). At the next position the same distance is known to
-    /// match one byte less, which the next search need not compare again.
-    last: Option<(usize, usize, usize)>,
+    /// Where the matches the last search found are in its `out`, and the
+    /// position after it: at that position each of their distances is
+    /// known to match one byte less, which the next search need not
+    /// compare again.
+    known: std::ops::Range<usize>,
+    known_at: usize,
+    /// The longest match the last search could find: a known match
+    /// shorter than that ended at a differing byte.
+    known_limit: usize,
     /// Whole rebuilds done (for tests and reports).
     pub rebuilds: usize,
     /// The encoder's buffers ([`MatchFinder::take_scratch`]).
@@ -92,10 +102,12 @@ impl Default for MatchFinder {
     fn default() -> Self {
         MatchFinder {
             data: Vec::new(),
-            head: vec![NIL; HASH_SIZE].into(),
+            head: Box::new([NIL; HASH_SIZE]),
             prev: Vec::new(),
             hashed: 0,
-            last: None,
+            known: 0..0,
+            known_at: usize::MAX,
+            known_limit: 0,
             rebuilds: 0,
             scratch: ParseScratch::default(),
         }
@@ -135,7 +147,7 @@ impl MatchFinder {
     /// chronological order): kept if it already does (the usual case, the
     /// previous message's buffer), rebuilt over `window` otherwise.
     pub fn prepare(&mut self, window: &[u8]) {
-        self.last = None;
+        self.known_at = usize::MAX;
         let (w, l) = (window.len(), self.data.len());
         if l >= w && self.data[l - w..] == *window {
             // History beyond twice the window is dropped, chains kept.
@@ -167,12 +179,14 @@ impl MatchFinder {
     /// Appends bytes the bytecode writes to the buffer before the message
     /// (a shared state).
     pub fn append(&mut self, bytes: &[u8]) {
+        self.known_at = usize::MAX;
         self.data.extend_from_slice(bytes);
     }
 
     /// Appends `bytes` and hashes the history (the message of a trial
     /// chosen after a rollback).
     pub fn append_hashed(&mut self, bytes: &[u8]) {
+        self.known_at = usize::MAX;
         self.data.extend_from_slice(bytes);
         self.hash_up_to(self.data.len());
     }
@@ -191,7 +205,7 @@ impl MatchFinder {
         if mark.len > self.data.len() || mark.hashed > self.hashed {
             return;
         }
-        self.last = None;
+        self.known_at = usize::MAX;
         for p in (mark.hashed..self.hashed).rev() {
             self.head[hash3(&self.data[p..])] = self.prev[p];
         }
@@ -246,31 +260,63 @@ impl MatchFinder {
         out: &mut Vec<Match>,
     ) {
         out.clear();
-        self.push_matches(pos, max_distance, max_len, max_chain, out);
+        self.known_at = usize::MAX;
+        self.push_matches(pos, max_distance, max_len, max_chain, false, out);
     }
 
     /// [`MatchFinder::matches_at`], appended to `out` (whatever it holds
-    /// already); returns how many were appended.
+    /// already); returns how many were appended. With `continue_capped`,
+    /// inside a copy that reaches the limit only the longest match is
+    /// exact (see below): for an encoder whose copies all cost the same.
     pub fn push_matches(
         &mut self,
         pos: usize,
         max_distance: usize,
         max_len: usize,
         max_chain: usize,
+        continue_capped: bool,
         out: &mut Vec<Match>,
     ) -> usize {
         self.hash_up_to(pos);
-        let known = match self.last.take() {
-            Some((p, len, distance)) if p + 1 == pos && len > 1 => (len - 1, distance),
-            _ => (0, 0),
-        };
         let data = &self.data;
         if pos + 3 > data.len() {
+            self.known_at = usize::MAX;
             return 0;
         }
         let first = out.len();
+        // The last search's matches, if they end `out` still.
+        let known = if self.known_at == pos && self.known.end == first { self.known.clone() } else { 0..0 };
+        let (mut k, known_end) = (known.start, known.end);
         let limit = (data.len() - pos).min(max_len);
         let here = &data[pos..pos + limit];
+        // Inside a copy that reaches the limit (the longest length, or the
+        // end of the history) at one position and the next, the next
+        // position's matches are taken to be the last ones one byte
+        // shorter, without a search, if `continue_capped`. The longest is
+        // exact (nothing is longer than the limit); a nearer copy whose
+        // match begins here is not seen, so a shorter length may have a
+        // farther distance than the search would give.
+        if continue_capped && known_end > known.start {
+            let last = out[known_end - 1];
+            if last.len == self.known_limit && last.len > 1 {
+                let c = pos - last.distance;
+                let skip = (last.len - 1).min(limit);
+                let len = skip + common_prefix(&data[c + skip..c + limit], &here[skip..]);
+                if len == limit && len >= 3 {
+                    for k in known.start..known_end - 1 {
+                        let m = out[k];
+                        if m.len > 3 {
+                            out.push(Match { len: m.len - 1, distance: m.distance });
+                        }
+                    }
+                    out.push(Match { len, distance: last.distance });
+                    self.known = first..out.len();
+                    self.known_at = pos + 1;
+                    self.known_limit = limit;
+                    return out.len() - first;
+                }
+            }
+        }
         let mut best = 2;
         let mut cand = self.head[hash3(here)];
         let mut steps = 0;
@@ -288,28 +334,47 @@ impl MatchFinder {
                 break;
             }
             steps += 1;
-            // Only a candidate that beats the best so far matters; check
-            // the byte that would make it longer first.
-            let there = &data[c..c + limit];
-            let probe = best.min(limit - 1);
-            if there[probe] == here[probe] {
-                let skip = if distance == known.1 { known.0.min(limit) } else { 0 };
-                let len = skip + common_prefix(&there[skip..], &here[skip..]);
-                if len > best {
-                    best = len;
-                    out.push(Match { len, distance });
-                    if len == limit {
-                        break;
-                    }
+            // Candidates come nearest first, as the known matches are
+            // listed.
+            while k < known_end && out[k].distance < distance {
+                k += 1;
+            }
+            let len = if k < known_end && out[k].distance == distance && out[k].len > 1 {
+                let was = out[k].len;
+                // A known match that stopped short of its limit ended at a
+                // differing byte, so here it is exactly one byte shorter;
+                // one that reached its limit may go on.
+                if was < self.known_limit {
+                    was - 1
+                } else if was - 1 > best || data[c + best.min(limit - 1)] == here[best.min(limit - 1)] {
+                    let skip = (was - 1).min(limit);
+                    skip + common_prefix(&data[c + skip..c + limit], &here[skip..])
+                } else {
+                    0
+                }
+            } else {
+                // Only a candidate that beats the best so far matters;
+                // check the byte that would make it longer first.
+                let probe = best.min(limit - 1);
+                if data[c + probe] == here[probe] {
+                    common_prefix(&data[c..c + limit], here)
+                } else {
+                    0
+                }
+            };
+            if len > best {
+                best = len;
+                out.push(Match { len, distance });
+                if len == limit {
+                    break;
                 }
             }
             cand = self.prev[c];
         }
-        let found = out.len() - first;
-        if found > 0 {
-            self.last = Some((pos, best, out[out.len() - 1].distance));
-        }
-        found
+        self.known = first..out.len();
+        self.known_at = pos + 1;
+        self.known_limit = limit;
+        out.len() - first
     }
 }
 

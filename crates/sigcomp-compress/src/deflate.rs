@@ -59,10 +59,11 @@ impl LsbWriter {
         debug_assert!(n <= 32 && (n == 32 || v >> n == 0));
         self.acc |= u64::from(v) << self.nacc;
         self.nacc += n;
-        while self.nacc >= 8 {
-            self.bytes.push(self.acc as u8);
-            self.acc >>= 8;
-            self.nacc -= 8;
+        // Whole words out: fewer than 32 bits wait in `acc`.
+        if self.nacc >= 32 {
+            self.bytes.extend_from_slice(&(self.acc as u32).to_le_bytes());
+            self.acc >>= 32;
+            self.nacc -= 32;
         }
     }
 
@@ -73,9 +74,8 @@ impl LsbWriter {
 
     /// The bytes, the last one padded with zero bits.
     fn finish(mut self) -> Vec<u8> {
-        if self.nacc > 0 {
-            self.bytes.push(self.acc as u8);
-        }
+        let whole = self.nacc.div_ceil(8) as usize;
+        self.bytes.extend_from_slice(&self.acc.to_le_bytes()[..whole]);
         self.bytes
     }
 }
@@ -136,50 +136,57 @@ fn distance_cost(distance: usize) -> u32 {
     5 + distance_code(distance).1
 }
 
-#[derive(Clone, Copy)]
-enum Token {
-    Literal(u8),
-    Copy { len: u16, distance: u16 },
-}
-
-/// The cheapest token sequence for `message`, which `finder`'s history
-/// ends with, in a circular buffer of `buffer_size` bytes.
-fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &DeflateParams) -> Vec<Token> {
+/// The cheapest symbols for `message`, which `finder`'s history ends
+/// with, in a circular buffer of `buffer_size` bytes, written to `out`.
+fn parse_into(
+    finder: &mut MatchFinder,
+    message: &[u8],
+    buffer_size: usize,
+    params: &DeflateParams,
+    out: &mut LsbWriter,
+) {
     let n = message.len();
     let start = finder.history().len() - n;
     // A copy may reach the oldest byte of the circular buffer, buffer-size
     // bytes back (RFC 3320 §8.4), and RFC 1951 allows 32768.
     let reach = buffer_size.min(MAX_DISTANCE);
-    let (length_costs, same_symbol_from) = (&LENGTH_COSTS, &SAME_SYMBOL_FROM);
+    let (length_costs, same_cost_from) = (&LENGTH_COSTS, &SAME_COST_FROM);
     // The matches at every position (the finder takes positions in order).
     let mut scratch = finder.take_scratch();
-    let ParseScratch { matches, matches_at, cost, next_rise, .. } = &mut scratch;
+    let ParseScratch { matches, matches_at, cost, next_rise, choice } = &mut scratch;
     matches.clear();
     matches_at.clear();
+    // Room for a few matches a position: fewer reallocations of a finder
+    // that is new with its compartment.
+    matches.reserve(4 * n);
+    matches_at.reserve(n + 1);
     for i in 0..n {
-        matches_at.push(matches.len());
-        finder.push_matches(start + i, reach, MAX_MATCH, params.max_chain, matches);
+        matches_at.push(matches.len() as u32);
+        finder.push_matches(start + i, reach, MAX_MATCH, params.max_chain, false, matches);
     }
-    matches_at.push(matches.len());
+    matches_at.push(matches.len() as u32);
 
     // A shortest path from the end: cost[i] is the fewest bits for
-    // message[i..]. Lengths with the same symbol cost the same bits, so
-    // within such a group the best choice is the length with the smallest
-    // cost[i + l] (the longest on a tie). `cost` seldom rises along the
-    // message (a copy of L bytes at j is one of L - 1 at j + 1, no dearer),
-    // so the range minima follow from `next_rise` ([`range_min`]): one
-    // comparison where cost does not rise within the range, one per rise
-    // where it does. The optimum (its bits) is the one relaxing every
-    // length gives.
+    // message[i..]. Lengths of the same bits (a run of length symbols,
+    // RFC 1951 §3.2.5: 3..=10 cost 7 bits, 11..=18 8 bits, ...) are one
+    // choice: the length with the smallest cost[i + l] (the longest on a
+    // tie). `cost` seldom rises along the message (a copy of L bytes at j
+    // is one of L - 1 at j + 1, no dearer), so the range minima follow
+    // from `next_rise` ([`range_min`]): one comparison where cost does not
+    // rise within the range, one per rise where it does. The optimum (its
+    // bits) is the one relaxing every length gives.
     cost.clear();
     cost.resize(n + 1, 0);
     next_rise.clear();
     next_rise.resize(n + 1, u32::MAX);
-    let mut choice = vec![Token::Literal(0); n];
+    // The choice at each position: 0 for a literal, else length << 16 |
+    // distance.
+    choice.clear();
+    choice.resize(n, 0);
     for i in (0..n).rev() {
         let b = message[i];
-        let mut best = literal_length_code(u16::from(b)).1 + cost[i + 1];
-        let mut token = Token::Literal(b);
+        let mut best = LITERAL_COSTS[usize::from(b)] + cost[i + 1];
+        let mut token = 0;
         // Longest lengths first: once no length up to `hi` can beat the
         // best (the cheapest copy, plus the least cost among their
         // targets), the shorter ones are not weighed. A group whose
@@ -187,19 +194,19 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
         // bound is checked after each group, for the lengths below it.
         // The matches' distances grow with their lengths, so the cheapest
         // copy is a 3-byte one (7 bits) at the first match's distance.
-        let here = &matches[matches_at[i]..matches_at[i + 1]];
+        let here = &matches[matches_at[i] as usize..matches_at[i + 1] as usize];
         let cheapest_copy = here.first().map_or(0, |m| length_costs[MIN_MATCH] + distance_cost(m.distance));
         'lengths: for (k, m) in here.iter().enumerate().rev() {
             let shorter = if k == 0 { MIN_MATCH - 1 } else { here[k - 1].len };
             let dcost = distance_cost(m.distance);
             let mut hi = m.len;
             while hi > shorter {
-                let lo = same_symbol_from[hi].max(shorter + 1);
+                let lo = same_cost_from[hi].max(shorter + 1);
                 let (least, j) = range_min(cost, next_rise, i + lo, i + hi);
                 let c = length_costs[lo] + dcost + least;
                 if c < best {
                     best = c;
-                    token = Token::Copy { len: (j - i) as u16, distance: m.distance as u16 };
+                    token = ((j - i) as u32) << 16 | m.distance as u32;
                 }
                 hi = lo - 1;
                 // (The least cost is at most cost[i + hi]: where even that
@@ -216,19 +223,70 @@ fn parse(finder: &mut MatchFinder, message: &[u8], buffer_size: usize, params: &
         choice[i] = token;
         next_rise[i] = if best < cost[i + 1] { i as u32 } else { next_rise[i + 1] };
     }
-    finder.keep_scratch(scratch);
-    let mut tokens = Vec::new();
     let mut i = 0;
     while i < n {
         let t = choice[i];
-        i += match t {
-            Token::Literal(_) => 1,
-            Token::Copy { len, .. } => usize::from(len),
-        };
-        tokens.push(t);
+        if t == 0 {
+            let (code, bits) = LITERAL_CODES[usize::from(message[i])];
+            out.bits(code, bits);
+            i += 1;
+        } else {
+            let (len, distance) = ((t >> 16) as usize, (t & 0xFFFF) as usize);
+            let (code, bits) = LENGTH_CODES[len];
+            out.bits(code, bits);
+            let (dc, extra, value) = distance_code(distance);
+            // The 5-bit distance code most significant bit first, then
+            // its extra bits (RFC 1951 §3.1.1).
+            out.bits(dc.reverse_bits() >> 27 | value << 5, 5 + extra);
+            i += len;
+        }
     }
-    tokens
+    finder.keep_scratch(scratch);
 }
+
+/// Bits of each literal's code.
+const LITERAL_COSTS: [u32; 256] = {
+    let mut t = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = literal_length_code(b as u16).1;
+        b += 1;
+    }
+    t
+};
+
+/// `code`'s `n` bits reversed, to be sent least significant bit first:
+/// the order a Huffman code is sent in (RFC 1951 §3.1.1).
+const fn reversed(code: u32, n: u32) -> u32 {
+    code.reverse_bits() >> (32 - n)
+}
+
+/// Each literal's code as [`LsbWriter::bits`] sends it: (bits, count).
+const LITERAL_CODES: [(u32, u32); 256] = {
+    let mut t = [(0, 0); 256];
+    let mut b = 0;
+    while b < 256 {
+        let (code, n) = literal_length_code(b as u16);
+        t[b] = (reversed(code, n), n);
+        b += 1;
+    }
+    t
+};
+
+/// Each length's symbol code followed by its extra bits, as
+/// [`LsbWriter::bits`] sends them: (bits, count); (0, 0) below
+/// [`MIN_MATCH`].
+const LENGTH_CODES: [(u32, u32); MAX_MATCH + 1] = {
+    let mut t = [(0, 0); MAX_MATCH + 1];
+    let mut l = MIN_MATCH;
+    while l <= MAX_MATCH {
+        let (sym, extra, value) = length_symbol(l);
+        let (code, n) = literal_length_code(sym);
+        t[l] = (reversed(code, n) | value << n, n + extra);
+        l += 1;
+    }
+    t
+};
 
 /// Bits of each length's code and extra bits (0 below [`MIN_MATCH`]).
 const LENGTH_COSTS: [u32; MAX_MATCH + 1] = {
@@ -241,13 +299,14 @@ const LENGTH_COSTS: [u32; MAX_MATCH + 1] = {
     t
 };
 
-/// The first length with the same length symbol as each length (so the
-/// same bits).
-const SAME_SYMBOL_FROM: [usize; MAX_MATCH + 1] = {
+/// The first length of the run of lengths that cost the same bits as
+/// each length (3..=10, 11..=18, 19..=34, 35..=66, 67..=114, 115..=130,
+/// 131..=257, 258).
+const SAME_COST_FROM: [usize; MAX_MATCH + 1] = {
     let mut t = [0; MAX_MATCH + 1];
     let mut l = 0;
     while l <= MAX_MATCH {
-        t[l] = if l < MIN_MATCH { l } else { l - length_symbol(l).2 as usize };
+        t[l] = if l <= MIN_MATCH || LENGTH_COSTS[l - 1] != LENGTH_COSTS[l] { l } else { t[l - 1] };
         l += 1;
     }
     t
@@ -296,26 +355,6 @@ fn least_cost_bound(cost: &[u32], next_rise: &[u32], lo: usize, hi: usize) -> u3
     0
 }
 
-fn write_tokens(tokens: &[Token], out: &mut LsbWriter) {
-    for t in tokens {
-        match *t {
-            Token::Literal(b) => {
-                let (c, n) = literal_length_code(u16::from(b));
-                out.code(c, n);
-            }
-            Token::Copy { len, distance } => {
-                let (sym, extra, value) = length_symbol(usize::from(len));
-                let (c, n) = literal_length_code(sym);
-                out.code(c, n);
-                out.bits(value, extra);
-                let (dc, extra, value) = distance_code(usize::from(distance));
-                out.code(dc, 5);
-                out.bits(value, extra);
-            }
-        }
-    }
-}
-
 /// Encodes `message` after `finder`'s history (whose last `buffer_size`
 /// bytes are the circular buffer), appends it to the history and the
 /// symbols, as `asm/deflate.asm` reads them, to `out`.
@@ -327,9 +366,9 @@ pub fn encode_after(
     out: &mut Vec<u8>,
 ) {
     finder.append(message);
-    let mut w = LsbWriter::default();
-    write_tokens(&parse(finder, message, buffer_size, params), &mut w);
-    out.extend_from_slice(&w.finish());
+    let mut w = LsbWriter { bytes: std::mem::take(out), ..LsbWriter::default() };
+    parse_into(finder, message, buffer_size, params, &mut w);
+    *out = w.finish();
 }
 
 /// Encodes `message` against `window` (the circular buffer in
@@ -350,7 +389,7 @@ pub fn rfc1951_block(window: &[u8], message: &[u8], params: &DeflateParams) -> V
     finder.append(message);
     let mut w = LsbWriter::default();
     w.bits(0b011, 3);
-    write_tokens(&parse(&mut finder, message, window.len(), params), &mut w);
+    parse_into(&mut finder, message, window.len(), params, &mut w);
     w.code(0, 7);
     w.finish()
 }
@@ -442,6 +481,67 @@ pub fn decode(window: &[u8], body: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fewest bits for `message` after `window`, every length of every
+    /// match a full chain search finds at each position weighed.
+    fn reference_bits(window: &[u8], message: &[u8], params: &DeflateParams) -> u32 {
+        let mut finder = MatchFinder::default();
+        finder.prepare(window);
+        finder.append(message);
+        let (n, start) = (message.len(), window.len());
+        let reach = window.len().min(MAX_DISTANCE);
+        let mut at = Vec::new();
+        let mut all = Vec::new();
+        for i in 0..n {
+            finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, &mut at);
+            all.push(at.clone());
+        }
+        let mut cost = vec![0u32; n + 1];
+        for i in (0..n).rev() {
+            let mut best = LITERAL_COSTS[usize::from(message[i])] + cost[i + 1];
+            let mut shorter = MIN_MATCH - 1;
+            for m in &all[i] {
+                for l in shorter + 1..=m.len {
+                    best = best.min(LENGTH_COSTS[l] + distance_cost(m.distance) + cost[i + l]);
+                }
+                shorter = m.len;
+            }
+            cost[i] = best;
+        }
+        cost[0]
+    }
+
+    #[test]
+    fn corpus_symbols_are_the_cheapest_weighing_every_length() {
+        // Each corpus flow through one kept finder, as a compartment sends
+        // it: its history the dictionary's tail and the messages before.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus");
+        let mut flows: Vec<_> = std::fs::read_dir(&dir).expect("corpus").filter_map(|e| Some(e.ok()?.path())).collect();
+        flows.sort();
+        let params = DeflateParams::default();
+        let mut messages = 0;
+        for flow in flows.iter().filter(|p| p.is_dir()) {
+            let mut names: Vec<_> =
+                std::fs::read_dir(flow).expect("flow").filter_map(|e| Some(e.ok()?.path())).collect();
+            names.sort();
+            let d = sigcomp::dict::SIP_SDP;
+            let mut window = d[d.len() - 4096..].to_vec();
+            let mut finder = MatchFinder::default();
+            for name in names.iter().filter(|p| p.extension().is_some_and(|x| x == "sip")) {
+                let message = std::fs::read(name).expect("message");
+                finder.prepare(&window);
+                let mut out = Vec::new();
+                encode_after(&mut finder, &message, window.len(), &params, &mut out);
+                let bits = reference_bits(&window, &message, &params);
+                assert_eq!(out.len(), bits.div_ceil(8) as usize, "{}", name.display());
+                assert_eq!(decode(&window, &out).as_deref(), Some(&message[..]));
+                window.extend_from_slice(&message);
+                window.drain(..message.len());
+                messages += 1;
+            }
+        }
+        assert!(messages > 50, "{messages} corpus messages");
+    }
 
     #[test]
     fn length_and_distance_codes_follow_rfc1951_tables() {

@@ -116,7 +116,10 @@ pub fn encode_after(
             let (cost, from) = (Covering::cost(k), Covering::start(k));
             if cost < after_match[i].0 {
                 let (len, from_run) = (i - from, from_run_at[from]);
-                let m = matches[matches_at[from]..].iter().find(|m: &&Match| m.len >= len).expect("a covering match");
+                let m = matches[matches_at[from] as usize..]
+                    .iter()
+                    .find(|m: &&Match| m.len >= len)
+                    .expect("a covering match");
                 after_match[i] = (cost, Step::Copy { len: len as u16, distance: m.distance as u16, from_run });
             }
         }
@@ -135,8 +138,10 @@ pub fn encode_after(
         }
         // Matches: 3 bytes each, from the cheaper state.
         let (base, from_run) = if ir < am { (ir, true) } else { (am, false) };
-        matches_at.push(matches.len());
-        let found = finder.push_matches(start + i, reach, MAX_MATCH, params.max_chain, matches);
+        matches_at.push(matches.len() as u32);
+        // Every copy costs 3 bytes, so only the longest length counts: a
+        // copy that reaches the limit is continued without a search.
+        let found = finder.push_matches(start + i, reach, MAX_MATCH, params.max_chain, true, matches);
         from_run_at[i] = from_run;
         let longest = if found > 0 { matches[matches.len() - 1].len } else { 0 };
         if longest >= MIN_MATCH {

@@ -145,7 +145,9 @@ const NIL: u32 = u32::MAX;
 #[inline]
 fn hash3(b: &[u8]) -> usize {
     // Multiplicative (Fibonacci) hashing of the next three bytes, the key
-    // the 2005 SigComp performance thesis §7.8.5 uses.
+    // the 2005 SigComp performance thesis §7.8.5 uses (one bounds check for
+    // the three).
+    let b = &b[..3];
     let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
     (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize & (HASH_SIZE - 1)
 }
@@ -169,11 +171,33 @@ pub struct MatchFinder {
     hashed: usize,
     /// Whole rebuilds done (for tests and reports).
     pub rebuilds: usize,
+    /// The encoder's buffers, kept for the next message.
+    scratch: Scratch,
+}
+
+/// Buffers [`MatchFinder::encode`] reuses from one message to the next.
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    /// The longest match at each position.
+    matches: Vec<(usize, usize)>,
+    /// The fewest bits for the rest of the message from each position.
+    cost: Vec<u32>,
+    /// The first rise of `cost` from each position.
+    next_rise: Vec<u32>,
+    /// The length taken at each position, 0 for a literal.
+    choice: Vec<u16>,
 }
 
 impl Default for MatchFinder {
     fn default() -> Self {
-        MatchFinder { data: Vec::new(), head: Box::new([NIL; HASH_SIZE]), prev: Vec::new(), hashed: 0, rebuilds: 0 }
+        MatchFinder {
+            data: Vec::new(),
+            head: Box::new([NIL; HASH_SIZE]),
+            prev: Vec::new(),
+            hashed: 0,
+            rebuilds: 0,
+            scratch: Scratch::default(),
+        }
     }
 }
 
@@ -387,6 +411,7 @@ impl MatchFinder {
     /// each of its positions, (length, distance) with length 0 for none.
     /// `buffer_size` is the circular buffer's size: no copy reaches
     /// further back.
+    #[cfg(test)]
     fn find_matches(
         &mut self,
         message: &[u8],
@@ -394,6 +419,20 @@ impl MatchFinder {
         format: LzssFormat,
         effort: Effort,
     ) -> Vec<(usize, usize)> {
+        let mut matches = Vec::new();
+        self.find_matches_into(message, buffer_size, format, effort, &mut matches);
+        matches
+    }
+
+    /// [`MatchFinder::find_matches`] into `matches` (cleared first).
+    fn find_matches_into(
+        &mut self,
+        message: &[u8],
+        buffer_size: usize,
+        format: LzssFormat,
+        effort: Effort,
+        matches: &mut Vec<(usize, usize)>,
+    ) {
         let start = self.data.len();
         self.data.extend_from_slice(message);
         // COPY-OFFSET counts back circularly (RFC 3320 §8.4): a distance
@@ -402,7 +441,8 @@ impl MatchFinder {
         let max_len = format.max_match();
         // Filled in order, so not zeroed first (a message's worth of
         // zeroing showed up in profiles).
-        let mut matches = Vec::with_capacity(message.len());
+        matches.clear();
+        matches.reserve(message.len());
         let mut known = (0, 0);
         for i in 0..message.len() {
             let pos = start + i;
@@ -422,7 +462,6 @@ impl MatchFinder {
             matches.push(m);
         }
         self.hash_up_to(self.data.len());
-        matches
     }
 
     /// Encodes `message` after the current history, appends it to the
@@ -436,9 +475,15 @@ impl MatchFinder {
         effort: Effort,
         out: &mut BitWriter,
     ) {
-        let matches = self.find_matches(message, buffer_size, format, effort);
-        let tokens = if effort.lazy { optimal_parse(message, &matches, format) } else { greedy_parse(&matches) };
-        write_tokens(message, &tokens, format, out);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        self.find_matches_into(message, buffer_size, format, effort, &mut scratch.matches);
+        if effort.lazy {
+            optimal_choice(message, format, &mut scratch);
+            write_choice(message, &scratch.matches, &scratch.choice, format, out);
+        } else {
+            write_tokens(message, &greedy_parse(&scratch.matches), format, out);
+        }
+        self.scratch = scratch;
     }
 }
 
@@ -480,25 +525,45 @@ const LENGTH_BUCKETS: [(usize, usize); 3] = [(3, 6), (7, 22), (23, usize::MAX)];
 /// at 9 or 10 offset bits, or a match the bounded chain search missed), the
 /// bucket is scanned length by length, so the result is always the exact
 /// optimum and the same tokens as scanning every length.
+#[cfg(test)]
 fn optimal_parse(message: &[u8], matches: &[(usize, usize)], format: LzssFormat) -> Vec<(usize, usize)> {
+    let mut scratch = Scratch { matches: matches.to_vec(), ..Scratch::default() };
+    optimal_choice(message, format, &mut scratch);
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < message.len() {
+        let len = usize::from(scratch.choice[i]);
+        tokens.push(if len == 0 { (0, 0) } else { (len, matches[i].1) });
+        i += len.max(1);
+    }
+    tokens
+}
+
+/// [`optimal_parse`]'s choice at every position (`scratch.choice`: the
+/// length taken, 0 for a literal), from `scratch.matches`.
+fn optimal_choice(message: &[u8], format: LzssFormat, scratch: &mut Scratch) {
     let n = message.len();
+    let Scratch { matches, cost, next_rise, choice } = scratch;
     // Compact types (bits fit u32 for any message a UDVM can take; a length
     // is at most 258; positions fit u32), a third of the bytes to zero.
-    let mut cost = vec![0u32; n + 1];
-    let mut choice = vec![0u16; n];
+    cost.clear();
+    cost.resize(n + 1, 0);
+    choice.clear();
+    choice.resize(n, 0);
     // next_rise[k]: the smallest j >= k with cost[j] < cost[j + 1]
     // (u32::MAX if none), so cost is non-increasing on k..=next_rise[k].
-    let mut next_rise = vec![u32::MAX; n + 1];
+    next_rise.clear();
+    next_rise.resize(n + 1, u32::MAX);
+    let buckets = LENGTH_BUCKETS.map(|(lo, hi)| (lo, hi, format.match_bits(lo) as u32));
     for i in (0..n).rev() {
         let mut best = LzssFormat::literal_bits(message[i]) as u32 + cost[i + 1];
         let mut best_len = 0;
         let len = matches[i].0;
-        for &(lo, hi) in &LENGTH_BUCKETS {
+        for &(lo, hi, bits) in &buckets {
             if lo > len {
                 break;
             }
             let hi = hi.min(len);
-            let bits = format.match_bits(lo) as u32;
             if next_rise[i + lo] as usize >= i + hi {
                 // cost is non-increasing on i+lo..=i+hi.
                 let c = bits + cost[i + hi];
@@ -518,21 +583,32 @@ fn optimal_parse(message: &[u8], matches: &[(usize, usize)], format: LzssFormat)
         }
         cost[i] = best;
         choice[i] = best_len as u16;
-        next_rise[i] = if cost[i] < cost[i + 1] { i as u32 } else { next_rise[i + 1] };
+        next_rise[i] = if best < cost[i + 1] { i as u32 } else { next_rise[i + 1] };
     }
-    let mut tokens = Vec::new();
+}
+
+/// Writes the tokens `choice` picks ([`optimal_choice`]) as
+/// [`write_tokens`] does.
+fn write_choice(message: &[u8], matches: &[(usize, usize)], choice: &[u16], format: LzssFormat, out: &mut BitWriter) {
+    let ob = u32::from(format.offset_bits);
     let mut i = 0;
-    while i < n {
+    while i < message.len() {
         let len = usize::from(choice[i]);
         if len == 0 {
-            tokens.push((0, 0));
+            let b = message[i];
+            if b < 128 {
+                out.write(u32::from(b), 8);
+            } else {
+                out.write(256 + u32::from(b - 128), 9);
+            }
             i += 1;
         } else {
-            tokens.push((len, matches[i].1));
+            out.write((3u32 << ob) | (matches[i].1 as u32 - 1), 2 + ob);
+            let (code, bits) = length_code(len);
+            out.write(code, bits);
             i += len;
         }
     }
-    tokens
 }
 
 /// The longest match at each position, else a literal.
