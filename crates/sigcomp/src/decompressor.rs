@@ -92,6 +92,15 @@ pub struct Metrics {
     pub announced_ids_dropped: u64,
 }
 
+/// Sets `memory` to `size` bytes: `bytes` at `at`, zeros elsewhere
+/// (RFC 3320 §7), each byte written once.
+fn fill_memory(memory: &mut Vec<u8>, size: usize, at: usize, bytes: &[u8]) {
+    memory.clear();
+    memory.resize(at, 0);
+    memory.extend_from_slice(bytes);
+    memory.resize(size, 0);
+}
+
 /// One receiving endpoint: parameters, state handler and scratch memory.
 #[derive(Debug)]
 pub struct Decompressor {
@@ -206,13 +215,10 @@ impl Decompressor {
     pub fn decompress(&mut self, msg: &[u8], transport: Transport) -> Result<Decompressed, Failure> {
         let header = Header::parse(msg)?;
         let mem_size = self.udvm_memory_size(msg.len(), transport);
+        let mut unpacked = UnpackCache::default();
         // RFC 3320 §8.7 item 2, a message larger than the DMS, leaves no UDVM
         // memory: uploading then fails BYTECODES_TOO_LARGE and accessing
         // state fails SEGFAULT, below.
-        self.memory.clear();
-        self.memory.resize(mem_size, 0);
-        let mem = &mut self.memory[..];
-        let mut unpacked = UnpackCache::default();
 
         let (start, partial_len, state_len) = match header.body {
             Body::Bytecode { code, destination_bits } => {
@@ -225,7 +231,7 @@ impl Decompressor {
                     let dms = self.params.dms.min(0xFFFF) as u16;
                     return Err(Failure::with_details(Reason::BytecodesTooLarge, &dms.to_be_bytes()));
                 }
-                mem[dest..dest + code.len()].copy_from_slice(code);
+                fill_memory(&mut self.memory, mem_size, dest, code);
                 (dest as u16, 0u16, 0u16)
             }
             Body::StateId(partial) => {
@@ -242,10 +248,11 @@ impl Decompressor {
                 }
                 let (buffer, at) = state.bytes_in(&mut unpacked);
                 let Some(value) = buffer.get(at..at + state.len()) else { return Err(Failure::new(Reason::Segfault)) };
-                mem[a..a + state.len()].copy_from_slice(value);
+                fill_memory(&mut self.memory, mem_size, a, value);
                 (state.instruction, partial.len() as u16, state.len() as u16)
             }
         };
+        let mem = &mut self.memory[..];
         // Useful values (RFC 3320 §7.2, Figure 5); bytes 10..32 are zero.
         if mem_size < 32 {
             return Err(Failure::new(Reason::Segfault));

@@ -1408,47 +1408,46 @@ impl<'a> Machine<'a> {
         self.value(destination)?;
         let address = self.multi_operand(&mut c)?;
         self.value(address)?;
-        let n = self.lit(&mut c)?;
-        let mut sets = std::mem::take(&mut self.huffman_sets);
-        sets.clear();
-        let r = self.decode_sets(&mut c, n, &mut sets).and_then(|()| {
-            let in_memory = [destination, address].iter().chain(sets.iter().flatten()).all(|&o| self.in_memory(o));
-            if sets.len() <= HUFFMAN_CACHED_SETS && c > pc {
-                let mut entry = HuffmanEntry {
-                    pc,
-                    len: c - pc,
-                    destination,
-                    address,
-                    n: sets.len() as u8,
-                    in_memory,
-                    ..EMPTY_HUFFMAN
-                };
-                entry.sets[..sets.len()].copy_from_slice(&sets);
-                let slot = self.huffman_next;
-                self.huffman[slot] = entry;
-                self.huffman_next = (slot + 1) % HUFFMAN_CACHE;
-                let mut ops = [Operand::Value(0); 5];
-                ops[0] = Operand::Value(slot as u16);
-                self.keep_decoded(Decoded { epoch: self.decoded.epoch, pc, next: c, opcode: op::INPUT_HUFFMAN, ops });
-            }
-            self.huffman_run(&sets, destination, address, pc, c, in_memory)
-        });
-        self.huffman_sets = sets;
-        r
+        let n = usize::from(self.lit(&mut c)?);
+        if n > HUFFMAN_CACHED_SETS {
+            let mut sets = std::mem::take(&mut self.huffman_sets);
+            sets.clear();
+            sets.resize(n, [Operand::Value(0); 4]);
+            let r = self.decode_sets(&mut c, &mut sets).and_then(|()| {
+                let in_memory = self.all_in_memory(destination, address, &sets);
+                self.huffman_run(&sets, destination, address, pc, c, in_memory)
+            });
+            self.huffman_sets = sets;
+            return r;
+        }
+        let mut entry = HuffmanEntry { pc, destination, address, n: n as u8, ..EMPTY_HUFFMAN };
+        self.decode_sets(&mut c, &mut entry.sets[..n])?;
+        entry.in_memory = self.all_in_memory(destination, address, &entry.sets[..n]);
+        if c > pc {
+            entry.len = c - pc;
+            let slot = self.huffman_next;
+            self.huffman[slot] = entry;
+            self.huffman_next = (slot + 1) % HUFFMAN_CACHE;
+            let mut ops = [Operand::Value(0); 5];
+            ops[0] = Operand::Value(slot as u16);
+            self.keep_decoded(Decoded { epoch: self.decoded.epoch, pc, next: c, opcode: op::INPUT_HUFFMAN, ops });
+        }
+        self.huffman_run(&entry.sets[..n], destination, address, pc, c, entry.in_memory)
     }
 
-    /// Decodes `n` operand sets of INPUT-HUFFMAN into `sets`, reading the
+    /// Decodes operand sets of INPUT-HUFFMAN into `sets`, reading the
     /// memory each operand names as it is decoded.
-    fn decode_sets(&self, c: &mut u16, n: u16, sets: &mut Vec<[Operand; 4]>) -> Res<()> {
-        for _ in 0..n {
-            let mut set = [Operand::Value(0); 4];
-            for o in &mut set {
-                *o = self.multi_operand(c)?;
-                self.value(*o)?;
-            }
-            sets.push(set);
+    fn decode_sets(&self, c: &mut u16, sets: &mut [[Operand; 4]]) -> Res<()> {
+        for o in sets.iter_mut().flatten() {
+            *o = self.multi_operand(c)?;
+            self.value(*o)?;
         }
         Ok(())
+    }
+
+    /// Whether reading no operand of an INPUT-HUFFMAN can fail.
+    fn all_in_memory(&self, destination: Operand, address: Operand, sets: &[[Operand; 4]]) -> bool {
+        [destination, address].iter().chain(sets.iter().flatten()).all(|&o| self.in_memory(o))
     }
 
     /// Whether reading `o` cannot fail.
