@@ -76,6 +76,39 @@ struct Summary {
     ran: Vec<RanRow>,
     proxy_load: Option<LoadSummary>,
     capacity: Option<CapacityReport>,
+    /// The SIP overload simulations, each also a run of its own (kind
+    /// "sim") in the results file.
+    overload: Vec<sigkit_sim::Study>,
+}
+
+/// The SIP overload thesis's headline scenarios (§4.3.2, §4.3.3), run by
+/// `sigkit eval`: the collapse after a short surge, and the two handlers
+/// that prevent it.
+const OVERLOAD_SCENARIOS: [(&str, &str); 3] = [
+    ("no-handling", include_str!("../../sigkit-sim/scenarios/no-handling.toml")),
+    ("h1-t1-1s", include_str!("../../sigkit-sim/scenarios/h1-t1-1s.toml")),
+    ("h2-cap503", include_str!("../../sigkit-sim/scenarios/h2-cap503.toml")),
+];
+
+/// Runs each of [`OVERLOAD_SCENARIOS`] over `seeds` seeds and records it
+/// as a "sim" run of `store`; the runs' ids and studies.
+fn overload_studies(
+    store: &mut Store,
+    command: &str,
+    seeds: u64,
+) -> Result<Vec<(sigkit_results::RunId, sigkit_sim::Study)>, String> {
+    let mut out = Vec::new();
+    for (name, text) in OVERLOAD_SCENARIOS {
+        let scenario = sigkit_sim::Scenario::from_toml_str(text).map_err(|e| format!("scenario {name}: {e}"))?;
+        let seed_list: Vec<u64> = (1..=seeds).collect();
+        let runs = sigkit_sim::run_seeds(&scenario, &seed_list);
+        let summaries: Vec<sigkit_sim::SeedSummary> = runs.iter().map(|r| r.summary.clone()).collect();
+        let study = sigkit_sim::Study::of(&scenario, &summaries);
+        eprintln!("  {name}: {} of {} seeds collapsed", study.collapsed, study.seeds);
+        let run = crate::sim_cmd::store_results(store, command, &scenario, &runs, &study).map_err(|e| e.to_string())?;
+        out.push((run, study));
+    }
+    Ok(out)
 }
 
 #[derive(Serialize)]
@@ -376,6 +409,13 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         );
     }
 
+    // 5. The SIP overload thesis's headline scenarios, simulated.
+    eprintln!("sigkit eval: SIP overload simulations");
+    let overload = match overload_studies(&mut store, &command.join(" "), if args.quick { 2 } else { 20 }) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+
     let summary = Summary {
         seconds: started.elapsed().as_secs_f64(),
         notes: path.notes(),
@@ -384,6 +424,7 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         ran,
         proxy_load,
         capacity: Some(capacity),
+        overload: overload.iter().map(|(_, s)| s.clone()).collect(),
     };
     if let Err(e) = store.finish_run(run, &summary) {
         return fail(e);
@@ -397,10 +438,11 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         return fail(e);
     }
 
-    // 5. The report, from this run's rows in the results file (what
-    // `sigkit report results.sqlite` draws too), with the published values
-    // beside ours.
-    let index = match report(&db, run, &args.out) {
+    // 6. The report, from this run's rows in the results file (what
+    // `sigkit report results.sqlite` draws too) and the simulations' runs,
+    // with the published values beside ours.
+    let sim_runs: Vec<sigkit_results::RunId> = overload.iter().map(|(r, _)| *r).collect();
+    let index = match report(&db, run, &sim_runs, &args.out) {
         Ok(i) => i,
         Err(e) => return fail(e),
     };
@@ -413,8 +455,16 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn report(db: &Path, run: sigkit_results::RunId, out: &Path) -> Result<PathBuf, sigkit_report::ReportError> {
+fn report(
+    db: &Path,
+    run: sigkit_results::RunId,
+    sim_runs: &[sigkit_results::RunId],
+    out: &Path,
+) -> Result<PathBuf, sigkit_report::ReportError> {
     let mut input = runs::read_results_run(db, run)?;
+    for &sim in sim_runs {
+        input.merge(runs::read_results_run(db, sim)?);
+    }
     runs::add_seeds(&mut input);
     input.title = Some("sigkit eval".into());
     Ok(write_report(&input, out)?.index)

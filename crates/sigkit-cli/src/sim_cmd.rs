@@ -130,7 +130,7 @@ fn print_study(sc: &Scenario, study: &Study) {
     }
 }
 
-fn store_results(
+pub(crate) fn store_results(
     store: &mut Store,
     command: &str,
     sc: &Scenario,

@@ -67,6 +67,12 @@ fn eval_quick_without_kamailio_and_sipp_runs_on_the_built_in_uas_and_its_report_
     assert!(notes.contains("built-in UAS") && notes.contains("not installed: kamailio, sipp"), "{notes}");
     load_completed(&summary);
     assert!(summary["capacity"]["estimate"]["mean_cps"].as_f64().unwrap() > 0.0);
+    // The overload thesis's baseline collapses; raising T1 prevents it.
+    let overload = summary["overload"].as_array().unwrap();
+    let collapsed = |i: usize| (overload[i]["scenario"].as_str().unwrap(), overload[i]["collapsed"].as_u64().unwrap());
+    assert_eq!(overload.len(), 3);
+    assert_eq!(collapsed(0), ("no-handling", 2));
+    assert_eq!(collapsed(1), ("h1-t1-1s", 0));
 
     // One generator (sigkit-report): every part plotted, as PNG too, with
     // the seeds' values beside ours, and the path of the load run named.
@@ -82,6 +88,8 @@ fn eval_quick_without_kamailio_and_sipp_runs_on_the_built_in_uas_and_its_report_
         "ran-delay",
         "ran-saved",
         "ran-reduction",
+        "sim-goodput",
+        "sim-pending",
     ] {
         assert!(ids.iter().any(|i| i == id), "{id} missing from {ids:?}");
         assert!(out.join(format!("{id}.png")).exists(), "{id}.png");
@@ -94,6 +102,7 @@ fn eval_quick_without_kamailio_and_sipp_runs_on_the_built_in_uas_and_its_report_
         "Figure 53",
         "Table 5-2",
         "capacity search, built-in UAS",
+        "500 of 500 collapsed",
     ] {
         assert!(html.contains(text), "{text} missing");
     }
