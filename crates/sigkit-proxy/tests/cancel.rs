@@ -12,15 +12,6 @@ use sigkit_sip::Message;
 use support::*;
 use tokio::net::UdpSocket;
 
-fn request(method: &str, call_id: &str, port: u16, branch: &str) -> Vec<u8> {
-    format!(
-        "{method} sip:bob@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:{port};branch=z9hG4bK{branch};rport\r\n\
-         Max-Forwards: 70\r\nFrom: <sip:alice@127.0.0.1>;tag=a\r\nTo: <sip:bob@127.0.0.1>\r\n\
-         Call-ID: {call_id}\r\nCSeq: 1 {method}\r\nContact: <sip:alice@127.0.0.1:{port}>\r\nContent-Length: 0\r\n\r\n"
-    )
-    .into_bytes()
-}
-
 /// The next datagram within `wait` that `want` accepts, skipping others;
 /// with where it came from.
 async fn next(

@@ -111,31 +111,9 @@ async fn plain_sipp_terminal_through_the_proxy() {
     let uas_port = free_port().to_string();
     let _uas = sipp_background(&dir, &["-sn", "uas", "-i", "127.0.0.1", "-p", &uas_port]);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let uac_port = free_port().to_string();
-    let rsa = proxy_addr.to_string();
-    let target = format!("127.0.0.1:{uas_port}");
-    let r = tokio::task::spawn_blocking(move || {
-        let args = [
-            "-sn",
-            "uac",
-            "-s",
-            "service",
-            "-i",
-            "127.0.0.1",
-            "-p",
-            &uac_port,
-            "-rsa",
-            &rsa,
-            "-m",
-            "20",
-            "-r",
-            "20",
-            &target,
-        ];
-        sipp(&dir, &args, Duration::from_secs(40))
-    })
-    .await
-    .unwrap();
+    let (rsa, target) = (proxy_addr.to_string(), format!("127.0.0.1:{uas_port}"));
+    let r =
+        tokio::task::spawn_blocking(move || sipp_uac_via(&dir, ["-sn", "uac"], &rsa, &target, 20, 20)).await.unwrap();
     assert_eq!((r.successful, r.failed), (20, 0), "{}", r.output);
     proxy.stop().await;
 }
@@ -150,41 +128,20 @@ async fn cancel_across_both_hops(stateful: bool) {
     let proxy = start_proxy(|port| proxy_config_with(port, kport, stateful)).await;
     let rsa = proxy.terminal_addrs[0].1.to_string();
     let uas_port = free_port();
-    let calls = "5";
+    let calls = 5;
     let uas = {
         let dir = dir.clone();
         tokio::task::spawn_blocking(move || {
             let sf = sipp_scenario("uas_cancel.xml");
             let port = uas_port.to_string();
-            sipp(&dir, &["-sf", &sf, "-i", "127.0.0.1", "-p", &port, "-m", calls], Duration::from_secs(40))
+            sipp(&dir, &["-sf", &sf, "-i", "127.0.0.1", "-p", &port, "-m", &calls.to_string()], Duration::from_secs(40))
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let target = format!("127.0.0.1:{uas_port}");
-    let uac_port = free_port().to_string();
     let uac = tokio::task::spawn_blocking({
         let dir = dir.clone();
-        move || {
-            let sf = sipp_scenario("uac_cancel.xml");
-            let args = [
-                "-sf",
-                &sf,
-                "-s",
-                "service",
-                "-i",
-                "127.0.0.1",
-                "-p",
-                &uac_port,
-                "-rsa",
-                &rsa,
-                "-m",
-                calls,
-                "-r",
-                "5",
-                &target,
-            ];
-            sipp(&dir, &args, Duration::from_secs(40))
-        }
+        move || sipp_uac_via(&dir, ["-sf", &sipp_scenario("uac_cancel.xml")], &rsa, &target, calls, 5)
     })
     .await
     .unwrap();

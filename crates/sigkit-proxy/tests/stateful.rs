@@ -93,15 +93,6 @@ impl Upstream {
     }
 }
 
-fn request(method: &str, call_id: &str, port: u16, branch: &str) -> Vec<u8> {
-    format!(
-        "{method} sip:service@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:{port};branch=z9hG4bK{branch};rport\r\n\
-         Max-Forwards: 70\r\nFrom: <sip:alice@127.0.0.1>;tag=a\r\nTo: <sip:service@127.0.0.1>\r\n\
-         Call-ID: {call_id}\r\nCSeq: 1 {method}\r\nContact: <sip:alice@127.0.0.1:{port}>\r\nContent-Length: 0\r\n\r\n"
-    )
-    .into_bytes()
-}
-
 /// Every datagram `socket` receives until it is quiet for `quiet`.
 async fn drain(socket: &UdpSocket, quiet: Duration) -> Vec<Vec<u8>> {
     let mut buf = vec![0u8; 65536];

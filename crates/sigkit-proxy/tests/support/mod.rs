@@ -166,6 +166,42 @@ pub fn sipp_uas_one_call(dir: &Path, port: u16) -> tokio::task::JoinHandle<SippR
     })
 }
 
+/// SIPp as a UAC on a port of its own: `scenario` (`-sn uac` or `-sf
+/// FILE`) placing `calls` calls at `rate` a second to `target` (its
+/// Request-URI) through `rsa` (the next hop), run to its end.
+pub fn sipp_uac_via(dir: &Path, scenario: [&str; 2], rsa: &str, target: &str, calls: u32, rate: u32) -> SippResult {
+    let (port, calls, rate) = (free_port().to_string(), calls.to_string(), rate.to_string());
+    let args = [
+        scenario[0],
+        scenario[1],
+        "-s",
+        "service",
+        "-i",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-rsa",
+        rsa,
+        "-m",
+        &calls,
+        "-r",
+        &rate,
+        target,
+    ];
+    sipp(dir, &args, Duration::from_secs(40))
+}
+
+/// A request from a plain-SIP terminal on 127.0.0.1:`port` to
+/// sip:service@127.0.0.1, outside any dialog (CSeq 1).
+pub fn request(method: &str, call_id: &str, port: u16, branch: &str) -> Vec<u8> {
+    format!(
+        "{method} sip:service@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:{port};branch=z9hG4bK{branch};rport\r\n\
+         Max-Forwards: 70\r\nFrom: <sip:alice@127.0.0.1>;tag=a\r\nTo: <sip:service@127.0.0.1>\r\n\
+         Call-ID: {call_id}\r\nCSeq: 1 {method}\r\nContact: <sip:alice@127.0.0.1:{port}>\r\nContent-Length: 0\r\n\r\n"
+    )
+    .into_bytes()
+}
+
 pub fn sipp_scenario(name: &str) -> String {
     tests_dir().join("sipp").join(name).display().to_string()
 }
