@@ -71,7 +71,8 @@ pub struct LoadArgs {
     remote: Option<String>,
     /// Built-in scenario: uac, uas (the framework thesis's simple call, SIPp's
     /// messages), register (REGISTER with digest authentication),
-    /// registrar (its server side).
+    /// registrar (its server side), message (one MESSAGE, a non-INVITE
+    /// transaction), message-uas (its server side).
     #[arg(long = "sn", default_value = "uac")]
     scenario: String,
     /// A SIPp XML scenario file (the common subset: send, recv, pause,
@@ -199,9 +200,33 @@ pub struct LoadArgs {
     /// Bursts: SIZE calls at once every EVERY (e.g. 50:1s).
     #[arg(long, value_name = "SIZE:EVERY")]
     burst: Option<String>,
+    /// A peak load: PEAK calls/s from AT for LENGTH, -r before and after
+    /// (e.g. 900:30s:60s; the overload thesis's lab, docs/overload.md).
+    #[arg(long, value_name = "PEAK:AT:LENGTH")]
+    surge: Option<String>,
     /// Arrivals: uniform (evenly spaced, as SIPp) or poisson.
     #[arg(long, default_value = "uniform")]
     arrivals: String,
+    /// A UAS behind a server of limited capacity: it serves this many new
+    /// transactions/s, one at a time, from a finite queue, and drops what
+    /// overflows (the overload lab's bottleneck, docs/overload.md).
+    #[arg(long, value_name = "TPS")]
+    capacity: Option<f64>,
+    /// With --capacity: datagrams that wait at most.
+    #[arg(long, default_value_t = 1000)]
+    queue: usize,
+    /// With --capacity: what a datagram of a transaction already known (a
+    /// retransmission) costs, as a share of a new transaction.
+    #[arg(long = "repeat-cost", default_value_t = 0.2)]
+    repeat_cost: f64,
+    /// With --capacity: service times const (each 1/capacity) or exp
+    /// (exponential of that mean).
+    #[arg(long = "service-time", default_value = "const")]
+    service_time: String,
+    /// With --capacity: take part in RFC 7339 overload control, sending
+    /// the `oc` that keeps the server busy at this share (e.g. 0.9).
+    #[arg(long = "oc-target")]
+    oc_target: Option<f64>,
     /// Stop the run after this long (as -timeout).
     #[arg(long)]
     duration: Option<String>,
@@ -356,6 +381,20 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
             return Err(format!("--burst {s}: EVERY must be more than 0"));
         }
         Pattern::Bursts { size, every }
+    } else if let Some(s) = &args.surge {
+        let parts: Vec<&str> = s.split(':').collect();
+        let [peak, at, length] = parts[..] else { return Err(format!("--surge {s}: PEAK:AT:LENGTH")) };
+        let peak = peak.parse::<f64>().ok().filter(|p| p.is_finite() && *p >= 0.0);
+        let Some(peak) = peak else { return Err(format!("--surge {s}: PEAK is calls/s, 0 or more")) };
+        if args.rate <= 0.0 {
+            return Err("--surge: -r, the rate before and after the peak, must be positive".into());
+        }
+        Pattern::Surge {
+            base: per_s(args.rate),
+            peak,
+            at: dur("--surge", at, 1.0)?,
+            length: dur("--surge", length, 1.0)?,
+        }
     } else if let Some(inc) = args.rate_increase {
         // SIPp: the rate grows by -rate_increase every -rate_interval (-fd
         // by default) up to -rate_max, then SIPp quits (or keeps going).
@@ -397,6 +436,27 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
         _ => None,
     };
     let t1 = Duration::from_millis(args.t1.max(1));
+    let service_model = match args.capacity {
+        None => None,
+        Some(_) if client => return Err("--capacity limits a server: a scenario that answers calls".into()),
+        Some(capacity_tps) => {
+            let exponential = match args.service_time.as_str() {
+                "const" => false,
+                "exp" => true,
+                other => return Err(format!("--service-time {other}: const or exp")),
+            };
+            let model = sigkit_loadgen::ServiceModel {
+                capacity_tps,
+                queue: args.queue,
+                repeat_cost: args.repeat_cost,
+                exponential,
+                memory: t1 * 64,
+                oc_target: args.oc_target,
+            };
+            model.check().map_err(|e| format!("--capacity: {e}"))?;
+            Some(model)
+        }
+    };
     Ok(LoadConfig {
         role: if client { Role::Uac } else { Role::Uas },
         scenario: Some(Arc::new(scenario)),
@@ -425,6 +485,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
         control_port: args.control_port,
         sut_pids: args.sut_pid.clone(),
         sigcomp: args.sigcomp,
+        service_model,
         ..LoadConfig::default()
     })
 }
@@ -605,6 +666,17 @@ pub fn load(args: LoadArgs) -> ExitCode {
         if s.calls_in_progress > 0 {
             println!("  still in progress at the end: {}", s.calls_in_progress);
         }
+        if let Some(c) = &s.service {
+            println!(
+                "  server of limited capacity: {} arrived, {} dropped (queue full), {} new and {} repeated served, {:.1} s busy{}",
+                c.arrived,
+                c.dropped,
+                c.served_new,
+                c.served_repeat,
+                c.busy_s,
+                if c.oc > 0 { format!(", RFC 7339 oc {} at the end", c.oc) } else { String::new() }
+            );
+        }
         if let Some(u) = &s.sut {
             println!("  system under test: {:.1} % CPU, {} KiB resident at most", u.cpu_percent, u.rss_kib);
         }
@@ -762,6 +834,8 @@ fn record(path: &std::path::Path, args: &LoadArgs, report: &sigkit_loadgen::RunR
         "rate_period": args.rate_period, "max_calls": args.max_calls, "limit": args.limit, "hold": args.hold,
         "remote": args.remote, "next_hop": args.next_hop, "transport": args.transport, "steps": args.steps,
         "ramp": args.ramp, "burst": args.burst, "arrivals": args.arrivals, "sigcomp": args.sigcomp,
+        "surge": args.surge, "capacity": args.capacity, "queue": args.queue, "repeat_cost": args.repeat_cost,
+        "service_time": args.service_time, "oc_target": args.oc_target,
     });
     let run = store.begin_run("load", &command.join(" "), &config).map_err(|e| e.to_string())?;
     store.record_rows(run, "load_intervals", &report.intervals).map_err(|e| e.to_string())?;

@@ -12,7 +12,9 @@
 //! that can change while running, and metrics per interval and per step
 //! with HdrHistogram percentiles.
 //!
-//! [`engine`] runs the calls, sans-IO; [`runtime`] runs it on tokio.
+//! [`engine`] runs the calls, sans-IO; [`runtime`] runs it on tokio. A
+//! UAS can sit behind a server of limited capacity ([`service`]), the
+//! bottleneck of an overload experiment.
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), sigkit_loadgen::LoadError> {
@@ -40,6 +42,7 @@ pub mod metrics;
 pub mod pattern;
 pub mod runtime;
 pub mod scenario;
+pub mod service;
 pub mod sigcomp_layer;
 pub mod sut;
 
@@ -50,4 +53,5 @@ pub use metrics::{Interval, Percentiles, Recorder, StepReport, Summary, SutUsage
 pub use pattern::{Arrivals, Pattern, RateController};
 pub use runtime::{run, Control, LoadConfig, LoadError, Prepared, Progress, Role, RunReport};
 pub use scenario::{Scenario, ScenarioError};
+pub use service::{ServiceCounts, ServiceModel};
 pub use sigkit_sip::transaction::Timers;

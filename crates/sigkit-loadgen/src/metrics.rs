@@ -364,6 +364,9 @@ pub struct Summary {
     pub sut: Option<SutUsage>,
     /// What SigComp did, with `--sigcomp`.
     pub sigcomp: Option<crate::sigcomp_layer::SigcompCounts>,
+    /// What the limited-capacity server in front of a UAS did, with a
+    /// service model.
+    pub service: Option<crate::service::ServiceCounts>,
 }
 
 impl Summary {
@@ -407,6 +410,7 @@ impl Summary {
             transactions_ms: transaction_map(&r.methods, c),
             sut,
             sigcomp: None,
+            service: None,
         }
     }
 }

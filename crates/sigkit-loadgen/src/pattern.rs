@@ -20,6 +20,11 @@ pub enum Pattern {
     Ramp { from: f64, to: f64, over: Duration },
     /// `size` calls at once every `every`.
     Bursts { size: u32, every: Duration },
+    /// `base` calls/s, `peak` from `at` for `length`, then `base` again:
+    /// the overload thesis's peak load (C. Egger, SIP overload control
+    /// thesis, TU Wien 2012, §5.2.1: 700 tps, 900 tps from 30 s to 90 s).
+    /// Steps 0, 1 and 2 are before, during and after the peak.
+    Surge { base: f64, peak: f64, at: Duration, length: Duration },
 }
 
 /// How calls are spread in time at a given rate.
@@ -144,6 +149,15 @@ impl RateController {
             Pattern::Bursts { size, every } => {
                 let cps = if every.is_zero() { 0.0 } else { f64::from(*size) / every.as_secs_f64() };
                 (cps, 0, false)
+            }
+            Pattern::Surge { base, peak, at, length } => {
+                if e < *at {
+                    (*base, 0, false)
+                } else if e < *at + *length {
+                    (*peak, 1, false)
+                } else {
+                    (*base, 2, false)
+                }
             }
         }
     }
@@ -426,6 +440,22 @@ mod tests {
         let p = Pattern::Bursts { size: 5, every: Duration::from_secs(1) };
         let mut c = RateController::new(p, Arrivals::Uniform, 0.0, t0, 1);
         assert_eq!(count(&mut c, t0, 2.5).len(), 15);
+    }
+
+    #[test]
+    fn a_surge_offers_the_peak_for_its_length_between_two_spans_of_the_base() {
+        let t0 = Instant::now();
+        let p = Pattern::Surge { base: 100.0, peak: 300.0, at: Duration::from_secs(2), length: Duration::from_secs(1) };
+        let mut c = RateController::new(p, Arrivals::Uniform, 100.0, t0, 1);
+        let steps = count(&mut c, t0, 5.0);
+        let per: Vec<usize> = (0..3).map(|k| steps.iter().filter(|s| **s == k).count()).collect();
+        // A call or so moves across each boundary with the spacing.
+        assert!(per[0].abs_diff(200) <= 1 && per[1].abs_diff(300) <= 2 && per[2].abs_diff(200) <= 2, "{per:?}");
+        assert!(!c.finished());
+        let spans = c.spans();
+        assert_eq!(spans.len(), 3);
+        assert!((spans[1].start_s - 2.0).abs() < 0.01 && spans[1].cps == 300.0, "{spans:?}");
+        assert_eq!(c.nominal_rate(2), 100.0);
     }
 
     #[test]

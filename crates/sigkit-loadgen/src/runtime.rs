@@ -22,6 +22,7 @@ use crate::inject::Injection;
 use crate::metrics::{Interval, StepReport, Summary};
 use crate::pattern::{Arrivals, Pattern, RateController};
 use crate::scenario::{self, Scenario, ScenarioError};
+use crate::service::{ServiceModel, ServiceQueue};
 use crate::sigcomp_layer::{is_sigcomp_first_byte, SigcompLayer};
 use crate::sut::SutSampler;
 
@@ -79,6 +80,9 @@ pub struct LoadConfig {
     pub sigcomp: bool,
     /// Seed of the random numbers (Poisson arrivals, random pauses).
     pub seed: u64,
+    /// A UAS behind a server of limited capacity: what arrives is queued
+    /// and served at the model's rate before the UAS sees it (over UDP).
+    pub service_model: Option<ServiceModel>,
 }
 
 impl Default for LoadConfig {
@@ -112,6 +116,7 @@ impl Default for LoadConfig {
             sut_pids: Vec::new(),
             sigcomp: false,
             seed: 0x5eed_1234,
+            service_model: None,
         }
     }
 }
@@ -142,6 +147,8 @@ pub enum LoadError {
     NoSut(u32),
     #[error("SigComp: {0}")]
     Sigcomp(String),
+    #[error("service model: {0}")]
+    Service(String),
     #[error("socket: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -412,6 +419,17 @@ impl Prepared {
         }
         let sampler = SutSampler::new(config.sut_pids.clone());
         sampler.check().map_err(LoadError::NoSut)?;
+        if let Some(model) = &config.service_model {
+            model.check().map_err(LoadError::Service)?;
+            if client {
+                return Err(LoadError::Service("it limits a server: a scenario that answers calls (a UAS)".into()));
+            }
+            if config.transport != Transport::Udp || config.sigcomp {
+                // Over TCP nothing is retransmitted (RFC 3261 §17.1.1.2),
+                // and the model reads plain SIP to know a transaction.
+                return Err(LoadError::Service("plain SIP over UDP only".into()));
+            }
+        }
         let (net, local) = match config.transport {
             Transport::Udp => {
                 let s = bind_udp(config.local).map_err(|source| LoadError::Bind { addr: config.local, source })?;
@@ -628,10 +646,18 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
     let mut ctl_buf = vec![0u8; 2048];
     let mut first_message: Option<Instant> = None;
     let mut outbox = Outbox::default();
+    let mut service = config.service_model.clone().map(|m| ServiceQueue::new(m, config.seed, start));
+    let mut served: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
     loop {
         let now = Instant::now();
         while let Ok(c) = control_rx.try_recv() {
             run.apply(c, now);
+        }
+        if let Some(q) = &mut service {
+            q.take_done(now, &mut served);
+            for (from, bytes) in served.drain(..) {
+                deliver(&mut run.engine, &mut sigcomp, now, from, &bytes, &mut plain);
+            }
         }
         // New calls.
         if client && !run.quitting {
@@ -668,19 +694,26 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
             break;
         }
         let starting = if client && !run.quitting { run.rate.next_due() } else { None };
-        let wake = [starting, run.engine.poll_timeout(), Some(next_report), end].into_iter().flatten().min();
+        let serving = service.as_ref().and_then(|q| q.poll_timeout());
+        let wake = [starting, run.engine.poll_timeout(), serving, Some(next_report), end].into_iter().flatten().min();
         let wake = wake.unwrap_or(now + Duration::from_secs(1));
         tokio::select! {
             got = net.recv(&mut buf) => {
                 if let Some((n, from)) = got {
                     let now = Instant::now();
                     first_message.get_or_insert(now);
-                    deliver(&mut run.engine, &mut sigcomp, now, from, &buf[..n], &mut plain);
-                    // Whatever else has arrived, without going back to the
-                    // scheduler.
+                    // Whatever else has arrived too, without going back to
+                    // the scheduler.
+                    let mut got = Some((n, from));
                     for _ in 0..1024 {
-                        let Some((n, from)) = net.try_recv(&mut buf) else { break };
-                        deliver(&mut run.engine, &mut sigcomp, now, from, &buf[..n], &mut plain);
+                        let Some((n, from)) = got.take() else { break };
+                        match &mut service {
+                            Some(q) => {
+                                q.offer(now, from, &buf[..n]);
+                            }
+                            None => deliver(&mut run.engine, &mut sigcomp, now, from, &buf[..n], &mut plain),
+                        }
+                        got = net.try_recv(&mut buf);
                     }
                     flush(&mut run.engine, &mut net, &mut sigcomp, &mut outbox).await;
                 }
@@ -734,6 +767,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
     );
     let mut summary = summary;
     summary.sigcomp = sigcomp.as_ref().map(|l| l.counts);
+    summary.service = service.as_ref().map(|q| q.counts());
     let steps = step_rows(&run, start, now, &scenario);
     let _ = progress_tx.send(progress(&run, start, now, intervals.last(), true));
     Ok(RunReport { summary, intervals, steps, local: Some(local) })

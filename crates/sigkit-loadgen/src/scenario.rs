@@ -657,9 +657,15 @@ pub const REGISTER_XML: &str = include_str!("../scenarios/register.xml");
 /// The registrar side of [`REGISTER_XML`]: challenges every REGISTER
 /// without credentials with 401, accepts the retry.
 pub const REGISTRAR_XML: &str = include_str!("../scenarios/registrar.xml");
+/// One MESSAGE per call (RFC 3428), a non-INVITE transaction: the load of
+/// the overload experiments.
+pub const MESSAGE_XML: &str = include_str!("../scenarios/message.xml");
+/// The server side of [`MESSAGE_XML`]: 200, and the transaction kept for
+/// Timer J to answer retransmissions.
+pub const MESSAGE_UAS_XML: &str = include_str!("../scenarios/message-uas.xml");
 
 /// The names of the built-in scenarios.
-pub const BUILT_IN: &[&str] = &["uac", "uas", "register", "registrar"];
+pub const BUILT_IN: &[&str] = &["uac", "uas", "register", "registrar", "message", "message-uas"];
 
 /// A built-in scenario's XML by name.
 pub fn built_in_xml(name: &str) -> Result<&'static str, ScenarioError> {
@@ -668,6 +674,8 @@ pub fn built_in_xml(name: &str) -> Result<&'static str, ScenarioError> {
         "uas" => Ok(UAS_XML),
         "register" => Ok(REGISTER_XML),
         "registrar" => Ok(REGISTRAR_XML),
+        "message" => Ok(MESSAGE_XML),
+        "message-uas" => Ok(MESSAGE_UAS_XML),
         other => Err(ScenarioError::NoSuchBuiltIn(other.into())),
     }
 }

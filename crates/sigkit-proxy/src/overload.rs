@@ -93,6 +93,11 @@ pub struct OverloadConfig {
     /// pending_cap: also shed while the detector fires (the key's name is
     /// from when D1 was the only one).
     pub delay_detector: bool,
+    /// pending_cap with `delay_detector`: while the detector fires, shed
+    /// only the new requests that find this many or more pending (the
+    /// thesis's H2, §4.3.3: the cap holds while the trigger does); 0 sheds
+    /// every new request while it fires.
+    pub detector_cap: usize,
     /// D1's threshold on the 95th percentile of final response delay, ms.
     pub delay_threshold_ms: u64,
     /// D1's window, seconds.
@@ -133,6 +138,7 @@ impl Default for OverloadConfig {
             detector: Detector::D1,
             max_pending: 500,
             delay_detector: true,
+            detector_cap: 0,
             delay_threshold_ms: 500,
             delay_window_s: 5,
             d2_sigma0: 0.962,
@@ -383,7 +389,10 @@ impl Overload {
         let reject = match self.config.handler {
             Handler::None => false,
             Handler::PendingCap => {
-                self.pending.len() >= self.config.max_pending || (self.config.delay_detector && self.congested())
+                self.pending.len() >= self.config.max_pending
+                    || (self.config.delay_detector
+                        && self.congested()
+                        && self.pending.len() >= self.config.detector_cap)
             }
             Handler::RaiseT1 => false,
             Handler::OcLoss => match self.oc {
@@ -566,6 +575,33 @@ mod tests {
         // A provisional response leaves the request pending.
         o.response(t0, "b", 100, None);
         assert_eq!(o.metrics().pending, 2);
+    }
+
+    #[test]
+    fn with_a_detector_cap_a_firing_detector_sheds_only_beyond_it() {
+        let t0 = Instant::now();
+        let cfg = OverloadConfig { max_pending: 1000, detector_cap: 2, ..config(Handler::PendingCap) };
+        let mut o = Overload::new(cfg, 7, false);
+        // Silence past D1's threshold makes it fire.
+        o.forwarded(t0, "a");
+        o.handle_timeout(t0 + Duration::from_secs(1));
+        assert!(o.congested());
+        let now = t0 + Duration::from_secs(1);
+        assert_eq!(o.admit(now, true), Admission::Forward, "1 pending, under the cap of 2");
+        o.forwarded(now, "b");
+        assert_eq!(o.admit(now, true), Admission::Reject, "2 pending while D1 fires");
+        o.response(now, "a", 200, None);
+        assert_eq!(o.admit(now, true), Admission::Forward);
+        // Without the detector firing, only max_pending counts.
+        let mut quiet = Overload::new(
+            OverloadConfig { max_pending: 1000, detector_cap: 2, ..config(Handler::PendingCap) },
+            7,
+            false,
+        );
+        for b in ["x", "y", "z"] {
+            assert_eq!(quiet.admit(t0, true), Admission::Forward);
+            quiet.forwarded(t0, b);
+        }
     }
 
     #[test]
