@@ -17,7 +17,8 @@
 #   surge    BASE of capacity, PEAK from 30 s for SURGE_S, then BASE for TAIL_S (the thesis's 700 -> 900 tps peak,
 #            Figures 5.6-5.8): goodput during and after, and the recovery time, from the peak's end until every
 #            later second has a 95th-percentile final response delay under 0.5 s and no failed transaction (408 or 503).
-# Prints one table per experiment and writes CSV (one row per run, and the surge's per-second rows) to OUT.
+# Prints one table per experiment and writes CSV (one row per run, and the surge's per-second rows) and each run's
+# JSON reports and proxy metrics to OUT (default target/overload-lab).
 #
 # Usage: scripts/overload-lab.sh [--capacity TPS] [--out DIR] [--only sweep|surge] [--strategies a,b,...]
 #        [--loads 0.6,0.9,...] [--base 0.7] [--peak 1.2] [--surge-s 60] [--tail-s 60] [--sweep-s 25]
@@ -28,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 capacity=500
-out=overload-lab
+out="${CARGO_TARGET_DIR:-target}/overload-lab"
 only=""
 strategies="none,d1-h1,d2-h2,h2,rfc7339"
 loads="0.6,0.9,1.0,1.2,1.5"
