@@ -1,6 +1,8 @@
 //! Prints, per packet of a synthesised flow, what TAROC sent: direction,
 //! packet kind, compressor state, header bytes, and the first octets.
-//! `cargo run --release -p rohc-tcp --example trace -- bulk|sip [u|o|r]`
+//! `cargo run --release -p rohc-tcp --example trace -- bulk|bulk-nots|sip|CAPTURE [u|o|r]`
+//! (a capture's packets are split in two directions by the first packet's
+//! source).
 
 use rohc_tcp::synth::{bulk_transfer, sip_over_tcp, Dir, FlowOptions};
 use rohc_tcp::{Compressor, CompressorConfig, Decompressor, DecompressorConfig, Mode, Packet};
@@ -9,6 +11,15 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let flow = match args.get(1).map(String::as_str) {
         Some("sip") => sip_over_tcp(20, FlowOptions::default()),
+        Some("bulk-nots") => bulk_transfer(1500, 1460, 61, FlowOptions { timestamps: false, ..Default::default() }),
+        Some(path) if path != "bulk" && path != "bulk-nots" => {
+            let cap = rohc_tcp::capture::read_capture(&std::fs::read(path).expect("reads")).expect("a capture");
+            let first: Vec<u8> =
+                cap.packets.first().map(|p| [&p.ip[12..16], &p.ip[20..22]].concat()).unwrap_or_default();
+            let dir =
+                |ip: &[u8]| if [&ip[12..16], &ip[20..22]].concat() == first { Dir::Forward } else { Dir::Backward };
+            cap.packets.into_iter().map(|p| (dir(&p.ip), p.ip)).collect()
+        }
         _ => bulk_transfer(1500, 1460, 61, FlowOptions::default()),
     };
     let mode = match args.get(2).map(String::as_str) {

@@ -12,8 +12,9 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::cwnd::{vsw_bound, AckTracker, SeqTracker, TrackerParams};
 use crate::format::{
-    fold_checksum, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc, IrPacket, OptInfo, SeqEnc,
-    StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_K, MSN_P, SEQ_TABLE, TS_TABLE, WINDOW_LSB,
+    crc8, fold_checksum, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc, IrPacket, OptInfo, SeqEnc,
+    StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_K, MSN_P, SEQ_TABLE, SHORT_ACK, SHORT_SEQ, TS_SHORT,
+    TS_TABLE, WINDOW_LSB, WINDOW_SHORT,
 };
 use crate::packet::{Packet, ParseError, TcpIpHeader, FLAG_ACK, FLAG_PSH, FLAG_SYN};
 use crate::wlsb::{diff16, diff32, Lsb, Spread};
@@ -310,6 +311,19 @@ fn pick_seq(spread: &Spread, fp: Option<&Spread>, allow_fp: bool, selectors: usi
     best
 }
 
+/// The cheapest of the `SEQ_TABLE` encodings `among` that covers the VSW.
+fn pick_among(among: &[u8], spread: &Spread, fp: Option<&Spread>, allow_fp: bool) -> Option<(u8, SeqEnc)> {
+    among
+        .iter()
+        .map(|&i| (i, SEQ_TABLE[i as usize]))
+        .filter(|(_, enc)| match enc {
+            SeqEnc::Lsb(l) => l.covers(spread),
+            SeqEnc::Irregular => true,
+            SeqEnc::FixedPayload(l) => allow_fp && fp.is_some_and(|s| l.covers(s)),
+        })
+        .min_by_key(|(_, enc)| enc.bits())
+}
+
 fn lsb_bits(v: u32, enc: &SeqEnc, stride: u16) -> u32 {
     match enc {
         SeqEnc::Lsb(l) => v & ((1u64 << l.k) - 1) as u32,
@@ -477,6 +491,7 @@ impl Compressor {
                     msn: rec.msn,
                     header: h,
                     strides: rec.strides,
+                    crc: crc8(&frame[..h.len()]),
                     payload: packet.payload,
                 };
                 ir.emit(out);
@@ -488,7 +503,7 @@ impl Compressor {
             }
             PacketKind::Co => {
                 let co = encode_co(cid, &rec, &a, ctx.state == CompressorState::So, packet.payload);
-                co.emit(rec.opt.shape(), out)?;
+                co.emit(rec.opt.shape(), &frame[..h.len()], out)?;
                 ctx.since_refresh += 1;
                 ctx.since_ir += 1;
             }
@@ -583,7 +598,9 @@ fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8
         IpIdEnc::Raw(l) => h.ip_id as u32 & ((1u32 << l.k) - 1),
         IpIdEnc::Irregular => h.ip_id as u32,
     };
-    let (seq_sel, seq_enc) = pick_seq(&a.seq, a.seq_fp.as_ref(), so, 7);
+    // The general format's SEQ selector is 0–5: its first octet is then
+    // below 0xE0 (IR, IR-DYN, Add-CID and feedback).
+    let (seq_sel, seq_enc) = pick_seq(&a.seq, a.seq_fp.as_ref(), so, 6);
     // Fixed-payload encoding of the ACK number (§6.1 names both numbers)
     // needs no state: its stride travels with the packets.
     let (ack_sel, ack_enc) = pick_seq(&a.ack, a.ack_fp.as_ref(), true, 8);
@@ -612,7 +629,7 @@ fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8
     } else {
         CoOptions::Raw(h.options)
     };
-    CoPacket {
+    let general = CoPacket {
         cid,
         msn: (rec.msn as u32 & ((1u32 << msn_k) - 1), msn_k),
         ip_id: (ipid_sel, ipid_bits),
@@ -626,6 +643,51 @@ fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8
         strides: (!a.strides_static).then_some(rec.strides),
         options,
         checksum: fold_checksum(h.checksum, h, rec.msn, rec.strides),
+        crc: (0, 0),
         payload,
+    };
+    shorten(general, rec, a, so)
+}
+
+/// The packet with the short format's encodings where they cover the VSW
+/// (STATIC IP-ID, [`WINDOW_SHORT`], [`TS_SHORT`]), so that it fits the
+/// short format if nothing else keeps it out.
+fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPacket<'a> {
+    let fits = co.msn.1 <= 7
+        && co.flags.is_none()
+        && co.ip.is_none()
+        && co.urgent.is_none()
+        && co.strides.is_none()
+        && matches!(co.options, CoOptions::Compact { sack_n: 0, .. });
+    if !fits {
+        return co;
     }
+    let h = &rec.h;
+    let Some((seq_sel, seq_enc)) = pick_among(&SHORT_SEQ, &a.seq, a.seq_fp.as_ref(), so) else { return co };
+    let Some((ack_sel, ack_enc)) = pick_among(&SHORT_ACK, &a.ack, a.ack_fp.as_ref(), true) else { return co };
+    let seq = (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0));
+    let ack = (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1));
+    let static_lsb = Lsb::new(0, 0);
+    let ip_id = if static_lsb.covers(&a.ipid_off) {
+        (4, 0)
+    } else if static_lsb.covers(&a.ipid_raw) {
+        (5, 0)
+    } else {
+        return co;
+    };
+    let window = match co.window {
+        WindowField::Static => WindowField::Static,
+        _ if WINDOW_SHORT.covers(&a.win) => WindowField::Short(rec.h.window as u32 & ((1 << WINDOW_SHORT.k) - 1)),
+        _ => return co,
+    };
+    let options = match co.options {
+        CoOptions::Compact { ts: [(0, _), (0, _)], .. } => co.options,
+        CoOptions::Compact { sack, .. } if rec.opt.ts_at.is_some() && a.ts.iter().all(|s| TS_SHORT.covers(s)) => {
+            let mask = (1u32 << TS_SHORT.k) - 1;
+            CoOptions::Compact { ts: [(4, rec.ts.0 & mask), (4, rec.ts.1 & mask)], sack_n: 0, sack }
+        }
+        _ => return co,
+    };
+    let msn = (rec.msn as u32 & 0x7f, 7);
+    CoPacket { msn, ip_id, seq, ack, window, options, ..co }
 }

@@ -7,9 +7,9 @@
 use std::collections::VecDeque;
 
 use crate::format::{
-    fold_checksum, split_cid, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc, IrPacket, OptInfo,
-    SeqEnc, StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR, TYPE_IR_DYN,
-    WINDOW_LSB,
+    crc3, crc7, crc8, fold_checksum, split_cid, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc,
+    IrPacket, OptInfo, SeqEnc, StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR,
+    TYPE_IR_DYN, WINDOW_LSB, WINDOW_SHORT,
 };
 use crate::packet::{checksums_ok, EmitError, FLAG_PSH};
 use crate::wlsb::{decode, diff16, diff32, Lsb};
@@ -187,7 +187,8 @@ impl Decompressor {
         let start = out.len();
         h.emit(ir.payload.len(), out)?;
         out.extend_from_slice(ir.payload);
-        if !checksums_ok(&out[start..]) {
+        // RFC 3095 §5.9.2's CRC-8 over the header, then the checksums.
+        if crc8(&out[start..start + h.len()]) != ir.crc || !checksums_ok(&out[start..]) {
             return Err(DecompressError::Verification);
         }
         let rec = Record {
@@ -240,13 +241,19 @@ impl Decompressor {
                 out.truncate(start);
                 rec.h.emit(co.payload.len(), out)?;
                 out.extend_from_slice(co.payload);
-                if checksums_ok(&out[start..]) {
-                    decoded = Some((rec, co.payload.len()));
+                // The CRC over the reconstructed header (RFC 3095 §5.9.2),
+                // then the TCP checksum over the whole packet (§5.4): a
+                // damaged packet must pass both to be emitted.
+                let header = &out[start..start + rec.h.len()];
+                let crc = if co.crc.1 == 3 { crc3(header) } else { crc7(header) };
+                if crc == co.crc.0 && checksums_ok(&out[start..]) {
+                    decoded =
+                        Some((rec, co.payload.len(), matches!(co.options, CoOptions::Raw(_)) || co.strides.is_some()));
                     break;
                 }
             }
         }
-        let Some((rec, payload_len)) = decoded else {
+        let Some((rec, payload_len, new_options)) = decoded else {
             return Err(DecompressError::Verification);
         };
         let ctx = &mut self.contexts[cid as usize];
@@ -265,7 +272,12 @@ impl Decompressor {
                 Mode::O => self.config.optional_ack_every,
                 Mode::U => 0,
             };
-            if every > 0 && ctx.updates.is_multiple_of(every) {
+            // A packet carrying its whole option list or new fixed-payload
+            // strides changes the context as an IR-DYN does: acknowledged as
+            // §5.5.2.2 acknowledges IR-DYN, so the compressor drops the older
+            // skeletons (the SYN's) and strides from its VSW and sends
+            // compactly again at once.
+            if every > 0 && ctx.updates.is_multiple_of(every) || new_options {
                 self.send(cid, FeedbackKind::Ack, Some(&rec));
             }
         }
@@ -314,6 +326,7 @@ fn reconstruct(co: &CoPacket<'_>, r: &Record, static_part: StaticPart) -> Option
         WindowField::Static => r.h.window,
         WindowField::Lsb(b) => decode(b, WINDOW_LSB, r.h.window as u32, 16) as u16,
         WindowField::Irregular(v) => v,
+        WindowField::Short(b) => decode(b, WINDOW_SHORT, r.h.window as u32, 16) as u16,
     };
     (h.tcp_res, h.tcp_flags) =
         co.flags.unwrap_or((r.h.tcp_res, (r.h.tcp_flags & !FLAG_PSH) | (co.psh as u8 * FLAG_PSH)));

@@ -113,18 +113,41 @@ impl IpIdEnc {
     }
 }
 
-/// The 2-bit IP-ID selector (the profile's LSB(4)/LSB(8)/IRREGULAR(16)).
-pub const IPID_TABLE: [IpIdEnc; 4] = [
+/// The 2-bit IP-ID selector of the general format (the profile's
+/// LSB(4)/LSB(8)/IRREGULAR(16)), then the short format's two STATIC
+/// encodings (its I bit): 4, IP-ID − MSN unchanged (a per-connection
+/// counter); 5, IP-ID unchanged (zero IP-IDs).
+pub const IPID_TABLE: [IpIdEnc; 6] = [
     IpIdEnc::Offset(Lsb::new(4, 0)),
     IpIdEnc::Raw(Lsb::new(4, 0)),
     IpIdEnc::Offset(Lsb::new(8, 0)),
     IpIdEnc::Irregular,
+    IpIdEnc::Offset(Lsb::new(0, 0)),
+    IpIdEnc::Raw(Lsb::new(0, 0)),
 ];
 
-/// The 2-bit selector of TSval and TSecr: STATIC, LSB(10,63),
-/// LSB(18,4095), IRREGULAR(32) (`None`). Millisecond clocks advance by the
-/// VSW's duration, some hundreds of ticks.
-pub const TS_TABLE: [Option<Lsb>; 4] = [Some(Lsb::new(0, 0)), Some(Lsb::new(10, 63)), Some(Lsb::new(18, 4095)), None];
+/// The 2-bit selector of TSval and TSecr in the general format: STATIC,
+/// LSB(10,63), LSB(18,4095), IRREGULAR(32) (`None`); millisecond clocks
+/// advance by the VSW's duration, some hundreds of ticks. Then the short
+/// format's [`TS_SHORT`] (index 4).
+pub const TS_TABLE: [Option<Lsb>; 5] =
+    [Some(Lsb::new(0, 0)), Some(Lsb::new(10, 63)), Some(Lsb::new(18, 4095)), None, Some(TS_SHORT)];
+/// The short format's timestamps: both STATIC, or both LSB(8,15) (a VSW
+/// spanning up to 240 ticks: an RTT of ~100 ms and its burst on a
+/// millisecond clock).
+pub const TS_SHORT: Lsb = Lsb::new(8, 15);
+/// The short format's window: STATIC or LSB(6,31) (receive-window
+/// autotuning moves a scaled window by a few units per ACK).
+pub const WINDOW_SHORT: Lsb = Lsb::new(6, 31);
+/// The short format's SEQ and ACK selectors (2 bits each), as indices of
+/// [`SEQ_TABLE`]. SEQ: STATIC (ACK-only segments), fixed payload LSB(4,1)
+/// (full-sized segments), LSB(14,127) and LSB(20,1023) (a VSW of up to
+/// ~11 or ~700 full-sized segments after a short one broke the fixed
+/// payload). ACK: STATIC (a sender's ACK number while the peer is quiet),
+/// fixed payload LSB(4,1) and LSB(8,15) (ACKs of full-sized segments over
+/// a VSW of up to 14 or 240 strides), LSB(20,1023).
+pub const SHORT_SEQ: [u8; 4] = [0, 5, 6, 3];
+pub const SHORT_ACK: [u8; 4] = [0, 5, 6, 3];
 
 /// MSN widths (the profile's MSN-LSB(4,-1), MSN-LSB(7,-1), MSN-IRREGULAR(16)).
 pub const MSN_K: [u32; 3] = [4, 7, 16];
@@ -263,6 +286,49 @@ fn crc16(data: &[u8]) -> u16 {
     crc
 }
 
+/// A reflected CRC table of RFC 3095 §5.9.2's CRC-3, CRC-7 and CRC-8
+/// (register shifted right, polynomial bit-reversed).
+const fn crc_table(poly: u8) -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u8;
+        let mut b = 0;
+        while b < 8 {
+            c = if c & 1 != 0 { (c >> 1) ^ poly } else { c >> 1 };
+            b += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+}
+
+/// CRC-3: 1 + x + x^3; CRC-7: 1 + x + x^2 + x^3 + x^6 + x^7; CRC-8:
+/// 1 + x + x^2 + x^8 (RFC 3095 §5.9.2).
+const CRC3_TABLE: [u8; 256] = crc_table(0x6);
+const CRC7_TABLE: [u8; 256] = crc_table(0x79);
+const CRC8_TABLE: [u8; 256] = crc_table(0xe0);
+
+fn crc_with(table: &[u8; 256], init: u8, data: &[u8]) -> u8 {
+    data.iter().fold(init, |c, &b| table[(c ^ b) as usize])
+}
+
+/// RFC 3095 §5.9.2 CRC-3 (initial value all ones).
+pub fn crc3(data: &[u8]) -> u8 {
+    crc_with(&CRC3_TABLE, 0x7, data)
+}
+
+/// RFC 3095 §5.9.2 CRC-7.
+pub fn crc7(data: &[u8]) -> u8 {
+    crc_with(&CRC7_TABLE, 0x7f, data)
+}
+
+/// RFC 3095 §5.9.2 CRC-8.
+pub fn crc8(data: &[u8]) -> u8 {
+    crc_with(&CRC8_TABLE, 0xff, data)
+}
+
 /// The transmitted checksum field: the TCP checksum XOR a CRC-16 of the
 /// reconstructed values the TCP checksum does not cover (MSN, TOS, IP-ID,
 /// IP flags and fragment offset, TTL, the two strides). A wrongly decoded
@@ -314,6 +380,8 @@ pub struct IrPacket<'a> {
     /// are zero in an IR-DYN.
     pub header: TcpIpHeader,
     pub strides: (u16, u16),
+    /// CRC-8 of the original IPv4 and TCP headers as they are on the wire.
+    pub crc: u8,
     pub payload: &'a [u8],
 }
 
@@ -346,6 +414,7 @@ impl<'a> IrPacket<'a> {
         out.extend_from_slice(&self.strides.0.to_be_bytes());
         out.extend_from_slice(&self.strides.1.to_be_bytes());
         out.extend_from_slice(h.options.as_slice());
+        out.push(self.crc);
         out.extend_from_slice(self.payload);
     }
 
@@ -375,6 +444,7 @@ impl<'a> IrPacket<'a> {
         }
         let opt_len = doff * 4 - 20;
         let opts = data.get(at + 28..at + 28 + opt_len).ok_or(FormatError::Truncated)?;
+        let crc = *data.get(at + 28 + opt_len).ok_or(FormatError::Truncated)?;
         let mut h = TcpIpHeader {
             tos: d[2],
             ip_id: u16_at(3),
@@ -399,7 +469,7 @@ impl<'a> IrPacket<'a> {
             s.apply(&mut h);
         }
         h.checksum = fold_checksum(h.checksum, &h, msn, strides);
-        Ok(IrPacket { cid, static_part, msn, header: h, strides, payload: &data[at + 28 + opt_len..] })
+        Ok(IrPacket { cid, static_part, msn, header: h, strides, crc, payload: &data[at + 29 + opt_len..] })
     }
 }
 
@@ -409,6 +479,8 @@ pub enum WindowField {
     Static,
     Lsb(u32),
     Irregular(u16),
+    /// The short format's [`WINDOW_SHORT`] bits.
+    Short(u32),
 }
 
 /// The options of a compressed packet.
@@ -441,15 +513,80 @@ pub struct CoPacket<'a> {
     pub options: CoOptions,
     /// The folded checksum ([`fold_checksum`]).
     pub checksum: u16,
+    /// As parsed: the CRC of the original IPv4 and TCP headers as they are
+    /// on the wire, and its width: CRC-3 in the short format, CRC-7 in the
+    /// general one. [`CoPacket::emit`] computes it from the header.
+    pub crc: (u8, u8),
     pub payload: &'a [u8],
 }
 
 impl<'a> CoPacket<'a> {
-    /// Emits the packet. `shape` is the compact options' shape (the
-    /// current skeleton's, equal to every reference's).
-    pub fn emit(&self, shape: OptShape, out: &mut Vec<u8>) -> Result<(), FormatError> {
-        if self.seq.0 >= 7 {
-            return Err(FormatError::Reserved("SEQ selector 7"));
+    /// The short format's second octet `SS AA I P W T`, if the packet fits
+    /// it: nothing but SEQ, ACK, PSH, a small window change and small
+    /// timestamp changes differs from every reference. Its MSN is always
+    /// MSN-LSB(7,-1): the 3 bits above the first octet's 4 mostly fill
+    /// what would be padding, and a VSW of more than 16 packets (a cwnd of
+    /// full-sized segments) then stays in the short format.
+    fn short_octet(&self, shape: OptShape) -> Option<u8> {
+        let ss = SHORT_SEQ.iter().position(|&i| i == self.seq.0)?;
+        let aa = SHORT_ACK.iter().position(|&i| i == self.ack.0)?;
+        let i = match self.ip_id.0 {
+            4 => 0,
+            5 => 1,
+            _ => return None,
+        };
+        let w = match self.window {
+            WindowField::Static => 0,
+            WindowField::Short(_) => 1,
+            _ => return None,
+        };
+        let t = match self.options {
+            CoOptions::Compact { ts: [(0, _), (0, _)], sack_n: 0, .. } => 0,
+            CoOptions::Compact { ts: [(4, _), (4, _)], sack_n: 0, .. } if shape.ts => 1,
+            _ => return None,
+        };
+        let plain = self.msn.1 == 7
+            && self.flags.is_none()
+            && self.ip.is_none()
+            && self.urgent.is_none()
+            && self.strides.is_none();
+        plain.then_some((ss as u8) << 6 | (aa as u8) << 4 | i << 3 | (self.psh as u8) << 2 | w << 1 | t)
+    }
+
+    /// Emits the packet, in the short format if it fits, else in the
+    /// general one. `shape` is the compact options' shape (the current
+    /// skeleton's, equal to every reference's); `header` the original IPv4
+    /// and TCP headers, which the CRC covers.
+    pub fn emit(&self, shape: OptShape, header: &[u8], out: &mut Vec<u8>) -> Result<(), FormatError> {
+        emit_cid(self.cid, out);
+        if let Some(second) = self.short_octet(shape) {
+            let mut w = BitWriter::new(out);
+            w.put(0, 1);
+            w.put(self.msn.0 & 0xf, 4);
+            w.put(crc3(header) as u32, 3);
+            w.put(second as u32, 8);
+            w.put(self.msn.0 >> 4, 3);
+            w.put(self.seq.1, SEQ_TABLE[self.seq.0 as usize].bits());
+            w.put(self.ack.1, SEQ_TABLE[self.ack.0 as usize].bits());
+            if let WindowField::Short(b) = self.window {
+                w.put(b, WINDOW_SHORT.k);
+            }
+            if second & 1 == 1 {
+                if let CoOptions::Compact { ts, .. } = self.options {
+                    w.put(ts[0].1, TS_SHORT.k);
+                    w.put(ts[1].1, TS_SHORT.k);
+                }
+            }
+            w.put(self.checksum as u32, 16);
+            w.finish();
+            out.extend_from_slice(self.payload);
+            return Ok(());
+        }
+        if self.seq.0 >= 6 {
+            return Err(FormatError::Reserved("SEQ selector 6 or 7 in the general format"));
+        }
+        if self.ip_id.0 >= 4 {
+            return Err(FormatError::Reserved("short-format IP-ID in the general format"));
         }
         let (m, h) = match self.msn.1 {
             4 => (0, 0),
@@ -457,7 +594,6 @@ impl<'a> CoPacket<'a> {
             16 => (0, 1),
             _ => return Err(FormatError::Reserved("MSN width")),
         };
-        emit_cid(self.cid, out);
         let raw = matches!(self.options, CoOptions::Raw(_));
         let ext = h << 7
             | (matches!(self.window, WindowField::Irregular(_)) as u32) << 6
@@ -467,14 +603,16 @@ impl<'a> CoPacket<'a> {
             | (self.urgent.is_some() as u32) << 2
             | (self.strides.is_some() as u32) << 1;
         let mut w = BitWriter::new(out);
+        w.put(1, 1);
         w.put(self.seq.0 as u32, 3);
         w.put((ext != 0) as u32, 1);
         w.put(m, 1);
-        w.put(self.msn.0, 4);
+        w.put(self.msn.0 & 0xf, 4);
         w.put(self.ip_id.0 as u32, 2);
         w.put(self.ack.0 as u32, 3);
         w.put(!matches!(self.window, WindowField::Static) as u32, 1);
         w.put(self.psh as u32, 1);
+        w.put(crc7(header) as u32, 7);
         if ext != 0 {
             w.put(ext, 8);
         }
@@ -486,6 +624,7 @@ impl<'a> CoPacket<'a> {
             WindowField::Static => {}
             WindowField::Lsb(b) => w.put(b, WINDOW_LSB.k),
             WindowField::Irregular(v) => w.put(v as u32, 16),
+            WindowField::Short(_) => return Err(FormatError::Reserved("short window in the general format")),
         }
         if let Some((res, flags)) = self.flags {
             w.put(res as u32, 4);
@@ -506,6 +645,9 @@ impl<'a> CoPacket<'a> {
         if let CoOptions::Compact { ts, sack_n, sack } = self.options {
             if shape.ts {
                 for (sel, bits) in ts {
+                    if sel >= 4 {
+                        return Err(FormatError::Reserved("short timestamps in the general format"));
+                    }
                     w.put(sel as u32, 2);
                     w.put(bits, TS_TABLE[sel as usize].map_or(32, |l| l.k));
                 }
@@ -535,6 +677,48 @@ impl<'a> CoPacket<'a> {
         Ok(())
     }
 
+    /// Parses the short format.
+    fn parse_short(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
+        let mut r = BitReader::new(data);
+        r.get(1)?;
+        let msn = r.get(4)?;
+        let crc = r.get(3)? as u8;
+        let second = r.get(8)? as u8;
+        let msn = r.get(3)? << 4 | msn;
+        let seq_sel = SHORT_SEQ[(second >> 6) as usize];
+        let ack_sel = SHORT_ACK[((second >> 4) & 3) as usize];
+        let seq = r.get(SEQ_TABLE[seq_sel as usize].bits())?;
+        let ack = r.get(SEQ_TABLE[ack_sel as usize].bits())?;
+        let window = if second & 2 != 0 { WindowField::Short(r.get(WINDOW_SHORT.k)?) } else { WindowField::Static };
+        let ts = if second & 1 != 0 {
+            if !shape.ts {
+                return Err(FormatError::Reserved("timestamps without a timestamp option"));
+            }
+            [(4, r.get(TS_SHORT.k)?), (4, r.get(TS_SHORT.k)?)]
+        } else {
+            [(0, 0), (0, 0)]
+        };
+        let checksum = r.get(16)? as u16;
+        let at = r.octets_used();
+        Ok(CoPacket {
+            cid,
+            msn: (msn, 7),
+            ip_id: (4 + ((second >> 3) & 1), 0),
+            seq: (seq_sel, seq),
+            ack: (ack_sel, ack),
+            window,
+            psh: second & 4 != 0,
+            flags: None,
+            ip: None,
+            urgent: None,
+            strides: None,
+            options: CoOptions::Compact { ts, sack_n: 0, sack: [(0, 0); 4] },
+            checksum,
+            crc: (crc, 3),
+            payload: &data[at..],
+        })
+    }
+
     /// Parses a CO packet (after the Add-CID octet); `shape` comes from
     /// the reference it will be decoded against.
     pub fn parse(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
@@ -542,7 +726,11 @@ impl<'a> CoPacket<'a> {
         if first >= 0xe0 {
             return Err(FormatError::UnknownType(first));
         }
+        if first & 0x80 == 0 {
+            return CoPacket::parse_short(cid, data, shape);
+        }
         let mut r = BitReader::new(data);
+        r.get(1)?;
         let seq_sel = r.get(3)? as u8;
         let has_ext = r.get(1)? == 1;
         let m = r.get(1)? == 1;
@@ -551,6 +739,7 @@ impl<'a> CoPacket<'a> {
         let ack_sel = r.get(3)? as u8;
         let win = r.get(1)? == 1;
         let psh = r.get(1)? == 1;
+        let crc = r.get(7)? as u8;
         let ext = if has_ext { r.get(8)? } else { 0 };
         if has_ext && ext == 0 || ext & 1 != 0 {
             return Err(FormatError::Reserved("extension"));
@@ -626,6 +815,7 @@ impl<'a> CoPacket<'a> {
             strides,
             options,
             checksum,
+            crc: (crc, 7),
             payload: &data[at..],
         })
     }
@@ -705,6 +895,43 @@ mod tests {
     }
 
     #[test]
+    fn rohc_crc_check_values() {
+        // RFC 3095 §5.9.2's CRCs, "123456789" (CRC-3/ROHC, CRC-7/ROHC, CRC-8/ROHC).
+        assert_eq!((crc3(b"123456789"), crc7(b"123456789"), crc8(b"123456789")), (0x6, 0x53, 0xd0));
+    }
+
+    #[test]
+    fn short_format_round_trips_in_two_octets_and_the_checksum() {
+        let co = CoPacket {
+            cid: 0,
+            msn: (0x59, 7),
+            ip_id: (4, 0),
+            seq: (5, 0xa),
+            ack: (0, 0),
+            window: WindowField::Static,
+            psh: false,
+            flags: None,
+            ip: None,
+            urgent: None,
+            strides: None,
+            options: CoOptions::Compact { ts: [(4, 0x15), (4, 0x2a)], sack_n: 0, sack: [(0, 0); 4] },
+            checksum: 0xbeef,
+            crc: (crc3(b"header"), 3),
+            payload: b"data",
+        };
+        let mut out = Vec::new();
+        co.emit(OptShape { ts: true }, b"header", &mut out).unwrap();
+        // 16 bits of base, 3 of MSN, 4 of SEQ, 16 of timestamps, 16 of checksum.
+        assert_eq!(out.len(), 7 + 4);
+        let back = CoPacket::parse(0, &out, OptShape { ts: true }).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{co:?}"));
+        assert_eq!(
+            CoPacket::parse(0, &out, OptShape { ts: false }).unwrap_err(),
+            FormatError::Reserved("timestamps without a timestamp option")
+        );
+    }
+
+    #[test]
     fn feedback_round_trips() {
         for kind in [FeedbackKind::Ack, FeedbackKind::Nack, FeedbackKind::StaticNack] {
             let f = Feedback { cid: 7, kind, reliable: true, msn: 0xbeef, checksum: 0x1234 };
@@ -732,7 +959,7 @@ mod tests {
                 cid: 3,
                 msn: (0x5a, 7),
                 ip_id: (3, 0xffff),
-                seq: (6, 0xff),
+                seq: (5, 0xf),
                 ack: (4, 0x89abcdef),
                 window: WindowField::Irregular(0x1234),
                 psh: true,
@@ -742,10 +969,11 @@ mod tests {
                 strides: Some((1460, 2920)),
                 options,
                 checksum: 0xcafe,
+                crc: (crc7(b"header"), 7),
                 payload: b"payload",
             };
             let mut out = Vec::new();
-            co.emit(OptShape { ts: true }, &mut out).unwrap();
+            co.emit(OptShape { ts: true }, b"header", &mut out).unwrap();
             let (cid, rest) = split_cid(&out).unwrap();
             let back = CoPacket::parse(cid, rest, OptShape { ts: true }).unwrap();
             assert_eq!(format!("{back:?}"), format!("{co:?}"));

@@ -73,7 +73,11 @@
 //! | §5.1.3 duplicate ACKs | any segment with NEWACK = CMAXACK | only segments without data (RFC 5681 §2), or a bulk sender's data segments would halve cwnd_ack |
 //! | §5.1.2 ISSTHRESH | "MAY be arbitrarily high" | bounded by the §5.1.4 MAX boundary (`max_window`), or W would never shrink the VSW |
 //!
-//! Additions the draft lacks: a periodic IR in U-mode
+//! Additions the draft lacks: in O- and R-mode the decompressor also
+//! acknowledges a compressed packet that carries its whole option list or
+//! new fixed-payload strides (like an IR-DYN, §5.5.2.2), so the compressor
+//! drops the SYN's options and the old strides from the VSW at once rather
+//! than after W; a periodic IR in U-mode
 //! (`refresh_period`, RFC 3095 §5.3.1.1.1), without which a decompressor
 //! in No Context never recovers; retrying a packet that fails against the
 //! reference with the previous reference, so one-packet reordering on the
@@ -90,26 +94,65 @@
 //! Add-CID octet.
 //!
 //! **IR** `0xFD` · static chain (source address 4, destination address 4,
-//! source port 2, destination port 2) · dynamic chain · payload.
-//! **IR-DYN** `0xF8` · dynamic chain · payload.
+//! source port 2, destination port 2) · dynamic chain · CRC-8 · payload.
+//! **IR-DYN** `0xF8` · dynamic chain · CRC-8 · payload.
 //!
 //! Dynamic chain (28 octets + TCP options): MSN 2, TOS 1, IP-ID 2, IP
 //! flags+fragment offset 2, TTL 1, SEQ 4, ACK 4, data offset+reserved 1,
 //! TCP flags 1, window 2, checksum 2, urgent pointer 2, SEQ stride 2, ACK
 //! stride 2, TCP options as they are (data offset · 4 − 20 octets).
 //!
-//! **CO** (compressed), first bit 0:
+//! **CRCs.** Every packet carries a CRC of RFC 3095 §5.9.2 over the
+//! original IPv4 and TCP headers as they are on the wire (CRC-8 in IR and
+//! IR-DYN, CRC-7 in the general CO format, CRC-3 in the short one), which
+//! the decompressor checks on the reconstructed header before the TCP
+//! checksum (§5.4). The TCP checksum alone lets a damaged header through
+//! when bit errors cancel in the ones' complement sum (two flips of
+//! opposite sense in the same bit of two 16-bit words, or many errors
+//! summing to zero), which at BER 1e-3, where nearly every 1500-octet packet
+//! is damaged, let a wrong header out every few hundred damaged packets
+//! (measured with `sigkit rohc`); with the CRC it must also match a CRC of
+//! 3 to 8 bits, which no packet of the long runs in docs/rohc.md did.
+//!
+//! **CO short** (compressed, the common case), first bit 0:
 //!
 //! | bits | field | encoding |
 //! |---|---|---|
-//! | 1 | `0` | CO type (IR, IR-DYN, Add-CID and feedback start `111`) |
+//! | 1 | `0` | short format |
+//! | 4 | MSN | 4 LSBs |
+//! | 3 | CRC-3 | over the original header |
+//! | 2 | SS | SEQ: STATIC, fixed payload LSB(4,1), fixed payload LSB(8,15), LSB(20,1023) |
+//! | 2 | AA | ACK: STATIC, fixed payload LSB(4,1), fixed payload LSB(8,15), LSB(20,1023) |
+//! | 1 | I | IP-ID STATIC: 0 IP-ID − MSN unchanged, 1 IP-ID unchanged |
+//! | 1 | P | TCP PSH flag |
+//! | 1 | W | window LSB(6,31) follows (else STATIC) |
+//! | 1 | T | TSval and TSecr LSB(8,15) follow (else STATIC) |
+//! | 3 | MSN | the 3 bits above the 4: MSN-LSB(7,−1) |
+//! | 0–20 | SEQ, then ACK | per SS, AA |
+//! | 0/6 | window | per W |
+//! | 0/16 | TSval, TSecr | per T |
+//! | 16 | checksum | as in the general format |
+//! | 0–7 | padding | to the octet |
+//!
+//! Everything else (flags but PSH, IP fields, urgent pointer, strides, the
+//! options skeleton, SACK blocks) must be unchanged over the VSW; if not,
+//! or a field needs more bits, the packet goes in the general format. A
+//! bulk transfer's full-sized data segment is 5 octets without timestamps,
+//! 7 with them.
+//!
+//! **CO general**, first bit 1:
+//!
+//! | bits | field | encoding |
+//! |---|---|---|
+//! | 1 | `1` | general format |
+//! | 3 | SEQ selector | 0: STATIC; 1: LSB(8,63); 2: LSB(14,127); 3: LSB(20,1023); 4: IRREGULAR(32); 5: fixed payload LSB(4,1) of m (6 and 7 would start `111`, which IR, IR-DYN, Add-CID and feedback start with) |
 //! | 1 | X | extension octet follows |
 //! | 4 | MSN | 4 LSBs; MSN-LSB(4,−1) |
 //! | 2 | IP-ID selector | 0: LSB(4,0) of IP-ID − MSN; 1: LSB(4,0) of IP-ID; 2: LSB(8,0) of IP-ID − MSN; 3: IRREGULAR(16) |
-//! | 3 | SEQ selector | 0: STATIC; 1: LSB(8,63); 2: LSB(14,127); 3: LSB(20,1023); 4: IRREGULAR(32); 5–7: fixed payload, LSB(4,1)/LSB(8,15)/LSB(12,63) of m |
-//! | 3 | ACK selector | as SEQ |
+//! | 3 | ACK selector | as SEQ, and 6, 7: fixed payload LSB(8,15), LSB(12,63) of m |
 //! | 1 | W | window present: LSB(12,63), or IRREGULAR(16) with V |
 //! | 1 | P | TCP PSH flag |
+//! | 7 | CRC-7 | over the original header |
 //! | 8 | extension (if X) | `mm V O F T U R`: mm MSN width 4/7/16; V window irregular; O raw options; F flags; T IP fields; U urgent pointer; R strides |
 //! | 0/3/12 | MSN | the bits above the 4 (MSN-LSB(7,−1), MSN-IRREGULAR(16)) |
 //! | 4/8/16 | IP-ID | per selector |
@@ -119,7 +162,7 @@
 //! | 32 | if T: TOS 8, TTL 8, IP flags+fragment 16 | else STATIC |
 //! | 16 | if U: urgent pointer | else STATIC |
 //! | 32 | if R: SEQ stride 16, ACK stride 16 | else STATIC |
-//! | var | compact options (unless O): if the reference's options have a timestamp, TSval and TSecr each as a 2-bit selector (STATIC, LSB(8,7), LSB(16,255), IRREGULAR(32)) and its bits; per SACK block of the reference's option, left edge − ACK and length, each a width bit (16/32) and its bits | the rest of the options (kinds, order, padding, MSS, window scale…) is the reference's |
+//! | var | compact options (unless O): if the reference's options have a timestamp, TSval and TSecr each as a 2-bit selector (STATIC, LSB(10,63), LSB(18,4095), IRREGULAR(32)) and its bits; per SACK block of the reference's option, left edge − ACK and length, each a width bit (16/32) and its bits | the rest of the options (kinds, order, padding, MSS, window scale…) is the reference's |
 //! | 16 | checksum | TCP checksum XOR CRC-16/CCITT of (MSN, TOS, IP-ID, IP flags+fragment, TTL, strides) |
 //! | 0–7 | padding | to the octet |
 //! | 8+8n | if O: options length n, options | the whole option list, verbatim |
