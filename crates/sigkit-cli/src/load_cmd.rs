@@ -889,6 +889,45 @@ mod tests {
         assert_eq!(progress_message(&uas), "98.5 calls/s  1200 ok  3 failed  set-up p95 12.35 ms  41 active");
     }
 
+    fn parse(line: &str) -> Result<LoadConfig, String> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            load: LoadArgs,
+        }
+        let cli = <Cli as clap::Parser>::try_parse_from(std::iter::once("load").chain(line.split(' ')))
+            .map_err(|e| e.to_string())?;
+        config(&cli.load)
+    }
+
+    #[test]
+    fn a_surge_and_a_server_of_limited_capacity_from_the_flags() {
+        let c = parse("127.0.0.1:5070 --sn message --r 350 --surge 600:30s:1m").unwrap();
+        assert_eq!(
+            c.pattern,
+            Pattern::Surge { base: 350.0, peak: 600.0, at: Duration::from_secs(30), length: Duration::from_secs(60) }
+        );
+        assert!(c.service_model.is_none());
+        assert!(parse("127.0.0.1:5070 --sn message --r 350 --surge 600:30s").is_err());
+        let c =
+            parse("--sn message-uas --capacity 500 --queue 200 --repeat-cost 0.3 --oc-target 0.9 --t1 250").unwrap();
+        let m = c.service_model.unwrap();
+        assert_eq!((m.capacity_tps, m.queue, m.repeat_cost, m.oc_target), (500.0, 200, 0.3, Some(0.9)));
+        assert_eq!(m.memory, Duration::from_secs(16), "Timer J, 64·T1");
+        assert!(!m.exponential);
+        assert!(
+            parse("--sn message-uas --capacity 500 --service-time exp").unwrap().service_model.unwrap().exponential
+        );
+        for bad in [
+            "127.0.0.1:5070 --sn message --capacity 500",
+            "--sn message-uas --capacity 0",
+            "--sn message-uas --capacity 500 --repeat-cost 2",
+            "--sn message-uas --capacity 500 --service-time gamma",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn durations_in_sipps_units() {
         assert_eq!(duration("10", 1.0), Some(Duration::from_secs(10)));
