@@ -235,9 +235,9 @@ struct Analysis {
     retransmits_ir: bool,
 }
 
-fn fp_diff(v: u32, r: u32, stride: u16) -> Option<i64> {
-    let s = stride as u32;
-    (v % s == r % s).then(|| (v / s) as i64 - (r / s) as i64)
+/// m − m_ref of two numbers split with the same stride, if their n agree.
+fn fp_diff(cur: (u32, u32), r: (u32, u32)) -> Option<i64> {
+    (cur.1 == r.1).then(|| cur.0 as i64 - r.0 as i64)
 }
 
 fn analyse(vsw: &VecDeque<Record>, cur: &Record) -> Analysis {
@@ -273,13 +273,13 @@ fn analyse(vsw: &VecDeque<Record>, cur: &Record) -> Analysis {
         a.ts[0].add(diff32(cur.ts.0, e.ts.0));
         a.ts[1].add(diff32(cur.ts.1, e.ts.1));
         if let Some(s) = &mut a.seq_fp {
-            match (e.strides.0 == cur.strides.0).then(|| fp_diff(h.seq, eh.seq, cur.strides.0)).flatten() {
+            match (e.strides.0 == cur.strides.0).then(|| fp_diff(cur.fp[0], e.fp[0])).flatten() {
                 Some(d) => s.add(d),
                 None => a.seq_fp = None,
             }
         }
         if let Some(s) = &mut a.ack_fp {
-            match (e.strides.1 == cur.strides.1).then(|| fp_diff(h.ack, eh.ack, cur.strides.1)).flatten() {
+            match (e.strides.1 == cur.strides.1).then(|| fp_diff(cur.fp[1], e.fp[1])).flatten() {
                 Some(d) => s.add(d),
                 None => a.ack_fp = None,
             }
@@ -414,7 +414,9 @@ impl Compressor {
             strides: (ctx.seq_stride, ctx.ack_stride),
             payload_len: payload_len as u16,
             sent_as_ir: false,
-        };
+            fp: [(0, 0); 2],
+        }
+        .with_fp();
         let long_jump =
             ctx.seq_tracker.is_long_jump(h.seq) || (h.tcp_flags & FLAG_ACK != 0 && ctx.ack_tracker.is_long_jump(h.ack));
         let a = analyse(&ctx.vsw, &rec);

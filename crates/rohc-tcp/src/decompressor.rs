@@ -199,6 +199,7 @@ impl Decompressor {
             strides: ir.strides,
             payload_len: ir.payload.len() as u16,
             sent_as_ir: true,
+            fp: [(0, 0); 2],
         };
         let rec = Record { ts: rec.opt.ts(&h.options), ..rec };
         let ctx = &mut self.contexts[cid as usize];
@@ -364,5 +365,6 @@ fn reconstruct(co: &CoPacket<'_>, r: &Record, static_part: StaticPart) -> Option
         strides,
         payload_len: co.payload.len().min(u16::MAX as usize) as u16,
         sent_as_ir: false,
+        fp: [(0, 0); 2],
     })
 }

@@ -245,4 +245,17 @@ pub(crate) struct Record {
     pub strides: (u16, u16),
     pub payload_len: u16,
     pub sent_as_ir: bool,
+    /// Compressor only: SEQ and ACK as m·stride + n with the record's own
+    /// strides, (m, n) each, so the VSW's fixed-payload analysis divides
+    /// once per packet rather than once per packet and VSW entry (0 without
+    /// a stride).
+    pub fp: [(u32, u32); 2],
+}
+
+impl Record {
+    pub(crate) fn with_fp(mut self) -> Record {
+        let split = |v: u32, s: u16| if s == 0 { (0, 0) } else { (v / s as u32, v % s as u32) };
+        self.fp = [split(self.h.seq, self.strides.0), split(self.h.ack, self.strides.1)];
+        self
+    }
 }
