@@ -948,11 +948,24 @@ impl Proxy {
         };
         let at = t.next_timeout();
         let again = resend.then(|| (t.last_response.clone(), t.to, t.token, t.sigcomp_id.clone(), t.sigcomp));
-        self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
+        self.transaction_due_at(at);
         if let Some((Some(r), to, token, id, sigcomp)) = again {
             self.deliver_to_terminal(now, to, (token, id.as_deref()), sigcomp, r);
         }
         true
+    }
+
+    /// The timers of a new client transaction toward the upstream, which
+    /// is reached over UDP: its T1 is overload control's (H1 raises it for
+    /// new transactions).
+    fn upstream_timers(&self, now: Instant) -> Timers {
+        let t1 = self.overload.t1(now);
+        Timers { t1, t2: Timers::default().t2.max(t1), ..Timers::default() }
+    }
+
+    /// Makes the stateful mode's timers run no later than `at`.
+    fn transaction_due_at(&mut self, at: Instant) {
+        self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
     }
 
     /// Stateful mode: a terminal's CANCEL of the INVITE transaction
@@ -982,8 +995,7 @@ impl Proxy {
     /// Sends the CANCEL of transaction `branch` upstream in a non-INVITE
     /// client transaction of its own (§9.1), with the T1 the INVITE's has.
     fn start_cancel(&mut self, now: Instant, branch: &str) {
-        let t1 = self.overload.t1(now);
-        let timers = Timers { t1, t2: Timers::default().t2.max(t1), ..Timers::default() };
+        let timers = self.upstream_timers(now);
         let Some(c) = self.transactions.get_mut(branch).and_then(|t| t.cancel.as_mut()) else { return };
         if c.client.is_some() {
             return;
@@ -993,7 +1005,7 @@ impl Proxy {
         c.client = Some(client);
         let request = c.request.clone();
         if let Some(at) = at {
-            self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
+            self.transaction_due_at(at);
         }
         let up = self.upstream_peer();
         self.send(Side::Upstream, up, request, false);
@@ -1019,10 +1031,7 @@ impl Proxy {
             SipTransport::Tcp => Reliability::Reliable,
         };
         let mut server = ServerTransaction::new(invite, reliability, Timers::default());
-        // The upstream is reached over UDP; its T1 is overload control's
-        // (H1 raises it for new transactions).
-        let t1 = self.overload.t1(now);
-        let timers = Timers { t1, t2: Timers::default().t2.max(t1), ..Timers::default() };
+        let timers = self.upstream_timers(now);
         let client = ClientTransaction::new(invite, Reliability::Unreliable, timers, now);
         let (token, sigcomp_id) = terminal;
         let sigcomp = self.flows.get(&token).is_some_and(|f| f.sigcomp);
@@ -1049,7 +1058,7 @@ impl Proxy {
             cancel: None,
         };
         let at = t.next_timeout();
-        self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
+        self.transaction_due_at(at);
         self.metrics.transactions += 1;
         self.transactions.insert(branch, t);
     }
@@ -1067,7 +1076,7 @@ impl Proxy {
             let Some(client) = t.cancel.as_mut().and_then(|c| c.client.as_mut()) else { return true };
             client.on_response(now, code);
             let at = t.next_timeout();
-            self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
+            self.transaction_due_at(at);
             self.metrics.absorbed_responses += 1;
             return false;
         }
@@ -1085,7 +1094,7 @@ impl Proxy {
         let two_xx_invite = t.method == "INVITE" && (200..300).contains(&code);
         let forward = o.deliver && code > 100 && (t.server.send_response(now, code) || two_xx_invite);
         let at = t.next_timeout();
-        self.transactions_due = Some(self.transactions_due.map_or(at, |d| d.min(at)));
+        self.transaction_due_at(at);
         if let Some(ack) = ack {
             let up = self.upstream_peer();
             self.send(Side::Upstream, up, ack, false);
