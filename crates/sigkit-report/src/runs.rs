@@ -224,6 +224,7 @@ fn capacity_steps(series: &str, search: usize, steps: &[Value]) -> Vec<LoadStep>
             let attempted = u(r, "attempted");
             let failed = u(r, "failed");
             let successful = u(r, "successful");
+            let unfinished = attempted.saturating_sub(successful + failed);
             LoadStep {
                 series: format!("{series}, search {search}"),
                 offered_cps: f(r, "offered_cps"),
@@ -234,8 +235,8 @@ fn capacity_steps(series: &str, search: usize, steps: &[Value]) -> Vec<LoadStep>
                 // successful ones are served at the same share of it.
                 calls_per_s: f(r, "offered_cps") * successful as f64 / attempted.max(1) as f64,
                 failed_pct: percent(failed, attempted),
-                unfinished: attempted.saturating_sub(successful + failed),
-                unfinished_pct: percent(attempted.saturating_sub(successful + failed), attempted),
+                unfinished,
+                unfinished_pct: percent(unfinished, attempted),
                 setup_p50_ms: f64::NAN,
                 setup_p95_ms: f(r, "setup_p95_ms"),
                 setup_p99_ms: f64::NAN,
