@@ -9,6 +9,7 @@ use sigcomp::wire::{Deframer, Frame};
 use sigcomp::{CompartmentId, Decompressor, Failure, Limits, Params, Transport};
 
 mod alloc_tuning;
+mod analyze_cmd;
 mod asm_cmd;
 mod bench_cmd;
 mod capacity_cmd;
@@ -24,6 +25,7 @@ mod ran_cmd;
 mod report_cmd;
 mod results_cmd;
 mod rohc_cmd;
+mod rohc_throughput_cmd;
 mod sim_cmd;
 
 /// Exit code of a message that failed to decompress.
@@ -115,6 +117,13 @@ enum Command {
     /// capture's TCP/IPv4 packets over an emulated link with loss, bit
     /// errors and reordering, beside VJ, none and IDEAL (see docs/rohc.md).
     Rohc(rohc_cmd::RohcArgs),
+    /// TCP throughput over a lossy narrowband link with each header
+    /// compression scheme (the TAROC draft's Appendix A), beside the
+    /// draft's figures.
+    RohcThroughput(rohc_throughput_cmd::RohcThroughputArgs),
+    /// What SigComp and TAROC would do to the SIP flows of a capture:
+    /// bytes per mechanism and RAN delay at 9.6 to 256 kbit/s.
+    Analyze(analyze_cmd::AnalyzeArgs),
 }
 
 #[derive(Args)]
@@ -180,6 +189,8 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::report(args),
         Command::Sim(args) => sim_cmd::sim(args),
         Command::Rohc(args) => rohc_cmd::rohc(args),
+        Command::RohcThroughput(args) => rohc_throughput_cmd::rohc_throughput(args),
+        Command::Analyze(args) => analyze_cmd::analyze(args),
     }
 }
 
