@@ -101,6 +101,11 @@ fn the_proxy_serves_metrics_and_stops_on_sigterm() {
     let after = scrape().unwrap();
     assert!(after.contains("sigkit_proxy_messages_received_total{side=\"terminal\"} 1"), "{after}");
     assert!(after.contains("sigkit_proxy_messages_sent_total{side=\"upstream\"} 1"), "{after}");
+    // Its handling time is in the histogram: one observation, in every
+    // bucket from the one it fell in up to +Inf.
+    assert!(after.contains("sigkit_proxy_handling_seconds_count 1\n"), "{after}");
+    assert!(after.contains("sigkit_proxy_handling_seconds_bucket{le=\"+Inf\"} 1\n"), "{after}");
+    assert!(after.contains("sigkit_proxy_handling_seconds_bucket{le=\"0.1\"} 1\n"), "{after}");
 
     let pid = child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());

@@ -21,7 +21,15 @@
 //! Options: `--terminals N` (default 1000), `--rates R1,R2,...` (offered
 //! requests per second, stepped up), `--step-ms MS` (default 2000),
 //! `--idle N` (idle registered terminals, default 100000), `--no-kamailio`,
-//! `--only proxy|kamailio|memory`.
+//! `--only proxy|kamailio|memory`, `--proxy-threads N`, `--pin` (the proxy
+//! on the last CPU with `taskset`, this program on the others).
+//!
+//! Besides CPU and RSS, each step reports the proxy's own handling time
+//! (p50 / p99 from its `sigkit_proxy_handling_seconds` histogram: the
+//! bucket bound the quantile falls under) and how long the proxy's and the
+//! generator's threads waited on the run queue for a CPU per time slice
+//! (`/proc/PID/task/*/schedstat`), which tells the proxy's latency from the
+//! machine's.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -53,6 +61,9 @@ struct Args {
     only: Option<String>,
     /// The proxy's worker threads (0: one per core).
     proxy_threads: usize,
+    /// The proxy on the last CPU, this program (generator, responder,
+    /// probe) on the others, so that neither waits for the other's CPU.
+    pin: bool,
 }
 
 fn parse_args() -> Args {
@@ -65,6 +76,7 @@ fn parse_args() -> Args {
         kamailio: true,
         only: None,
         proxy_threads: 0,
+        pin: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -78,6 +90,7 @@ fn parse_args() -> Args {
             "--no-kamailio" => a.kamailio = false,
             "--only" => a.only = Some(v()),
             "--proxy-threads" => a.proxy_threads = v().parse().expect("--proxy-threads N"),
+            "--pin" => a.pin = true,
             _ => panic!("unknown option {k}"),
         }
     }
@@ -150,7 +163,14 @@ fn start_proxy(args: &Args, dir: &Path, name: &str, upstream: SocketAddr) -> Pro
     );
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, config).unwrap();
-    let mut cmd = Command::new(&args.sigkit);
+    let mut cmd = match pinned_cpus() {
+        Some((_, proxy_cpu)) if args.pin => {
+            let mut c = Command::new("taskset");
+            c.arg("-c").arg(proxy_cpu.to_string()).arg(&args.sigkit);
+            c
+        }
+        _ => Command::new(&args.sigkit),
+    };
     cmd.arg("proxy").arg("--config").arg(&path).env("RUST_LOG", "warn");
     let process = spawn(cmd, &dir.join(format!("{name}.log")));
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -265,6 +285,58 @@ fn rss_kib(pids: &[u32]) -> u64 {
             })
         })
         .sum()
+}
+
+/// Nanoseconds spent waiting on a run queue for a CPU, and time slices
+/// run, summed over the threads of the processes (`/proc/PID/task/TID/
+/// schedstat`: time on the CPU, time waiting, time slices; needs
+/// schedstats, which Linux keeps for every task since 2.6.9 unless
+/// disabled).
+fn run_queue_wait(pids: &[u32]) -> (u64, u64) {
+    let mut total = (0, 0);
+    for p in pids {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{p}/task")) else { continue };
+        for t in dir.flatten() {
+            let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) else { continue };
+            let f: Vec<u64> = s.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+            if let [_, wait, slices] = f[..] {
+                total.0 += wait;
+                total.1 += slices;
+            }
+        }
+    }
+    total
+}
+
+/// The CPUs for `--pin`: this program on the first, the proxy on the last
+/// (none on a single CPU).
+fn pinned_cpus() -> Option<(usize, usize)> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (n >= 2).then_some((0, n - 1))
+}
+
+/// Cumulative counts of the proxy's handling-time histogram, in bucket
+/// order (the last is +Inf).
+fn handling_buckets(metrics: &str) -> Vec<(f64, u64)> {
+    metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("sigkit_proxy_handling_seconds_bucket{le=\""))
+        .filter_map(|l| {
+            let (bound, count) = l.split_once("\"} ")?;
+            let bound = if bound == "+Inf" { f64::INFINITY } else { bound.parse().ok()? };
+            Some((bound, count.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// The bucket bound (µs) under which quantile `q` of the observations
+/// between two scrapes fell.
+fn handling_quantile_us(before: &[(f64, u64)], after: &[(f64, u64)], q: f64) -> Option<f64> {
+    let counts: Vec<(f64, u64)> =
+        after.iter().map(|&(b, n)| (b, n - before.iter().find(|(bb, _)| *bb == b).map_or(0, |x| x.1))).collect();
+    let total = counts.last()?.1;
+    let want = (q * total as f64).ceil() as u64;
+    (total > 0).then(|| counts.iter().find(|(_, n)| *n >= want).map_or(f64::INFINITY, |(b, _)| b * 1e6))
 }
 
 fn clock_ticks_per_s() -> f64 {
@@ -681,6 +753,8 @@ impl Load {
             seconds: offered_for.as_secs_f64(),
             cpu: watch.cpu(&before, &after),
             rss_mib: watch.rss_mib(),
+            handling: watch.handling(&before, &after),
+            waits: watch.waits(&before, &after),
         }
     }
 
@@ -695,6 +769,8 @@ impl Load {
 struct Watch {
     proxy: Vec<u32>,
     upstream: Upstream,
+    /// The proxy's metrics endpoint, for its handling-time histogram.
+    metrics: Option<SocketAddr>,
 }
 
 enum Upstream {
@@ -708,6 +784,10 @@ struct Sample {
     generator: u64,
     upstream: u64,
     machine: u64,
+    handling: Vec<(f64, u64)>,
+    /// Run-queue waits (ns, time slices) of the proxy's and this program's threads.
+    proxy_wait: (u64, u64),
+    generator_wait: (u64, u64),
 }
 
 impl Watch {
@@ -724,7 +804,32 @@ impl Watch {
             generator: self_ticks() - responder,
             upstream,
             machine,
+            handling: self.metrics.map(|m| handling_buckets(&http_get(m, "/metrics"))).unwrap_or_default(),
+            proxy_wait: run_queue_wait(&self.proxy),
+            generator_wait: run_queue_wait(&[std::process::id()]),
         }
+    }
+
+    /// The proxy's handling time p50 / p99 (µs) between two samples.
+    fn handling(&self, a: &Sample, b: &Sample) -> Option<(f64, f64)> {
+        Some((
+            handling_quantile_us(&a.handling, &b.handling, 0.5)?,
+            handling_quantile_us(&a.handling, &b.handling, 0.99)?,
+        ))
+    }
+
+    /// Mean wait for a CPU per time slice (µs): the proxy's threads, this
+    /// program's.
+    fn waits(&self, a: &Sample, b: &Sample) -> [f64; 2] {
+        let per = |x: (u64, u64), y: (u64, u64)| {
+            let slices = y.1.saturating_sub(x.1);
+            if slices == 0 {
+                0.0
+            } else {
+                y.0.saturating_sub(x.0) as f64 / slices as f64 / 1000.0
+            }
+        };
+        [per(a.proxy_wait, b.proxy_wait), per(a.generator_wait, b.generator_wait)]
     }
 
     /// Percent of one core: proxy, generator, upstream, and everything
@@ -760,6 +865,10 @@ struct StepResult {
     seconds: f64,
     cpu: [f64; 4],
     rss_mib: f64,
+    /// The proxy's handling time p50 / p99 (µs, bucket bounds).
+    handling: Option<(f64, f64)>,
+    /// Mean run-queue wait per time slice (µs): proxy, generator.
+    waits: [f64; 2],
 }
 
 impl StepResult {
@@ -787,7 +896,7 @@ impl StepResult {
 
     fn row(&self, label: &str) -> String {
         format!(
-            "| {label} | {} | {:.0} | {:.0} | {:.2} % | {:.0} / {:.0} | {} | {:.0} % ({:.0} µs/req) | {:.0} % | {:.0} % | {:.0} % | {:.0} | {} / {} |",
+            "| {label} | {} | {:.0} | {:.0} | {:.2} % | {:.0} / {:.0} | {} | {} | {:.0} / {:.0} | {:.0} % ({:.0} µs/req) | {:.0} % | {:.0} % | {:.0} % | {:.0} | {} / {} |",
             self.offered,
             self.sent_rate,
             self.messages_per_s(),
@@ -795,6 +904,9 @@ impl StepResult {
             self.p50_us,
             self.p99_us,
             self.probe_text(),
+            self.handling.map_or("—".into(), |(a, b)| format!("≤ {a:.0} / ≤ {b:.0}")),
+            self.waits[0],
+            self.waits[1],
             self.cpu[0],
             self.proxy_us_per_request(),
             self.cpu[1],
@@ -807,7 +919,7 @@ impl StepResult {
     }
 }
 
-const HEADER: &str = "| run | offered req/s | sent req/s | msgs/s (req+resp) | loss | load p50 / p99 µs | probe p50 / p99 µs (n) | CPU proxy | CPU generator | CPU upstream | CPU others | proxy RSS MiB | send errors / decompression failures |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+const HEADER: &str = "| run | offered req/s | sent req/s | msgs/s (req+resp) | loss | load p50 / p99 µs | probe p50 / p99 µs (n) | proxy handling p50 / p99 µs | run-queue wait per slice µs: proxy / generator | CPU proxy | CPU generator | CPU upstream | CPU others | proxy RSS MiB | send errors / decompression failures |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 /// Steps the rate up until the loss reaches 1 %; the highest rate below
 /// is the maximum.
@@ -851,7 +963,8 @@ async fn proxy_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
     // Pure proxy: the responder as upstream.
     let responder = start_responder();
     let proxy = start_proxy(args, dir, "proxy-responder", responder);
-    let watch = Watch { proxy: vec![proxy.process.child.id()], upstream: Upstream::Responder };
+    let watch =
+        Watch { proxy: vec![proxy.process.child.id()], upstream: Upstream::Responder, metrics: Some(proxy.metrics) };
     let terms = make_terminals(args.terminals, proxy.listen, true).await;
     let registered = register_all(&terms, "127.0.0.1").await;
     println!("\n{registered} of {} SigComp terminals registered through the proxy (responder upstream)", terms.len());
@@ -891,7 +1004,7 @@ async fn proxy_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
     let plain = make_terminals(args.terminals, responder, false).await;
     let mut load = Load::new(plain, "sip:bob@127.0.0.1".into());
     load.probe = Some((responder, false));
-    let watch_plain = Watch { proxy: Vec::new(), upstream: Upstream::Responder };
+    let watch_plain = Watch { proxy: Vec::new(), upstream: Upstream::Responder, metrics: None };
     let direct_half = load.step(max / 2, args.step, &watch_plain).await;
     println!("{}", direct_half.row("plain → responder @50 %"));
     let direct_ninety = load.step(max * 9 / 10, args.step, &watch_plain).await;
@@ -928,7 +1041,11 @@ async fn kamailio_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
     let kaddr = SocketAddr::from((LOCALHOST, kport));
     let ruri = format!("sip:nobody@127.0.0.1:{kport}");
     let proxy = start_proxy(args, dir, "proxy-kamailio", kaddr);
-    let watch = Watch { proxy: vec![proxy.process.child.id()], upstream: Upstream::Kamailio(kpids.clone()) };
+    let watch = Watch {
+        proxy: vec![proxy.process.child.id()],
+        upstream: Upstream::Kamailio(kpids.clone()),
+        metrics: Some(proxy.metrics),
+    };
     let terms = make_terminals(args.terminals, proxy.listen, true).await;
     let registered = register_all(&terms, "127.0.0.1").await;
     println!("\n{registered} of {} SigComp terminals registered with Kamailio through the proxy", terms.len());
@@ -943,7 +1060,7 @@ async fn kamailio_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
 
     let plain = make_terminals(args.terminals, kaddr, false).await;
     let mut load = Load::new(plain, ruri);
-    let watch_plain = Watch { proxy: Vec::new(), upstream: Upstream::Kamailio(kpids) };
+    let watch_plain = Watch { proxy: Vec::new(), upstream: Upstream::Kamailio(kpids), metrics: None };
     let (kmax, _) = find_max(&load, &args.rates, args.step, &watch_plain, "plain → Kamailio").await;
     load.probe = Some((kaddr, false));
     let direct_half = load.step(max / 2, args.step, &watch_plain).await;
@@ -1048,6 +1165,17 @@ async fn memory_scenario(args: &Args, dir: &Path, summary: &mut Summary) {
 fn main() {
     let args = parse_args();
     assert!(args.sigkit.exists(), "{}: build it first (cargo build --release -p sigkit-cli)", args.sigkit.display());
+    if let (true, Some((own, proxy_cpu))) = (args.pin, pinned_cpus()) {
+        // Every thread of this program (those started later inherit it).
+        let cpus = if proxy_cpu > own + 1 { format!("{own}-{}", proxy_cpu - 1) } else { own.to_string() };
+        let ok = Command::new("taskset")
+            .args(["-a", "-p", "-c", &cpus, &std::process::id().to_string()])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "taskset failed: --pin needs util-linux's taskset");
+        println!("pinned: this program on CPU {cpus}, the proxy on CPU {proxy_cpu}");
+    }
     let dir = std::env::temp_dir().join(format!("sigkit-proxy-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();

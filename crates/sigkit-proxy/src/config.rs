@@ -111,6 +111,11 @@ pub struct ProxyConfig {
     pub metrics: Option<SocketAddr>,
     /// Worker threads of the runtime; 0: one per core.
     pub threads: usize,
+    /// Receive buffer of each UDP socket in bytes (`SO_RCVBUF`); 0 keeps
+    /// the system's default. Datagrams that arrive while the buffer is full
+    /// are dropped by the kernel, so a burst the workers cannot take at
+    /// once needs room here; Linux caps it at `net.core.rmem_max`.
+    pub udp_receive_buffer: usize,
     /// At most this many terminal flows (a UDP source address, or a TCP
     /// connection) are remembered; beyond it the one idle longest is
     /// forgotten. Each costs about 200 bytes.
@@ -241,6 +246,7 @@ impl Default for ProxyConfig {
             overload: crate::overload::OverloadConfig::default(),
             metrics: None,
             threads: 0,
+            udp_receive_buffer: 4 << 20,
             max_flows: 1_000_000,
             flow_idle_timeout_s: 3600,
             source: None,

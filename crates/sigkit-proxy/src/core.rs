@@ -137,6 +137,45 @@ pub struct ProxyMetrics {
     /// Stateful mode: INVITE transactions a terminal's CANCEL ended
     /// (RFC 3261 §16.10).
     pub cancelled_invites: u64,
+    /// How long the proxy took over each message it received.
+    pub handling: HandlingTimes,
+}
+
+/// Upper bounds, in microseconds, of the handling-time histogram's buckets
+/// (the last bucket, +Inf, is implicit).
+pub const HANDLING_BUCKETS_US: [u64; 15] =
+    [10, 25, 50, 75, 100, 150, 250, 500, 750, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000];
+
+/// A histogram of handling times: from a message read from its socket (or
+/// framed from its TCP stream) to the messages it caused being ready to
+/// send. The time a datagram waited in the socket's buffer, or for a CPU
+/// before the proxy read it, is not in it.
+#[derive(Debug, Clone, Default)]
+pub struct HandlingTimes {
+    /// Messages per bucket (not cumulative); the last counts those over the
+    /// last bound.
+    pub counts: [u64; HANDLING_BUCKETS_US.len() + 1],
+    pub sum_ns: u64,
+}
+
+impl HandlingTimes {
+    pub fn record(&mut self, took: Duration) {
+        let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
+        let i = HANDLING_BUCKETS_US.iter().position(|&b| us <= b).unwrap_or(HANDLING_BUCKETS_US.len());
+        self.counts[i] += 1;
+        self.sum_ns = self.sum_ns.saturating_add(took.as_nanos().min(u128::from(u64::MAX)) as u64);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    fn add(&mut self, o: &HandlingTimes) {
+        for (a, b) in self.counts.iter_mut().zip(o.counts) {
+            *a += b;
+        }
+        self.sum_ns = self.sum_ns.saturating_add(o.sum_ns);
+    }
 }
 
 impl ProxyMetrics {
@@ -165,6 +204,7 @@ impl ProxyMetrics {
         self.upstream_retransmissions += o.upstream_retransmissions;
         self.transaction_timeouts += o.transaction_timeouts;
         self.cancelled_invites += o.cancelled_invites;
+        self.handling.add(&o.handling);
     }
 }
 
@@ -475,6 +515,12 @@ impl Proxy {
 
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.out.pop_front()
+    }
+
+    /// Counts one message's handling time (measured by the runtime, which
+    /// owns the clock; see [`HandlingTimes`]).
+    pub fn record_handling(&mut self, took: Duration) {
+        self.metrics.handling.record(took);
     }
 
     pub fn metrics(&self) -> &ProxyMetrics {
@@ -1719,6 +1765,24 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
             "Compartments closed by the limits or the idle timeout.",
             &[(r#"{cause="evicted"}"#, e.compartments_evicted), (r#"{cause="idle"}"#, e.compartments_timed_out)],
         );
+        {
+            // Prometheus histograms count cumulatively: each bucket holds
+            // every observation at or below its bound.
+            let name = "sigkit_proxy_handling_seconds";
+            let _ = writeln!(
+                s,
+                "# HELP {name} Time from a message read from its socket or TCP stream to the messages it caused \
+                 being ready to send (waiting in the socket buffer or for a CPU is not counted).\n# TYPE {name} histogram"
+            );
+            let mut below = 0;
+            for (bound, n) in HANDLING_BUCKETS_US.iter().zip(m.handling.counts) {
+                below += n;
+                let _ = writeln!(s, "{name}_bucket{{le=\"{}\"}} {below}", *bound as f64 / 1e6);
+            }
+            let _ = writeln!(s, "{name}_bucket{{le=\"+Inf\"}} {}", m.handling.count());
+            let _ = writeln!(s, "{name}_sum {}", m.handling.sum_ns as f64 / 1e9);
+            let _ = writeln!(s, "{name}_count {}", m.handling.count());
+        }
         let mut gauge = |name: &str, help: &str, v: f64| {
             let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         };
@@ -1794,6 +1858,25 @@ fn socket_addr(host: &str, port: u16) -> Option<SocketAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handling_times_fall_in_their_buckets_and_export_cumulatively() {
+        let mut h = HandlingTimes::default();
+        for us in [5, 10, 11, 400, 2_000_000] {
+            h.record(Duration::from_micros(us));
+        }
+        // At or below 10 µs, then 25, then 500, then beyond 100 ms.
+        assert_eq!(h.counts[0], 2);
+        assert_eq!(h.counts[1], 1);
+        assert_eq!(h.counts[7], 1);
+        assert_eq!(h.counts[HANDLING_BUCKETS_US.len()], 1);
+        assert_eq!(h.count(), 5);
+        let mut m = ProxyMetrics::default();
+        m.add(&ProxyMetrics { handling: h.clone(), ..ProxyMetrics::default() });
+        m.add(&ProxyMetrics { handling: h, ..ProxyMetrics::default() });
+        assert_eq!(m.handling.count(), 10);
+        assert_eq!(m.handling.sum_ns, 2 * 2_000_426_000);
+    }
 
     #[test]
     fn upstream_messages_find_the_shard_that_wrote_their_branch_or_token() {

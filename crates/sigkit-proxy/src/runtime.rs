@@ -129,7 +129,9 @@ impl Shared {
                 }
             },
         };
-        std::iter::from_fn(|| p.poll_transmit()).collect()
+        let out = std::iter::from_fn(|| p.poll_transmit()).collect();
+        p.record_handling(now.elapsed());
+        out
     }
 }
 
@@ -137,6 +139,30 @@ impl Shared {
 /// caller may retry on `AddrInUse`).
 fn bind_error(transport: &str, addr: SocketAddr, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("binding {transport}:{addr}: {e}"))
+}
+
+/// Asks for a receive buffer of `bytes` (0: the system's default). The
+/// kernel may grant less (Linux: `net.core.rmem_max`); that is logged, not
+/// refused, since the proxy works with any buffer, only losing more of a
+/// burst.
+fn set_receive_buffer(socket: &UdpSocket, bytes: usize) {
+    if bytes == 0 {
+        return;
+    }
+    let s = socket2::SockRef::from(socket);
+    if let Err(e) = s.set_recv_buffer_size(bytes) {
+        tracing::warn!(bytes, error = %e, "SO_RCVBUF not set");
+        return;
+    }
+    // Linux reports twice the size asked for (the kernel's bookkeeping
+    // share, socket(7)), so a grant below `bytes` means it was capped.
+    match s.recv_buffer_size() {
+        Ok(got) if got < bytes => {
+            tracing::info!(asked = bytes, granted = got, "UDP receive buffer capped by the system (net.core.rmem_max)")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::debug!(error = %e, "SO_RCVBUF not readable"),
+    }
 }
 
 /// Binds every socket and starts the proxy on the current tokio runtime.
@@ -151,6 +177,7 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         match l.transport {
             SipTransport::Udp => {
                 let s = Arc::new(UdpSocket::bind(l.addr).await.map_err(|e| bind_error("udp", l.addr, e))?);
+                set_receive_buffer(&s, config.udp_receive_buffer);
                 let a = s.local_addr()?;
                 terminal_addrs.push((SipTransport::Udp, a));
                 udp.insert(a, s);
@@ -166,6 +193,7 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     // must not take a port configured for terminals.
     let upstream_socket =
         Arc::new(UdpSocket::bind(upstream_local).await.map_err(|e| bind_error("udp", upstream_local, e))?);
+    set_receive_buffer(&upstream_socket, config.udp_receive_buffer);
     let upstream_local = upstream_socket.local_addr()?;
     let metrics_listener = match config.metrics {
         Some(a) => Some(TcpListener::bind(a).await.map_err(|e| bind_error("tcp", a, e))?),
