@@ -9,13 +9,21 @@
 #      the endpoint's hot ones);
 #   2. the same with Kamailio (tests/kamailio/kamailio.cfg, 2 UDP workers) as the upstream (digest REGISTER, then
 #      OPTIONS that Kamailio answers 404), and the same terminals in plain SIP straight to Kamailio (reference);
+#   2b. (replay) the terminals' SigComp datagrams recorded in a live run through one proxy, then sent again from
+#      the same sockets to a fresh proxy while only the answers are counted: the proxy's own limit with a
+#      generator that costs little (a fresh proxy's compartments go through the same messages, so every recorded
+#      message decompresses as it did; NACKs are reported);
 #   3. 100,000 idle terminals register (each its own sigcomp-id, so its own compartment): the proxy's RSS growth
 #      divided by them.
 # Every row names the CPU of the proxy, the generator (with its probe), the upstream, and the rest of the machine
 # (other users of the two cores), in percent of one core. A few minutes at most.
 #
 # Usage: scripts/bench-proxy.sh [--terminals N] [--rates R1,R2,...] [--step-ms MS] [--idle N] [--no-kamailio]
-#                               [--only proxy|kamailio|memory] [--proxy-threads N]
+#                               [--only proxy|replay|kamailio|memory] [--proxy-threads N] [--pin]
+#                               [--record-rate R] [--replay-rates R1,R2,...]
+# --pin puts the proxy on the last CPU and the generator on the others (taskset), so that neither waits for the
+# other's CPU; each row also gives the proxy's own handling time (its sigkit_proxy_handling_seconds histogram)
+# and the run-queue wait per time slice of the proxy's and the generator's threads (schedstat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v kamailio >/dev/null || { echo "kamailio not installed: pass --no-kamailio" >&2; }

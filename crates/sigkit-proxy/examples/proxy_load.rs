@@ -21,7 +21,8 @@
 //! Options: `--terminals N` (default 1000), `--rates R1,R2,...` (offered
 //! requests per second, stepped up), `--step-ms MS` (default 2000),
 //! `--idle N` (idle registered terminals, default 100000), `--no-kamailio`,
-//! `--only proxy|kamailio|memory`, `--proxy-threads N`, `--pin` (the proxy
+//! `--only proxy|replay|kamailio|memory`, `--record-rate R`,
+//! `--replay-rates R1,R2,...`, `--proxy-threads N`, `--pin` (the proxy
 //! on the last CPU with `taskset`, this program on the others).
 //!
 //! Besides CPU and RSS, each step reports the proxy's own handling time
@@ -64,6 +65,9 @@ struct Args {
     /// The proxy on the last CPU, this program (generator, responder,
     /// probe) on the others, so that neither waits for the other's CPU.
     pin: bool,
+    /// Replay: the rate the trace is recorded at, and the rates replayed.
+    record_rate: u64,
+    replay_rates: Vec<u64>,
 }
 
 fn parse_args() -> Args {
@@ -77,6 +81,8 @@ fn parse_args() -> Args {
         only: None,
         proxy_threads: 0,
         pin: false,
+        record_rate: 5000,
+        replay_rates: vec![8000, 10000, 12000, 14000, 16000, 18000, 20000, 22000, 24000, 26000, 28000, 30000],
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -91,6 +97,10 @@ fn parse_args() -> Args {
             "--only" => a.only = Some(v()),
             "--proxy-threads" => a.proxy_threads = v().parse().expect("--proxy-threads N"),
             "--pin" => a.pin = true,
+            "--record-rate" => a.record_rate = v().parse().expect("--record-rate R"),
+            "--replay-rates" => {
+                a.replay_rates = v().split(',').map(|r| r.parse().expect("--replay-rates R1,R2")).collect()
+            }
             _ => panic!("unknown option {k}"),
         }
     }
@@ -151,12 +161,16 @@ struct ProxyProcess {
     metrics: SocketAddr,
 }
 
-fn start_proxy(args: &Args, dir: &Path, name: &str, upstream: SocketAddr) -> ProxyProcess {
+/// `hot`: `sigcomp.hot_compartments`, split among the proxy's shards; the
+/// load runs keep every terminal's compartment hot (4,096 for 1,000
+/// terminals leaves room for an uneven split over the shards), the memory
+/// run the default (1,024) so that idle terminals are held packed.
+fn start_proxy(args: &Args, dir: &Path, name: &str, upstream: SocketAddr, hot: usize) -> ProxyProcess {
     let listen = SocketAddr::from((LOCALHOST, free_port()));
     let metrics = SocketAddr::from((LOCALHOST, free_port()));
     let config = format!(
         "threads = {threads}\nlisten = [\"udp:{listen}\"]\nupstream = \"udp:{upstream}\"\nupstream_local = \"127.0.0.1:0\"\n\
-         metrics = \"{metrics}\"\n[sigcomp]\nmax_compartments = 1000000\nmax_state_bytes = 8589934592\n\
+         metrics = \"{metrics}\"\n[sigcomp]\nmax_compartments = 1000000\nmax_state_bytes = 8589934592\nhot_compartments = {hot}\n\
          [defence]\ncycles_per_source_per_s = 1000000000000\ncycles_burst = 1000000000000\n\
          messages_per_source_per_s = 1000000000\nmessages_burst = 1000000000\n",
         threads = args.proxy_threads
@@ -403,6 +417,8 @@ struct Terminal {
     cseq: u32,
     pending: HashMap<u32, Instant>,
     failures: u64,
+    /// Every datagram sent, in order, while recording for a replay.
+    log: Option<Vec<Vec<u8>>>,
 }
 
 impl Terminal {
@@ -461,10 +477,14 @@ impl Terminal {
     /// The bytes on the wire: compressed in the proxy's compartment where
     /// the terminal speaks SigComp.
     fn wire(&mut self, sip: &[u8]) -> Vec<u8> {
-        match &mut self.endpoint {
+        let bytes = match &mut self.endpoint {
             Some(e) => e.compress(Instant::now(), PROXY, sip).expect("compress").message,
             None => sip.to_vec(),
+        };
+        if let Some(log) = &mut self.log {
+            log.push(bytes.clone());
         }
+        bytes
     }
 
     /// A received datagram as SIP (decompressed, its state accepted).
@@ -499,6 +519,7 @@ async fn make_terminals(n: usize, target: SocketAddr, sigcomp: bool) -> Vec<Rc<R
             cseq: 0,
             pending: HashMap::new(),
             failures: 0,
+            log: None,
         })));
     }
     out
@@ -962,7 +983,7 @@ fn latency_line(what: &str, p: &StepResult, d: &StepResult) -> String {
 async fn proxy_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
     // Pure proxy: the responder as upstream.
     let responder = start_responder();
-    let proxy = start_proxy(args, dir, "proxy-responder", responder);
+    let proxy = start_proxy(args, dir, "proxy-responder", responder, 4096);
     let watch =
         Watch { proxy: vec![proxy.process.child.id()], upstream: Upstream::Responder, metrics: Some(proxy.metrics) };
     let terms = make_terminals(args.terminals, proxy.listen, true).await;
@@ -1033,6 +1054,156 @@ async fn proxy_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
     summary.lines.push(latency_line("at 90 %", &ninety, &direct_ninety));
 }
 
+/// The proxy's own limit, with a generator that costs little: the
+/// terminals' SigComp datagrams are recorded in a live run through one
+/// proxy (their compression, and their decompression of the answers, is
+/// the live generator's cost), then sent again, in the same order per
+/// terminal and from the same sockets, to a fresh proxy, while only the
+/// answers are counted. A terminal's compartment at the fresh proxy goes
+/// through the same messages, so it holds the same states, and every
+/// recorded message decompresses as it did the first time (RFC 3320
+/// §6.2: states are created by the messages alone); a lost or refused
+/// one shows as loss. Steps up until 1 % or more go unanswered.
+async fn replay_scenario(args: &Args, dir: &Path, summary: &mut Summary) {
+    let responder = start_responder();
+    let first = start_proxy(args, dir, "proxy-record", responder, 4096);
+    let terms = make_terminals(args.terminals, first.listen, true).await;
+    for t in &terms {
+        t.borrow_mut().log = Some(Vec::new());
+    }
+    let registered = register_all(&terms, "127.0.0.1").await;
+    let registration: Vec<usize> = terms.iter().map(|t| t.borrow().log.as_ref().map_or(0, Vec::len)).collect();
+    let needed: f64 = args.replay_rates.iter().map(|&r| r as f64 * args.step.as_secs_f64()).sum();
+    let record_for = Duration::from_secs_f64(needed * 1.02 / args.record_rate as f64);
+    println!(
+        "\nreplay: {registered} of {} terminals registered; recording {:.0} requests at {} req/s ({:.0} s)",
+        terms.len(),
+        needed,
+        args.record_rate,
+        record_for.as_secs_f64()
+    );
+    let load = Load::new(terms.clone(), "sip:bob@127.0.0.1".into());
+    let watch_first =
+        Watch { proxy: vec![first.process.child.id()], upstream: Upstream::Responder, metrics: Some(first.metrics) };
+    println!("{HEADER}");
+    let recorded = load.step(args.record_rate, record_for, &watch_first).await;
+    println!("{}", recorded.row("recording (live generator)"));
+    load.stop();
+    drop(first);
+
+    let proxy = start_proxy(args, dir, "proxy-replay", responder, 4096);
+    let watch =
+        Watch { proxy: vec![proxy.process.child.id()], upstream: Upstream::Responder, metrics: Some(proxy.metrics) };
+    let answers = Rc::new(std::cell::Cell::new(0u64));
+    let receivers: Vec<_> = terms
+        .iter()
+        .map(|t| {
+            let (socket, answers) = (t.borrow().socket.clone(), answers.clone());
+            tokio::task::spawn_local(async move {
+                let mut buf = vec![0u8; 65536];
+                loop {
+                    if socket.recv_from(&mut buf).await.is_ok() {
+                        answers.set(answers.get() + 1);
+                    }
+                }
+            })
+        })
+        .collect();
+    let logs: Vec<Vec<Vec<u8>>> = terms.iter().map(|t| t.borrow_mut().log.take().unwrap_or_default()).collect();
+    let sockets: Vec<Rc<UdpSocket>> = terms.iter().map(|t| t.borrow().socket.clone()).collect();
+    // The registrations first, a hundred terminals at a time.
+    let mut cursor = registration.clone();
+    for batch in (0..terms.len()).collect::<Vec<_>>().chunks(100) {
+        for &i in batch {
+            for m in &logs[i][..registration[i]] {
+                let _ = sockets[i].send_to(m, proxy.listen).await;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    println!("replay: {} answers to the {} recorded registrations", answers.get(), registration.iter().sum::<usize>());
+    let mut best = 0;
+    let mut at_best = None;
+    let mut next = 0usize;
+    'steps: for &rate in &args.replay_rates {
+        let before_answers = answers.get();
+        let before = watch.sample();
+        let start = Instant::now();
+        let total = (rate as f64 * args.step.as_secs_f64()) as u64;
+        let (mut sent, mut send_errors) = (0u64, 0u64);
+        while sent < total {
+            let due = ((start.elapsed().as_secs_f64() * rate as f64) as u64).min(total);
+            while sent < due {
+                let i = next % logs.len();
+                next += 1;
+                let Some(m) = logs[i].get(cursor[i]) else {
+                    println!("replay: the recording is used up");
+                    break 'steps;
+                };
+                cursor[i] += 1;
+                if sockets[i].try_send_to(m, proxy.listen).is_err() {
+                    send_errors += 1;
+                }
+                sent += 1;
+            }
+            tokio::time::sleep(Duration::from_micros(500)).await;
+        }
+        let offered_for = start.elapsed();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after = watch.sample();
+        let received = answers.get() - before_answers;
+        let step = StepResult {
+            offered: rate,
+            sent_rate: sent as f64 / offered_for.as_secs_f64(),
+            sent,
+            received,
+            send_errors,
+            decompression_failures: 0,
+            p50_us: 0.0,
+            p99_us: 0.0,
+            probe: None,
+            seconds: offered_for.as_secs_f64(),
+            cpu: watch.cpu(&before, &after),
+            rss_mib: watch.rss_mib(),
+            handling: watch.handling(&before, &after),
+            waits: watch.waits(&before, &after),
+        };
+        println!("{}", step.row("replay → proxy → responder"));
+        let good = step.loss() < 0.01 && step.sent_rate >= 0.97 * rate as f64;
+        if !good {
+            break;
+        }
+        best = rate;
+        at_best = Some(step);
+    }
+    for r in receivers {
+        r.abort();
+    }
+    let m = http_get(proxy.metrics, "/metrics");
+    let nacks = m
+        .lines()
+        .filter(|l| l.starts_with("sigkit_proxy_nacks_sent_total{"))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum::<u64>();
+    let accepted = metric(&m, "sigkit_proxy_state_decisions_total{decision=\"accepted\"}");
+    println!("replay proxy metrics: NACKs sent {nacks}, states accepted {accepted}");
+    drop(proxy);
+    let Some(b) = at_best else { return };
+    let per_core = b.messages_per_s() / (b.cpu[0] / 100.0).max(0.01);
+    summary.lines.push(format!(
+        "| proxy throughput with a replaying generator ({} terminals, recorded SigComp datagrams, responder upstream; <1 % loss) | {:.0} SigComp msgs/s ({best} req/s); CPU proxy {:.0} % ({:.0} µs per request and response), generator {:.0} %, responder {:.0} %, others {:.0} %: {:.0} msgs/s per proxy core-second; NACKs {nacks} | ≥ 50,000 msgs/s on 2 cores |",
+        args.terminals,
+        b.messages_per_s(),
+        b.cpu[0],
+        b.proxy_us_per_request(),
+        b.cpu[1],
+        b.cpu[2],
+        b.cpu[3],
+        per_core,
+    ));
+}
+
 async fn kamailio_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
     let kport = free_port();
     let kamailio = start_kamailio(dir, kport);
@@ -1040,7 +1211,7 @@ async fn kamailio_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
     let kpids = process_tree(kamailio.child.id());
     let kaddr = SocketAddr::from((LOCALHOST, kport));
     let ruri = format!("sip:nobody@127.0.0.1:{kport}");
-    let proxy = start_proxy(args, dir, "proxy-kamailio", kaddr);
+    let proxy = start_proxy(args, dir, "proxy-kamailio", kaddr, 4096);
     let watch = Watch {
         proxy: vec![proxy.process.child.id()],
         upstream: Upstream::Kamailio(kpids.clone()),
@@ -1084,7 +1255,7 @@ async fn kamailio_scenarios(args: &Args, dir: &Path, summary: &mut Summary) {
 /// RSS growth by them.
 async fn memory_scenario(args: &Args, dir: &Path, summary: &mut Summary) {
     let responder = start_responder();
-    let proxy = start_proxy(args, dir, "proxy-memory", responder);
+    let proxy = start_proxy(args, dir, "proxy-memory", responder, 1024);
     let pid = vec![proxy.process.child.id()];
     let rss_before = rss_kib(&pid);
     let sockets = 256usize;
@@ -1110,6 +1281,7 @@ async fn memory_scenario(args: &Args, dir: &Path, summary: &mut Summary) {
                     cseq: 0,
                     pending: HashMap::new(),
                     failures: 0,
+                    log: None,
                 }));
                 for _attempt in 0..3 {
                     let bytes = {
@@ -1186,6 +1358,9 @@ fn main() {
     local.block_on(&runtime, async {
         if run("proxy") {
             proxy_scenarios(&args, &dir, &mut summary).await;
+        }
+        if run("replay") {
+            replay_scenario(&args, &dir, &mut summary).await;
         }
         if run("kamailio") && args.kamailio {
             kamailio_scenarios(&args, &dir, &mut summary).await;

@@ -210,7 +210,8 @@ pub struct SigcompConfig {
     /// How many of the most recently active compartments keep their
     /// compressor's scratch and unpacked states (about 80 kB each); the
     /// others keep their states packed (about a third of their size) and
-    /// unpack them at their next message.
+    /// unpack them at their next message. Split evenly among the worker
+    /// threads' shards, like the limits.
     pub hot_compartments: usize,
 }
 
