@@ -26,6 +26,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! [`throughput`] is the draft's Appendix A study: a discrete-event
+//! simulation of a bulk TCP transfer (Tahoe, Reno, NewReno) across a lossy
+//! narrowband link with each scheme on it, and the draft's throughput
+//! tables ([`throughput::DRAFT_TABLES`]) to compare with.
+//!
 //! ## The TAROC control mechanism (TAROC-C, §5)
 //!
 //! * **Contexts** per flow (addresses and ports of one direction), at most
@@ -202,6 +207,7 @@ pub mod packet;
 pub mod replay;
 pub mod scheme;
 pub mod synth;
+pub mod throughput;
 pub mod vj;
 pub mod wlsb;
 
