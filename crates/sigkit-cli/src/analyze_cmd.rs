@@ -1,13 +1,235 @@
-//! Being written; replaced within this session.
+//! `sigkit analyze CAPTURE`: for every SIP flow of a pcap or pcapng
+//! capture, what SigComp (each mechanism and algorithm) and, over TCP,
+//! TAROC header compression would have sent, in bytes and as one-way RAN
+//! delay (the SigComp performance thesis's equation 2.1); SigComp already
+//! in the capture is decoded. See docs/analyze.md.
 
+use std::io::{self, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use sigcomp_compress::Mechanism;
+use sigkit_analyze::{analyze as run_analysis, Analysis, FlowReport, Options, TarocMode, Variant};
+use sigkit_eval::flow::parse_algorithm;
+
+/// Exit code of a capture that cannot be read.
+const EXIT_BAD_CAPTURE: u8 = 1;
+/// Exit code of bad arguments.
+const EXIT_USAGE: u8 = 2;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum TarocModeArg {
+    U,
+    O,
+    R,
+}
 
 #[derive(Args)]
-pub struct AnalyzeArgs {}
+pub struct AnalyzeArgs {
+    /// A pcap or pcapng capture (Ethernet, Linux cooked, raw IP or BSD
+    /// loopback; IPv4 and IPv6; SIP over UDP and TCP, plain or SigComp).
+    pub capture: PathBuf,
+    /// Print the analysis as JSON (the input `sigkit report` takes).
+    #[arg(long)]
+    pub json: bool,
+    /// Link rates for the RAN delay, kbit/s, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "9.6,19.2,32,64,128,256")]
+    pub rates: Vec<f64>,
+    /// SigComp mechanisms to try (basic, static, dynamic, shared;
+    /// comma-separated or repeated). Default: all.
+    #[arg(long, value_delimiter = ',')]
+    pub mechanism: Vec<String>,
+    /// SigComp algorithms to try (lzss, deflate, lz77). Default: all this
+    /// build has.
+    #[arg(long = "algo", value_delimiter = ',')]
+    pub algorithm: Vec<String>,
+    /// The signalling link's round-trip time, ms (equation 2.1 adds half
+    /// of it per message; the thesis uses 70).
+    #[arg(long, default_value_t = 70.0)]
+    pub rtt_ms: f64,
+    /// TAROC's mode for TCP flows.
+    #[arg(long, value_enum, default_value = "o")]
+    pub taroc_mode: TarocModeArg,
+    /// Also print each flow's messages.
+    #[arg(long)]
+    pub messages: bool,
+}
 
-pub fn analyze(_args: AnalyzeArgs) -> ExitCode {
-    eprintln!("sigkit: this command is not built yet");
-    ExitCode::from(2)
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("sigkit analyze: {msg}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn options(args: &AnalyzeArgs) -> Result<Options, String> {
+    let mut o = Options::default();
+    if args.rates.is_empty() || args.rates.iter().any(|r| !r.is_finite() || *r <= 0.0) {
+        return Err("--rates: positive kbit/s values, comma-separated".into());
+    }
+    o.rates_kbps = args.rates.clone();
+    if !args.rtt_ms.is_finite() || args.rtt_ms < 0.0 || args.rtt_ms > 1e6 {
+        return Err("--rtt-ms: a round-trip time in ms, 0 or more".into());
+    }
+    o.rtt = Duration::from_secs_f64(args.rtt_ms / 1000.0);
+    let mechanisms = if args.mechanism.is_empty() {
+        Mechanism::ALL.to_vec()
+    } else {
+        args.mechanism
+            .iter()
+            .map(|m| {
+                Mechanism::parse(m).ok_or_else(|| format!("unknown mechanism {m:?} (basic, static, dynamic, shared)"))
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let algorithms = if args.algorithm.is_empty() {
+        sigcomp_compress::Algorithm::ALL.to_vec()
+    } else {
+        args.algorithm.iter().map(|a| parse_algorithm(a)).collect::<Result<_, _>>()?
+    };
+    o.variants = algorithms
+        .iter()
+        .flat_map(|&algorithm| mechanisms.iter().map(move |&mechanism| Variant { mechanism, algorithm }))
+        .collect();
+    o.taroc_mode = match args.taroc_mode {
+        TarocModeArg::U => TarocMode::U,
+        TarocModeArg::O => TarocMode::O,
+        TarocModeArg::R => TarocMode::R,
+    };
+    Ok(o)
+}
+
+pub fn analyze(args: AnalyzeArgs) -> ExitCode {
+    let options = match options(&args) {
+        Ok(o) => o,
+        Err(e) => return usage(e),
+    };
+    let data = match std::fs::read(&args.capture) {
+        Ok(d) => d,
+        Err(e) => return usage(format!("{}: {e}", args.capture.display())),
+    };
+    let analysis = match run_analysis(&data, &options) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("sigkit analyze: {}: {e}", args.capture.display());
+            return ExitCode::from(EXIT_BAD_CAPTURE);
+        }
+    };
+    let printed = if args.json {
+        serde_json::to_string(&analysis).map_err(io::Error::other).and_then(|s| writeln!(io::stdout().lock(), "{s}"))
+    } else {
+        print_tables(&analysis, args.messages)
+    };
+    match printed {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => usage(format!("writing the report: {e}")),
+    }
+}
+
+fn print_tables(a: &Analysis, with_messages: bool) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    let c = &a.capture;
+    writeln!(
+        out,
+        "{} capture: {} frames, {} UDP/TCP packets ({} frames skipped), {} SIP flows, {} other flows",
+        c.format,
+        c.frames,
+        c.udp_tcp_packets,
+        c.skipped.total(),
+        a.flows.len(),
+        a.other_flows
+    )?;
+    writeln!(
+        out,
+        "RAN delay: equation 2.1 (size/rate + RTT/2 per message), RTT {} ms; SigComp endpoints DMS {}, SMS {}, {} cycles/bit",
+        a.settings.rtt_ms, a.settings.dms, a.settings.sms, a.settings.cpb
+    )?;
+    for f in &a.flows {
+        print_flow(&mut out, f, &a.settings.rates_kbps, with_messages)?;
+    }
+    Ok(())
+}
+
+fn print_flow(out: &mut impl Write, f: &FlowReport, rates: &[f64], with_messages: bool) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "flow {}: {} {} <-> {}: {} packets, {} SIP messages in {} calls, {} bytes of SIP",
+        f.id,
+        f.protocol.name(),
+        f.a,
+        f.b,
+        f.packets,
+        f.messages.len(),
+        f.calls,
+        f.sip_bytes
+    )?;
+    let d = &f.sigcomp_in_capture;
+    if d.messages > 0 {
+        let failures: Vec<String> = d.failures.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        writeln!(
+            out,
+            "  SigComp in the capture: {} messages, {} decoded, {} NACKs, {} failed{}",
+            d.messages,
+            d.decoded,
+            d.nacks,
+            d.failed,
+            if failures.is_empty() { String::new() } else { format!(" ({})", failures.join(", ")) }
+        )?;
+    }
+    if let Some(t) = &f.taroc {
+        writeln!(
+            out,
+            "  TAROC: {} packets, TCP/IP headers {} -> {} bytes (mean {:.1} -> {:.1}){}",
+            t.packets,
+            t.header_bytes_before,
+            t.header_bytes_after,
+            t.header_bytes_before as f64 / t.packets.max(1) as f64,
+            t.header_bytes_after as f64 / t.packets.max(1) as f64,
+            if t.mismatches > 0 { format!(", {} NOT RESTORED", t.mismatches) } else { String::new() }
+        )?;
+    }
+    if with_messages {
+        writeln!(
+            out,
+            "  {:>4} {:>8} {:<5} {:<22} {:>6} {:>8} {:>6} {:>6}",
+            "#", "time_s", "dir", "message", "sip", "captured", "tcp/ip", "taroc"
+        )?;
+        for m in &f.messages {
+            let opt = |v: Option<usize>| v.map_or("-".to_string(), |v| v.to_string());
+            writeln!(
+                out,
+                "  {:>4} {:>8.3} {:<5} {:<22} {:>6} {:>8} {:>6} {:>6}",
+                m.index,
+                m.time_s,
+                m.direction,
+                format!("{}{}", m.summary, if m.came_as_sigcomp { " (sc)" } else { "" }),
+                m.sip_bytes,
+                m.captured_bytes,
+                opt(m.tcp_ip_header_bytes),
+                opt(m.taroc_header_bytes)
+            )?;
+        }
+    }
+    write!(out, "  {:<32} {:>8} {:>6}", "variant", "bytes", "ratio")?;
+    for r in rates {
+        write!(out, " {:>13}", format!("{r} kbit/s"))?;
+    }
+    writeln!(out)?;
+    for v in &f.variants {
+        write!(out, "  {:<32} {:>8} {:>6.3}", v.name, v.bytes, v.ratio)?;
+        for p in &v.ran {
+            if v.name == v.baseline {
+                write!(out, " {:>13}", format!("{:.2}s", p.delay_s))?;
+            } else {
+                write!(out, " {:>13}", format!("{:.2}s {:+.0}%", p.delay_s, -p.improvement_pct))?;
+            }
+        }
+        if v.sent_plain > 0 {
+            write!(out, "  ({} sent plain: {})", v.sent_plain, v.failure.as_deref().unwrap_or(""))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
 }

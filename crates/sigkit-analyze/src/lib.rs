@@ -1,0 +1,401 @@
+//! What SigComp and TAROC header compression would have done to the SIP
+//! traffic of a capture (issue 16, deliverable 5).
+//!
+//! [`analyze`] reads a pcap or pcapng capture ([`capture`]), groups its UDP
+//! and TCP packets into flows and takes the SIP messages out of them
+//! ([`flows`]: one per UDP datagram; TCP streams reassembled and split by
+//! Content-Length, RFC 3261 §18.3). SigComp messages already in the
+//! capture are decompressed as their receivers did ([`decode`]), and the
+//! SIP they carried is used. Then, per flow:
+//!
+//! - for each SigComp mechanism and algorithm, the bytes two endpoints
+//!   would have sent for the same messages in the same order, feedback
+//!   going back with the next message the other way ([`simulate`]);
+//! - for TCP flows, the TCP/IP header bytes TAROC would have sent
+//!   ([`taroc`]) against the captured headers;
+//! - the one-way RAN delay of each message and of the flow at each link
+//!   rate, by the 2005 SigComp performance thesis's equation 2.1 (size /
+//!   rate + RTT/2 per message; `sigkit_eval::ran`), uncompressed and for
+//!   each variant. Like the thesis, the plain variants count the SIP (or
+//!   SigComp) bytes only; the "+ tcp/ip" and "+ taroc" variants of TCP
+//!   flows add the header bytes of the segments that carried each message.
+//!
+//! The crate does no I/O beyond the bytes it is given and never panics on
+//! a bad capture: a file that is not one is a [`capture::CaptureError`].
+
+#![forbid(unsafe_code)]
+
+pub mod capture;
+pub mod decode;
+pub mod flows;
+pub mod reassembly;
+pub mod simulate;
+pub mod taroc;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde::Serialize;
+use sigcomp::{Params, Transport};
+use sigcomp_compress::Config;
+use sigkit_eval::ran::{one_way_delay, per_message_delays};
+use sigkit_sip::Message;
+
+pub use capture::{read_capture, Capture, CaptureError, Protocol, Segment};
+pub use rohc_tcp::Mode as TarocMode;
+pub use simulate::Variant;
+
+/// The link rates of the report, kbit/s: the low end of a UMTS signalling
+/// bearer up to 256 kbit/s, as the 2005 SigComp performance thesis's
+/// Figure 53 spans them.
+pub const DEFAULT_RATES_KBPS: [f64; 6] = [9.6, 19.2, 32.0, 64.0, 128.0, 256.0];
+
+/// How to analyse.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub rates_kbps: Vec<f64>,
+    /// The signalling link's round-trip time (equation 2.1).
+    pub rtt: Duration,
+    /// The SigComp configurations to try.
+    pub variants: Vec<Variant>,
+    /// What both simulated endpoints offer.
+    pub params: Params,
+    /// The compressor settings besides mechanism, algorithm and transport.
+    pub compressor: Config,
+    /// What the decompressors decoding the capture's own SigComp offer.
+    pub decoder_params: Params,
+    pub taroc_mode: TarocMode,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            rates_kbps: DEFAULT_RATES_KBPS.to_vec(),
+            rtt: sigkit_eval::ran::THESIS_RTT,
+            variants: Variant::all(),
+            // The thesis's settings (§8, §9.10): DMS 8192, SMS 131072, 32
+            // cycles per bit, the whole static dictionary.
+            params: Params { dms: 8192, sms: 131_072, cpb: 32, ..Params::default() },
+            compressor: Config::default(),
+            // RFC 5049 §3's 8192 bytes of decompression memory, which a SIP
+            // compressor may assume of its peer; the most state memory and
+            // cycles, so nothing the sender relied on is missing.
+            decoder_params: Params { dms: 8192, sms: 131_072, cpb: 128, ..Params::default() },
+            taroc_mode: TarocMode::O,
+        }
+    }
+}
+
+/// The whole analysis of a capture.
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    pub capture: CaptureSummary,
+    pub settings: Settings,
+    /// The SIP flows, in order of their first packet.
+    pub flows: Vec<FlowReport>,
+    /// UDP and TCP flows with no SIP in them.
+    pub other_flows: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureSummary {
+    /// "pcap" or "pcapng".
+    pub format: &'static str,
+    pub link_types: Vec<String>,
+    pub frames: usize,
+    /// UDP datagrams and TCP segments read.
+    pub udp_tcp_packets: usize,
+    pub skipped: capture::Skipped,
+    pub checksums_fixed: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    pub rates_kbps: Vec<f64>,
+    pub rtt_ms: f64,
+    pub dms: u32,
+    pub sms: u32,
+    pub cpb: u16,
+    pub taroc_mode: String,
+    pub variants: Vec<String>,
+}
+
+/// One SIP flow.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowReport {
+    /// 1, 2, ... in order of first packet.
+    pub id: usize,
+    pub protocol: Protocol,
+    /// The first sender (direction "a->b").
+    pub a: String,
+    pub b: String,
+    pub packets: usize,
+    pub messages: Vec<MessageReport>,
+    /// Distinct Call-IDs.
+    pub calls: usize,
+    pub sip_bytes: usize,
+    /// Bytes the messages took above UDP/TCP in the capture.
+    pub captured_bytes: usize,
+    /// The SigComp messages already in the capture.
+    pub sigcomp_in_capture: decode::DecodeCounts,
+    pub unusable: flows::Unusable,
+    /// Per direction, for TCP.
+    pub reassembly: Option<[reassembly::ReassemblyCounts; 2]>,
+    /// For TCP flows.
+    pub taroc: Option<taroc::TarocRun>,
+    /// "sip" first; each variant's bytes and RAN delays.
+    pub variants: Vec<VariantReport>,
+}
+
+/// One message of a flow.
+#[derive(Debug, Clone, Serialize)]
+pub struct MessageReport {
+    pub index: usize,
+    /// "a->b" or "b->a".
+    pub direction: &'static str,
+    pub frame: usize,
+    /// Seconds since the capture's first packet.
+    pub time_s: f64,
+    /// The method of a request; the status code and CSeq method of a
+    /// response ("200 INVITE").
+    pub summary: String,
+    pub call_id: Option<String>,
+    pub sip_bytes: usize,
+    pub captured_bytes: usize,
+    /// It came as SigComp and was decoded.
+    pub came_as_sigcomp: bool,
+    /// TCP: the captured TCP/IP header bytes of the segments that carried it.
+    pub tcp_ip_header_bytes: Option<usize>,
+    /// TCP: what TAROC would have sent for those headers.
+    pub taroc_header_bytes: Option<usize>,
+}
+
+/// One way of sending a flow's messages.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantReport {
+    /// "sip", "captured", "sigcomp dynamic/lzss", "sip + tcp/ip",
+    /// "sigcomp dynamic/lzss + taroc", ...
+    pub name: String,
+    /// Lower-layer headers counted: "none", "tcp/ip" or "taroc".
+    pub headers: &'static str,
+    /// The variant it is compared with: "sip", or "sip + tcp/ip".
+    pub baseline: String,
+    /// Bytes per message.
+    pub sizes: Vec<usize>,
+    pub bytes: usize,
+    /// bytes / the baseline's bytes.
+    pub ratio: f64,
+    /// Messages sent plain because SigComp failed on them.
+    pub sent_plain: usize,
+    pub failure: Option<String>,
+    /// Equation 2.1 at each rate of [`Settings::rates_kbps`].
+    pub ran: Vec<RanPoint>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RanPoint {
+    pub kbps: f64,
+    /// The flow's one-way RAN delay, seconds.
+    pub delay_s: f64,
+    pub baseline_delay_s: f64,
+    pub improvement_s: f64,
+    pub improvement_pct: f64,
+    /// Each message's delay, seconds.
+    pub message_delays_s: Vec<f64>,
+}
+
+/// Why a capture could not be analysed.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    #[error("SigComp endpoint set-up: {0}")]
+    Endpoint(String),
+}
+
+/// Analyses the capture held in `data`.
+pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError> {
+    let cap = read_capture(data)?;
+    let start = cap.segments.first().map_or(Duration::ZERO, |s| s.timestamp);
+    let summary = CaptureSummary {
+        format: cap.format,
+        link_types: cap.link_types.clone(),
+        frames: cap.frames,
+        udp_tcp_packets: cap.segments.len(),
+        skipped: cap.skipped,
+        checksums_fixed: cap.checksums_fixed,
+    };
+    let mut reports = Vec::new();
+    let mut other_flows = 0;
+    for (protocol, a, b, segments) in flows::group(cap.segments) {
+        let flow =
+            flows::take_apart(protocol, a, b, segments, options.decoder_params).map_err(AnalyzeError::Endpoint)?;
+        if !flow.is_sip() {
+            other_flows += 1;
+            continue;
+        }
+        reports.push(report_flow(reports.len() + 1, &flow, start, options)?);
+    }
+    let settings = Settings {
+        rates_kbps: options.rates_kbps.clone(),
+        rtt_ms: options.rtt.as_secs_f64() * 1000.0,
+        dms: options.params.dms,
+        sms: options.params.sms,
+        cpb: options.params.cpb,
+        taroc_mode: format!("{:?}", options.taroc_mode).to_lowercase(),
+        variants: options.variants.iter().map(Variant::name).collect(),
+    };
+    Ok(Analysis { capture: summary, settings, flows: reports, other_flows })
+}
+
+/// "INVITE", or "200 INVITE" for a response.
+fn summarize(sip: &[u8]) -> (String, Option<String>) {
+    let Ok(m) = Message::parse_headers(sip) else { return ("(unparsed)".into(), None) };
+    let call_id = m.call_id().ok().map(str::to_string);
+    let summary = match (m.method(), m.status_code()) {
+        (Some(method), _) => method.to_string(),
+        (None, Some(code)) => match m.cseq() {
+            Ok(c) => format!("{code} {}", c.method),
+            Err(_) => code.to_string(),
+        },
+        _ => "?".into(),
+    };
+    (summary, call_id)
+}
+
+/// A variant before its RAN delays: name, headers counted, baseline name,
+/// bytes per message, messages sent plain, first SigComp failure.
+type PlannedVariant = (String, &'static str, &'static str, Vec<usize>, usize, Option<String>);
+
+fn report_flow(id: usize, flow: &flows::Flow, start: Duration, options: &Options) -> Result<FlowReport, AnalyzeError> {
+    let tcp = flow.protocol == Protocol::Tcp;
+    let taroc = tcp.then(|| {
+        let packets: Vec<Option<&[u8]>> = flow.segments.iter().map(|s| s.ipv4_packet.as_deref()).collect();
+        taroc::run(&packets, options.taroc_mode)
+    });
+    let mut messages = Vec::with_capacity(flow.messages.len());
+    let mut call_ids = HashSet::new();
+    for (i, m) in flow.messages.iter().enumerate() {
+        let (summary, call_id) = summarize(&m.sip);
+        if let Some(c) = &call_id {
+            call_ids.insert(c.clone());
+        }
+        let header_bytes = tcp.then(|| m.segments.iter().map(|&s| flow.segments[s].header_len).sum());
+        let taroc_bytes = taroc.as_ref().map(|t| {
+            m.segments
+                .iter()
+                .map(|&s| match t.per_segment.get(s).copied().flatten() {
+                    Some((_, after)) => after,
+                    None => flow.segments[s].header_len,
+                })
+                .sum()
+        });
+        messages.push(MessageReport {
+            index: i + 1,
+            direction: if m.direction == 0 { "a->b" } else { "b->a" },
+            frame: m.frame,
+            time_s: flow.segments[m.segment].timestamp.saturating_sub(start).as_secs_f64(),
+            summary,
+            call_id,
+            sip_bytes: m.sip.len(),
+            captured_bytes: m.wire_len,
+            came_as_sigcomp: m.was_sigcomp,
+            tcp_ip_header_bytes: header_bytes,
+            taroc_header_bytes: taroc_bytes,
+        });
+    }
+
+    // The variants: (name, headers, baseline, sizes, sent_plain, failure).
+    let sip_sizes: Vec<usize> = messages.iter().map(|m| m.sip_bytes).collect();
+    let mut variants: Vec<PlannedVariant> = vec![("sip".into(), "none", "sip", sip_sizes.clone(), 0, None)];
+    if flow.messages.iter().any(|m| m.was_sigcomp) {
+        let captured = messages.iter().map(|m| m.captured_bytes).collect();
+        variants.push(("captured".into(), "none", "sip", captured, 0, None));
+    }
+    let transport = if tcp { Transport::Stream } else { Transport::Message };
+    let inputs: Vec<(usize, &[u8])> = flow.messages.iter().map(|m| (m.direction, m.sip.as_slice())).collect();
+    let mut simulated = Vec::new();
+    for v in &options.variants {
+        let s = simulate::simulate(&inputs, *v, transport, options.params, options.compressor)
+            .map_err(AnalyzeError::Endpoint)?;
+        variants.push((v.name(), "none", "sip", s.sizes.clone(), s.sent_plain, s.first_failure.clone()));
+        simulated.push((v.name(), s));
+    }
+    if tcp {
+        let headers: Vec<usize> = messages.iter().map(|m| m.tcp_ip_header_bytes.unwrap_or(0)).collect();
+        let taroc_headers: Vec<usize> = messages.iter().map(|m| m.taroc_header_bytes.unwrap_or(0)).collect();
+        let plus = |a: &[usize], b: &[usize]| a.iter().zip(b).map(|(x, y)| x + y).collect::<Vec<usize>>();
+        variants.push(("sip + tcp/ip".into(), "tcp/ip", "sip + tcp/ip", plus(&sip_sizes, &headers), 0, None));
+        variants.push(("sip + taroc".into(), "taroc", "sip + tcp/ip", plus(&sip_sizes, &taroc_headers), 0, None));
+        for (name, s) in &simulated {
+            // The SigComp message in the segments the SIP message took, each
+            // with TAROC's header: SigComp's smaller messages would need no
+            // more segments than the originals did.
+            variants.push((
+                format!("{name} + taroc"),
+                "taroc",
+                "sip + tcp/ip",
+                plus(&s.sizes, &taroc_headers),
+                s.sent_plain,
+                s.first_failure.clone(),
+            ));
+        }
+    }
+    let by_name: Vec<(String, Vec<usize>)> = variants.iter().map(|v| (v.0.clone(), v.3.clone())).collect();
+    let variant_reports = variants
+        .into_iter()
+        .map(|(name, headers, baseline, sizes, sent_plain, failure)| {
+            let base_sizes = by_name.iter().find(|(n, _)| n == baseline).map_or(&sip_sizes, |(_, s)| s);
+            let bytes: usize = sizes.iter().sum();
+            let base_bytes: usize = base_sizes.iter().sum();
+            let ran = options
+                .rates_kbps
+                .iter()
+                .map(|&kbps| {
+                    let delay_s = one_way_delay(&sizes, kbps, options.rtt);
+                    let baseline_delay_s = one_way_delay(base_sizes, kbps, options.rtt);
+                    let improvement_s = baseline_delay_s - delay_s;
+                    RanPoint {
+                        kbps,
+                        delay_s,
+                        baseline_delay_s,
+                        improvement_s,
+                        improvement_pct: if baseline_delay_s > 0.0 {
+                            improvement_s / baseline_delay_s * 100.0
+                        } else {
+                            0.0
+                        },
+                        message_delays_s: per_message_delays(&sizes, kbps, options.rtt),
+                    }
+                })
+                .collect();
+            VariantReport {
+                name,
+                headers,
+                baseline: baseline.to_string(),
+                bytes,
+                ratio: if base_bytes > 0 { bytes as f64 / base_bytes as f64 } else { 1.0 },
+                sizes,
+                sent_plain,
+                failure,
+                ran,
+            }
+        })
+        .collect();
+    Ok(FlowReport {
+        id,
+        protocol: flow.protocol,
+        a: flow.a.to_string(),
+        b: flow.b.to_string(),
+        packets: flow.segments.len(),
+        calls: call_ids.len(),
+        sip_bytes: messages.iter().map(|m| m.sip_bytes).sum(),
+        captured_bytes: messages.iter().map(|m| m.captured_bytes).sum(),
+        messages,
+        sigcomp_in_capture: flow.decoder.counts.clone(),
+        unusable: flow.unusable.clone(),
+        reassembly: tcp.then_some(flow.reassembly),
+        taroc,
+        variants: variant_reports,
+    })
+}

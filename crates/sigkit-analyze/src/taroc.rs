@@ -1,0 +1,87 @@
+//! TAROC (draft-ietf-rohc-tcp-taroc-04, the `rohc-tcp` crate) over a TCP
+//! flow's packets, without link faults: the header bytes each packet
+//! would have taken.
+//!
+//! `rohc_tcp::replay::replay` gives a flow's totals; the per-message RAN
+//! delay needs each packet's compressed header size, so the packets also
+//! run here through the same scheme pair one by one, each direction with
+//! its own compressor and decompressor and the decompressor's feedback
+//! applied at once (a faultless link, as replay does it). The two totals
+//! agree (a test checks it).
+
+use rohc_tcp::replay::{replay, LinkConfig};
+use rohc_tcp::{Mode, Packet, Scheme};
+use serde::Serialize;
+
+/// TAROC on one flow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TarocRun {
+    /// Per packet of the flow (index as in the flow's segments): its
+    /// TCP/IP header bytes as captured and as TAROC sends them; `None` for
+    /// a packet TAROC does not take (IPv6, IPv4 options, fragments).
+    #[serde(skip)]
+    pub per_segment: Vec<Option<(usize, usize)>>,
+    pub packets: usize,
+    pub header_bytes_before: u64,
+    pub header_bytes_after: u64,
+    /// Packets TAROC does not take.
+    pub not_compressed: usize,
+    /// Packets the decompressor did not give back identical: must be 0.
+    pub mismatches: usize,
+    /// `rohc_tcp::replay`'s totals for the same packets.
+    pub replay_header_bytes_after: u64,
+    pub replay_delivered: usize,
+    pub replay_undetected: usize,
+}
+
+/// Runs TAROC in `mode` over `packets` (one per flow segment, `None`
+/// where the segment has no IPv4 packet).
+pub fn run(packets: &[Option<&[u8]>], mode: Mode) -> TarocRun {
+    let mut out = TarocRun { per_segment: Vec::with_capacity(packets.len()), ..TarocRun::default() };
+    // Directions by source address and port: [first seen, other].
+    let mut first_src: Option<([u8; 4], u16)> = None;
+    let mut dirs = [Scheme::Taroc(mode).pair(), Scheme::Taroc(mode).pair()];
+    let mut taken: Vec<Vec<u8>> = Vec::new();
+    let (mut wire, mut back, mut feedback) = (Vec::new(), Vec::new(), Vec::new());
+    for p in packets {
+        let Some(p) = p else {
+            out.per_segment.push(None);
+            out.not_compressed += 1;
+            continue;
+        };
+        let Ok(parsed) = Packet::parse(p) else {
+            out.per_segment.push(None);
+            out.not_compressed += 1;
+            continue;
+        };
+        let src = (parsed.header.src, parsed.header.src_port);
+        let d = usize::from(*first_src.get_or_insert(src) != src);
+        let (comp, decomp) = &mut dirs[d];
+        wire.clear();
+        let Ok(after) = comp.compress_packet(p, &mut wire) else {
+            out.per_segment.push(None);
+            out.not_compressed += 1;
+            continue;
+        };
+        back.clear();
+        if decomp.decompress_packet(&wire, &mut back).is_err() || back != *p {
+            out.mismatches += 1;
+        }
+        while decomp.poll_feedback(&mut feedback) {
+            // Feedback a compressor cannot use is ignored, as replay does.
+            let _ = comp.feedback(&feedback);
+            feedback.clear();
+        }
+        let before = parsed.header.len();
+        out.packets += 1;
+        out.header_bytes_before += before as u64;
+        out.header_bytes_after += after as u64;
+        out.per_segment.push(Some((before, after)));
+        taken.push(p.to_vec());
+    }
+    let (report, _) = replay(Scheme::Taroc(mode), &taken, &LinkConfig::default(), false);
+    out.replay_header_bytes_after = report.header_bytes_after;
+    out.replay_delivered = report.delivered;
+    out.replay_undetected = report.undetected;
+    out
+}
