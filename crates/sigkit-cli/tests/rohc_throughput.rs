@@ -1,0 +1,121 @@
+//! `sigkit rohc-throughput` end to end on a small grid: the JSON report's
+//! points and fields, the draft's figures beside ours, the tables, and
+//! refused arguments.
+
+use std::process::Command;
+
+fn sigkit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sigkit"))
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = sigkit().arg("rohc-throughput").args(args).arg("--json").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn point<'a>(report: &'a serde_json::Value, ber: f64, scheme: &str) -> &'a serde_json::Value {
+    report["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["ber"].as_f64() == Some(ber) && p["scheme"] == scheme)
+        .unwrap_or_else(|| panic!("no point {ber} {scheme}"))
+}
+
+#[test]
+fn a_small_grid_reports_every_point_beside_the_draft() {
+    let r = json(&["--link", "9600", "--ber", "0,1e-5", "--seconds", "120", "--seeds", "2"]);
+    assert_eq!(r["points"].as_array().unwrap().len(), 2 * 4);
+    assert_eq!(
+        (r["seeds"].as_u64(), r["mode"].as_str(), r["damaged_frames"].as_str()),
+        (Some(2), Some("o"), Some("discard"))
+    );
+    for p in r["points"].as_array().unwrap() {
+        // The draft's Sack table at 9.6 kb/s: NewReno stands in.
+        assert_eq!(p["variant"], "newreno");
+        assert_eq!(p["goodput"]["n"], 2);
+        assert_eq!(p["undetected"], 0);
+        let g = p["goodput"]["mean"].as_f64().unwrap();
+        // Never more than the link's 1200 octets per second.
+        assert!(g > 0.0 && g < 1200.0, "{p}");
+        assert!(p["goodput"]["min"].as_f64().unwrap() <= g && g <= p["goodput"]["max"].as_f64().unwrap());
+    }
+    // BER 0 is no row of the draft's; 1e-5 (MTU 296) is.
+    assert!(point(&r, 0.0, "none")["draft_goodput"].is_null());
+    assert_eq!(point(&r, 1e-5, "none")["draft_goodput"], 979);
+    assert_eq!(point(&r, 1e-5, "ideal")["draft_goodput"], 1123);
+    assert_eq!(point(&r, 1e-5, "none")["mtu"], 296);
+    // Compression gains throughput; IDEAL's 4-octet headers most.
+    let g = |ber, s| point(&r, ber, s)["goodput"]["mean"].as_f64().unwrap();
+    assert!(g(0.0, "ideal") > g(0.0, "none") * 1.05);
+    assert!(g(0.0, "taroc-o") > g(0.0, "none") * 1.04);
+    assert!(point(&r, 0.0, "taroc-o")["mean_header_forward"].as_f64().unwrap() < 10.0);
+    assert_eq!(point(&r, 0.0, "none")["mean_header_forward"].as_f64(), Some(40.0));
+    // Errors cost throughput and bring timeouts.
+    assert!(g(1e-5, "none") < g(0.0, "none"));
+    assert!(point(&r, 1e-5, "vj")["context_damage"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn options_choose_the_variant_mode_mtu_and_damage_model() {
+    let r = json(&[
+        "--link",
+        "64000",
+        "--ber",
+        "1e-5",
+        "--seconds",
+        "30",
+        "--seeds",
+        "1",
+        "--variant",
+        "tahoe",
+        "--mode",
+        "u",
+        "--mtu",
+        "576",
+        "--schemes",
+        "taroc,none",
+        "--damaged",
+        "deliver",
+    ]);
+    let points = r["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(r["damaged_frames"], "deliver");
+    let taroc = point(&r, 1e-5, "taroc-u");
+    assert_eq!((taroc["variant"].as_str(), taroc["mtu"].as_u64()), (Some("tahoe"), Some(576)));
+    // The draft has no 576-octet row at 1e-5.
+    assert!(taroc["draft_goodput"].is_null());
+}
+
+#[test]
+fn the_table_names_the_draft_and_its_figures() {
+    let out = sigkit()
+        .args(["rohc-throughput", "--link", "384000", "--ber", "1e-6", "--seconds", "20", "--seeds", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("draft A.3.1 Tahoe"), "{text}");
+    // The draft's NONE and IDEAL figures at 1e-6, in parentheses.
+    assert!(text.contains("(16703)") && text.contains("(17027)"), "{text}");
+    assert!(text.contains("draft-ietf-rohc-tcp-taroc-04"));
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    for args in [
+        &["--seeds", "0"][..],
+        &["--ber", "0.9"],
+        &["--ber", "nan"],
+        &["--mtu", "40"],
+        &["--link", "0"],
+        &["--seconds", "-1"],
+        &["--min-rto", "0"],
+        &["--variant", "vegas"],
+    ] {
+        let out = sigkit().arg("rohc-throughput").args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(!out.stderr.is_empty());
+    }
+}
