@@ -110,6 +110,9 @@ pub(crate) fn sections(input: &ReportInput) -> Vec<Section> {
     if !input.sim.is_empty() {
         out.push(crate::sim::sim_section(&input.sim));
     }
+    if !input.captures.is_empty() {
+        out.push(crate::capture::capture_section(&input.captures));
+    }
     out
 }
 

@@ -14,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+mod capture;
 mod charts;
 mod html;
 pub mod runs;
@@ -52,6 +53,49 @@ pub struct ReportInput {
     pub seed_points: Vec<SeedPoint>,
     /// SIP overload simulations (`sigkit sim`), one per scenario.
     pub sim: Vec<SimStudy>,
+    /// The SIP flows of captures as `sigkit analyze` saw them.
+    pub captures: Vec<CaptureFlow>,
+}
+
+/// One SIP flow of a capture (`sigkit analyze --json`): what each way of
+/// sending its messages costs, in bytes and in one-way RAN delay.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CaptureFlow {
+    /// The capture (its file name).
+    pub capture: String,
+    /// "flow 1: tcp 127.0.0.1:5060 <-> ...".
+    pub flow: String,
+    pub protocol: String,
+    pub messages: u64,
+    pub calls: u64,
+    pub sip_bytes: u64,
+    /// SigComp messages found in the capture, and how many decoded.
+    pub sigcomp_messages: u64,
+    pub sigcomp_decoded: u64,
+    /// TCP flows: TCP/IP header bytes as captured and as TAROC sends them.
+    pub taroc_packets: Option<u64>,
+    pub header_bytes_before: Option<u64>,
+    pub header_bytes_after: Option<u64>,
+    pub rtt_ms: f64,
+    pub variants: Vec<CaptureVariant>,
+}
+
+/// One way of sending a capture flow's messages.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CaptureVariant {
+    /// "sip", "captured", "sigcomp dynamic/lzss", "sip + taroc", ...
+    pub name: String,
+    /// Lower-layer headers counted: "none", "tcp/ip" or "taroc".
+    pub headers: String,
+    pub baseline: String,
+    pub bytes: u64,
+    pub ratio: f64,
+    /// Messages SigComp failed on and sent plain.
+    pub sent_plain: u64,
+    /// (kbit/s, one-way RAN delay s, improvement over the baseline %).
+    pub ran: Vec<(f64, f64, f64)>,
 }
 
 /// A `sigkit sim` study: one scenario over many seeds, with the SIP
@@ -264,6 +308,7 @@ impl ReportInput {
         self.ran.extend(other.ran);
         self.ran_messages.extend(other.ran_messages);
         self.sim.extend(other.sim);
+        self.captures.extend(other.captures);
         for p in other.seed_points {
             if !self.seed_points.contains(&p) {
                 self.seed_points.push(p);
@@ -289,6 +334,7 @@ impl ReportInput {
             && self.compression.is_empty()
             && self.ran.is_empty()
             && self.sim.is_empty()
+            && self.captures.is_empty()
     }
 }
 
@@ -311,7 +357,7 @@ pub enum ReportError {
     Json(PathBuf, String),
     #[error("drawing {0}: {1}")]
     Draw(String, String),
-    #[error("{0}: {1} with nothing to plot (no load steps, capacity, compression or RAN-delay rows)")]
+    #[error("{0}: {1} with nothing to plot (no load steps, capacity, compression, RAN-delay or capture rows)")]
     NothingToPlot(PathBuf, &'static str),
 }
 

@@ -8,6 +8,8 @@
 //! - a results file (`sigkit load --db`, `sigkit eval`): each run's
 //!   `load_steps`, `capacity_steps`, `compression_messages`, `ran_delay`
 //!   and `ran_messages` rows and the capacity in its summary;
+//! - `sigkit analyze --json`: each SIP flow of a capture, its bytes and
+//!   RAN delays per way of sending it;
 //! - report-input JSON ([`ReportInput`]), as before.
 //!
 //! An input in which none of these has anything to plot is an error: a
@@ -19,8 +21,8 @@ use serde_json::{Map, Value};
 use sigkit_results::{RunId, Store};
 
 use crate::{
-    seeds, Capacity, FlowCompression, LoadStep, RanMessageRow, RanRow, ReportError, ReportInput, RunMeta, SimSecond,
-    SimStudy,
+    seeds, Capacity, CaptureFlow, CaptureVariant, FlowCompression, LoadStep, RanMessageRow, RanRow, ReportError,
+    ReportInput, RunMeta, SimSecond, SimStudy,
 };
 
 /// What kind of output a file held, as an error message names it.
@@ -28,6 +30,7 @@ use crate::{
 pub enum RunKind {
     LoadJson,
     CapacityJson,
+    AnalyzeJson,
     ResultsFile,
     ReportInput,
 }
@@ -37,6 +40,7 @@ impl RunKind {
         match self {
             RunKind::LoadJson => "a `sigkit load --json` output",
             RunKind::CapacityJson => "a `sigkit capacity --json` output",
+            RunKind::AnalyzeJson => "a `sigkit analyze --json` output",
             RunKind::ResultsFile => "a results file",
             RunKind::ReportInput => "report-input JSON",
         }
@@ -57,6 +61,9 @@ pub fn read_run(path: &Path) -> Result<(ReportInput, RunKind), ReportError> {
             (from_load_json(&value, &series), RunKind::LoadJson)
         } else if value.get("searches").is_some_and(Value::is_array) {
             (from_capacity_json(&value, &series), RunKind::CapacityJson)
+        } else if value.get("flows").is_some_and(Value::is_array) && value.get("capture").is_some() {
+            let name = path.file_name().map_or_else(|| series.clone(), |n| n.to_string_lossy().into_owned());
+            (from_analyze_json(&value, &name), RunKind::AnalyzeJson)
         } else {
             let part: ReportInput = serde_json::from_value(value).map_err(|e| {
                 ReportError::Json(
@@ -98,6 +105,59 @@ pub fn add_seeds(input: &mut ReportInput) {
         seed.seed_points.extend(seeds::sigcomp_thesis_compression());
     }
     input.merge(seed);
+}
+
+/// `sigkit analyze --json`: one [`CaptureFlow`] per SIP flow.
+fn from_analyze_json(report: &Value, capture: &str) -> ReportInput {
+    let rtt_ms = f(&report["settings"], "rtt_ms");
+    let flows = report["flows"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let opt_u = |v: &Value, key: &str| v.get(key).and_then(Value::as_u64);
+    let captures = flows
+        .iter()
+        .map(|flow| {
+            let variants = flow["variants"].as_array().map(Vec::as_slice).unwrap_or_default();
+            let taroc = &flow["taroc"];
+            CaptureFlow {
+                capture: capture.to_string(),
+                flow: format!(
+                    "flow {}: {} {} <-> {}",
+                    u(flow, "id"),
+                    flow["protocol"].as_str().unwrap_or("?"),
+                    flow["a"].as_str().unwrap_or("?"),
+                    flow["b"].as_str().unwrap_or("?")
+                ),
+                protocol: flow["protocol"].as_str().unwrap_or_default().to_string(),
+                messages: flow["messages"].as_array().map_or(0, |m| m.len() as u64),
+                calls: u(flow, "calls"),
+                sip_bytes: u(flow, "sip_bytes"),
+                sigcomp_messages: u(&flow["sigcomp_in_capture"], "messages"),
+                sigcomp_decoded: u(&flow["sigcomp_in_capture"], "decoded"),
+                taroc_packets: opt_u(taroc, "packets"),
+                header_bytes_before: opt_u(taroc, "header_bytes_before"),
+                header_bytes_after: opt_u(taroc, "header_bytes_after"),
+                rtt_ms,
+                variants: variants
+                    .iter()
+                    .map(|v| CaptureVariant {
+                        name: v["name"].as_str().unwrap_or_default().to_string(),
+                        headers: v["headers"].as_str().unwrap_or_default().to_string(),
+                        baseline: v["baseline"].as_str().unwrap_or_default().to_string(),
+                        bytes: u(v, "bytes"),
+                        ratio: f(v, "ratio"),
+                        sent_plain: u(v, "sent_plain"),
+                        ran: v["ran"]
+                            .as_array()
+                            .map(Vec::as_slice)
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|p| (f(p, "kbps"), f(p, "delay_s"), f(p, "improvement_pct")))
+                            .collect(),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    ReportInput { captures, ..ReportInput::default() }
 }
 
 fn stem(path: &Path) -> String {

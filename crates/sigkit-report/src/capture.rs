@@ -1,0 +1,96 @@
+//! The captures' section (`sigkit analyze --json`): per SIP flow of a
+//! capture, the one-way RAN delay of its messages against the link's bit
+//! rate, sent as SIP and as each SigComp mechanism would have sent them
+//! (the SigComp performance thesis's equation 2.1), and a table of every
+//! way of sending them, TCP/IP and TAROC headers included for TCP flows.
+
+use crate::charts::{Chart, Series, Style};
+use crate::html::{num, strings, Figure, Section, Table};
+use crate::CaptureFlow;
+
+/// Lines on one plot at most: past it only the LZSS variants are drawn
+/// (the table has them all).
+const MAX_LINES: usize = 7;
+
+fn slug(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect()
+}
+
+pub(crate) fn capture_section(flows: &[CaptureFlow]) -> Section {
+    let mut figures = Vec::new();
+    for (i, flow) in flows.iter().enumerate() {
+        let payload_only: Vec<_> = flow.variants.iter().filter(|v| v.headers == "none").collect();
+        let drawn: Vec<_> = if payload_only.len() > MAX_LINES {
+            payload_only.into_iter().filter(|v| !v.name.starts_with("sigcomp") || v.name.ends_with("/lzss")).collect()
+        } else {
+            payload_only
+        };
+        let series = drawn
+            .iter()
+            .map(|v| Series::new(v.name.clone(), Style::Line, v.ran.iter().map(|p| (p.0, p.1)).collect()))
+            .collect();
+        let rates: Vec<f64> = flow.variants.first().map(|v| v.ran.iter().map(|p| p.0).collect()).unwrap_or_default();
+        let mut head = strings(["sent as", "bytes", "ratio"]);
+        head.extend(rates.iter().map(|r| format!("{r} kbit/s: s (saved)")));
+        let rows = flow
+            .variants
+            .iter()
+            .map(|v| {
+                let mut row = vec![
+                    if v.sent_plain > 0 { format!("{} ({} sent plain)", v.name, v.sent_plain) } else { v.name.clone() },
+                    v.bytes.to_string(),
+                    num(v.ratio, 3),
+                ];
+                row.extend(v.ran.iter().map(|p| {
+                    if v.name == v.baseline {
+                        num(p.1, 2)
+                    } else {
+                        format!("{} ({} %)", num(p.1, 2), num(p.2, 0))
+                    }
+                }));
+                row
+            })
+            .collect();
+        let mut text = format!(
+            "{}, {}: {} SIP messages in {} calls, {} bytes of SIP.",
+            flow.capture, flow.flow, flow.messages, flow.calls, flow.sip_bytes
+        );
+        if flow.sigcomp_messages > 0 {
+            text.push_str(&format!(
+                " {} SigComp messages in the capture, {} decoded (\"captured\": as they were sent).",
+                flow.sigcomp_messages, flow.sigcomp_decoded
+            ));
+        }
+        if let (Some(n), Some(b), Some(a)) = (flow.taroc_packets, flow.header_bytes_before, flow.header_bytes_after) {
+            text.push_str(&format!(
+                " TAROC: {n} TCP/IP headers, {b} bytes as captured, {a} compressed (mean {} → {} bytes).",
+                num(b as f64 / n.max(1) as f64, 1),
+                num(a as f64 / n.max(1) as f64, 1)
+            ));
+        }
+        figures.push(Figure {
+            chart: Some(Chart {
+                id: format!("capture-{}-{}", i + 1, slug(&flow.capture)),
+                title: format!("{}, {}: one-way RAN delay", flow.capture, flow.flow),
+                x_label: "signalling link bit rate, kbit/s (log scale)".into(),
+                y_label: "one-way RAN delay of the flow, s".into(),
+                log_x: true,
+                integer_x: false,
+                legend_left: false,
+                series,
+            }),
+            text,
+            table: Some(Table { head, rows }),
+        });
+    }
+    let rtt = flows.first().map_or(70.0, |f| f.rtt_ms);
+    Section {
+        id: "captures",
+        title: "Captures: what SigComp and TAROC would have sent".into(),
+        text: format!(
+            "Each SIP flow of a capture (sigkit analyze), its messages in capture order sent as plain SIP, as captured, and as two SigComp endpoints would have sent them with each mechanism, feedback carried by the next message the other way. Delay: equation 2.1 of the SigComp performance thesis, size / rate + RTT/2 per message, RTT {} ms; the plain rows count SIP or SigComp bytes only, as the thesis does; the + tcp/ip and + taroc rows of TCP flows add the header bytes of the segments that carried each message, as captured or as TAROC compresses them. Saved: against sip, or against sip + tcp/ip for rows with headers.",
+            num(rtt, 0)
+        ),
+        figures,
+    }
+}
