@@ -74,7 +74,7 @@ pub struct RohcThroughputArgs {
     #[arg(long, value_name = "T", default_value_t = 300.0)]
     pub seconds: f64,
     /// Runs (seeds 1..=N) per point; the table shows their mean and spread.
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    #[arg(long, value_name = "N", default_value_t = 10)]
     pub seeds: u64,
     /// Minimum retransmission timeout in seconds (RFC 6298: 1; ns-2: 0.2).
     #[arg(long, value_name = "S", default_value_t = 1.0)]
