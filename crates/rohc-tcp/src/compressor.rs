@@ -141,6 +141,14 @@ struct Context {
     /// The context was created by a SYN (§5.2.1.1's fast exit).
     from_syn: bool,
     need_static: bool,
+    /// U-mode: the context has left the IR state once, so the static chain
+    /// went out in every refresh of a whole slow start and the decompressor
+    /// is taken to hold it. Until then a U-mode refresh is an IR, not an
+    /// IR-DYN: without feedback nothing tells the compressor that the first
+    /// IR was lost, and a decompressor without the static chain refuses
+    /// IR-DYN (RFC 3095 §5.3.1.1.1, the optimistic approach: the static
+    /// part is repeated until the compressor is confident).
+    left_ir: bool,
     /// A NACK asked for an IR-DYN with the next packet.
     refresh_now: bool,
     seq_stride: u16,
@@ -166,6 +174,7 @@ impl Context {
             ack_tracker: AckTracker::new(p),
             from_syn: false,
             need_static: true,
+            left_ir: false,
             refresh_now: false,
             seq_stride: 0,
             ack_stride: 0,
@@ -475,8 +484,12 @@ impl Compressor {
             }
         };
 
+        let kind =
+            if kind == PacketKind::IrDyn && config.mode == Mode::U && !ctx.left_ir { PacketKind::Ir } else { kind };
+
         // §5.3.2 d, §5.3.3 d: SO while fixed-payload encoding applies.
         if kind == PacketKind::Co && ctx.state != CompressorState::Ir {
+            ctx.left_ir = true;
             ctx.state = if a.seq_fp.is_some() && rec.strides.0 != 0 && payload_len == rec.strides.0 as usize {
                 CompressorState::So
             } else {

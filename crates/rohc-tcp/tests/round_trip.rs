@@ -295,3 +295,40 @@ fn several_flows_share_the_link_with_their_own_contexts() {
     assert_eq!(o.delivered, few.len());
     assert_eq!(o.ir, 16);
 }
+
+#[test]
+fn u_mode_recovers_when_the_first_ir_is_lost() {
+    // Without feedback the compressor cannot learn that its first IR was
+    // lost; the decompressor, with no static chain, refuses IR-DYN, so
+    // the slow start's refreshes must carry the static chain (IR). The
+    // flow is taken from its first data segment: had the SYN crossed the
+    // link, its arrival would be known (§5.2.1.1).
+    let flow: Vec<_> = bulk_transfer(200, 1460, 0, FlowOptions::default())
+        .into_iter()
+        .filter(|(d, p)| *d == Dir::Forward && p[33] & 0x02 == 0)
+        .collect();
+    let mut c = Compressor::new(CompressorConfig::with_mode(Mode::U));
+    let mut d = Decompressor::new(DecompressorConfig::with_mode(Mode::U));
+    let mut first_delivered = None;
+    let mut delivered = 0;
+    let mut kinds = Vec::new();
+    for (i, (_, p)) in flow.iter().enumerate() {
+        let mut wire = Vec::new();
+        kinds.push(c.compress(p, &mut wire).unwrap().kind);
+        if i == 0 {
+            continue; // the first IR is lost on the link
+        }
+        let mut back = Vec::new();
+        if d.decompress(&wire, &mut back).is_ok() {
+            assert_eq!(&back, p);
+            first_delivered.get_or_insert(i);
+            delivered += 1;
+        }
+    }
+    let at = first_delivered.expect("the decompressor never got a context");
+    // The next refresh of the slow start (F_PERIOD 1, 2, 4, ...).
+    assert!(at <= 3, "first packet delivered: {at}; kinds {kinds:?}");
+    assert_eq!(kinds[at], PacketKind::Ir, "{kinds:?}");
+    // From then on nothing is lost.
+    assert_eq!(delivered, flow.len() - at);
+}
