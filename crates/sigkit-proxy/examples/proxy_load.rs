@@ -81,8 +81,8 @@ fn parse_args() -> Args {
         only: None,
         proxy_threads: 0,
         pin: false,
-        record_rate: 5000,
-        replay_rates: vec![8000, 10000, 12000, 14000, 16000, 18000, 20000, 22000, 24000, 26000, 28000, 30000],
+        record_rate: 3000,
+        replay_rates: vec![6000, 8000, 10000, 12000, 14000, 16000, 18000, 20000, 22000, 24000],
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -1088,9 +1088,19 @@ async fn replay_scenario(args: &Args, dir: &Path, summary: &mut Summary) {
     println!("{HEADER}");
     let recorded = load.step(args.record_rate, record_for, &watch_first).await;
     println!("{}", recorded.row("recording (live generator)"));
+    if recorded.loss() > 0.001 {
+        println!("replay: {:.2} % of the recording was lost; lower --record-rate", recorded.loss() * 100.0);
+    }
     load.stop();
     drop(first);
 
+    // Answers of the recording still queued in the sockets must not count.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut buf = vec![0u8; 65536];
+    for t in &terms {
+        let socket = t.borrow().socket.clone();
+        while socket.try_recv_from(&mut buf).is_ok() {}
+    }
     let proxy = start_proxy(args, dir, "proxy-replay", responder, 4096);
     let watch =
         Watch { proxy: vec![proxy.process.child.id()], upstream: Upstream::Responder, metrics: Some(proxy.metrics) };
