@@ -279,16 +279,44 @@ pub struct Compartment {
     pub entries: Vec<Entry>,
     /// Feedback received under this compartment
     /// ([`crate::Decompressor::feedback`]): it goes with the compartment.
-    pub(crate) feedback: Option<Feedback>,
+    /// Boxed: most compartments of a compressor's model of its peer never
+    /// hold any, and a compartment is a slot of the handler's table.
+    pub(crate) feedback: Option<Box<Feedback>>,
     /// When the compartment was last used: its key in
     /// [`StateHandler`]'s least-recently-used order.
     last_used: u64,
+    /// Indexes of the entries, kept only while there are more than
+    /// [`SCAN_ENTRIES`]: below that a scan costs no more than a lookup,
+    /// and an idle SIP compartment (a handful of entries) would otherwise
+    /// carry a hash table and a B-tree node, more than half a kilobyte.
+    index: Option<Box<EntryIndex>>,
+}
+
+/// Entries a compartment scans for an item or its eviction victim; past
+/// this many it indexes them ([`EntryIndex`]), so that the cost of a
+/// creation, refresh or free stays flat however many small items a peer
+/// creates: RFC 3320 §9.4.6 and §9.4.7 charge such a request the same few
+/// cycles whatever the compartment holds.
+const SCAN_ENTRIES: usize = 16;
+
+/// A compartment's entries indexed.
+#[derive(Debug, Clone, Default)]
+struct EntryIndex {
     /// Position in `entries` of each item: a creation finds an item it
     /// refreshes, and a free request the items it names, without a scan.
     positions: HashMap<StateId, usize>,
     /// The entries in retention order ([`Compartment::eviction_victim`]):
     /// (priority + 1 mod 2^16, order), unique since orders are.
     retention: BTreeMap<(u16, u64), StateId>,
+}
+
+impl EntryIndex {
+    fn of(entries: &[Entry]) -> EntryIndex {
+        EntryIndex {
+            positions: entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect(),
+            retention: entries.iter().map(|e| (Compartment::retention_key(e), e.id)).collect(),
+        }
+    }
 }
 
 /// Bounds on what all compartments together may hold; past them the
@@ -334,8 +362,19 @@ impl Compartment {
     /// RFC 3320 §6.2 step 5 with RFC 4896 §5.1: 65535 < 0 < 1 < … < 65534,
     /// and among equals the oldest goes first. `spare` is never chosen.
     fn eviction_victim(&self, spare: Option<StateId>) -> Option<usize> {
-        let id = self.retention.values().find(|id| Some(**id) != spare)?;
-        self.positions.get(id).copied()
+        match &self.index {
+            Some(index) => {
+                let id = index.retention.values().find(|id| Some(**id) != spare)?;
+                index.positions.get(id).copied()
+            }
+            None => self
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| Some(e.id) != spare)
+                .min_by_key(|(_, e)| Compartment::retention_key(e))
+                .map(|(i, _)| i),
+        }
     }
 
     fn retention_key(e: &Entry) -> (u16, u64) {
@@ -343,35 +382,53 @@ impl Compartment {
     }
 
     fn position(&self, id: &StateId) -> Option<usize> {
-        self.positions.get(id).copied()
+        match &self.index {
+            Some(index) => index.positions.get(id).copied(),
+            None => self.entries.iter().position(|e| e.id == *id),
+        }
     }
 
     fn push(&mut self, e: Entry) {
-        self.positions.insert(e.id, self.entries.len());
-        self.retention.insert(Compartment::retention_key(&e), e.id);
+        if let Some(index) = &mut self.index {
+            index.positions.insert(e.id, self.entries.len());
+            index.retention.insert(Compartment::retention_key(&e), e.id);
+        }
         self.entries.push(e);
         self.used += e.cost;
+        if self.index.is_none() && self.entries.len() > SCAN_ENTRIES {
+            self.index = Some(Box::new(EntryIndex::of(&self.entries)));
+        }
     }
 
     /// Removes the entry at `i` (the last entry takes its place).
     fn remove(&mut self, i: usize) -> Entry {
         let e = self.entries.swap_remove(i);
-        self.positions.remove(&e.id);
-        if let Some(moved) = self.entries.get(i) {
-            self.positions.insert(moved.id, i);
-        }
-        self.retention.remove(&Compartment::retention_key(&e));
         self.used -= e.cost;
+        let Some(index) = &mut self.index else { return e };
+        // Dropped at half the threshold, not at it: a peer hovering around
+        // the threshold cannot make every request rebuild the index.
+        if self.entries.len() <= SCAN_ENTRIES / 2 {
+            self.index = None;
+            return e;
+        }
+        index.positions.remove(&e.id);
+        if let Some(moved) = self.entries.get(i) {
+            index.positions.insert(moved.id, i);
+        }
+        index.retention.remove(&Compartment::retention_key(&e));
         e
     }
 
     /// RFC 4896 §5.2 and §6: a new priority and age for the entry at `i`.
     fn refresh(&mut self, i: usize, priority: u16, order: u64) {
         let Some(e) = self.entries.get_mut(i) else { return };
-        self.retention.remove(&Compartment::retention_key(e));
+        let old = Compartment::retention_key(e);
         e.priority = priority;
         e.order = order;
-        self.retention.insert(Compartment::retention_key(e), e.id);
+        if let Some(index) = &mut self.index {
+            index.retention.remove(&old);
+            index.retention.insert(Compartment::retention_key(e), e.id);
+        }
     }
 }
 
@@ -507,13 +564,13 @@ impl StateHandler {
 
     /// The feedback kept for `compartment`, if it is open and has any.
     pub(crate) fn feedback(&self, compartment: CompartmentId) -> Option<&Feedback> {
-        self.compartments.get(&compartment)?.feedback.as_ref()
+        self.compartments.get(&compartment)?.feedback.as_deref()
     }
 
     /// The feedback of `compartment`, which is opened (and made the most
     /// recently used) if need be.
     pub(crate) fn feedback_mut(&mut self, compartment: CompartmentId) -> &mut Feedback {
-        self.open(compartment).feedback.get_or_insert_with(Feedback::default)
+        self.open(compartment).feedback.get_or_insert_with(Box::default)
     }
 
     /// Adds a locally available state item (RFC 3320 §3.3.3): not mapped to
@@ -899,8 +956,58 @@ const PREFIX_LEN: usize = 6;
 /// share 48 bits by chance once in 2^24 pairs).
 #[derive(Debug, Default)]
 struct Items {
-    buckets: HashMap<u64, Vec<Stored>, PrefixHash>,
+    buckets: HashMap<u64, Bucket, PrefixHash>,
     len: usize,
+}
+
+/// The items sharing one index key. Nearly always one, held in the table
+/// itself: a vector per item would cost an allocation of four items' room
+/// (the smallest a vector grows to) for each item stored.
+#[derive(Debug)]
+enum Bucket {
+    One(Stored),
+    /// Two or more.
+    Many(Vec<Stored>),
+}
+
+impl Bucket {
+    fn as_slice(&self) -> &[Stored] {
+        match self {
+            Bucket::One(s) => std::slice::from_ref(s),
+            Bucket::Many(v) => v,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [Stored] {
+        match self {
+            Bucket::One(s) => std::slice::from_mut(s),
+            Bucket::Many(v) => v,
+        }
+    }
+
+    fn push(&mut self, stored: Stored) {
+        let items = match std::mem::replace(self, Bucket::Many(Vec::new())) {
+            Bucket::One(first) => vec![first, stored],
+            Bucket::Many(mut v) => {
+                v.push(stored);
+                v
+            }
+        };
+        *self = Bucket::Many(items);
+    }
+
+    /// Removes the item at `i`; false if the bucket is left empty.
+    fn remove(&mut self, i: usize) -> bool {
+        // A bucket of many has two or more items: one is left at least.
+        let Bucket::Many(v) = self else { return false };
+        v.swap_remove(i);
+        if let [_] = v.as_slice() {
+            if let Some(last) = v.pop() {
+                *self = Bucket::One(last);
+            }
+        }
+        true
+    }
 }
 
 /// The index key of an identifier of at least [`PREFIX_LEN`] bytes.
@@ -912,7 +1019,7 @@ impl Items {
     /// The items whose identifiers begin with `id`'s first
     /// [`PREFIX_LEN`] bytes (`id` has at least that many).
     fn bucket(&self, id: &[u8]) -> &[Stored] {
-        self.buckets.get(&prefix_key(id)).map_or(&[], Vec::as_slice)
+        self.buckets.get(&prefix_key(id)).map_or(&[], Bucket::as_slice)
     }
 
     fn get(&self, id: &StateId) -> Option<&Stored> {
@@ -920,24 +1027,28 @@ impl Items {
     }
 
     fn get_mut(&mut self, id: &StateId) -> Option<&mut Stored> {
-        self.buckets.get_mut(&prefix_key(&id.0))?.iter_mut().find(|s| s.state.id == *id)
+        self.buckets.get_mut(&prefix_key(&id.0))?.as_mut_slice().iter_mut().find(|s| s.state.id == *id)
     }
 
     /// Adds an item whose identifier is not stored yet.
     fn insert(&mut self, stored: Stored) {
-        self.buckets.entry(prefix_key(&stored.state.id.0)).or_default().push(stored);
+        match self.buckets.entry(prefix_key(&stored.state.id.0)) {
+            std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().push(stored),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Bucket::One(stored));
+            }
+        }
         self.len += 1;
     }
 
     fn remove(&mut self, id: &StateId) {
         let key = prefix_key(&id.0);
         let Some(bucket) = self.buckets.get_mut(&key) else { return };
-        let Some(i) = bucket.iter().position(|s| s.state.id == *id) else { return };
-        bucket.swap_remove(i);
-        self.len -= 1;
-        if bucket.is_empty() {
+        let Some(i) = bucket.as_slice().iter().position(|s| s.state.id == *id) else { return };
+        if !bucket.remove(i) {
             self.buckets.remove(&key);
         }
+        self.len -= 1;
     }
 
     fn len(&self) -> usize {
@@ -945,7 +1056,7 @@ impl Items {
     }
 
     fn values(&self) -> impl Iterator<Item = &Stored> {
-        self.buckets.values().flatten()
+        self.buckets.values().flat_map(Bucket::as_slice)
     }
 }
 
@@ -1159,7 +1270,7 @@ mod tests {
             })
             .collect();
         assert_eq!(h.item_count(), 10_000);
-        let largest = h.items.buckets.values().map(Vec::len).max().unwrap();
+        let largest = h.items.buckets.values().map(|b| b.as_slice().len()).max().unwrap();
         assert!(largest <= 2, "a bucket of {largest} items");
         for id in &ids {
             assert_eq!(h.items.bucket(&id.0[..6]).len(), 1);
@@ -1207,20 +1318,40 @@ mod tests {
     /// The indexes of a compartment agree with its entries, and the
     /// indexed retention order is RFC 3320 §6.2 step 5's.
     fn check_indexes(c: &Compartment) {
-        assert_eq!(c.positions.len(), c.entries.len());
-        assert_eq!(c.retention.len(), c.entries.len());
-        for (i, e) in c.entries.iter().enumerate() {
-            assert_eq!(c.positions.get(&e.id), Some(&i));
-            assert_eq!(c.retention.get(&Compartment::retention_key(e)), Some(&e.id));
+        match &c.index {
+            None => assert!(c.entries.len() <= SCAN_ENTRIES),
+            Some(index) => {
+                assert!(c.entries.len() > SCAN_ENTRIES / 2);
+                assert_eq!(index.positions.len(), c.entries.len());
+                assert_eq!(index.retention.len(), c.entries.len());
+                for (i, e) in c.entries.iter().enumerate() {
+                    assert_eq!(index.positions.get(&e.id), Some(&i));
+                    assert_eq!(index.retention.get(&Compartment::retention_key(e)), Some(&e.id));
+                }
+            }
         }
         assert_eq!(c.used, c.entries.iter().map(|e| e.cost).sum::<u32>());
+        for (i, e) in c.entries.iter().enumerate() {
+            assert_eq!(c.position(&e.id), Some(i));
+        }
         let naive =
             c.entries.iter().enumerate().min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order)).map(|(i, _)| i);
         assert_eq!(c.eviction_victim(None), naive);
+        if let Some(first) = naive.map(|i| c.entries[i].id) {
+            let without = c
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.id != first)
+                .min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order))
+                .map(|(i, _)| i);
+            assert_eq!(c.eviction_victim(Some(first)), without);
+        }
     }
 
-    #[test]
-    fn indexed_entries_follow_creations_refreshes_frees_and_evictions() {
+    /// Random creations, refreshes, frees and SMS changes in three
+    /// compartments, with values up to `max_len` bytes long.
+    fn random_requests(max_len: u32) -> (usize, usize) {
         let mut h = StateHandler::new(4096);
         let mut x = 0x1234_5678u32;
         let mut next = move || {
@@ -1230,6 +1361,7 @@ mod tests {
             x
         };
         let mut ids = Vec::new();
+        let (mut scanned, mut indexed) = (0, 0);
         for _ in 0..3000 {
             let r = next();
             let c = CompartmentId(u64::from(r % 3));
@@ -1246,7 +1378,7 @@ mod tests {
                 _ => {
                     // Few values and priorities, so that items are shared,
                     // re-created and tied.
-                    let value = vec![(r >> 12) as u8 % 40; ((r >> 20) % 900) as usize];
+                    let value = vec![(r >> 12) as u8 % 40; ((r >> 20) % max_len) as usize];
                     let priority = [0u16, 1, 2, 65535][(r >> 16) as usize % 4];
                     if let CreateOutcome::Created(id) | CreateOutcome::Refreshed(id) =
                         h.create(c, 0, 0, 6, &value, priority)
@@ -1257,10 +1389,54 @@ mod tests {
             }
             for k in h.compartments.values() {
                 check_indexes(k);
+                if k.index.is_some() {
+                    indexed += 1;
+                } else {
+                    scanned += 1;
+                }
             }
             let total: usize = h.compartments.values().map(|k| k.used as usize).sum();
             assert_eq!(h.state_bytes(), total);
         }
+        (scanned, indexed)
+    }
+
+    #[test]
+    fn indexed_entries_follow_creations_refreshes_frees_and_evictions() {
+        // Large values: few entries, found by scanning.
+        random_requests(900);
+        // Small values: up to 128 entries (SMS 8192), indexed, and back
+        // under the threshold after an SMS shrinks.
+        let (scanned, indexed) = random_requests(40);
+        assert!(scanned > 0 && indexed > 0, "{scanned} {indexed}");
+    }
+
+    #[test]
+    fn items_sharing_an_index_key_are_kept_apart() {
+        let mut items = Items::default();
+        let stored = |last: u8| {
+            let mut state = State::new(0, 0, 6, &[last]);
+            state.id = StateId([9; 20]);
+            state.id.0[19] = last;
+            Stored { state, holders: 1, local: false }
+        };
+        for last in 0..4 {
+            items.insert(stored(last));
+        }
+        assert_eq!(items.len(), 4);
+        assert_eq!(items.bucket(&[9; 6]).len(), 4);
+        for last in [2, 0, 3] {
+            let mut id = StateId([9; 20]);
+            id.0[19] = last;
+            assert!(items.get(&id).is_some());
+            items.remove(&id);
+            assert!(items.get(&id).is_none());
+        }
+        let mut left = StateId([9; 20]);
+        left.0[19] = 1;
+        assert!(matches!(items.buckets.values().next(), Some(Bucket::One(s)) if s.state.id == left));
+        items.remove(&left);
+        assert_eq!((items.len(), items.buckets.len()), (0, 0));
     }
 
     #[test]
