@@ -1,10 +1,11 @@
-//! Reading the TCP/IPv4 packets of a capture (pcap or pcapng, with
-//! `pcap-file`) and writing packets back as a pcap.
+//! Reading the TCP/IPv4 and TCP/IPv6 packets of a capture (pcap or pcapng,
+//! with `pcap-file`) and writing packets back as a pcap.
 //!
 //! Link types read: Ethernet (with 802.1Q/802.1ad tags), Linux cooked
-//! capture v1 and v2 (`tcpdump -i any`), raw IP (DLT_RAW, LINKTYPE_IPV4)
-//! and BSD loopback (NULL, LOOP). A frame that does not carry an IPv4
-//! packet with TCP that TAROC compresses (see [`Packet::parse`]) is
+//! capture v1 and v2 (`tcpdump -i any`), raw IP (DLT_RAW, LINKTYPE_IPV4,
+//! LINKTYPE_IPV6) and BSD loopback (NULL, LOOP; AF_INET 2, and AF_INET6 as
+//! BSDs number it: 24, 28 or 30). A frame that does not carry an IPv4 or
+//! IPv6 packet with TCP that TAROC compresses (see [`Packet::parse`]) is
 //! skipped and counted by why; a capture is refused only when it is not a
 //! capture at all or is cut short inside a record header.
 //!
@@ -26,7 +27,7 @@ use pcap_file::pcap::{PcapHeader, PcapPacket, PcapParser, PcapWriter};
 use pcap_file::pcapng::{Block, PcapNgParser};
 use pcap_file::{DataLink, PcapError};
 
-use crate::packet::{checksums_ok, fix_checksums, Packet};
+use crate::packet::{checksums_ok, fix_checksums, is_ipv6_extension_header, Packet};
 
 /// Why bytes are not a readable capture.
 #[derive(Debug, thiserror::Error)]
@@ -50,12 +51,12 @@ pub enum CaptureFormat {
     PcapNg,
 }
 
-/// One TCP/IPv4 packet of a capture.
+/// One TCP/IPv4 or TCP/IPv6 packet of a capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapturedPacket {
     /// Since 1970-01-01 00:00:00 UTC, as the capture says.
     pub timestamp: Duration,
-    /// The IPv4 packet, link-layer header and padding removed, checksums
+    /// The IP packet, link-layer header and padding removed, checksums
     /// correct.
     pub ip: Vec<u8>,
 }
@@ -63,14 +64,16 @@ pub struct CapturedPacket {
 /// Frames that were not used, by why.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Skipped {
-    /// Not IPv4, or IPv4 not carrying TCP.
+    /// Neither IPv4 nor IPv6, or not carrying TCP (for IPv6: after any
+    /// extension headers).
     pub not_tcp_ipv4: usize,
     /// Captured shorter than they were on the wire (snap length).
     pub truncated: usize,
     /// On an interface whose link type is not read (see the module docs).
     pub unsupported_link: usize,
-    /// TCP/IPv4 that TAROC does not compress: IPv4 options, fragments,
-    /// lengths that disagree, malformed TCP headers.
+    /// TCP over IPv4 or IPv6 that TAROC does not compress: IPv4 options,
+    /// IPv6 extension headers, fragments, lengths that disagree, malformed
+    /// TCP headers.
     pub unsupported_tcp_ipv4: usize,
 }
 
@@ -80,7 +83,7 @@ impl Skipped {
     }
 }
 
-/// The TCP/IPv4 packets of a capture, in capture order.
+/// The TCP/IPv4 and TCP/IPv6 packets of a capture, in capture order.
 #[derive(Debug, Clone)]
 pub struct Capture {
     pub format: CaptureFormat,
@@ -195,9 +198,14 @@ fn read_pcapng(data: &[u8], cap: &mut Capture) -> Result<(), CaptureError> {
     Ok(())
 }
 
-/// The IPv4 packet inside a link-layer frame, if the frame carries IPv4.
-/// `Err(())` for a link type that is not read.
-fn ipv4_of(link: DataLink, frame: &[u8]) -> Result<Option<&[u8]>, ()> {
+/// Ethertypes of IPv4 and IPv6.
+fn is_ip_ethertype(ty: Option<u16>) -> bool {
+    matches!(ty, Some(0x0800 | 0x86dd))
+}
+
+/// The IP packet inside a link-layer frame, if the frame carries IPv4 or
+/// IPv6. `Err(())` for a link type that is not read.
+fn ip_of(link: DataLink, frame: &[u8]) -> Result<Option<&[u8]>, ()> {
     let be16 = |b: &[u8], at: usize| b.get(at..at + 2).map(|s| u16::from_be_bytes([s[0], s[1]]));
     let ip = match link {
         DataLink::ETHERNET => {
@@ -208,20 +216,41 @@ fn ipv4_of(link: DataLink, frame: &[u8]) -> Result<Option<&[u8]>, ()> {
                 at += 4;
                 ty = be16(frame, at);
             }
-            (ty == Some(0x0800)).then(|| &frame[at + 2..])
+            is_ip_ethertype(ty).then(|| &frame[at + 2..])
         }
-        DataLink::LINUX_SLL => (be16(frame, 14) == Some(0x0800)).then(|| &frame[16..]),
-        DataLink::LINUX_SLL2 => (be16(frame, 0) == Some(0x0800) && frame.len() >= 20).then(|| &frame[20..]),
-        DataLink::RAW | DataLink::IPV4 => Some(frame),
+        DataLink::LINUX_SLL => is_ip_ethertype(be16(frame, 14)).then(|| &frame[16..]),
+        DataLink::LINUX_SLL2 => (is_ip_ethertype(be16(frame, 0)) && frame.len() >= 20).then(|| &frame[20..]),
+        DataLink::RAW | DataLink::IPV4 | DataLink::IPV6 => Some(frame),
         DataLink::NULL | DataLink::LOOP => {
             // The address family, in the capturing host's byte order for
-            // NULL and network order for LOOP; AF_INET is 2 everywhere.
+            // NULL and network order for LOOP; AF_INET is 2 everywhere,
+            // AF_INET6 24 (NetBSD, OpenBSD), 28 (FreeBSD) or 30 (macOS).
             let fam = frame.get(..4).map(|b| [b[0], b[1], b[2], b[3]]);
-            matches!(fam, Some([2, 0, 0, 0] | [0, 0, 0, 2])).then(|| &frame[4..])
+            let family = fam.map(|b| u32::from_le_bytes(b).min(u32::from_be_bytes(b)));
+            matches!(family, Some(2 | 24 | 28 | 30)).then(|| &frame[4..])
         }
         _ => return Err(()),
     };
-    Ok(ip.filter(|p| p.first().is_some_and(|b| b >> 4 == 4)))
+    Ok(ip.filter(|p| p.first().is_some_and(|b| matches!(b >> 4, 4 | 6))))
+}
+
+/// The upper-layer protocol of an IPv6 packet after its extension headers
+/// (RFC 8200 §4), and whether there were any; `None` if the chain is cut
+/// short or holds ESP (whose payload is encrypted).
+fn ipv6_upper_layer(ip: &[u8]) -> Option<(u8, bool)> {
+    let (mut nh, mut at, mut ext) = (*ip.get(6)?, 40usize, false);
+    while is_ipv6_extension_header(nh) {
+        ext = true;
+        let len = match nh {
+            44 => 8,                                   // Fragment
+            51 => (*ip.get(at + 1)? as usize + 2) * 4, // AH (RFC 4302)
+            50 => return None,                         // ESP
+            _ => (*ip.get(at + 1)? as usize + 1) * 8,
+        };
+        nh = *ip.get(at)?;
+        at += len;
+    }
+    Some((nh, ext))
 }
 
 impl Capture {
@@ -232,7 +261,7 @@ impl Capture {
     }
 
     fn take(&mut self, link: DataLink, timestamp: Duration, frame: &[u8], orig_len: usize) {
-        let ip = match ipv4_of(link, frame) {
+        let ip = match ip_of(link, frame) {
             Err(()) => {
                 self.skipped.unsupported_link += 1;
                 return;
@@ -243,21 +272,46 @@ impl Capture {
             }
             Ok(Some(ip)) => ip,
         };
-        if ip.len() < 20 || ip[9] != 6 {
-            self.skipped.not_tcp_ipv4 += 1;
-            return;
-        }
+        let ipv6 = ip[0] >> 4 == 6;
+        let total = if ipv6 {
+            if ip.len() < 40 {
+                self.skipped.truncated += (frame.len() < orig_len) as usize;
+                self.skipped.not_tcp_ipv4 += (frame.len() >= orig_len) as usize;
+                return;
+            }
+            match ipv6_upper_layer(ip) {
+                Some((6, _)) => {}
+                // A chain cut short by the snap length, or ESP: TCP or not
+                // is unknown; a cut frame counts as truncated.
+                None if frame.len() < orig_len => {
+                    self.skipped.truncated += 1;
+                    return;
+                }
+                _ => {
+                    self.skipped.not_tcp_ipv4 += 1;
+                    return;
+                }
+            }
+            40 + u16::from_be_bytes([ip[4], ip[5]]) as usize
+        } else {
+            if ip.len() < 20 || ip[9] != 6 {
+                self.skipped.not_tcp_ipv4 += 1;
+                return;
+            }
+            u16::from_be_bytes([ip[2], ip[3]]) as usize
+        };
         // Link-layer padding (Ethernet's 60-octet minimum) follows the
-        // IPv4 total length; a frame cut by the snap length lacks bytes of it.
-        let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+        // IP packet; a frame cut by the snap length lacks bytes of it.
         if frame.len() < orig_len || ip.len() < total {
             self.skipped.truncated += 1;
             return;
         }
         let mut ip = ip[..total].to_vec();
-        if !checksums_ok(&ip) && ip.len() >= 40 && ip[0] == 0x45 {
-            let data_offset = (ip[32] >> 4) as usize * 4;
-            if data_offset >= 20 && 20 + data_offset <= ip.len() && fix_checksums(&mut ip).is_ok() {
+        let ip_len = if ipv6 { 40 } else { 20 };
+        let plain = if ipv6 { ip.len() >= 60 && ip[6] == 6 } else { ip.len() >= 40 && ip[0] == 0x45 };
+        if !checksums_ok(&ip) && plain {
+            let data_offset = (ip[ip_len + 12] >> 4) as usize * 4;
+            if data_offset >= 20 && ip_len + data_offset <= ip.len() && fix_checksums(&mut ip).is_ok() {
                 self.checksums_fixed += 1;
             }
         }
@@ -269,8 +323,8 @@ impl Capture {
     }
 }
 
-/// Writes IPv4 packets as a pcap of link type raw IPv4 (LINKTYPE_RAW),
-/// microsecond timestamps.
+/// Writes IP packets (IPv4 or IPv6) as a pcap of link type raw IP
+/// (LINKTYPE_RAW, whose packets say their version), microsecond timestamps.
 pub fn write_pcap<'a, W: Write>(
     out: W,
     packets: impl IntoIterator<Item = (Duration, &'a [u8])>,
@@ -327,6 +381,69 @@ mod tests {
         }
         let cap = read_capture(&pcap_of(DataLink::IEEE802_11, &flow)).unwrap();
         assert_eq!((cap.packets.len(), cap.skipped.unsupported_link), (0, flow.len()));
+    }
+
+    #[test]
+    fn reads_ipv6_on_every_link_type_and_skips_what_taroc_refuses() {
+        let opts = FlowOptions { ipv6: true, ..FlowOptions::default() };
+        let flow: Vec<Vec<u8>> = bulk_transfer(5, 100, 0, opts).into_iter().map(|(_, p)| p).collect();
+        let with = |head: &[u8], p: &Vec<u8>| [head, p.as_slice()].concat();
+        let mut eth_head = vec![0u8; 12];
+        eth_head.extend_from_slice(&[0x86, 0xdd]);
+        let mut sll_head = vec![0u8; 14];
+        sll_head.extend_from_slice(&[0x86, 0xdd]);
+        let mut sll2_head = vec![0x86, 0xdd];
+        sll2_head.extend_from_slice(&[0; 18]);
+        let mut cases = vec![
+            (DataLink::ETHERNET, flow.iter().map(|p| with(&eth_head, p)).collect::<Vec<_>>()),
+            (DataLink::LINUX_SLL, flow.iter().map(|p| with(&sll_head, p)).collect()),
+            (DataLink::LINUX_SLL2, flow.iter().map(|p| with(&sll2_head, p)).collect()),
+            (DataLink::RAW, flow.clone()),
+            (DataLink::IPV6, flow.clone()),
+        ];
+        for fam in [24u32, 28, 30] {
+            cases.push((DataLink::NULL, flow.iter().map(|p| with(&fam.to_le_bytes(), p)).collect()));
+            cases.push((DataLink::LOOP, flow.iter().map(|p| with(&fam.to_be_bytes(), p)).collect()));
+        }
+        for (link, frames) in cases {
+            let cap = read_capture(&pcap_of(link, &frames)).unwrap();
+            assert_eq!(cap.packets.iter().map(|p| p.ip.clone()).collect::<Vec<_>>(), flow, "{link:?}");
+            assert_eq!(cap.skipped.total(), 0, "{link:?}");
+        }
+        // A Hop-by-Hop header before TCP: TCP that TAROC does not compress;
+        // before UDP: not TCP; cut by the snap length: truncated.
+        let p = &flow[3];
+        let mut hbh = p[..40].to_vec();
+        hbh[6] = 0;
+        hbh.extend_from_slice(&[6, 0, 1, 4, 0, 0, 0, 0]);
+        hbh.extend_from_slice(&p[40..]);
+        let len = (hbh.len() - 40) as u16;
+        hbh[4..6].copy_from_slice(&len.to_be_bytes());
+        let mut udp = hbh.clone();
+        udp[40] = 17;
+        let header = PcapHeader { datalink: DataLink::RAW, ..PcapHeader::default() };
+        let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
+        for f in [&hbh, &udp] {
+            w.write_packet(&PcapPacket::new(Duration::ZERO, f.len() as u32, f)).unwrap();
+        }
+        w.write_packet(&PcapPacket::new(Duration::ZERO, p.len() as u32 + 10, &p[..])).unwrap();
+        let cap = read_capture(&w.into_writer()).unwrap();
+        assert_eq!(cap.packets.len(), 0);
+        let s = cap.skipped;
+        assert_eq!((s.unsupported_tcp_ipv4, s.not_tcp_ipv4, s.truncated), (1, 1, 1), "{s:?}");
+    }
+
+    #[test]
+    fn offloaded_ipv6_checksums_are_repaired() {
+        let opts = FlowOptions { ipv6: true, ..FlowOptions::default() };
+        let flow: Vec<Vec<u8>> = bulk_transfer(3, 100, 0, opts).into_iter().map(|(_, p)| p).collect();
+        let mut bad = flow.clone();
+        for p in &mut bad {
+            p[56] ^= 0x5a;
+        }
+        let cap = read_capture(&pcap_of(DataLink::RAW, &bad)).unwrap();
+        assert_eq!(cap.checksums_fixed, flow.len());
+        assert_eq!(cap.packets.iter().map(|p| p.ip.clone()).collect::<Vec<_>>(), flow);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The TAROC compressor (draft-ietf-rohc-tcp-taroc-04 §5.2.1, §5.3, §5.5):
-//! a sans-IO state machine. IPv4/TCP packets go in, compressed packets come
-//! out; feedback packets from the decompressor go in through
-//! [`Compressor::handle_feedback`].
+//! a sans-IO state machine. IPv4/TCP and IPv6/TCP packets go in,
+//! compressed packets come out; feedback packets from the decompressor go
+//! in through [`Compressor::handle_feedback`].
 //!
 //! Per flow (addresses and ports, one direction) a context holds the state
 //! (IR, FO, SO), the sliding window of sent values (VSW), the compression
@@ -75,9 +75,13 @@ impl CompressorConfig {
         CompressorConfig { mode, ..Default::default() }
     }
 
-    fn tracker_params(&self) -> TrackerParams {
+    /// The trackers' parameters for a flow; the MSS estimate is the MTU
+    /// less the IP and TCP headers (§5.1.2's MTU − 40 for IPv4, MTU − 60
+    /// for IPv6's 40-octet header).
+    fn tracker_params(&self, ipv6: bool) -> TrackerParams {
+        let headers = if ipv6 { 60 } else { 40 };
         TrackerParams {
-            mss: self.mtu.saturating_sub(40).max(1),
+            mss: self.mtu.saturating_sub(headers).max(1),
             issthresh: self.issthresh,
             max_window: self.max_window,
         }
@@ -161,7 +165,7 @@ struct Context {
 
 impl Context {
     fn new(key: FlowKey, config: &CompressorConfig, now: u64) -> Context {
-        let p = config.tracker_params();
+        let p = config.tracker_params(key.ipv6.is_some());
         Context {
             key,
             state: CompressorState::Ir,
@@ -397,8 +401,8 @@ impl Compressor {
         cid as u8
     }
 
-    /// Compresses one IPv4/TCP packet, appending the compressed packet
-    /// (header and payload) to `out`.
+    /// Compresses one IPv4/TCP or IPv6/TCP packet, appending the compressed
+    /// packet (header and payload) to `out`.
     pub fn compress(&mut self, frame: &[u8], out: &mut Vec<u8>) -> Result<Compressed, CompressError> {
         let packet = Packet::parse(frame)?;
         let h = packet.header;
@@ -455,7 +459,7 @@ impl Compressor {
                         // compressed packets; past W, leave IR (in R-mode
                         // only an ACK(R) does, §5.5.3.1).
                         ctx.f_period = ctx.f_period.saturating_mul(2);
-                        let w_packets = ctx.w(&config) / config.tracker_params().mss as u64;
+                        let w_packets = ctx.w(&config) / config.tracker_params(h.is_ipv6()).mss as u64;
                         if config.mode != Mode::R && ctx.f_period as u64 > w_packets {
                             ctx.state = CompressorState::Fo;
                             PacketKind::Co
@@ -518,7 +522,7 @@ impl Compressor {
             }
             PacketKind::Co => {
                 let co = encode_co(cid, &rec, &a, ctx.state == CompressorState::So, packet.payload);
-                co.emit(rec.opt.shape(), &frame[..h.len()], out)?;
+                co.emit(rec.shape(), &frame[..h.len()], out)?;
                 ctx.since_refresh += 1;
                 ctx.since_ir += 1;
             }
@@ -529,7 +533,7 @@ impl Compressor {
         // the VSW shrinks to W.
         ctx.vsw.push_back(rec);
         if long_jump {
-            let p = config.tracker_params();
+            let p = config.tracker_params(h.is_ipv6());
             ctx.seq_tracker = SeqTracker::new(p);
             ctx.ack_tracker = AckTracker::new(p);
         }
@@ -597,17 +601,23 @@ impl Compressor {
 
 fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
     let h = &rec.h;
+    let ipv6 = h.ipv6.is_some();
     let msn_k = MSN_K.iter().copied().find(|&k| k == 16 || Lsb::new(k, MSN_P).covers(&a.msn)).unwrap_or(16);
-    let (ipid_sel, ipid_enc) = IPID_TABLE
-        .iter()
-        .enumerate()
-        .find(|(_, e)| match e {
-            IpIdEnc::Offset(l) => l.covers(&a.ipid_off),
-            IpIdEnc::Raw(l) => l.covers(&a.ipid_raw),
-            IpIdEnc::Irregular => true,
-        })
-        .map(|(i, e)| (i as u8, *e))
-        .unwrap_or((3, IpIdEnc::Irregular));
+    // IPv6 has no IP-ID (held as 0): "unchanged", which sends no bits.
+    let (ipid_sel, ipid_enc) = if ipv6 {
+        (5, IPID_TABLE[5])
+    } else {
+        IPID_TABLE
+            .iter()
+            .enumerate()
+            .find(|(_, e)| match e {
+                IpIdEnc::Offset(l) => l.covers(&a.ipid_off),
+                IpIdEnc::Raw(l) => l.covers(&a.ipid_raw),
+                IpIdEnc::Irregular => true,
+            })
+            .map(|(i, e)| (i as u8, *e))
+            .unwrap_or((3, IpIdEnc::Irregular))
+    };
     let ipid_bits = match ipid_enc {
         IpIdEnc::Offset(l) => h.ip_id.wrapping_sub(rec.msn) as u32 & ((1u32 << l.k) - 1),
         IpIdEnc::Raw(l) => h.ip_id as u32 & ((1u32 << l.k) - 1),
@@ -683,7 +693,9 @@ fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPack
     let seq = (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0));
     let ack = (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1));
     let static_lsb = Lsb::new(0, 0);
-    let ip_id = if static_lsb.covers(&a.ipid_off) {
+    let ip_id = if h.ipv6.is_some() {
+        (5, 0)
+    } else if static_lsb.covers(&a.ipid_off) {
         (4, 0)
     } else if static_lsb.covers(&a.ipid_raw) {
         (5, 0)

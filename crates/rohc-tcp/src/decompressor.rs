@@ -1,15 +1,15 @@
 //! The TAROC decompressor (draft-ietf-rohc-tcp-taroc-04 §5.2.2, §5.4,
-//! §5.5): a sans-IO state machine. Compressed packets go in, IPv4/TCP
-//! packets come out, each verified by its IPv4 and TCP checksums before it
-//! is emitted; feedback for the compressor is polled with
-//! [`Decompressor::poll_feedback`].
+//! §5.5): a sans-IO state machine. Compressed packets go in, IPv4/TCP or
+//! IPv6/TCP packets come out, each verified by its checksums (IPv4 and TCP,
+//! or TCP over IPv6) before it is emitted; feedback for the compressor is
+//! polled with [`Decompressor::poll_feedback`].
 
 use std::collections::VecDeque;
 
 use crate::format::{
     crc3, crc7, crc8, fold_checksum, split_cid, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc,
     IrPacket, OptInfo, SeqEnc, StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR,
-    TYPE_IR_DYN, WINDOW_LSB, WINDOW_SHORT,
+    TYPE_IR_DYN, TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
 };
 use crate::packet::{checksums_ok, EmitError, FLAG_PSH};
 use crate::wlsb::{decode, diff16, diff32, Lsb};
@@ -71,7 +71,7 @@ pub struct Decompressed {
     pub kind: PacketKind,
     /// Bytes of the compressed packet that were header.
     pub header_len: usize,
-    /// Bytes appended to the output (the whole IPv4 packet).
+    /// Bytes appended to the output (the whole IP packet).
     pub len: usize,
 }
 
@@ -129,14 +129,14 @@ impl Decompressor {
         self.feedback.push_back(Feedback { cid, kind, reliable: self.config.mode == Mode::R, msn, checksum });
     }
 
-    /// Decompresses one packet, appending the IPv4/TCP packet to `out` only
+    /// Decompresses one packet, appending the IP/TCP packet to `out` only
     /// if it passes its checksums.
     pub fn decompress(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<Decompressed, DecompressError> {
         let (cid, rest) = split_cid(data)?;
         let start = out.len();
         let first = *rest.first().ok_or(FormatError::Empty)?;
         let result = match first {
-            TYPE_IR | TYPE_IR_DYN => self.decompress_ir(cid, rest, out),
+            TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN => self.decompress_ir(cid, rest, out),
             b if b < 0xe0 => self.decompress_co(cid, rest, out),
             b => Err(DecompressError::Format(FormatError::UnknownType(b))),
         };
@@ -175,9 +175,14 @@ impl Decompressor {
         rest: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(PacketKind, usize), DecompressError> {
-        let ir = IrPacket::parse(cid, rest)?;
-        let kind = if ir.static_part.is_some() { PacketKind::Ir } else { PacketKind::IrDyn };
         let ctx = &self.contexts[cid as usize];
+        if rest.first() == Some(&TYPE_IR_DYN) && ctx.static_part.is_none() {
+            self.send(cid, FeedbackKind::StaticNack, None);
+            return Err(DecompressError::NoStaticContext(cid));
+        }
+        // An IR-DYN's dynamic chain is the IP version's of the static part held.
+        let ir = IrPacket::parse(cid, rest, ctx.static_part.is_some_and(|s| s.ipv6.is_some()))?;
+        let kind = if ir.static_part.is_some() { PacketKind::Ir } else { PacketKind::IrDyn };
         let Some(static_part) = ir.static_part.or(ctx.static_part) else {
             self.send(cid, FeedbackKind::StaticNack, None);
             return Err(DecompressError::NoStaticContext(cid));
@@ -237,7 +242,7 @@ impl Decompressor {
         let start = out.len();
         let mut decoded = None;
         for r in std::iter::once(reference).chain(previous) {
-            let co = CoPacket::parse(cid, rest, r.opt.shape())?;
+            let co = CoPacket::parse(cid, rest, r.shape())?;
             if let Some(rec) = reconstruct(&co, &r, static_part) {
                 out.truncate(start);
                 rec.h.emit(co.payload.len(), out)?;

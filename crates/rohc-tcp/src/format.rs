@@ -2,7 +2,7 @@
 //! documented in the crate's top-level docs.
 
 use crate::bits::{BitReader, BitWriter, Truncated};
-use crate::packet::{OptionWalker, RawOptions, TcpIpHeader, FLAG_PSH};
+use crate::packet::{Ipv6Part, OptionWalker, RawOptions, TcpIpHeader, FLAG_PSH};
 use crate::wlsb::Lsb;
 
 /// Why bytes are not a well-formed compressed or feedback packet.
@@ -28,6 +28,9 @@ impl From<Truncated> for FormatError {
 
 /// IR: static and dynamic chains (RFC 3095's IR type with D = 1).
 pub const TYPE_IR: u8 = 0xfd;
+/// IR with an IPv6 static chain. RFC 3095 §5.2 leaves 0xF9–0xFB unused;
+/// the IPv4 IR keeps 0xFD and its chain without a version field.
+pub const TYPE_IR_V6: u8 = 0xf9;
 /// IR-DYN: dynamic chain only (RFC 3095's IR-DYN type).
 pub const TYPE_IR_DYN: u8 = 0xf8;
 /// Feedback: 11110KKR.
@@ -208,7 +211,7 @@ impl OptInfo {
     }
 
     pub fn shape(&self) -> OptShape {
-        OptShape { ts: self.ts_at.is_some() }
+        OptShape { ts: self.ts_at.is_some(), ipv6: false }
     }
 
     pub fn ts(&self, o: &RawOptions) -> (u32, u32) {
@@ -254,11 +257,14 @@ fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
-/// Whether a compact option list carries a timestamp pair (from the
-/// reference's skeleton).
+/// What a compressed packet's layout depends on besides its own bits, from
+/// the reference it is decoded against: whether the compact option list
+/// carries a timestamp pair (the reference's skeleton), and whether the
+/// context is IPv6, whose packets carry no IP-ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OptShape {
     pub ts: bool,
+    pub ipv6: bool,
 }
 
 /// CRC-16/CCITT (polynomial 0x1021, initial 0xFFFF) table.
@@ -347,18 +353,21 @@ pub fn fold_checksum(tcp_checksum: u16, h: &TcpIpHeader, msn: u16, strides: (u16
     tcp_checksum ^ crc16(&d)
 }
 
-/// The static chain: addresses and ports.
+/// The static chain: addresses and ports; for IPv6 also the flow label
+/// (RFC 3095 §5.7.7.3's IPv6 static chain: version, flow label, next
+/// header, addresses; the next header is always TCP here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StaticPart {
     pub src: [u8; 4],
     pub dst: [u8; 4],
     pub src_port: u16,
     pub dst_port: u16,
+    pub ipv6: Option<Ipv6Part>,
 }
 
 impl StaticPart {
     pub fn of(h: &TcpIpHeader) -> StaticPart {
-        StaticPart { src: h.src, dst: h.dst, src_port: h.src_port, dst_port: h.dst_port }
+        StaticPart { src: h.src, dst: h.dst, src_port: h.src_port, dst_port: h.dst_port, ipv6: h.ipv6 }
     }
 
     pub fn apply(&self, h: &mut TcpIpHeader) {
@@ -366,6 +375,7 @@ impl StaticPart {
         h.dst = self.dst;
         h.src_port = self.src_port;
         h.dst_port = self.dst_port;
+        h.ipv6 = self.ipv6;
     }
 }
 
@@ -380,16 +390,29 @@ pub struct IrPacket<'a> {
     /// are zero in an IR-DYN.
     pub header: TcpIpHeader,
     pub strides: (u16, u16),
-    /// CRC-8 of the original IPv4 and TCP headers as they are on the wire.
+    /// CRC-8 of the original IP and TCP headers as they are on the wire.
     pub crc: u8,
     pub payload: &'a [u8],
 }
 
 impl<'a> IrPacket<'a> {
+    /// Emits the packet. An IPv6 header's static chain (type
+    /// [`TYPE_IR_V6`]) is `0110` · flow label 20 bits · next header 1 ·
+    /// source address 16 · destination address 16 · ports 4 (RFC 3095
+    /// §5.7.7.3); its dynamic chain has traffic class 1 and hop limit 1
+    /// where IPv4's has TOS, IP-ID, flags+fragment offset and TTL (6).
     pub fn emit(&self, out: &mut Vec<u8>) {
         let h = &self.header;
         emit_cid(self.cid, out);
         match self.static_part {
+            Some(StaticPart { ipv6: Some(v6), src_port, dst_port, .. }) => {
+                out.push(TYPE_IR_V6);
+                out.extend_from_slice(&(6 << 28 | (v6.flow_label & 0xf_ffff) << 8 | 6).to_be_bytes());
+                out.extend_from_slice(&v6.src);
+                out.extend_from_slice(&v6.dst);
+                out.extend_from_slice(&src_port.to_be_bytes());
+                out.extend_from_slice(&dst_port.to_be_bytes());
+            }
             Some(s) => {
                 out.push(TYPE_IR);
                 out.extend_from_slice(&s.src);
@@ -401,8 +424,10 @@ impl<'a> IrPacket<'a> {
         }
         out.extend_from_slice(&self.msn.to_be_bytes());
         out.push(h.tos);
-        out.extend_from_slice(&h.ip_id.to_be_bytes());
-        out.extend_from_slice(&h.flags_frag.to_be_bytes());
+        if h.ipv6.is_none() {
+            out.extend_from_slice(&h.ip_id.to_be_bytes());
+            out.extend_from_slice(&h.flags_frag.to_be_bytes());
+        }
         out.push(h.ttl);
         out.extend_from_slice(&h.seq.to_be_bytes());
         out.extend_from_slice(&h.ack.to_be_bytes());
@@ -418,8 +443,10 @@ impl<'a> IrPacket<'a> {
         out.extend_from_slice(self.payload);
     }
 
-    /// Parses an IR or IR-DYN (after the Add-CID octet).
-    pub fn parse(cid: u8, data: &'a [u8]) -> Result<IrPacket<'a>, FormatError> {
+    /// Parses an IR or IR-DYN (after the Add-CID octet); an IR-DYN's
+    /// dynamic chain is IPv6's if `ipv6_context` (the context's static
+    /// part, which the decompressor holds, is IPv6).
+    pub fn parse(cid: u8, data: &'a [u8], ipv6_context: bool) -> Result<IrPacket<'a>, FormatError> {
         let ty = *data.first().ok_or(FormatError::Empty)?;
         let mut at = 1;
         let static_part = match ty {
@@ -431,45 +458,75 @@ impl<'a> IrPacket<'a> {
                     dst: [s[4], s[5], s[6], s[7]],
                     src_port: u16::from_be_bytes([s[8], s[9]]),
                     dst_port: u16::from_be_bytes([s[10], s[11]]),
+                    ipv6: None,
+                })
+            }
+            TYPE_IR_V6 => {
+                let s = data.get(1..41).ok_or(FormatError::Truncated)?;
+                at = 41;
+                let first = be32(s);
+                if first >> 28 != 6 {
+                    return Err(FormatError::Reserved("IPv6 static chain version"));
+                }
+                if first & 0xff != 6 {
+                    return Err(FormatError::Reserved("IPv6 next header"));
+                }
+                let mut v6 = Ipv6Part { src: [0; 16], dst: [0; 16], flow_label: (first >> 8) & 0xf_ffff };
+                v6.src.copy_from_slice(&s[4..20]);
+                v6.dst.copy_from_slice(&s[20..36]);
+                Some(StaticPart {
+                    src: [0; 4],
+                    dst: [0; 4],
+                    src_port: u16::from_be_bytes([s[36], s[37]]),
+                    dst_port: u16::from_be_bytes([s[38], s[39]]),
+                    ipv6: Some(v6),
                 })
             }
             TYPE_IR_DYN => None,
             t => return Err(FormatError::UnknownType(t)),
         };
-        let d = data.get(at..at + 28).ok_or(FormatError::Truncated)?;
+        let v6 = static_part.map_or(ipv6_context, |s| s.ipv6.is_some());
+        // The IP part of the dynamic chain: MSN, TOS, IP-ID, flags+fragment
+        // offset, TTL (8 octets); IPv6: MSN, traffic class, hop limit (4).
+        let (dyn_len, b) = if v6 { (24, 4) } else { (28, 8) };
+        let d = data.get(at..at + dyn_len).ok_or(FormatError::Truncated)?;
         let u16_at = |i: usize| u16::from_be_bytes([d[i], d[i + 1]]);
-        let doff = (d[16] >> 4) as usize;
+        let doff = (d[b + 8] >> 4) as usize;
         if doff < 5 {
             return Err(FormatError::Reserved("data offset"));
         }
         let opt_len = doff * 4 - 20;
-        let opts = data.get(at + 28..at + 28 + opt_len).ok_or(FormatError::Truncated)?;
-        let crc = *data.get(at + 28 + opt_len).ok_or(FormatError::Truncated)?;
+        let opts = data.get(at + dyn_len..at + dyn_len + opt_len).ok_or(FormatError::Truncated)?;
+        let crc = *data.get(at + dyn_len + opt_len).ok_or(FormatError::Truncated)?;
+        let (ip_id, flags_frag, ttl) = if v6 { (0, 0, d[3]) } else { (u16_at(3), u16_at(5), d[7]) };
         let mut h = TcpIpHeader {
             tos: d[2],
-            ip_id: u16_at(3),
-            flags_frag: u16_at(5),
-            ttl: d[7],
+            ip_id,
+            flags_frag,
+            ttl,
             src: [0; 4],
             dst: [0; 4],
+            // An IR-DYN's IPv6 addresses come from the context; marked IPv6
+            // here so the folded checksum and lengths are IPv6's.
+            ipv6: v6.then_some(Ipv6Part { src: [0; 16], dst: [0; 16], flow_label: 0 }),
             src_port: 0,
             dst_port: 0,
-            seq: be32(&d[8..]),
-            ack: be32(&d[12..]),
-            tcp_res: d[16] & 0x0f,
-            tcp_flags: d[17],
-            window: u16_at(18),
-            checksum: u16_at(20),
-            urgent: u16_at(22),
+            seq: be32(&d[b..]),
+            ack: be32(&d[b + 4..]),
+            tcp_res: d[b + 8] & 0x0f,
+            tcp_flags: d[b + 9],
+            window: u16_at(b + 10),
+            checksum: u16_at(b + 12),
+            urgent: u16_at(b + 14),
             options: RawOptions::from_slice(opts).map_err(|_| FormatError::OptionsLength(opt_len))?,
         };
         let msn = u16_at(0);
-        let strides = (u16_at(24), u16_at(26));
+        let strides = (u16_at(b + 16), u16_at(b + 18));
         if let Some(s) = static_part {
             s.apply(&mut h);
         }
         h.checksum = fold_checksum(h.checksum, &h, msn, strides);
-        Ok(IrPacket { cid, static_part, msn, header: h, strides, crc, payload: &data[at + 29 + opt_len..] })
+        Ok(IrPacket { cid, static_part, msn, header: h, strides, crc, payload: &data[at + dyn_len + 1 + opt_len..] })
     }
 }
 
@@ -513,7 +570,7 @@ pub struct CoPacket<'a> {
     pub options: CoOptions,
     /// The folded checksum ([`fold_checksum`]).
     pub checksum: u16,
-    /// As parsed: the CRC of the original IPv4 and TCP headers as they are
+    /// As parsed: the CRC of the original IP and TCP headers as they are
     /// on the wire, and its width: CRC-3 in the short format, CRC-7 in the
     /// general one. [`CoPacket::emit`] computes it from the header.
     pub crc: (u8, u8),
@@ -555,7 +612,7 @@ impl<'a> CoPacket<'a> {
 
     /// Emits the packet, in the short format if it fits, else in the
     /// general one. `shape` is the compact options' shape (the current
-    /// skeleton's, equal to every reference's); `header` the original IPv4
+    /// skeleton's, equal to every reference's); `header` the original IP
     /// and TCP headers, which the CRC covers.
     pub fn emit(&self, shape: OptShape, header: &[u8], out: &mut Vec<u8>) -> Result<(), FormatError> {
         emit_cid(self.cid, out);
@@ -585,9 +642,18 @@ impl<'a> CoPacket<'a> {
         if self.seq.0 >= 6 {
             return Err(FormatError::Reserved("SEQ selector 6 or 7 in the general format"));
         }
-        if self.ip_id.0 >= 4 {
-            return Err(FormatError::Reserved("short-format IP-ID in the general format"));
-        }
+        // IPv6 has no IP-ID: its selector is 0 and no IP-ID bits follow.
+        let (ipid_sel, ipid_k) = if shape.ipv6 {
+            if self.ip_id != (5, 0) {
+                return Err(FormatError::Reserved("IP-ID in an IPv6 context"));
+            }
+            (0, 0)
+        } else {
+            if self.ip_id.0 >= 4 {
+                return Err(FormatError::Reserved("short-format IP-ID in the general format"));
+            }
+            (self.ip_id.0 as u32, IPID_TABLE[self.ip_id.0 as usize].bits())
+        };
         let (m, h) = match self.msn.1 {
             4 => (0, 0),
             7 => (1, 0),
@@ -608,7 +674,7 @@ impl<'a> CoPacket<'a> {
         w.put((ext != 0) as u32, 1);
         w.put(m, 1);
         w.put(self.msn.0 & 0xf, 4);
-        w.put(self.ip_id.0 as u32, 2);
+        w.put(ipid_sel, 2);
         w.put(self.ack.0 as u32, 3);
         w.put(!matches!(self.window, WindowField::Static) as u32, 1);
         w.put(self.psh as u32, 1);
@@ -617,7 +683,7 @@ impl<'a> CoPacket<'a> {
             w.put(ext, 8);
         }
         w.put(self.msn.0 >> 4, self.msn.1 - 4);
-        w.put(self.ip_id.1, IPID_TABLE[self.ip_id.0 as usize].bits());
+        w.put(self.ip_id.1, ipid_k);
         w.put(self.seq.1, SEQ_TABLE[self.seq.0 as usize].bits());
         w.put(self.ack.1, SEQ_TABLE[self.ack.0 as usize].bits());
         match self.window {
@@ -633,7 +699,10 @@ impl<'a> CoPacket<'a> {
         if let Some((tos, ttl, ff)) = self.ip {
             w.put(tos as u32, 8);
             w.put(ttl as u32, 8);
-            w.put(ff as u32, 16);
+            // IPv6: traffic class and hop limit only.
+            if !shape.ipv6 {
+                w.put(ff as u32, 16);
+            }
         }
         if let Some(u) = self.urgent {
             w.put(u as u32, 16);
@@ -685,6 +754,10 @@ impl<'a> CoPacket<'a> {
         let crc = r.get(3)? as u8;
         let second = r.get(8)? as u8;
         let msn = r.get(3)? << 4 | msn;
+        if shape.ipv6 && second & 8 == 0 {
+            // IPv6 has no IP-ID: only "unchanged" (zero) applies.
+            return Err(FormatError::Reserved("IP-ID offset in an IPv6 context"));
+        }
         let seq_sel = SHORT_SEQ[(second >> 6) as usize];
         let ack_sel = SHORT_ACK[((second >> 4) & 3) as usize];
         let seq = r.get(SEQ_TABLE[seq_sel as usize].bits())?;
@@ -755,7 +828,14 @@ impl<'a> CoPacket<'a> {
             return Err(FormatError::Reserved("irregular window without W"));
         }
         let msn = (r.get(msn_k - 4)? << 4) | msn_low;
-        let ip_id = r.get(IPID_TABLE[ipid_sel as usize].bits())?;
+        let ip_id = if shape.ipv6 {
+            if ipid_sel != 0 {
+                return Err(FormatError::Reserved("IP-ID selector in an IPv6 context"));
+            }
+            (5, 0)
+        } else {
+            (ipid_sel, r.get(IPID_TABLE[ipid_sel as usize].bits())?)
+        };
         let seq = r.get(SEQ_TABLE[seq_sel as usize].bits())?;
         let ack = r.get(SEQ_TABLE[ack_sel as usize].bits())?;
         let window = match (win, win_irr) {
@@ -769,7 +849,11 @@ impl<'a> CoPacket<'a> {
                 return Err(FormatError::Reserved("PSH disagrees with the flags octet"));
             }
         }
-        let ip = if ext & 0x08 != 0 { Some((r.get(8)? as u8, r.get(8)? as u8, r.get(16)? as u16)) } else { None };
+        let ip = match (ext & 0x08 != 0, shape.ipv6) {
+            (false, _) => None,
+            (true, false) => Some((r.get(8)? as u8, r.get(8)? as u8, r.get(16)? as u16)),
+            (true, true) => Some((r.get(8)? as u8, r.get(8)? as u8, 0)),
+        };
         let urgent = if ext & 0x04 != 0 { Some(r.get(16)? as u16) } else { None };
         let strides = if ext & 0x02 != 0 { Some((r.get(16)? as u16, r.get(16)? as u16)) } else { None };
         let raw = ext & 0x20 != 0;
@@ -804,7 +888,7 @@ impl<'a> CoPacket<'a> {
         Ok(CoPacket {
             cid,
             msn: (msn, msn_k),
-            ip_id: (ipid_sel, ip_id),
+            ip_id,
             seq: (seq_sel, seq),
             ack: (ack_sel, ack),
             window,
@@ -920,13 +1004,13 @@ mod tests {
             payload: b"data",
         };
         let mut out = Vec::new();
-        co.emit(OptShape { ts: true }, b"header", &mut out).unwrap();
+        co.emit(OptShape { ts: true, ipv6: false }, b"header", &mut out).unwrap();
         // 16 bits of base, 3 of MSN, 4 of SEQ, 16 of timestamps, 16 of checksum.
         assert_eq!(out.len(), 7 + 4);
-        let back = CoPacket::parse(0, &out, OptShape { ts: true }).unwrap();
+        let back = CoPacket::parse(0, &out, OptShape { ts: true, ipv6: false }).unwrap();
         assert_eq!(format!("{back:?}"), format!("{co:?}"));
         assert_eq!(
-            CoPacket::parse(0, &out, OptShape { ts: false }).unwrap_err(),
+            CoPacket::parse(0, &out, OptShape { ts: false, ipv6: false }).unwrap_err(),
             FormatError::Reserved("timestamps without a timestamp option")
         );
     }
@@ -973,9 +1057,9 @@ mod tests {
                 payload: b"payload",
             };
             let mut out = Vec::new();
-            co.emit(OptShape { ts: true }, b"header", &mut out).unwrap();
+            co.emit(OptShape { ts: true, ipv6: false }, b"header", &mut out).unwrap();
             let (cid, rest) = split_cid(&out).unwrap();
-            let back = CoPacket::parse(cid, rest, OptShape { ts: true }).unwrap();
+            let back = CoPacket::parse(cid, rest, OptShape { ts: true, ipv6: false }).unwrap();
             assert_eq!(format!("{back:?}"), format!("{co:?}"));
         }
     }
@@ -992,7 +1076,7 @@ mod tests {
         ])
         .unwrap();
         let info = OptInfo::of(&o);
-        assert_eq!((info.shape(), info.sack_n), (OptShape { ts: true }, 2));
+        assert_eq!((info.shape(), info.sack_n), (OptShape { ts: true, ipv6: false }, 2));
         assert_eq!(info.ts(&o), (10, 20));
         assert_eq!(info.sack(&o, 1), (300, 400));
         assert_eq!(info.skeleton.as_slice(), &[1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0]);

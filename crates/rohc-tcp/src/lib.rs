@@ -1,8 +1,8 @@
 //! # rohc-tcp
 //!
-//! TCP/IPv4 header compression after "TCP-Aware RObust Header Compression
-//! (TAROC)", draft-ietf-rohc-tcp-taroc-04, with the baselines its
-//! Appendix A compares it to: VJ (RFC 1144), no compression, and IDEAL.
+//! TCP/IPv4 and TCP/IPv6 header compression after "TCP-Aware RObust Header
+//! Compression (TAROC)", draft-ietf-rohc-tcp-taroc-04, with the baselines
+//! its Appendix A compares it to: VJ (RFC 1144), no compression, and IDEAL.
 //! Sans-IO: [`Compressor`] and [`Decompressor`] take and return bytes; the
 //! caller moves compressed packets one way and feedback the other.
 //!
@@ -108,7 +108,7 @@
 //! stride 2, TCP options as they are (data offset · 4 − 20 octets).
 //!
 //! **CRCs.** Every packet carries a CRC of RFC 3095 §5.9.2 over the
-//! original IPv4 and TCP headers as they are on the wire (CRC-8 in IR and
+//! original IP and TCP headers as they are on the wire (CRC-8 in IR and
 //! IR-DYN, CRC-7 in the general CO format, CRC-3 in the short one), which
 //! the decompressor checks on the reconstructed header before the TCP
 //! checksum (§5.4). The TCP checksum alone lets a damaged header through
@@ -175,7 +175,8 @@
 //! then the payload. Fixed-payload encoding (§6.1): a number is m·stride + n
 //! where the stride is the payload size; if every VSW entry has the same
 //! stride and the same n, only m's LSBs are sent. The IPv4 total length
-//! and header checksum are inferred (the frame's length, and computed),
+//! (IPv6 payload length) and header checksum are inferred (the frame's
+//! length, and computed),
 //! and the TCP data offset follows from the options. A field encoded with
 //! `k` LSBs and offset `p` is sent that way only if it lies within
 //! `[v_ref − p, v_ref + 2^k − 1 − p]` for every `v_ref` in the VSW
@@ -190,6 +191,27 @@
 //! offsets rather than −1, which would exclude duplicate ACKs; IP-ID's
 //! LSB(6) is not used and LSB(4) may be an offset from the MSN (a
 //! per-connection counter costs 4 bits whatever the VSW's length).
+//!
+//! **IPv6.** The draft's TCP/IP profile names IPv4 fields only; IPv6
+//! (RFC 8200) without extension headers is compressed as RFC 3095 §5.7.7.3
+//! and RFC 6846's IPv6 chains treat it. A context knows its IP version from its IR
+//! (type `0xF9`, a value RFC 3095 §5.2 leaves unused, in place of `0xFD`),
+//! whose static chain is `0110` · flow label 20 bits · next header 1 (6) ·
+//! source address 16 · destination address 16 · source port 2 ·
+//! destination port 2 (40 octets); the dynamic chain, in IR and IR-DYN, is
+//! the IPv4 one with traffic class 1 and hop limit 1 in place of TOS, IP-ID,
+//! IP flags+fragment offset and TTL (24 octets + TCP options). IPv6 has no
+//! IP-ID, so the CO formats carry no IP-ID bits: in the short format the I
+//! bit is 1 ("unchanged"; 0 is refused), in the general one the IP-ID
+//! selector is 0 and no IP-ID field follows (other values are refused),
+//! and the extension's T bit carries traffic class and hop limit (16 bits,
+//! no flags+fragment). The payload length is inferred as IPv4's total
+//! length is; the CRCs cover the IPv6 and TCP headers as they are on the
+//! wire; the TCP checksum covers the RFC 8200 §8.1 pseudo-header. Contexts
+//! are keyed by the static chain, so a new flow label is a new flow (RFC
+//! 6437 labels are constant per flow). The trackers' MSS estimate is MTU −
+//! 60. VJ is IPv4-only (RFC 1144): it sends IPv6 packets as they are
+//! (TYPE_IP), headers uncompressed.
 //!
 //! **Feedback** (decompressor to compressor) `11110KKR` · MSN 16 · TCP
 //! checksum 16 ([`format::Feedback`]): KK 0 ACK, 1 NACK, 2 STATIC-NACK; R
@@ -259,6 +281,11 @@ pub(crate) struct Record {
 }
 
 impl Record {
+    /// The layout a compressed packet decoded against this record has.
+    pub(crate) fn shape(&self) -> format::OptShape {
+        format::OptShape { ipv6: self.h.ipv6.is_some(), ..self.opt.shape() }
+    }
+
     pub(crate) fn with_fp(mut self) -> Record {
         let split = |v: u32, s: u16| if s == 0 { (0, 0) } else { (v / s as u32, v % s as u32) };
         self.fp = [split(self.h.seq, self.strides.0), split(self.h.ack, self.strides.1)];

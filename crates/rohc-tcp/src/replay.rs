@@ -1,4 +1,5 @@
-//! Replaying TCP/IPv4 packets (a capture's, or synthesised ones) through
+//! Replaying TCP/IPv4 and TCP/IPv6 packets (a capture's, or synthesised
+//! ones) through
 //! a header compression scheme and an emulated link that loses, damages
 //! and reorders packets, and counting what came out: the measurement
 //! behind `sigkit rohc`.
@@ -22,6 +23,9 @@
 //! 4 header octets and the payload to errors; an error in those 4 octets
 //! drops the packet, as the draft's IDEAL "does not introduce additional
 //! errors".
+//!
+//! VJ (RFC 1144) is IPv4-only: it sends IPv6 packets uncompressed, whole
+//! headers counted ([`Report::ipv6_packets`] says how many there were).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -57,13 +61,16 @@ pub struct Report {
     pub packets: usize,
     /// Connections (address/port pairs) the packets belong to.
     pub flows: usize,
-    /// IPv4 + TCP header octets of the original packets.
+    /// Of the packets compressed and sent, those over IPv6 (VJ sends them
+    /// uncompressed: RFC 1144 is IPv4-only).
+    pub ipv6_packets: usize,
+    /// IP + TCP header octets of the original packets.
     pub header_bytes_before: u64,
     /// Header octets as sent.
     pub header_bytes_after: u64,
     /// Payload octets (the same for every scheme).
     pub payload_bytes: u64,
-    /// Packets the compressor refused (not TCP/IPv4 it handles).
+    /// Packets the compressor refused (not TCP/IPv4 or TCP/IPv6 it handles).
     pub compress_errors: usize,
     /// Packets the link lost.
     pub link_lost: usize,
@@ -188,23 +195,27 @@ struct Direction {
     recovering: Option<u64>,
 }
 
-/// A connection: its two endpoints (address, port), the lesser first.
-type ConnKey = ([u8; 4], u16, [u8; 4], u16);
+/// An endpoint: IPv4 address or IPv6 address (with the flow label in the
+/// context's key, not here), port.
+type Endpoint = (Option<[u8; 16]>, [u8; 4], u16);
+
+/// A connection: its two endpoints, the lesser first.
+type ConnKey = (Endpoint, Endpoint);
 
 /// The connection a packet belongs to, and whether the packet goes from
 /// the greater endpoint to the lesser.
 fn connection_of(p: &Packet<'_>) -> (ConnKey, bool) {
     let h = &p.header;
-    let a = (h.src, h.src_port);
-    let b = (h.dst, h.dst_port);
+    let a = (h.ipv6.map(|v6| v6.src), h.src, h.src_port);
+    let b = (h.ipv6.map(|v6| v6.dst), h.dst, h.dst_port);
     if a <= b {
-        ((a.0, a.1, b.0, b.1), false)
+        ((a, b), false)
     } else {
-        ((b.0, b.1, a.0, a.1), true)
+        ((b, a), true)
     }
 }
 
-/// Replays `packets` (IPv4/TCP, in order) through `scheme` over a link
+/// Replays `packets` (IPv4/TCP or IPv6/TCP, in order) through `scheme` over a link
 /// with `link`'s faults; returns the counts and, if `keep`, the packets
 /// the decompressors emitted in the order they emitted them.
 pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool) -> (Report, Vec<Emitted>) {
@@ -234,6 +245,7 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
             }
         };
         r.header_bytes_before += parsed.header.len() as u64;
+        r.ipv6_packets += parsed.header.is_ipv6() as usize;
         r.header_bytes_after += header_len as u64;
         r.payload_bytes += parsed.payload.len() as u64;
 

@@ -9,8 +9,8 @@ use crate::Mode;
 
 /// The sending side of a header compression scheme.
 pub trait HeaderCompressor {
-    /// Compresses one IPv4/TCP packet, appending the packet to send to
-    /// `out`; returns how many of those bytes are header.
+    /// Compresses one IPv4/TCP or IPv6/TCP packet, appending the packet to
+    /// send to `out`; returns how many of those bytes are header.
     fn compress_packet(&mut self, packet: &[u8], out: &mut Vec<u8>) -> Result<usize, CompressError>;
 
     /// Applies a feedback packet from the peer decompressor.
@@ -21,7 +21,7 @@ pub trait HeaderCompressor {
 
 /// The receiving side of a header compression scheme.
 pub trait HeaderDecompressor {
-    /// Decompresses one received packet, appending the IPv4/TCP packet to
+    /// Decompresses one received packet, appending the IP/TCP packet to
     /// `out` only if it passes its checksums; returns its length.
     fn decompress_packet(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<usize, DecompressError>;
 

@@ -1,4 +1,4 @@
-//! Synthesised TCP/IPv4 flows with correct checksums, for tests, benches
+//! Synthesised TCP/IPv4 or TCP/IPv6 flows with correct checksums, for tests, benches
 //! and fuzz seeds: a bulk transfer whose congestion window grows (slow
 //! start, then congestion avoidance) with losses upstream of the link,
 //! duplicate ACKs with SACK and retransmissions; and SIP dialogs over one
@@ -36,15 +36,23 @@ pub struct FlowOptions {
     pub timestamps: bool,
     /// SACK-permitted on the SYNs and SACK blocks on duplicate ACKs.
     pub sack: bool,
+    /// IPv4 only (IPv6 has no IP-ID).
     pub ip_id: IpIdStyle,
     pub seed: u64,
+    /// IPv6 (2001:db8::10 and 2001:db8:20::40, a flow label per direction)
+    /// rather than IPv4 (192.168.1.10 and 10.20.30.40).
+    pub ipv6: bool,
 }
 
 impl Default for FlowOptions {
     fn default() -> Self {
-        FlowOptions { timestamps: true, sack: true, ip_id: IpIdStyle::Sequential, seed: 1 }
+        FlowOptions { timestamps: true, sack: true, ip_id: IpIdStyle::Sequential, seed: 1, ipv6: false }
     }
 }
+
+/// The synthesised IPv6 hosts' addresses (RFC 3849 documentation prefix).
+pub const CLIENT_V6: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10];
+pub const SERVER_V6: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40];
 
 struct Host {
     h: TcpIpHeader,
@@ -69,18 +77,24 @@ pub struct FlowBuilder {
 impl FlowBuilder {
     pub fn new(opts: FlowOptions, client_port: u16, server_port: u16) -> FlowBuilder {
         let mut rng = opts.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut host = |addr: [u8; 4], port: u16, peer: [u8; 4], peer_port: u16| {
+        let mut host = |addr: [u8; 4], port: u16, peer: [u8; 4], peer_port: u16, v6: ([u8; 16], [u8; 16])| {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
             let isn = rng as u32;
-            let mut h = TcpIpHeader::new(addr, port, peer, peer_port);
-            h.ip_id = (rng >> 32) as u16;
-            h.flags_frag = IP_DF;
+            let h = if opts.ipv6 {
+                // RFC 6437: a flow label per flow, from the 5-tuple's hash.
+                TcpIpHeader::new_v6(v6.0, port, v6.1, peer_port, (rng >> 40) as u32 & 0xf_ffff)
+            } else {
+                let mut h = TcpIpHeader::new(addr, port, peer, peer_port);
+                h.ip_id = (rng >> 32) as u16;
+                h.flags_frag = IP_DF;
+                h
+            };
             Host { h, snd_nxt: isn, rcv_nxt: 0, ts_recent: 0 }
         };
-        let a = host([192, 168, 1, 10], client_port, [10, 20, 30, 40], server_port);
-        let b = host([10, 20, 30, 40], server_port, [192, 168, 1, 10], client_port);
+        let a = host([192, 168, 1, 10], client_port, [10, 20, 30, 40], server_port, (CLIENT_V6, SERVER_V6));
+        let b = host([10, 20, 30, 40], server_port, [192, 168, 1, 10], client_port, (SERVER_V6, CLIENT_V6));
         FlowBuilder { hosts: [a, b], opts, rng, clock_ms: 1_000_000, packets: Vec::new() }
     }
 
@@ -104,6 +118,7 @@ impl FlowBuilder {
     pub fn send_at(&mut self, dir: Dir, seq: u32, flags: u8, payload: &[u8], extra: &[TcpOption]) {
         let (me, peer) = (dir as usize, 1 - dir as usize);
         let id = match self.opts.ip_id {
+            _ if self.opts.ipv6 => 0,
             IpIdStyle::Sequential => self.hosts[me].h.ip_id.wrapping_add(1),
             IpIdStyle::Zero => 0,
             IpIdStyle::Random => self.random() as u16,
@@ -113,7 +128,7 @@ impl FlowBuilder {
         host.h.ip_id = id;
         let mut list = Vec::new();
         if flags & FLAG_SYN != 0 {
-            list.push(TcpOption::Mss(1460));
+            list.push(TcpOption::Mss(if self.opts.ipv6 { 1440 } else { 1460 }));
             if self.opts.sack {
                 list.push(TcpOption::SackPermitted);
             }

@@ -4,6 +4,10 @@
 //! for UNCOMPRESSED_TCP (the IP protocol field carries the connection
 //! number), `0x4X` for TYPE_IP.
 //!
+//! RFC 1144 is defined for IPv4 only: an IPv6 packet is sent as it is, as
+//! TYPE_IP (its first octet `0x6X` is below `0x70`, which RFC 1144's
+//! receiver reads as TYPE_IP), its whole header counted.
+//!
 //! As in RFC 1144 the decompressor applies deltas to its saved header
 //! without any check of its own, so a lost packet corrupts the packets
 //! after it until the next UNCOMPRESSED_TCP; the receiving TCP drops those
@@ -80,8 +84,9 @@ impl VjCompressor {
         let p = Packet::parse(frame)?;
         let h = p.header;
         // Connection set-up and tear-down go as TYPE_IP and leave the
-        // connection state alone (RFC 1144 sl_compress_tcp).
-        if h.tcp_flags & (FLAG_SYN | FLAG_FIN | FLAG_RST | FLAG_ACK) != FLAG_ACK {
+        // connection state alone (RFC 1144 sl_compress_tcp); so does IPv6,
+        // which RFC 1144 does not compress.
+        if h.ipv6.is_some() || h.tcp_flags & (FLAG_SYN | FLAG_FIN | FLAG_RST | FLAG_ACK) != FLAG_ACK {
             out.extend_from_slice(frame);
             return Ok(h.len());
         }
@@ -229,13 +234,13 @@ impl VjDecompressor {
             return self.compressed(data, out).inspect_err(|_| out.truncate(start));
         }
         match first & 0xf0 {
-            0x40 => {
+            0x40 | 0x60 => {
                 out.extend_from_slice(data);
                 if !checksums_ok(&out[start..]) {
                     out.truncate(start);
                     return Err(DecompressError::Verification);
                 }
-                Ok(20)
+                Ok(if first & 0xf0 == 0x60 { 40 } else { 20 })
             }
             TYPE_UNCOMPRESSED_TCP => {
                 let conn = *data.get(9).ok_or(FormatError::Truncated)?;

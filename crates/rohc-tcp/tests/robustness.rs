@@ -156,6 +156,7 @@ fn write_fuzz_seeds() {
     let flows = [
         ("bulk", bulk_transfer(40, 100, 13, FlowOptions::default())),
         ("sip", sip_over_tcp(2, FlowOptions { seed: 4, ..Default::default() })),
+        ("bulk-ipv6", bulk_transfer(40, 100, 13, FlowOptions { ipv6: true, ..Default::default() })),
     ];
     for (name, flow) in flows {
         for (i, mode) in [Mode::U, Mode::O, Mode::R].into_iter().enumerate() {

@@ -45,7 +45,7 @@ fn sip_over_tcp_round_trips_in_every_mode() {
 fn every_ip_id_style_and_no_options_round_trip() {
     for ip_id in [IpIdStyle::Sequential, IpIdStyle::Zero, IpIdStyle::Random] {
         for (timestamps, sack) in [(false, false), (true, true)] {
-            let opts = FlowOptions { timestamps, sack, ip_id, seed: 7 };
+            let opts = FlowOptions { timestamps, sack, ip_id, seed: 7, ..Default::default() };
             let mut flow = bulk_transfer(300, 536, 41, opts);
             flow.extend(sip_over_tcp(5, opts));
             for mode in MODES {

@@ -1,4 +1,4 @@
-//! `sigkit rohc PCAP`: every TCP/IPv4 packet of a capture through TAROC
+//! `sigkit rohc PCAP`: every TCP/IPv4 and TCP/IPv6 packet of a capture through TAROC
 //! (draft-ietf-rohc-tcp-taroc-04, "TCP-Aware RObust Header Compression")
 //! and its baselines VJ, none and IDEAL, over an emulated link with loss,
 //! bit errors and reordering; prints what each scheme sent and what came
@@ -47,7 +47,7 @@ pub struct RohcArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Write the packets TAROC's decompressors emitted to this pcap (raw IPv4).
+    /// Write the packets TAROC's decompressors emitted to this pcap (raw IP).
     #[arg(long = "pcap", value_name = "OUT")]
     pub pcap_out: Option<PathBuf>,
 }
@@ -110,7 +110,13 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The capture's TCP/IPv6 packets (VJ sends them uncompressed: RFC 1144 is IPv4-only).
+fn ipv6_count(cap: &Capture) -> usize {
+    cap.packets.iter().filter(|p| p.ip.first().is_some_and(|b| b >> 4 == 6)).count()
+}
+
 fn print_json(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<()> {
+    let ipv6 = ipv6_count(cap);
     let schemes: Vec<_> = reports
         .iter()
         .map(|r| {
@@ -118,6 +124,7 @@ fn print_json(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<
                 "scheme": r.scheme,
                 "packets": r.sent(),
                 "flows": r.flows,
+                "ipv6_packets": r.ipv6_packets,
                 "header_bytes_before": r.header_bytes_before,
                 "header_bytes_after": r.header_bytes_after,
                 "mean_header_before": r.mean_header_before(),
@@ -146,7 +153,8 @@ fn print_json(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<
             "format": match cap.format { CaptureFormat::Pcap => "pcap", CaptureFormat::PcapNg => "pcapng" },
             "link_types": cap.link_types.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>(),
             "frames": cap.frames,
-            "tcp_ipv4_packets": cap.packets.len(),
+            "tcp_ipv4_packets": cap.packets.len() - ipv6,
+            "tcp_ipv6_packets": ipv6,
             "skipped": {
                 "not_tcp_ipv4": cap.skipped.not_tcp_ipv4,
                 "truncated": cap.skipped.truncated,
@@ -174,7 +182,7 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result
     let flows = reports.first().map_or(0, |r| r.flows);
     writeln!(
         out,
-        "{}: {} frames, {} TCP/IPv4 packets in {} connections; {} skipped (not TCP/IPv4 {}, truncated {}, link type {}, unsupported {}); {} checksums repaired (offload)",
+        "{}: {} frames, {} TCP/IP packets in {} connections; {} skipped (not TCP/IP {}, truncated {}, link type {}, unsupported {}); {} checksums repaired (offload)",
         args.pcap.display(),
         cap.frames,
         cap.packets.len(),
@@ -186,6 +194,13 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result
         cap.skipped.unsupported_tcp_ipv4,
         cap.checksums_fixed
     )?;
+    let ipv6 = ipv6_count(cap);
+    if ipv6 > 0 {
+        writeln!(
+            out,
+            "{ipv6} of the packets are TCP/IPv6 (TAROC compresses them; VJ sends them uncompressed: RFC 1144 is IPv4-only)"
+        )?;
+    }
     writeln!(
         out,
         "link: loss {}, BER {}, reorder depth {} (p {}), seed {}",

@@ -46,7 +46,7 @@ pub type Link<'a> = &'a mut dyn FnMut(Dir, &mut Queue);
 pub type Queue = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn header_len(p: &[u8]) -> usize {
-    20 + ((p[32] >> 4) as usize) * 4
+    rohc_tcp::Packet::parse(p).map_or(40, |p| p.header.len())
 }
 
 /// Runs TAROC over `packets`, delivering each packet at once unless
