@@ -146,7 +146,13 @@ impl Decompressor {
             }
             Err(e) => {
                 out.truncate(start);
-                if matches!(e, DecompressError::Verification) {
+                // An IPv6 IR that fails on a context that is not IPv6 counts
+                // no failure: it is a new flow's (the context is replaced
+                // once one passes), or damage to an IPv4 packet's type octet,
+                // which counted none before IPv6 gave 0xF9 a meaning.
+                let foreign =
+                    first == TYPE_IR_V6 && self.contexts[cid as usize].static_part.is_none_or(|s| s.ipv6.is_none());
+                if matches!(e, DecompressError::Verification) && !foreign {
                     self.fail(cid);
                 }
                 Err(e)
@@ -176,11 +182,8 @@ impl Decompressor {
         out: &mut Vec<u8>,
     ) -> Result<(PacketKind, usize), DecompressError> {
         let ctx = &self.contexts[cid as usize];
-        if rest.first() == Some(&TYPE_IR_DYN) && ctx.static_part.is_none() {
-            self.send(cid, FeedbackKind::StaticNack, None);
-            return Err(DecompressError::NoStaticContext(cid));
-        }
-        // An IR-DYN's dynamic chain is the IP version's of the static part held.
+        // An IR-DYN's dynamic chain is the IP version's of the static part
+        // held (without one, the IR-DYN is refused below).
         let ir = IrPacket::parse(cid, rest, ctx.static_part.is_some_and(|s| s.ipv6.is_some()))?;
         let kind = if ir.static_part.is_some() { PacketKind::Ir } else { PacketKind::IrDyn };
         let Some(static_part) = ir.static_part.or(ctx.static_part) else {

@@ -238,6 +238,9 @@ impl VjDecompressor {
                 out.extend_from_slice(data);
                 if !checksums_ok(&out[start..]) {
                     out.truncate(start);
+                    // A `0x6X` octet that is not an IPv6 packet is a damaged
+                    // one, as an unknown type is: toss (RFC 1144 §4.3).
+                    self.toss |= first & 0xf0 == 0x60;
                     return Err(DecompressError::Verification);
                 }
                 Ok(if first & 0xf0 == 0x60 { 40 } else { 20 })
