@@ -114,7 +114,7 @@ enum Command {
     /// over N seeds in parallel, each seed's collapse verdict and the count.
     Sim(sim_cmd::SimArgs),
     /// TCP/IP header compression (TAROC, draft-ietf-rohc-tcp-taroc-04) of a
-    /// capture's TCP/IPv4 packets over an emulated link with loss, bit
+    /// capture's TCP/IP packets (IPv4, IPv6) over an emulated link with loss, bit
     /// errors and reordering, beside VJ, none and IDEAL (see docs/rohc.md).
     Rohc(rohc_cmd::RohcArgs),
     /// TCP throughput over a lossy narrowband link with each header
