@@ -102,14 +102,42 @@ const PCAP_MAGICS: [[u8; 4]; 4] =
     [[0xd4, 0xc3, 0xb2, 0xa1], [0xa1, 0xb2, 0xc3, 0xd4], [0x4d, 0x3c, 0xb2, 0xa1], [0xa1, 0xb2, 0x3c, 0x4d]];
 const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 
-/// Reads a pcap or pcapng capture held in memory.
-pub fn read_capture(data: &[u8]) -> Result<Capture, CaptureError> {
+/// One link-layer frame of a capture, as the file holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'a> {
+    pub link: DataLink,
+    /// Since 1970-01-01 00:00:00 UTC, as the capture says.
+    pub timestamp: Duration,
+    /// The bytes captured, at most the snap length.
+    pub data: &'a [u8],
+    /// The frame's length on the wire.
+    pub orig_len: usize,
+}
+
+/// Hands every frame of a pcap or pcapng capture held in memory to
+/// `each`, in file order, and tells which format the file is. Record
+/// lengths are checked against the bytes present (`pcap-file`'s slice
+/// parsers), so a damaged length is an error, not a huge allocation.
+pub fn read_frames(data: &[u8], mut each: impl FnMut(Frame<'_>)) -> Result<CaptureFormat, CaptureError> {
     if data.is_empty() {
         return Err(CaptureError::Empty);
     }
     let mut magic = [0u8; 4];
     let n = data.len().min(4);
     magic[..n].copy_from_slice(&data[..n]);
+    if PCAP_MAGICS.contains(&magic) {
+        read_pcap(data, &mut each)?;
+        Ok(CaptureFormat::Pcap)
+    } else if magic == PCAPNG_MAGIC {
+        read_pcapng(data, &mut each)?;
+        Ok(CaptureFormat::PcapNg)
+    } else {
+        Err(CaptureError::NotACapture(magic))
+    }
+}
+
+/// Reads a pcap or pcapng capture held in memory.
+pub fn read_capture(data: &[u8]) -> Result<Capture, CaptureError> {
     let mut cap = Capture {
         format: CaptureFormat::Pcap,
         link_types: Vec::new(),
@@ -118,14 +146,12 @@ pub fn read_capture(data: &[u8]) -> Result<Capture, CaptureError> {
         skipped: Skipped::default(),
         checksums_fixed: 0,
     };
-    if PCAP_MAGICS.contains(&magic) {
-        read_pcap(data, &mut cap)?;
-    } else if magic == PCAPNG_MAGIC {
-        cap.format = CaptureFormat::PcapNg;
-        read_pcapng(data, &mut cap)?;
-    } else {
-        return Err(CaptureError::NotACapture(magic));
-    }
+    let format = read_frames(data, |f| {
+        cap.frames += 1;
+        cap.note_link(f.link);
+        cap.take(f.link, f.timestamp, f.data, f.orig_len);
+    })?;
+    cap.format = format;
     Ok(cap)
 }
 
@@ -136,64 +162,48 @@ fn malformed(format: &'static str, records: usize, e: PcapError) -> CaptureError
     }
 }
 
-fn read_pcap(data: &[u8], cap: &mut Capture) -> Result<(), CaptureError> {
+fn read_pcap(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<(), CaptureError> {
     let (mut rest, parser) = PcapParser::new(data).map_err(|e| malformed("pcap", 0, e))?;
     let link = parser.header().datalink;
-    cap.link_types.push(link);
+    let mut frames = 0;
     while !rest.is_empty() {
         // The raw record: lengths are checked against the bytes present, and
         // a record longer than the header's snap length is still read.
-        let (next, raw) = parser.next_raw_packet(rest).map_err(|e| malformed("pcap", cap.frames, e))?;
+        let (next, raw) = parser.next_raw_packet(rest).map_err(|e| malformed("pcap", frames, e))?;
         rest = next;
-        cap.frames += 1;
+        frames += 1;
         let frac = match parser.header().ts_resolution {
             pcap_file::TsResolution::MicroSecond => raw.ts_frac.saturating_mul(1000),
             pcap_file::TsResolution::NanoSecond => raw.ts_frac,
         };
-        let ts = Duration::new(raw.ts_sec as u64, frac.min(999_999_999));
-        cap.take(link, ts, &raw.data, raw.orig_len as usize);
+        let timestamp = Duration::new(u64::from(raw.ts_sec), frac.min(999_999_999));
+        each(Frame { link, timestamp, data: &raw.data, orig_len: raw.orig_len as usize });
     }
     Ok(())
 }
 
-fn read_pcapng(data: &[u8], cap: &mut Capture) -> Result<(), CaptureError> {
+fn read_pcapng(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<(), CaptureError> {
     let (mut rest, mut parser) = PcapNgParser::new(data).map_err(|e| malformed("pcapng", 0, e))?;
+    let mut frames = 0;
     while !rest.is_empty() {
-        let (next, block) = parser.next_block(rest).map_err(|e| malformed("pcapng", cap.frames, e))?;
+        let (next, block) = parser.next_block(rest).map_err(|e| malformed("pcapng", frames, e))?;
         rest = next;
-        match block {
-            Block::EnhancedPacket(p) => {
-                cap.frames += 1;
-                let link = parser
-                    .packet_interface(&p)
-                    .map(|i| i.linktype)
-                    .ok_or(CaptureError::UnknownInterface(cap.frames, p.interface_id))?;
-                cap.note_link(link);
-                cap.take(link, p.timestamp, &p.data, p.original_len as usize);
-            }
-            Block::SimplePacket(p) => {
-                cap.frames += 1;
-                let link = parser
-                    .interfaces()
-                    .first()
-                    .map(|i| i.linktype)
-                    .ok_or(CaptureError::UnknownInterface(cap.frames, 0))?;
-                cap.note_link(link);
-                cap.take(link, Duration::ZERO, &p.data, p.original_len as usize);
-            }
+        let (interface, timestamp, data, orig_len) = match &block {
+            Block::EnhancedPacket(p) => (p.interface_id, p.timestamp, p.data.as_ref(), p.original_len),
+            Block::SimplePacket(p) => (0, Duration::ZERO, p.data.as_ref(), p.original_len),
+            // The obsolete Packet Block: microseconds, the default resolution.
             Block::Packet(p) => {
-                cap.frames += 1;
-                let link = parser
-                    .interfaces()
-                    .get(p.interface_id as usize)
-                    .map(|i| i.linktype)
-                    .ok_or(CaptureError::UnknownInterface(cap.frames, p.interface_id as u32))?;
-                cap.note_link(link);
-                // The obsolete Packet Block: microseconds, the default resolution.
-                cap.take(link, Duration::from_micros(p.timestamp), &p.data, p.original_len as usize);
+                (u32::from(p.interface_id), Duration::from_micros(p.timestamp), p.data.as_ref(), p.original_len)
             }
-            _ => {}
-        }
+            _ => continue,
+        };
+        frames += 1;
+        let link = parser
+            .interfaces()
+            .get(interface as usize)
+            .map(|i| i.linktype)
+            .ok_or(CaptureError::UnknownInterface(frames, interface))?;
+        each(Frame { link, timestamp, data, orig_len: orig_len as usize });
     }
     Ok(())
 }
@@ -203,9 +213,14 @@ fn is_ip_ethertype(ty: Option<u16>) -> bool {
     matches!(ty, Some(0x0800 | 0x86dd))
 }
 
+/// A link type [`ip_of`] does not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("link type not read")]
+pub struct UnsupportedLink;
+
 /// The IP packet inside a link-layer frame, if the frame carries IPv4 or
-/// IPv6. `Err(())` for a link type that is not read.
-fn ip_of(link: DataLink, frame: &[u8]) -> Result<Option<&[u8]>, ()> {
+/// IPv6.
+pub fn ip_of(link: DataLink, frame: &[u8]) -> Result<Option<&[u8]>, UnsupportedLink> {
     let be16 = |b: &[u8], at: usize| b.get(at..at + 2).map(|s| u16::from_be_bytes([s[0], s[1]]));
     let ip = match link {
         DataLink::ETHERNET => {
@@ -229,7 +244,7 @@ fn ip_of(link: DataLink, frame: &[u8]) -> Result<Option<&[u8]>, ()> {
             let family = fam.map(|b| u32::from_le_bytes(b).min(u32::from_be_bytes(b)));
             matches!(family, Some(2 | 24 | 28 | 30)).then(|| &frame[4..])
         }
-        _ => return Err(()),
+        _ => return Err(UnsupportedLink),
     };
     Ok(ip.filter(|p| p.first().is_some_and(|b| matches!(b >> 4, 4 | 6))))
 }
@@ -262,7 +277,7 @@ impl Capture {
 
     fn take(&mut self, link: DataLink, timestamp: Duration, frame: &[u8], orig_len: usize) {
         let ip = match ip_of(link, frame) {
-            Err(()) => {
+            Err(UnsupportedLink) => {
                 self.skipped.unsupported_link += 1;
                 return;
             }

@@ -1,42 +1,30 @@
 //! Reading the UDP and TCP packets of a capture (pcap or pcapng), over
 //! IPv4 or IPv6.
 //!
-//! `rohc_tcp::capture` reads TCP/IPv4 only (what TAROC compresses); SIP
-//! also runs over UDP and IPv6, so this walk keeps every UDP and TCP
-//! packet and, for TCP/IPv4 ones, the whole IPv4 packet for TAROC.
+//! `rohc_tcp::capture::read_capture` keeps TCP packets only (what TAROC
+//! compresses); SIP also runs over UDP, so this reader keeps every UDP and
+//! TCP packet and, for TCP/IPv4 ones, the whole IPv4 packet for TAROC. The
+//! file walk and the link layers are shared with it
+//! (`rohc_tcp::capture::read_frames` and `ip_of`).
 //!
 //! Link types read: Ethernet (with 802.1Q/802.1ad tags), Linux cooked
 //! capture v1 and v2 (`tshark -i any`), raw IP (DLT_RAW, LINKTYPE_IPV4,
 //! LINKTYPE_IPV6) and BSD loopback (NULL, LOOP). Frames that carry
 //! nothing usable are counted by why ([`Skipped`]); a file is refused only
 //! when it is not a capture or its records are damaged
-//! ([`CaptureError`]). `pcap-file`'s slice parsers check every record
-//! length against the bytes present, so a damaged length is an error, not
-//! a huge allocation.
+//! ([`CaptureError`]).
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use etherparse::{NetSlice, SlicedPacket, TransportSlice};
-use pcap_file::pcap::PcapParser;
-use pcap_file::pcapng::{Block, PcapNgParser};
-use pcap_file::{DataLink, PcapError};
+use pcap_file::DataLink;
+use rohc_tcp::capture::{ip_of, read_frames, CaptureFormat, UnsupportedLink};
 use serde::Serialize;
 
-/// Why bytes are not a readable capture.
-#[derive(Debug, thiserror::Error)]
-pub enum CaptureError {
-    #[error("empty file")]
-    Empty,
-    #[error("not a pcap or pcapng capture (magic number {0:02x?})")]
-    NotACapture([u8; 4]),
-    #[error("bad {format} file: {source}")]
-    Malformed { format: &'static str, source: PcapError },
-    #[error("{format} capture cut short after {records} records")]
-    Truncated { format: &'static str, records: usize },
-    #[error("packet {0} of the pcapng file names interface {1}, which the file does not describe")]
-    UnknownInterface(usize, u32),
-}
+/// Why bytes are not a readable capture: the container walk is
+/// `rohc_tcp::capture`'s, which both readers share.
+pub use rohc_tcp::capture::CaptureError;
 
 /// UDP or TCP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -125,128 +113,19 @@ pub struct Capture {
     pub checksums_fixed: usize,
 }
 
-const PCAP_MAGICS: [[u8; 4]; 4] =
-    [[0xd4, 0xc3, 0xb2, 0xa1], [0xa1, 0xb2, 0xc3, 0xd4], [0x4d, 0x3c, 0xb2, 0xa1], [0xa1, 0xb2, 0x3c, 0x4d]];
-const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
-
 /// Reads a pcap or pcapng capture held in memory.
 pub fn read_capture(data: &[u8]) -> Result<Capture, CaptureError> {
-    if data.is_empty() {
-        return Err(CaptureError::Empty);
-    }
-    let mut magic = [0u8; 4];
-    let n = data.len().min(4);
-    magic[..n].copy_from_slice(&data[..n]);
     let mut cap = Capture::default();
-    if PCAP_MAGICS.contains(&magic) {
-        cap.format = "pcap";
-        read_pcap(data, &mut cap)?;
-    } else if magic == PCAPNG_MAGIC {
-        cap.format = "pcapng";
-        read_pcapng(data, &mut cap)?;
-    } else {
-        return Err(CaptureError::NotACapture(magic));
-    }
-    Ok(cap)
-}
-
-fn malformed(format: &'static str, records: usize, e: PcapError) -> CaptureError {
-    match e {
-        PcapError::IncompleteBuffer => CaptureError::Truncated { format, records },
-        source => CaptureError::Malformed { format, source },
-    }
-}
-
-fn read_pcap(data: &[u8], cap: &mut Capture) -> Result<(), CaptureError> {
-    let (mut rest, parser) = PcapParser::new(data).map_err(|e| malformed("pcap", 0, e))?;
-    let link = parser.header().datalink;
-    cap.note_link(link);
-    while !rest.is_empty() {
-        let (next, raw) = parser.next_raw_packet(rest).map_err(|e| malformed("pcap", cap.frames, e))?;
-        rest = next;
+    let format = read_frames(data, |f| {
         cap.frames += 1;
-        let frac = match parser.header().ts_resolution {
-            pcap_file::TsResolution::MicroSecond => raw.ts_frac.saturating_mul(1000),
-            pcap_file::TsResolution::NanoSecond => raw.ts_frac,
-        };
-        let ts = Duration::new(u64::from(raw.ts_sec), frac.min(999_999_999));
-        cap.take(link, ts, &raw.data, raw.orig_len as usize);
-    }
-    Ok(())
-}
-
-fn read_pcapng(data: &[u8], cap: &mut Capture) -> Result<(), CaptureError> {
-    let (mut rest, mut parser) = PcapNgParser::new(data).map_err(|e| malformed("pcapng", 0, e))?;
-    while !rest.is_empty() {
-        let (next, block) = parser.next_block(rest).map_err(|e| malformed("pcapng", cap.frames, e))?;
-        rest = next;
-        match block {
-            Block::EnhancedPacket(p) => {
-                cap.frames += 1;
-                let link = parser
-                    .packet_interface(&p)
-                    .map(|i| i.linktype)
-                    .ok_or(CaptureError::UnknownInterface(cap.frames, p.interface_id))?;
-                cap.note_link(link);
-                cap.take(link, p.timestamp, &p.data, p.original_len as usize);
-            }
-            Block::SimplePacket(p) => {
-                cap.frames += 1;
-                let link = parser
-                    .interfaces()
-                    .first()
-                    .map(|i| i.linktype)
-                    .ok_or(CaptureError::UnknownInterface(cap.frames, 0))?;
-                cap.note_link(link);
-                cap.take(link, Duration::ZERO, &p.data, p.original_len as usize);
-            }
-            Block::Packet(p) => {
-                cap.frames += 1;
-                let link = parser
-                    .interfaces()
-                    .get(usize::from(p.interface_id))
-                    .map(|i| i.linktype)
-                    .ok_or(CaptureError::UnknownInterface(cap.frames, u32::from(p.interface_id)))?;
-                cap.note_link(link);
-                // The obsolete Packet Block: microseconds, the default resolution.
-                cap.take(link, Duration::from_micros(p.timestamp), &p.data, p.original_len as usize);
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// The IP packet inside a link-layer frame: `Ok(None)` if the frame
-/// carries something else, `Err(())` for a link type that is not read.
-fn ip_of(link: DataLink, frame: &[u8]) -> Result<Option<&[u8]>, ()> {
-    let be16 = |b: &[u8], at: usize| b.get(at..at + 2).map(|s| u16::from_be_bytes([s[0], s[1]]));
-    let is_ip = |ty: Option<u16>| matches!(ty, Some(0x0800 | 0x86dd));
-    let ip = match link {
-        DataLink::ETHERNET => {
-            let mut at = 12;
-            let mut ty = be16(frame, at);
-            // 802.1Q and 802.1ad tags, possibly stacked.
-            while matches!(ty, Some(0x8100 | 0x88a8)) {
-                at += 4;
-                ty = be16(frame, at);
-            }
-            is_ip(ty).then(|| &frame[at + 2..])
-        }
-        DataLink::LINUX_SLL => is_ip(be16(frame, 14)).then(|| &frame[16..]),
-        DataLink::LINUX_SLL2 => (is_ip(be16(frame, 0)) && frame.len() >= 20).then(|| &frame[20..]),
-        DataLink::RAW | DataLink::IPV4 | DataLink::IPV6 => Some(frame),
-        DataLink::NULL | DataLink::LOOP => {
-            // The address family, in the capturing host's byte order for
-            // NULL and network order for LOOP: AF_INET is 2 everywhere,
-            // AF_INET6 is 10 (Linux), 24 (NetBSD), 28 (FreeBSD) or 30 (macOS).
-            let fam = frame.get(..4).map(|b| [b[0], b[1], b[2], b[3]]);
-            let family = fam.map(|f| if f[0] != 0 { f[0] } else { f[3] });
-            matches!(family, Some(2 | 10 | 24 | 28 | 30)).then(|| &frame[4..])
-        }
-        _ => return Err(()),
+        cap.note_link(f.link);
+        cap.take(f.link, f.timestamp, f.data, f.orig_len);
+    })?;
+    cap.format = match format {
+        CaptureFormat::Pcap => "pcap",
+        CaptureFormat::PcapNg => "pcapng",
     };
-    Ok(ip.filter(|p| p.first().is_some_and(|b| matches!(b >> 4, 4 | 6))))
+    Ok(cap)
 }
 
 impl Capture {
@@ -260,7 +139,7 @@ impl Capture {
     fn take(&mut self, link: DataLink, timestamp: Duration, frame: &[u8], orig_len: usize) {
         let frame_no = self.frames;
         let ip = match ip_of(link, frame) {
-            Err(()) => {
+            Err(UnsupportedLink) => {
                 self.skipped.unsupported_link += 1;
                 return;
             }
