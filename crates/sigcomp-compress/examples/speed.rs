@@ -5,8 +5,9 @@
 //! CLI: round trips/s, the SigComp bytes sent and a hash of them (equal
 //! hashes: the same messages on the wire).
 //!
-//! `cargo run --release -p sigcomp-compress --example speed -- corpus/open-sigcomp-startup [ALGO] [MECHANISM] [MESSAGES]`
-//! (defaults lzss, dynamic, 20000), e.g. under
+//! `cargo run --release -p sigcomp-compress --example speed -- corpus/open-sigcomp-startup [ALGO] [MECHANISM] [MESSAGES] [PER]`
+//! (defaults lzss, dynamic, 20000, a fresh pair every 10 messages; `PER` 0:
+//! one pair for the whole run, the steady state), e.g. under
 //! `valgrind --tool=callgrind target/release/examples/speed corpus/open-sigcomp-startup deflate dynamic 2000`.
 
 use std::time::Instant;
@@ -18,12 +19,12 @@ mod common;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: speed FLOW_DIR [lzss|deflate|lz77] [basic|static|dynamic|shared] [MESSAGES]";
+    let usage = "usage: speed FLOW_DIR [lzss|deflate|lz77] [basic|static|dynamic|shared] [MESSAGES] [PER]";
     let dir = args.next().expect(usage);
     let algorithm = Algorithm::parse(&args.next().unwrap_or_else(|| "lzss".into())).expect(usage);
     let mechanism = Mechanism::parse(&args.next().unwrap_or_else(|| "dynamic".into())).expect(usage);
     let messages: u64 = args.next().map_or(20_000, |v| v.parse().expect(usage));
-    let per = 10;
+    let per: u64 = args.next().map_or(10, |v| v.parse().expect(usage));
     let flow = common::first_messages(&dir, 2);
     let params = Params { dms: 8192, sms: 8192, cpb: 64, ..Params::default() };
     let config = Config { algorithm, mechanism, transport: Transport::Message, dictionary: None, ..Config::default() };
@@ -34,12 +35,12 @@ fn main() {
     let mut c = CompartmentId(1);
     let start = Instant::now();
     for k in 0..messages {
-        if k > 0 && k % per == 0 {
+        if per > 0 && k > 0 && k % per == 0 {
             ue.close_compartment(c);
             pcscf.close_compartment(c);
             c = CompartmentId(c.0 + 1);
         }
-        let (from_ue, m) = &flow[(k % per) as usize % flow.len()];
+        let (from_ue, m) = &flow[k as usize % flow.len()];
         let (a, b) = if *from_ue { (&mut ue, &mut pcscf) } else { (&mut pcscf, &mut ue) };
         let now = Instant::now();
         let out = a.compress(now, c, m).expect("compress");

@@ -443,9 +443,11 @@ impl MatchFinder {
         // zeroing showed up in profiles).
         matches.clear();
         matches.reserve(message.len());
+        let nice = effort.nice_len.max(LzssFormat::MIN_MATCH);
+        let end = start + message.len();
         let mut known = (0, 0);
-        for i in 0..message.len() {
-            let pos = start + i;
+        let mut pos = start;
+        while pos < end {
             // Positions are inserted into the chains just before a chain
             // search needs them (all earlier positions, in order, as if one
             // at a time): inside a long match none is searched, and they go
@@ -457,9 +459,34 @@ impl MatchFinder {
                     self.longest(pos, reach, max_len, effort, known)
                 }
             };
-            // The copy at the same distance matches one byte less at i + 1.
-            known = (m.0.saturating_sub(1), m.1);
             matches.push(m);
+            pos += 1;
+            if m.0 > nice {
+                // The positions after it continue this copy (without_search
+                // with the copy one byte shorter known), for as long as that
+                // stays at least `nice` long: its length at each is where
+                // the bytes at its distance first differ, capped by the
+                // look-ahead. That point is found once here, not once per
+                // position.
+                let d = m.1;
+                let agreed = pos - 1 + m.0;
+                let agree_end = if agreed < self.data.len() {
+                    agreed + common_prefix(&self.data[agreed - d..self.data.len() - d], &self.data[agreed..])
+                } else {
+                    agreed
+                };
+                let mut length = m.0;
+                while pos < end && length - 1 >= nice && d <= pos - pos.saturating_sub(reach) {
+                    length = (agree_end - pos).min(max_len);
+                    matches.push((length, d));
+                    pos += 1;
+                }
+                known = (length - 1, d);
+            } else {
+                // The copy at the same distance matches one byte less at
+                // the next position.
+                known = (m.0.saturating_sub(1), m.1);
+            }
         }
         self.hash_up_to(self.data.len());
     }
