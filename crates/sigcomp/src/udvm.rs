@@ -274,20 +274,35 @@ fn operand_kinds(opcode: u8) -> Option<&'static [Kind]> {
 /// address, and up to five operands (COMPARE's), read when it runs.
 #[derive(Debug, Clone, Copy)]
 struct Decoded {
-    /// The [`DecodeCache`] epoch it was decoded in.
-    epoch: u32,
-    pc: u16,
+    /// [`cache_key`] of the [`DecodeCache`] epoch it was decoded in and
+    /// its pc: one comparison finds whether it is the instruction wanted.
+    key: u64,
     next: u16,
     opcode: u8,
     ops: [Operand; 5],
 }
 
 impl Decoded {
-    const EMPTY: Decoded = Decoded { epoch: 0, pc: 0, next: 0, opcode: 0, ops: [Operand::Value(0); 5] };
+    const EMPTY: Decoded = Decoded { key: 0, next: 0, opcode: 0, ops: [Operand::Value(0); 5] };
+
+    fn pc(&self) -> u16 {
+        self.key as u16
+    }
+}
+
+/// The key of the instruction at `pc` decoded in `epoch` (never 0, so no
+/// key matches an unused entry's 0).
+#[inline(always)]
+fn cache_key(epoch: u32, pc: u16) -> u64 {
+    (u64::from(epoch) << 16) | u64::from(pc)
 }
 
 /// [`DecodeCache`] entries: a power of two, indexed by the pc's low bits.
 const DECODED: usize = 256;
+/// The entry after them holds an instruction decoded but not kept (its
+/// key is 0, which no lookup matches), so that every decoded instruction
+/// runs from the table.
+const UNKEPT: usize = DECODED;
 
 /// Instructions decoded once and then run from their decoded form. The
 /// decompressor keeps the cache between messages, so that no message
@@ -296,28 +311,33 @@ const DECODED: usize = 256;
 /// may rewrite itself), starts a new epoch.
 #[derive(Debug, Default)]
 pub struct DecodeCache {
-    entries: Vec<Decoded>,
+    /// Allocated by the first run.
+    entries: Option<Box<[Decoded; DECODED + 1]>>,
     epoch: u32,
 }
 
-impl DecodeCache {
-    /// Makes every entry stale.
-    fn next_epoch(&mut self) {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            for e in &mut self.entries {
-                e.epoch = 0;
-            }
-            self.epoch = 1;
+/// Moves to the next epoch, making every entry stale; when the epoch
+/// counter wraps, the entries are cleared so no old key can match again.
+fn next_epoch(epoch: &mut u32, entries: &mut [Decoded]) {
+    *epoch = epoch.wrapping_add(1);
+    if *epoch == 0 {
+        for e in entries {
+            e.key = 0;
         }
+        *epoch = 1;
     }
 }
 
 /// One UDVM instance.
 pub struct Machine<'a> {
     mem: &'a mut [u8],
-    /// Decoded instructions, this run's those of the current epoch.
-    decoded: &'a mut DecodeCache,
+    /// The [`DecodeCache`]'s entries, this run's those of `epoch`: held
+    /// here directly, so that finding the next instruction takes no
+    /// pointer chase through the cache.
+    decoded: &'a mut [Decoded; DECODED + 1],
+    /// The cache's epoch, written back whenever it changes.
+    epoch: u32,
+    cache_epoch: &'a mut u32,
     states: &'a StateHandler,
     input: &'a [u8],
     in_pos: usize,
@@ -375,10 +395,14 @@ impl<'a> Machine<'a> {
     ) -> Machine<'a> {
         let cpb = u64::from(cpb);
         let budget = (1000 + 8 * header_len as u64) * cpb;
-        decoded.next_epoch();
+        let DecodeCache { entries, epoch: cache_epoch } = decoded;
+        let decoded = &mut **entries.get_or_insert_with(|| Box::new([Decoded::EMPTY; DECODED + 1]));
+        next_epoch(cache_epoch, decoded);
         Machine {
             mem,
             decoded,
+            epoch: *cache_epoch,
+            cache_epoch,
             states,
             input,
             in_pos: 0,
@@ -529,7 +553,8 @@ impl<'a> Machine<'a> {
         for e in &mut self.huffman {
             e.len = 0;
         }
-        self.decoded.next_epoch();
+        next_epoch(&mut self.epoch, &mut self.decoded[..]);
+        *self.cache_epoch = self.epoch;
         self.code_lo = 0;
         self.code_len = 0;
     }
@@ -872,11 +897,9 @@ impl<'a> Machine<'a> {
     /// its [`Decoded`] form.
     #[inline(always)]
     fn step(&mut self, pc: u16) -> Res<u16> {
-        if let Some(d) = self.decoded.entries.get(usize::from(pc) & (DECODED - 1)) {
-            if d.epoch == self.decoded.epoch && d.pc == pc {
-                let d = *d;
-                return self.exec(pc, &d);
-            }
+        let i = usize::from(pc) & (DECODED - 1);
+        if self.decoded[i].key == cache_key(self.epoch, pc) {
+            return self.exec(pc, i);
         }
         self.step_decoding(pc)
     }
@@ -890,8 +913,8 @@ impl<'a> Machine<'a> {
         let c = pc.wrapping_add(1);
         if let Some(kinds) = operand_kinds(opcode) {
             let d = self.decode(pc, opcode, kinds)?;
-            self.keep_decoded(d);
-            return self.exec(pc, &d);
+            let i = self.keep_decoded(d);
+            return self.exec(pc, i);
         }
         match opcode {
             op::DECOMPRESSION_FAILURE => {
@@ -920,7 +943,7 @@ impl<'a> Machine<'a> {
     /// first.
     #[inline(always)]
     fn decode(&self, pc: u16, opcode: u8, kinds: &[Kind]) -> Res<Decoded> {
-        let mut d = Decoded { epoch: self.decoded.epoch, pc, next: 0, opcode, ops: [Operand::Value(0); 5] };
+        let mut d = Decoded { key: cache_key(self.epoch, pc), next: 0, opcode, ops: [Operand::Value(0); 5] };
         let mut c = pc.wrapping_add(1);
         for (i, kind) in kinds.iter().enumerate() {
             let o = match kind {
@@ -942,16 +965,17 @@ impl<'a> Machine<'a> {
     }
 
     /// Keeps `d` for the next runs of its instruction, unless its bytes
-    /// wrap around the end of memory.
-    fn keep_decoded(&mut self, d: Decoded) {
-        if d.next <= d.pc {
-            return;
+    /// wrap around the end of memory; returns the entry now holding it.
+    fn keep_decoded(&mut self, d: Decoded) -> usize {
+        let pc = d.pc();
+        if d.next <= pc {
+            self.decoded[UNKEPT] = Decoded { key: 0, ..d };
+            return UNKEPT;
         }
-        if self.decoded.entries.is_empty() {
-            self.decoded.entries = vec![Decoded::EMPTY; DECODED];
-        }
-        self.decoded.entries[usize::from(d.pc) & (DECODED - 1)] = d;
-        self.note_code(usize::from(d.pc), usize::from(d.next - d.pc));
+        let i = usize::from(pc) & (DECODED - 1);
+        self.decoded[i] = d;
+        self.note_code(usize::from(pc), usize::from(d.next - pc));
+        i
     }
 
     /// Widens the span of cached instructions to cover [at, at + len).
@@ -961,12 +985,13 @@ impl<'a> Machine<'a> {
         self.code_len = end - self.code_lo;
     }
 
-    /// Runs a decoded instruction. Its memory operands are read now, in
-    /// operand order, as decoding them would have.
+    /// Runs the decoded instruction in entry `i`. Its memory operands are
+    /// read now, in operand order, as decoding them would have. Each arm
+    /// loads only its own operands from the entry.
     #[inline(always)]
-    fn exec(&mut self, pc: u16, d: &Decoded) -> Res<u16> {
-        let o = &d.ops;
-        match d.opcode {
+    fn exec(&mut self, pc: u16, i: usize) -> Res<u16> {
+        let (opcode, next) = (self.decoded[i].opcode, self.decoded[i].next);
+        match opcode {
             op::AND
             | op::OR
             | op::LSHIFT
@@ -976,11 +1001,12 @@ impl<'a> Machine<'a> {
             | op::MULTIPLY
             | op::DIVIDE
             | op::REMAINDER => {
+                let o = self.decoded[i].ops;
                 let a = o[0].address();
                 let m = self.word(a)?;
                 let n = self.value(o[1])?;
                 self.charge(1)?;
-                let r = match d.opcode {
+                let r = match opcode {
                     op::AND => m & n,
                     op::OR => m | n,
                     op::LSHIFT => m.checked_shl(u32::from(n)).unwrap_or(0),
@@ -998,45 +1024,51 @@ impl<'a> Machine<'a> {
                     },
                 };
                 self.set_word(a, r)?;
-                Ok(d.next)
+                Ok(next)
             }
             op::NOT => {
+                let o = self.decoded[i].ops;
                 let a = o[0].address();
                 let m = self.word(a)?;
                 self.charge(1)?;
                 self.set_word(a, !m)?;
-                Ok(d.next)
+                Ok(next)
             }
             op::LOAD => {
+                let o = self.decoded[i].ops;
                 let address = self.value(o[0])?;
                 let value = self.value(o[1])?;
                 self.charge(1)?;
                 self.set_word(address, value)?;
-                Ok(d.next)
+                Ok(next)
             }
             op::PUSH => {
+                let o = self.decoded[i].ops;
                 let v = self.value(o[0])?;
                 self.charge(1)?;
                 self.push(v)?;
-                Ok(d.next)
+                Ok(next)
             }
             op::POP => {
+                let o = self.decoded[i].ops;
                 let address = self.value(o[0])?;
                 self.charge(1)?;
                 let v = self.pop()?;
                 self.set_word(address, v)?;
-                Ok(d.next)
+                Ok(next)
             }
             op::COPY => {
+                let o = self.decoded[i].ops;
                 let position = self.value(o[0])?;
                 let length = self.value(o[1])?;
                 let destination = self.value(o[2])?;
                 self.charge(1 + u64::from(length))?;
                 let (bcl, bcr) = self.bounds()?;
                 self.copy(position, length, destination, bcl, bcr)?;
-                Ok(d.next)
+                Ok(next)
             }
             op::COPY_LITERAL | op::COPY_OFFSET => {
+                let o = self.decoded[i].ops;
                 let first = self.value(o[0])?;
                 let length = self.value(o[1])?;
                 let dref = o[2].address();
@@ -1044,19 +1076,21 @@ impl<'a> Machine<'a> {
                 self.charge(1 + u64::from(length))?;
                 let (bcl, bcr) = self.bounds()?;
                 let position =
-                    if d.opcode == op::COPY_LITERAL { first } else { offset_back(destination, first, bcl, bcr) };
-                let next = self.copy(position, length, destination, bcl, bcr)?;
+                    if opcode == op::COPY_LITERAL { first } else { offset_back(destination, first, bcl, bcr) };
+                let after = self.copy(position, length, destination, bcl, bcr)?;
                 if length > 0 {
-                    self.set_word(dref, next)?;
+                    self.set_word(dref, after)?;
                 }
-                Ok(d.next)
+                Ok(next)
             }
             op::JUMP => {
+                let o = self.decoded[i].ops;
                 let a = pc.wrapping_add(self.value(o[0])?);
                 self.charge(1)?;
                 self.jump_target(a)
             }
             op::COMPARE => {
+                let o = self.decoded[i].ops;
                 let v1 = self.value(o[0])?;
                 let v2 = self.value(o[1])?;
                 let a1 = pc.wrapping_add(self.value(o[2])?);
@@ -1071,9 +1105,10 @@ impl<'a> Machine<'a> {
                 self.jump_target(t)
             }
             op::CALL => {
+                let o = self.decoded[i].ops;
                 let a = pc.wrapping_add(self.value(o[0])?);
                 self.charge(1)?;
-                self.push(d.next)?;
+                self.push(next)?;
                 self.jump_target(a)
             }
             op::RETURN => {
@@ -1082,6 +1117,7 @@ impl<'a> Machine<'a> {
                 self.jump_target(a)
             }
             op::INPUT_BITS => {
+                let o = self.decoded[i].ops;
                 let length = self.value(o[0])?;
                 let destination = self.value(o[1])?;
                 let a = pc.wrapping_add(self.value(o[2])?);
@@ -1098,9 +1134,10 @@ impl<'a> Machine<'a> {
                 let v = self.take_bits(u32::from(length), p, order & 4 != 0);
                 self.set_word(destination, v)?;
                 self.credit_bits(u64::from(length));
-                Ok(d.next)
+                Ok(next)
             }
             op::OUTPUT => {
+                let o = self.decoded[i].ops;
                 let start = self.value(o[0])?;
                 let length = self.value(o[1])?;
                 self.charge(1 + u64::from(length))?;
@@ -1110,9 +1147,9 @@ impl<'a> Machine<'a> {
                 let (bcl, bcr) = self.bounds()?;
                 read_string(self.mem, start, length, bcl, bcr, self.output)?;
                 self.output_seen = true;
-                Ok(d.next)
+                Ok(next)
             }
-            op::INPUT_HUFFMAN => self.input_huffman(pc, o[0].address()),
+            op::INPUT_HUFFMAN => self.input_huffman(pc, self.decoded[i].ops[0].address()),
             // Only the opcodes above are ever kept decoded.
             _ => fail(Reason::InternalError),
         }
@@ -1390,12 +1427,68 @@ impl<'a> Machine<'a> {
     /// INPUT-HUFFMAN from its entry `slot` in `huffman`, if that still
     /// holds the instruction at `pc`.
     fn input_huffman(&mut self, pc: u16, slot: u16) -> Res<u16> {
-        let e = match self.huffman.get(usize::from(slot)) {
-            Some(e) if e.len > 0 && e.pc == pc => *e,
-            _ => return self.input_huffman_decoding(pc, pc.wrapping_add(1)),
-        };
-        let sets = &e.sets[..usize::from(e.n)];
-        self.huffman_run(sets, e.destination, e.address, pc, pc.wrapping_add(e.len), e.in_memory)
+        let slot = usize::from(slot) % HUFFMAN_CACHE;
+        let e = &self.huffman[slot];
+        if e.len == 0 || e.pc != pc {
+            return self.input_huffman_decoding(pc, pc.wrapping_add(1));
+        }
+        if !e.in_memory {
+            let e = *e;
+            let sets = &e.sets[..usize::from(e.n)];
+            return self.huffman_run(sets, e.destination, e.address, pc, pc.wrapping_add(e.len), false);
+        }
+        self.huffman_cached(slot, pc)
+    }
+
+    /// [`Machine::huffman_run`] for the entry in `huffman[slot]` whose
+    /// operands all name words inside memory, reading its sets in place.
+    /// No read can fail, so each operand is read when the decoding needs
+    /// it (nothing is written before the result, so every read gives what
+    /// reading all operands first does).
+    #[inline(always)]
+    fn huffman_cached(&mut self, slot: usize, pc: u16) -> Res<u16> {
+        let e = &self.huffman[slot];
+        let (n, next, destination, address) =
+            (usize::from(e.n).min(HUFFMAN_CACHED_SETS), pc.wrapping_add(e.len), e.destination, e.address);
+        let mut total_bits: u32 = 0;
+        for set in &e.sets[..n] {
+            total_bits += u32::from(self.value(set[0])?);
+        }
+        self.charge(1 + n as u64)?;
+        if n == 0 {
+            return Ok(next);
+        }
+        let order = self.bit_order()?;
+        if total_bits > 16 {
+            return fail(Reason::TooManyBitsRequested);
+        }
+        let p = order & 1 != 0;
+        self.check_p(p);
+        let lsb_first = order & 2 != 0;
+        let mut h: u32 = 0;
+        let mut consumed: u64 = 0;
+        for i in 0..n {
+            let set = self.huffman[slot].sets[i];
+            let bits = self.value(set[0])?;
+            if self.bits_available() < usize::from(bits) {
+                self.credit_bits(consumed);
+                let a = pc.wrapping_add(self.value(address)?);
+                return self.jump_target(a);
+            }
+            let k = self.take_bits(u32::from(bits), p, lsb_first);
+            consumed += u64::from(bits);
+            h = (h << bits) | u32::from(k);
+            let (lower, upper) = (self.value(set[1])?, self.value(set[2])?);
+            if h >= u32::from(lower) && h <= u32::from(upper) {
+                let uncompressed = self.value(set[3])?;
+                let v = (h as u16).wrapping_add(uncompressed).wrapping_sub(lower);
+                let destination = self.value(destination)?;
+                self.set_word(destination, v)?;
+                self.credit_bits(consumed);
+                return Ok(next);
+            }
+        }
+        fail(Reason::HuffmanNoMatch)
     }
 
     /// INPUT-HUFFMAN decoded from its bytes, and kept for its next runs
@@ -1430,7 +1523,7 @@ impl<'a> Machine<'a> {
             self.huffman_next = (slot + 1) % HUFFMAN_CACHE;
             let mut ops = [Operand::Value(0); 5];
             ops[0] = Operand::Value(slot as u16);
-            self.keep_decoded(Decoded { epoch: self.decoded.epoch, pc, next: c, opcode: op::INPUT_HUFFMAN, ops });
+            self.keep_decoded(Decoded { key: cache_key(self.epoch, pc), next: c, opcode: op::INPUT_HUFFMAN, ops });
         }
         self.huffman_run(&entry.sets[..n], destination, address, pc, c, entry.in_memory)
     }
