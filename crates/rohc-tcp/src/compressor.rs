@@ -8,7 +8,7 @@
 //! slow-start period F_PERIOD, and the Algorithm SEQ and Algorithm ACK
 //! trackers whose W bounds the VSW.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use crate::cwnd::{vsw_bound, AckTracker, SeqTracker, TrackerParams};
 use crate::format::{
@@ -17,7 +17,8 @@ use crate::format::{
     TS_TABLE, WINDOW_LSB, WINDOW_SHORT,
 };
 use crate::packet::{Packet, ParseError, TcpIpHeader, FLAG_ACK, FLAG_PSH, FLAG_SYN};
-use crate::wlsb::{diff16, diff32, Lsb, Spread};
+use crate::vsw::{Analysis, Vsw};
+use crate::wlsb::{diff32, Lsb, Spread};
 use crate::{Mode, PacketKind, Record};
 
 /// Compressor parameters.
@@ -133,7 +134,7 @@ type FlowKey = StaticPart;
 struct Context {
     key: FlowKey,
     state: CompressorState,
-    vsw: VecDeque<Record>,
+    vsw: Vsw,
     msn: u16,
     f_period: u32,
     /// Compressed packets sent since the last IR/IR-DYN (slow start).
@@ -169,7 +170,7 @@ impl Context {
         Context {
             key,
             state: CompressorState::Ir,
-            vsw: VecDeque::with_capacity(32),
+            vsw: Vsw::with_capacity(32),
             msn: 0,
             f_period: 1,
             since_refresh: 0,
@@ -226,98 +227,33 @@ impl Context {
     }
 }
 
-/// The spread of every field over the VSW, and which fields are static.
-struct Analysis {
-    msn: Spread,
-    ipid_off: Spread,
-    ipid_raw: Spread,
-    seq: Spread,
-    ack: Spread,
-    win: Spread,
-    ts: [Spread; 2],
-    seq_fp: Option<Spread>,
-    ack_fp: Option<Spread>,
-    ip_static: bool,
-    flags_static: bool,
-    urgent_static: bool,
-    strides_static: bool,
-    skeleton_static: bool,
-    /// Older than every packet in the VSW (§5.3.2 a).
-    falls_behind: bool,
-    /// A retransmission of a VSW packet sent as IR/IR-DYN (§5.3.1 a 2).
-    retransmits_ir: bool,
+/// A SEQ or ACK number's spreads over the VSW: of the number, of its
+/// fixed-payload m and of m − MSN (`None` where the strides or remainders
+/// differ), and whether fixed-payload encodings may be used.
+#[derive(Clone, Copy)]
+struct NumberSpreads<'a> {
+    value: &'a Spread,
+    fp: Option<&'a Spread>,
+    scaled: Option<&'a Spread>,
+    allow_fp: bool,
 }
 
-/// m − m_ref of two numbers split with the same stride, if their n agree.
-fn fp_diff(cur: (u32, u32), r: (u32, u32)) -> Option<i64> {
-    (cur.1 == r.1).then(|| cur.0 as i64 - r.0 as i64)
-}
-
-fn analyse(vsw: &VecDeque<Record>, cur: &Record) -> Analysis {
-    let h = &cur.h;
-    let off = h.ip_id.wrapping_sub(cur.msn);
-    let mut a = Analysis {
-        msn: Spread::EMPTY,
-        ipid_off: Spread::EMPTY,
-        ipid_raw: Spread::EMPTY,
-        seq: Spread::EMPTY,
-        ack: Spread::EMPTY,
-        win: Spread::EMPTY,
-        ts: [Spread::EMPTY; 2],
-        seq_fp: (cur.strides.0 != 0).then_some(Spread::EMPTY),
-        ack_fp: (cur.strides.1 != 0).then_some(Spread::EMPTY),
-        ip_static: true,
-        flags_static: true,
-        urgent_static: true,
-        strides_static: true,
-        skeleton_static: true,
-        falls_behind: cur.payload_len > 0 && !vsw.is_empty(),
-        retransmits_ir: false,
-    };
-    for e in vsw {
-        let eh = &e.h;
-        a.msn.add(diff16(cur.msn, e.msn));
-        a.ipid_off.add(diff16(off, eh.ip_id.wrapping_sub(e.msn)));
-        a.ipid_raw.add(diff16(h.ip_id, eh.ip_id));
-        let ds = diff32(h.seq, eh.seq);
-        a.seq.add(ds);
-        a.ack.add(diff32(h.ack, eh.ack));
-        a.win.add(diff16(h.window, eh.window));
-        a.ts[0].add(diff32(cur.ts.0, e.ts.0));
-        a.ts[1].add(diff32(cur.ts.1, e.ts.1));
-        if let Some(s) = &mut a.seq_fp {
-            match (e.strides.0 == cur.strides.0).then(|| fp_diff(cur.fp[0], e.fp[0])).flatten() {
-                Some(d) => s.add(d),
-                None => a.seq_fp = None,
-            }
+impl NumberSpreads<'_> {
+    fn covered_by(&self, enc: &SeqEnc) -> bool {
+        match enc {
+            SeqEnc::Lsb(l) => l.covers(self.value),
+            SeqEnc::Irregular => true,
+            SeqEnc::FixedPayload(l) => self.allow_fp && self.fp.is_some_and(|s| l.covers(s)),
+            SeqEnc::MsnScaled(l) => self.allow_fp && self.scaled.is_some_and(|s| l.covers(s)),
         }
-        if let Some(s) = &mut a.ack_fp {
-            match (e.strides.1 == cur.strides.1).then(|| fp_diff(cur.fp[1], e.fp[1])).flatten() {
-                Some(d) => s.add(d),
-                None => a.ack_fp = None,
-            }
-        }
-        a.ip_static &= eh.tos == h.tos && eh.ttl == h.ttl && eh.flags_frag == h.flags_frag;
-        a.flags_static &= eh.tcp_res == h.tcp_res && (eh.tcp_flags | FLAG_PSH) == (h.tcp_flags | FLAG_PSH);
-        a.urgent_static &= eh.urgent == h.urgent;
-        a.strides_static &= e.strides == cur.strides;
-        a.skeleton_static &= e.opt.skeleton == cur.opt.skeleton;
-        a.falls_behind &= ds < 0;
-        a.retransmits_ir |= e.sent_as_ir && cur.payload_len > 0 && e.payload_len > 0 && eh.seq == h.seq;
     }
-    a
 }
 
 /// The cheapest encoding of `SEQ_TABLE[..selectors]` that covers the VSW.
-fn pick_seq(spread: &Spread, fp: Option<&Spread>, allow_fp: bool, selectors: usize) -> (u8, SeqEnc) {
+fn pick_seq(n: NumberSpreads, selectors: usize) -> (u8, SeqEnc) {
     let mut best = (4u8, SeqEnc::Irregular);
     for (i, enc) in SEQ_TABLE.iter().enumerate().take(selectors) {
-        let ok = match enc {
-            SeqEnc::Lsb(l) => l.covers(spread),
-            SeqEnc::Irregular => true,
-            SeqEnc::FixedPayload(l) => allow_fp && fp.is_some_and(|s| l.covers(s)),
-        };
-        if ok && enc.bits() < best.1.bits() {
+        if n.covered_by(enc) && enc.bits() < best.1.bits() {
             best = (i as u8, *enc);
         }
     }
@@ -325,23 +261,21 @@ fn pick_seq(spread: &Spread, fp: Option<&Spread>, allow_fp: bool, selectors: usi
 }
 
 /// The cheapest of the `SEQ_TABLE` encodings `among` that covers the VSW.
-fn pick_among(among: &[u8], spread: &Spread, fp: Option<&Spread>, allow_fp: bool) -> Option<(u8, SeqEnc)> {
+fn pick_among(among: &[u8], n: NumberSpreads) -> Option<(u8, SeqEnc)> {
     among
         .iter()
         .map(|&i| (i, SEQ_TABLE[i as usize]))
-        .filter(|(_, enc)| match enc {
-            SeqEnc::Lsb(l) => l.covers(spread),
-            SeqEnc::Irregular => true,
-            SeqEnc::FixedPayload(l) => allow_fp && fp.is_some_and(|s| l.covers(s)),
-        })
+        .filter(|(_, enc)| n.covered_by(enc))
         .min_by_key(|(_, enc)| enc.bits())
 }
 
-fn lsb_bits(v: u32, enc: &SeqEnc, stride: u16) -> u32 {
+/// The bits `enc` sends of number `v` of a packet with MSN `msn`.
+fn lsb_bits(v: u32, enc: &SeqEnc, stride: u16, msn: u16) -> u32 {
     match enc {
         SeqEnc::Lsb(l) => v & ((1u64 << l.k) - 1) as u32,
         SeqEnc::Irregular => v,
         SeqEnc::FixedPayload(l) => (v / stride as u32) & ((1u32 << l.k) - 1),
+        SeqEnc::MsnScaled(l) => (v / stride as u32).wrapping_sub(msn as u32) & ((1u32 << l.k) - 1),
     }
 }
 
@@ -350,13 +284,15 @@ pub struct Compressor {
     config: CompressorConfig,
     contexts: Vec<Option<Context>>,
     by_flow: HashMap<FlowKey, u8>,
+    /// The context of the previous packet.
+    last_cid: u8,
     clock: u64,
 }
 
 impl Compressor {
     pub fn new(config: CompressorConfig) -> Compressor {
         let n = config.max_contexts.clamp(1, MAX_CONTEXTS);
-        Compressor { config, contexts: (0..n).map(|_| None).collect(), by_flow: HashMap::new(), clock: 0 }
+        Compressor { config, contexts: (0..n).map(|_| None).collect(), by_flow: HashMap::new(), last_cid: 0, clock: 0 }
     }
 
     pub fn config(&self) -> &CompressorConfig {
@@ -381,7 +317,13 @@ impl Compressor {
 
     fn context_for(&mut self, key: FlowKey) -> u8 {
         self.clock += 1;
+        // Consecutive packets mostly belong to one flow: no hashing then.
+        let last = self.last_cid as usize;
+        if self.contexts.get(last).and_then(|c| c.as_ref()).is_some_and(|c| c.key == key) {
+            return last as u8;
+        }
         if let Some(&cid) = self.by_flow.get(&key) {
+            self.last_cid = cid;
             return cid;
         }
         let cid = match self.contexts.iter().position(Option::is_none) {
@@ -398,6 +340,7 @@ impl Compressor {
         };
         self.contexts[cid] = Some(Context::new(key, &self.config, self.clock));
         self.by_flow.insert(key, cid as u8);
+        self.last_cid = cid as u8;
         cid as u8
     }
 
@@ -432,7 +375,7 @@ impl Compressor {
         .with_fp();
         let long_jump =
             ctx.seq_tracker.is_long_jump(h.seq) || (h.tcp_flags & FLAG_ACK != 0 && ctx.ack_tracker.is_long_jump(h.ack));
-        let a = analyse(&ctx.vsw, &rec);
+        let a = ctx.vsw.analyse(&rec);
 
         let kind = if ctx.need_static || ctx.vsw.is_empty() {
             ctx.restart_slow_start();
@@ -447,7 +390,7 @@ impl Compressor {
         } else {
             match ctx.state {
                 CompressorState::Ir => {
-                    if a.retransmits_ir {
+                    if ctx.vsw.retransmits_ir(&rec) {
                         PacketKind::IrDyn // §5.3.1 a 2
                     } else if ctx.from_syn && payload_len > 0 && config.mode != Mode::R {
                         // §5.2.1.1: the first data segment after the SYN
@@ -546,16 +489,16 @@ impl Compressor {
             let w = ctx.w(&config) as i64;
             let (max_seq, max_ack) = (ctx.seq_tracker.cmaxsn, ctx.ack_tracker.cmaxack);
             while ctx.vsw.len() > config.min_vsw.max(1) {
-                let f = &ctx.vsw[0].h;
+                let Some(f) = ctx.vsw.front().map(|r| r.h) else { break };
                 if diff32(max_seq, f.seq) > w || (ctx.ack_tracker.started && diff32(max_ack, f.ack) > w) {
-                    ctx.vsw.pop_front();
+                    ctx.vsw.drop_front(1);
                 } else {
                     break;
                 }
             }
         }
-        while ctx.vsw.len() > config.max_vsw.max(1) {
-            ctx.vsw.pop_front();
+        if ctx.vsw.len() > config.max_vsw.max(1) {
+            ctx.vsw.drop_front(ctx.vsw.len() - config.max_vsw.max(1));
         }
         Ok(Compressed { cid, kind, header_len, state: ctx.state })
     }
@@ -573,9 +516,9 @@ impl Compressor {
             FeedbackKind::Ack => {
                 // Valid only for a packet sent earlier and still in the
                 // VSW; the checksum guards against a corrupted MSN.
-                if let Some(pos) = ctx.vsw.iter().position(|e| e.msn == fb.msn && e.h.checksum == fb.checksum) {
-                    let acked_ir = ctx.vsw[pos].sent_as_ir;
-                    ctx.vsw.drain(..pos);
+                let acked = ctx.vsw.iter().enumerate().find(|(_, e)| e.msn == fb.msn && e.h.checksum == fb.checksum);
+                if let Some((pos, acked_ir)) = acked.map(|(pos, e)| (pos, e.sent_as_ir)) {
+                    ctx.vsw.drop_front(pos);
                     // The IR state ends with an ACK of an IR/IR-DYN: ACK(O)
                     // in O-mode (§5.5.2.1), ACK(R) in R-mode (§5.5.3.1).
                     if ctx.state == CompressorState::Ir && acked_ir && fb.reliable == (mode == Mode::R) {
@@ -597,6 +540,17 @@ impl Compressor {
         }
         Ok(fb.kind)
     }
+}
+
+/// SEQ's spreads; fixed-payload encodings only in SO (§5.3.2 d).
+fn seq_spreads(a: &Analysis, so: bool) -> NumberSpreads<'_> {
+    NumberSpreads { value: &a.seq, fp: a.seq_fp.as_ref(), scaled: a.seq_scaled.as_ref(), allow_fp: so }
+}
+
+/// ACK's spreads: fixed-payload encoding of the ACK number (§6.1 names both
+/// numbers) needs no state, its stride travels with the packets.
+fn ack_spreads(a: &Analysis) -> NumberSpreads<'_> {
+    NumberSpreads { value: &a.ack, fp: a.ack_fp.as_ref(), scaled: a.ack_scaled.as_ref(), allow_fp: true }
 }
 
 fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
@@ -625,10 +579,10 @@ fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8
     };
     // The general format's SEQ selector is 0–5: its first octet is then
     // below 0xE0 (IR, IR-DYN, Add-CID and feedback).
-    let (seq_sel, seq_enc) = pick_seq(&a.seq, a.seq_fp.as_ref(), so, 6);
+    let (seq_sel, seq_enc) = pick_seq(seq_spreads(a, so), 6);
     // Fixed-payload encoding of the ACK number (§6.1 names both numbers)
     // needs no state: its stride travels with the packets.
-    let (ack_sel, ack_enc) = pick_seq(&a.ack, a.ack_fp.as_ref(), true, 8);
+    let (ack_sel, ack_enc) = pick_seq(ack_spreads(a), 8);
     let window = if Lsb::new(0, 0).covers(&a.win) {
         WindowField::Static
     } else if WINDOW_LSB.covers(&a.win) {
@@ -658,8 +612,8 @@ fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8
         cid,
         msn: (rec.msn as u32 & ((1u32 << msn_k) - 1), msn_k),
         ip_id: (ipid_sel, ipid_bits),
-        seq: (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0)),
-        ack: (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1)),
+        seq: (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0, rec.msn)),
+        ack: (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1, rec.msn)),
         window,
         psh: h.tcp_flags & FLAG_PSH != 0,
         flags: (!a.flags_static).then_some((h.tcp_res, h.tcp_flags)),
@@ -688,10 +642,10 @@ fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPack
         return co;
     }
     let h = &rec.h;
-    let Some((seq_sel, seq_enc)) = pick_among(&SHORT_SEQ, &a.seq, a.seq_fp.as_ref(), so) else { return co };
-    let Some((ack_sel, ack_enc)) = pick_among(&SHORT_ACK, &a.ack, a.ack_fp.as_ref(), true) else { return co };
-    let seq = (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0));
-    let ack = (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1));
+    let Some((seq_sel, seq_enc)) = pick_among(&SHORT_SEQ, seq_spreads(a, so)) else { return co };
+    let Some((ack_sel, ack_enc)) = pick_among(&SHORT_ACK, ack_spreads(a)) else { return co };
+    let seq = (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0, rec.msn));
+    let ack = (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1, rec.msn));
     let static_lsb = Lsb::new(0, 0);
     let ip_id = if h.ipv6.is_some() {
         (5, 0)

@@ -301,7 +301,9 @@ fn note_seq_end(max: &mut Option<u32>, rec: &Record) {
     }
 }
 
-fn decode_number(field: (u8, u32), v_ref: u32, stride: u16) -> Option<u32> {
+/// A SEQ or ACK number from its field, against `v_ref` of the reference
+/// whose MSN is `msn_ref`; `msn` is the packet's decoded MSN.
+fn decode_number(field: (u8, u32), v_ref: u32, stride: u16, msn: u16, msn_ref: u16) -> Option<u32> {
     Some(match SEQ_TABLE[field.0 as usize] {
         SeqEnc::Lsb(l) => decode(field.1, l, v_ref, 32),
         SeqEnc::Irregular => field.1,
@@ -311,6 +313,16 @@ fn decode_number(field: (u8, u32), v_ref: u32, stride: u16) -> Option<u32> {
                 return None;
             }
             decode(field.1, l, v_ref / s, 32).wrapping_mul(s).wrapping_add(v_ref % s)
+        }
+        SeqEnc::MsnScaled(l) => {
+            let s = stride as u32;
+            if s == 0 {
+                return None;
+            }
+            let m_ref = v_ref / s;
+            let lag = decode(field.1, l, m_ref.wrapping_sub(msn_ref as u32), 32);
+            let msn = (msn_ref as u32).wrapping_add(diff16(msn, msn_ref) as u32);
+            lag.wrapping_add(msn).wrapping_mul(s).wrapping_add(v_ref % s)
         }
     })
 }
@@ -329,8 +341,8 @@ fn reconstruct(co: &CoPacket<'_>, r: &Record, static_part: StaticPart) -> Option
         IpIdEnc::Irregular => co.ip_id.1 as u16,
     };
     let strides = co.strides.unwrap_or(r.strides);
-    h.seq = decode_number(co.seq, r.h.seq, r.strides.0)?;
-    h.ack = decode_number(co.ack, r.h.ack, r.strides.1)?;
+    h.seq = decode_number(co.seq, r.h.seq, r.strides.0, msn, r.msn)?;
+    h.ack = decode_number(co.ack, r.h.ack, r.strides.1, msn, r.msn)?;
     h.window = match co.window {
         WindowField::Static => r.h.window,
         WindowField::Lsb(b) => decode(b, WINDOW_LSB, r.h.window as u32, 16) as u16,

@@ -70,12 +70,20 @@ pub enum SeqEnc {
     Irregular,
     /// Fixed-payload encoding (§6.1): number = m·stride + n; W-LSB of m.
     FixedPayload(Lsb),
+    /// Fixed-payload encoding scaled by the MSN: W-LSB of m − MSN. A
+    /// sender of full-sized segments (or a receiver acknowledging a
+    /// constant number of them per ACK) advances m by one per packet, as
+    /// the MSN advances, so m − MSN is the same over the whole VSW however
+    /// long it is, where m alone spreads over the VSW's length; it changes
+    /// by one at a segment lost upstream or a duplicate ACK. The decoded
+    /// number is (m_ref + (MSN − MSN_ref) + (lag − lag_ref))·stride + n_ref.
+    MsnScaled(Lsb),
 }
 
 impl SeqEnc {
     pub fn bits(&self) -> u32 {
         match self {
-            SeqEnc::Lsb(l) | SeqEnc::FixedPayload(l) => l.k,
+            SeqEnc::Lsb(l) | SeqEnc::FixedPayload(l) | SeqEnc::MsnScaled(l) => l.k,
             SeqEnc::Irregular => 32,
         }
     }
@@ -84,8 +92,9 @@ impl SeqEnc {
 /// The 3-bit selector of SEQ and ACK: the profile's seqno widths and
 /// offsets (§6.3), STATIC, and fixed-payload widths. SEQ's selector opens
 /// a CO packet, so it never takes 7 (`111` would read as IR, IR-DYN,
-/// Add-CID or feedback).
-pub const SEQ_TABLE: [SeqEnc; 8] = [
+/// Add-CID or feedback). Then the short format's MSN-scaled encoding
+/// (index 8), which the general format does not carry.
+pub const SEQ_TABLE: [SeqEnc; 9] = [
     SeqEnc::Lsb(Lsb::new(0, 0)),
     SeqEnc::Lsb(Lsb::new(8, 63)),
     SeqEnc::Lsb(Lsb::new(14, 127)),
@@ -94,7 +103,14 @@ pub const SEQ_TABLE: [SeqEnc; 8] = [
     SeqEnc::FixedPayload(Lsb::new(4, 1)),
     SeqEnc::FixedPayload(Lsb::new(8, 15)),
     SeqEnc::FixedPayload(Lsb::new(12, 63)),
+    SeqEnc::MsnScaled(MSN_SCALED),
 ];
+
+/// m − MSN in the short format: 5 bits, which a full-sized segment's short
+/// packet has room for before its padding (16 bits of base, 3 of MSN, 16
+/// of checksum: 35 of 40), over a spread of −16 to +15 (segments lost
+/// upstream, duplicate ACKs).
+pub const MSN_SCALED: Lsb = Lsb::new(5, 16);
 
 /// How the IP-ID is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,14 +159,16 @@ pub const TS_SHORT: Lsb = Lsb::new(8, 15);
 /// autotuning moves a scaled window by a few units per ACK).
 pub const WINDOW_SHORT: Lsb = Lsb::new(6, 31);
 /// The short format's SEQ and ACK selectors (2 bits each), as indices of
-/// [`SEQ_TABLE`]. SEQ: STATIC (ACK-only segments), fixed payload LSB(4,1)
-/// (full-sized segments), LSB(14,127) and LSB(20,1023) (a VSW of up to
-/// ~11 or ~700 full-sized segments after a short one broke the fixed
-/// payload). ACK: STATIC (a sender's ACK number while the peer is quiet),
-/// fixed payload LSB(4,1) and LSB(8,15) (ACKs of full-sized segments over
-/// a VSW of up to 14 or 240 strides), LSB(20,1023).
-pub const SHORT_SEQ: [u8; 4] = [0, 5, 6, 3];
-pub const SHORT_ACK: [u8; 4] = [0, 5, 6, 3];
+/// [`SEQ_TABLE`]. SEQ: STATIC (ACK-only segments), MSN-scaled fixed
+/// payload [`MSN_SCALED`] (full-sized segments, one per MSN), fixed
+/// payload LSB(8,15) (a VSW of up to 240 strides that a retransmission
+/// broke the MSN scaling of), LSB(20,1023) (a VSW of up to ~700 full-sized
+/// segments after a short one broke the fixed payload). ACK: STATIC (a
+/// sender's ACK number while the peer is quiet), MSN-scaled (an ACK per
+/// the same number of full-sized segments), fixed payload LSB(8,15),
+/// LSB(20,1023).
+pub const SHORT_SEQ: [u8; 4] = [0, 8, 6, 3];
+pub const SHORT_ACK: [u8; 4] = [0, 8, 6, 3];
 
 /// MSN widths (the profile's MSN-LSB(4,-1), MSN-LSB(7,-1), MSN-IRREGULAR(16)).
 pub const MSN_K: [u32; 3] = [4, 7, 16];
@@ -640,7 +658,10 @@ impl<'a> CoPacket<'a> {
             return Ok(());
         }
         if self.seq.0 >= 6 {
-            return Err(FormatError::Reserved("SEQ selector 6 or 7 in the general format"));
+            return Err(FormatError::Reserved("SEQ selector 6 or above in the general format"));
+        }
+        if self.ack.0 >= 8 {
+            return Err(FormatError::Reserved("MSN-scaled ACK in the general format"));
         }
         // IPv6 has no IP-ID: its selector is 0 and no IP-ID bits follow.
         let (ipid_sel, ipid_k) = if shape.ipv6 {
@@ -990,7 +1011,7 @@ mod tests {
             cid: 0,
             msn: (0x59, 7),
             ip_id: (4, 0),
-            seq: (5, 0xa),
+            seq: (8, 0x1a),
             ack: (0, 0),
             window: WindowField::Static,
             psh: false,
@@ -1005,8 +1026,15 @@ mod tests {
         };
         let mut out = Vec::new();
         co.emit(OptShape { ts: true, ipv6: false }, b"header", &mut out).unwrap();
-        // 16 bits of base, 3 of MSN, 4 of SEQ, 16 of timestamps, 16 of checksum.
+        // 16 bits of base, 3 of MSN, 5 of MSN-scaled SEQ, 16 of timestamps,
+        // 16 of checksum.
         assert_eq!(out.len(), 7 + 4);
+        // The general format has no MSN-scaled ACK.
+        let general = CoPacket { seq: (1, 0x1a), ack: (8, 1), ip: Some((0, 64, 0)), ..co };
+        assert_eq!(
+            general.emit(OptShape { ts: true, ipv6: false }, b"header", &mut Vec::new()),
+            Err(FormatError::Reserved("MSN-scaled ACK in the general format"))
+        );
         let back = CoPacket::parse(0, &out, OptShape { ts: true, ipv6: false }).unwrap();
         assert_eq!(format!("{back:?}"), format!("{co:?}"));
         assert_eq!(

@@ -126,8 +126,8 @@
 //! | 1 | `0` | short format |
 //! | 4 | MSN | 4 LSBs |
 //! | 3 | CRC-3 | over the original header |
-//! | 2 | SS | SEQ: STATIC, fixed payload LSB(4,1), fixed payload LSB(8,15), LSB(20,1023) |
-//! | 2 | AA | ACK: STATIC, fixed payload LSB(4,1), fixed payload LSB(8,15), LSB(20,1023) |
+//! | 2 | SS | SEQ: STATIC, MSN-scaled fixed payload LSB(5,16), fixed payload LSB(8,15), LSB(20,1023) |
+//! | 2 | AA | ACK: as SEQ |
 //! | 1 | I | IP-ID STATIC: 0 IP-ID − MSN unchanged, 1 IP-ID unchanged |
 //! | 1 | P | TCP PSH flag |
 //! | 1 | W | window LSB(6,31) follows (else STATIC) |
@@ -142,8 +142,22 @@
 //! Everything else (flags but PSH, IP fields, urgent pointer, strides, the
 //! options skeleton, SACK blocks) must be unchanged over the VSW; if not,
 //! or a field needs more bits, the packet goes in the general format. A
-//! bulk transfer's full-sized data segment is 5 octets without timestamps,
-//! 7 with them.
+//! bulk transfer's full-sized data segment, and its receiver's ACK of a
+//! constant number of them, is 5 octets without timestamps, 7 with them,
+//! whatever the VSW's length.
+//!
+//! **MSN-scaled fixed payload** (short format only). With fixed-payload
+//! encoding (§6.1) a number is m·stride + n; a bulk sender advances m by
+//! one per packet, and so does its MSN, so m − MSN is constant while m
+//! spreads over the whole VSW (tens of strides in a congestion window:
+//! LSB(8,15) of m). The short format sends W-LSB(5,16) of m − MSN (the 5
+//! bits fit before a full-sized segment's padding); the decompressor takes
+//! m = m_ref + (MSN − MSN_ref) + (lag − lag_ref), lag = m − MSN, and n and
+//! the stride from its reference, so a decompressor holding any VSW entry
+//! as its reference decodes it, as W-LSB requires. A segment lost upstream
+//! or a duplicate ACK moves m − MSN by one, which the 5 bits cover (−16 to
+//! +15 over the VSW); a retransmission in the VSW falls back to LSB(8,15)
+//! of m. Like fixed-payload SEQ, it is used for SEQ only in SO (§5.3.2 d).
 //!
 //! **CO general**, first bit 1:
 //!
@@ -231,6 +245,7 @@ pub mod scheme;
 pub mod synth;
 pub mod throughput;
 pub mod vj;
+mod vsw;
 pub mod wlsb;
 
 pub use compressor::{CompressError, Compressed, Compressor, CompressorConfig, CompressorState, FeedbackError};

@@ -524,9 +524,20 @@ fn fold(mut sum: u64) -> u16 {
 }
 
 /// Ones' complement sum of `data` (RFC 1071) as an unfolded accumulator;
-/// sums 32-bit big-endian words, which folds to the same 16-bit sum.
-pub(crate) fn sum_words(data: &[u8], mut acc: u64) -> u64 {
-    let mut chunks = data.chunks_exact(4);
+/// sums 32-bit big-endian words, which folds to the same 16-bit sum (RFC
+/// 1071 §2 (B): the sum is independent of the word size used, as long as
+/// the carries are folded back in). Eight octets a step, as two 32-bit
+/// words into two accumulators that cannot overflow below 2^32 steps.
+pub(crate) fn sum_words(data: &[u8], acc: u64) -> u64 {
+    let (mut hi, mut lo) = (acc, 0u64);
+    let mut wide = data.chunks_exact(8);
+    for c in &mut wide {
+        let w = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        hi += w >> 32;
+        lo += w & 0xffff_ffff;
+    }
+    let mut acc = hi + lo;
+    let mut chunks = wide.remainder().chunks_exact(4);
     for c in &mut chunks {
         acc += u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as u64;
     }
