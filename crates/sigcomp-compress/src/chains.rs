@@ -75,7 +75,7 @@ pub struct ParseScratch {
 }
 
 /// Hash chains over the history, kept between messages.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct MatchFinder {
     data: Vec<u8>,
     /// A fixed-size array, so a hash indexes it without a bounds check.
@@ -113,6 +113,35 @@ impl Default for MatchFinder {
         }
     }
 }
+
+impl Clone for MatchFinder {
+    /// A copy whose history and chains have room to grow to the bound
+    /// [`MatchFinder::prepare`] slides them back from (twice the window)
+    /// plus a message, so that a new compartment's finder, cloned from a
+    /// template over its fresh window, does not reallocate (and copy) them.
+    /// The encoder's buffers are not copied.
+    fn clone(&self) -> Self {
+        let room = 2 * self.data.len().max(1024) + HISTORY_SLACK;
+        let mut data = Vec::with_capacity(room);
+        data.extend_from_slice(&self.data);
+        let mut prev = Vec::with_capacity(room);
+        prev.extend_from_slice(&self.prev);
+        MatchFinder {
+            data,
+            head: self.head.clone(),
+            prev,
+            hashed: self.hashed,
+            known: self.known.clone(),
+            known_at: self.known_at,
+            known_limit: self.known_limit,
+            rebuilds: self.rebuilds,
+            scratch: ParseScratch::default(),
+        }
+    }
+}
+
+/// Room for a message beyond twice the window in a cloned finder.
+const HISTORY_SLACK: usize = 2048;
 
 impl MatchFinder {
     /// A finder whose history is `window`, every position hashed: a

@@ -161,7 +161,7 @@ pub struct HistoryMark {
 
 /// A linear copy of the history (everything written to the circular
 /// buffer, oldest first) with hash chains over it, kept between messages.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct MatchFinder {
     data: Vec<u8>,
     /// A fixed-size array, so a hash indexes it without a bounds check.
@@ -200,6 +200,32 @@ impl Default for MatchFinder {
         }
     }
 }
+
+impl Clone for MatchFinder {
+    /// A copy whose history and chains have room to grow to the bound
+    /// [`MatchFinder::prepare`] slides them back from (twice the window)
+    /// plus a message: a new compartment's finder, cloned from a template
+    /// over its fresh window, then never reallocates (and copies) them.
+    /// The encoder's buffers are not copied.
+    fn clone(&self) -> Self {
+        let room = 2 * self.data.len().max(1024) + HISTORY_SLACK;
+        let mut data = Vec::with_capacity(room);
+        data.extend_from_slice(&self.data);
+        let mut prev = Vec::with_capacity(room);
+        prev.extend_from_slice(&self.prev);
+        MatchFinder {
+            data,
+            head: self.head.clone(),
+            prev,
+            hashed: self.hashed,
+            rebuilds: self.rebuilds,
+            scratch: Scratch::default(),
+        }
+    }
+}
+
+/// Room for a message beyond twice the window in a cloned finder.
+const HISTORY_SLACK: usize = 2048;
 
 impl MatchFinder {
     /// A finder whose history is `window`, every position hashed: a
@@ -476,7 +502,7 @@ impl MatchFinder {
                     agreed
                 };
                 let mut length = m.0;
-                while pos < end && length - 1 >= nice && d <= pos - pos.saturating_sub(reach) {
+                while pos < end && length > nice && d <= pos - pos.saturating_sub(reach) {
                     length = (agree_end - pos).min(max_len);
                     matches.push((length, d));
                     pos += 1;
@@ -572,15 +598,18 @@ fn optimal_choice(message: &[u8], format: LzssFormat, scratch: &mut Scratch) {
     let n = message.len();
     let Scratch { matches, cost, next_rise, choice } = scratch;
     // Compact types (bits fit u32 for any message a UDVM can take; a length
-    // is at most 258; positions fit u32), a third of the bytes to zero.
-    cost.clear();
-    cost.resize(n + 1, 0);
-    choice.clear();
-    choice.resize(n, 0);
+    // is at most 258; positions fit u32). The buffers keep the last
+    // message's values: every entry below n is written (from n - 1 down)
+    // before it is read, so only the ends are set here.
     // next_rise[k]: the smallest j >= k with cost[j] < cost[j + 1]
     // (u32::MAX if none), so cost is non-increasing on k..=next_rise[k].
-    next_rise.clear();
-    next_rise.resize(n + 1, u32::MAX);
+    for (v, fill) in [(&mut *cost, 0), (&mut *next_rise, u32::MAX)] {
+        v.truncate(n + 1);
+        v.resize(n + 1, fill);
+        v[n] = fill;
+    }
+    choice.truncate(n);
+    choice.resize(n, 0);
     let buckets = LENGTH_BUCKETS.map(|(lo, hi)| (lo, hi, format.match_bits(lo) as u32));
     for i in (0..n).rev() {
         let mut best = LzssFormat::literal_bits(message[i]) as u32 + cost[i + 1];
