@@ -1,7 +1,7 @@
 //! Compress + decompress rate of the round_trip bench's flows, without
 //! criterion: `cargo run --release -p rohc-tcp --example round_trip_rate --
-//! [ROUNDS]` prints headers/s per scheme and flow (best of the rounds, so
-//! a busy shared machine shows less). With `REPS=N` (and `ONLY=label/flow`)
+//! [ROUNDS]` prints headers/s of CPU time per scheme and flow (best of the
+//! rounds, so a busy shared machine shows less). With `REPS=N` (and `ONLY=label/flow`)
 //! each scheme runs N times through its flow, a fixed amount of work for
 //! `perf stat -e instructions`.
 
@@ -9,6 +9,16 @@ use std::time::Instant;
 
 use rohc_tcp::synth::{bulk_transfer, sip_over_tcp, Dir, FlowOptions};
 use rohc_tcp::{Mode, Scheme};
+
+/// Nanoseconds this thread has run on a CPU (Linux schedstat), so that
+/// the other loads of a shared machine do not count; wall-clock time
+/// elsewhere.
+fn cpu_ns(wall: &Instant) -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| wall.elapsed().as_nanos() as u64)
+}
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(5);
@@ -33,12 +43,13 @@ fn main() {
             }
             let mut best = f64::MAX;
             for _ in 0..rounds {
-                let start = Instant::now();
+                let wall = Instant::now();
+                let start = cpu_ns(&wall);
                 let mut reps = 0;
                 // REPS fixes the work (for counting instructions) instead
                 // of the time.
                 let fixed: Option<usize> = std::env::var("REPS").ok().and_then(|r| r.parse().ok());
-                while fixed.map_or(start.elapsed().as_secs_f64() < 0.3, |n| reps < n) {
+                while fixed.map_or(cpu_ns(&wall) - start < 300_000_000, |n| reps < n) {
                     let (mut comp, mut decomp) = scheme.pair();
                     let (mut wire, mut back, mut fb) = (Vec::with_capacity(2048), Vec::with_capacity(2048), Vec::new());
                     for p in packets {
@@ -54,7 +65,7 @@ fn main() {
                     }
                     reps += 1;
                 }
-                best = best.min(start.elapsed().as_secs_f64() / (reps * packets.len()) as f64);
+                best = best.min((cpu_ns(&wall) - start) as f64 * 1e-9 / (reps * packets.len()) as f64);
             }
             println!("{label}/{name}: {:.3} M headers/s", 1e-6 / best);
         }

@@ -60,17 +60,14 @@ impl<'a> BitReader<'a> {
         if self.bit + width as usize > self.data.len() * 8 {
             return Err(Truncated);
         }
-        let mut v = 0u64;
-        let mut left = width;
-        while left > 0 {
-            let byte = self.data[self.bit / 8];
-            let off = (self.bit % 8) as u32;
-            let take = (8 - off).min(left);
-            let bits = (byte >> (8 - off - take)) & ((1u16 << take) - 1) as u8;
-            v = (v << take) | bits as u64;
-            self.bit += take as usize;
-            left -= take;
-        }
+        // The field lies in the 8 octets from the one holding its first bit
+        // (at most 7 + 32 bits); octets past the end read as zero.
+        let at = self.bit / 8;
+        let mut window = [0u8; 8];
+        let end = (at + 8).min(self.data.len());
+        window[..end - at].copy_from_slice(&self.data[at..end]);
+        let v = (u64::from_be_bytes(window) << (self.bit % 8)) >> (64 - width);
+        self.bit += width as usize;
         Ok(v as u32)
     }
 
