@@ -59,6 +59,8 @@ const BYTE_COPY_LEFT: u16 = 64;
 const BYTE_COPY_RIGHT: u16 = 66;
 const INPUT_BIT_ORDER: u16 = 68;
 const STACK_LOCATION: u16 = 70;
+// byte_copy_left and byte_copy_right are read together (`Machine::bounds`).
+const _: () = assert!(BYTE_COPY_RIGHT == BYTE_COPY_LEFT + 2);
 
 /// RFC 3320 §9.4.8: at most 65536 bytes of output per message.
 pub const MAX_OUTPUT: usize = 65536;
@@ -692,7 +694,13 @@ impl<'a> Machine<'a> {
 
     #[inline(always)]
     fn bounds(&self) -> Res<(u16, u16)> {
-        Ok((self.word(BYTE_COPY_LEFT)?, self.word(BYTE_COPY_RIGHT)?))
+        // Both words lie in memory exactly when its byte 67 does; reading
+        // them with one bounds check fails as reading each in turn does.
+        let at = usize::from(BYTE_COPY_LEFT);
+        match self.mem.get(at..at + 4) {
+            Some(&[l0, l1, r0, r1]) => Ok((u16::from_be_bytes([l0, l1]), u16::from_be_bytes([r0, r1]))),
+            _ => fail(Reason::Segfault),
+        }
     }
 
     #[inline(always)]
