@@ -1145,9 +1145,12 @@ impl Compressor {
             if !(cb..end).contains(&dp) {
                 return false;
             }
-            for &b in bytes {
-                m[dp - 64] = b;
-                dp += 1;
+            let mut rest = bytes;
+            while !rest.is_empty() {
+                let n = rest.len().min(end - dp);
+                m[dp - 64..dp - 64 + n].copy_from_slice(&rest[..n]);
+                rest = &rest[n..];
+                dp += n;
                 if dp == end {
                     dp = cb;
                 }
