@@ -49,19 +49,62 @@ pub(crate) struct Analysis {
     pub falls_behind: bool,
 }
 
+/// A queue of (position, value) that grows at the back and shrinks at
+/// both ends: a vector whose consumed front is cut off once it is half of
+/// it, so each operation is a vector push, pop or index.
+#[derive(Debug, Clone, Default)]
+struct MonoQueue {
+    items: Vec<(u64, i64)>,
+    head: usize,
+}
+
+impl MonoQueue {
+    #[inline]
+    fn front(&self) -> Option<&(u64, i64)> {
+        self.items.get(self.head)
+    }
+
+    #[inline]
+    fn back(&self) -> Option<&(u64, i64)> {
+        self.items.last().filter(|_| self.items.len() > self.head)
+    }
+
+    #[inline]
+    fn pop_back(&mut self) {
+        self.items.pop();
+    }
+
+    #[inline]
+    fn push_back(&mut self, item: (u64, i64)) {
+        self.items.push(item);
+    }
+
+    #[inline]
+    fn pop_front(&mut self) {
+        self.head += 1;
+        if self.head >= self.items.len() {
+            self.items.clear();
+            self.head = 0;
+        } else if self.head >= 32 && self.head * 2 >= self.items.len() {
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+    }
+}
+
 /// Minimum and maximum of one numeric field over the window.
 #[derive(Debug, Clone)]
 struct RangeKey {
     /// 16 or 32 for a wrapping field, 0 for a plain one.
     width: u32,
-    min: VecDeque<(u64, i64)>,
-    max: VecDeque<(u64, i64)>,
+    min: MonoQueue,
+    max: MonoQueue,
     last: Option<(u32, i64)>,
 }
 
 impl RangeKey {
     fn new(width: u32) -> RangeKey {
-        RangeKey { width, min: VecDeque::new(), max: VecDeque::new(), last: None }
+        RangeKey { width, min: MonoQueue::default(), max: MonoQueue::default(), last: None }
     }
 
     /// `raw` placed on the line of the window's values.
