@@ -324,23 +324,30 @@ impl MatchFinder {
         self.hash_up_to(self.data.len());
     }
 
-    #[inline]
+    #[inline(always)]
     fn hash_up_to(&mut self, end: usize) {
+        let p = self.hashed;
+        if end == p + 1 && p + 3 <= self.data.len() && p < self.prev.len() {
+            // One position, the encoder's step before a search: inline and
+            // without the set-up of the batch below, which cost more than
+            // the insertion itself.
+            let h = hash3(&self.data[p..p + 3]);
+            self.prev[p] = self.head[h];
+            self.head[h] = p as u32;
+            self.hashed = end;
+            return;
+        }
+        self.hash_batch_up_to(end);
+    }
+
+    /// [`MatchFinder::hash_up_to`] for any number of positions.
+    #[inline(never)]
+    fn hash_batch_up_to(&mut self, end: usize) {
         let end = end.min(self.data.len().saturating_sub(2));
         if self.prev.len() < self.data.len() {
             self.prev.resize(self.data.len(), NIL);
         }
         if self.hashed >= end {
-            return;
-        }
-        if end == self.hashed + 1 {
-            // One position, the encoder's step: without the iterator set-up
-            // below, which cost more than the insertion itself.
-            let p = self.hashed;
-            let h = hash3(&self.data[p..p + 3]);
-            self.prev[p] = self.head[h];
-            self.head[h] = p as u32;
-            self.hashed = end;
             return;
         }
         let from = self.hashed;
