@@ -115,21 +115,13 @@ impl Default for MatchFinder {
 }
 
 impl Clone for MatchFinder {
-    /// A copy whose history and chains have room to grow to the bound
-    /// [`MatchFinder::prepare`] slides them back from (twice the window)
-    /// plus a message, so that a new compartment's finder, cloned from a
-    /// template over its fresh window, does not reallocate (and copy) them.
-    /// The encoder's buffers are not copied.
+    /// A copy with room to grow ([`crate::lzss::with_room_to_grow`]); the
+    /// encoder's buffers are not copied.
     fn clone(&self) -> Self {
-        let room = 2 * self.data.len().max(1024) + HISTORY_SLACK;
-        let mut data = Vec::with_capacity(room);
-        data.extend_from_slice(&self.data);
-        let mut prev = Vec::with_capacity(room);
-        prev.extend_from_slice(&self.prev);
         MatchFinder {
-            data,
+            data: crate::lzss::with_room_to_grow(&self.data, self.data.len()),
             head: self.head.clone(),
-            prev,
+            prev: crate::lzss::with_room_to_grow(&self.prev, self.data.len()),
             hashed: self.hashed,
             known: self.known.clone(),
             known_at: self.known_at,
@@ -139,9 +131,6 @@ impl Clone for MatchFinder {
         }
     }
 }
-
-/// Room for a message beyond twice the window in a cloned finder.
-const HISTORY_SLACK: usize = 2048;
 
 impl MatchFinder {
     /// A finder whose history is `window`, every position hashed: a

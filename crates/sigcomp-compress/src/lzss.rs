@@ -202,21 +202,13 @@ impl Default for MatchFinder {
 }
 
 impl Clone for MatchFinder {
-    /// A copy whose history and chains have room to grow to the bound
-    /// [`MatchFinder::prepare`] slides them back from (twice the window)
-    /// plus a message: a new compartment's finder, cloned from a template
-    /// over its fresh window, then never reallocates (and copies) them.
-    /// The encoder's buffers are not copied.
+    /// A copy with room to grow ([`with_room_to_grow`]); the encoder's
+    /// buffers are not copied.
     fn clone(&self) -> Self {
-        let room = 2 * self.data.len().max(1024) + HISTORY_SLACK;
-        let mut data = Vec::with_capacity(room);
-        data.extend_from_slice(&self.data);
-        let mut prev = Vec::with_capacity(room);
-        prev.extend_from_slice(&self.prev);
         MatchFinder {
-            data,
+            data: with_room_to_grow(&self.data, self.data.len()),
             head: self.head.clone(),
-            prev,
+            prev: with_room_to_grow(&self.prev, self.data.len()),
             hashed: self.hashed,
             rebuilds: self.rebuilds,
             scratch: Scratch::default(),
@@ -224,8 +216,18 @@ impl Clone for MatchFinder {
     }
 }
 
-/// Room for a message beyond twice the window in a cloned finder.
-const HISTORY_SLACK: usize = 2048;
+/// A copy of a finder's history (`history_len` bytes) or of its chain
+/// links, with room to grow to the bound the finders slide them back from
+/// (twice the window) plus a message: a new compartment's finder, cloned
+/// from a template over its fresh window, then does not reallocate (and
+/// copy) them during its first messages.
+pub(crate) fn with_room_to_grow<T: Copy>(items: &[T], history_len: usize) -> Vec<T> {
+    /// Room for a message beyond twice the window.
+    const SLACK: usize = 2048;
+    let mut v = Vec::with_capacity(2 * history_len.max(1024) + SLACK);
+    v.extend_from_slice(items);
+    v
+}
 
 impl MatchFinder {
     /// A finder whose history is `window`, every position hashed: a
