@@ -1434,6 +1434,7 @@ impl<'a> Machine<'a> {
 
     /// INPUT-HUFFMAN from its entry `slot` in `huffman`, if that still
     /// holds the instruction at `pc`.
+    #[inline(always)]
     fn input_huffman(&mut self, pc: u16, slot: u16) -> Res<u16> {
         let slot = usize::from(slot) % HUFFMAN_CACHE;
         let e = &self.huffman[slot];
