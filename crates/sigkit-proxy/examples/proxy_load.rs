@@ -22,7 +22,7 @@
 //! requests per second, stepped up), `--step-ms MS` (default 2000),
 //! `--idle N` (idle registered terminals, default 100000), `--no-kamailio`,
 //! `--only proxy|replay|kamailio|memory`, `--record-rate R`,
-//! `--replay-rates R1,R2,...`, `--proxy-threads N`, `--pin` (the proxy
+//! `--replay-rates R1,R2,...`, `--proxy-threads N`, `--proxy-shards N`, `--pin` (the proxy
 //! on the last CPU with `taskset`, this program on the others).
 //!
 //! Besides CPU and RSS, each step reports the proxy's own handling time
@@ -62,6 +62,7 @@ struct Args {
     only: Option<String>,
     /// The proxy's worker threads (0: one per core).
     proxy_threads: usize,
+    proxy_shards: usize,
     /// The proxy on the last CPU, this program (generator, responder,
     /// probe) on the others, so that neither waits for the other's CPU.
     pin: bool,
@@ -80,6 +81,7 @@ fn parse_args() -> Args {
         kamailio: true,
         only: None,
         proxy_threads: 0,
+        proxy_shards: 0,
         pin: false,
         record_rate: 3000,
         replay_rates: vec![6000, 8000, 10000, 12000, 14000, 16000, 18000, 20000, 22000, 24000],
@@ -96,6 +98,7 @@ fn parse_args() -> Args {
             "--no-kamailio" => a.kamailio = false,
             "--only" => a.only = Some(v()),
             "--proxy-threads" => a.proxy_threads = v().parse().expect("--proxy-threads N"),
+            "--proxy-shards" => a.proxy_shards = v().parse().expect("--proxy-shards N"),
             "--pin" => a.pin = true,
             "--record-rate" => a.record_rate = v().parse().expect("--record-rate R"),
             "--replay-rates" => {
@@ -169,11 +172,12 @@ fn start_proxy(args: &Args, dir: &Path, name: &str, upstream: SocketAddr, hot: u
     let listen = SocketAddr::from((LOCALHOST, free_port()));
     let metrics = SocketAddr::from((LOCALHOST, free_port()));
     let config = format!(
-        "threads = {threads}\nlisten = [\"udp:{listen}\"]\nupstream = \"udp:{upstream}\"\nupstream_local = \"127.0.0.1:0\"\n\
+        "threads = {threads}\nshards = {shards}\nlisten = [\"udp:{listen}\"]\nupstream = \"udp:{upstream}\"\nupstream_local = \"127.0.0.1:0\"\n\
          metrics = \"{metrics}\"\n[sigcomp]\nmax_compartments = 1000000\nmax_state_bytes = 8589934592\nhot_compartments = {hot}\n\
          [defence]\ncycles_per_source_per_s = 1000000000000\ncycles_burst = 1000000000000\n\
          messages_per_source_per_s = 1000000000\nmessages_burst = 1000000000\n",
-        threads = args.proxy_threads
+        threads = args.proxy_threads,
+        shards = args.proxy_shards
     );
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, config).unwrap();

@@ -111,6 +111,12 @@ pub struct ProxyConfig {
     pub metrics: Option<SocketAddr>,
     /// Worker threads of the runtime; 0: one per core.
     pub threads: usize,
+    /// Proxies the terminals are split among by address, each with its own
+    /// lock, SigComp endpoint and share of the limits; 0: one per worker
+    /// thread. A worker that takes a datagram of a shard another worker
+    /// holds waits for it, so more shards than workers keep the workers
+    /// busy under load, at the price of a less even split of the limits.
+    pub shards: usize,
     /// Receive buffer of each UDP socket in bytes (`SO_RCVBUF`); 0 keeps
     /// the system's default. Datagrams that arrive while the buffer is full
     /// are dropped by the kernel, so a burst the workers cannot take at
@@ -247,6 +253,7 @@ impl Default for ProxyConfig {
             overload: crate::overload::OverloadConfig::default(),
             metrics: None,
             threads: 0,
+            shards: 0,
             udp_receive_buffer: 4 << 20,
             max_flows: 1_000_000,
             flow_idle_timeout_s: 3600,
@@ -254,6 +261,9 @@ impl Default for ProxyConfig {
         }
     }
 }
+
+/// At most this many shards: each is a whole proxy with its own tables.
+pub const MAX_SHARDS: usize = 1024;
 
 impl Default for SigcompConfig {
     fn default() -> Self {
@@ -361,6 +371,9 @@ impl ProxyConfig {
                     "{upstream}: a TCP upstream is not supported; the proxy speaks UDP to its upstream (udp:HOST:PORT)"
                 ),
             );
+        }
+        if self.shards > MAX_SHARDS {
+            return bad("shards", format!("{} shards: at most {MAX_SHARDS}", self.shards));
         }
         let s = &self.sigcomp;
         // RFC 3320 §3.3.1: each parameter has a few encodable values.
@@ -495,6 +508,11 @@ messages_per_source_per_s = 50
                 "sigkit.toml:2: max_flows:",
                 "at least 1",
             ),
+            (
+                "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\nshards = 5000\n".into(),
+                "sigkit.toml:3: shards:",
+                "at most 1024",
+            ),
         ];
         for (text, prefix, reason) in cases {
             let e = ProxyConfig::from_toml("sigkit.toml", &text).unwrap().validate().unwrap_err();
@@ -545,7 +563,7 @@ mod example_file {
         c.validate().unwrap();
         let d = ProxyConfig::default();
         assert_eq!(c.sigcomp_id, d.sigcomp_id);
-        assert_eq!(c.threads, d.threads);
+        assert_eq!((c.threads, c.shards), (d.threads, d.shards));
         assert_eq!((c.max_flows, c.flow_idle_timeout_s), (d.max_flows, d.flow_idle_timeout_s));
         let (s, t) = (&c.sigcomp, &d.sigcomp);
         assert_eq!(

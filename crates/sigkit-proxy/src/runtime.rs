@@ -201,10 +201,14 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     };
     let metrics_addr = metrics_listener.as_ref().map(|l| l.local_addr()).transpose()?;
     let addrs = LocalAddrs { terminal: terminal_addrs.clone(), upstream: upstream_local, upstream_peer: upstream.addr };
-    let count = match config.threads {
+    let workers = match config.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     } as u32;
+    let count = match config.shards {
+        0 => workers,
+        n => u32::try_from(n).unwrap_or(u32::MAX),
+    };
     let instance = crate::core::new_instance_id();
     let shards = (0..count)
         .map(|index| Proxy::sharded(&config, addrs.clone(), Shard { index, count, instance }).map(Mutex::new))
@@ -220,10 +224,10 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     });
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    // As many receivers per socket as shards: each takes the next datagram
-    // and hands it to its shard, so different terminals' messages are
-    // handled at the same time.
-    for _ in 0..count {
+    // As many receivers per socket as worker threads: each takes the next
+    // datagram and hands it to its shard, so different terminals' messages
+    // are handled at the same time.
+    for _ in 0..workers {
         for (local, socket) in &udp {
             tasks.spawn(udp_loop(shared.clone(), socket.clone(), *local, Side::Terminal, stop.clone()));
         }
