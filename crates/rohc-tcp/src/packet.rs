@@ -447,8 +447,7 @@ impl<'a> Packet<'a> {
         if ipv4_checksum(&frame[..20]) != ip.header_checksum() {
             return Err(ParseError::Ipv4Checksum);
         }
-        let tcp = TcpHeaderSlice::from_slice(&frame[20..]).map_err(|e| ParseError::Tcp(e.to_string()))?;
-        let raw = tcp.slice();
+        let (tcp, payload) = Packet::parse_tcp(frame, 20)?;
         let header = TcpIpHeader {
             tos: frame[1],
             ip_id: ip.identification(),
@@ -456,19 +455,9 @@ impl<'a> Packet<'a> {
             ttl: ip.ttl(),
             src: ip.source(),
             dst: ip.destination(),
-            ipv6: None,
-            src_port: tcp.source_port(),
-            dst_port: tcp.destination_port(),
-            seq: tcp.sequence_number(),
-            ack: tcp.acknowledgment_number(),
-            tcp_res: raw[12] & 0x0f,
-            tcp_flags: raw[13],
-            window: tcp.window_size(),
-            checksum: tcp.checksum(),
-            urgent: tcp.urgent_pointer(),
-            options: RawOptions::from_slice(tcp.options()).map_err(|e| ParseError::Tcp(e.to_string()))?,
+            ..tcp
         };
-        Ok(Packet { header, payload: &frame[20 + raw.len()..] })
+        Ok(Packet { header, payload })
     }
 
     fn parse_v6(frame: &'a [u8]) -> Result<Packet<'a>, ParseError> {
@@ -486,20 +475,33 @@ impl<'a> Packet<'a> {
         if payload as usize + 40 != frame.len() {
             return Err(ParseError::Ipv6Length { payload, frame: frame.len() });
         }
-        let tcp = TcpHeaderSlice::from_slice(&frame[40..]).map_err(|e| ParseError::Tcp(e.to_string()))?;
-        let raw = tcp.slice();
+        let (tcp, payload) = Packet::parse_tcp(frame, 40)?;
         let mut src = [0u8; 16];
         let mut dst = [0u8; 16];
         src.copy_from_slice(&ip[8..24]);
         dst.copy_from_slice(&ip[24..40]);
         let header = TcpIpHeader {
             tos: (first >> 20) as u8,
+            ttl: ip[7],
+            ipv6: Some(Ipv6Part { src, dst, flow_label: first & 0xf_ffff }),
+            ..tcp
+        };
+        Ok(Packet { header, payload })
+    }
+
+    /// The TCP header after `ip_len` bytes of IP header, in a header whose
+    /// IP fields are zero (IPv4 without addresses), and the payload after it.
+    fn parse_tcp(frame: &'a [u8], ip_len: usize) -> Result<(TcpIpHeader, &'a [u8]), ParseError> {
+        let tcp = TcpHeaderSlice::from_slice(&frame[ip_len..]).map_err(|e| ParseError::Tcp(e.to_string()))?;
+        let raw = tcp.slice();
+        let header = TcpIpHeader {
+            tos: 0,
             ip_id: 0,
             flags_frag: 0,
-            ttl: ip[7],
+            ttl: 0,
             src: [0; 4],
             dst: [0; 4],
-            ipv6: Some(Ipv6Part { src, dst, flow_label: first & 0xf_ffff }),
+            ipv6: None,
             src_port: tcp.source_port(),
             dst_port: tcp.destination_port(),
             seq: tcp.sequence_number(),
@@ -511,7 +513,7 @@ impl<'a> Packet<'a> {
             urgent: tcp.urgent_pointer(),
             options: RawOptions::from_slice(tcp.options()).map_err(|e| ParseError::Tcp(e.to_string()))?,
         };
-        Ok(Packet { header, payload: &frame[40 + raw.len()..] })
+        Ok((header, &frame[ip_len + raw.len()..]))
     }
 }
 
