@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{run_scheme, run_taroc, Queue, Rng};
+use common::{run_scheme, run_taroc, run_taroc_with_single_bit_errors, Queue, Rng};
 use rohc_tcp::capture::read_capture;
 use rohc_tcp::replay::{replay, LinkConfig};
 use rohc_tcp::synth::{bulk_transfer, sip_over_tcp, Dir, FlowOptions};
@@ -163,18 +163,7 @@ fn damaged_ipv6_packets_are_never_emitted_with_a_wrong_header() {
         let intact = o.sent - damaged;
         assert!(o.delivered * 2 >= intact, "{mode:?}: {o:?}, {damaged} damaged");
 
-        let mut rng = Rng(91 + mode as u64);
-        let mut damaged = 0;
-        let mut single = |_: Dir, q: &mut Queue| {
-            for (_, wire) in q.iter_mut() {
-                if rng.chance(0.05) {
-                    let b = (rng.next() as usize) % (wire.len() * 8);
-                    wire[b / 8] ^= 1 << (b % 8);
-                    damaged += 1;
-                }
-            }
-        };
-        let o = run_taroc(mode, &flow, 1, &mut single);
+        let (o, damaged) = run_taroc_with_single_bit_errors(mode, &flow, 91 + mode as u64);
         assert!(damaged > 50);
         assert_eq!((o.corrupted, o.payload_undetected), (0, 0), "{mode:?}: {o:?}");
     }

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::OnceLock;
 
-use common::{run_taroc, Queue, Rng};
+use common::{run_taroc, run_taroc_with_single_bit_errors, Queue, Rng};
 use proptest::prelude::*;
 use rohc_tcp::synth::{bulk_transfer, sip_over_tcp, Dir, FlowOptions};
 use rohc_tcp::{checksums_ok, Compressor, CompressorConfig, Decompressor, DecompressorConfig, Mode};
@@ -126,18 +126,7 @@ fn a_single_bit_error_per_packet_is_always_caught() {
     let mut flow = bulk_transfer(1500, 200, 53, FlowOptions::default());
     flow.extend(sip_over_tcp(20, FlowOptions { seed: 11, ..Default::default() }));
     for mode in [Mode::U, Mode::O, Mode::R] {
-        let mut rng = Rng(77 + mode as u64);
-        let mut damaged = 0;
-        let mut link = |_: Dir, q: &mut Queue| {
-            for (_, wire) in q.iter_mut() {
-                if rng.chance(0.05) {
-                    let b = (rng.next() as usize) % (wire.len() * 8);
-                    wire[b / 8] ^= 1 << (b % 8);
-                    damaged += 1;
-                }
-            }
-        };
-        let o = run_taroc(mode, &flow, 1, &mut link);
+        let (o, damaged) = run_taroc_with_single_bit_errors(mode, &flow, 77 + mode as u64);
         assert!(damaged > 100);
         assert_eq!((o.corrupted, o.payload_undetected), (0, 0), "{mode:?}: {o:?}");
     }

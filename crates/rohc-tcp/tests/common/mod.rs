@@ -161,3 +161,22 @@ impl Rng {
         (self.next() % 1_000_000) as f64 / 1_000_000.0 < p
     }
 }
+
+/// Runs TAROC in `mode` over a link that flips one random bit in each
+/// compressed packet with probability 5 %; returns the outcome and how many
+/// packets were damaged.
+pub fn run_taroc_with_single_bit_errors(mode: Mode, flow: &[(Dir, Vec<u8>)], seed: u64) -> (Outcome, usize) {
+    let mut rng = Rng(seed);
+    let mut damaged = 0;
+    let mut link = |_: Dir, q: &mut Queue| {
+        for (_, wire) in q.iter_mut() {
+            if rng.chance(0.05) {
+                let b = (rng.next() as usize) % (wire.len() * 8);
+                wire[b / 8] ^= 1 << (b % 8);
+                damaged += 1;
+            }
+        }
+    };
+    let o = run_taroc(mode, flow, 1, &mut link);
+    (o, damaged)
+}
