@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use crate::cwnd::{vsw_bound, AckTracker, SeqTracker, TrackerParams};
 use crate::format::{
     crc8, fold_checksum, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc, IrPacket, OptInfo, SeqEnc,
-    StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_K, MSN_P, SEQ_TABLE, SHORT_ACK, SHORT_SEQ, TS_SHORT,
-    TS_TABLE, WINDOW_LSB, WINDOW_SHORT,
+    StaticPart, WindowField, COMPACT_MSN, IPID_TABLE, MAX_CONTEXTS, MSN_K, MSN_P, SEL_COMPACT_SCALED, SEL_MSN_SCALED,
+    SEQ_TABLE, SHORT_ACK, SHORT_SEQ, TS_SHORT, TS_TABLE, WINDOW_LSB, WINDOW_SHORT,
 };
 use crate::packet::{Packet, ParseError, TcpIpHeader, FLAG_ACK, FLAG_PSH, FLAG_SYN};
 use crate::vsw::{Analysis, Vsw};
@@ -36,7 +36,10 @@ pub struct CompressorConfig {
     /// "arbitrarily high", but W ≥ 2·ssthresh, and the trackers' slow start
     /// counts every byte sent as growth, so a high ISSTHRESH keeps every
     /// packet of a short flow (SIP) in the VSW, SYN included, and every
-    /// field of it un-STATIC. The default, 4·MSS, ends slow start at IW.
+    /// field of it un-STATIC. 0, the default, is 4·MSS of the link's MTU:
+    /// slow start ends at IW. It also bounds W while a tracker idles (a
+    /// bulk sender's ACK numbers, its receiver's sequence numbers), since
+    /// W takes the larger of the two trackers' estimates.
     pub issthresh: u32,
     /// Floor on the VSW's length, in packets: W never shrinks it below
     /// this many, so a burst of fewer losses (§5.6.2 expects bursts under
@@ -62,7 +65,7 @@ impl Default for CompressorConfig {
             k_eighths: 8,
             mtu: 1500,
             max_window: 65535,
-            issthresh: 4 * 1460,
+            issthresh: 0,
             min_vsw: 8,
             max_vsw: 128,
             max_contexts: MAX_CONTEXTS,
@@ -81,11 +84,9 @@ impl CompressorConfig {
     /// for IPv6's 40-octet header).
     fn tracker_params(&self, ipv6: bool) -> TrackerParams {
         let headers = if ipv6 { 60 } else { 40 };
-        TrackerParams {
-            mss: self.mtu.saturating_sub(headers).max(1),
-            issthresh: self.issthresh,
-            max_window: self.max_window,
-        }
+        let mss = self.mtu.saturating_sub(headers).max(1);
+        let issthresh = if self.issthresh == 0 { 4 * mss } else { self.issthresh };
+        TrackerParams { mss, issthresh, max_window: self.max_window }
     }
 }
 
@@ -644,8 +645,19 @@ fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPack
     let h = &rec.h;
     let Some((seq_sel, seq_enc)) = pick_among(&SHORT_SEQ, seq_spreads(a, so)) else { return co };
     let Some((ack_sel, ack_enc)) = pick_among(&SHORT_ACK, ack_spreads(a)) else { return co };
-    let seq = (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0, rec.msn));
-    let ack = (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1, rec.msn));
+    // MSN-scaled numbers whose m − MSN spreads little enough for the
+    // compact format are marked so; the short format still sends their
+    // MSN_SCALED bits if the compact one does not fit.
+    let compact_msn = COMPACT_MSN.covers(&a.msn);
+    let compact = |sel: u8, n: NumberSpreads| {
+        if compact_msn && sel == SEL_MSN_SCALED && n.covered_by(&SEQ_TABLE[SEL_COMPACT_SCALED as usize]) {
+            SEL_COMPACT_SCALED
+        } else {
+            sel
+        }
+    };
+    let seq = (compact(seq_sel, seq_spreads(a, so)), lsb_bits(h.seq, &seq_enc, rec.strides.0, rec.msn));
+    let ack = (compact(ack_sel, ack_spreads(a)), lsb_bits(h.ack, &ack_enc, rec.strides.1, rec.msn));
     let static_lsb = Lsb::new(0, 0);
     let ip_id = if h.ipv6.is_some() {
         (5, 0)

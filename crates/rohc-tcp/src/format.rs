@@ -92,9 +92,10 @@ impl SeqEnc {
 /// The 3-bit selector of SEQ and ACK: the profile's seqno widths and
 /// offsets (§6.3), STATIC, and fixed-payload widths. SEQ's selector opens
 /// a CO packet, so it never takes 7 (`111` would read as IR, IR-DYN,
-/// Add-CID or feedback). Then the short format's MSN-scaled encoding
-/// (index 8), which the general format does not carry.
-pub const SEQ_TABLE: [SeqEnc; 9] = [
+/// Add-CID or feedback). Then the MSN-scaled encodings, which the general
+/// format does not carry: the short format's (index 8) and the compact
+/// format's (index 9).
+pub const SEQ_TABLE: [SeqEnc; 10] = [
     SeqEnc::Lsb(Lsb::new(0, 0)),
     SeqEnc::Lsb(Lsb::new(8, 63)),
     SeqEnc::Lsb(Lsb::new(14, 127)),
@@ -104,13 +105,25 @@ pub const SEQ_TABLE: [SeqEnc; 9] = [
     SeqEnc::FixedPayload(Lsb::new(8, 15)),
     SeqEnc::FixedPayload(Lsb::new(12, 63)),
     SeqEnc::MsnScaled(MSN_SCALED),
+    SeqEnc::MsnScaled(COMPACT_SCALED),
 ];
 
-/// m − MSN in the short format: 5 bits, which a full-sized segment's short
-/// packet has room for before its padding (16 bits of base, 3 of MSN, 16
-/// of checksum: 35 of 40), over a spread of −16 to +15 (segments lost
-/// upstream, duplicate ACKs).
-pub const MSN_SCALED: Lsb = Lsb::new(5, 16);
+/// m − MSN in the short format: 4 bits, which a full-sized segment's short
+/// packet has room for before its padding (16 bits of base, 4 of MSN, 16
+/// of checksum: 36 of 40), over a spread of −8 to +7 (segments lost
+/// upstream, duplicate ACKs, retransmissions).
+pub const MSN_SCALED: Lsb = Lsb::new(4, 8);
+/// m − MSN in the compact format: 3 bits over a spread of −4 to +3 (a
+/// retransmission on the link moves it down by one for the segments after
+/// it, a segment lost upstream up by one). Its coverage lies within
+/// [`MSN_SCALED`]'s, so a packet picked for it fits the short format too.
+pub const COMPACT_SCALED: Lsb = Lsb::new(3, 4);
+/// The compact format's MSN: MSN-LSB(6,−1), a VSW of up to 64 packets.
+pub const COMPACT_MSN: Lsb = Lsb::new(6, MSN_P);
+/// [`SEQ_TABLE`]'s index of [`COMPACT_SCALED`].
+pub const SEL_COMPACT_SCALED: u8 = 9;
+/// [`SEQ_TABLE`]'s index of [`MSN_SCALED`].
+pub const SEL_MSN_SCALED: u8 = 8;
 
 /// How the IP-ID is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -633,8 +646,9 @@ pub struct CoPacket<'a> {
     /// The folded checksum ([`fold_checksum`]).
     pub checksum: u16,
     /// As parsed: the CRC of the original IP and TCP headers as they are
-    /// on the wire, and its width: CRC-3 in the short format, CRC-7 in the
-    /// general one. [`CoPacket::emit`] computes it from the header.
+    /// on the wire, and its width: CRC-3 in the short and compact formats,
+    /// CRC-7 in the general one. [`CoPacket::emit`] computes it from the
+    /// header.
     pub crc: (u8, u8),
     pub payload: &'a [u8],
 }
@@ -643,12 +657,12 @@ impl<'a> CoPacket<'a> {
     /// The short format's second octet `SS AA I P W T`, if the packet fits
     /// it: nothing but SEQ, ACK, PSH, a small window change and small
     /// timestamp changes differs from every reference. Its MSN is always
-    /// MSN-LSB(7,-1): the 3 bits above the first octet's 4 mostly fill
-    /// what would be padding, and a VSW of more than 16 packets (a cwnd of
+    /// MSN-LSB(7,-1): the 4 bits above the first octet's 3 mostly fill
+    /// what would be padding, and a VSW of more than 8 packets (a cwnd of
     /// full-sized segments) then stays in the short format.
     fn short_octet(&self, shape: OptShape) -> Option<u8> {
-        let ss = SHORT_SEQ.iter().position(|&i| i == self.seq.0)?;
-        let aa = SHORT_ACK.iter().position(|&i| i == self.ack.0)?;
+        let ss = SHORT_SEQ.iter().position(|&i| i == short_selector(self.seq.0))?;
+        let aa = SHORT_ACK.iter().position(|&i| i == short_selector(self.ack.0))?;
         let i = match self.ip_id.0 {
             4 => 0,
             5 => 1,
@@ -672,21 +686,63 @@ impl<'a> CoPacket<'a> {
         plain.then_some((ss as u8) << 6 | (aa as u8) << 4 | i << 3 | (self.psh as u8) << 2 | w << 1 | t)
     }
 
-    /// Emits the packet, in the short format if it fits, else in the
-    /// general one. `shape` is the compact options' shape (the current
-    /// skeleton's, equal to every reference's); `header` the original IP
-    /// and TCP headers, which the CRC covers.
+    /// The compact format's data bit D, if the packet fits it: what fits
+    /// the short format with the IP-ID's offset from the MSN unchanged
+    /// (IPv4) or no IP-ID (IPv6), PSH clear, the window STATIC, and either
+    /// SEQ in [`COMPACT_SCALED`] with the ACK number STATIC (D = 1, a bulk
+    /// sender's full-sized segment) or SEQ STATIC with the ACK number in
+    /// [`COMPACT_SCALED`] (D = 0, its receiver's ACK).
+    fn compact_data_bit(&self, shape: OptShape) -> Option<bool> {
+        let data = match (self.seq.0, self.ack.0) {
+            (SEL_COMPACT_SCALED, 0) => true,
+            (0, SEL_COMPACT_SCALED) => false,
+            _ => return None,
+        };
+        let ip_id_unchanged = if shape.ipv6 { (5, 0) } else { (4, 0) };
+        let fits = self.ip_id == ip_id_unchanged
+            && !self.psh
+            && self.window == WindowField::Static
+            && self.short_octet(shape).is_some();
+        fits.then_some(data)
+    }
+
+    /// Emits the packet, in the compact format if it fits, else in the
+    /// short one if it fits, else in the general one. `shape` is the
+    /// compact options' shape (the current skeleton's, equal to every
+    /// reference's); `header` the original IP and TCP headers, which the
+    /// CRC covers.
     pub fn emit(&self, shape: OptShape, header: &[u8], out: &mut Vec<u8>) -> Result<(), FormatError> {
         emit_cid(self.cid, out);
+        if let Some(data) = self.compact_data_bit(shape) {
+            let lag = if data { self.seq.1 } else { self.ack.1 };
+            let mut w = BitWriter::new(out);
+            w.put(0b01, 2);
+            w.put(self.msn.0 & ((1 << COMPACT_MSN.k) - 1), COMPACT_MSN.k);
+            w.put(crc3(header) as u32, 3);
+            w.put(data as u32, 1);
+            w.put(lag & ((1 << COMPACT_SCALED.k) - 1), COMPACT_SCALED.k);
+            match self.options {
+                CoOptions::Compact { ts: [(4, tsval), (4, tsecr)], .. } => {
+                    w.put(1, 1);
+                    w.put(tsval, TS_SHORT.k);
+                    w.put(tsecr, TS_SHORT.k);
+                }
+                _ => w.put(0, 1),
+            }
+            w.put(self.checksum as u32, 16);
+            w.finish();
+            out.extend_from_slice(self.payload);
+            return Ok(());
+        }
         if let Some(second) = self.short_octet(shape) {
             let mut w = BitWriter::new(out);
-            w.put(0, 1);
-            w.put(self.msn.0 & 0xf, 4);
+            w.put(0b00, 2);
+            w.put(self.msn.0 & 0x7, 3);
             w.put(crc3(header) as u32, 3);
             w.put(second as u32, 8);
-            w.put(self.msn.0 >> 4, 3);
-            w.put(self.seq.1, SEQ_TABLE[self.seq.0 as usize].bits());
-            w.put(self.ack.1, SEQ_TABLE[self.ack.0 as usize].bits());
+            w.put(self.msn.0 >> 3, 4);
+            w.put(self.seq.1, SEQ_TABLE[short_selector(self.seq.0) as usize].bits());
+            w.put(self.ack.1, SEQ_TABLE[short_selector(self.ack.0) as usize].bits());
             if let WindowField::Short(b) = self.window {
                 w.put(b, WINDOW_SHORT.k);
             }
@@ -704,7 +760,7 @@ impl<'a> CoPacket<'a> {
         if self.seq.0 >= 6 {
             return Err(FormatError::Reserved("SEQ selector 6 or above in the general format"));
         }
-        if self.ack.0 >= 8 {
+        if self.ack.0 >= SEL_MSN_SCALED {
             return Err(FormatError::Reserved("MSN-scaled ACK in the general format"));
         }
         // IPv6 has no IP-ID: its selector is 0 and no IP-ID bits follow.
@@ -811,14 +867,52 @@ impl<'a> CoPacket<'a> {
         Ok(())
     }
 
+    /// Parses the compact format.
+    fn parse_compact(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
+        let mut r = BitReader::new(data);
+        r.get(2)?;
+        let msn = r.get(COMPACT_MSN.k)?;
+        let crc = r.get(3)? as u8;
+        let data_bit = r.get(1)? == 1;
+        let lag = (SEL_COMPACT_SCALED, r.get(COMPACT_SCALED.k)?);
+        let ts = if r.get(1)? == 1 {
+            if !shape.ts {
+                return Err(FormatError::Reserved("timestamps without a timestamp option"));
+            }
+            [(4, r.get(TS_SHORT.k)?), (4, r.get(TS_SHORT.k)?)]
+        } else {
+            [(0, 0), (0, 0)]
+        };
+        let checksum = r.get(16)? as u16;
+        let at = r.octets_used();
+        let (seq, ack) = if data_bit { (lag, (0, 0)) } else { ((0, 0), lag) };
+        Ok(CoPacket {
+            cid,
+            msn: (msn, COMPACT_MSN.k),
+            ip_id: (if shape.ipv6 { 5 } else { 4 }, 0),
+            seq,
+            ack,
+            window: WindowField::Static,
+            psh: false,
+            flags: None,
+            ip: None,
+            urgent: None,
+            strides: None,
+            options: CoOptions::Compact { ts, sack_n: 0, sack: [(0, 0); 4] },
+            checksum,
+            crc: (crc, 3),
+            payload: &data[at..],
+        })
+    }
+
     /// Parses the short format.
     fn parse_short(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
         let mut r = BitReader::new(data);
-        r.get(1)?;
-        let msn = r.get(4)?;
+        r.get(2)?;
+        let msn = r.get(3)?;
         let crc = r.get(3)? as u8;
         let second = r.get(8)? as u8;
-        let msn = r.get(3)? << 4 | msn;
+        let msn = r.get(4)? << 3 | msn;
         if shape.ipv6 && second & 8 == 0 {
             // IPv6 has no IP-ID: only "unchanged" (zero) applies.
             return Err(FormatError::Reserved("IP-ID offset in an IPv6 context"));
@@ -864,8 +958,10 @@ impl<'a> CoPacket<'a> {
         if first >= 0xe0 {
             return Err(FormatError::UnknownType(first));
         }
-        if first & 0x80 == 0 {
-            return CoPacket::parse_short(cid, data, shape);
+        match first >> 6 {
+            0b00 => return CoPacket::parse_short(cid, data, shape),
+            0b01 => return CoPacket::parse_compact(cid, data, shape),
+            _ => {}
         }
         let mut r = BitReader::new(data);
         r.get(1)?;
@@ -970,6 +1066,16 @@ impl<'a> CoPacket<'a> {
     }
 }
 
+/// The short format carries [`COMPACT_SCALED`] as [`MSN_SCALED`], whose
+/// coverage contains it (the compressor keeps [`MSN_SCALED`]'s bits).
+fn short_selector(sel: u8) -> u8 {
+    if sel == SEL_COMPACT_SCALED {
+        SEL_MSN_SCALED
+    } else {
+        sel
+    }
+}
+
 /// What a feedback packet says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FeedbackKind {
@@ -1065,7 +1171,7 @@ mod tests {
             cid: 0,
             msn: (0x59, 7),
             ip_id: (4, 0),
-            seq: (8, 0x1a),
+            seq: (8, 0xa),
             ack: (0, 0),
             window: WindowField::Static,
             psh: false,
@@ -1080,9 +1186,10 @@ mod tests {
         };
         let mut out = Vec::new();
         co.emit(OptShape { ts: true, ipv6: false }, b"header", &mut out).unwrap();
-        // 16 bits of base, 3 of MSN, 5 of MSN-scaled SEQ, 16 of timestamps,
+        // 16 bits of base, 4 of MSN, 4 of MSN-scaled SEQ, 16 of timestamps,
         // 16 of checksum.
         assert_eq!(out.len(), 7 + 4);
+        assert_eq!(out[0] >> 6, 0b00);
         // The general format has no MSN-scaled ACK.
         let general = CoPacket { seq: (1, 0x1a), ack: (8, 1), ip: Some((0, 64, 0)), ..co };
         assert_eq!(
@@ -1095,6 +1202,57 @@ mod tests {
             CoPacket::parse(0, &out, OptShape { ts: false, ipv6: false }).unwrap_err(),
             FormatError::Reserved("timestamps without a timestamp option")
         );
+    }
+
+    #[test]
+    fn compact_format_carries_a_bulk_segment_in_two_octets_and_the_checksum() {
+        let shape = OptShape { ts: true, ipv6: false };
+        let segment = CoPacket {
+            cid: 0,
+            msn: (0x59, 7),
+            ip_id: (4, 0),
+            seq: (SEL_COMPACT_SCALED, 0xd),
+            ack: (0, 0),
+            window: WindowField::Static,
+            psh: false,
+            flags: None,
+            ip: None,
+            urgent: None,
+            strides: None,
+            options: CoOptions::Compact { ts: [(0, 0), (0, 0)], sack_n: 0, sack: [(0, 0); 4] },
+            checksum: 0xbeef,
+            crc: (crc3(b"header"), 3),
+            payload: b"data",
+        };
+        let with_ts = CoPacket {
+            options: CoOptions::Compact { ts: [(4, 0x15), (4, 0x2a)], sack_n: 0, sack: [(0, 0); 4] },
+            ..segment
+        };
+        let ack = CoPacket { seq: (0, 0), ack: (SEL_COMPACT_SCALED, 0x6), payload: b"", ..segment };
+        for (co, len) in [(segment, 4 + 4), (with_ts, 6 + 4), (ack, 4)] {
+            let mut out = Vec::new();
+            co.emit(shape, b"header", &mut out).unwrap();
+            assert_eq!(out.len(), len);
+            assert_eq!(out[0] >> 6, 0b01);
+            let back = CoPacket::parse(0, &out, shape).unwrap();
+            // The compact format sends 6 bits of MSN and 3 of m − MSN.
+            let mask = |(sel, bits): (u8, u32)| (sel, if sel == SEL_COMPACT_SCALED { bits & 7 } else { bits });
+            let expected = CoPacket { msn: (0x59 & 0x3f, 6), seq: mask(co.seq), ack: mask(co.ack), ..co };
+            assert_eq!(format!("{back:?}"), format!("{expected:?}"));
+        }
+        // PSH, a window change, or an IP-ID that is not the MSN's offset
+        // leave it in the short format (which carries MSN_SCALED's bits).
+        for co in [
+            CoPacket { psh: true, ..segment },
+            CoPacket { window: WindowField::Short(3), ..segment },
+            CoPacket { ip_id: (5, 0), ..segment },
+        ] {
+            let mut out = Vec::new();
+            co.emit(shape, b"header", &mut out).unwrap();
+            assert_eq!(out[0] >> 6, 0b00, "{co:?}");
+            let back = CoPacket::parse(0, &out, shape).unwrap();
+            assert_eq!(back.seq, (SEL_MSN_SCALED, 0xd));
+        }
     }
 
     #[test]

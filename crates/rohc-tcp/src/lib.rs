@@ -109,9 +109,9 @@
 //!
 //! **CRCs.** Every packet carries a CRC of RFC 3095 §5.9.2 over the
 //! original IP and TCP headers as they are on the wire (CRC-8 in IR and
-//! IR-DYN, CRC-7 in the general CO format, CRC-3 in the short one), which
-//! the decompressor checks on the reconstructed header before the TCP
-//! checksum (§5.4). The TCP checksum alone lets a damaged header through
+//! IR-DYN, CRC-7 in the general CO format, CRC-3 in the short and compact
+//! ones), which the decompressor checks on the reconstructed header before
+//! the TCP checksum (§5.4). The TCP checksum alone lets a damaged header through
 //! when bit errors cancel in the ones' complement sum (two flips of
 //! opposite sense in the same bit of two 16-bit words, or many errors
 //! summing to zero), which at BER 1e-3, where nearly every 1500-octet packet
@@ -119,20 +119,40 @@
 //! (measured with `sigkit rohc`); with the CRC it must also match a CRC of
 //! 3 to 8 bits, which no packet of the long runs in docs/rohc.md did.
 //!
-//! **CO short** (compressed, the common case), first bit 0:
+//! **CO compact** (a bulk transfer's steady state), first bits `01`:
 //!
 //! | bits | field | encoding |
 //! |---|---|---|
-//! | 1 | `0` | short format |
-//! | 4 | MSN | 4 LSBs |
+//! | 2 | `01` | compact format |
+//! | 6 | MSN | MSN-LSB(6,−1) |
 //! | 3 | CRC-3 | over the original header |
-//! | 2 | SS | SEQ: STATIC, MSN-scaled fixed payload LSB(5,16), fixed payload LSB(8,15), LSB(20,1023) |
+//! | 1 | D | 1: SEQ MSN-scaled, ACK STATIC (a data segment); 0: SEQ STATIC, ACK MSN-scaled (a pure ACK) |
+//! | 3 | m − MSN | of the MSN-scaled number: LSB(3,4) |
+//! | 1 | T | TSval and TSecr LSB(8,15) follow (else STATIC) |
+//! | 0/16 | TSval, TSecr | per T |
+//! | 16 | checksum | as in the general format |
+//!
+//! It holds what the short format holds with PSH clear, the window
+//! STATIC, and the IP-ID's offset from the MSN unchanged (IPv4) or no
+//! IP-ID (IPv6): a bulk sender's full-sized segment, and its receiver's
+//! ACK of a constant number of them, in 4 octets without timestamps and 6
+//! with them, as long as the VSW spans at most 64 MSNs and m − MSN moves by
+//! at most −4 to +3 over it.
+//!
+//! **CO short** (compressed, the common case), first bits `00`:
+//!
+//! | bits | field | encoding |
+//! |---|---|---|
+//! | 2 | `00` | short format |
+//! | 3 | MSN | 3 LSBs |
+//! | 3 | CRC-3 | over the original header |
+//! | 2 | SS | SEQ: STATIC, MSN-scaled fixed payload LSB(4,8), fixed payload LSB(8,15), LSB(20,1023) |
 //! | 2 | AA | ACK: as SEQ |
 //! | 1 | I | IP-ID STATIC: 0 IP-ID − MSN unchanged, 1 IP-ID unchanged |
 //! | 1 | P | TCP PSH flag |
 //! | 1 | W | window LSB(6,31) follows (else STATIC) |
 //! | 1 | T | TSval and TSecr LSB(8,15) follow (else STATIC) |
-//! | 3 | MSN | the 3 bits above the 4: MSN-LSB(7,−1) |
+//! | 4 | MSN | the 4 bits above the 3: MSN-LSB(7,−1) |
 //! | 0–20 | SEQ, then ACK | per SS, AA |
 //! | 0/6 | window | per W |
 //! | 0/16 | TSval, TSecr | per T |
@@ -142,22 +162,22 @@
 //! Everything else (flags but PSH, IP fields, urgent pointer, strides, the
 //! options skeleton, SACK blocks) must be unchanged over the VSW; if not,
 //! or a field needs more bits, the packet goes in the general format. A
-//! bulk transfer's full-sized data segment, and its receiver's ACK of a
-//! constant number of them, is 5 octets without timestamps, 7 with them,
-//! whatever the VSW's length.
+//! bulk transfer's full-sized data segment with PSH set is 5 octets
+//! without timestamps, 7 with them, whatever the VSW's length.
 //!
-//! **MSN-scaled fixed payload** (short format only). With fixed-payload
-//! encoding (§6.1) a number is m·stride + n; a bulk sender advances m by
-//! one per packet, and so does its MSN, so m − MSN is constant while m
-//! spreads over the whole VSW (tens of strides in a congestion window:
-//! LSB(8,15) of m). The short format sends W-LSB(5,16) of m − MSN (the 5
-//! bits fit before a full-sized segment's padding); the decompressor takes
+//! **MSN-scaled fixed payload** (short and compact formats). With
+//! fixed-payload encoding (§6.1) a number is m·stride + n; a bulk sender
+//! advances m by one per packet, and so does its MSN, so m − MSN is
+//! constant while m spreads over the whole VSW (tens of strides in a
+//! congestion window: LSB(8,15) of m). The short format sends W-LSB(4,8)
+//! of m − MSN, the compact one W-LSB(3,4); the decompressor takes
 //! m = m_ref + (MSN − MSN_ref) + (lag − lag_ref), lag = m − MSN, and n and
 //! the stride from its reference, so a decompressor holding any VSW entry
 //! as its reference decodes it, as W-LSB requires. A segment lost upstream
-//! or a duplicate ACK moves m − MSN by one, which the 5 bits cover (−16 to
-//! +15 over the VSW); a retransmission in the VSW falls back to LSB(8,15)
-//! of m. Like fixed-payload SEQ, it is used for SEQ only in SO (§5.3.2 d).
+//! moves m − MSN up by one, a duplicate ACK or a retransmission down by
+//! one for the packets after it, which the bits cover (−8 to +7, or −4 to
+//! +3, over the VSW); a retransmission itself falls back to LSB(8,15) of
+//! m. Like fixed-payload SEQ, it is used for SEQ only in SO (§5.3.2 d).
 //!
 //! **CO general**, first bit 1:
 //!

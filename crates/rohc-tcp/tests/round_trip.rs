@@ -79,8 +79,9 @@ fn bulk_data_reaches_second_order_and_few_bytes() {
 #[test]
 fn msn_scaled_sequence_numbers_decode_against_any_reference_in_the_vsw() {
     // Full-sized segments without timestamps, a segment lost upstream every
-    // 41: SEQ is sent as 5 bits of m − MSN, which stays constant between
-    // losses however long the VSW is.
+    // 41: SEQ is sent as bits of m − MSN, which stays constant between
+    // losses however long the VSW is: 3 bits in the compact format, 4 in
+    // the short one (the segments with PSH).
     let flow = bulk_transfer(600, 1460, 41, FlowOptions { timestamps: false, ..Default::default() });
     let data: Vec<&Vec<u8>> = flow.iter().filter(|(d, _)| *d == Dir::Forward).map(|(_, p)| p).collect();
     let mut c = Compressor::new(CompressorConfig::with_mode(Mode::U));
@@ -92,11 +93,14 @@ fn msn_scaled_sequence_numbers_decode_against_any_reference_in_the_vsw() {
             (wire, r.header_len)
         })
         .collect();
-    // Short-format packets whose SS selects the MSN-scaled encoding (01).
-    let scaled: Vec<usize> =
-        (0..wires.len()).filter(|&i| wires[i].0[0] & 0x80 == 0 && wires[i].0[1] >> 6 == 1).collect();
-    assert!(scaled.len() > data.len() * 3 / 4, "{} of {}", scaled.len(), data.len());
-    assert!(scaled.iter().all(|&i| wires[i].1 == 5), "a full-sized segment is 5 octets");
+    // Compact-format packets (01), and short-format ones (00) whose SS
+    // selects the MSN-scaled encoding (01).
+    let compact: Vec<usize> = (0..wires.len()).filter(|&i| wires[i].0[0] >> 6 == 0b01).collect();
+    let short: Vec<usize> = (0..wires.len()).filter(|&i| wires[i].0[0] >> 6 == 0 && wires[i].0[1] >> 6 == 1).collect();
+    assert!(compact.len() > data.len() * 3 / 5, "{} of {}", compact.len(), data.len());
+    assert!(compact.len() + short.len() > data.len() * 3 / 4, "{} + {} of {}", compact.len(), short.len(), data.len());
+    assert!(compact.iter().all(|&i| wires[i].1 == 4), "a full-sized segment is 4 octets");
+    assert!(short.iter().all(|&i| wires[i].1 == 5), "one with PSH is 5 octets");
     // A decompressor that missed a run of packets decodes the rest.
     for skip in [1usize, 7, 25] {
         let mut d = Decompressor::new(DecompressorConfig::with_mode(Mode::U));
@@ -112,23 +116,27 @@ fn msn_scaled_sequence_numbers_decode_against_any_reference_in_the_vsw() {
         }
         assert_eq!(emitted, data.len() - skip);
     }
-    // A damaged m − MSN field fails verification: nothing is emitted.
-    let mut d = Decompressor::new(DecompressorConfig::with_mode(Mode::U));
-    let at = *scaled.iter().find(|&&i| i > 300).unwrap();
-    for (wire, _) in &wires[..at] {
-        d.decompress(wire, &mut Vec::new()).unwrap();
-    }
-    for bit in 0..5 {
-        let mut damaged = wires[at].0.clone();
-        // The 5 bits follow the 19 of the base: bits 3..8 of octet 2.
-        damaged[2] ^= 0x10 >> bit;
+    // A damaged m − MSN field fails verification: nothing is emitted. The
+    // compact format's 3 bits are bits 4..7 of octet 1 (after 2 of type, 6
+    // of MSN, 3 of CRC and D); the short format's 4 are the low bits of
+    // octet 2 (after 16 of base and 4 of MSN).
+    for (indices, octet, masks) in [(&compact, 1, &[0x08, 0x04, 0x02][..]), (&short, 2, &[0x08, 0x04, 0x02, 0x01])] {
+        let mut d = Decompressor::new(DecompressorConfig::with_mode(Mode::U));
+        let at = *indices.iter().find(|&&i| i > 300).unwrap();
+        for (wire, _) in &wires[..at] {
+            d.decompress(wire, &mut Vec::new()).unwrap();
+        }
+        for mask in masks {
+            let mut damaged = wires[at].0.clone();
+            damaged[octet] ^= mask;
+            let mut back = Vec::new();
+            assert!(d.decompress(&damaged, &mut back).is_err(), "octet {octet} mask {mask:#x}");
+            assert!(back.is_empty());
+        }
         let mut back = Vec::new();
-        assert!(d.decompress(&damaged, &mut back).is_err(), "bit {bit}");
-        assert!(back.is_empty());
+        d.decompress(&wires[at].0, &mut back).unwrap();
+        assert_eq!(&back, data[at]);
     }
-    let mut back = Vec::new();
-    d.decompress(&wires[at].0, &mut back).unwrap();
-    assert_eq!(&back, data[at]);
 }
 
 #[test]
