@@ -227,6 +227,45 @@ const EMPTY_HUFFMAN: HuffmanEntry = HuffmanEntry {
     sets: [[Operand::Value(0); 4]; HUFFMAN_CACHED_SETS],
 };
 
+/// The operand sets of an INPUT-HUFFMAN as [`Machine::huffman_run`]
+/// reads them: sets decoded for one run (a slice), or those of a
+/// [`HuffmanEntry`] read in place ([`CachedSets`]). The run is
+/// monomorphised for each, so the cached instruction reads its sets
+/// straight from the cache.
+trait HuffmanSets: Copy {
+    /// The n sets (bits, lower_bound, upper_bound, uncompressed), which
+    /// may be borrowed from the machine.
+    fn sets<'s>(&'s self, m: &'s Machine<'_>) -> &'s [[Operand; 4]];
+
+    /// Operand `k` of set `i`, read alone (a set is not copied whole).
+    #[inline(always)]
+    fn operand(&self, m: &Machine<'_>, i: usize, k: usize) -> Operand {
+        self.sets(m)[i][k]
+    }
+}
+
+impl HuffmanSets for &[[Operand; 4]] {
+    #[inline(always)]
+    fn sets<'s>(&'s self, _: &'s Machine<'_>) -> &'s [[Operand; 4]] {
+        self
+    }
+}
+
+/// The first `n` (at most [`HUFFMAN_CACHED_SETS`]) sets of the entry
+/// `huffman[slot]` of a [`Machine`].
+#[derive(Clone, Copy)]
+struct CachedSets {
+    slot: usize,
+    n: usize,
+}
+
+impl HuffmanSets for CachedSets {
+    #[inline(always)]
+    fn sets<'s>(&'s self, m: &'s Machine<'_>) -> &'s [[Operand; 4]] {
+        &m.huffman[self.slot].sets[..self.n]
+    }
+}
+
 impl Operand {
     /// The address a reference operand names (decoded as
     /// [`Operand::Memory`]), or a slot number kept as a value.
@@ -367,6 +406,10 @@ pub struct Machine<'a> {
     code_len: usize,
     /// The sets of an INPUT-HUFFMAN being decoded.
     huffman_sets: Vec<[Operand; 4]>,
+    /// The epoch instructions are decoded in: `epoch`, or 0 (which no
+    /// lookup matches) when no decoded instruction is to be found again,
+    /// see [`Machine::without_decode_cache`].
+    key_epoch: u32,
     /// Packed states read by STATE-ACCESS, each pack unpacked once per
     /// message.
     unpacked: UnpackCache,
@@ -400,10 +443,11 @@ impl<'a> Machine<'a> {
         let DecodeCache { entries, epoch: cache_epoch } = decoded;
         let decoded = &mut **entries.get_or_insert_with(|| Box::new([Decoded::EMPTY; DECODED + 1]));
         next_epoch(cache_epoch, decoded);
+        let epoch = *cache_epoch;
         Machine {
             mem,
             decoded,
-            epoch: *cache_epoch,
+            epoch,
             cache_epoch,
             states,
             input,
@@ -424,6 +468,7 @@ impl<'a> Machine<'a> {
             code_lo: 0,
             code_len: 0,
             huffman_sets: Vec::new(),
+            key_epoch: epoch,
             unpacked: UnpackCache::default(),
             scratch: Vec::new(),
             last_digest: None,
@@ -436,6 +481,16 @@ impl<'a> Machine<'a> {
     /// unpacked again).
     pub fn with_unpacked(mut self, cache: UnpackCache) -> Machine<'a> {
         self.unpacked = cache;
+        self
+    }
+
+    /// Keeps no decoded instruction: every instruction is decoded from
+    /// its bytes each time it runs. Slower, and otherwise the same in
+    /// every observable way (output, failure, cycles, state requests,
+    /// memory): tests hold the decode cache, which bytecode rewriting
+    /// itself must empty, to this reference.
+    pub fn without_decode_cache(mut self) -> Machine<'a> {
+        self.key_epoch = 0;
         self
     }
 
@@ -557,6 +612,9 @@ impl<'a> Machine<'a> {
         }
         next_epoch(&mut self.epoch, &mut self.decoded[..]);
         *self.cache_epoch = self.epoch;
+        if self.key_epoch != 0 {
+            self.key_epoch = self.epoch;
+        }
         self.code_lo = 0;
         self.code_len = 0;
     }
@@ -951,7 +1009,7 @@ impl<'a> Machine<'a> {
     /// first.
     #[inline(always)]
     fn decode(&self, pc: u16, opcode: u8, kinds: &[Kind]) -> Res<Decoded> {
-        let mut d = Decoded { key: cache_key(self.epoch, pc), next: 0, opcode, ops: [Operand::Value(0); 5] };
+        let mut d = Decoded { key: cache_key(self.key_epoch, pc), next: 0, opcode, ops: [Operand::Value(0); 5] };
         let mut c = pc.wrapping_add(1);
         for (i, kind) in kinds.iter().enumerate() {
             let o = match kind {
@@ -1433,7 +1491,8 @@ impl<'a> Machine<'a> {
     }
 
     /// INPUT-HUFFMAN from its entry `slot` in `huffman`, if that still
-    /// holds the instruction at `pc`.
+    /// holds the instruction at `pc`: [`Machine::huffman_run`] reads the
+    /// entry's sets in place.
     #[inline(always)]
     fn input_huffman(&mut self, pc: u16, slot: u16) -> Res<u16> {
         let slot = usize::from(slot) % HUFFMAN_CACHE;
@@ -1441,63 +1500,29 @@ impl<'a> Machine<'a> {
         if e.len == 0 || e.pc != pc {
             return self.input_huffman_decoding(pc, pc.wrapping_add(1));
         }
+        let sets = CachedSets { slot, n: usize::from(e.n).min(HUFFMAN_CACHED_SETS) };
+        let (destination, address, next) = (e.destination, e.address, pc.wrapping_add(e.len));
         if !e.in_memory {
-            let e = *e;
-            let sets = &e.sets[..usize::from(e.n)];
-            return self.huffman_run(sets, e.destination, e.address, pc, pc.wrapping_add(e.len), false);
+            return self.huffman_reading_all(sets, destination, address, pc, next);
         }
-        self.huffman_cached(slot, pc)
+        // A decoder loop's instruction: inlined, without the reading of
+        // every operand first.
+        self.huffman_run(sets, destination, address, pc, next, true)
     }
 
-    /// [`Machine::huffman_run`] for the entry in `huffman[slot]` whose
-    /// operands all name words inside memory, reading its sets in place.
-    /// No read can fail, so each operand is read when the decoding needs
-    /// it (nothing is written before the result, so every read gives what
-    /// reading all operands first does).
-    #[inline(always)]
-    fn huffman_cached(&mut self, slot: usize, pc: u16) -> Res<u16> {
-        let e = &self.huffman[slot];
-        let (n, next, destination, address) =
-            (usize::from(e.n).min(HUFFMAN_CACHED_SETS), pc.wrapping_add(e.len), e.destination, e.address);
-        let mut total_bits: u32 = 0;
-        for set in &e.sets[..n] {
-            total_bits += u32::from(self.value(set[0])?);
-        }
-        self.charge(1 + n as u64)?;
-        if n == 0 {
-            return Ok(next);
-        }
-        let order = self.bit_order()?;
-        if total_bits > 16 {
-            return fail(Reason::TooManyBitsRequested);
-        }
-        let p = order & 1 != 0;
-        self.check_p(p);
-        let lsb_first = order & 2 != 0;
-        let mut h: u32 = 0;
-        let mut consumed: u64 = 0;
-        for i in 0..n {
-            let set = self.huffman[slot].sets[i];
-            let bits = self.value(set[0])?;
-            if self.bits_available() < usize::from(bits) {
-                self.credit_bits(consumed);
-                let a = pc.wrapping_add(self.value(address)?);
-                return self.jump_target(a);
-            }
-            let k = self.take_bits(u32::from(bits), p, lsb_first);
-            consumed += u64::from(bits);
-            h = (h << bits) | u32::from(k);
-            let (lower, upper) = (self.value(set[1])?, self.value(set[2])?);
-            if h >= u32::from(lower) && h <= u32::from(upper) {
-                let uncompressed = self.value(set[3])?;
-                let v = (h as u16).wrapping_add(uncompressed).wrapping_sub(lower);
-                let destination = self.value(destination)?;
-                self.set_word(destination, v)?;
-                self.credit_bits(consumed);
-                return Ok(next);
-            }
-        }
-        fail(Reason::HuffmanNoMatch)
+    /// [`Machine::huffman_run`] of a cached entry some operand of which
+    /// names a word not all inside memory.
+    #[cold]
+    #[inline(never)]
+    fn huffman_reading_all(
+        &mut self,
+        sets: CachedSets,
+        destination: Operand,
+        address: Operand,
+        pc: u16,
+        next: u16,
+    ) -> Res<u16> {
+        self.huffman_run(sets, destination, address, pc, next, false)
     }
 
     /// INPUT-HUFFMAN decoded from its bytes, and kept for its next runs
@@ -1517,7 +1542,7 @@ impl<'a> Machine<'a> {
             sets.resize(n, [Operand::Value(0); 4]);
             let r = self.decode_sets(&mut c, &mut sets).and_then(|()| {
                 let in_memory = self.all_in_memory(destination, address, &sets);
-                self.huffman_run(&sets, destination, address, pc, c, in_memory)
+                self.huffman_run(&sets[..], destination, address, pc, c, in_memory)
             });
             self.huffman_sets = sets;
             return r;
@@ -1532,7 +1557,7 @@ impl<'a> Machine<'a> {
             self.huffman_next = (slot + 1) % HUFFMAN_CACHE;
             let mut ops = [Operand::Value(0); 5];
             ops[0] = Operand::Value(slot as u16);
-            self.keep_decoded(Decoded { key: cache_key(self.epoch, pc), next: c, opcode: op::INPUT_HUFFMAN, ops });
+            self.keep_decoded(Decoded { key: cache_key(self.key_epoch, pc), next: c, opcode: op::INPUT_HUFFMAN, ops });
         }
         self.huffman_run(&entry.sets[..n], destination, address, pc, c, entry.in_memory)
     }
@@ -1562,34 +1587,40 @@ impl<'a> Machine<'a> {
 
     /// INPUT-HUFFMAN with its operands decoded (RFC 3320 §9.4.4): reads the
     /// bits of each set in turn until the code so far falls in a set's
-    /// range.
+    /// range. The one implementation of the instruction, for sets kept in
+    /// the cache and sets decoded for one run alike (see [`HuffmanSets`]).
+    /// `in_memory`: whether every memory operand names a word inside
+    /// memory, so that reading it cannot fail.
     #[inline(always)]
-    fn huffman_run(
+    fn huffman_run<S: HuffmanSets>(
         &mut self,
-        sets: &[[Operand; 4]],
+        sets: S,
         destination: Operand,
         address: Operand,
         pc: u16,
         next: u16,
         in_memory: bool,
     ) -> Res<u16> {
+        let n = sets.sets(self).len();
         if !in_memory {
             // A read can fail: fail as reading every operand in turn does.
-            for &o in [destination, address].iter().chain(sets.iter().flatten()) {
-                self.value(o)?;
+            self.value(destination)?;
+            self.value(address)?;
+            for set in sets.sets(self) {
+                for &o in set {
+                    self.value(o)?;
+                }
             }
         }
-        // From here reads cannot fail, and nothing is written before the
-        // result: reading a set's operands only when the decoding reaches
-        // it gives what reading them all first does.
-        let destination = self.value(destination)?;
-        let a = pc.wrapping_add(self.value(address)?);
+        // From here no read can fail, and nothing is written before the
+        // result: reading each operand only when the decoding needs it
+        // gives what reading them all first does.
         let mut total_bits: u32 = 0;
-        for set in sets {
+        for set in sets.sets(self) {
             total_bits += u32::from(self.value(set[0])?);
         }
-        self.charge(1 + sets.len() as u64)?;
-        if sets.is_empty() {
+        self.charge(1 + n as u64)?;
+        if n == 0 {
             return Ok(next);
         }
         let order = self.bit_order()?;
@@ -1601,19 +1632,22 @@ impl<'a> Machine<'a> {
         let lsb_first = order & 2 != 0;
         let mut h: u32 = 0;
         let mut consumed: u64 = 0;
-        for set in sets {
-            let bits = self.value(set[0])?;
+        for i in 0..n {
+            let bits = self.value(sets.operand(self, i, 0))?;
             if self.bits_available() < usize::from(bits) {
                 self.credit_bits(consumed);
+                let a = pc.wrapping_add(self.value(address)?);
                 return self.jump_target(a);
             }
             let k = self.take_bits(u32::from(bits), p, lsb_first);
             consumed += u64::from(bits);
             h = (h << bits) | u32::from(k);
-            let (lower, upper) = (self.value(set[1])?, self.value(set[2])?);
+            let lower = self.value(sets.operand(self, i, 1))?;
+            let upper = self.value(sets.operand(self, i, 2))?;
             if h >= u32::from(lower) && h <= u32::from(upper) {
-                let uncompressed = self.value(set[3])?;
+                let uncompressed = self.value(sets.operand(self, i, 3))?;
                 let v = (h as u16).wrapping_add(uncompressed).wrapping_sub(lower);
+                let destination = self.value(destination)?;
                 self.set_word(destination, v)?;
                 self.credit_bits(consumed);
                 return Ok(next);
