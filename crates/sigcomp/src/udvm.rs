@@ -211,9 +211,6 @@ struct HuffmanEntry {
     destination: Operand,
     address: Operand,
     n: u8,
-    /// Whether every memory operand names a word inside memory, so that
-    /// reading it cannot fail.
-    in_memory: bool,
     sets: [[Operand; 4]; HUFFMAN_CACHED_SETS],
 }
 
@@ -223,7 +220,6 @@ const EMPTY_HUFFMAN: HuffmanEntry = HuffmanEntry {
     destination: Operand::Value(0),
     address: Operand::Value(0),
     n: 0,
-    in_memory: false,
     sets: [[Operand::Value(0); 4]; HUFFMAN_CACHED_SETS],
 };
 
@@ -1502,27 +1498,7 @@ impl<'a> Machine<'a> {
         }
         let sets = CachedSets { slot, n: usize::from(e.n).min(HUFFMAN_CACHED_SETS) };
         let (destination, address, next) = (e.destination, e.address, pc.wrapping_add(e.len));
-        if !e.in_memory {
-            return self.huffman_reading_all(sets, destination, address, pc, next);
-        }
-        // A decoder loop's instruction: inlined, without the reading of
-        // every operand first.
-        self.huffman_run(sets, destination, address, pc, next, true)
-    }
-
-    /// [`Machine::huffman_run`] of a cached entry some operand of which
-    /// names a word not all inside memory.
-    #[cold]
-    #[inline(never)]
-    fn huffman_reading_all(
-        &mut self,
-        sets: CachedSets,
-        destination: Operand,
-        address: Operand,
-        pc: u16,
-        next: u16,
-    ) -> Res<u16> {
-        self.huffman_run(sets, destination, address, pc, next, false)
+        self.huffman_run(sets, destination, address, pc, next)
     }
 
     /// INPUT-HUFFMAN decoded from its bytes, and kept for its next runs
@@ -1540,16 +1516,14 @@ impl<'a> Machine<'a> {
             let mut sets = std::mem::take(&mut self.huffman_sets);
             sets.clear();
             sets.resize(n, [Operand::Value(0); 4]);
-            let r = self.decode_sets(&mut c, &mut sets).and_then(|()| {
-                let in_memory = self.all_in_memory(destination, address, &sets);
-                self.huffman_run(&sets[..], destination, address, pc, c, in_memory)
-            });
+            let r = self
+                .decode_sets(&mut c, &mut sets)
+                .and_then(|()| self.huffman_run(&sets[..], destination, address, pc, c));
             self.huffman_sets = sets;
             return r;
         }
         let mut entry = HuffmanEntry { pc, destination, address, n: n as u8, ..EMPTY_HUFFMAN };
         self.decode_sets(&mut c, &mut entry.sets[..n])?;
-        entry.in_memory = self.all_in_memory(destination, address, &entry.sets[..n]);
         if c > pc {
             entry.len = c - pc;
             let slot = self.huffman_next;
@@ -1559,7 +1533,7 @@ impl<'a> Machine<'a> {
             ops[0] = Operand::Value(slot as u16);
             self.keep_decoded(Decoded { key: cache_key(self.key_epoch, pc), next: c, opcode: op::INPUT_HUFFMAN, ops });
         }
-        self.huffman_run(&entry.sets[..n], destination, address, pc, c, entry.in_memory)
+        self.huffman_run(&entry.sets[..n], destination, address, pc, c)
     }
 
     /// Decodes operand sets of INPUT-HUFFMAN into `sets`, reading the
@@ -1572,25 +1546,18 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
-    /// Whether reading no operand of an INPUT-HUFFMAN can fail.
-    fn all_in_memory(&self, destination: Operand, address: Operand, sets: &[[Operand; 4]]) -> bool {
-        [destination, address].iter().chain(sets.iter().flatten()).all(|&o| self.in_memory(o))
-    }
-
-    /// Whether reading `o` cannot fail.
-    fn in_memory(&self, o: Operand) -> bool {
-        match o {
-            Operand::Value(_) => true,
-            Operand::Memory(a) => usize::from(a) + 2 <= self.mem.len(),
-        }
-    }
-
     /// INPUT-HUFFMAN with its operands decoded (RFC 3320 §9.4.4): reads the
     /// bits of each set in turn until the code so far falls in a set's
     /// range. The one implementation of the instruction, for sets kept in
     /// the cache and sets decoded for one run alike (see [`HuffmanSets`]).
-    /// `in_memory`: whether every memory operand names a word inside
-    /// memory, so that reading it cannot fail.
+    ///
+    /// Every operand was read when the instruction was decoded, in this
+    /// run (a cached entry is kept only after that succeeded, and only
+    /// until its bytes are written). Whether reading a word fails depends
+    /// on nothing but its address and the size of memory, so no read here
+    /// fails; and nothing is written before the result. So reading each
+    /// operand only when the decoding needs it gives what reading them all
+    /// first (RFC 3320 §8.5) does.
     #[inline(always)]
     fn huffman_run<S: HuffmanSets>(
         &mut self,
@@ -1599,22 +1566,8 @@ impl<'a> Machine<'a> {
         address: Operand,
         pc: u16,
         next: u16,
-        in_memory: bool,
     ) -> Res<u16> {
         let n = sets.sets(self).len();
-        if !in_memory {
-            // A read can fail: fail as reading every operand in turn does.
-            self.value(destination)?;
-            self.value(address)?;
-            for set in sets.sets(self) {
-                for &o in set {
-                    self.value(o)?;
-                }
-            }
-        }
-        // From here no read can fail, and nothing is written before the
-        // result: reading each operand only when the decoding needs it
-        // gives what reading them all first does.
         let mut total_bits: u32 = 0;
         for set in sets.sets(self) {
             total_bits += u32::from(self.value(set[0])?);
