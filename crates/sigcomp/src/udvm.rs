@@ -923,6 +923,85 @@ impl<'a> Machine<'a> {
         v as u16
     }
 
+    /// The next 16 bits of input (fewer at its end, then padded with
+    /// zeros) without taking them, in the order `take_bits` would give
+    /// them one at a time: the first bit as bit 15 (`lsb_first` false),
+    /// or as bit 0 (true).
+    #[inline(always)]
+    fn peek_bits(&self, p: bool, lsb_first: bool) -> u32 {
+        let left = u32::from(self.partial_left);
+        // The bits of the partial byte and the two bytes after it (at
+        // least 16 bits), or as many of those as there are.
+        let (b0, b1) = match self.input.get(self.in_pos..self.in_pos + 2) {
+            Some(&[b0, b1]) => (b0, b1),
+            _ => return self.peek_bits_at_end(p, lsb_first),
+        };
+        if p {
+            // As take_bits: the first bit as bit 0.
+            let w = (u32::from(self.partial) >> (8 - left)) | (u32::from(u16::from_le_bytes([b0, b1])) << left);
+            let w = w & 0xFFFF;
+            if lsb_first {
+                w
+            } else {
+                reverse_low(w, 16)
+            }
+        } else {
+            // As take_bits: the first bit as the MSB of `left + 16` bits.
+            let w = ((u32::from(self.partial) & ((1 << left) - 1)) << 16) | u32::from(u16::from_be_bytes([b0, b1]));
+            let w = (w >> left) & 0xFFFF;
+            if lsb_first {
+                reverse_low(w, 16)
+            } else {
+                w
+            }
+        }
+    }
+
+    /// [`Machine::peek_bits`] with fewer than two bytes of input after
+    /// the partial one.
+    #[cold]
+    fn peek_bits_at_end(&self, p: bool, lsb_first: bool) -> u32 {
+        let left = u32::from(self.partial_left);
+        let rest = self.input.get(self.in_pos).map_or(0, |&b| u32::from(b));
+        let have = left + if self.in_pos < self.input.len() { 8 } else { 0 };
+        if p {
+            let w = (u32::from(self.partial) >> (8 - left)) | (rest << left);
+            if lsb_first {
+                w
+            } else {
+                reverse_low(w, 16)
+            }
+        } else {
+            let w = ((u32::from(self.partial) & ((1 << left) - 1)) << 8) | rest;
+            // The `have` bits at the top of 16; without the byte, its 8
+            // zero bits are shifted out first.
+            let w = (w >> (left + 8 - have)) << (16 - have);
+            if lsb_first {
+                reverse_low(w, 16)
+            } else {
+                w
+            }
+        }
+    }
+
+    /// Takes `n` bits (at most 16, and at most those available) without
+    /// reading them, leaving the input as `take_bits` would: the bits left
+    /// of the last byte reached are its low ones for P = 0 and its high
+    /// ones for P = 1, whichever end `partial` is read from.
+    #[inline(always)]
+    fn skip_bits(&mut self, n: u32) {
+        let left = u32::from(self.partial_left);
+        if n <= left {
+            self.partial_left = (left - n) as u8;
+            return;
+        }
+        let need = n - left;
+        let bytes = need.div_ceil(8);
+        self.in_pos += bytes as usize;
+        self.partial = self.input[self.in_pos - 1];
+        self.partial_left = (8 * bytes - need) as u8;
+    }
+
     // ---- stack (RFC 3320 §8.3, RFC 4896 §3.4) ------------------------------
 
     fn push(&mut self, v: u16) -> Res<()> {
@@ -1584,26 +1663,39 @@ impl<'a> Machine<'a> {
         let p = order & 1 != 0;
         self.check_p(p);
         let lsb_first = order & 2 != 0;
+        // The at most 16 bits the sets can take, read once; a set's bits
+        // are taken from there, and from the input when the code is found
+        // (or the input runs out: the bits of the sets before stay taken).
+        let available = self.bits_available();
+        let window = self.peek_bits(p, lsb_first);
         let mut h: u32 = 0;
-        let mut consumed: u64 = 0;
+        let mut consumed: u32 = 0;
         for i in 0..n {
-            let bits = self.value(sets.operand(self, i, 0))?;
-            if self.bits_available() < usize::from(bits) {
-                self.credit_bits(consumed);
+            let bits = u32::from(self.value(sets.operand(self, i, 0))?);
+            if available < (consumed + bits) as usize {
+                self.skip_bits(consumed);
+                self.credit_bits(u64::from(consumed));
                 let a = pc.wrapping_add(self.value(address)?);
                 return self.jump_target(a);
             }
-            let k = self.take_bits(u32::from(bits), p, lsb_first);
-            consumed += u64::from(bits);
-            h = (h << bits) | u32::from(k);
+            // H := H × 2^bits + k (RFC 3320 §9.4.4 step 3). With the
+            // H-bit 0 the code is the bits taken so far, first bit most
+            // significant: the window's top `consumed` bits.
+            h = if lsb_first {
+                (h << bits) | ((window >> consumed) & ((1 << bits) - 1))
+            } else {
+                window >> (16 - consumed - bits)
+            };
+            consumed += bits;
             let lower = self.value(sets.operand(self, i, 1))?;
             let upper = self.value(sets.operand(self, i, 2))?;
             if h >= u32::from(lower) && h <= u32::from(upper) {
                 let uncompressed = self.value(sets.operand(self, i, 3))?;
                 let v = (h as u16).wrapping_add(uncompressed).wrapping_sub(lower);
                 let destination = self.value(destination)?;
+                self.skip_bits(consumed);
                 self.set_word(destination, v)?;
-                self.credit_bits(consumed);
+                self.credit_bits(u64::from(consumed));
                 return Ok(next);
             }
         }
@@ -1868,6 +1960,42 @@ mod tests {
                 for n in (0..40u32).map(|i| 1 + (i * 7) % 16) {
                     let want = naive_take_bits(&input, &mut at, n, p, lsb_first);
                     assert_eq!(m.take_bits(n, p, lsb_first), want, "n {n} p {p} lsb {lsb_first} at {at}");
+                }
+            }
+        }
+    }
+
+    /// INPUT-HUFFMAN's reading (peek_bits, then skip_bits) gives the bits
+    /// take_bits gives and leaves the input as it does: after every number
+    /// of bits taken from a 3-byte input (so with every partial byte, and
+    /// 2, 1 or 0 whole bytes left), against the bit-by-bit reading.
+    #[test]
+    fn peek_and_skip_match_take_bits() {
+        let input = [0xB5u8, 0x3C, 0xE1];
+        let (mut mem, states, mut out) = (vec![0u8; 64], StateHandler::new(0), Vec::new());
+        for p in [false, true] {
+            for lsb_first in [false, true] {
+                for taken in 0..=24u32 {
+                    let mut cache = DecodeCache::default();
+                    let mut m = Machine::new(&mut mem, &mut cache, &states, &input, &mut out, 16, 0);
+                    let (mut left, mut at) = (taken, taken as usize);
+                    while left > 0 {
+                        let k = left.min(5);
+                        m.take_bits(k, p, lsb_first);
+                        left -= k;
+                    }
+                    let window = m.peek_bits(p, lsb_first);
+                    let n = (24 - taken).min(16);
+                    for k in 0..=n {
+                        let want = naive_take_bits(&input, &mut at.clone(), k, p, lsb_first);
+                        let got = if lsb_first { window & ((1 << k) - 1) } else { window >> (16 - k) };
+                        assert_eq!(got, u32::from(want), "p {p} lsb {lsb_first} taken {taken} k {k}");
+                    }
+                    m.skip_bits(n);
+                    at += n as usize;
+                    let rest = 24 - taken - n;
+                    let want = naive_take_bits(&input, &mut at, rest, p, lsb_first);
+                    assert_eq!(m.take_bits(rest, p, lsb_first), want, "p {p} lsb {lsb_first} taken {taken}");
                 }
             }
         }
