@@ -211,9 +211,6 @@ struct HuffmanEntry {
     destination: Operand,
     address: Operand,
     n: u8,
-    /// Whether every memory operand names a word inside memory, so that
-    /// reading it cannot fail.
-    in_memory: bool,
     sets: [[Operand; 4]; HUFFMAN_CACHED_SETS],
 }
 
@@ -223,9 +220,47 @@ const EMPTY_HUFFMAN: HuffmanEntry = HuffmanEntry {
     destination: Operand::Value(0),
     address: Operand::Value(0),
     n: 0,
-    in_memory: false,
     sets: [[Operand::Value(0); 4]; HUFFMAN_CACHED_SETS],
 };
+
+/// The operand sets of an INPUT-HUFFMAN as [`Machine::huffman_run`]
+/// reads them: sets decoded for one run (a slice), or those of a
+/// [`HuffmanEntry`] read in place ([`CachedSets`]). The run is
+/// monomorphised for each, so the cached instruction reads its sets
+/// straight from the cache.
+trait HuffmanSets: Copy {
+    /// The n sets (bits, lower_bound, upper_bound, uncompressed), which
+    /// may be borrowed from the machine.
+    fn sets<'s>(&'s self, m: &'s Machine<'_>) -> &'s [[Operand; 4]];
+
+    /// Operand `k` of set `i`, read alone (a set is not copied whole).
+    #[inline(always)]
+    fn operand(&self, m: &Machine<'_>, i: usize, k: usize) -> Operand {
+        self.sets(m)[i][k]
+    }
+}
+
+impl HuffmanSets for &[[Operand; 4]] {
+    #[inline(always)]
+    fn sets<'s>(&'s self, _: &'s Machine<'_>) -> &'s [[Operand; 4]] {
+        self
+    }
+}
+
+/// The first `n` (at most [`HUFFMAN_CACHED_SETS`]) sets of the entry
+/// `huffman[slot]` of a [`Machine`].
+#[derive(Clone, Copy)]
+struct CachedSets {
+    slot: usize,
+    n: usize,
+}
+
+impl HuffmanSets for CachedSets {
+    #[inline(always)]
+    fn sets<'s>(&'s self, m: &'s Machine<'_>) -> &'s [[Operand; 4]] {
+        &m.huffman[self.slot].sets[..self.n]
+    }
+}
 
 impl Operand {
     /// The address a reference operand names (decoded as
@@ -346,7 +381,7 @@ pub struct Machine<'a> {
     /// Bits of a partly consumed byte: value, count left, and P-bit used.
     partial: u8,
     partial_left: u8,
-    last_p: Option<bool>,
+    last_p: bool,
     output: &'a mut Vec<u8>,
     output_seen: bool,
     cpb: u64,
@@ -367,6 +402,10 @@ pub struct Machine<'a> {
     code_len: usize,
     /// The sets of an INPUT-HUFFMAN being decoded.
     huffman_sets: Vec<[Operand; 4]>,
+    /// The epoch instructions are decoded in: `epoch`, or 0 (which no
+    /// lookup matches) when no decoded instruction is to be found again,
+    /// see [`Machine::without_decode_cache`].
+    key_epoch: u32,
     /// Packed states read by STATE-ACCESS, each pack unpacked once per
     /// message.
     unpacked: UnpackCache,
@@ -400,17 +439,18 @@ impl<'a> Machine<'a> {
         let DecodeCache { entries, epoch: cache_epoch } = decoded;
         let decoded = &mut **entries.get_or_insert_with(|| Box::new([Decoded::EMPTY; DECODED + 1]));
         next_epoch(cache_epoch, decoded);
+        let epoch = *cache_epoch;
         Machine {
             mem,
             decoded,
-            epoch: *cache_epoch,
+            epoch,
             cache_epoch,
             states,
             input,
             in_pos: 0,
             partial: 0,
             partial_left: 0,
-            last_p: None,
+            last_p: false,
             output,
             output_seen: false,
             cpb,
@@ -424,6 +464,7 @@ impl<'a> Machine<'a> {
             code_lo: 0,
             code_len: 0,
             huffman_sets: Vec::new(),
+            key_epoch: epoch,
             unpacked: UnpackCache::default(),
             scratch: Vec::new(),
             last_digest: None,
@@ -436,6 +477,16 @@ impl<'a> Machine<'a> {
     /// unpacked again).
     pub fn with_unpacked(mut self, cache: UnpackCache) -> Machine<'a> {
         self.unpacked = cache;
+        self
+    }
+
+    /// Keeps no decoded instruction: every instruction is decoded from
+    /// its bytes each time it runs. Slower, and otherwise the same in
+    /// every observable way (output, failure, cycles, state requests,
+    /// memory): tests hold the decode cache, which bytecode rewriting
+    /// itself must empty, to this reference.
+    pub fn without_decode_cache(mut self) -> Machine<'a> {
+        self.key_epoch = 0;
         self
     }
 
@@ -557,6 +608,9 @@ impl<'a> Machine<'a> {
         }
         next_epoch(&mut self.epoch, &mut self.decoded[..]);
         *self.cache_epoch = self.epoch;
+        if self.key_epoch != 0 {
+            self.key_epoch = self.epoch;
+        }
         self.code_lo = 0;
         self.code_len = 0;
     }
@@ -804,13 +858,14 @@ impl<'a> Machine<'a> {
     }
 
     /// Discards a partly used byte if the P-bit changed since the last
-    /// bit-wise input.
+    /// bit-wise input. (Before the first one no bits are held, so the
+    /// initial `last_p` does not matter.)
     #[inline(always)]
     fn check_p(&mut self, p: bool) {
-        if self.last_p.is_some_and(|old| old != p) {
+        if self.last_p != p {
             self.partial_left = 0;
         }
-        self.last_p = Some(p);
+        self.last_p = p;
     }
 
     #[inline(always)]
@@ -845,7 +900,7 @@ impl<'a> Machine<'a> {
             if lsb_first {
                 v
             } else {
-                v.reverse_bits() >> (32 - n)
+                reverse_low(v, n)
             }
         } else {
             // The first bit taken ends up as the MSB of `w`'s top n bits.
@@ -859,13 +914,92 @@ impl<'a> Machine<'a> {
             self.partial = w as u8;
             let v = (w >> rest) & ((1 << n) - 1);
             if lsb_first {
-                v.reverse_bits() >> (32 - n)
+                reverse_low(v, n)
             } else {
                 v
             }
         };
         self.partial_left = (have - n) as u8;
         v as u16
+    }
+
+    /// The next 16 bits of input (fewer at its end, then padded with
+    /// zeros) without taking them, in the order `take_bits` would give
+    /// them one at a time: the first bit as bit 15 (`lsb_first` false),
+    /// or as bit 0 (true).
+    #[inline(always)]
+    fn peek_bits(&self, p: bool, lsb_first: bool) -> u32 {
+        let left = u32::from(self.partial_left);
+        // The bits of the partial byte and the two bytes after it (at
+        // least 16 bits), or as many of those as there are.
+        let (b0, b1) = match self.input.get(self.in_pos..self.in_pos + 2) {
+            Some(&[b0, b1]) => (b0, b1),
+            _ => return self.peek_bits_at_end(p, lsb_first),
+        };
+        if p {
+            // As take_bits: the first bit as bit 0.
+            let w = (u32::from(self.partial) >> (8 - left)) | (u32::from(u16::from_le_bytes([b0, b1])) << left);
+            let w = w & 0xFFFF;
+            if lsb_first {
+                w
+            } else {
+                reverse_low(w, 16)
+            }
+        } else {
+            // As take_bits: the first bit as the MSB of `left + 16` bits.
+            let w = ((u32::from(self.partial) & ((1 << left) - 1)) << 16) | u32::from(u16::from_be_bytes([b0, b1]));
+            let w = (w >> left) & 0xFFFF;
+            if lsb_first {
+                reverse_low(w, 16)
+            } else {
+                w
+            }
+        }
+    }
+
+    /// [`Machine::peek_bits`] with fewer than two bytes of input after
+    /// the partial one.
+    #[cold]
+    fn peek_bits_at_end(&self, p: bool, lsb_first: bool) -> u32 {
+        let left = u32::from(self.partial_left);
+        let rest = self.input.get(self.in_pos).map_or(0, |&b| u32::from(b));
+        let have = left + if self.in_pos < self.input.len() { 8 } else { 0 };
+        if p {
+            let w = (u32::from(self.partial) >> (8 - left)) | (rest << left);
+            if lsb_first {
+                w
+            } else {
+                reverse_low(w, 16)
+            }
+        } else {
+            let w = ((u32::from(self.partial) & ((1 << left) - 1)) << 8) | rest;
+            // The `have` bits at the top of 16; without the byte, its 8
+            // zero bits are shifted out first.
+            let w = (w >> (left + 8 - have)) << (16 - have);
+            if lsb_first {
+                reverse_low(w, 16)
+            } else {
+                w
+            }
+        }
+    }
+
+    /// Takes `n` bits (at most 16, and at most those available) without
+    /// reading them, leaving the input as `take_bits` would: the bits left
+    /// of the last byte reached are its low ones for P = 0 and its high
+    /// ones for P = 1, whichever end `partial` is read from.
+    #[inline(always)]
+    fn skip_bits(&mut self, n: u32) {
+        let left = u32::from(self.partial_left);
+        if n <= left {
+            self.partial_left = (left - n) as u8;
+            return;
+        }
+        let need = n - left;
+        let bytes = need.div_ceil(8);
+        self.in_pos += bytes as usize;
+        self.partial = self.input[self.in_pos - 1];
+        self.partial_left = (8 * bytes - need) as u8;
     }
 
     // ---- stack (RFC 3320 §8.3, RFC 4896 §3.4) ------------------------------
@@ -951,7 +1085,7 @@ impl<'a> Machine<'a> {
     /// first.
     #[inline(always)]
     fn decode(&self, pc: u16, opcode: u8, kinds: &[Kind]) -> Res<Decoded> {
-        let mut d = Decoded { key: cache_key(self.epoch, pc), next: 0, opcode, ops: [Operand::Value(0); 5] };
+        let mut d = Decoded { key: cache_key(self.key_epoch, pc), next: 0, opcode, ops: [Operand::Value(0); 5] };
         let mut c = pc.wrapping_add(1);
         for (i, kind) in kinds.iter().enumerate() {
             let o = match kind {
@@ -1433,7 +1567,8 @@ impl<'a> Machine<'a> {
     }
 
     /// INPUT-HUFFMAN from its entry `slot` in `huffman`, if that still
-    /// holds the instruction at `pc`.
+    /// holds the instruction at `pc`: [`Machine::huffman_run`] reads the
+    /// entry's sets in place.
     #[inline(always)]
     fn input_huffman(&mut self, pc: u16, slot: u16) -> Res<u16> {
         let slot = usize::from(slot) % HUFFMAN_CACHE;
@@ -1441,63 +1576,9 @@ impl<'a> Machine<'a> {
         if e.len == 0 || e.pc != pc {
             return self.input_huffman_decoding(pc, pc.wrapping_add(1));
         }
-        if !e.in_memory {
-            let e = *e;
-            let sets = &e.sets[..usize::from(e.n)];
-            return self.huffman_run(sets, e.destination, e.address, pc, pc.wrapping_add(e.len), false);
-        }
-        self.huffman_cached(slot, pc)
-    }
-
-    /// [`Machine::huffman_run`] for the entry in `huffman[slot]` whose
-    /// operands all name words inside memory, reading its sets in place.
-    /// No read can fail, so each operand is read when the decoding needs
-    /// it (nothing is written before the result, so every read gives what
-    /// reading all operands first does).
-    #[inline(always)]
-    fn huffman_cached(&mut self, slot: usize, pc: u16) -> Res<u16> {
-        let e = &self.huffman[slot];
-        let (n, next, destination, address) =
-            (usize::from(e.n).min(HUFFMAN_CACHED_SETS), pc.wrapping_add(e.len), e.destination, e.address);
-        let mut total_bits: u32 = 0;
-        for set in &e.sets[..n] {
-            total_bits += u32::from(self.value(set[0])?);
-        }
-        self.charge(1 + n as u64)?;
-        if n == 0 {
-            return Ok(next);
-        }
-        let order = self.bit_order()?;
-        if total_bits > 16 {
-            return fail(Reason::TooManyBitsRequested);
-        }
-        let p = order & 1 != 0;
-        self.check_p(p);
-        let lsb_first = order & 2 != 0;
-        let mut h: u32 = 0;
-        let mut consumed: u64 = 0;
-        for i in 0..n {
-            let set = self.huffman[slot].sets[i];
-            let bits = self.value(set[0])?;
-            if self.bits_available() < usize::from(bits) {
-                self.credit_bits(consumed);
-                let a = pc.wrapping_add(self.value(address)?);
-                return self.jump_target(a);
-            }
-            let k = self.take_bits(u32::from(bits), p, lsb_first);
-            consumed += u64::from(bits);
-            h = (h << bits) | u32::from(k);
-            let (lower, upper) = (self.value(set[1])?, self.value(set[2])?);
-            if h >= u32::from(lower) && h <= u32::from(upper) {
-                let uncompressed = self.value(set[3])?;
-                let v = (h as u16).wrapping_add(uncompressed).wrapping_sub(lower);
-                let destination = self.value(destination)?;
-                self.set_word(destination, v)?;
-                self.credit_bits(consumed);
-                return Ok(next);
-            }
-        }
-        fail(Reason::HuffmanNoMatch)
+        let sets = CachedSets { slot, n: usize::from(e.n).min(HUFFMAN_CACHED_SETS) };
+        let (destination, address, next) = (e.destination, e.address, pc.wrapping_add(e.len));
+        self.huffman_run(sets, destination, address, pc, next)
     }
 
     /// INPUT-HUFFMAN decoded from its bytes, and kept for its next runs
@@ -1515,16 +1596,14 @@ impl<'a> Machine<'a> {
             let mut sets = std::mem::take(&mut self.huffman_sets);
             sets.clear();
             sets.resize(n, [Operand::Value(0); 4]);
-            let r = self.decode_sets(&mut c, &mut sets).and_then(|()| {
-                let in_memory = self.all_in_memory(destination, address, &sets);
-                self.huffman_run(&sets, destination, address, pc, c, in_memory)
-            });
+            let r = self
+                .decode_sets(&mut c, &mut sets)
+                .and_then(|()| self.huffman_run(&sets[..], destination, address, pc, c));
             self.huffman_sets = sets;
             return r;
         }
         let mut entry = HuffmanEntry { pc, destination, address, n: n as u8, ..EMPTY_HUFFMAN };
         self.decode_sets(&mut c, &mut entry.sets[..n])?;
-        entry.in_memory = self.all_in_memory(destination, address, &entry.sets[..n]);
         if c > pc {
             entry.len = c - pc;
             let slot = self.huffman_next;
@@ -1532,9 +1611,9 @@ impl<'a> Machine<'a> {
             self.huffman_next = (slot + 1) % HUFFMAN_CACHE;
             let mut ops = [Operand::Value(0); 5];
             ops[0] = Operand::Value(slot as u16);
-            self.keep_decoded(Decoded { key: cache_key(self.epoch, pc), next: c, opcode: op::INPUT_HUFFMAN, ops });
+            self.keep_decoded(Decoded { key: cache_key(self.key_epoch, pc), next: c, opcode: op::INPUT_HUFFMAN, ops });
         }
-        self.huffman_run(&entry.sets[..n], destination, address, pc, c, entry.in_memory)
+        self.huffman_run(&entry.sets[..n], destination, address, pc, c)
     }
 
     /// Decodes operand sets of INPUT-HUFFMAN into `sets`, reading the
@@ -1547,49 +1626,34 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
-    /// Whether reading no operand of an INPUT-HUFFMAN can fail.
-    fn all_in_memory(&self, destination: Operand, address: Operand, sets: &[[Operand; 4]]) -> bool {
-        [destination, address].iter().chain(sets.iter().flatten()).all(|&o| self.in_memory(o))
-    }
-
-    /// Whether reading `o` cannot fail.
-    fn in_memory(&self, o: Operand) -> bool {
-        match o {
-            Operand::Value(_) => true,
-            Operand::Memory(a) => usize::from(a) + 2 <= self.mem.len(),
-        }
-    }
-
     /// INPUT-HUFFMAN with its operands decoded (RFC 3320 §9.4.4): reads the
     /// bits of each set in turn until the code so far falls in a set's
-    /// range.
+    /// range. The one implementation of the instruction, for sets kept in
+    /// the cache and sets decoded for one run alike (see [`HuffmanSets`]).
+    ///
+    /// Every operand was read when the instruction was decoded, in this
+    /// run (a cached entry is kept only after that succeeded, and only
+    /// until its bytes are written). Whether reading a word fails depends
+    /// on nothing but its address and the size of memory, so no read here
+    /// fails; and nothing is written before the result. So reading each
+    /// operand only when the decoding needs it gives what reading them all
+    /// first (RFC 3320 §8.5) does.
     #[inline(always)]
-    fn huffman_run(
+    fn huffman_run<S: HuffmanSets>(
         &mut self,
-        sets: &[[Operand; 4]],
+        sets: S,
         destination: Operand,
         address: Operand,
         pc: u16,
         next: u16,
-        in_memory: bool,
     ) -> Res<u16> {
-        if !in_memory {
-            // A read can fail: fail as reading every operand in turn does.
-            for &o in [destination, address].iter().chain(sets.iter().flatten()) {
-                self.value(o)?;
-            }
-        }
-        // From here reads cannot fail, and nothing is written before the
-        // result: reading a set's operands only when the decoding reaches
-        // it gives what reading them all first does.
-        let destination = self.value(destination)?;
-        let a = pc.wrapping_add(self.value(address)?);
+        let n = sets.sets(self).len();
         let mut total_bits: u32 = 0;
-        for set in sets {
+        for set in sets.sets(self) {
             total_bits += u32::from(self.value(set[0])?);
         }
-        self.charge(1 + sets.len() as u64)?;
-        if sets.is_empty() {
+        self.charge(1 + n as u64)?;
+        if n == 0 {
             return Ok(next);
         }
         let order = self.bit_order()?;
@@ -1599,23 +1663,39 @@ impl<'a> Machine<'a> {
         let p = order & 1 != 0;
         self.check_p(p);
         let lsb_first = order & 2 != 0;
+        // The at most 16 bits the sets can take, read once; a set's bits
+        // are taken from there, and from the input when the code is found
+        // (or the input runs out: the bits of the sets before stay taken).
+        let available = self.bits_available();
+        let window = self.peek_bits(p, lsb_first);
         let mut h: u32 = 0;
-        let mut consumed: u64 = 0;
-        for set in sets {
-            let bits = self.value(set[0])?;
-            if self.bits_available() < usize::from(bits) {
-                self.credit_bits(consumed);
+        let mut consumed: u32 = 0;
+        for i in 0..n {
+            let bits = u32::from(self.value(sets.operand(self, i, 0))?);
+            if available < (consumed + bits) as usize {
+                self.skip_bits(consumed);
+                self.credit_bits(u64::from(consumed));
+                let a = pc.wrapping_add(self.value(address)?);
                 return self.jump_target(a);
             }
-            let k = self.take_bits(u32::from(bits), p, lsb_first);
-            consumed += u64::from(bits);
-            h = (h << bits) | u32::from(k);
-            let (lower, upper) = (self.value(set[1])?, self.value(set[2])?);
+            // H := H × 2^bits + k (RFC 3320 §9.4.4 step 3). With the
+            // H-bit 0 the code is the bits taken so far, first bit most
+            // significant: the window's top `consumed` bits.
+            h = if lsb_first {
+                (h << bits) | ((window >> consumed) & ((1 << bits) - 1))
+            } else {
+                window >> (16 - consumed - bits)
+            };
+            consumed += bits;
+            let lower = self.value(sets.operand(self, i, 1))?;
+            let upper = self.value(sets.operand(self, i, 2))?;
             if h >= u32::from(lower) && h <= u32::from(upper) {
-                let uncompressed = self.value(set[3])?;
+                let uncompressed = self.value(sets.operand(self, i, 3))?;
                 let v = (h as u16).wrapping_add(uncompressed).wrapping_sub(lower);
+                let destination = self.value(destination)?;
+                self.skip_bits(consumed);
                 self.set_word(destination, v)?;
-                self.credit_bits(consumed);
+                self.credit_bits(u64::from(consumed));
                 return Ok(next);
             }
         }
@@ -1728,6 +1808,26 @@ impl<'a> Machine<'a> {
         let len = if b & 0x80 == 0 { 1 } else { 1 + u16::from(b & 0x7F) };
         (0..len).map(|i| self.byte(at.wrapping_add(i))).collect()
     }
+}
+
+/// Each byte with its bits in reverse order.
+const REVERSED: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = (i as u8).reverse_bits();
+        i += 1;
+    }
+    t
+};
+
+/// `v` (< 2^n, 1 ≤ n ≤ 16) with its n bits in reverse order: two table
+/// lookups, where `u32::reverse_bits` takes some fifteen instructions on
+/// x86-64.
+#[inline(always)]
+fn reverse_low(v: u32, n: u32) -> u32 {
+    let r = (u32::from(REVERSED[(v & 0xFF) as usize]) << 8) | u32::from(REVERSED[((v >> 8) & 0xFF) as usize]);
+    r >> (16 - n)
 }
 
 /// Appends `len` bytes of `mem` from `start` to `out` under byte copying
@@ -1860,6 +1960,42 @@ mod tests {
                 for n in (0..40u32).map(|i| 1 + (i * 7) % 16) {
                     let want = naive_take_bits(&input, &mut at, n, p, lsb_first);
                     assert_eq!(m.take_bits(n, p, lsb_first), want, "n {n} p {p} lsb {lsb_first} at {at}");
+                }
+            }
+        }
+    }
+
+    /// INPUT-HUFFMAN's reading (peek_bits, then skip_bits) gives the bits
+    /// take_bits gives and leaves the input as it does: after every number
+    /// of bits taken from a 3-byte input (so with every partial byte, and
+    /// 2, 1 or 0 whole bytes left), against the bit-by-bit reading.
+    #[test]
+    fn peek_and_skip_match_take_bits() {
+        let input = [0xB5u8, 0x3C, 0xE1];
+        let (mut mem, states, mut out) = (vec![0u8; 64], StateHandler::new(0), Vec::new());
+        for p in [false, true] {
+            for lsb_first in [false, true] {
+                for taken in 0..=24u32 {
+                    let mut cache = DecodeCache::default();
+                    let mut m = Machine::new(&mut mem, &mut cache, &states, &input, &mut out, 16, 0);
+                    let (mut left, mut at) = (taken, taken as usize);
+                    while left > 0 {
+                        let k = left.min(5);
+                        m.take_bits(k, p, lsb_first);
+                        left -= k;
+                    }
+                    let window = m.peek_bits(p, lsb_first);
+                    let n = (24 - taken).min(16);
+                    for k in 0..=n {
+                        let want = naive_take_bits(&input, &mut at.clone(), k, p, lsb_first);
+                        let got = if lsb_first { window & ((1 << k) - 1) } else { window >> (16 - k) };
+                        assert_eq!(got, u32::from(want), "p {p} lsb {lsb_first} taken {taken} k {k}");
+                    }
+                    m.skip_bits(n);
+                    at += n as usize;
+                    let rest = 24 - taken - n;
+                    let want = naive_take_bits(&input, &mut at, rest, p, lsb_first);
+                    assert_eq!(m.take_bits(rest, p, lsb_first), want, "p {p} lsb {lsb_first} taken {taken}");
                 }
             }
         }
