@@ -867,31 +867,15 @@ impl<'a> CoPacket<'a> {
         Ok(())
     }
 
-    /// Parses the compact format.
-    fn parse_compact(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
-        let mut r = BitReader::new(data);
-        r.get(2)?;
-        let msn = r.get(COMPACT_MSN.k)?;
-        let crc = r.get(3)? as u8;
-        let data_bit = r.get(1)? == 1;
-        let lag = (SEL_COMPACT_SCALED, r.get(COMPACT_SCALED.k)?);
-        let ts = if r.get(1)? == 1 {
-            if !shape.ts {
-                return Err(FormatError::Reserved("timestamps without a timestamp option"));
-            }
-            [(4, r.get(TS_SHORT.k)?), (4, r.get(TS_SHORT.k)?)]
-        } else {
-            [(0, 0), (0, 0)]
-        };
-        let checksum = r.get(16)? as u16;
-        let at = r.octets_used();
-        let (seq, ack) = if data_bit { (lag, (0, 0)) } else { ((0, 0), lag) };
-        Ok(CoPacket {
+    /// The fields the short and compact formats leave to the reference
+    /// (the rest is filled in by their parsers).
+    fn short_family(cid: u8, ts: [(u8, u32); 2], checksum: u16, crc: u8, payload: &'a [u8]) -> CoPacket<'a> {
+        CoPacket {
             cid,
-            msn: (msn, COMPACT_MSN.k),
-            ip_id: (if shape.ipv6 { 5 } else { 4 }, 0),
-            seq,
-            ack,
+            msn: (0, 0),
+            ip_id: (0, 0),
+            seq: (0, 0),
+            ack: (0, 0),
             window: WindowField::Static,
             psh: false,
             flags: None,
@@ -901,7 +885,29 @@ impl<'a> CoPacket<'a> {
             options: CoOptions::Compact { ts, sack_n: 0, sack: [(0, 0); 4] },
             checksum,
             crc: (crc, 3),
-            payload: &data[at..],
+            payload,
+        }
+    }
+
+    /// Parses the compact format.
+    fn parse_compact(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
+        let mut r = BitReader::new(data);
+        r.get(2)?;
+        let msn = r.get(COMPACT_MSN.k)?;
+        let crc = r.get(3)? as u8;
+        let data_bit = r.get(1)? == 1;
+        let lag = (SEL_COMPACT_SCALED, r.get(COMPACT_SCALED.k)?);
+        let t = r.get(1)? == 1;
+        let ts = read_short_timestamps(&mut r, t, shape)?;
+        let checksum = r.get(16)? as u16;
+        let at = r.octets_used();
+        let (seq, ack) = if data_bit { (lag, (0, 0)) } else { ((0, 0), lag) };
+        Ok(CoPacket {
+            msn: (msn, COMPACT_MSN.k),
+            ip_id: (if shape.ipv6 { 5 } else { 4 }, 0),
+            seq,
+            ack,
+            ..CoPacket::short_family(cid, ts, checksum, crc, &data[at..])
         })
     }
 
@@ -922,32 +928,17 @@ impl<'a> CoPacket<'a> {
         let seq = r.get(SEQ_TABLE[seq_sel as usize].bits())?;
         let ack = r.get(SEQ_TABLE[ack_sel as usize].bits())?;
         let window = if second & 2 != 0 { WindowField::Short(r.get(WINDOW_SHORT.k)?) } else { WindowField::Static };
-        let ts = if second & 1 != 0 {
-            if !shape.ts {
-                return Err(FormatError::Reserved("timestamps without a timestamp option"));
-            }
-            [(4, r.get(TS_SHORT.k)?), (4, r.get(TS_SHORT.k)?)]
-        } else {
-            [(0, 0), (0, 0)]
-        };
+        let ts = read_short_timestamps(&mut r, second & 1 != 0, shape)?;
         let checksum = r.get(16)? as u16;
         let at = r.octets_used();
         Ok(CoPacket {
-            cid,
             msn: (msn, 7),
             ip_id: (4 + ((second >> 3) & 1), 0),
             seq: (seq_sel, seq),
             ack: (ack_sel, ack),
             window,
             psh: second & 4 != 0,
-            flags: None,
-            ip: None,
-            urgent: None,
-            strides: None,
-            options: CoOptions::Compact { ts, sack_n: 0, sack: [(0, 0); 4] },
-            checksum,
-            crc: (crc, 3),
-            payload: &data[at..],
+            ..CoPacket::short_family(cid, ts, checksum, crc, &data[at..])
         })
     }
 
@@ -1066,6 +1057,18 @@ impl<'a> CoPacket<'a> {
     }
 }
 
+/// The short and compact formats' timestamps: both LSB(8,15) if
+/// `present`, else both STATIC.
+fn read_short_timestamps(r: &mut BitReader, present: bool, shape: OptShape) -> Result<[(u8, u32); 2], FormatError> {
+    if !present {
+        return Ok([(0, 0), (0, 0)]);
+    }
+    if !shape.ts {
+        return Err(FormatError::Reserved("timestamps without a timestamp option"));
+    }
+    Ok([(4, r.get(TS_SHORT.k)?), (4, r.get(TS_SHORT.k)?)])
+}
+
 /// The short format carries [`COMPACT_SCALED`] as [`MSN_SCALED`], whose
 /// coverage contains it (the compressor keeps [`MSN_SCALED`]'s bits).
 fn short_selector(sel: u8) -> u8 {
@@ -1165,25 +1168,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn short_format_round_trips_in_two_octets_and_the_checksum() {
-        let co = CoPacket {
-            cid: 0,
+    /// A bulk sender's segment: SEQ as `seq`, timestamps as `ts`, nothing
+    /// else changing.
+    fn bulk_segment(seq: (u8, u32), ts: [(u8, u32); 2]) -> CoPacket<'static> {
+        CoPacket {
             msn: (0x59, 7),
             ip_id: (4, 0),
-            seq: (8, 0xa),
-            ack: (0, 0),
-            window: WindowField::Static,
-            psh: false,
-            flags: None,
-            ip: None,
-            urgent: None,
-            strides: None,
-            options: CoOptions::Compact { ts: [(4, 0x15), (4, 0x2a)], sack_n: 0, sack: [(0, 0); 4] },
-            checksum: 0xbeef,
-            crc: (crc3(b"header"), 3),
-            payload: b"data",
-        };
+            seq,
+            ..CoPacket::short_family(0, ts, 0xbeef, crc3(b"header"), b"data")
+        }
+    }
+
+    #[test]
+    fn short_format_round_trips_in_two_octets_and_the_checksum() {
+        let co = bulk_segment((8, 0xa), [(4, 0x15), (4, 0x2a)]);
         let mut out = Vec::new();
         co.emit(OptShape { ts: true, ipv6: false }, b"header", &mut out).unwrap();
         // 16 bits of base, 4 of MSN, 4 of MSN-scaled SEQ, 16 of timestamps,
@@ -1207,27 +1205,8 @@ mod tests {
     #[test]
     fn compact_format_carries_a_bulk_segment_in_two_octets_and_the_checksum() {
         let shape = OptShape { ts: true, ipv6: false };
-        let segment = CoPacket {
-            cid: 0,
-            msn: (0x59, 7),
-            ip_id: (4, 0),
-            seq: (SEL_COMPACT_SCALED, 0xd),
-            ack: (0, 0),
-            window: WindowField::Static,
-            psh: false,
-            flags: None,
-            ip: None,
-            urgent: None,
-            strides: None,
-            options: CoOptions::Compact { ts: [(0, 0), (0, 0)], sack_n: 0, sack: [(0, 0); 4] },
-            checksum: 0xbeef,
-            crc: (crc3(b"header"), 3),
-            payload: b"data",
-        };
-        let with_ts = CoPacket {
-            options: CoOptions::Compact { ts: [(4, 0x15), (4, 0x2a)], sack_n: 0, sack: [(0, 0); 4] },
-            ..segment
-        };
+        let segment = bulk_segment((SEL_COMPACT_SCALED, 0xd), [(0, 0), (0, 0)]);
+        let with_ts = bulk_segment((SEL_COMPACT_SCALED, 0xd), [(4, 0x15), (4, 0x2a)]);
         let ack = CoPacket { seq: (0, 0), ack: (SEL_COMPACT_SCALED, 0x6), payload: b"", ..segment };
         for (co, len) in [(segment, 4 + 4), (with_ts, 6 + 4), (ack, 4)] {
             let mut out = Vec::new();
