@@ -474,7 +474,7 @@ impl Compressor {
 
         // §5.3.1 b, §5.3.2 b: the packet joins the VSW; the trackers run;
         // the VSW shrinks to W.
-        ctx.vsw.push_back(rec);
+        ctx.vsw.push_back(&rec);
         if long_jump {
             let p = config.tracker_params(h.is_ipv6());
             ctx.seq_tracker = SeqTracker::new(p);
@@ -489,7 +489,7 @@ impl Compressor {
             let w = ctx.w(&config) as i64;
             let (max_seq, max_ack) = (ctx.seq_tracker.cmaxsn, ctx.ack_tracker.cmaxack);
             while ctx.vsw.len() > config.min_vsw.max(1) {
-                let Some(f) = ctx.vsw.front().map(|r| r.h) else { break };
+                let Some(f) = ctx.vsw.front().copied() else { break };
                 if diff32(max_seq, f.seq) > w || (ctx.ack_tracker.started && diff32(max_ack, f.ack) > w) {
                     ctx.vsw.drop_front(1);
                 } else {
@@ -516,7 +516,7 @@ impl Compressor {
             FeedbackKind::Ack => {
                 // Valid only for a packet sent earlier and still in the
                 // VSW; the checksum guards against a corrupted MSN.
-                let acked = ctx.vsw.iter().enumerate().find(|(_, e)| e.msn == fb.msn && e.h.checksum == fb.checksum);
+                let acked = ctx.vsw.iter().enumerate().find(|(_, e)| e.msn == fb.msn && e.checksum == fb.checksum);
                 if let Some((pos, acked_ir)) = acked.map(|(pos, e)| (pos, e.sent_as_ir)) {
                     ctx.vsw.drop_front(pos);
                     // The IR state ends with an ACK of an IR/IR-DYN: ACK(O)
