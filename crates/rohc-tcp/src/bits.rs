@@ -15,27 +15,29 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Appends the `width` low bits of `value`.
+    #[inline]
     pub fn put(&mut self, value: u32, width: u32) {
         debug_assert!(width <= 32);
         if width == 0 {
             return;
         }
         let v = (value as u64) & ((1u64 << width) - 1);
+        // At most 31 bits wait in `acc`, so 63 fit; whole 32-bit words go
+        // out at once.
         self.acc = (self.acc << width) | v;
         self.nbits += width;
-        while self.nbits >= 8 {
-            self.nbits -= 8;
-            self.out.push((self.acc >> self.nbits) as u8);
+        if self.nbits >= 32 {
+            self.nbits -= 32;
+            self.out.extend_from_slice(&((self.acc >> self.nbits) as u32).to_be_bytes());
+            self.acc &= (1u64 << self.nbits) - 1;
         }
-        self.acc &= (1u64 << self.nbits) - 1;
     }
 
     /// Pads with zero bits to the next octet.
-    pub fn finish(mut self) {
-        if self.nbits > 0 {
-            let pad = 8 - self.nbits;
-            self.put(0, pad);
-        }
+    pub fn finish(self) {
+        let octets = self.nbits.div_ceil(8);
+        let padded = self.acc << (octets * 8 - self.nbits);
+        self.out.extend_from_slice(&padded.to_be_bytes()[8 - octets as usize..]);
     }
 }
 
@@ -53,6 +55,7 @@ impl<'a> BitReader<'a> {
         BitReader { data, bit: 0 }
     }
 
+    #[inline]
     pub fn get(&mut self, width: u32) -> Result<u32, Truncated> {
         if width == 0 {
             return Ok(0);
@@ -63,10 +66,16 @@ impl<'a> BitReader<'a> {
         // The field lies in the 8 octets from the one holding its first bit
         // (at most 7 + 32 bits); octets past the end read as zero.
         let at = self.bit / 8;
-        let mut window = [0u8; 8];
-        let end = (at + 8).min(self.data.len());
-        window[..end - at].copy_from_slice(&self.data[at..end]);
-        let v = (u64::from_be_bytes(window) << (self.bit % 8)) >> (64 - width);
+        let window = match self.data.get(at..at + 8) {
+            Some(w) => u64::from_be_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
+            None => {
+                let mut w = [0u8; 8];
+                let rest = &self.data[at..];
+                w[..rest.len()].copy_from_slice(rest);
+                u64::from_be_bytes(w)
+            }
+        };
+        let v = (window << (self.bit % 8)) >> (64 - width);
         self.bit += width as usize;
         Ok(v as u32)
     }

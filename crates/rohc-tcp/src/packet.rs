@@ -528,25 +528,36 @@ fn fold(mut sum: u64) -> u16 {
 /// Ones' complement sum of `data` (RFC 1071) added to the accumulator
 /// `acc` of big-endian words. RFC 1071 §2 (B): the sum does not depend on
 /// the byte order, so the octets are summed as little-endian 64-bit loads
-/// (no byte swaps, which x86-64's baseline vector instructions lack), in
-/// two 32-bit halves that cannot overflow below 2^32 steps, and the folded
-/// 16-bit sum is swapped to big-endian at the end. A trailing odd octet is
+/// (no byte swaps), and the folded 16-bit sum is swapped to big-endian at
+/// the end; RFC 1071 §2 (C): 2^64 ≡ 1 modulo 2^16 − 1, so 64-bit words
+/// summed in a 128-bit accumulator (an add and an add-with-carry each)
+/// and folded give the sum of their 16-bit words. A trailing odd octet is
 /// padded with zero, as RFC 1071 §4.1 pads.
 pub(crate) fn sum_words(data: &[u8], acc: u64) -> u64 {
-    let (mut hi, mut lo) = (0u64, 0u64);
-    let mut wide = data.chunks_exact(8);
+    #[inline(always)]
+    fn le64(c: &[u8]) -> u64 {
+        u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+    }
+    let mut sum = 0u128;
+    let mut quads = data.chunks_exact(32);
+    for c in &mut quads {
+        sum += le64(&c[..8]) as u128;
+        sum += le64(&c[8..16]) as u128;
+        sum += le64(&c[16..24]) as u128;
+        sum += le64(&c[24..32]) as u128;
+    }
+    let mut wide = quads.remainder().chunks_exact(8);
     for c in &mut wide {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        hi += w >> 32;
-        lo += w & 0xffff_ffff;
+        sum += le64(c) as u128;
     }
     let rest = wide.remainder();
     let mut tail = [0u8; 8];
     tail[..rest.len()].copy_from_slice(rest);
-    let w = u64::from_le_bytes(tail);
-    hi += w >> 32;
-    lo += w & 0xffff_ffff;
-    acc + fold(hi + lo).swap_bytes() as u64
+    sum += u64::from_le_bytes(tail) as u128;
+    // Fold 128 to 64 bits (the high part is a small count of carries).
+    let (lo, carry) = (sum as u64).overflowing_add((sum >> 64) as u64);
+    let s = lo + carry as u64;
+    acc + fold((s >> 32) + (s & 0xffff_ffff)).swap_bytes() as u64
 }
 
 /// The IPv4 header checksum of a 20-byte header (its checksum field is
