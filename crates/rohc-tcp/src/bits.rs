@@ -45,17 +45,28 @@ impl<'a> BitWriter<'a> {
 pub(crate) struct BitReader<'a> {
     data: &'a [u8],
     bit: usize,
+    /// A `data` shorter than [`SHORT`] octets, zero-padded, so a field is
+    /// one 8-octet load even near its end (compressed pure ACKs are a few
+    /// octets long).
+    short: Option<[u8; SHORT + 8]>,
 }
+
+const SHORT: usize = 48;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Truncated;
 
 impl<'a> BitReader<'a> {
     pub fn new(data: &'a [u8]) -> Self {
-        BitReader { data, bit: 0 }
+        let short = (data.len() < SHORT).then(|| {
+            let mut padded = [0u8; SHORT + 8];
+            padded[..data.len()].copy_from_slice(data);
+            padded
+        });
+        BitReader { data, bit: 0, short }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn get(&mut self, width: u32) -> Result<u32, Truncated> {
         if width == 0 {
             return Ok(0);
@@ -66,18 +77,23 @@ impl<'a> BitReader<'a> {
         // The field lies in the 8 octets from the one holding its first bit
         // (at most 7 + 32 bits); octets past the end read as zero.
         let at = self.bit / 8;
-        let window = match self.data.get(at..at + 8) {
+        let window = match self.short.as_ref().map_or(self.data, |p| p.as_slice()).get(at..at + 8) {
             Some(w) => u64::from_be_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
-            None => {
-                let mut w = [0u8; 8];
-                let rest = &self.data[at..];
-                w[..rest.len()].copy_from_slice(rest);
-                u64::from_be_bytes(w)
-            }
+            None => self.window_at_end(at),
         };
         let v = (window << (self.bit % 8)) >> (64 - width);
         self.bit += width as usize;
         Ok(v as u32)
+    }
+
+    /// The 8 octets from `at` of a long `data` that ends before them,
+    /// zero-padded.
+    #[cold]
+    fn window_at_end(&self, at: usize) -> u64 {
+        let mut w = [0u8; 8];
+        let rest = &self.data[at..];
+        w[..rest.len()].copy_from_slice(rest);
+        u64::from_be_bytes(w)
     }
 
     /// The octet offset after padding to the next octet.
