@@ -249,24 +249,30 @@ impl NumberSpreads<'_> {
     }
 }
 
-/// The cheapest encoding of `SEQ_TABLE[..selectors]` that covers the VSW.
+/// The indices of `SEQ_TABLE`'s general-format encodings (0–7) from the
+/// cheapest (fewest bits, then lowest index): the first that covers is
+/// the cheapest that does.
+const SEQ_BY_COST: [u8; 8] = [0, 5, 1, 6, 7, 2, 3, 4];
+
+/// The cheapest encoding of `SEQ_TABLE[..selectors]` that covers the VSW
+/// (IRREGULAR, index 4, always does).
+#[inline]
 fn pick_seq(n: NumberSpreads, selectors: usize) -> (u8, SeqEnc) {
-    let mut best = (4u8, SeqEnc::Irregular);
-    for (i, enc) in SEQ_TABLE.iter().enumerate().take(selectors) {
-        if n.covered_by(enc) && enc.bits() < best.1.bits() {
-            best = (i as u8, *enc);
+    for &i in &SEQ_BY_COST {
+        let enc = SEQ_TABLE[i as usize];
+        if (i as usize) < selectors && n.covered_by(&enc) {
+            return (i, enc);
         }
     }
-    best
+    (4, SeqEnc::Irregular)
 }
 
-/// The cheapest of the `SEQ_TABLE` encodings `among` that covers the VSW.
-fn pick_among(among: &[u8], n: NumberSpreads) -> Option<(u8, SeqEnc)> {
-    among
-        .iter()
-        .map(|&i| (i, SEQ_TABLE[i as usize]))
-        .filter(|(_, enc)| n.covered_by(enc))
-        .min_by_key(|(_, enc)| enc.bits())
+/// The cheapest of the `SEQ_TABLE` encodings `among` that covers the VSW;
+/// `among` is in increasing order of bits (the short format's tables), so
+/// the first that covers is.
+#[inline]
+fn pick_among(among: &[u8; 4], n: NumberSpreads) -> Option<(u8, SeqEnc)> {
+    among.iter().map(|&i| (i, SEQ_TABLE[i as usize])).find(|(_, enc)| n.covered_by(enc))
 }
 
 /// The bits `enc` sends of number `v` of a packet with MSN `msn`.
@@ -671,4 +677,19 @@ fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPack
     };
     let msn = (rec.msn as u32 & 0x7f, 7);
     CoPacket { msn, ip_id, seq, ack, window, options, ..co }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodings_are_tried_cheapest_first() {
+        let mut by_cost: Vec<u8> = (0..8).collect();
+        by_cost.sort_by_key(|&i| (SEQ_TABLE[i as usize].bits(), i));
+        assert_eq!(by_cost, SEQ_BY_COST);
+        for table in [SHORT_SEQ, SHORT_ACK] {
+            assert!(table.windows(2).all(|w| SEQ_TABLE[w[0] as usize].bits() < SEQ_TABLE[w[1] as usize].bits()));
+        }
+    }
 }

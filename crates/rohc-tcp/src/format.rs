@@ -196,6 +196,17 @@ impl OptInfo {
     pub fn of(o: &RawOptions) -> OptInfo {
         let mut info = OptInfo { skeleton: *o, ts_at: None, sack_n: 0 };
         let bytes = o.as_slice();
+        // What stacks send on an established connection: nothing, or NOP,
+        // NOP, timestamps (what the walk below finds for them).
+        match bytes {
+            [] => return info,
+            [1, 1, 8, 10, ..] if bytes.len() == 12 => {
+                info.ts_at = Some(4);
+                info.skeleton.bytes[4..12].fill(0);
+                return info;
+            }
+            _ => {}
+        }
         let mut walk = OptionWalker::new(bytes);
         let mut found = [(0u8, 0usize, 0usize); 20];
         let mut n = 0;
