@@ -560,6 +560,92 @@ fn ack_spreads(a: &Analysis) -> NumberSpreads<'_> {
 }
 
 fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
+    let short = encode_short(cid, rec, a, so, payload);
+    #[cfg(any(test, debug_assertions))]
+    {
+        // The short format's shortcut decides as the general encoding
+        // shortened does.
+        let general = encode_general(cid, rec, a, so, payload);
+        let long = shorten(general, rec, a, so);
+        match short {
+            Some(co) => assert_eq!(format!("{co:?}"), format!("{long:?}")),
+            None => assert_eq!(format!("{general:?}"), format!("{long:?}")),
+        }
+    }
+    match short {
+        Some(co) => co,
+        None => encode_general(cid, rec, a, so, payload),
+    }
+}
+
+/// The packet in the short format if it fits: what [`shorten`] makes of
+/// the general encoding when it fits, without the general encoding's
+/// choices (SEQ, ACK, IP-ID, timestamp selectors) that it replaces.
+fn encode_short<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> Option<CoPacket<'a>> {
+    let h = &rec.h;
+    let static_lsb = Lsb::new(0, 0);
+    // shorten's `fits`: MSN in 7 bits, nothing but what the short format
+    // carries changed, compact options without SACK blocks.
+    let msn_fits = Lsb::new(4, MSN_P).covers(&a.msn) || Lsb::new(7, MSN_P).covers(&a.msn);
+    if !(msn_fits
+        && a.flags_static
+        && a.ip_static
+        && a.urgent_static
+        && a.strides_static
+        && a.skeleton_static
+        && rec.opt.sack_n == 0)
+    {
+        return None;
+    }
+    let (seq_sel, seq_enc) = pick_among(&SHORT_SEQ, seq_spreads(a, so))?;
+    let (ack_sel, ack_enc) = pick_among(&SHORT_ACK, ack_spreads(a))?;
+    let ip_id = if h.ipv6.is_some() {
+        (5, 0)
+    } else if static_lsb.covers(&a.ipid_off) {
+        (4, 0)
+    } else if static_lsb.covers(&a.ipid_raw) {
+        (5, 0)
+    } else {
+        return None;
+    };
+    let window = if static_lsb.covers(&a.win) {
+        WindowField::Static
+    } else if WINDOW_SHORT.covers(&a.win) {
+        WindowField::Short(h.window as u32 & ((1 << WINDOW_SHORT.k) - 1))
+    } else {
+        return None;
+    };
+    // The general encoding's timestamps are both STATIC (or absent): kept;
+    // else both in TS_SHORT.
+    let ts = if rec.opt.ts_at.is_none() || (static_lsb.covers(&a.ts[0]) && static_lsb.covers(&a.ts[1])) {
+        [(0, 0), (0, 0)]
+    } else if a.ts.iter().all(|s| TS_SHORT.covers(s)) {
+        let mask = (1u32 << TS_SHORT.k) - 1;
+        [(4, rec.ts.0 & mask), (4, rec.ts.1 & mask)]
+    } else {
+        return None;
+    };
+    Some(CoPacket {
+        cid,
+        msn: (rec.msn as u32 & 0x7f, 7),
+        ip_id,
+        seq: (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0, rec.msn)),
+        ack: (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1, rec.msn)),
+        window,
+        psh: h.tcp_flags & FLAG_PSH != 0,
+        flags: None,
+        ip: None,
+        urgent: None,
+        strides: None,
+        options: CoOptions::Compact { ts, sack_n: 0, sack: [(0, 0); 4] },
+        checksum: fold_checksum(h.checksum, h, rec.msn, rec.strides),
+        crc: (0, 0),
+        payload,
+    })
+}
+
+/// The general format's encoding.
+fn encode_general<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
     let h = &rec.h;
     let ipv6 = h.ipv6.is_some();
     let msn_k = MSN_K.iter().copied().find(|&k| k == 16 || Lsb::new(k, MSN_P).covers(&a.msn)).unwrap_or(16);
@@ -614,7 +700,7 @@ fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8
     } else {
         CoOptions::Raw(h.options)
     };
-    let general = CoPacket {
+    CoPacket {
         cid,
         msn: (rec.msn as u32 & ((1u32 << msn_k) - 1), msn_k),
         ip_id: (ipid_sel, ipid_bits),
@@ -630,13 +716,14 @@ fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8
         checksum: fold_checksum(h.checksum, h, rec.msn, rec.strides),
         crc: (0, 0),
         payload,
-    };
-    shorten(general, rec, a, so)
+    }
 }
 
 /// The packet with the short format's encodings where they cover the VSW
 /// (STATIC IP-ID, [`WINDOW_SHORT`], [`TS_SHORT`]), so that it fits the
-/// short format if nothing else keeps it out.
+/// short format if nothing else keeps it out: the definition
+/// [`encode_short`] is checked against in tests and debug builds.
+#[cfg(any(test, debug_assertions))]
 fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPacket<'a> {
     let fits = co.msn.1 <= 7
         && co.flags.is_none()
@@ -682,6 +769,34 @@ fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPack
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Compresses flows of every kind in every mode: `encode_co` checks
+    /// its short-format shortcut against the general encoding shortened.
+    #[test]
+    fn the_short_format_shortcut_agrees_with_shortening() {
+        use crate::synth::{bulk_transfer, sip_over_tcp, FlowOptions, IpIdStyle};
+        let flows = [
+            bulk_transfer(300, 1460, 29, FlowOptions::default()),
+            bulk_transfer(
+                200,
+                536,
+                0,
+                FlowOptions { ip_id: IpIdStyle::Random, timestamps: false, ..Default::default() },
+            ),
+            sip_over_tcp(20, FlowOptions::default()),
+            sip_over_tcp(20, FlowOptions { ip_id: IpIdStyle::Zero, ..Default::default() }),
+        ];
+        for mode in [Mode::U, Mode::O, Mode::R] {
+            for flow in &flows {
+                let mut c = Compressor::new(CompressorConfig::with_mode(mode));
+                let mut out = Vec::new();
+                for (_, p) in flow {
+                    out.clear();
+                    c.compress(p, &mut out).unwrap();
+                }
+            }
+        }
+    }
 
     #[test]
     fn encodings_are_tried_cheapest_first() {

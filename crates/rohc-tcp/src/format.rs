@@ -690,25 +690,32 @@ impl<'a> CoPacket<'a> {
     pub fn emit(&self, shape: OptShape, header: &[u8], out: &mut Vec<u8>) -> Result<(), FormatError> {
         emit_cid(self.cid, out);
         if let Some(second) = self.short_octet(shape) {
-            let mut w = BitWriter::new(out);
-            w.put(0, 1);
-            w.put(self.msn.0 & 0xf, 4);
-            w.put(crc3(header) as u32, 3);
-            w.put(second as u32, 8);
-            w.put(self.msn.0 >> 4, 3);
-            w.put(self.seq.1, SEQ_TABLE[self.seq.0 as usize].bits());
-            w.put(self.ack.1, SEQ_TABLE[self.ack.0 as usize].bits());
+            // At most 97 bits: packed in one 128-bit word, appended at once.
+            let (mut acc, mut n) = (0u128, 0u32);
+            let mut put = |v: u32, width: u32| {
+                acc = (acc << width) | (v as u128 & ((1u128 << width) - 1));
+                n += width;
+            };
+            put(0, 1);
+            put(self.msn.0 & 0xf, 4);
+            put(crc3(header) as u32, 3);
+            put(second as u32, 8);
+            put(self.msn.0 >> 4, 3);
+            put(self.seq.1, SEQ_TABLE[self.seq.0 as usize].bits());
+            put(self.ack.1, SEQ_TABLE[self.ack.0 as usize].bits());
             if let WindowField::Short(b) = self.window {
-                w.put(b, WINDOW_SHORT.k);
+                put(b, WINDOW_SHORT.k);
             }
             if second & 1 == 1 {
                 if let CoOptions::Compact { ts, .. } = self.options {
-                    w.put(ts[0].1, TS_SHORT.k);
-                    w.put(ts[1].1, TS_SHORT.k);
+                    put(ts[0].1, TS_SHORT.k);
+                    put(ts[1].1, TS_SHORT.k);
                 }
             }
-            w.put(self.checksum as u32, 16);
-            w.finish();
+            put(self.checksum as u32, 16);
+            let octets = n.div_ceil(8);
+            let padded = acc << (octets * 8 - n);
+            out.extend_from_slice(&padded.to_be_bytes()[16 - octets as usize..]);
             out.extend_from_slice(self.payload);
             return Ok(());
         }
