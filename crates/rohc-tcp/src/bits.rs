@@ -15,7 +15,7 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Appends the `width` low bits of `value`.
-    #[inline]
+    #[inline(always)]
     pub fn put(&mut self, value: u32, width: u32) {
         debug_assert!(width <= 32);
         if width == 0 {
