@@ -631,13 +631,12 @@ pub(crate) fn sum_words(data: &[u8], acc: u64) -> u64 {
 /// The IPv4 header checksum of a 20-byte header (its checksum field is
 /// skipped).
 pub fn ipv4_checksum(h: &[u8]) -> u16 {
-    let mut acc = 0u64;
-    for (i, w) in h[..20].chunks_exact(2).enumerate() {
-        if i != 5 {
-            acc += u16::from_be_bytes([w[0], w[1]]) as u64;
-        }
-    }
-    !fold(acc)
+    // Five big-endian 32-bit words, the checksum's half of the third
+    // masked: 2^16 = 1 modulo 2^16 - 1, so their sum folds to the sum of
+    // the 16-bit words (and is zero only if they all are).
+    let h = &h[..20];
+    let w = |i: usize| u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]) as u64;
+    !fold(w(0) + w(4) + (w(8) & 0xffff_0000) + w(12) + w(16))
 }
 
 /// The IP header's length of a packet whose IP header is IPv4 without
