@@ -597,8 +597,6 @@ fn encode_short<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a 
     {
         return None;
     }
-    let (seq_sel, seq_enc) = pick_among(&SHORT_SEQ, seq_spreads(a, so))?;
-    let (ack_sel, ack_enc) = pick_among(&SHORT_ACK, ack_spreads(a))?;
     let ip_id = if h.ipv6.is_some() {
         (5, 0)
     } else if static_lsb.covers(&a.ipid_off) {
@@ -625,6 +623,8 @@ fn encode_short<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a 
     } else {
         return None;
     };
+    let (seq_sel, seq_enc) = pick_among(&SHORT_SEQ, seq_spreads(a, so))?;
+    let (ack_sel, ack_enc) = pick_among(&SHORT_ACK, ack_spreads(a))?;
     Some(CoPacket {
         cid,
         msn: (rec.msn as u32 & 0x7f, 7),
