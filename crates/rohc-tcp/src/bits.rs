@@ -44,26 +44,37 @@ impl<'a> BitWriter<'a> {
 /// Reads fields of 0–32 bits; reading past the end is an error.
 pub(crate) struct BitReader<'a> {
     data: &'a [u8],
+    /// What fields are loaded from: `data`, or if it is shorter than
+    /// [`SHORT`] octets a zero-padded copy of it, so a field is one 8-octet
+    /// load even near its end (compressed pure ACKs are a few octets long).
+    src: &'a [u8],
     bit: usize,
-    /// A `data` shorter than [`SHORT`] octets, zero-padded, so a field is
-    /// one 8-octet load even near its end (compressed pure ACKs are a few
-    /// octets long).
-    short: Option<[u8; SHORT + 8]>,
+    /// `data`'s length in bits.
+    limit: usize,
 }
 
+/// Below this length a packet is read from a padded copy.
 const SHORT: usize = 48;
+
+/// The room a [`BitReader`] may copy a short packet to.
+pub(crate) type Scratch = [u8; SHORT + 8];
+
+/// A zeroed [`Scratch`].
+pub(crate) const SCRATCH: Scratch = [0; SHORT + 8];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Truncated;
 
 impl<'a> BitReader<'a> {
-    pub fn new(data: &'a [u8]) -> Self {
-        let short = (data.len() < SHORT).then(|| {
-            let mut padded = [0u8; SHORT + 8];
-            padded[..data.len()].copy_from_slice(data);
-            padded
-        });
-        BitReader { data, bit: 0, short }
+    /// A reader of `data`, which copies it to `scratch` (zeroed) if short.
+    pub fn new(data: &'a [u8], scratch: &'a mut Scratch) -> Self {
+        let src = if data.len() < SHORT {
+            scratch[..data.len()].copy_from_slice(data);
+            &scratch[..]
+        } else {
+            data
+        };
+        BitReader { data, src, bit: 0, limit: data.len() * 8 }
     }
 
     #[inline(always)]
@@ -71,13 +82,13 @@ impl<'a> BitReader<'a> {
         if width == 0 {
             return Ok(0);
         }
-        if self.bit + width as usize > self.data.len() * 8 {
+        if self.bit + width as usize > self.limit {
             return Err(Truncated);
         }
         // The field lies in the 8 octets from the one holding its first bit
         // (at most 7 + 32 bits); octets past the end read as zero.
         let at = self.bit / 8;
-        let window = match self.short.as_ref().map_or(self.data, |p| p.as_slice()).get(at..at + 8) {
+        let window = match self.src.get(at..at + 8) {
             Some(w) => u64::from_be_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
             None => self.window_at_end(at),
         };
@@ -116,7 +127,8 @@ mod tests {
         }
         w.finish();
         assert_eq!(out.len(), (1 + 3 + 14 + 32 + 7 + 12usize).div_ceil(8));
-        let mut r = BitReader::new(&out);
+        let mut scratch = SCRATCH;
+        let mut r = BitReader::new(&out, &mut scratch);
         for (v, n) in fields {
             assert_eq!(r.get(n).unwrap(), v);
         }

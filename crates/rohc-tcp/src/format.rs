@@ -1,7 +1,7 @@
 //! The compressed packet formats (parse/emit pairs); the layout is
 //! documented in the crate's top-level docs.
 
-use crate::bits::{BitReader, BitWriter, Truncated};
+use crate::bits::{BitReader, BitWriter, Truncated, SCRATCH};
 use crate::packet::{Ipv6Part, OptionWalker, RawOptions, TcpIpHeader, FLAG_PSH};
 use crate::wlsb::Lsb;
 
@@ -831,7 +831,8 @@ impl<'a> CoPacket<'a> {
 
     /// Parses the short format.
     fn parse_short(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
-        let mut r = BitReader::new(data);
+        let mut scratch = SCRATCH;
+        let mut r = BitReader::new(data, &mut scratch);
         r.get(1)?;
         let msn = r.get(4)?;
         let crc = r.get(3)? as u8;
@@ -885,7 +886,8 @@ impl<'a> CoPacket<'a> {
         if first & 0x80 == 0 {
             return CoPacket::parse_short(cid, data, shape);
         }
-        let mut r = BitReader::new(data);
+        let mut scratch = SCRATCH;
+        let mut r = BitReader::new(data, &mut scratch);
         r.get(1)?;
         let seq_sel = r.get(3)? as u8;
         let has_ext = r.get(1)? == 1;
