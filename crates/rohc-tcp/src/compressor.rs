@@ -275,13 +275,15 @@ fn pick_among(among: &[u8; 4], n: NumberSpreads) -> Option<(u8, SeqEnc)> {
     among.iter().map(|&i| (i, SEQ_TABLE[i as usize])).find(|(_, enc)| n.covered_by(enc))
 }
 
-/// The bits `enc` sends of number `v` of a packet with MSN `msn`.
-fn lsb_bits(v: u32, enc: &SeqEnc, stride: u16, msn: u16) -> u32 {
+/// The bits `enc` sends of number `v` of a packet with MSN `msn`; `m` is
+/// v / stride ([`Record::fp`]: fixed-payload encodings only cover the VSW
+/// with a stride).
+fn lsb_bits(v: u32, enc: &SeqEnc, m: u32, msn: u16) -> u32 {
     match enc {
         SeqEnc::Lsb(l) => v & ((1u64 << l.k) - 1) as u32,
         SeqEnc::Irregular => v,
-        SeqEnc::FixedPayload(l) => (v / stride as u32) & ((1u32 << l.k) - 1),
-        SeqEnc::MsnScaled(l) => (v / stride as u32).wrapping_sub(msn as u32) & ((1u32 << l.k) - 1),
+        SeqEnc::FixedPayload(l) => m & ((1u32 << l.k) - 1),
+        SeqEnc::MsnScaled(l) => m.wrapping_sub(msn as u32) & ((1u32 << l.k) - 1),
     }
 }
 
@@ -629,8 +631,8 @@ fn encode_short<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a 
         cid,
         msn: (rec.msn as u32 & 0x7f, 7),
         ip_id,
-        seq: (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0, rec.msn)),
-        ack: (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1, rec.msn)),
+        seq: (seq_sel, lsb_bits(h.seq, &seq_enc, rec.fp[0].0, rec.msn)),
+        ack: (ack_sel, lsb_bits(h.ack, &ack_enc, rec.fp[1].0, rec.msn)),
         window,
         psh: h.tcp_flags & FLAG_PSH != 0,
         flags: None,
@@ -704,8 +706,8 @@ fn encode_general<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'
         cid,
         msn: (rec.msn as u32 & ((1u32 << msn_k) - 1), msn_k),
         ip_id: (ipid_sel, ipid_bits),
-        seq: (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0, rec.msn)),
-        ack: (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1, rec.msn)),
+        seq: (seq_sel, lsb_bits(h.seq, &seq_enc, rec.fp[0].0, rec.msn)),
+        ack: (ack_sel, lsb_bits(h.ack, &ack_enc, rec.fp[1].0, rec.msn)),
         window,
         psh: h.tcp_flags & FLAG_PSH != 0,
         flags: (!a.flags_static).then_some((h.tcp_res, h.tcp_flags)),
@@ -737,8 +739,8 @@ fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPack
     let h = &rec.h;
     let Some((seq_sel, seq_enc)) = pick_among(&SHORT_SEQ, seq_spreads(a, so)) else { return co };
     let Some((ack_sel, ack_enc)) = pick_among(&SHORT_ACK, ack_spreads(a)) else { return co };
-    let seq = (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0, rec.msn));
-    let ack = (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1, rec.msn));
+    let seq = (seq_sel, lsb_bits(h.seq, &seq_enc, rec.fp[0].0, rec.msn));
+    let ack = (ack_sel, lsb_bits(h.ack, &ack_enc, rec.fp[1].0, rec.msn));
     let static_lsb = Lsb::new(0, 0);
     let ip_id = if h.ipv6.is_some() {
         (5, 0)
