@@ -243,9 +243,13 @@ impl OptInfo {
         OptShape { ts: self.ts_at.is_some(), ipv6: false }
     }
 
+    #[inline]
     pub fn ts(&self, o: &RawOptions) -> (u32, u32) {
         match self.ts_at {
-            Some(at) => (be32(&o.bytes[at as usize..]), be32(&o.bytes[at as usize + 4..])),
+            Some(at) => {
+                let t = &o.bytes[at as usize..at as usize + 8];
+                (u32::from_be_bytes([t[0], t[1], t[2], t[3]]), u32::from_be_bytes([t[4], t[5], t[6], t[7]]))
+            }
             None => (0, 0),
         }
     }
