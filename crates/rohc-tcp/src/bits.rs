@@ -15,60 +15,96 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Appends the `width` low bits of `value`.
+    #[inline(always)]
     pub fn put(&mut self, value: u32, width: u32) {
         debug_assert!(width <= 32);
         if width == 0 {
             return;
         }
         let v = (value as u64) & ((1u64 << width) - 1);
+        // At most 31 bits wait in `acc`, so 63 fit; whole 32-bit words go
+        // out at once.
         self.acc = (self.acc << width) | v;
         self.nbits += width;
-        while self.nbits >= 8 {
-            self.nbits -= 8;
-            self.out.push((self.acc >> self.nbits) as u8);
+        if self.nbits >= 32 {
+            self.nbits -= 32;
+            self.out.extend_from_slice(&((self.acc >> self.nbits) as u32).to_be_bytes());
+            self.acc &= (1u64 << self.nbits) - 1;
         }
-        self.acc &= (1u64 << self.nbits) - 1;
     }
 
     /// Pads with zero bits to the next octet.
-    pub fn finish(mut self) {
-        if self.nbits > 0 {
-            let pad = 8 - self.nbits;
-            self.put(0, pad);
-        }
+    pub fn finish(self) {
+        let octets = self.nbits.div_ceil(8);
+        let padded = self.acc << (octets * 8 - self.nbits);
+        self.out.extend_from_slice(&padded.to_be_bytes()[8 - octets as usize..]);
     }
 }
 
 /// Reads fields of 0–32 bits; reading past the end is an error.
 pub(crate) struct BitReader<'a> {
     data: &'a [u8],
+    /// What fields are loaded from: `data`, or if it is shorter than
+    /// [`SHORT`] octets a zero-padded copy of it, so a field is one 8-octet
+    /// load even near its end (compressed pure ACKs are a few octets long).
+    src: &'a [u8],
     bit: usize,
+    /// `data`'s length in bits.
+    limit: usize,
 }
+
+/// Below this length a packet is read from a padded copy.
+const SHORT: usize = 48;
+
+/// The room a [`BitReader`] may copy a short packet to.
+pub(crate) type Scratch = [u8; SHORT + 8];
+
+/// A zeroed [`Scratch`].
+pub(crate) const SCRATCH: Scratch = [0; SHORT + 8];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Truncated;
 
 impl<'a> BitReader<'a> {
-    pub fn new(data: &'a [u8]) -> Self {
-        BitReader { data, bit: 0 }
+    /// A reader of `data`, which copies it to `scratch` (zeroed) if short.
+    pub fn new(data: &'a [u8], scratch: &'a mut Scratch) -> Self {
+        let src = if data.len() < SHORT {
+            scratch[..data.len()].copy_from_slice(data);
+            &scratch[..]
+        } else {
+            data
+        };
+        BitReader { data, src, bit: 0, limit: data.len() * 8 }
     }
 
+    #[inline(always)]
     pub fn get(&mut self, width: u32) -> Result<u32, Truncated> {
         if width == 0 {
             return Ok(0);
         }
-        if self.bit + width as usize > self.data.len() * 8 {
+        if self.bit + width as usize > self.limit {
             return Err(Truncated);
         }
         // The field lies in the 8 octets from the one holding its first bit
         // (at most 7 + 32 bits); octets past the end read as zero.
         let at = self.bit / 8;
-        let mut window = [0u8; 8];
-        let end = (at + 8).min(self.data.len());
-        window[..end - at].copy_from_slice(&self.data[at..end]);
-        let v = (u64::from_be_bytes(window) << (self.bit % 8)) >> (64 - width);
+        let window = match self.src.get(at..at + 8) {
+            Some(w) => u64::from_be_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
+            None => self.window_at_end(at),
+        };
+        let v = (window << (self.bit % 8)) >> (64 - width);
         self.bit += width as usize;
         Ok(v as u32)
+    }
+
+    /// The 8 octets from `at` of a long `data` that ends before them,
+    /// zero-padded.
+    #[cold]
+    fn window_at_end(&self, at: usize) -> u64 {
+        let mut w = [0u8; 8];
+        let rest = &self.data[at..];
+        w[..rest.len()].copy_from_slice(rest);
+        u64::from_be_bytes(w)
     }
 
     /// The octet offset after padding to the next octet.
@@ -91,7 +127,8 @@ mod tests {
         }
         w.finish();
         assert_eq!(out.len(), (1 + 3 + 14 + 32 + 7 + 12usize).div_ceil(8));
-        let mut r = BitReader::new(&out);
+        let mut scratch = SCRATCH;
+        let mut r = BitReader::new(&out, &mut scratch);
         for (v, n) in fields {
             assert_eq!(r.get(n).unwrap(), v);
         }

@@ -250,33 +250,41 @@ impl NumberSpreads<'_> {
     }
 }
 
-/// The cheapest encoding of `SEQ_TABLE[..selectors]` that covers the VSW.
+/// The indices of `SEQ_TABLE`'s general-format encodings (0–7) from the
+/// cheapest (fewest bits, then lowest index): the first that covers is
+/// the cheapest that does.
+const SEQ_BY_COST: [u8; 8] = [0, 5, 1, 6, 7, 2, 3, 4];
+
+/// The cheapest encoding of `SEQ_TABLE[..selectors]` that covers the VSW
+/// (IRREGULAR, index 4, always does).
+#[inline]
 fn pick_seq(n: NumberSpreads, selectors: usize) -> (u8, SeqEnc) {
-    let mut best = (4u8, SeqEnc::Irregular);
-    for (i, enc) in SEQ_TABLE.iter().enumerate().take(selectors) {
-        if n.covered_by(enc) && enc.bits() < best.1.bits() {
-            best = (i as u8, *enc);
+    for &i in &SEQ_BY_COST {
+        let enc = SEQ_TABLE[i as usize];
+        if (i as usize) < selectors && n.covered_by(&enc) {
+            return (i, enc);
         }
     }
-    best
+    (4, SeqEnc::Irregular)
 }
 
-/// The cheapest of the `SEQ_TABLE` encodings `among` that covers the VSW.
-fn pick_among(among: &[u8], n: NumberSpreads) -> Option<(u8, SeqEnc)> {
-    among
-        .iter()
-        .map(|&i| (i, SEQ_TABLE[i as usize]))
-        .filter(|(_, enc)| n.covered_by(enc))
-        .min_by_key(|(_, enc)| enc.bits())
+/// The cheapest of the `SEQ_TABLE` encodings `among` that covers the VSW;
+/// `among` is in increasing order of bits (the short format's tables), so
+/// the first that covers is.
+#[inline]
+fn pick_among(among: &[u8; 4], n: NumberSpreads) -> Option<(u8, SeqEnc)> {
+    among.iter().map(|&i| (i, SEQ_TABLE[i as usize])).find(|(_, enc)| n.covered_by(enc))
 }
 
-/// The bits `enc` sends of number `v` of a packet with MSN `msn`.
-fn lsb_bits(v: u32, enc: &SeqEnc, stride: u16, msn: u16) -> u32 {
+/// The bits `enc` sends of number `v` of a packet with MSN `msn`; `m` is
+/// v / stride ([`Record::fp`]: fixed-payload encodings only cover the VSW
+/// with a stride).
+fn lsb_bits(v: u32, enc: &SeqEnc, m: u32, msn: u16) -> u32 {
     match enc {
         SeqEnc::Lsb(l) => v & ((1u64 << l.k) - 1) as u32,
         SeqEnc::Irregular => v,
-        SeqEnc::FixedPayload(l) => (v / stride as u32) & ((1u32 << l.k) - 1),
-        SeqEnc::MsnScaled(l) => (v / stride as u32).wrapping_sub(msn as u32) & ((1u32 << l.k) - 1),
+        SeqEnc::FixedPayload(l) => m & ((1u32 << l.k) - 1),
+        SeqEnc::MsnScaled(l) => m.wrapping_sub(msn as u32) & ((1u32 << l.k) - 1),
     }
 }
 
@@ -475,7 +483,7 @@ impl Compressor {
 
         // §5.3.1 b, §5.3.2 b: the packet joins the VSW; the trackers run;
         // the VSW shrinks to W.
-        ctx.vsw.push_back(rec);
+        ctx.vsw.push_back(&rec);
         if long_jump {
             let p = config.tracker_params(h.is_ipv6());
             ctx.seq_tracker = SeqTracker::new(p);
@@ -490,7 +498,7 @@ impl Compressor {
             let w = ctx.w(&config) as i64;
             let (max_seq, max_ack) = (ctx.seq_tracker.cmaxsn, ctx.ack_tracker.cmaxack);
             while ctx.vsw.len() > config.min_vsw.max(1) {
-                let Some(f) = ctx.vsw.front().map(|r| r.h) else { break };
+                let Some(f) = ctx.vsw.front().copied() else { break };
                 if diff32(max_seq, f.seq) > w || (ctx.ack_tracker.started && diff32(max_ack, f.ack) > w) {
                     ctx.vsw.drop_front(1);
                 } else {
@@ -517,7 +525,7 @@ impl Compressor {
             FeedbackKind::Ack => {
                 // Valid only for a packet sent earlier and still in the
                 // VSW; the checksum guards against a corrupted MSN.
-                let acked = ctx.vsw.iter().enumerate().find(|(_, e)| e.msn == fb.msn && e.h.checksum == fb.checksum);
+                let acked = ctx.vsw.iter().enumerate().find(|(_, e)| e.msn == fb.msn && e.checksum == fb.checksum);
                 if let Some((pos, acked_ir)) = acked.map(|(pos, e)| (pos, e.sent_as_ir)) {
                     ctx.vsw.drop_front(pos);
                     // The IR state ends with an ACK of an IR/IR-DYN: ACK(O)
@@ -555,6 +563,105 @@ fn ack_spreads(a: &Analysis) -> NumberSpreads<'_> {
 }
 
 fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
+    let short = encode_short(cid, rec, a, so, payload);
+    #[cfg(any(test, debug_assertions))]
+    {
+        // The short format's shortcut decides as the general encoding
+        // shortened does.
+        let general = encode_general(cid, rec, a, so, payload);
+        let long = shorten(general, rec, a, so);
+        match short {
+            Some(co) => assert_eq!(format!("{co:?}"), format!("{long:?}")),
+            None => assert_eq!(format!("{general:?}"), format!("{long:?}")),
+        }
+    }
+    match short {
+        Some(co) => co,
+        None => encode_general(cid, rec, a, so, payload),
+    }
+}
+
+/// The packet in the short format if it fits: what [`shorten`] makes of
+/// the general encoding when it fits, without the general encoding's
+/// choices (SEQ, ACK, IP-ID, timestamp selectors) that it replaces.
+fn encode_short<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> Option<CoPacket<'a>> {
+    let h = &rec.h;
+    let static_lsb = Lsb::new(0, 0);
+    // shorten's `fits`: MSN in 7 bits, nothing but what the short format
+    // carries changed, compact options without SACK blocks.
+    let msn_fits = Lsb::new(4, MSN_P).covers(&a.msn) || Lsb::new(7, MSN_P).covers(&a.msn);
+    if !(msn_fits
+        && a.flags_static
+        && a.ip_static
+        && a.urgent_static
+        && a.strides_static
+        && a.skeleton_static
+        && rec.opt.sack_n == 0)
+    {
+        return None;
+    }
+    let ip_id = if h.ipv6.is_some() {
+        (5, 0)
+    } else if static_lsb.covers(&a.ipid_off) {
+        (4, 0)
+    } else if static_lsb.covers(&a.ipid_raw) {
+        (5, 0)
+    } else {
+        return None;
+    };
+    let window = if static_lsb.covers(&a.win) {
+        WindowField::Static
+    } else if WINDOW_SHORT.covers(&a.win) {
+        WindowField::Short(h.window as u32 & ((1 << WINDOW_SHORT.k) - 1))
+    } else {
+        return None;
+    };
+    // The general encoding's timestamps are both STATIC (or absent): kept;
+    // else both in TS_SHORT.
+    let ts = if rec.opt.ts_at.is_none() || (static_lsb.covers(&a.ts[0]) && static_lsb.covers(&a.ts[1])) {
+        [(0, 0), (0, 0)]
+    } else if a.ts.iter().all(|s| TS_SHORT.covers(s)) {
+        let mask = (1u32 << TS_SHORT.k) - 1;
+        [(4, rec.ts.0 & mask), (4, rec.ts.1 & mask)]
+    } else {
+        return None;
+    };
+    let (seq_sel, seq_enc) = pick_among(&SHORT_SEQ, seq_spreads(a, so))?;
+    let (ack_sel, ack_enc) = pick_among(&SHORT_ACK, ack_spreads(a))?;
+    Some(CoPacket {
+        cid,
+        msn: (rec.msn as u32 & 0x7f, 7),
+        ip_id,
+        seq: (compact_selector(seq_sel, seq_spreads(a, so), a), lsb_bits(h.seq, &seq_enc, rec.fp[0].0, rec.msn)),
+        ack: (compact_selector(ack_sel, ack_spreads(a), a), lsb_bits(h.ack, &ack_enc, rec.fp[1].0, rec.msn)),
+        window,
+        psh: h.tcp_flags & FLAG_PSH != 0,
+        flags: None,
+        ip: None,
+        urgent: None,
+        strides: None,
+        options: CoOptions::Compact { ts, sack_n: 0, sack: [(0, 0); 4] },
+        checksum: fold_checksum(h.checksum, h, rec.msn, rec.strides),
+        crc: (0, 0),
+        payload,
+    })
+}
+
+/// The short format's selector `sel` for a number, or
+/// [`SEL_COMPACT_SCALED`] where it is MSN-scaled and its m − MSN, and the
+/// MSN, spread little enough over the VSW for the compact format (the
+/// short format still sends [`MSN_SCALED`](crate::format::MSN_SCALED)'s
+/// bits if the compact one does not fit).
+fn compact_selector(sel: u8, n: NumberSpreads, a: &Analysis) -> u8 {
+    if sel == SEL_MSN_SCALED && COMPACT_MSN.covers(&a.msn) && n.covered_by(&SEQ_TABLE[SEL_COMPACT_SCALED as usize]) {
+        SEL_COMPACT_SCALED
+    } else {
+        sel
+    }
+}
+
+/// The general format's encoding.
+fn encode_general<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
     let h = &rec.h;
     let ipv6 = h.ipv6.is_some();
     let msn_k = MSN_K.iter().copied().find(|&k| k == 16 || Lsb::new(k, MSN_P).covers(&a.msn)).unwrap_or(16);
@@ -609,12 +716,12 @@ fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8
     } else {
         CoOptions::Raw(h.options)
     };
-    let general = CoPacket {
+    CoPacket {
         cid,
         msn: (rec.msn as u32 & ((1u32 << msn_k) - 1), msn_k),
         ip_id: (ipid_sel, ipid_bits),
-        seq: (seq_sel, lsb_bits(h.seq, &seq_enc, rec.strides.0, rec.msn)),
-        ack: (ack_sel, lsb_bits(h.ack, &ack_enc, rec.strides.1, rec.msn)),
+        seq: (seq_sel, lsb_bits(h.seq, &seq_enc, rec.fp[0].0, rec.msn)),
+        ack: (ack_sel, lsb_bits(h.ack, &ack_enc, rec.fp[1].0, rec.msn)),
         window,
         psh: h.tcp_flags & FLAG_PSH != 0,
         flags: (!a.flags_static).then_some((h.tcp_res, h.tcp_flags)),
@@ -625,13 +732,14 @@ fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8
         checksum: fold_checksum(h.checksum, h, rec.msn, rec.strides),
         crc: (0, 0),
         payload,
-    };
-    shorten(general, rec, a, so)
+    }
 }
 
 /// The packet with the short format's encodings where they cover the VSW
 /// (STATIC IP-ID, [`WINDOW_SHORT`], [`TS_SHORT`]), so that it fits the
-/// short format if nothing else keeps it out.
+/// short format if nothing else keeps it out: the definition
+/// [`encode_short`] is checked against in tests and debug builds.
+#[cfg(any(test, debug_assertions))]
 fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPacket<'a> {
     let fits = co.msn.1 <= 7
         && co.flags.is_none()
@@ -645,19 +753,8 @@ fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPack
     let h = &rec.h;
     let Some((seq_sel, seq_enc)) = pick_among(&SHORT_SEQ, seq_spreads(a, so)) else { return co };
     let Some((ack_sel, ack_enc)) = pick_among(&SHORT_ACK, ack_spreads(a)) else { return co };
-    // MSN-scaled numbers whose m − MSN spreads little enough for the
-    // compact format are marked so; the short format still sends their
-    // MSN_SCALED bits if the compact one does not fit.
-    let compact_msn = COMPACT_MSN.covers(&a.msn);
-    let compact = |sel: u8, n: NumberSpreads| {
-        if compact_msn && sel == SEL_MSN_SCALED && n.covered_by(&SEQ_TABLE[SEL_COMPACT_SCALED as usize]) {
-            SEL_COMPACT_SCALED
-        } else {
-            sel
-        }
-    };
-    let seq = (compact(seq_sel, seq_spreads(a, so)), lsb_bits(h.seq, &seq_enc, rec.strides.0, rec.msn));
-    let ack = (compact(ack_sel, ack_spreads(a)), lsb_bits(h.ack, &ack_enc, rec.strides.1, rec.msn));
+    let seq = (compact_selector(seq_sel, seq_spreads(a, so), a), lsb_bits(h.seq, &seq_enc, rec.fp[0].0, rec.msn));
+    let ack = (compact_selector(ack_sel, ack_spreads(a), a), lsb_bits(h.ack, &ack_enc, rec.fp[1].0, rec.msn));
     let static_lsb = Lsb::new(0, 0);
     let ip_id = if h.ipv6.is_some() {
         (5, 0)
@@ -683,4 +780,47 @@ fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPack
     };
     let msn = (rec.msn as u32 & 0x7f, 7);
     CoPacket { msn, ip_id, seq, ack, window, options, ..co }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Compresses flows of every kind in every mode: `encode_co` checks
+    /// its short-format shortcut against the general encoding shortened.
+    #[test]
+    fn the_short_format_shortcut_agrees_with_shortening() {
+        use crate::synth::{bulk_transfer, sip_over_tcp, FlowOptions, IpIdStyle};
+        let flows = [
+            bulk_transfer(300, 1460, 29, FlowOptions::default()),
+            bulk_transfer(
+                200,
+                536,
+                0,
+                FlowOptions { ip_id: IpIdStyle::Random, timestamps: false, ..Default::default() },
+            ),
+            sip_over_tcp(20, FlowOptions::default()),
+            sip_over_tcp(20, FlowOptions { ip_id: IpIdStyle::Zero, ..Default::default() }),
+        ];
+        for mode in [Mode::U, Mode::O, Mode::R] {
+            for flow in &flows {
+                let mut c = Compressor::new(CompressorConfig::with_mode(mode));
+                let mut out = Vec::new();
+                for (_, p) in flow {
+                    out.clear();
+                    c.compress(p, &mut out).unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn encodings_are_tried_cheapest_first() {
+        let mut by_cost: Vec<u8> = (0..8).collect();
+        by_cost.sort_by_key(|&i| (SEQ_TABLE[i as usize].bits(), i));
+        assert_eq!(by_cost, SEQ_BY_COST);
+        for table in [SHORT_SEQ, SHORT_ACK] {
+            assert!(table.windows(2).all(|w| SEQ_TABLE[w[0] as usize].bits() < SEQ_TABLE[w[1] as usize].bits()));
+        }
+    }
 }

@@ -234,19 +234,19 @@ impl Decompressor {
         out: &mut Vec<u8>,
     ) -> Result<(PacketKind, usize), DecompressError> {
         let ctx = &self.contexts[cid as usize];
-        let Some(reference) = ctx.reference.filter(|_| ctx.full) else {
+        let Some(reference) = ctx.reference.as_ref().filter(|_| ctx.full) else {
             // §5.4.1: only IR/IR-DYN decompress in No Context.
             let kind = if ctx.static_part.is_some() { FeedbackKind::Nack } else { FeedbackKind::StaticNack };
             self.send(cid, kind, None);
             return Err(DecompressError::NoContext(cid));
         };
-        let static_part = ctx.static_part.unwrap_or(StaticPart::of(&reference.h));
-        let previous = ctx.previous;
+        let static_part = ctx.static_part.unwrap_or_else(|| StaticPart::of(&reference.h));
+        let reference_msn = reference.msn;
         let start = out.len();
         let mut decoded = None;
-        for r in std::iter::once(reference).chain(previous) {
+        for r in std::iter::once(reference).chain(ctx.previous.as_ref()) {
             let co = CoPacket::parse(cid, rest, r.shape())?;
-            if let Some(rec) = reconstruct(&co, &r, static_part) {
+            if let Some(rec) = reconstruct(&co, r, static_part) {
                 out.truncate(start);
                 rec.h.emit(co.payload.len(), out)?;
                 out.extend_from_slice(co.payload);
@@ -273,7 +273,7 @@ impl Decompressor {
         let retransmission = rec.payload_len > 0
             && ctx.max_seq_end.is_some_and(|m| diff32(rec.h.seq.wrapping_add(rec.payload_len as u32), m) <= 0);
         note_seq_end(&mut ctx.max_seq_end, &rec);
-        if !retransmission && diff16(rec.msn, reference.msn) > 0 {
+        if !retransmission && diff16(rec.msn, reference_msn) > 0 {
             ctx.previous = ctx.reference.replace(rec);
             ctx.updates += 1;
             let every = match self.config.mode {

@@ -1,7 +1,7 @@
 //! The compressed packet formats (parse/emit pairs); the layout is
 //! documented in the crate's top-level docs.
 
-use crate::bits::{BitReader, BitWriter, Truncated};
+use crate::bits::{BitReader, BitWriter, Truncated, SCRATCH};
 use crate::packet::{Ipv6Part, OptionWalker, RawOptions, TcpIpHeader, FLAG_PSH};
 use crate::wlsb::Lsb;
 
@@ -209,6 +209,17 @@ impl OptInfo {
     pub fn of(o: &RawOptions) -> OptInfo {
         let mut info = OptInfo { skeleton: *o, ts_at: None, sack_n: 0 };
         let bytes = o.as_slice();
+        // What stacks send on an established connection: nothing, or NOP,
+        // NOP, timestamps (what the walk below finds for them).
+        match bytes {
+            [] => return info,
+            [1, 1, 8, 10, ..] if bytes.len() == 12 => {
+                info.ts_at = Some(4);
+                info.skeleton.bytes[4..12].fill(0);
+                return info;
+            }
+            _ => {}
+        }
         let mut walk = OptionWalker::new(bytes);
         let mut found = [(0u8, 0usize, 0usize); 20];
         let mut n = 0;
@@ -245,9 +256,13 @@ impl OptInfo {
         OptShape { ts: self.ts_at.is_some(), ipv6: false }
     }
 
+    #[inline]
     pub fn ts(&self, o: &RawOptions) -> (u32, u32) {
         match self.ts_at {
-            Some(at) => (be32(&o.bytes[at as usize..]), be32(&o.bytes[at as usize + 4..])),
+            Some(at) => {
+                let t = &o.bytes[at as usize..at as usize + 8];
+                (u32::from_be_bytes([t[0], t[1], t[2], t[3]]), u32::from_be_bytes([t[4], t[5], t[6], t[7]]))
+            }
             None => (0, 0),
         }
     }
@@ -735,25 +750,32 @@ impl<'a> CoPacket<'a> {
             return Ok(());
         }
         if let Some(second) = self.short_octet(shape) {
-            let mut w = BitWriter::new(out);
-            w.put(0b00, 2);
-            w.put(self.msn.0 & 0x7, 3);
-            w.put(crc3(header) as u32, 3);
-            w.put(second as u32, 8);
-            w.put(self.msn.0 >> 3, 4);
-            w.put(self.seq.1, SEQ_TABLE[short_selector(self.seq.0) as usize].bits());
-            w.put(self.ack.1, SEQ_TABLE[short_selector(self.ack.0) as usize].bits());
+            // At most 98 bits: packed in one 128-bit word, appended at once.
+            let (mut acc, mut n) = (0u128, 0u32);
+            let mut put = |v: u32, width: u32| {
+                acc = (acc << width) | (v as u128 & ((1u128 << width) - 1));
+                n += width;
+            };
+            put(0b00, 2);
+            put(self.msn.0 & 0x7, 3);
+            put(crc3(header) as u32, 3);
+            put(second as u32, 8);
+            put(self.msn.0 >> 3, 4);
+            put(self.seq.1, SEQ_TABLE[short_selector(self.seq.0) as usize].bits());
+            put(self.ack.1, SEQ_TABLE[short_selector(self.ack.0) as usize].bits());
             if let WindowField::Short(b) = self.window {
-                w.put(b, WINDOW_SHORT.k);
+                put(b, WINDOW_SHORT.k);
             }
             if second & 1 == 1 {
                 if let CoOptions::Compact { ts, .. } = self.options {
-                    w.put(ts[0].1, TS_SHORT.k);
-                    w.put(ts[1].1, TS_SHORT.k);
+                    put(ts[0].1, TS_SHORT.k);
+                    put(ts[1].1, TS_SHORT.k);
                 }
             }
-            w.put(self.checksum as u32, 16);
-            w.finish();
+            put(self.checksum as u32, 16);
+            let octets = n.div_ceil(8);
+            let padded = acc << (octets * 8 - n);
+            out.extend_from_slice(&padded.to_be_bytes()[16 - octets as usize..]);
             out.extend_from_slice(self.payload);
             return Ok(());
         }
@@ -891,7 +913,8 @@ impl<'a> CoPacket<'a> {
 
     /// Parses the compact format.
     fn parse_compact(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
-        let mut r = BitReader::new(data);
+        let mut scratch = SCRATCH;
+        let mut r = BitReader::new(data, &mut scratch);
         r.get(2)?;
         let msn = r.get(COMPACT_MSN.k)?;
         let crc = r.get(3)? as u8;
@@ -913,7 +936,8 @@ impl<'a> CoPacket<'a> {
 
     /// Parses the short format.
     fn parse_short(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
-        let mut r = BitReader::new(data);
+        let mut scratch = SCRATCH;
+        let mut r = BitReader::new(data, &mut scratch);
         r.get(2)?;
         let msn = r.get(3)?;
         let crc = r.get(3)? as u8;
@@ -954,7 +978,8 @@ impl<'a> CoPacket<'a> {
             0b01 => return CoPacket::parse_compact(cid, data, shape),
             _ => {}
         }
-        let mut r = BitReader::new(data);
+        let mut scratch = SCRATCH;
+        let mut r = BitReader::new(data, &mut scratch);
         r.get(1)?;
         let seq_sel = r.get(3)? as u8;
         let has_ext = r.get(1)? == 1;

@@ -358,7 +358,9 @@ impl TcpIpHeader {
     /// total length (IPv6: payload length) and IPv4 checksum computed and
     /// the TCP checksum as held.
     pub fn emit(&self, payload_len: usize, out: &mut Vec<u8>) -> Result<(), EmitError> {
-        if let Some(v6) = &self.ipv6 {
+        // The header is built in place and appended at once.
+        let mut b = [0u8; 100];
+        let ip_len = if let Some(v6) = &self.ipv6 {
             // RFC 8200 §3: the payload length counts what follows the
             // 40-octet header (no jumbograms: they need a Hop-by-Hop option).
             let payload = self.tcp_len() + payload_len;
@@ -366,37 +368,40 @@ impl TcpIpHeader {
                 return Err(EmitError::TooLong(40 + payload));
             }
             let first = 6 << 28 | (self.tos as u32) << 20 | (v6.flow_label & 0xf_ffff);
-            out.extend_from_slice(&first.to_be_bytes());
-            out.extend_from_slice(&(payload as u16).to_be_bytes());
-            out.extend_from_slice(&[6, self.ttl]);
-            out.extend_from_slice(&v6.src);
-            out.extend_from_slice(&v6.dst);
+            b[0..4].copy_from_slice(&first.to_be_bytes());
+            b[4..6].copy_from_slice(&(payload as u16).to_be_bytes());
+            b[6..8].copy_from_slice(&[6, self.ttl]);
+            b[8..24].copy_from_slice(&v6.src);
+            b[24..40].copy_from_slice(&v6.dst);
+            40
         } else {
             let total = self.len() + payload_len;
             if total > 65535 {
                 return Err(EmitError::TooLong(total));
             }
-            let start = out.len();
-            out.extend_from_slice(&[0x45, self.tos]);
-            out.extend_from_slice(&(total as u16).to_be_bytes());
-            out.extend_from_slice(&self.ip_id.to_be_bytes());
-            out.extend_from_slice(&self.flags_frag.to_be_bytes());
-            out.extend_from_slice(&[self.ttl, 6, 0, 0]);
-            out.extend_from_slice(&self.src);
-            out.extend_from_slice(&self.dst);
-            let c = ipv4_checksum(&out[start..start + 20]);
-            out[start + 10..start + 12].copy_from_slice(&c.to_be_bytes());
-        }
-        out.extend_from_slice(&self.src_port.to_be_bytes());
-        out.extend_from_slice(&self.dst_port.to_be_bytes());
-        out.extend_from_slice(&self.seq.to_be_bytes());
-        out.extend_from_slice(&self.ack.to_be_bytes());
+            b[0..2].copy_from_slice(&[0x45, self.tos]);
+            b[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+            b[4..6].copy_from_slice(&self.ip_id.to_be_bytes());
+            b[6..8].copy_from_slice(&self.flags_frag.to_be_bytes());
+            b[8..10].copy_from_slice(&[self.ttl, 6]);
+            b[12..16].copy_from_slice(&self.src);
+            b[16..20].copy_from_slice(&self.dst);
+            let c = ipv4_checksum(&b[..20]);
+            b[10..12].copy_from_slice(&c.to_be_bytes());
+            20
+        };
+        let t = &mut b[ip_len..];
+        t[0..2].copy_from_slice(&self.src_port.to_be_bytes());
+        t[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
+        t[4..8].copy_from_slice(&self.seq.to_be_bytes());
+        t[8..12].copy_from_slice(&self.ack.to_be_bytes());
         let doff = (self.tcp_len() / 4) as u8;
-        out.extend_from_slice(&[(doff << 4) | (self.tcp_res & 0x0f), self.tcp_flags]);
-        out.extend_from_slice(&self.window.to_be_bytes());
-        out.extend_from_slice(&self.checksum.to_be_bytes());
-        out.extend_from_slice(&self.urgent.to_be_bytes());
-        out.extend_from_slice(self.options.as_slice());
+        t[12..14].copy_from_slice(&[(doff << 4) | (self.tcp_res & 0x0f), self.tcp_flags]);
+        t[14..16].copy_from_slice(&self.window.to_be_bytes());
+        t[16..18].copy_from_slice(&self.checksum.to_be_bytes());
+        t[18..20].copy_from_slice(&self.urgent.to_be_bytes());
+        t[20..60].copy_from_slice(&self.options.bytes);
+        out.extend_from_slice(&b[..ip_len + self.tcp_len()]);
         Ok(())
     }
 
@@ -430,6 +435,29 @@ impl<'a> Packet<'a> {
     pub fn parse(frame: &'a [u8]) -> Result<Packet<'a>, ParseError> {
         if frame.first().is_some_and(|b| b >> 4 == 6) {
             return Packet::parse_v6(frame);
+        }
+        // The common case read directly: a 20-octet IPv4 header carrying
+        // TCP, not a fragment, of the frame's length and a right checksum.
+        // Anything else takes the checks below, which name what is wrong.
+        if frame.len() >= 20
+            && frame[0] == 0x45
+            && frame[9] == 6
+            && u16::from_be_bytes([frame[6], frame[7]]) & 0x3fff == 0
+            && u16::from_be_bytes([frame[2], frame[3]]) as usize == frame.len()
+            && ipv4_checksum(&frame[..20]) == u16::from_be_bytes([frame[10], frame[11]])
+        {
+            if let Some((tcp, payload)) = Packet::tcp_direct(frame, 20) {
+                let header = TcpIpHeader {
+                    tos: frame[1],
+                    ip_id: u16::from_be_bytes([frame[4], frame[5]]),
+                    flags_frag: u16::from_be_bytes([frame[6], frame[7]]),
+                    ttl: frame[8],
+                    src: [frame[12], frame[13], frame[14], frame[15]],
+                    dst: [frame[16], frame[17], frame[18], frame[19]],
+                    ..tcp
+                };
+                return Ok(Packet { header, payload });
+            }
         }
         let ip = Ipv4HeaderSlice::from_slice(frame).map_err(|e| ParseError::Ipv4(e.to_string()))?;
         if ip.ihl() != 5 {
@@ -475,7 +503,10 @@ impl<'a> Packet<'a> {
         if payload as usize + 40 != frame.len() {
             return Err(ParseError::Ipv6Length { payload, frame: frame.len() });
         }
-        let (tcp, payload) = Packet::parse_tcp(frame, 40)?;
+        let (tcp, payload) = match Packet::tcp_direct(frame, 40) {
+            Some(tcp) => tcp,
+            None => Packet::parse_tcp(frame, 40)?,
+        };
         let mut src = [0u8; 16];
         let mut dst = [0u8; 16];
         src.copy_from_slice(&ip[8..24]);
@@ -487,6 +518,43 @@ impl<'a> Packet<'a> {
             ..tcp
         };
         Ok(Packet { header, payload })
+    }
+
+    /// [`Packet::parse_tcp`] for a well-formed TCP header (at least 20
+    /// octets, a data offset of 5 or more, within the frame), read
+    /// directly; `None` otherwise.
+    #[inline]
+    fn tcp_direct(frame: &'a [u8], ip_len: usize) -> Option<(TcpIpHeader, &'a [u8])> {
+        let t = frame.get(ip_len..)?;
+        let hl = ((*t.get(12)? >> 4) as usize) * 4;
+        if hl < 20 || t.len() < hl {
+            return None;
+        }
+        let be16 = |i: usize| u16::from_be_bytes([t[i], t[i + 1]]);
+        let be32 = |i: usize| u32::from_be_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
+        let mut options = RawOptions::EMPTY;
+        options.bytes[..hl - 20].copy_from_slice(&t[20..hl]);
+        options.len = (hl - 20) as u8;
+        let header = TcpIpHeader {
+            tos: 0,
+            ip_id: 0,
+            flags_frag: 0,
+            ttl: 0,
+            src: [0; 4],
+            dst: [0; 4],
+            ipv6: None,
+            src_port: be16(0),
+            dst_port: be16(2),
+            seq: be32(4),
+            ack: be32(8),
+            tcp_res: t[12] & 0x0f,
+            tcp_flags: t[13],
+            window: be16(14),
+            checksum: be16(16),
+            urgent: be16(18),
+            options,
+        };
+        Some((header, &t[hl..]))
     }
 
     /// The TCP header after `ip_len` bytes of IP header, in a header whose
@@ -528,37 +596,47 @@ fn fold(mut sum: u64) -> u16 {
 /// Ones' complement sum of `data` (RFC 1071) added to the accumulator
 /// `acc` of big-endian words. RFC 1071 §2 (B): the sum does not depend on
 /// the byte order, so the octets are summed as little-endian 64-bit loads
-/// (no byte swaps, which x86-64's baseline vector instructions lack), in
-/// two 32-bit halves that cannot overflow below 2^32 steps, and the folded
-/// 16-bit sum is swapped to big-endian at the end. A trailing odd octet is
+/// (no byte swaps), and the folded 16-bit sum is swapped to big-endian at
+/// the end; RFC 1071 §2 (C): 2^64 ≡ 1 modulo 2^16 − 1, so 64-bit words
+/// summed in a 128-bit accumulator (an add and an add-with-carry each)
+/// and folded give the sum of their 16-bit words. A trailing odd octet is
 /// padded with zero, as RFC 1071 §4.1 pads.
 pub(crate) fn sum_words(data: &[u8], acc: u64) -> u64 {
-    let (mut hi, mut lo) = (0u64, 0u64);
-    let mut wide = data.chunks_exact(8);
+    #[inline(always)]
+    fn le64(c: &[u8]) -> u64 {
+        u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+    }
+    let mut sum = 0u128;
+    let mut quads = data.chunks_exact(32);
+    for c in &mut quads {
+        sum += le64(&c[..8]) as u128;
+        sum += le64(&c[8..16]) as u128;
+        sum += le64(&c[16..24]) as u128;
+        sum += le64(&c[24..32]) as u128;
+    }
+    let mut wide = quads.remainder().chunks_exact(8);
     for c in &mut wide {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        hi += w >> 32;
-        lo += w & 0xffff_ffff;
+        sum += le64(c) as u128;
     }
     let rest = wide.remainder();
     let mut tail = [0u8; 8];
     tail[..rest.len()].copy_from_slice(rest);
-    let w = u64::from_le_bytes(tail);
-    hi += w >> 32;
-    lo += w & 0xffff_ffff;
-    acc + fold(hi + lo).swap_bytes() as u64
+    sum += u64::from_le_bytes(tail) as u128;
+    // Fold 128 to 64 bits (the high part is a small count of carries).
+    let (lo, carry) = (sum as u64).overflowing_add((sum >> 64) as u64);
+    let s = lo + carry as u64;
+    acc + fold((s >> 32) + (s & 0xffff_ffff)).swap_bytes() as u64
 }
 
 /// The IPv4 header checksum of a 20-byte header (its checksum field is
 /// skipped).
 pub fn ipv4_checksum(h: &[u8]) -> u16 {
-    let mut acc = 0u64;
-    for (i, w) in h[..20].chunks_exact(2).enumerate() {
-        if i != 5 {
-            acc += u16::from_be_bytes([w[0], w[1]]) as u64;
-        }
-    }
-    !fold(acc)
+    // Five big-endian 32-bit words, the checksum's half of the third
+    // masked: 2^16 = 1 modulo 2^16 - 1, so their sum folds to the sum of
+    // the 16-bit words (and is zero only if they all are).
+    let h = &h[..20];
+    let w = |i: usize| u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]) as u64;
+    !fold(w(0) + w(4) + (w(8) & 0xffff_0000) + w(12) + w(16))
 }
 
 /// The IP header's length of a packet whose IP header is IPv4 without
