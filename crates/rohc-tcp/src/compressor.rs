@@ -600,15 +600,7 @@ fn encode_short<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a 
     {
         return None;
     }
-    let ip_id = if h.ipv6.is_some() {
-        (5, 0)
-    } else if static_lsb.covers(&a.ipid_off) {
-        (4, 0)
-    } else if static_lsb.covers(&a.ipid_raw) {
-        (5, 0)
-    } else {
-        return None;
-    };
+    let ip_id = short_ip_id(rec, a)?;
     let window = if static_lsb.covers(&a.win) {
         WindowField::Static
     } else if WINDOW_SHORT.covers(&a.win) {
@@ -645,6 +637,21 @@ fn encode_short<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a 
         crc: (0, 0),
         payload,
     })
+}
+
+/// The short format's IP-ID: STATIC as an offset from the MSN (4) or as
+/// a value (5, also IPv6's absent IP-ID), if either covers the VSW.
+fn short_ip_id(rec: &Record, a: &Analysis) -> Option<(u8, u32)> {
+    let static_lsb = Lsb::new(0, 0);
+    if rec.h.ipv6.is_some() {
+        Some((5, 0))
+    } else if static_lsb.covers(&a.ipid_off) {
+        Some((4, 0))
+    } else if static_lsb.covers(&a.ipid_raw) {
+        Some((5, 0))
+    } else {
+        None
+    }
 }
 
 /// The short format's selector `sel` for a number, or
@@ -755,16 +762,7 @@ fn shorten<'a>(co: CoPacket<'a>, rec: &Record, a: &Analysis, so: bool) -> CoPack
     let Some((ack_sel, ack_enc)) = pick_among(&SHORT_ACK, ack_spreads(a)) else { return co };
     let seq = (compact_selector(seq_sel, seq_spreads(a, so), a), lsb_bits(h.seq, &seq_enc, rec.fp[0].0, rec.msn));
     let ack = (compact_selector(ack_sel, ack_spreads(a), a), lsb_bits(h.ack, &ack_enc, rec.fp[1].0, rec.msn));
-    let static_lsb = Lsb::new(0, 0);
-    let ip_id = if h.ipv6.is_some() {
-        (5, 0)
-    } else if static_lsb.covers(&a.ipid_off) {
-        (4, 0)
-    } else if static_lsb.covers(&a.ipid_raw) {
-        (5, 0)
-    } else {
-        return co;
-    };
+    let Some(ip_id) = short_ip_id(rec, a) else { return co };
     let window = match co.window {
         WindowField::Static => WindowField::Static,
         _ if WINDOW_SHORT.covers(&a.win) => WindowField::Short(rec.h.window as u32 & ((1 << WINDOW_SHORT.k) - 1)),

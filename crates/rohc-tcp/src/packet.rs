@@ -560,28 +560,10 @@ impl<'a> Packet<'a> {
     /// The TCP header after `ip_len` bytes of IP header, in a header whose
     /// IP fields are zero (IPv4 without addresses), and the payload after it.
     fn parse_tcp(frame: &'a [u8], ip_len: usize) -> Result<(TcpIpHeader, &'a [u8]), ParseError> {
-        let tcp = TcpHeaderSlice::from_slice(&frame[ip_len..]).map_err(|e| ParseError::Tcp(e.to_string()))?;
-        let raw = tcp.slice();
-        let header = TcpIpHeader {
-            tos: 0,
-            ip_id: 0,
-            flags_frag: 0,
-            ttl: 0,
-            src: [0; 4],
-            dst: [0; 4],
-            ipv6: None,
-            src_port: tcp.source_port(),
-            dst_port: tcp.destination_port(),
-            seq: tcp.sequence_number(),
-            ack: tcp.acknowledgment_number(),
-            tcp_res: raw[12] & 0x0f,
-            tcp_flags: raw[13],
-            window: tcp.window_size(),
-            checksum: tcp.checksum(),
-            urgent: tcp.urgent_pointer(),
-            options: RawOptions::from_slice(tcp.options()).map_err(|e| ParseError::Tcp(e.to_string()))?,
-        };
-        Ok((header, &frame[ip_len + raw.len()..]))
+        // etherparse names what is wrong with a TCP header; one it accepts
+        // is well formed, and is read as every other is.
+        TcpHeaderSlice::from_slice(&frame[ip_len..]).map_err(|e| ParseError::Tcp(e.to_string()))?;
+        Packet::tcp_direct(frame, ip_len).ok_or_else(|| ParseError::Tcp("TCP header outside the frame".to_string()))
     }
 }
 
