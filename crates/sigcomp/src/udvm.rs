@@ -303,12 +303,16 @@ fn operand_kinds(opcode: u8) -> Option<&'static [Kind]> {
         op::COPY | op::INPUT_BITS => &[Multi, Multi, Multi],
         op::COPY_LITERAL | op::COPY_OFFSET => &[Multi, Multi, Reference],
         op::COMPARE => &[Multi; 5],
+        // Not a decoder's loop instruction, but its cycle can be the
+        // dearest (a STATE-ACCESS of an empty state is charged one cycle,
+        // RFC 3320 §9.4.5), so a loop of it runs from the cache too.
+        op::STATE_ACCESS => &[Multi; 6],
         _ => return None,
     })
 }
 
 /// An instruction with its operands decoded: the next instruction's
-/// address, and up to five operands (COMPARE's), read when it runs.
+/// address, and up to six operands (STATE-ACCESS's), read when it runs.
 #[derive(Debug, Clone, Copy)]
 struct Decoded {
     /// [`cache_key`] of the [`DecodeCache`] epoch it was decoded in and
@@ -316,11 +320,11 @@ struct Decoded {
     key: u64,
     next: u16,
     opcode: u8,
-    ops: [Operand; 5],
+    ops: [Operand; 6],
 }
 
 impl Decoded {
-    const EMPTY: Decoded = Decoded { key: 0, next: 0, opcode: 0, ops: [Operand::Value(0); 5] };
+    const EMPTY: Decoded = Decoded { key: 0, next: 0, opcode: 0, ops: [Operand::Value(0); 6] };
 
     fn pc(&self) -> u16 {
         self.key as u16
@@ -1071,7 +1075,6 @@ impl<'a> Machine<'a> {
             op::CRC => self.crc_instruction(pc, c),
             op::INPUT_BYTES => self.input_bytes(pc, c),
             op::INPUT_HUFFMAN => self.input_huffman_decoding(pc, c),
-            op::STATE_ACCESS => self.state_access(c),
             op::STATE_CREATE => self.state_create(c),
             op::STATE_FREE => self.state_free(c),
             op::END_MESSAGE => self.end_message(c),
@@ -1085,7 +1088,7 @@ impl<'a> Machine<'a> {
     /// first.
     #[inline(always)]
     fn decode(&self, pc: u16, opcode: u8, kinds: &[Kind]) -> Res<Decoded> {
-        let mut d = Decoded { key: cache_key(self.key_epoch, pc), next: 0, opcode, ops: [Operand::Value(0); 5] };
+        let mut d = Decoded { key: cache_key(self.key_epoch, pc), next: 0, opcode, ops: [Operand::Value(0); 6] };
         let mut c = pc.wrapping_add(1);
         for (i, kind) in kinds.iter().enumerate() {
             let o = match kind {
@@ -1292,6 +1295,14 @@ impl<'a> Machine<'a> {
                 Ok(next)
             }
             op::INPUT_HUFFMAN => self.input_huffman(pc, self.decoded[i].ops[0].address()),
+            op::STATE_ACCESS => {
+                let o = self.decoded[i].ops;
+                let mut v = [0u16; 6];
+                for (v, o) in v.iter_mut().zip(o) {
+                    *v = self.value(o)?;
+                }
+                self.state_access(next, v)
+            }
             // Only the opcodes above are ever kept decoded.
             _ => fail(Reason::InternalError),
         }
@@ -1449,23 +1460,18 @@ impl<'a> Machine<'a> {
     }
 
     #[inline(never)]
-    fn state_access(&mut self, mut c: u16) -> Res<u16> {
-        let id_start = self.multi(&mut c)?;
-        let id_len = self.multi(&mut c)?;
-        let state_begin = self.multi(&mut c)?;
-        let state_length = self.multi(&mut c)?;
-        let state_address = self.multi(&mut c)?;
-        let state_instruction = self.multi(&mut c)?;
+    fn state_access(&mut self, next: u16, operands: [u16; 6]) -> Res<u16> {
+        let [id_start, id_len, state_begin, state_length, state_address, state_instruction] = operands;
         if !(6..=20).contains(&id_len) {
             return fail(Reason::InvalidStateIdLength);
         }
         let (bcl, bcr) = self.bounds()?;
         let mut id = [0u8; 20];
-        let partial = &mut id[..usize::from(id_len)];
-        self.read_bytes(id_start, bcl, bcr, partial)?;
-        let partial = &*partial;
+        let n = usize::from(id_len);
+        self.read_bytes(id_start, bcl, bcr, &mut id[..n])?;
+        let partial = &id[..n];
         let states = self.states;
-        let state = match states.lookup(partial) {
+        let state = match states.lookup_padded(&id, n) {
             Ok(s) => s,
             Err(LookupError::NotUnique) => return self.fail_with(Reason::IdNotUnique, partial),
             Err(_) => return self.fail_with(Reason::StateNotFound, partial),
@@ -1490,7 +1496,7 @@ impl<'a> Machine<'a> {
             self.write_string(address, bytes, bcl, bcr)?;
         }
         if instruction == 0 {
-            Ok(c)
+            Ok(next)
         } else {
             self.jump_target(instruction)
         }
@@ -1609,7 +1615,7 @@ impl<'a> Machine<'a> {
             let slot = self.huffman_next;
             self.huffman[slot] = entry;
             self.huffman_next = (slot + 1) % HUFFMAN_CACHE;
-            let mut ops = [Operand::Value(0); 5];
+            let mut ops = [Operand::Value(0); 6];
             ops[0] = Operand::Value(slot as u16);
             self.keep_decoded(Decoded { key: cache_key(self.key_epoch, pc), next: c, opcode: op::INPUT_HUFFMAN, ops });
         }

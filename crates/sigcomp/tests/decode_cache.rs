@@ -10,17 +10,26 @@
 //! input_bit_order register (RFC 3320 §8.2) between executions, so the
 //! cache must notice every write. Byte flips, short input and small cycle
 //! budgets add bad code, truncated input and cycles running out mid-loop.
+//! STATE-ACCESS instructions (RFC 3320 §9.4.5) read stored states by
+//! partial identifiers of every length, some not found or too short for
+//! the state, and write them over scratch memory or over the loop itself.
 //! Each program runs as two messages through the same caches, as a
 //! decompressor keeps its cache between messages.
 
 use proptest::prelude::*;
+use sigcomp::state::CreateOutcome;
 use sigcomp::udvm::{op, DecodeCache, Machine};
-use sigcomp::StateHandler;
+use sigcomp::{CompartmentId, StateHandler};
 
 /// END-MESSAGE, where every input instruction jumps when the input runs out.
 const END: u16 = 128;
 /// The words that memory operands name, one per operand.
 const CELLS: u16 = 1024;
+/// The stored states' identifiers, 20 bytes each (a fourth, all zero,
+/// names no state).
+const IDS: u16 = 2048;
+/// Where STATE-ACCESS writes when it does not write over the loop.
+const SCRATCH: u16 = 3000;
 
 #[derive(Debug, Clone)]
 enum Ins {
@@ -48,6 +57,34 @@ enum Ins {
     InputBits(u8),
     /// OUTPUT of the first destination word.
     Output,
+    /// STATE-ACCESS of stored state `state` (3: none) by its first
+    /// `id_len` bytes; `target` 0 takes the state's address, 1 the
+    /// scratch memory, 2 the loop's code.
+    StateAccess {
+        state: u8,
+        id_len: u16,
+        begin: u16,
+        length: u16,
+        target: u8,
+        in_memory: [bool; 6],
+    },
+}
+
+/// The stored states: an empty one, a long one at SCRATCH, and one whose
+/// address is the loop's first instruction and which only its whole
+/// identifier reaches (minimum_access_length 20).
+fn states() -> (StateHandler, Vec<[u8; 20]>) {
+    let mut h = StateHandler::new(8192);
+    let long: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+    let code = [op::JUMP, 0x80, 0, 0, op::OUTPUT, 0x80, 0, 32, 0x80, 0, 2];
+    let mut ids = Vec::new();
+    for (address, min, value) in [(0, 6, &[][..]), (SCRATCH, 6, &long[..]), (END + 8, 20, &code[..])] {
+        match h.create(CompartmentId(1), address, 0, min, value, 1) {
+            CreateOutcome::Created(id) => ids.push(id.0),
+            o => panic!("{o:?}"),
+        }
+    }
+    (h, ids)
 }
 
 /// The sets of a canonical Huffman code (each set's range starts one past
@@ -86,6 +123,17 @@ fn ins() -> impl Strategy<Value = Ins> {
         1 => prop_oneof![7 => 0u16..8, 1 => 8u16..12].prop_map(Ins::BitOrder),
         1 => (0u8..18).prop_map(Ins::InputBits),
         1 => Just(Ins::Output),
+        // Mostly accesses that succeed, so the loop runs them again from
+        // the cache.
+        3 => (prop_oneof![1 => Just(0u8), 4 => Just(1), 2 => Just(2), 1 => Just(3)],
+              prop_oneof![2 => Just(20u16), 2 => Just(6), 3 => 6u16..=20, 1 => 0u16..30],
+              prop_oneof![4 => Just(0u16), 1 => 0u16..48],
+              prop_oneof![2 => Just(0u16), 3 => 1u16..8, 1 => 0u16..48],
+              0u8..3,
+              prop::array::uniform6(prop::bool::weighted(0.2)))
+            .prop_map(|(state, id_len, begin, length, target, in_memory)| Ins::StateAccess {
+                state, id_len, begin, length, target, in_memory
+            }),
     ]
 }
 
@@ -127,10 +175,14 @@ impl Asm {
 
 /// Assembles the program into 4096 bytes of memory: END-MESSAGE at END,
 /// then the loop (its address returned), with `flips` applied to the code.
-fn image(body: &[Ins], bit_order: u16, flips: &[(u16, u8)]) -> (Vec<u8>, u16) {
+fn image(body: &[Ins], bit_order: u16, flips: &[(u16, u8)], ids: &[[u8; 20]]) -> (Vec<u8>, u16) {
     let mut a =
         Asm { mem: vec![0u8; 4096], code: vec![op::END_MESSAGE, 0, 0, 0, 0, 0, 0, 0], values: vec![], cells: 0 };
     a.mem[68..70].copy_from_slice(&bit_order.to_be_bytes());
+    for (i, id) in ids.iter().enumerate() {
+        let at = usize::from(IDS) + 20 * i;
+        a.mem[at..at + 20].copy_from_slice(id);
+    }
     let start = a.pc();
     for i in body {
         let pc = a.pc();
@@ -155,6 +207,14 @@ fn image(body: &[Ins], bit_order: u16, flips: &[(u16, u8)]) -> (Vec<u8>, u16) {
             &Ins::BitOrder(v) => a.op(op::LOAD, &[68, v]),
             &Ins::InputBits(n) => a.op(op::INPUT_BITS, &[u16::from(n), 40, END.wrapping_sub(pc)]),
             Ins::Output => a.op(op::OUTPUT, &[32, 2]),
+            &Ins::StateAccess { state, id_len, begin, length, target, in_memory } => {
+                let address = [0, SCRATCH, start][usize::from(target)];
+                let operands = [IDS + 20 * u16::from(state), id_len, begin, length, address, 0];
+                a.code.push(op::STATE_ACCESS);
+                for (v, m) in operands.into_iter().zip(in_memory) {
+                    a.operand(v, m);
+                }
+            }
         }
     }
     let pc = a.pc();
@@ -179,8 +239,8 @@ proptest! {
         inputs in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..100), 2),
         cpb in prop_oneof![Just(1u16), Just(4), Just(16)],
     ) {
-        let (image, start) = image(&body, bit_order, &flips);
-        let states = StateHandler::new(0);
+        let (states, ids) = states();
+        let (image, start) = image(&body, bit_order, &flips, &ids);
         let (mut cached, mut uncached) = (DecodeCache::default(), DecodeCache::default());
         for input in &inputs {
             let run = |cache: &mut DecodeCache, keep: bool| {
