@@ -676,13 +676,24 @@ impl<'a> CoPacket<'a> {
     /// what would be padding, and a VSW of more than 8 packets (a cwnd of
     /// full-sized segments) then stays in the short format.
     fn short_octet(&self, shape: OptShape) -> Option<u8> {
-        let ss = SHORT_SEQ.iter().position(|&i| i == short_selector(self.seq.0))?;
-        let aa = SHORT_ACK.iter().position(|&i| i == short_selector(self.ack.0))?;
+        // The tests that reject a general-format packet soonest first: its
+        // MSN is rarely 7 bits wide, and an IPv4 one's IP-ID selector is
+        // below 4.
+        let plain = self.msn.1 == 7
+            && self.flags.is_none()
+            && self.ip.is_none()
+            && self.urgent.is_none()
+            && self.strides.is_none();
+        if !plain {
+            return None;
+        }
         let i = match self.ip_id.0 {
             4 => 0,
             5 => 1,
             _ => return None,
         };
+        let ss = SHORT_SEQ.iter().position(|&i| i == short_selector(self.seq.0))?;
+        let aa = SHORT_ACK.iter().position(|&i| i == short_selector(self.ack.0))?;
         let w = match self.window {
             WindowField::Static => 0,
             WindowField::Short(_) => 1,
@@ -693,12 +704,7 @@ impl<'a> CoPacket<'a> {
             CoOptions::Compact { ts: [(4, _), (4, _)], sack_n: 0, .. } if shape.ts => 1,
             _ => return None,
         };
-        let plain = self.msn.1 == 7
-            && self.flags.is_none()
-            && self.ip.is_none()
-            && self.urgent.is_none()
-            && self.strides.is_none();
-        plain.then_some((ss as u8) << 6 | (aa as u8) << 4 | i << 3 | (self.psh as u8) << 2 | w << 1 | t)
+        Some((ss as u8) << 6 | (aa as u8) << 4 | i << 3 | (self.psh as u8) << 2 | w << 1 | t)
     }
 
     /// The compact format's data bit D, if the packet fits it: what fits
@@ -811,19 +817,23 @@ impl<'a> CoPacket<'a> {
             | (self.ip.is_some() as u32) << 3
             | (self.urgent.is_some() as u32) << 2
             | (self.strides.is_some() as u32) << 1;
+        // The first three octets (`1`, SEQ selector, X, m, MSN, IP-ID
+        // selector, ACK selector, W, P, CRC-7) in one field.
+        let head = 1 << 23
+            | (self.seq.0 as u32) << 20
+            | ((ext != 0) as u32) << 19
+            | m << 18
+            | (self.msn.0 & 0xf) << 14
+            | ipid_sel << 12
+            | (self.ack.0 as u32) << 9
+            | (!matches!(self.window, WindowField::Static) as u32) << 8
+            | (self.psh as u32) << 7
+            | crc7(header) as u32;
         let mut w = BitWriter::new(out);
-        w.put(1, 1);
-        w.put(self.seq.0 as u32, 3);
-        w.put((ext != 0) as u32, 1);
-        w.put(m, 1);
-        w.put(self.msn.0 & 0xf, 4);
-        w.put(ipid_sel, 2);
-        w.put(self.ack.0 as u32, 3);
-        w.put(!matches!(self.window, WindowField::Static) as u32, 1);
-        w.put(self.psh as u32, 1);
-        w.put(crc7(header) as u32, 7);
         if ext != 0 {
-            w.put(ext, 8);
+            w.put(head << 8 | ext, 32);
+        } else {
+            w.put(head, 24);
         }
         w.put(self.msn.0 >> 4, self.msn.1 - 4);
         w.put(self.ip_id.1, ipid_k);
@@ -980,16 +990,17 @@ impl<'a> CoPacket<'a> {
         }
         let mut scratch = SCRATCH;
         let mut r = BitReader::new(data, &mut scratch);
-        r.get(1)?;
-        let seq_sel = r.get(3)? as u8;
-        let has_ext = r.get(1)? == 1;
-        let m = r.get(1)? == 1;
-        let msn_low = r.get(4)?;
-        let ipid_sel = r.get(2)? as u8;
-        let ack_sel = r.get(3)? as u8;
-        let win = r.get(1)? == 1;
-        let psh = r.get(1)? == 1;
-        let crc = r.get(7)? as u8;
+        // The first three octets in one field (see `emit`).
+        let head = r.get(24)?;
+        let seq_sel = (head >> 20 & 7) as u8;
+        let has_ext = head >> 19 & 1 == 1;
+        let m = head >> 18 & 1 == 1;
+        let msn_low = head >> 14 & 0xf;
+        let ipid_sel = (head >> 12 & 3) as u8;
+        let ack_sel = (head >> 9 & 7) as u8;
+        let win = head >> 8 & 1 == 1;
+        let psh = head >> 7 & 1 == 1;
+        let crc = (head & 0x7f) as u8;
         let ext = if has_ext { r.get(8)? } else { 0 };
         if has_ext && ext == 0 || ext & 1 != 0 {
             return Err(FormatError::Reserved("extension"));
