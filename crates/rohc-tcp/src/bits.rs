@@ -32,10 +32,14 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Pads with zero bits to the next octet.
+    #[inline]
     pub fn finish(self) {
-        let octets = self.nbits.div_ceil(8);
-        let padded = self.acc << (octets * 8 - self.nbits);
-        self.out.extend_from_slice(&padded.to_be_bytes()[8 - octets as usize..]);
+        // At most 31 bits wait: the four octets that hold them go out as
+        // one fixed-size copy, and the unused ones are cut off again.
+        let octets = self.nbits.div_ceil(8) as usize;
+        let padded = (self.acc << (32 - self.nbits)) as u32;
+        self.out.extend_from_slice(&padded.to_be_bytes());
+        self.out.truncate(self.out.len() - (4 - octets));
     }
 }
 

@@ -81,7 +81,7 @@ pub enum SeqEnc {
 }
 
 impl SeqEnc {
-    pub fn bits(&self) -> u32 {
+    pub const fn bits(&self) -> u32 {
         match self {
             SeqEnc::Lsb(l) | SeqEnc::FixedPayload(l) | SeqEnc::MsnScaled(l) => l.k,
             SeqEnc::Irregular => 32,
@@ -107,6 +107,18 @@ pub const SEQ_TABLE: [SeqEnc; 10] = [
     SeqEnc::MsnScaled(MSN_SCALED),
     SeqEnc::MsnScaled(COMPACT_SCALED),
 ];
+
+/// The bits each [`SEQ_TABLE`] encoding sends, as a table: the formats'
+/// writers and readers look a width up rather than match on the encoding.
+const SEQ_BITS: [u32; 10] = {
+    let mut b = [0; 10];
+    let mut i = 0;
+    while i < 10 {
+        b[i] = SEQ_TABLE[i].bits();
+        i += 1;
+    }
+    b
+};
 
 /// m − MSN in the short format: 4 bits, which a full-sized segment's short
 /// packet has room for before its padding (16 bits of base, 4 of MSN, 16
@@ -137,7 +149,7 @@ pub enum IpIdEnc {
 }
 
 impl IpIdEnc {
-    pub fn bits(&self) -> u32 {
+    pub const fn bits(&self) -> u32 {
         match self {
             IpIdEnc::Offset(l) | IpIdEnc::Raw(l) => l.k,
             IpIdEnc::Irregular => 16,
@@ -158,12 +170,36 @@ pub const IPID_TABLE: [IpIdEnc; 6] = [
     IpIdEnc::Raw(Lsb::new(0, 0)),
 ];
 
+/// The bits each [`IPID_TABLE`] encoding sends (see [`SEQ_BITS`]).
+const IPID_BITS: [u32; 6] = {
+    let mut b = [0; 6];
+    let mut i = 0;
+    while i < 6 {
+        b[i] = IPID_TABLE[i].bits();
+        i += 1;
+    }
+    b
+};
+
 /// The 2-bit selector of TSval and TSecr in the general format: STATIC,
 /// LSB(10,63), LSB(18,4095), IRREGULAR(32) (`None`); millisecond clocks
 /// advance by the VSW's duration, some hundreds of ticks. Then the short
 /// format's [`TS_SHORT`] (index 4).
 pub const TS_TABLE: [Option<Lsb>; 5] =
     [Some(Lsb::new(0, 0)), Some(Lsb::new(10, 63)), Some(Lsb::new(18, 4095)), None, Some(TS_SHORT)];
+/// The bits each [`TS_TABLE`] encoding sends (IRREGULAR: 32; see
+/// [`SEQ_BITS`]).
+const TS_BITS: [u32; 5] = {
+    let mut b = [32; 5];
+    let mut i = 0;
+    while i < 5 {
+        if let Some(l) = TS_TABLE[i] {
+            b[i] = l.k;
+        }
+        i += 1;
+    }
+    b
+};
 /// The short format's timestamps: both STATIC, or both LSB(8,15) (a VSW
 /// spanning up to 240 ticks: an RTT of ~100 ms and its burst on a
 /// millisecond clock).
@@ -767,8 +803,8 @@ impl<'a> CoPacket<'a> {
             put(crc3(header) as u32, 3);
             put(second as u32, 8);
             put(self.msn.0 >> 3, 4);
-            put(self.seq.1, SEQ_TABLE[short_selector(self.seq.0) as usize].bits());
-            put(self.ack.1, SEQ_TABLE[short_selector(self.ack.0) as usize].bits());
+            put(self.seq.1, SEQ_BITS[short_selector(self.seq.0) as usize]);
+            put(self.ack.1, SEQ_BITS[short_selector(self.ack.0) as usize]);
             if let WindowField::Short(b) = self.window {
                 put(b, WINDOW_SHORT.k);
             }
@@ -801,7 +837,7 @@ impl<'a> CoPacket<'a> {
             if self.ip_id.0 >= 4 {
                 return Err(FormatError::Reserved("short-format IP-ID in the general format"));
             }
-            (self.ip_id.0 as u32, IPID_TABLE[self.ip_id.0 as usize].bits())
+            (self.ip_id.0 as u32, IPID_BITS[self.ip_id.0 as usize])
         };
         let (m, h) = match self.msn.1 {
             4 => (0, 0),
@@ -837,8 +873,8 @@ impl<'a> CoPacket<'a> {
         }
         w.put(self.msn.0 >> 4, self.msn.1 - 4);
         w.put(self.ip_id.1, ipid_k);
-        w.put(self.seq.1, SEQ_TABLE[self.seq.0 as usize].bits());
-        w.put(self.ack.1, SEQ_TABLE[self.ack.0 as usize].bits());
+        w.put(self.seq.1, SEQ_BITS[self.seq.0 as usize]);
+        w.put(self.ack.1, SEQ_BITS[self.ack.0 as usize]);
         match self.window {
             WindowField::Static => {}
             WindowField::Lsb(b) => w.put(b, WINDOW_LSB.k),
@@ -871,7 +907,7 @@ impl<'a> CoPacket<'a> {
                         return Err(FormatError::Reserved("short timestamps in the general format"));
                     }
                     w.put(sel as u32, 2);
-                    w.put(bits, TS_TABLE[sel as usize].map_or(32, |l| l.k));
+                    w.put(bits, TS_BITS[sel as usize]);
                 }
             }
             if !(0..=4).contains(&sack_n) {
@@ -959,8 +995,8 @@ impl<'a> CoPacket<'a> {
         }
         let seq_sel = SHORT_SEQ[(second >> 6) as usize];
         let ack_sel = SHORT_ACK[((second >> 4) & 3) as usize];
-        let seq = r.get(SEQ_TABLE[seq_sel as usize].bits())?;
-        let ack = r.get(SEQ_TABLE[ack_sel as usize].bits())?;
+        let seq = r.get(SEQ_BITS[seq_sel as usize])?;
+        let ack = r.get(SEQ_BITS[ack_sel as usize])?;
         let window = if second & 2 != 0 { WindowField::Short(r.get(WINDOW_SHORT.k)?) } else { WindowField::Static };
         let ts = read_short_timestamps(&mut r, second & 1 != 0, shape)?;
         let checksum = r.get(16)? as u16;
@@ -1022,10 +1058,10 @@ impl<'a> CoPacket<'a> {
             }
             (5, 0)
         } else {
-            (ipid_sel, r.get(IPID_TABLE[ipid_sel as usize].bits())?)
+            (ipid_sel, r.get(IPID_BITS[ipid_sel as usize])?)
         };
-        let seq = r.get(SEQ_TABLE[seq_sel as usize].bits())?;
-        let ack = r.get(SEQ_TABLE[ack_sel as usize].bits())?;
+        let seq = r.get(SEQ_BITS[seq_sel as usize])?;
+        let ack = r.get(SEQ_BITS[ack_sel as usize])?;
         let window = match (win, win_irr) {
             (false, _) => WindowField::Static,
             (true, false) => WindowField::Lsb(r.get(WINDOW_LSB.k)?),
@@ -1051,7 +1087,7 @@ impl<'a> CoPacket<'a> {
                 if shape.ts {
                     for t in ts.iter_mut() {
                         let sel = r.get(2)? as u8;
-                        *t = (sel, r.get(TS_TABLE[sel as usize].map_or(32, |l| l.k))?);
+                        *t = (sel, r.get(TS_BITS[sel as usize])?);
                     }
                 }
                 if r.get(1)? == 1 {

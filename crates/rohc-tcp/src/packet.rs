@@ -401,7 +401,11 @@ impl TcpIpHeader {
         t[16..18].copy_from_slice(&self.checksum.to_be_bytes());
         t[18..20].copy_from_slice(&self.urgent.to_be_bytes());
         t[20..60].copy_from_slice(&self.options.bytes);
-        out.extend_from_slice(&b[..ip_len + self.tcp_len()]);
+        // The whole buffer as one fixed-size copy, then cut to the header's
+        // length: cheaper than a copy of variable length.
+        let len = out.len() + ip_len + self.tcp_len();
+        out.extend_from_slice(&b);
+        out.truncate(len);
         Ok(())
     }
 
