@@ -676,21 +676,36 @@ fn compact_selector(sel: u8, n: NumberSpreads, a: &Analysis) -> u8 {
 fn encode_general<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
     let h = &rec.h;
     let ipv6 = h.ipv6.is_some();
-    let msn_k = MSN_K.iter().copied().find(|&k| k == 16 || Lsb::new(k, MSN_P).covers(&a.msn)).unwrap_or(16);
+    // Each table below is tried in order, the first encoding that covers
+    // the VSW taken; the tests are spelled out per index so that each is
+    // two comparisons with constants.
+    let msn_fits = |k: u32| Lsb::new(k, MSN_P).covers(&a.msn);
+    let msn_k = if msn_fits(MSN_K[0]) {
+        MSN_K[0]
+    } else if msn_fits(MSN_K[1]) {
+        MSN_K[1]
+    } else {
+        MSN_K[2]
+    };
     // IPv6 has no IP-ID (held as 0): "unchanged", which sends no bits.
     let (ipid_sel, ipid_enc) = if ipv6 {
         (5, IPID_TABLE[5])
     } else {
-        IPID_TABLE
-            .iter()
-            .enumerate()
-            .find(|(_, e)| match e {
-                IpIdEnc::Offset(l) => l.covers(&a.ipid_off),
-                IpIdEnc::Raw(l) => l.covers(&a.ipid_raw),
-                IpIdEnc::Irregular => true,
-            })
-            .map(|(i, e)| (i as u8, *e))
-            .unwrap_or((3, IpIdEnc::Irregular))
+        let fits = |i: usize| match IPID_TABLE[i] {
+            IpIdEnc::Offset(l) => l.covers(&a.ipid_off),
+            IpIdEnc::Raw(l) => l.covers(&a.ipid_raw),
+            IpIdEnc::Irregular => true,
+        };
+        let i = if fits(0) {
+            0
+        } else if fits(1) {
+            1
+        } else if fits(2) {
+            2
+        } else {
+            3
+        };
+        (i as u8, IPID_TABLE[i])
     };
     let ipid_bits = match ipid_enc {
         IpIdEnc::Offset(l) => h.ip_id.wrapping_sub(rec.msn) as u32 & ((1u32 << l.k) - 1),
@@ -714,7 +729,16 @@ fn encode_general<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'
         let mut ts = [(0u8, 0u32); 2];
         if rec.opt.ts_at.is_some() {
             for (i, v) in [rec.ts.0, rec.ts.1].into_iter().enumerate() {
-                let sel = TS_TABLE.iter().position(|l| l.is_none_or(|l| l.covers(&a.ts[i]))).unwrap_or(3);
+                let fits = |j: usize| TS_TABLE[j].is_none_or(|l| l.covers(&a.ts[i]));
+                let sel = if fits(0) {
+                    0
+                } else if fits(1) {
+                    1
+                } else if fits(2) {
+                    2
+                } else {
+                    3
+                };
                 let bits = TS_TABLE[sel].map_or(v, |l| v & ((1u64 << l.k) - 1) as u32);
                 ts[i] = (sel as u8, bits);
             }
@@ -815,6 +839,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `encode_general` takes the last encoding of its MSN, IP-ID and
+    /// timestamp tables without a test: it must cover any VSW.
+    #[test]
+    fn the_last_encodings_tried_cover_everything() {
+        assert_eq!(MSN_K[2], 16);
+        assert_eq!(IPID_TABLE[3], IpIdEnc::Irregular);
+        assert_eq!(TS_TABLE[3], None);
     }
 
     #[test]

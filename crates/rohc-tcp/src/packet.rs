@@ -680,6 +680,15 @@ pub fn checksums_ok(packet: &[u8]) -> bool {
     ip_ok && tcp_ok && u16::from_be_bytes([packet[2], packet[3]]) as usize == packet.len()
 }
 
+/// [`checksums_ok`] for a packet whose IP header [`TcpIpHeader::emit`]
+/// wrote: that header's version, protocol, length fields and IPv4 header
+/// checksum are right by construction, so only the TCP checksum is left
+/// to verify.
+pub(crate) fn emitted_checksums_ok(packet: &[u8]) -> bool {
+    debug_assert_eq!(checksums_ok(packet), packet.len() >= ip_header_len(packet) + 20 && tcp_sum(packet) == 0xffff);
+    tcp_sum(packet) == 0xffff
+}
+
 /// Rewrites the IPv4 and TCP checksums of an IPv4/TCP packet, or the TCP
 /// checksum of an IPv6/TCP packet without extension headers, in place
 /// (captures taken with checksum offload carry wrong TCP checksums, which
