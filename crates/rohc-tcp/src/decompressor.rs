@@ -303,6 +303,7 @@ fn note_seq_end(max: &mut Option<u32>, rec: &Record) {
 
 /// A SEQ or ACK number from its field, against `v_ref` of the reference
 /// whose MSN is `msn_ref`; `msn` is the packet's decoded MSN.
+#[inline]
 fn decode_number(field: (u8, u32), v_ref: u32, stride: u16, msn: u16, msn_ref: u16) -> Option<u32> {
     Some(match SEQ_TABLE[field.0 as usize] {
         SeqEnc::Lsb(l) => decode(field.1, l, v_ref, 32),

@@ -436,6 +436,7 @@ impl<'a> Packet<'a> {
     /// checksum and a total length equal to the frame's length (TAROC
     /// infers both); the IPv6 header must be followed by TCP directly and
     /// have a payload length equal to the frame's length less 40.
+    #[inline]
     pub fn parse(frame: &'a [u8]) -> Result<Packet<'a>, ParseError> {
         if frame.first().is_some_and(|b| b >> 4 == 6) {
             return Packet::parse_v6(frame);
@@ -463,6 +464,14 @@ impl<'a> Packet<'a> {
                 return Ok(Packet { header, payload });
             }
         }
+        Packet::parse_v4_checked(frame)
+    }
+
+    /// The IPv4 packets [`Packet::parse`] does not read directly: each
+    /// check in turn, naming what is wrong. Kept out of line so that the
+    /// direct reading inlines into its callers.
+    #[inline(never)]
+    fn parse_v4_checked(frame: &'a [u8]) -> Result<Packet<'a>, ParseError> {
         let ip = Ipv4HeaderSlice::from_slice(frame).map_err(|e| ParseError::Ipv4(e.to_string()))?;
         if ip.ihl() != 5 {
             return Err(ParseError::Ipv4Options { ihl: ip.ihl() });
