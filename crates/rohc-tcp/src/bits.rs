@@ -18,9 +18,7 @@ impl<'a> BitWriter<'a> {
     #[inline(always)]
     pub fn put(&mut self, value: u32, width: u32) {
         debug_assert!(width <= 32);
-        if width == 0 {
-            return;
-        }
+        // A width of 0 shifts by 0 and masks everything off: no branch.
         let v = (value as u64) & ((1u64 << width) - 1);
         // At most 31 bits wait in `acc`, so 63 fit; whole 32-bit words go
         // out at once.
@@ -34,10 +32,14 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Pads with zero bits to the next octet.
+    #[inline]
     pub fn finish(self) {
-        let octets = self.nbits.div_ceil(8);
-        let padded = self.acc << (octets * 8 - self.nbits);
-        self.out.extend_from_slice(&padded.to_be_bytes()[8 - octets as usize..]);
+        // At most 31 bits wait: the four octets that hold them go out as
+        // one fixed-size copy, and the unused ones are cut off again.
+        let octets = self.nbits.div_ceil(8) as usize;
+        let padded = (self.acc << (32 - self.nbits)) as u32;
+        self.out.extend_from_slice(&padded.to_be_bytes());
+        self.out.truncate(self.out.len() - (4 - octets));
     }
 }
 
@@ -79,9 +81,7 @@ impl<'a> BitReader<'a> {
 
     #[inline(always)]
     pub fn get(&mut self, width: u32) -> Result<u32, Truncated> {
-        if width == 0 {
-            return Ok(0);
-        }
+        debug_assert!(width <= 32);
         if self.bit + width as usize > self.limit {
             return Err(Truncated);
         }
@@ -92,7 +92,9 @@ impl<'a> BitReader<'a> {
             Some(w) => u64::from_be_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
             None => self.window_at_end(at),
         };
-        let v = (window << (self.bit % 8)) >> (64 - width);
+        // Shifted in two steps so that a width of 0 gives 0 without a
+        // branch (a shift by 64 would overflow).
+        let v = ((window << (self.bit % 8)) >> 1) >> (63 - width);
         self.bit += width as usize;
         Ok(v as u32)
     }

@@ -240,6 +240,7 @@ struct NumberSpreads<'a> {
 }
 
 impl NumberSpreads<'_> {
+    #[inline(always)]
     fn covered_by(&self, enc: &SeqEnc) -> bool {
         match enc {
             SeqEnc::Lsb(l) => l.covers(self.value),
@@ -256,8 +257,9 @@ impl NumberSpreads<'_> {
 const SEQ_BY_COST: [u8; 8] = [0, 5, 1, 6, 7, 2, 3, 4];
 
 /// The cheapest encoding of `SEQ_TABLE[..selectors]` that covers the VSW
-/// (IRREGULAR, index 4, always does).
-#[inline]
+/// (IRREGULAR, index 4, always does). Inlined so that the loop unrolls
+/// over the constant table and each test is two comparisons.
+#[inline(always)]
 fn pick_seq(n: NumberSpreads, selectors: usize) -> (u8, SeqEnc) {
     for &i in &SEQ_BY_COST {
         let enc = SEQ_TABLE[i as usize];
@@ -357,33 +359,36 @@ impl Compressor {
     /// packet (header and payload) to `out`.
     pub fn compress(&mut self, frame: &[u8], out: &mut Vec<u8>) -> Result<Compressed, CompressError> {
         let packet = Packet::parse(frame)?;
-        let h = packet.header;
-        let key = StaticPart::of(&h);
+        let key = StaticPart::of(&packet.header);
         let cid = self.context_for(key);
         let config = self.config;
         let clock = self.clock;
         let Some(ctx) = self.contexts[cid as usize].as_mut() else { unreachable!("context_for fills the slot") };
         ctx.last_used = clock;
         let payload_len = packet.payload.len();
-        if ctx.vsw.is_empty() && h.tcp_flags & FLAG_SYN != 0 {
+        if ctx.vsw.is_empty() && packet.header.tcp_flags & FLAG_SYN != 0 {
             ctx.from_syn = true;
         }
-        ctx.update_strides(&h, payload_len);
+        ctx.update_strides(&packet.header, payload_len);
         ctx.msn = ctx.msn.wrapping_add(1);
-        let opt = OptInfo::of(&h.options);
+        let opt = OptInfo::of(&packet.header.options);
+        // The header goes into the record once; what is read of it below
+        // is copied out (the header is some hundred octets).
         let mut rec = Record {
             msn: ctx.msn,
-            h,
+            h: packet.header,
             opt,
-            ts: opt.ts(&h.options),
+            ts: opt.ts(&packet.header.options),
             strides: (ctx.seq_stride, ctx.ack_stride),
             payload_len: payload_len as u16,
             sent_as_ir: false,
             fp: [(0, 0); 2],
-        }
-        .with_fp();
+        };
+        rec.set_fp();
+        let (seq, ack, tcp_flags, header_len, ipv6) =
+            (rec.h.seq, rec.h.ack, rec.h.tcp_flags, rec.h.len(), rec.h.is_ipv6());
         let long_jump =
-            ctx.seq_tracker.is_long_jump(h.seq) || (h.tcp_flags & FLAG_ACK != 0 && ctx.ack_tracker.is_long_jump(h.ack));
+            ctx.seq_tracker.is_long_jump(seq) || (tcp_flags & FLAG_ACK != 0 && ctx.ack_tracker.is_long_jump(ack));
         let a = ctx.vsw.analyse(&rec);
 
         let kind = if ctx.need_static || ctx.vsw.is_empty() {
@@ -411,7 +416,7 @@ impl Compressor {
                         // compressed packets; past W, leave IR (in R-mode
                         // only an ACK(R) does, §5.5.3.1).
                         ctx.f_period = ctx.f_period.saturating_mul(2);
-                        let w_packets = ctx.w(&config) / config.tracker_params(h.is_ipv6()).mss as u64;
+                        let w_packets = ctx.w(&config) / config.tracker_params(ipv6).mss as u64;
                         if config.mode != Mode::R && ctx.f_period as u64 > w_packets {
                             ctx.state = CompressorState::Fo;
                             PacketKind::Co
@@ -460,9 +465,9 @@ impl Compressor {
                     cid,
                     static_part: (kind == PacketKind::Ir).then_some(key),
                     msn: rec.msn,
-                    header: h,
+                    header: rec.h,
                     strides: rec.strides,
-                    crc: crc8(&frame[..h.len()]),
+                    crc: crc8(&frame[..header_len]),
                     payload: packet.payload,
                 };
                 ir.emit(out);
@@ -474,7 +479,7 @@ impl Compressor {
             }
             PacketKind::Co => {
                 let co = encode_co(cid, &rec, &a, ctx.state == CompressorState::So, packet.payload);
-                co.emit(rec.shape(), &frame[..h.len()], out)?;
+                co.emit(rec.shape(), &frame[..header_len], out)?;
                 ctx.since_refresh += 1;
                 ctx.since_ir += 1;
             }
@@ -483,15 +488,15 @@ impl Compressor {
 
         // §5.3.1 b, §5.3.2 b: the packet joins the VSW; the trackers run;
         // the VSW shrinks to W.
-        ctx.vsw.push_back(&rec);
+        ctx.vsw.push_analysed(&rec, &a);
         if long_jump {
-            let p = config.tracker_params(h.is_ipv6());
+            let p = config.tracker_params(ipv6);
             ctx.seq_tracker = SeqTracker::new(p);
             ctx.ack_tracker = AckTracker::new(p);
         }
-        ctx.seq_tracker.on_segment(h.seq);
-        if h.tcp_flags & FLAG_ACK != 0 {
-            ctx.ack_tracker.on_segment(h.ack, payload_len == 0);
+        ctx.seq_tracker.on_segment(seq);
+        if tcp_flags & FLAG_ACK != 0 {
+            ctx.ack_tracker.on_segment(ack, payload_len == 0);
         }
         if config.mode != Mode::R {
             // In R-mode only ACK(R)s shrink the VSW (§5.5.3.1).
@@ -671,21 +676,36 @@ fn compact_selector(sel: u8, n: NumberSpreads, a: &Analysis) -> u8 {
 fn encode_general<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
     let h = &rec.h;
     let ipv6 = h.ipv6.is_some();
-    let msn_k = MSN_K.iter().copied().find(|&k| k == 16 || Lsb::new(k, MSN_P).covers(&a.msn)).unwrap_or(16);
+    // Each table below is tried in order, the first encoding that covers
+    // the VSW taken; the tests are spelled out per index so that each is
+    // two comparisons with constants.
+    let msn_fits = |k: u32| Lsb::new(k, MSN_P).covers(&a.msn);
+    let msn_k = if msn_fits(MSN_K[0]) {
+        MSN_K[0]
+    } else if msn_fits(MSN_K[1]) {
+        MSN_K[1]
+    } else {
+        MSN_K[2]
+    };
     // IPv6 has no IP-ID (held as 0): "unchanged", which sends no bits.
     let (ipid_sel, ipid_enc) = if ipv6 {
         (5, IPID_TABLE[5])
     } else {
-        IPID_TABLE
-            .iter()
-            .enumerate()
-            .find(|(_, e)| match e {
-                IpIdEnc::Offset(l) => l.covers(&a.ipid_off),
-                IpIdEnc::Raw(l) => l.covers(&a.ipid_raw),
-                IpIdEnc::Irregular => true,
-            })
-            .map(|(i, e)| (i as u8, *e))
-            .unwrap_or((3, IpIdEnc::Irregular))
+        let fits = |i: usize| match IPID_TABLE[i] {
+            IpIdEnc::Offset(l) => l.covers(&a.ipid_off),
+            IpIdEnc::Raw(l) => l.covers(&a.ipid_raw),
+            IpIdEnc::Irregular => true,
+        };
+        let i = if fits(0) {
+            0
+        } else if fits(1) {
+            1
+        } else if fits(2) {
+            2
+        } else {
+            3
+        };
+        (i as u8, IPID_TABLE[i])
     };
     let ipid_bits = match ipid_enc {
         IpIdEnc::Offset(l) => h.ip_id.wrapping_sub(rec.msn) as u32 & ((1u32 << l.k) - 1),
@@ -709,7 +729,16 @@ fn encode_general<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'
         let mut ts = [(0u8, 0u32); 2];
         if rec.opt.ts_at.is_some() {
             for (i, v) in [rec.ts.0, rec.ts.1].into_iter().enumerate() {
-                let sel = TS_TABLE.iter().position(|l| l.is_none_or(|l| l.covers(&a.ts[i]))).unwrap_or(3);
+                let fits = |j: usize| TS_TABLE[j].is_none_or(|l| l.covers(&a.ts[i]));
+                let sel = if fits(0) {
+                    0
+                } else if fits(1) {
+                    1
+                } else if fits(2) {
+                    2
+                } else {
+                    3
+                };
                 let bits = TS_TABLE[sel].map_or(v, |l| v & ((1u64 << l.k) - 1) as u32);
                 ts[i] = (sel as u8, bits);
             }
@@ -810,6 +839,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `encode_general` takes the last encoding of its MSN, IP-ID and
+    /// timestamp tables without a test: it must cover any VSW.
+    #[test]
+    fn the_last_encodings_tried_cover_everything() {
+        assert_eq!(MSN_K[2], 16);
+        assert_eq!(IPID_TABLE[3], IpIdEnc::Irregular);
+        assert_eq!(TS_TABLE[3], None);
     }
 
     #[test]

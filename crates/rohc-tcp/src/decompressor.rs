@@ -11,7 +11,7 @@ use crate::format::{
     IrPacket, OptInfo, SeqEnc, StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR,
     TYPE_IR_DYN, TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
 };
-use crate::packet::{checksums_ok, EmitError, FLAG_PSH};
+use crate::packet::{checksums_ok, emitted_checksums_ok, EmitError, FLAG_PSH};
 use crate::wlsb::{decode, diff16, diff32, Lsb};
 use crate::{Mode, PacketKind, Record};
 
@@ -255,7 +255,7 @@ impl Decompressor {
                 // damaged packet must pass both to be emitted.
                 let header = &out[start..start + rec.h.len()];
                 let crc = if co.crc.1 == 3 { crc3(header) } else { crc7(header) };
-                if crc == co.crc.0 && checksums_ok(&out[start..]) {
+                if crc == co.crc.0 && emitted_checksums_ok(&out[start..]) {
                     decoded =
                         Some((rec, co.payload.len(), matches!(co.options, CoOptions::Raw(_)) || co.strides.is_some()));
                     break;
@@ -303,6 +303,7 @@ fn note_seq_end(max: &mut Option<u32>, rec: &Record) {
 
 /// A SEQ or ACK number from its field, against `v_ref` of the reference
 /// whose MSN is `msn_ref`; `msn` is the packet's decoded MSN.
+#[inline]
 fn decode_number(field: (u8, u32), v_ref: u32, stride: u16, msn: u16, msn_ref: u16) -> Option<u32> {
     Some(match SEQ_TABLE[field.0 as usize] {
         SeqEnc::Lsb(l) => decode(field.1, l, v_ref, 32),

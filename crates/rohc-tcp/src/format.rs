@@ -81,7 +81,7 @@ pub enum SeqEnc {
 }
 
 impl SeqEnc {
-    pub fn bits(&self) -> u32 {
+    pub const fn bits(&self) -> u32 {
         match self {
             SeqEnc::Lsb(l) | SeqEnc::FixedPayload(l) | SeqEnc::MsnScaled(l) => l.k,
             SeqEnc::Irregular => 32,
@@ -107,6 +107,18 @@ pub const SEQ_TABLE: [SeqEnc; 10] = [
     SeqEnc::MsnScaled(MSN_SCALED),
     SeqEnc::MsnScaled(COMPACT_SCALED),
 ];
+
+/// The bits each [`SEQ_TABLE`] encoding sends, as a table: the formats'
+/// writers and readers look a width up rather than match on the encoding.
+const SEQ_BITS: [u32; 10] = {
+    let mut b = [0; 10];
+    let mut i = 0;
+    while i < 10 {
+        b[i] = SEQ_TABLE[i].bits();
+        i += 1;
+    }
+    b
+};
 
 /// m − MSN in the short format: 4 bits, which a full-sized segment's short
 /// packet has room for before its padding (16 bits of base, 4 of MSN, 16
@@ -137,7 +149,7 @@ pub enum IpIdEnc {
 }
 
 impl IpIdEnc {
-    pub fn bits(&self) -> u32 {
+    pub const fn bits(&self) -> u32 {
         match self {
             IpIdEnc::Offset(l) | IpIdEnc::Raw(l) => l.k,
             IpIdEnc::Irregular => 16,
@@ -158,12 +170,36 @@ pub const IPID_TABLE: [IpIdEnc; 6] = [
     IpIdEnc::Raw(Lsb::new(0, 0)),
 ];
 
+/// The bits each [`IPID_TABLE`] encoding sends (see [`SEQ_BITS`]).
+const IPID_BITS: [u32; 6] = {
+    let mut b = [0; 6];
+    let mut i = 0;
+    while i < 6 {
+        b[i] = IPID_TABLE[i].bits();
+        i += 1;
+    }
+    b
+};
+
 /// The 2-bit selector of TSval and TSecr in the general format: STATIC,
 /// LSB(10,63), LSB(18,4095), IRREGULAR(32) (`None`); millisecond clocks
 /// advance by the VSW's duration, some hundreds of ticks. Then the short
 /// format's [`TS_SHORT`] (index 4).
 pub const TS_TABLE: [Option<Lsb>; 5] =
     [Some(Lsb::new(0, 0)), Some(Lsb::new(10, 63)), Some(Lsb::new(18, 4095)), None, Some(TS_SHORT)];
+/// The bits each [`TS_TABLE`] encoding sends (IRREGULAR: 32; see
+/// [`SEQ_BITS`]).
+const TS_BITS: [u32; 5] = {
+    let mut b = [32; 5];
+    let mut i = 0;
+    while i < 5 {
+        if let Some(l) = TS_TABLE[i] {
+            b[i] = l.k;
+        }
+        i += 1;
+    }
+    b
+};
 /// The short format's timestamps: both STATIC, or both LSB(8,15) (a VSW
 /// spanning up to 240 ticks: an RTT of ~100 ms and its burst on a
 /// millisecond clock).
@@ -676,13 +712,24 @@ impl<'a> CoPacket<'a> {
     /// what would be padding, and a VSW of more than 8 packets (a cwnd of
     /// full-sized segments) then stays in the short format.
     fn short_octet(&self, shape: OptShape) -> Option<u8> {
-        let ss = SHORT_SEQ.iter().position(|&i| i == short_selector(self.seq.0))?;
-        let aa = SHORT_ACK.iter().position(|&i| i == short_selector(self.ack.0))?;
+        // The tests that reject a general-format packet soonest first: its
+        // MSN is rarely 7 bits wide, and an IPv4 one's IP-ID selector is
+        // below 4.
+        let plain = self.msn.1 == 7
+            && self.flags.is_none()
+            && self.ip.is_none()
+            && self.urgent.is_none()
+            && self.strides.is_none();
+        if !plain {
+            return None;
+        }
         let i = match self.ip_id.0 {
             4 => 0,
             5 => 1,
             _ => return None,
         };
+        let ss = SHORT_SEQ.iter().position(|&i| i == short_selector(self.seq.0))?;
+        let aa = SHORT_ACK.iter().position(|&i| i == short_selector(self.ack.0))?;
         let w = match self.window {
             WindowField::Static => 0,
             WindowField::Short(_) => 1,
@@ -693,12 +740,7 @@ impl<'a> CoPacket<'a> {
             CoOptions::Compact { ts: [(4, _), (4, _)], sack_n: 0, .. } if shape.ts => 1,
             _ => return None,
         };
-        let plain = self.msn.1 == 7
-            && self.flags.is_none()
-            && self.ip.is_none()
-            && self.urgent.is_none()
-            && self.strides.is_none();
-        plain.then_some((ss as u8) << 6 | (aa as u8) << 4 | i << 3 | (self.psh as u8) << 2 | w << 1 | t)
+        Some((ss as u8) << 6 | (aa as u8) << 4 | i << 3 | (self.psh as u8) << 2 | w << 1 | t)
     }
 
     /// The compact format's data bit D, if the packet fits it: what fits
@@ -761,8 +803,8 @@ impl<'a> CoPacket<'a> {
             put(crc3(header) as u32, 3);
             put(second as u32, 8);
             put(self.msn.0 >> 3, 4);
-            put(self.seq.1, SEQ_TABLE[short_selector(self.seq.0) as usize].bits());
-            put(self.ack.1, SEQ_TABLE[short_selector(self.ack.0) as usize].bits());
+            put(self.seq.1, SEQ_BITS[short_selector(self.seq.0) as usize]);
+            put(self.ack.1, SEQ_BITS[short_selector(self.ack.0) as usize]);
             if let WindowField::Short(b) = self.window {
                 put(b, WINDOW_SHORT.k);
             }
@@ -795,7 +837,7 @@ impl<'a> CoPacket<'a> {
             if self.ip_id.0 >= 4 {
                 return Err(FormatError::Reserved("short-format IP-ID in the general format"));
             }
-            (self.ip_id.0 as u32, IPID_TABLE[self.ip_id.0 as usize].bits())
+            (self.ip_id.0 as u32, IPID_BITS[self.ip_id.0 as usize])
         };
         let (m, h) = match self.msn.1 {
             4 => (0, 0),
@@ -811,24 +853,28 @@ impl<'a> CoPacket<'a> {
             | (self.ip.is_some() as u32) << 3
             | (self.urgent.is_some() as u32) << 2
             | (self.strides.is_some() as u32) << 1;
+        // The first three octets (`1`, SEQ selector, X, m, MSN, IP-ID
+        // selector, ACK selector, W, P, CRC-7) in one field.
+        let head = 1 << 23
+            | (self.seq.0 as u32) << 20
+            | ((ext != 0) as u32) << 19
+            | m << 18
+            | (self.msn.0 & 0xf) << 14
+            | ipid_sel << 12
+            | (self.ack.0 as u32) << 9
+            | (!matches!(self.window, WindowField::Static) as u32) << 8
+            | (self.psh as u32) << 7
+            | crc7(header) as u32;
         let mut w = BitWriter::new(out);
-        w.put(1, 1);
-        w.put(self.seq.0 as u32, 3);
-        w.put((ext != 0) as u32, 1);
-        w.put(m, 1);
-        w.put(self.msn.0 & 0xf, 4);
-        w.put(ipid_sel, 2);
-        w.put(self.ack.0 as u32, 3);
-        w.put(!matches!(self.window, WindowField::Static) as u32, 1);
-        w.put(self.psh as u32, 1);
-        w.put(crc7(header) as u32, 7);
         if ext != 0 {
-            w.put(ext, 8);
+            w.put(head << 8 | ext, 32);
+        } else {
+            w.put(head, 24);
         }
         w.put(self.msn.0 >> 4, self.msn.1 - 4);
         w.put(self.ip_id.1, ipid_k);
-        w.put(self.seq.1, SEQ_TABLE[self.seq.0 as usize].bits());
-        w.put(self.ack.1, SEQ_TABLE[self.ack.0 as usize].bits());
+        w.put(self.seq.1, SEQ_BITS[self.seq.0 as usize]);
+        w.put(self.ack.1, SEQ_BITS[self.ack.0 as usize]);
         match self.window {
             WindowField::Static => {}
             WindowField::Lsb(b) => w.put(b, WINDOW_LSB.k),
@@ -861,7 +907,7 @@ impl<'a> CoPacket<'a> {
                         return Err(FormatError::Reserved("short timestamps in the general format"));
                     }
                     w.put(sel as u32, 2);
-                    w.put(bits, TS_TABLE[sel as usize].map_or(32, |l| l.k));
+                    w.put(bits, TS_BITS[sel as usize]);
                 }
             }
             if !(0..=4).contains(&sack_n) {
@@ -949,8 +995,8 @@ impl<'a> CoPacket<'a> {
         }
         let seq_sel = SHORT_SEQ[(second >> 6) as usize];
         let ack_sel = SHORT_ACK[((second >> 4) & 3) as usize];
-        let seq = r.get(SEQ_TABLE[seq_sel as usize].bits())?;
-        let ack = r.get(SEQ_TABLE[ack_sel as usize].bits())?;
+        let seq = r.get(SEQ_BITS[seq_sel as usize])?;
+        let ack = r.get(SEQ_BITS[ack_sel as usize])?;
         let window = if second & 2 != 0 { WindowField::Short(r.get(WINDOW_SHORT.k)?) } else { WindowField::Static };
         let ts = read_short_timestamps(&mut r, second & 1 != 0, shape)?;
         let checksum = r.get(16)? as u16;
@@ -980,16 +1026,17 @@ impl<'a> CoPacket<'a> {
         }
         let mut scratch = SCRATCH;
         let mut r = BitReader::new(data, &mut scratch);
-        r.get(1)?;
-        let seq_sel = r.get(3)? as u8;
-        let has_ext = r.get(1)? == 1;
-        let m = r.get(1)? == 1;
-        let msn_low = r.get(4)?;
-        let ipid_sel = r.get(2)? as u8;
-        let ack_sel = r.get(3)? as u8;
-        let win = r.get(1)? == 1;
-        let psh = r.get(1)? == 1;
-        let crc = r.get(7)? as u8;
+        // The first three octets in one field (see `emit`).
+        let head = r.get(24)?;
+        let seq_sel = (head >> 20 & 7) as u8;
+        let has_ext = head >> 19 & 1 == 1;
+        let m = head >> 18 & 1 == 1;
+        let msn_low = head >> 14 & 0xf;
+        let ipid_sel = (head >> 12 & 3) as u8;
+        let ack_sel = (head >> 9 & 7) as u8;
+        let win = head >> 8 & 1 == 1;
+        let psh = head >> 7 & 1 == 1;
+        let crc = (head & 0x7f) as u8;
         let ext = if has_ext { r.get(8)? } else { 0 };
         if has_ext && ext == 0 || ext & 1 != 0 {
             return Err(FormatError::Reserved("extension"));
@@ -1011,10 +1058,10 @@ impl<'a> CoPacket<'a> {
             }
             (5, 0)
         } else {
-            (ipid_sel, r.get(IPID_TABLE[ipid_sel as usize].bits())?)
+            (ipid_sel, r.get(IPID_BITS[ipid_sel as usize])?)
         };
-        let seq = r.get(SEQ_TABLE[seq_sel as usize].bits())?;
-        let ack = r.get(SEQ_TABLE[ack_sel as usize].bits())?;
+        let seq = r.get(SEQ_BITS[seq_sel as usize])?;
+        let ack = r.get(SEQ_BITS[ack_sel as usize])?;
         let window = match (win, win_irr) {
             (false, _) => WindowField::Static,
             (true, false) => WindowField::Lsb(r.get(WINDOW_LSB.k)?),
@@ -1040,7 +1087,7 @@ impl<'a> CoPacket<'a> {
                 if shape.ts {
                     for t in ts.iter_mut() {
                         let sel = r.get(2)? as u8;
-                        *t = (sel, r.get(TS_TABLE[sel as usize].map_or(32, |l| l.k))?);
+                        *t = (sel, r.get(TS_BITS[sel as usize])?);
                     }
                 }
                 if r.get(1)? == 1 {

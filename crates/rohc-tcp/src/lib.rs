@@ -321,9 +321,15 @@ impl Record {
         format::OptShape { ipv6: self.h.ipv6.is_some(), ..self.opt.shape() }
     }
 
-    pub(crate) fn with_fp(mut self) -> Record {
+    /// Fills in [`Record::fp`] from the header and the strides.
+    pub(crate) fn set_fp(&mut self) {
         let split = |v: u32, s: u16| if s == 0 { (0, 0) } else { (v / s as u32, v % s as u32) };
         self.fp = [split(self.h.seq, self.strides.0), split(self.h.ack, self.strides.1)];
+    }
+
+    #[cfg(test)]
+    pub(crate) fn with_fp(mut self) -> Record {
+        self.set_fp();
         self
     }
 }

@@ -60,6 +60,17 @@ pub(crate) struct Analysis {
     pub skeleton_static: bool,
     /// Older than every packet in the VSW (§5.3.2 a).
     pub falls_behind: bool,
+    /// The packet's fields on the window's lines, which
+    /// [`Vsw::push_analysed`] takes rather than computing them again.
+    pub line: Line,
+}
+
+/// A packet's numeric fields on the window's lines, and the raw values of
+/// the wrapping ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Line {
+    u: [i64; FIELDS],
+    raw: [u32; WRAPPING],
 }
 
 /// The numeric fields the VSW keeps spreads of, as indices of
@@ -307,7 +318,7 @@ impl Vsw {
 
     /// Every numeric field of `r` on its line.
     #[inline]
-    fn line(&self, r: &Record) -> [i64; FIELDS] {
+    fn line(&self, r: &Record) -> Line {
         let raw = Vsw::raw(r);
         let mut u = [0i64; FIELDS];
         for f in 0..WRAPPING {
@@ -317,18 +328,32 @@ impl Vsw {
         u[ACK_M] = r.fp[1].0 as i64;
         u[SEQ_LAG] = r.fp[0].0 as i64 - u[MSN];
         u[ACK_LAG] = r.fp[1].0 as i64 - u[MSN];
-        u
+        Line { u, raw }
     }
 
+    #[cfg(test)]
     pub fn push_back(&mut self, r: &Record) {
+        let line = self.line(r);
+        self.push_line(r, line);
+    }
+
+    /// Pushes `r`, which `a` is [`Vsw::analyse`]'s answer for, with the
+    /// window unchanged since but for [`Vsw::drop_front`] (which leaves
+    /// the lines' newest values, and so `r`'s line, as they are).
+    pub fn push_analysed(&mut self, r: &Record, a: &Analysis) {
+        debug_assert_eq!(a.line, self.line(r));
+        self.push_line(r, a.line);
+    }
+
+    #[inline]
+    fn push_line(&mut self, r: &Record, Line { u, raw }: Line) {
         let at = self.next;
         self.next += 1;
-        let u = self.line(r);
         let empty = self.entries.is_empty();
         for (e, &v) in self.ext.iter_mut().zip(&u) {
             e.push(at, v, empty);
         }
-        self.raw_last = Vsw::raw(r);
+        self.raw_last = raw;
         self.seq_fp.push(at, (r.strides.0, r.fp[0].1));
         self.ack_fp.push(at, (r.strides.1, r.fp[1].1));
         self.ip.push(at, ip_of(r));
@@ -368,7 +393,8 @@ impl Vsw {
                 e.refresh(f, front, &self.entries);
             }
         }
-        let u = self.line(cur);
+        let line = self.line(cur);
+        let u = line.u;
         let spread = |f: usize| if any { self.ext[f].spread(u[f]) } else { Spread::EMPTY };
         let same =
             |key: &EqKey<(u16, u32)>, stride: u16, n: u32| stride != 0 && (!any || key.all_equal(front, (stride, n)));
@@ -393,6 +419,7 @@ impl Vsw {
             strides_static: !any || self.strides.all_equal(front, cur.strides),
             skeleton_static: !any || self.skeleton.all_equal(front, cur.opt.skeleton),
             falls_behind: cur.payload_len > 0 && any && seq.max < 0,
+            line,
         }
     }
 
@@ -433,6 +460,7 @@ mod tests {
             strides_static: true,
             skeleton_static: true,
             falls_behind: cur.payload_len > 0 && !vsw.is_empty(),
+            line: Line { u: [0; FIELDS], raw: [0; WRAPPING] },
         };
         for e in vsw {
             let eh = &e.h;

@@ -29,6 +29,7 @@ impl Lsb {
     }
 
     /// Whether every difference in `spread` lies in the interval.
+    #[inline(always)]
     pub fn covers(&self, spread: &Spread) -> bool {
         !spread.is_empty() && spread.min >= -self.p && spread.max <= ((1i64 << self.k) - 1 - self.p)
     }
