@@ -3,7 +3,7 @@
 //! KIND bulk: a transfer of full 1460-byte segments with timestamps and
 //! SACK, a segment lost upstream every 61 (retransmissions, duplicate
 //! ACKs); bulk-nots: the same without timestamps; sip: SIP dialogs over one
-//! TCP connection; bulk6, bulk6-nots, sip6: the same over IPv6 (1440-byte
+//! TCP connection; sip-nots: the same without timestamps; bulk6, bulk6-nots, sip6: the same over IPv6 (1440-byte
 //! segments, the IPv6 MSS on a 1500-octet MTU). Packets are 1 ms apart.
 
 use std::time::Duration;
@@ -14,7 +14,9 @@ use rohc_tcp::synth::{bulk_transfer, sip_over_tcp, FlowOptions};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(kind), Some(out)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: synth_pcap bulk|bulk-nots|sip|bulk6|bulk6-nots|sip6 OUT.pcap [SEGMENTS|DIALOGS] [SEED]");
+        eprintln!(
+            "usage: synth_pcap bulk|bulk-nots|sip|sip-nots|bulk6|bulk6-nots|sip6 OUT.pcap [SEGMENTS|DIALOGS] [SEED]"
+        );
         std::process::exit(2);
     };
     let n: Option<usize> = args.get(3).and_then(|s| s.parse().ok());
@@ -31,6 +33,7 @@ fn main() {
         "bulk" => bulk_transfer(n.unwrap_or(5000), mss, 61, opts),
         "bulk-nots" => bulk_transfer(n.unwrap_or(5000), mss, 61, FlowOptions { timestamps: false, ..opts }),
         "sip" => sip_over_tcp(n.unwrap_or(200), opts),
+        "sip-nots" => sip_over_tcp(n.unwrap_or(200), FlowOptions { timestamps: false, ..opts }),
         other => {
             eprintln!("unknown flow {other}");
             std::process::exit(2);
