@@ -60,8 +60,8 @@
 //! * **Decompressor** ([`Decompressor`]): No Context / Full Context
 //!   (§5.2.2); every reconstructed packet is verified by its TCP checksum
 //!   and dropped if it fails (§5.4); the reference is the last received
-//!   non-retransmitted or uncompressed packet that passed, if not older
-//!   than the current one (§5.4.2 b, §6.1); N consecutive failures return
+//!   packet that passed, if not older than the current one (§5.4.2 b,
+//!   §6.1; retransmissions too, see below); N consecutive failures return
 //!   to No Context (§5.4.2 c), keeping the static part so an IR-DYN
 //!   re-establishes it.
 //! * **Modes** ([`Mode`]): U without feedback; O with ACK(O) for IR/IR-DYN
@@ -76,6 +76,7 @@
 //! | §5.5.3.1 (R-mode compressor) | "Upon receiving an NACK(O)" | NACK(R): the R-mode decompressor sends NACK(R) (§5.5.3.2) |
 //! | §5.1.2, §5.1.3 FAST-RECOVERY exit | CMAXSN/CMAXACK not updated | updated, or the next new segment counts the whole recovery as growth |
 //! | §5.1.3 duplicate ACKs | any segment with NEWACK = CMAXACK | only segments without data (RFC 5681 §2), or a bulk sender's data segments would halve cwnd_ack |
+//! | §6.1 reference selection | "the last received non-retransmitted value" | the last received value: this VSW always holds the newest MSNs, retransmissions included, so the newest packet decoded stays in it at least as long as an older one (after a timeout's go-back-N the VSW slid past the older one) |
 //! | §5.1.2 ISSTHRESH | "MAY be arbitrarily high" | bounded by the §5.1.4 MAX boundary (`max_window`), or W would never shrink the VSW |
 //!
 //! Additions the draft lacks: in O- and R-mode the decompressor also
