@@ -157,6 +157,11 @@ struct Context {
     left_ir: bool,
     /// A NACK asked for an IR-DYN with the next packet.
     refresh_now: bool,
+    /// O- and R-mode: feedback acknowledged a packet of this context, so
+    /// the decompressor holds the static chain.
+    static_acked: bool,
+    /// IRs sent since the static chain last went out unacknowledged.
+    unacked_irs: u32,
     seq_stride: u16,
     ack_stride: u16,
     last_payload_len: usize,
@@ -182,6 +187,8 @@ impl Context {
             need_static: true,
             left_ir: false,
             refresh_now: false,
+            static_acked: false,
+            unacked_irs: 0,
             seq_stride: 0,
             ack_stride: 0,
             last_payload_len: 0,
@@ -447,6 +454,24 @@ impl Compressor {
 
         let kind =
             if kind == PacketKind::IrDyn && config.mode == Mode::U && !ctx.left_ir { PacketKind::Ir } else { kind };
+        // O- and R-mode: until feedback shows that the static chain
+        // arrived, the packets TCP may send before any feedback can come
+        // back (its initial window, RFC 3390, which §5.1.4's MIN follows)
+        // go as IR. A compressed packet or IR-DYN after a lost IR is
+        // refused for want of the static chain (§5.4.1) until a
+        // STATIC-NACK has crossed the link: losing the initial window's
+        // other packets or their ACKs, TCP waits for its timeout, where a
+        // single loss would have cost a fast retransmit. The draft's
+        // slow-start (§5.3.1) assumes the static chain arrived.
+        let iw_packets = {
+            let p = config.tracker_params(ipv6);
+            p.iw().div_ceil(p.mss).max(1)
+        };
+        let kind = if config.mode != Mode::U && !ctx.static_acked && ctx.unacked_irs < iw_packets {
+            PacketKind::Ir
+        } else {
+            kind
+        };
 
         // §5.3.2 d, §5.3.3 d: SO while fixed-payload encoding applies.
         if kind == PacketKind::Co && ctx.state != CompressorState::Ir {
@@ -473,6 +498,7 @@ impl Compressor {
                 ir.emit(out);
                 rec.sent_as_ir = true;
                 ctx.need_static &= kind != PacketKind::Ir;
+                ctx.unacked_irs += (kind == PacketKind::Ir) as u32;
                 ctx.refresh_now = false;
                 ctx.since_refresh = 0;
                 ctx.since_ir = 0;
@@ -533,6 +559,7 @@ impl Compressor {
                 let acked = ctx.vsw.iter().enumerate().find(|(_, e)| e.msn == fb.msn && e.checksum == fb.checksum);
                 if let Some((pos, acked_ir)) = acked.map(|(pos, e)| (pos, e.sent_as_ir)) {
                     ctx.vsw.drop_front(pos);
+                    ctx.static_acked = true;
                     // The IR state ends with an ACK of an IR/IR-DYN: ACK(O)
                     // in O-mode (§5.5.2.1), ACK(R) in R-mode (§5.5.3.1).
                     if ctx.state == CompressorState::Ir && acked_ir && fb.reliable == (mode == Mode::R) {
@@ -550,6 +577,8 @@ impl Compressor {
             FeedbackKind::StaticNack => {
                 ctx.restart_slow_start();
                 ctx.need_static = true;
+                ctx.static_acked = false;
+                ctx.unacked_irs = 0;
             }
         }
         Ok(fb.kind)

@@ -84,10 +84,19 @@ impl SeqTracker {
         }
     }
 
-    /// §5.3.2 c: a segment whose sequence number is farther than the
-    /// estimated window from CMAXSN is a long jump.
+    /// §5.3.2 c: a segment whose sequence number is farther ahead of
+    /// CMAXSN than the estimated window is a long jump.
+    ///
+    /// The draft writes |NSN − CMAXSN|, but its trigger is that the VSW
+    /// shrinks to that one packet, and W shrinks it from CMAXSN, which
+    /// only a jump ahead moves. A retransmission behind CMAXSN leaves the
+    /// VSW whole, and W-LSB encodes it against it; one behind every packet
+    /// in it is §5.3.2 a's case. Counting retransmissions as long jumps
+    /// sent every timeout's retransmission, and the slow-start after it,
+    /// as IR-DYN: the longest frames, lost most often, where TCP has one
+    /// segment in flight and a loss costs another, doubled, timeout.
     pub fn is_long_jump(&self, nsn: u32) -> bool {
-        self.started && diff32(nsn, self.cmaxsn).unsigned_abs() > jump_limit(self.state, self.cwnd)
+        self.started && diff32(nsn, self.cmaxsn) > jump_limit(self.state, self.cwnd) as i64
     }
 
     /// Feeds one segment's sequence number (NSN).
@@ -173,8 +182,10 @@ impl AckTracker {
         }
     }
 
+    /// As [`SeqTracker::is_long_jump`]: an ACK number farther ahead of
+    /// CMAXACK than the estimated window.
     pub fn is_long_jump(&self, newack: u32) -> bool {
-        self.started && diff32(newack, self.cmaxack).unsigned_abs() > jump_limit(self.state, self.cwnd)
+        self.started && diff32(newack, self.cmaxack) > jump_limit(self.state, self.cwnd) as i64
     }
 
     /// Feeds one segment's acknowledgment number (NEWACK). `pure_ack` is
@@ -311,6 +322,8 @@ mod tests {
         s.on_segment(0);
         assert!(s.is_long_jump(4001));
         assert!(!s.is_long_jump(4000));
-        assert!(s.is_long_jump(0u32.wrapping_sub(5000)));
+        // Behind CMAXSN (a retransmission) is no long jump: the VSW stays.
+        assert!(!s.is_long_jump(0u32.wrapping_sub(5000)));
+        assert!(s.is_long_jump(0u32.wrapping_sub(5000).wrapping_add(1 << 31)));
     }
 }

@@ -12,7 +12,7 @@ use crate::format::{
     TYPE_IR_DYN, TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
 };
 use crate::packet::{checksums_ok, emitted_checksums_ok, EmitError, FLAG_PSH};
-use crate::wlsb::{decode, diff16, diff32, Lsb};
+use crate::wlsb::{decode, diff16, Lsb};
 use crate::{Mode, PacketKind, Record};
 
 /// Decompressor parameters.
@@ -84,8 +84,6 @@ struct Context {
     /// one was compressed against a VSW that lacked the newer one.
     previous: Option<Record>,
     failures: u32,
-    /// The highest sequence number + length seen (retransmission test).
-    max_seq_end: Option<u32>,
     updates: u32,
 }
 
@@ -219,7 +217,6 @@ impl Decompressor {
         ctx.failures = 0;
         // §6.1: an uncompressed value that passed the checksum is a reference.
         ctx.previous = ctx.reference.replace(rec);
-        note_seq_end(&mut ctx.max_seq_end, &rec);
         ctx.updates = 0;
         // §5.5.2.2: ACK(O) for an IR that passes; §5.5.3.2 ACK(R) for every
         // context update.
@@ -267,13 +264,19 @@ impl Decompressor {
         };
         let ctx = &mut self.contexts[cid as usize];
         ctx.failures = 0;
-        // §6.1 reference selection: the last received non-retransmitted
-        // value that passed the checksum; §5.4.2 b: not older than the
-        // current reference.
-        let retransmission = rec.payload_len > 0
-            && ctx.max_seq_end.is_some_and(|m| diff32(rec.h.seq.wrapping_add(rec.payload_len as u32), m) <= 0);
-        note_seq_end(&mut ctx.max_seq_end, &rec);
-        if !retransmission && diff16(rec.msn, reference_msn) > 0 {
+        // §6.1 reference selection: the last received value that passed
+        // the checksum; §5.4.2 b: not older than the current reference.
+        // §6.1 also skips retransmitted values, which suits a VSW that
+        // drops values by sequence number wherever they are. This VSW is
+        // always the newest MSNs (entries leave from its front only: W's
+        // test on the oldest entry, §5.3.1 b, and the ACKs of §5.5), and
+        // every packet sent joins it, retransmissions included; so the
+        // newest packet decoded stays in it at least as long as any older
+        // one. Skipping retransmissions kept the decompressor on an older
+        // reference the compressor dropped first: after a timeout, the
+        // sender's go-back-N resends a whole window of retransmissions,
+        // the VSW slides over them, and the packets after failed.
+        if diff16(rec.msn, reference_msn) > 0 {
             ctx.previous = ctx.reference.replace(rec);
             ctx.updates += 1;
             let every = match self.config.mode {
@@ -291,13 +294,6 @@ impl Decompressor {
             }
         }
         Ok((PacketKind::Co, payload_len))
-    }
-}
-
-fn note_seq_end(max: &mut Option<u32>, rec: &Record) {
-    let end = rec.h.seq.wrapping_add(rec.payload_len as u32);
-    if max.is_none_or(|m| diff32(end, m) > 0) {
-        *max = Some(end);
     }
 }
 

@@ -52,16 +52,16 @@
 //! * **Algorithm SEQ and Algorithm ACK** ([`cwnd`]) estimate cwnd and
 //!   ssthresh, bounded by MIN (RFC 3390's initial window) and MAX
 //!   (`max_window`) of §5.1.4.
-//! * **Long jumps**: a sequence or ACK number farther than the estimated
-//!   cwnd from CMAXSN/CMAXACK (§5.3.2 c) is sent as IR-DYN, the trackers
+//! * **Long jumps**: a sequence or ACK number farther ahead of
+//!   CMAXSN/CMAXACK than the estimated cwnd (§5.3.2 c) is sent as IR-DYN, the trackers
 //!   restart and the context re-enters IR. A packet older than the whole
 //!   VSW (§5.3.2 a), and in IR a retransmission of a packet first sent as
 //!   IR/IR-DYN (§5.3.1 a 2), are sent as IR-DYN too.
 //! * **Decompressor** ([`Decompressor`]): No Context / Full Context
 //!   (§5.2.2); every reconstructed packet is verified by its TCP checksum
 //!   and dropped if it fails (§5.4); the reference is the last received
-//!   non-retransmitted or uncompressed packet that passed, if not older
-//!   than the current one (§5.4.2 b, §6.1); N consecutive failures return
+//!   packet that passed, if not older than the current one (§5.4.2 b,
+//!   §6.1; retransmissions too, see below); N consecutive failures return
 //!   to No Context (§5.4.2 c), keeping the static part so an IR-DYN
 //!   re-establishes it.
 //! * **Modes** ([`Mode`]): U without feedback; O with ACK(O) for IR/IR-DYN
@@ -76,9 +76,15 @@
 //! | §5.5.3.1 (R-mode compressor) | "Upon receiving an NACK(O)" | NACK(R): the R-mode decompressor sends NACK(R) (§5.5.3.2) |
 //! | §5.1.2, §5.1.3 FAST-RECOVERY exit | CMAXSN/CMAXACK not updated | updated, or the next new segment counts the whole recovery as growth |
 //! | §5.1.3 duplicate ACKs | any segment with NEWACK = CMAXACK | only segments without data (RFC 5681 §2), or a bulk sender's data segments would halve cwnd_ack |
+//! | §6.1 reference selection | "the last received non-retransmitted value" | the last received value: this VSW always holds the newest MSNs, retransmissions included, so the newest packet decoded stays in it at least as long as an older one (after a timeout's go-back-N the VSW slid past the older one) |
+//! | §5.3.2 c long jump | \|NSN − CMAXSN\| > cwnd | NSN − CMAXSN > cwnd: the trigger is a VSW shrunk to one packet, which W (measured from CMAXSN) only does for a jump ahead; a retransmission behind is W-LSB-encoded, or IR-DYN if behind the whole VSW (§5.3.2 a) |
 //! | §5.1.2 ISSTHRESH | "MAY be arbitrarily high" | bounded by the §5.1.4 MAX boundary (`max_window`), or W would never shrink the VSW |
 //!
-//! Additions the draft lacks: in O- and R-mode the decompressor also
+//! Additions the draft lacks: in O- and R-mode, until feedback shows that
+//! the static chain arrived, the packets of TCP's initial window go as IR,
+//! so a lost first IR does not take the rest of the window with it (a
+//! compressed packet or IR-DYN needs the static chain, §5.4.1); in O- and
+//! R-mode the decompressor also
 //! acknowledges a compressed packet that carries its whole option list or
 //! new fixed-payload strides (like an IR-DYN, §5.5.2.2), so the compressor
 //! drops the SYN's options and the old strides from the VSW at once rather

@@ -395,3 +395,45 @@ fn u_mode_recovers_when_the_first_ir_is_lost() {
     // From then on nothing is lost.
     assert_eq!(delivered, flow.len() - at);
 }
+
+#[test]
+fn a_lost_first_ir_costs_no_more_packets_in_o_and_r_mode() {
+    // The first IR is lost and the next packets leave before any feedback
+    // can return (TCP's initial window): they carry the static chain, so
+    // the decompressor takes them. Once feedback shows that the static
+    // chain arrived, packets are compressed again.
+    let flow: Vec<_> =
+        bulk_transfer(40, 536, 0, FlowOptions::default()).into_iter().filter(|(d, _)| *d == Dir::Forward).collect();
+    for mode in [Mode::O, Mode::R] {
+        let config = CompressorConfig { mtu: 576, ..CompressorConfig::with_mode(mode) };
+        let mut c = Compressor::new(config);
+        let mut d = Decompressor::new(DecompressorConfig::with_mode(mode));
+        let mut held = Vec::new();
+        let mut kinds = Vec::new();
+        for (i, (_, p)) in flow.iter().enumerate() {
+            let mut wire = Vec::new();
+            kinds.push(c.compress(p, &mut wire).unwrap().kind);
+            if i == 0 {
+                continue; // lost on the link
+            }
+            let mut back = Vec::new();
+            d.decompress(&wire, &mut back).unwrap_or_else(|e| panic!("{mode:?} packet {i}: {e}"));
+            assert_eq!(&back, p);
+            while let Some(f) = d.poll_feedback() {
+                let mut b = Vec::new();
+                f.emit(&mut b);
+                held.push(b);
+            }
+            // The feedback of the first four arrives after the fourth.
+            if i >= 3 {
+                for b in held.drain(..) {
+                    c.handle_feedback(&b).unwrap();
+                }
+            }
+        }
+        // MSS 536: an initial window of 4 packets, all IR.
+        assert!(kinds[..4].iter().all(|&k| k == PacketKind::Ir), "{mode:?} {kinds:?}");
+        assert_ne!(kinds[4], PacketKind::Ir, "{mode:?} {kinds:?}");
+        assert!(kinds[20..].iter().all(|&k| k == PacketKind::Co), "{mode:?} {kinds:?}");
+    }
+}
