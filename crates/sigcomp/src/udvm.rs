@@ -313,11 +313,14 @@ fn operand_kinds(opcode: u8) -> Option<&'static [Kind]> {
 
 /// An instruction with its operands decoded: the next instruction's
 /// address, and up to six operands (STATE-ACCESS's), read when it runs.
+/// 32 bytes, aligned to 32, so that no entry straddles two cache lines
+/// (the key is 32 bits for that: a 16-bit epoch and the pc).
 #[derive(Debug, Clone, Copy)]
+#[repr(align(32))]
 struct Decoded {
     /// [`cache_key`] of the [`DecodeCache`] epoch it was decoded in and
     /// its pc: one comparison finds whether it is the instruction wanted.
-    key: u64,
+    key: u32,
     next: u16,
     opcode: u8,
     ops: [Operand; 6],
@@ -334,8 +337,8 @@ impl Decoded {
 /// The key of the instruction at `pc` decoded in `epoch` (never 0, so no
 /// key matches an unused entry's 0).
 #[inline(always)]
-fn cache_key(epoch: u32, pc: u16) -> u64 {
-    (u64::from(epoch) << 16) | u64::from(pc)
+fn cache_key(epoch: u16, pc: u16) -> u32 {
+    (u32::from(epoch) << 16) | u32::from(pc)
 }
 
 /// [`DecodeCache`] entries: a power of two, indexed by the pc's low bits.
@@ -354,12 +357,12 @@ const UNKEPT: usize = DECODED;
 pub struct DecodeCache {
     /// Allocated by the first run.
     entries: Option<Box<[Decoded; DECODED + 1]>>,
-    epoch: u32,
+    epoch: u16,
 }
 
 /// Moves to the next epoch, making every entry stale; when the epoch
 /// counter wraps, the entries are cleared so no old key can match again.
-fn next_epoch(epoch: &mut u32, entries: &mut [Decoded]) {
+fn next_epoch(epoch: &mut u16, entries: &mut [Decoded]) {
     *epoch = epoch.wrapping_add(1);
     if *epoch == 0 {
         for e in entries {
@@ -377,8 +380,10 @@ pub struct Machine<'a> {
     /// pointer chase through the cache.
     decoded: &'a mut [Decoded; DECODED + 1],
     /// The cache's epoch, written back whenever it changes.
-    epoch: u32,
-    cache_epoch: &'a mut u32,
+    epoch: u16,
+    /// `cache_key(epoch, 0)`, kept so that each step's lookup is one OR.
+    epoch_key: u32,
+    cache_epoch: &'a mut u16,
     states: &'a StateHandler,
     input: &'a [u8],
     in_pos: usize,
@@ -409,7 +414,7 @@ pub struct Machine<'a> {
     /// The epoch instructions are decoded in: `epoch`, or 0 (which no
     /// lookup matches) when no decoded instruction is to be found again,
     /// see [`Machine::without_decode_cache`].
-    key_epoch: u32,
+    key_epoch: u16,
     /// Packed states read by STATE-ACCESS, each pack unpacked once per
     /// message.
     unpacked: UnpackCache,
@@ -448,6 +453,7 @@ impl<'a> Machine<'a> {
             mem,
             decoded,
             epoch,
+            epoch_key: cache_key(epoch, 0),
             cache_epoch,
             states,
             input,
@@ -611,6 +617,7 @@ impl<'a> Machine<'a> {
             e.len = 0;
         }
         next_epoch(&mut self.epoch, &mut self.decoded[..]);
+        self.epoch_key = cache_key(self.epoch, 0);
         *self.cache_epoch = self.epoch;
         if self.key_epoch != 0 {
             self.key_epoch = self.epoch;
@@ -1044,7 +1051,7 @@ impl<'a> Machine<'a> {
     #[inline(always)]
     fn step(&mut self, pc: u16) -> Res<u16> {
         let i = usize::from(pc) & (DECODED - 1);
-        if self.decoded[i].key == cache_key(self.epoch, pc) {
+        if self.decoded[i].key == self.epoch_key | u32::from(pc) {
             return self.exec(pc, i);
         }
         self.step_decoding(pc)
@@ -1295,14 +1302,7 @@ impl<'a> Machine<'a> {
                 Ok(next)
             }
             op::INPUT_HUFFMAN => self.input_huffman(pc, self.decoded[i].ops[0].address()),
-            op::STATE_ACCESS => {
-                let o = self.decoded[i].ops;
-                let mut v = [0u16; 6];
-                for (v, o) in v.iter_mut().zip(o) {
-                    *v = self.value(o)?;
-                }
-                self.state_access(next, v)
-            }
+            op::STATE_ACCESS => self.state_access(i, next),
             // Only the opcodes above are ever kept decoded.
             _ => fail(Reason::InternalError),
         }
@@ -1460,7 +1460,12 @@ impl<'a> Machine<'a> {
     }
 
     #[inline(never)]
-    fn state_access(&mut self, next: u16, operands: [u16; 6]) -> Res<u16> {
+    fn state_access(&mut self, i: usize, next: u16) -> Res<u16> {
+        let o = self.decoded[i].ops;
+        let mut operands = [0u16; 6];
+        for (v, o) in operands.iter_mut().zip(o) {
+            *v = self.value(o)?;
+        }
         let [id_start, id_len, state_begin, state_length, state_address, state_instruction] = operands;
         if !(6..=20).contains(&id_len) {
             return fail(Reason::InvalidStateIdLength);
