@@ -303,31 +303,24 @@ fn operand_kinds(opcode: u8) -> Option<&'static [Kind]> {
         op::COPY | op::INPUT_BITS => &[Multi, Multi, Multi],
         op::COPY_LITERAL | op::COPY_OFFSET => &[Multi, Multi, Reference],
         op::COMPARE => &[Multi; 5],
-        // Not a decoder's loop instruction, but its cycle can be the
-        // dearest (a STATE-ACCESS of an empty state is charged one cycle,
-        // RFC 3320 §9.4.5), so a loop of it runs from the cache too.
-        op::STATE_ACCESS => &[Multi; 6],
         _ => return None,
     })
 }
 
 /// An instruction with its operands decoded: the next instruction's
-/// address, and up to six operands (STATE-ACCESS's), read when it runs.
-/// 32 bytes, aligned to 32, so that no entry straddles two cache lines
-/// (the key is 32 bits for that: a 16-bit epoch and the pc).
+/// address, and up to five operands (COMPARE's), read when it runs.
 #[derive(Debug, Clone, Copy)]
-#[repr(align(32))]
 struct Decoded {
     /// [`cache_key`] of the [`DecodeCache`] epoch it was decoded in and
     /// its pc: one comparison finds whether it is the instruction wanted.
-    key: u32,
+    key: u64,
     next: u16,
     opcode: u8,
-    ops: [Operand; 6],
+    ops: [Operand; 5],
 }
 
 impl Decoded {
-    const EMPTY: Decoded = Decoded { key: 0, next: 0, opcode: 0, ops: [Operand::Value(0); 6] };
+    const EMPTY: Decoded = Decoded { key: 0, next: 0, opcode: 0, ops: [Operand::Value(0); 5] };
 
     fn pc(&self) -> u16 {
         self.key as u16
@@ -337,8 +330,8 @@ impl Decoded {
 /// The key of the instruction at `pc` decoded in `epoch` (never 0, so no
 /// key matches an unused entry's 0).
 #[inline(always)]
-fn cache_key(epoch: u16, pc: u16) -> u32 {
-    (u32::from(epoch) << 16) | u32::from(pc)
+fn cache_key(epoch: u32, pc: u16) -> u64 {
+    (u64::from(epoch) << 16) | u64::from(pc)
 }
 
 /// [`DecodeCache`] entries: a power of two, indexed by the pc's low bits.
@@ -357,12 +350,12 @@ const UNKEPT: usize = DECODED;
 pub struct DecodeCache {
     /// Allocated by the first run.
     entries: Option<Box<[Decoded; DECODED + 1]>>,
-    epoch: u16,
+    epoch: u32,
 }
 
 /// Moves to the next epoch, making every entry stale; when the epoch
 /// counter wraps, the entries are cleared so no old key can match again.
-fn next_epoch(epoch: &mut u16, entries: &mut [Decoded]) {
+fn next_epoch(epoch: &mut u32, entries: &mut [Decoded]) {
     *epoch = epoch.wrapping_add(1);
     if *epoch == 0 {
         for e in entries {
@@ -380,10 +373,8 @@ pub struct Machine<'a> {
     /// pointer chase through the cache.
     decoded: &'a mut [Decoded; DECODED + 1],
     /// The cache's epoch, written back whenever it changes.
-    epoch: u16,
-    /// `cache_key(epoch, 0)`, kept so that each step's lookup is one OR.
-    epoch_key: u32,
-    cache_epoch: &'a mut u16,
+    epoch: u32,
+    cache_epoch: &'a mut u32,
     states: &'a StateHandler,
     input: &'a [u8],
     in_pos: usize,
@@ -414,7 +405,7 @@ pub struct Machine<'a> {
     /// The epoch instructions are decoded in: `epoch`, or 0 (which no
     /// lookup matches) when no decoded instruction is to be found again,
     /// see [`Machine::without_decode_cache`].
-    key_epoch: u16,
+    key_epoch: u32,
     /// Packed states read by STATE-ACCESS, each pack unpacked once per
     /// message.
     unpacked: UnpackCache,
@@ -453,7 +444,6 @@ impl<'a> Machine<'a> {
             mem,
             decoded,
             epoch,
-            epoch_key: cache_key(epoch, 0),
             cache_epoch,
             states,
             input,
@@ -617,7 +607,6 @@ impl<'a> Machine<'a> {
             e.len = 0;
         }
         next_epoch(&mut self.epoch, &mut self.decoded[..]);
-        self.epoch_key = cache_key(self.epoch, 0);
         *self.cache_epoch = self.epoch;
         if self.key_epoch != 0 {
             self.key_epoch = self.epoch;
@@ -1051,7 +1040,7 @@ impl<'a> Machine<'a> {
     #[inline(always)]
     fn step(&mut self, pc: u16) -> Res<u16> {
         let i = usize::from(pc) & (DECODED - 1);
-        if self.decoded[i].key == self.epoch_key | u32::from(pc) {
+        if self.decoded[i].key == cache_key(self.epoch, pc) {
             return self.exec(pc, i);
         }
         self.step_decoding(pc)
@@ -1082,6 +1071,7 @@ impl<'a> Machine<'a> {
             op::CRC => self.crc_instruction(pc, c),
             op::INPUT_BYTES => self.input_bytes(pc, c),
             op::INPUT_HUFFMAN => self.input_huffman_decoding(pc, c),
+            op::STATE_ACCESS => self.state_access(c),
             op::STATE_CREATE => self.state_create(c),
             op::STATE_FREE => self.state_free(c),
             op::END_MESSAGE => self.end_message(c),
@@ -1095,7 +1085,7 @@ impl<'a> Machine<'a> {
     /// first.
     #[inline(always)]
     fn decode(&self, pc: u16, opcode: u8, kinds: &[Kind]) -> Res<Decoded> {
-        let mut d = Decoded { key: cache_key(self.key_epoch, pc), next: 0, opcode, ops: [Operand::Value(0); 6] };
+        let mut d = Decoded { key: cache_key(self.key_epoch, pc), next: 0, opcode, ops: [Operand::Value(0); 5] };
         let mut c = pc.wrapping_add(1);
         for (i, kind) in kinds.iter().enumerate() {
             let o = match kind {
@@ -1302,7 +1292,6 @@ impl<'a> Machine<'a> {
                 Ok(next)
             }
             op::INPUT_HUFFMAN => self.input_huffman(pc, self.decoded[i].ops[0].address()),
-            op::STATE_ACCESS => self.state_access(i, next),
             // Only the opcodes above are ever kept decoded.
             _ => fail(Reason::InternalError),
         }
@@ -1460,13 +1449,13 @@ impl<'a> Machine<'a> {
     }
 
     #[inline(never)]
-    fn state_access(&mut self, i: usize, next: u16) -> Res<u16> {
-        let o = self.decoded[i].ops;
-        let mut operands = [0u16; 6];
-        for (v, o) in operands.iter_mut().zip(o) {
-            *v = self.value(o)?;
-        }
-        let [id_start, id_len, state_begin, state_length, state_address, state_instruction] = operands;
+    fn state_access(&mut self, mut c: u16) -> Res<u16> {
+        let id_start = self.multi(&mut c)?;
+        let id_len = self.multi(&mut c)?;
+        let state_begin = self.multi(&mut c)?;
+        let state_length = self.multi(&mut c)?;
+        let state_address = self.multi(&mut c)?;
+        let state_instruction = self.multi(&mut c)?;
         if !(6..=20).contains(&id_len) {
             return fail(Reason::InvalidStateIdLength);
         }
@@ -1501,7 +1490,7 @@ impl<'a> Machine<'a> {
             self.write_string(address, bytes, bcl, bcr)?;
         }
         if instruction == 0 {
-            Ok(next)
+            Ok(c)
         } else {
             self.jump_target(instruction)
         }
@@ -1620,7 +1609,7 @@ impl<'a> Machine<'a> {
             let slot = self.huffman_next;
             self.huffman[slot] = entry;
             self.huffman_next = (slot + 1) % HUFFMAN_CACHE;
-            let mut ops = [Operand::Value(0); 6];
+            let mut ops = [Operand::Value(0); 5];
             ops[0] = Operand::Value(slot as u16);
             self.keep_decoded(Decoded { key: cache_key(self.key_epoch, pc), next: c, opcode: op::INPUT_HUFFMAN, ops });
         }

@@ -257,31 +257,3 @@ proptest! {
         }
     }
 }
-
-/// The cache's epochs wrap (every run starts one): an entry kept 65,536
-/// epochs ago must not be taken for the instruction now at its pc.
-#[test]
-fn an_entry_from_before_the_epoch_counter_wrapped_is_not_reused() {
-    let states = StateHandler::new(0);
-    let mut cache = DecodeCache::default();
-    // LOAD word 32 with `value`, then END-MESSAGE.
-    let program = |value: u16| {
-        let mut mem = vec![0u8; 1024];
-        let code = [op::LOAD, 0x80, 0, 32, 0x80, (value >> 8) as u8, value as u8, op::END_MESSAGE, 0, 0, 0, 0, 0, 0, 0];
-        mem[128..128 + code.len()].copy_from_slice(&code);
-        mem
-    };
-    let mut run = |mut mem: Vec<u8>, start: u16| {
-        let mut out = Vec::new();
-        Machine::new(&mut mem, &mut cache, &states, &[], &mut out, 16, 2).run(start).expect("runs");
-        u16::from_be_bytes([mem[32], mem[33]])
-    };
-    assert_eq!(run(program(1), 128), 1);
-    // Runs that leave the entry of pc 128 alone (END-MESSAGE at 135 is
-    // never kept), until the 16-bit epoch counter, which skips 0, is back
-    // at the first run's.
-    for _ in 0..65_534 {
-        run(program(1), 135);
-    }
-    assert_eq!(run(program(2), 128), 2);
-}
