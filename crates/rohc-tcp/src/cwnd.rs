@@ -33,7 +33,7 @@ impl TrackerParams {
         self.clamp(4 * self.mss)
     }
 
-    /// §5.1.4 MIN boundary, "determined according to [18]" (RFC 3390's
+    /// §5.1.4 MIN boundary, "determined according to \[18\]" (RFC 3390's
     /// initial window): min(4·MSS, max(2·MSS, 4380)).
     pub fn min_window(&self) -> u32 {
         (4 * self.mss).min((2 * self.mss).max(4380))
