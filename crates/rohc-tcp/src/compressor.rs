@@ -452,8 +452,12 @@ impl Compressor {
             }
         };
 
-        let kind =
-            if kind == PacketKind::IrDyn && config.mode == Mode::U && !ctx.left_ir { PacketKind::Ir } else { kind };
+        // An IR-DYN needs the static chain at the decompressor (§5.4.1):
+        // in U-mode, until the context first leaves IR, nothing says it
+        // arrived; in O- and R-mode, until feedback says so. Without it
+        // an IR-DYN is refused and only costs a STATIC-NACK's round trip.
+        let static_unknown = if config.mode == Mode::U { !ctx.left_ir } else { !ctx.static_acked };
+        let kind = if kind == PacketKind::IrDyn && static_unknown { PacketKind::Ir } else { kind };
         // O- and R-mode: until feedback shows that the static chain
         // arrived, the packets TCP may send before any feedback can come
         // back (its initial window, RFC 3390, which §5.1.4's MIN follows)

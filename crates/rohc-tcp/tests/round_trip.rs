@@ -437,3 +437,41 @@ fn a_lost_first_ir_costs_no_more_packets_in_o_and_r_mode() {
         assert!(kinds[20..].iter().all(|&k| k == PacketKind::Co), "{mode:?} {kinds:?}");
     }
 }
+
+#[test]
+fn o_and_r_mode_refreshes_carry_the_static_chain_until_it_is_acknowledged() {
+    // The initial window's IRs are all lost and no feedback comes back
+    // (a lossy return link): the compression slow-start's refreshes must
+    // carry the static chain, or the decompressor refuses every one of
+    // them (§5.4.1) and nothing repairs it. The flow is taken from its
+    // first data segment: had the SYN crossed the link, its arrival would
+    // be known (§5.2.1.1).
+    let flow: Vec<_> = bulk_transfer(60, 536, 0, FlowOptions::default())
+        .into_iter()
+        .filter(|(d, p)| *d == Dir::Forward && p[33] & 0x02 == 0)
+        .collect();
+    for mode in [Mode::O, Mode::R] {
+        let config = CompressorConfig { mtu: 576, ..CompressorConfig::with_mode(mode) };
+        let mut c = Compressor::new(config);
+        let mut d = Decompressor::new(DecompressorConfig::with_mode(mode));
+        let mut kinds = Vec::new();
+        let mut first_delivered = None;
+        for (i, (_, p)) in flow.iter().enumerate() {
+            let mut wire = Vec::new();
+            let kind = c.compress(p, &mut wire).unwrap().kind;
+            kinds.push(kind);
+            if i < 4 {
+                continue; // the initial window's IRs, lost on the link
+            }
+            let mut back = Vec::new();
+            if d.decompress(&wire, &mut back).is_ok() {
+                assert_eq!(&back, p);
+                first_delivered.get_or_insert(i);
+            }
+            while d.poll_feedback().is_some() {} // lost on the way back
+        }
+        assert!(!kinds.contains(&PacketKind::IrDyn), "{mode:?} {kinds:?}");
+        let at = first_delivered.unwrap_or_else(|| panic!("{mode:?}: no context ever; {kinds:?}"));
+        assert_eq!(kinds[at], PacketKind::Ir, "{mode:?} {kinds:?}");
+    }
+}
