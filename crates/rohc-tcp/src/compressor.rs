@@ -452,29 +452,26 @@ impl Compressor {
             }
         };
 
-        // An IR-DYN needs the static chain at the decompressor (§5.4.1):
-        // in U-mode, until the context first leaves IR, nothing says it
-        // arrived; in O- and R-mode, until feedback says so. Without it
-        // an IR-DYN is refused and only costs a STATIC-NACK's round trip.
-        let static_unknown = if config.mode == Mode::U { !ctx.left_ir } else { !ctx.static_acked };
-        let kind = if kind == PacketKind::IrDyn && static_unknown { PacketKind::Ir } else { kind };
-        // O- and R-mode: until feedback shows that the static chain
-        // arrived, the packets TCP may send before any feedback can come
-        // back (its initial window, RFC 3390, which §5.1.4's MIN follows)
-        // go as IR. A compressed packet or IR-DYN after a lost IR is
-        // refused for want of the static chain (§5.4.1) until a
-        // STATIC-NACK has crossed the link: losing the initial window's
-        // other packets or their ACKs, TCP waits for its timeout, where a
-        // single loss would have cost a fast retransmit. The draft's
-        // slow-start (§5.3.1) assumes the static chain arrived.
-        let iw_packets = {
-            let p = config.tracker_params(ipv6);
-            p.iw().div_ceil(p.mss).max(1)
-        };
-        let kind = if config.mode != Mode::U && !ctx.static_acked && ctx.unacked_irs < iw_packets {
-            PacketKind::Ir
-        } else {
-            kind
+        // IR rather than IR-DYN or a compressed packet while the
+        // decompressor may lack the static chain, which both need
+        // (§5.4.1; without it they are refused and cost a STATIC-NACK's
+        // round trip). U-mode: an IR-DYN until the context first leaves
+        // IR, as nothing says the chain arrived. O- and R-mode: until
+        // feedback shows it arrived, every IR-DYN, and the packets TCP may
+        // send before any feedback can come back (its initial window,
+        // RFC 3390, which §5.1.4's MIN follows): losing those to a lost
+        // first IR, TCP would wait for its timeout where a single loss
+        // costs a fast retransmit. The draft's slow-start (§5.3.1)
+        // assumes the static chain arrived.
+        let kind = match config.mode {
+            Mode::U if kind == PacketKind::IrDyn && !ctx.left_ir => PacketKind::Ir,
+            Mode::O | Mode::R
+                if !ctx.static_acked
+                    && (kind == PacketKind::IrDyn || ctx.unacked_irs < initial_window_packets(&config, ipv6)) =>
+            {
+                PacketKind::Ir
+            }
+            _ => kind,
         };
 
         // §5.3.2 d, §5.3.3 d: SO while fixed-payload encoding applies.
@@ -598,6 +595,13 @@ fn seq_spreads(a: &Analysis, so: bool) -> NumberSpreads<'_> {
 /// numbers) needs no state, its stride travels with the packets.
 fn ack_spreads(a: &Analysis) -> NumberSpreads<'_> {
     NumberSpreads { value: &a.ack, fp: a.ack_fp.as_ref(), scaled: a.ack_scaled.as_ref(), allow_fp: true }
+}
+
+/// The packets of TCP's initial window on this context's link (RFC 3390,
+/// §5.1.4's MIN).
+fn initial_window_packets(config: &CompressorConfig, ipv6: bool) -> u32 {
+    let p = config.tracker_params(ipv6);
+    p.iw().div_ceil(p.mss).max(1)
 }
 
 fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
