@@ -11,7 +11,7 @@ use crate::format::{
     IrPacket, OptInfo, SeqEnc, StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR,
     TYPE_IR_DYN, TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
 };
-use crate::packet::{checksums_ok, emitted_checksums_ok, EmitError, FLAG_PSH};
+use crate::packet::{emitted_checksums_ok, EmitError, FLAG_PSH};
 use crate::wlsb::{decode, diff16, Lsb};
 use crate::{Mode, PacketKind, Record};
 
@@ -194,7 +194,7 @@ impl Decompressor {
         h.emit(ir.payload.len(), out)?;
         out.extend_from_slice(ir.payload);
         // RFC 3095 §5.9.2's CRC-8 over the header, then the checksums.
-        if crc8(&out[start..start + h.len()]) != ir.crc || !checksums_ok(&out[start..]) {
+        if crc8(&out[start..start + h.len()]) != ir.crc || !emitted_checksums_ok(&out[start..]) {
             return Err(DecompressError::Verification);
         }
         let rec = Record {

@@ -452,16 +452,7 @@ impl<'a> Packet<'a> {
             && ipv4_checksum(&frame[..20]) == u16::from_be_bytes([frame[10], frame[11]])
         {
             if let Some((tcp, payload)) = Packet::tcp_direct(frame, 20) {
-                let header = TcpIpHeader {
-                    tos: frame[1],
-                    ip_id: u16::from_be_bytes([frame[4], frame[5]]),
-                    flags_frag: u16::from_be_bytes([frame[6], frame[7]]),
-                    ttl: frame[8],
-                    src: [frame[12], frame[13], frame[14], frame[15]],
-                    dst: [frame[16], frame[17], frame[18], frame[19]],
-                    ..tcp
-                };
-                return Ok(Packet { header, payload });
+                return Ok(Packet { header: with_ipv4_fields(frame, tcp), payload });
             }
         }
         Packet::parse_v4_checked(frame)
@@ -489,16 +480,7 @@ impl<'a> Packet<'a> {
             return Err(ParseError::Ipv4Checksum);
         }
         let (tcp, payload) = Packet::parse_tcp(frame, 20)?;
-        let header = TcpIpHeader {
-            tos: frame[1],
-            ip_id: ip.identification(),
-            flags_frag: u16::from_be_bytes([frame[6], frame[7]]),
-            ttl: ip.ttl(),
-            src: ip.source(),
-            dst: ip.destination(),
-            ..tcp
-        };
-        Ok(Packet { header, payload })
+        Ok(Packet { header: with_ipv4_fields(frame, tcp), payload })
     }
 
     fn parse_v6(frame: &'a [u8]) -> Result<Packet<'a>, ParseError> {
@@ -586,6 +568,20 @@ fn fold(mut sum: u64) -> u16 {
         sum = (sum & 0xffff) + (sum >> 16);
     }
     sum as u16
+}
+
+/// `tcp` with the IP fields of `frame`'s 20-octet IPv4 header.
+#[inline]
+fn with_ipv4_fields(frame: &[u8], tcp: TcpIpHeader) -> TcpIpHeader {
+    TcpIpHeader {
+        tos: frame[1],
+        ip_id: u16::from_be_bytes([frame[4], frame[5]]),
+        flags_frag: u16::from_be_bytes([frame[6], frame[7]]),
+        ttl: frame[8],
+        src: [frame[12], frame[13], frame[14], frame[15]],
+        dst: [frame[16], frame[17], frame[18], frame[19]],
+        ..tcp
+    }
 }
 
 /// Ones' complement sum of `data` (RFC 1071) added to the accumulator
