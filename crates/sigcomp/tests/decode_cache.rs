@@ -123,8 +123,9 @@ fn ins() -> impl Strategy<Value = Ins> {
         1 => prop_oneof![7 => 0u16..8, 1 => 8u16..12].prop_map(Ins::BitOrder),
         1 => (0u8..18).prop_map(Ins::InputBits),
         1 => Just(Ins::Output),
-        // Mostly accesses that succeed, so the loop runs them again from
-        // the cache.
+        // Mostly accesses that succeed, so the loop goes on and runs its
+        // cached instructions again, some after a state was written over
+        // them.
         3 => (prop_oneof![1 => Just(0u8), 4 => Just(1), 2 => Just(2), 1 => Just(3)],
               prop_oneof![2 => Just(20u16), 2 => Just(6), 3 => 6u16..=20, 1 => 0u16..30],
               prop_oneof![4 => Just(0u16), 1 => 0u16..48],
