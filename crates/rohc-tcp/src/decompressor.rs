@@ -58,8 +58,12 @@ pub enum DecompressError {
     NoContext(u8),
     #[error("IR-DYN for context {0}, whose static part is unknown")]
     NoStaticContext(u8),
-    #[error("the reconstructed packet fails its checksum; dropped")]
+    #[error("the reconstructed header fails its CRC; dropped")]
     Verification,
+    /// The header passed its CRC, so the context decoded it, but the
+    /// packet fails its checksums: the link damaged the payload.
+    #[error("the header passes its CRC but the packet fails its checksum (payload damaged); dropped")]
+    PayloadDamaged,
     #[error(transparent)]
     Emit(#[from] EmitError),
 }
@@ -83,6 +87,13 @@ struct Context {
     /// The reference before the current one: a packet overtaken by a newer
     /// one was compressed against a VSW that lacked the newer one.
     previous: Option<Record>,
+    /// The newest header, newer than the reference, that passed its CRC
+    /// in a packet whose payload the link damaged (so not a reference by
+    /// §5.4.2 b): tried after the references, and a packet that passes
+    /// its checksum against it confirms it. Without it, a run of damaged
+    /// full-sized segments longer than the VSW leaves the reference
+    /// behind the compressor's window while every header got through.
+    damaged: Option<Record>,
     failures: u32,
     updates: u32,
 }
@@ -150,6 +161,14 @@ impl Decompressor {
                 // which counted none before IPv6 gave 0xF9 a meaning.
                 let foreign =
                     first == TYPE_IR_V6 && self.contexts[cid as usize].static_part.is_none_or(|s| s.ipv6.is_none());
+                // §5.6.2: N must tell being out of synchronisation from
+                // the link's errors. A packet whose header passed its CRC
+                // was decoded by the context, so only the payload was hit:
+                // it counts no failure and asks for no refresh (a NACK
+                // would only buy an IR-DYN, and the TCP sender resends the
+                // segment anyway). Otherwise a burst of N damaged segments,
+                // common where most bits are payload, would send an intact
+                // context to No Context (§5.4.2 c).
                 if matches!(e, DecompressError::Verification) && !foreign {
                     self.fail(cid);
                 }
@@ -167,6 +186,7 @@ impl Decompressor {
             ctx.full = false;
             ctx.reference = None;
             ctx.previous = None;
+            ctx.damaged = None;
         }
         let reference = ctx.reference;
         // §5.5.2.2 NACK(O); §5.5.3.2 NACK(R).
@@ -193,10 +213,17 @@ impl Decompressor {
         let start = out.len();
         h.emit(ir.payload.len(), out)?;
         out.extend_from_slice(ir.payload);
-        // RFC 3095 §5.9.2's CRC-8 over the header, then the checksums.
-        if crc8(&out[start..start + h.len()]) != ir.crc || !emitted_checksums_ok(&out[start..]) {
+        // RFC 3095 §5.9.1's CRC-8 over the header, then the checksums.
+        // §5.4.1 verifies an IR by the TCP checksum alone; here the CRC-8
+        // verifies its header, which is all the context takes from it
+        // (RFC 3095's IR CRC covers the header, not the payload), so an IR whose payload
+        // the link damaged still repairs the context, though the packet
+        // itself is dropped. A refresh rides on whatever segment is next,
+        // often a full-sized one that a noisy link rarely delivers whole.
+        if crc8(&out[start..start + h.len()]) != ir.crc {
             return Err(DecompressError::Verification);
         }
+        let payload_intact = emitted_checksums_ok(&out[start..]);
         let rec = Record {
             msn: ir.msn,
             h,
@@ -217,10 +244,14 @@ impl Decompressor {
         ctx.failures = 0;
         // §6.1: an uncompressed value that passed the checksum is a reference.
         ctx.previous = ctx.reference.replace(rec);
+        ctx.damaged = ctx.damaged.filter(|d| diff16(d.msn, rec.msn) > 0);
         ctx.updates = 0;
         // §5.5.2.2: ACK(O) for an IR that passes; §5.5.3.2 ACK(R) for every
         // context update.
         self.send(cid, FeedbackKind::Ack, Some(&rec));
+        if !payload_intact {
+            return Err(DecompressError::PayloadDamaged);
+        }
         Ok((kind, ir.payload.len()))
     }
 
@@ -241,8 +272,16 @@ impl Decompressor {
         let reference_msn = reference.msn;
         let start = out.len();
         let mut decoded = None;
-        for r in std::iter::once(reference).chain(ctx.previous.as_ref()) {
-            let co = CoPacket::parse(cid, rest, r.shape())?;
+        let mut header_passed: Option<Record> = None;
+        let candidates = std::iter::once(reference).chain(ctx.previous.as_ref()).chain(ctx.damaged.as_ref());
+        for (i, r) in candidates.enumerate() {
+            // Malformed for the reference is a format error; for a fallback
+            // whose shape differs, that fallback is skipped.
+            let co = match CoPacket::parse(cid, rest, r.shape()) {
+                Ok(co) => co,
+                Err(e) if i == 0 => return Err(e.into()),
+                Err(_) => continue,
+            };
             if let Some(rec) = reconstruct(&co, r, static_part) {
                 out.truncate(start);
                 rec.h.emit(co.payload.len(), out)?;
@@ -252,15 +291,30 @@ impl Decompressor {
                 // damaged packet must pass both to be emitted.
                 let header = &out[start..start + rec.h.len()];
                 let crc = if co.crc.1 == 3 { crc3(header) } else { crc7(header) };
-                if crc == co.crc.0 && emitted_checksums_ok(&out[start..]) {
-                    decoded =
-                        Some((rec, co.payload.len(), matches!(co.options, CoOptions::Raw(_)) || co.strides.is_some()));
-                    break;
+                if crc == co.crc.0 {
+                    // Not a reference without its checksum: a CRC-3 passes
+                    // one damaged header in eight.
+                    if emitted_checksums_ok(&out[start..]) {
+                        decoded = Some((
+                            rec,
+                            co.payload.len(),
+                            matches!(co.options, CoOptions::Raw(_)) || co.strides.is_some(),
+                        ));
+                        break;
+                    }
+                    header_passed.get_or_insert(rec);
                 }
             }
         }
         let Some((rec, payload_len, new_options)) = decoded else {
-            return Err(DecompressError::Verification);
+            let Some(rec) = header_passed else {
+                return Err(DecompressError::Verification);
+            };
+            let ctx = &mut self.contexts[cid as usize];
+            if diff16(rec.msn, ctx.damaged.map_or(reference_msn, |d| d.msn)) > 0 {
+                ctx.damaged = Some(rec);
+            }
+            return Err(DecompressError::PayloadDamaged);
         };
         let ctx = &mut self.contexts[cid as usize];
         ctx.failures = 0;
@@ -278,6 +332,7 @@ impl Decompressor {
         // the VSW slides over them, and the packets after failed.
         if diff16(rec.msn, reference_msn) > 0 {
             ctx.previous = ctx.reference.replace(rec);
+            ctx.damaged = ctx.damaged.filter(|d| diff16(d.msn, rec.msn) > 0);
             ctx.updates += 1;
             let every = match self.config.mode {
                 Mode::R => self.config.ack_every.max(1),

@@ -264,17 +264,20 @@ fn a_long_jump_is_sent_as_ir_dyn_and_restarts_the_trackers() {
 fn o_mode_nack_returns_the_compressor_to_ir_and_r_mode_vsw_shrinks_only_by_ack() {
     let flow: Vec<_> =
         bulk_transfer(300, 1460, 0, FlowOptions::default()).into_iter().filter(|(d, _)| *d == Dir::Forward).collect();
-    // O-mode: a damaged packet makes the decompressor NACK; the next packet is an IR-DYN.
+    // O-mode: a packet whose header fails its CRC makes the decompressor
+    // NACK; the next packet is an IR-DYN.
     let mut c = Compressor::new(CompressorConfig::with_mode(Mode::O));
     let mut d = Decompressor::new(DecompressorConfig::with_mode(Mode::O));
     let mut saw_nack = false;
     let mut kinds = Vec::new();
     for (i, (_, p)) in flow.iter().enumerate() {
         let mut wire = Vec::new();
-        kinds.push(c.compress(p, &mut wire).unwrap().kind);
+        let sent = c.compress(p, &mut wire).unwrap();
+        kinds.push(sent.kind);
         if i == 150 {
-            let last = wire.len() - 1;
-            wire[last] ^= 0x40; // payload damage: the TCP checksum fails
+            // Header damage: the last octet of the compressed header is the
+            // TCP checksum's, which the CRC covers.
+            wire[sent.header_len - 1] ^= 0x01;
         }
         let mut back = Vec::new();
         let r = d.decompress(&wire, &mut back);
@@ -474,4 +477,95 @@ fn o_and_r_mode_refreshes_carry_the_static_chain_until_it_is_acknowledged() {
         let at = first_delivered.unwrap_or_else(|| panic!("{mode:?}: no context ever; {kinds:?}"));
         assert_eq!(kinds[at], PacketKind::Ir, "{mode:?} {kinds:?}");
     }
+}
+
+/// Flips one bit of the last payload octet: the compressed header is
+/// intact, only the TCP checksum can see the damage.
+fn damage_payload(wire: &mut [u8]) {
+    if let Some(last) = wire.last_mut() {
+        *last ^= 0x10;
+    }
+}
+
+#[test]
+fn damaged_payloads_count_no_failure_and_ask_for_no_refresh() {
+    // §5.6.2: N must tell being out of synchronisation from the link's
+    // errors. More than N segments in a row reach the decompressor with
+    // their payload damaged (at BER 1e-4 seven 1500-octet frames in ten):
+    // each is dropped, but the context that decoded their headers stays
+    // Full, so the next intact segment is delivered, and no NACK asks the
+    // compressor for a refresh.
+    let flow: Vec<_> =
+        bulk_transfer(120, 1460, 0, FlowOptions::default()).into_iter().filter(|(d, _)| *d == Dir::Forward).collect();
+    for mode in MODES {
+        let dconfig = DecompressorConfig::with_mode(mode);
+        let mut c = Compressor::new(CompressorConfig::with_mode(mode));
+        let mut d = Decompressor::new(dconfig);
+        let damaged = 40..40 + 3 * dconfig.max_failures as usize;
+        let mut delivered = 0;
+        for (i, (_, p)) in flow.iter().enumerate() {
+            let mut wire = Vec::new();
+            c.compress(p, &mut wire).unwrap();
+            let mut back = Vec::new();
+            if damaged.contains(&i) {
+                damage_payload(&mut wire);
+                let e = d.decompress(&wire, &mut back).unwrap_err();
+                assert_eq!(e, rohc_tcp::DecompressError::PayloadDamaged, "{mode:?} packet {i}");
+                assert!(back.is_empty());
+            } else {
+                d.decompress(&wire, &mut back).unwrap_or_else(|e| panic!("{mode:?} packet {i}: {e}"));
+                assert_eq!(&back, p, "{mode:?} packet {i}");
+                delivered += 1;
+            }
+            while let Some(f) = d.poll_feedback() {
+                assert_ne!(f.kind, FeedbackKind::Nack, "{mode:?} packet {i}");
+                let mut b = Vec::new();
+                f.emit(&mut b);
+                c.handle_feedback(&b).unwrap();
+            }
+        }
+        assert_eq!(delivered, flow.len() - damaged.len(), "{mode:?}");
+    }
+}
+
+#[test]
+fn an_ir_with_a_damaged_payload_still_repairs_the_context() {
+    // The IR's CRC-8 covers its header, which is all the context takes
+    // from it: a refresh repairs a decompressor even when the segment it
+    // rode on is damaged. Here the first IR is lost and the refresh that
+    // follows arrives with its payload damaged; the packets after it are
+    // delivered at once.
+    let flow: Vec<_> = bulk_transfer(60, 1460, 0, FlowOptions::default())
+        .into_iter()
+        .filter(|(d, p)| *d == Dir::Forward && p[33] & 0x02 == 0)
+        .collect();
+    let mut c = Compressor::new(CompressorConfig::with_mode(Mode::U));
+    let mut d = Decompressor::new(DecompressorConfig::with_mode(Mode::U));
+    let mut kinds = Vec::new();
+    let mut repaired_by = None;
+    for (i, (_, p)) in flow.iter().enumerate() {
+        let mut wire = Vec::new();
+        let kind = c.compress(p, &mut wire).unwrap().kind;
+        kinds.push(kind);
+        if i == 0 {
+            continue; // the first IR is lost on the link
+        }
+        let mut back = Vec::new();
+        if kind == PacketKind::Ir && repaired_by.is_none() {
+            damage_payload(&mut wire);
+            let e = d.decompress(&wire, &mut back).unwrap_err();
+            assert_eq!(e, rohc_tcp::DecompressError::PayloadDamaged, "packet {i}");
+            repaired_by = Some(i);
+            continue;
+        }
+        let r = d.decompress(&wire, &mut back);
+        if repaired_by.is_some() {
+            r.unwrap_or_else(|e| panic!("packet {i} after the damaged IR: {e}; kinds {kinds:?}"));
+            assert_eq!(&back, p);
+        } else {
+            assert!(r.is_err(), "packet {i} before any IR arrived");
+        }
+    }
+    // The slow start's next refresh (F_PERIOD 1, 2, ...).
+    assert!(matches!(repaired_by, Some(1..=3)), "{repaired_by:?}: {kinds:?}");
 }
