@@ -87,13 +87,6 @@ struct Context {
     /// The reference before the current one: a packet overtaken by a newer
     /// one was compressed against a VSW that lacked the newer one.
     previous: Option<Record>,
-    /// The newest header, newer than the reference, that passed its CRC
-    /// in a packet whose payload the link damaged (so not a reference by
-    /// §5.4.2 b): tried after the references, and a packet that passes
-    /// its checksum against it confirms it. Without it, a run of damaged
-    /// full-sized segments longer than the VSW leaves the reference
-    /// behind the compressor's window while every header got through.
-    damaged: Option<Record>,
     failures: u32,
     updates: u32,
 }
@@ -161,36 +154,45 @@ impl Decompressor {
                 // which counted none before IPv6 gave 0xF9 a meaning.
                 let foreign =
                     first == TYPE_IR_V6 && self.contexts[cid as usize].static_part.is_none_or(|s| s.ipv6.is_none());
-                // §5.6.2: N must tell being out of synchronisation from
-                // the link's errors. A packet whose header passed its CRC
-                // was decoded by the context, so only the payload was hit:
-                // it counts no failure and asks for no refresh (a NACK
-                // would only buy an IR-DYN, and the TCP sender resends the
-                // segment anyway). Otherwise a burst of N damaged segments,
-                // common where most bits are payload, would send an intact
-                // context to No Context (§5.4.2 c).
-                if matches!(e, DecompressError::Verification) && !foreign {
-                    self.fail(cid);
+                // A packet whose header passed its CRC was decoded by the
+                // context, so only its payload was hit: it asks for no
+                // refresh (a NACK would only buy an IR-DYN, and the TCP
+                // sender resends the segment anyway). It still counts
+                // towards N (§5.4.2 c): the reference does not move while
+                // such packets arrive, and N bounds how far behind the
+                // compressor's window it may fall. Decoding against a
+                // reference the window has left is off by a power of two
+                // in an LSB-encoded field, which a single flipped bit of
+                // the checksum can hide from the TCP checksum, leaving only
+                // the CRC-3 between it and the network.
+                match e {
+                    DecompressError::Verification if !foreign => self.fail(cid, true),
+                    DecompressError::PayloadDamaged => self.fail(cid, false),
+                    _ => {}
                 }
                 Err(e)
             }
         }
     }
 
-    fn fail(&mut self, cid: u8) {
+    /// Counts a failure; NACKs it if `header_failed`, or if it sends the
+    /// context to No Context.
+    fn fail(&mut self, cid: u8, header_failed: bool) {
         let max = self.config.max_failures.max(1);
         let ctx = &mut self.contexts[cid as usize];
         ctx.failures += 1;
-        if ctx.failures >= max {
+        let lost = ctx.failures >= max;
+        if lost {
             // §5.4.2 c; the static part stays, so an IR-DYN re-enters.
             ctx.full = false;
             ctx.reference = None;
             ctx.previous = None;
-            ctx.damaged = None;
         }
         let reference = ctx.reference;
-        // §5.5.2.2 NACK(O); §5.5.3.2 NACK(R).
-        self.send(cid, FeedbackKind::Nack, reference.as_ref());
+        if header_failed || lost {
+            // §5.5.2.2 NACK(O); §5.5.3.2 NACK(R).
+            self.send(cid, FeedbackKind::Nack, reference.as_ref());
+        }
     }
 
     fn decompress_ir(
@@ -244,7 +246,6 @@ impl Decompressor {
         ctx.failures = 0;
         // §6.1: an uncompressed value that passed the checksum is a reference.
         ctx.previous = ctx.reference.replace(rec);
-        ctx.damaged = ctx.damaged.filter(|d| diff16(d.msn, rec.msn) > 0);
         ctx.updates = 0;
         // §5.5.2.2: ACK(O) for an IR that passes; §5.5.3.2 ACK(R) for every
         // context update.
@@ -272,16 +273,9 @@ impl Decompressor {
         let reference_msn = reference.msn;
         let start = out.len();
         let mut decoded = None;
-        let mut header_passed: Option<Record> = None;
-        let candidates = std::iter::once(reference).chain(ctx.previous.as_ref()).chain(ctx.damaged.as_ref());
-        for (i, r) in candidates.enumerate() {
-            // Malformed for the reference is a format error; for a fallback
-            // whose shape differs, that fallback is skipped.
-            let co = match CoPacket::parse(cid, rest, r.shape()) {
-                Ok(co) => co,
-                Err(e) if i == 0 => return Err(e.into()),
-                Err(_) => continue,
-            };
+        let mut header_passed = false;
+        for r in std::iter::once(reference).chain(ctx.previous.as_ref()) {
+            let co = CoPacket::parse(cid, rest, r.shape())?;
             if let Some(rec) = reconstruct(&co, r, static_part) {
                 out.truncate(start);
                 rec.h.emit(co.payload.len(), out)?;
@@ -302,19 +296,12 @@ impl Decompressor {
                         ));
                         break;
                     }
-                    header_passed.get_or_insert(rec);
+                    header_passed = true;
                 }
             }
         }
         let Some((rec, payload_len, new_options)) = decoded else {
-            let Some(rec) = header_passed else {
-                return Err(DecompressError::Verification);
-            };
-            let ctx = &mut self.contexts[cid as usize];
-            if diff16(rec.msn, ctx.damaged.map_or(reference_msn, |d| d.msn)) > 0 {
-                ctx.damaged = Some(rec);
-            }
-            return Err(DecompressError::PayloadDamaged);
+            return Err(if header_passed { DecompressError::PayloadDamaged } else { DecompressError::Verification });
         };
         let ctx = &mut self.contexts[cid as usize];
         ctx.failures = 0;
@@ -332,7 +319,6 @@ impl Decompressor {
         // the VSW slides over them, and the packets after failed.
         if diff16(rec.msn, reference_msn) > 0 {
             ctx.previous = ctx.reference.replace(rec);
-            ctx.damaged = ctx.damaged.filter(|d| diff16(d.msn, rec.msn) > 0);
             ctx.updates += 1;
             let every = match self.config.mode {
                 Mode::R => self.config.ack_every.max(1),

@@ -488,43 +488,56 @@ fn damage_payload(wire: &mut [u8]) {
 }
 
 #[test]
-fn damaged_payloads_count_no_failure_and_ask_for_no_refresh() {
-    // §5.6.2: N must tell being out of synchronisation from the link's
-    // errors. More than N segments in a row reach the decompressor with
-    // their payload damaged (at BER 1e-4 seven 1500-octet frames in ten):
-    // each is dropped, but the context that decoded their headers stays
-    // Full, so the next intact segment is delivered, and no NACK asks the
-    // compressor for a refresh.
+fn damaged_payloads_ask_for_no_refresh_until_n_of_them_stop_the_context() {
+    // A packet whose header passes its CRC but whose payload fails the TCP
+    // checksum is dropped without a NACK: its header shows the context is
+    // in step, and the TCP sender resends the segment. Such packets still
+    // count towards N (§5.4.2 c), since the reference stands still while
+    // they arrive: the N-th in a row sends the context to No Context with
+    // one NACK (O- and R-mode), and the compressor's refresh restores it.
     let flow: Vec<_> =
-        bulk_transfer(120, 1460, 0, FlowOptions::default()).into_iter().filter(|(d, _)| *d == Dir::Forward).collect();
+        bulk_transfer(160, 1460, 0, FlowOptions::default()).into_iter().filter(|(d, _)| *d == Dir::Forward).collect();
     for mode in MODES {
         let dconfig = DecompressorConfig::with_mode(mode);
+        let n = dconfig.max_failures as usize;
         let mut c = Compressor::new(CompressorConfig::with_mode(mode));
         let mut d = Decompressor::new(dconfig);
-        let damaged = 40..40 + 3 * dconfig.max_failures as usize;
-        let mut delivered = 0;
+        // A run one short of N, then a run of N.
+        let short = 40..40 + n - 1;
+        let long = 100..100 + n;
+        let mut nacks = Vec::new();
         for (i, (_, p)) in flow.iter().enumerate() {
             let mut wire = Vec::new();
             c.compress(p, &mut wire).unwrap();
             let mut back = Vec::new();
-            if damaged.contains(&i) {
+            let r = if short.contains(&i) || long.contains(&i) {
                 damage_payload(&mut wire);
                 let e = d.decompress(&wire, &mut back).unwrap_err();
                 assert_eq!(e, rohc_tcp::DecompressError::PayloadDamaged, "{mode:?} packet {i}");
                 assert!(back.is_empty());
+                None
             } else {
-                d.decompress(&wire, &mut back).unwrap_or_else(|e| panic!("{mode:?} packet {i}: {e}"));
+                Some(d.decompress(&wire, &mut back))
+            };
+            if i == short.end {
+                // The context stayed Full through the short run.
+                r.unwrap().unwrap_or_else(|e| panic!("{mode:?} packet {i}: {e}"));
                 assert_eq!(&back, p, "{mode:?} packet {i}");
-                delivered += 1;
+            }
+            if i == long.end - 1 {
+                assert_eq!(d.state(0), rohc_tcp::DecompressorState::NoContext, "{mode:?}");
             }
             while let Some(f) = d.poll_feedback() {
-                assert_ne!(f.kind, FeedbackKind::Nack, "{mode:?} packet {i}");
+                if f.kind == FeedbackKind::Nack {
+                    nacks.push(i);
+                }
                 let mut b = Vec::new();
                 f.emit(&mut b);
                 c.handle_feedback(&b).unwrap();
             }
         }
-        assert_eq!(delivered, flow.len() - damaged.len(), "{mode:?}");
+        let expected = if mode == Mode::U { vec![] } else { vec![long.end - 1] };
+        assert_eq!(nacks, expected, "{mode:?}");
     }
 }
 
