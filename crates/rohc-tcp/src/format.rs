@@ -366,10 +366,12 @@ const CRC16_TABLE: [u16; 256] = {
     t
 };
 
-/// Two octets a step: from register (h, l) and octets b0, b1, the
+/// Two octets a step (the tests' CRC-16 of any octets, which
+/// [`fold_checksum`]'s is checked against): from register (h, l) and octets b0, b1, the
 /// register is `CRC16_TABLE[l ^ b1] ^ CRC16_PAIR[h ^ b0]`, where
 /// `CRC16_PAIR[x]` is what octet x then a zero octet leave (the table is
 /// linear), so the two look-ups do not wait for each other.
+#[cfg(test)]
 const CRC16_PAIR: [u16; 256] = {
     let mut t = [0u16; 256];
     let mut i = 0;
@@ -381,6 +383,7 @@ const CRC16_PAIR: [u16; 256] = {
     t
 };
 
+#[cfg(test)]
 fn crc16(data: &[u8]) -> u16 {
     let mut pairs = data.chunks_exact(2);
     let mut crc = 0xffffu16;
@@ -446,9 +449,80 @@ fn crc_with(t: &[[u8; 256]; 4], init: u8, data: &[u8]) -> u8 {
     words.remainder().iter().fold(c, |c, &b| t[0][(c ^ b) as usize])
 }
 
+/// The CRC-3 register after `j` zero octets from its initial value (all
+/// ones), for `j` of 0 to 6.
+const CRC3_INIT_AFTER: [u8; 7] = {
+    let mut t = [0u8; 7];
+    let mut c = 0x7u8;
+    let mut j = 0;
+    while j < 7 {
+        t[j] = c;
+        c = CRC3_TABLE[0][c as usize];
+        j += 1;
+    }
+    t
+};
+
+/// `CRC3_OF_FOLD[v]`: the CRC-3 (from a zero register) of 7 octets whose
+/// first is `v` (below 128) and the rest zero.
+const CRC3_OF_FOLD: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut v = 0;
+    while v < 128 {
+        let mut c = CRC3_TABLE[0][v];
+        let mut j = 0;
+        while j < 6 {
+            c = CRC3_TABLE[0][c as usize];
+            j += 1;
+        }
+        t[v] = c;
+        v += 1;
+    }
+    t
+};
+
 /// RFC 3095 §5.9.2 CRC-3 (initial value all ones).
+///
+/// Its polynomial 1 + x + x^3 is primitive, so x^7 ≡ 1 modulo it: a bit's
+/// part in the CRC (x to the power of the bits after it) depends only on
+/// how many bits follow it modulo 7. An octet's bits thus take the same
+/// parts as those of the octet 7 places on (56 bits later), so the octets
+/// are XORed together 7 at a time (one 8-octet load shifted by one octet)
+/// from the end; within those 7 octets, read as a little-endian word (the
+/// CRC takes each octet's least significant bit first), bit `P` has
+/// 55 − `P` bits after it, so the bits are XORed together by `P` modulo 7
+/// into 7, whose CRC is a look-up (`CRC3_OF_FOLD`). The initial value's
+/// part is the register it leaves after the octets (`CRC3_INIT_AFTER`; 7
+/// zero octets leave it as it is).
 pub fn crc3(data: &[u8]) -> u8 {
-    crc_with(&CRC3_TABLE, 0x7, data)
+    let n = data.len();
+    if n < 8 {
+        return crc_with(&CRC3_TABLE, 0x7, data);
+    }
+    let le64 = |at: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&data[at..at + 8]);
+        u64::from_le_bytes(b)
+    };
+    // Octets end − 7 .. end, for end = n, n − 7, … while the octet before
+    // them exists, XORed together; two such runs a step.
+    let mut folded = 0u64;
+    let mut end = n;
+    while end >= 15 {
+        folded ^= (le64(end - 8) >> 8) ^ (le64(end - 15) >> 8);
+        end -= 14;
+    }
+    if end >= 8 {
+        folded ^= le64(end - 8) >> 8;
+        end -= 7;
+    }
+    // The 1 to 7 octets before `end` to the last of the 7 places.
+    folded ^= (le64(0) << (8 * (7 - end))) & 0x00ff_ffff_ffff_ffff;
+    // 56 bits to 7 by bit position modulo 7 (28, 14 and 7 are multiples).
+    let mut bits = (folded & 0xfff_ffff) ^ (folded >> 28);
+    bits = (bits & 0x3fff) ^ (bits >> 14);
+    bits = (bits & 0x7f) ^ (bits >> 7);
+    CRC3_INIT_AFTER[n % 7] ^ CRC3_OF_FOLD[bits as usize]
 }
 
 /// RFC 3095 §5.9.2 CRC-7.
@@ -461,6 +535,39 @@ pub fn crc8(data: &[u8]) -> u8 {
     crc_with(&CRC8_TABLE, 0xff, data)
 }
 
+/// Octets of the values [`fold_checksum`] takes the CRC-16 of.
+const FOLDED_LEN: usize = 12;
+
+/// `CRC16_AT[i][b]`: what octet `b` at offset `i` of [`FOLDED_LEN`] octets
+/// adds to their CRC-16 (the CRC is linear: its register from 0 after
+/// octet `b` and the zero octets after it).
+const CRC16_AT: [[u16; 256]; FOLDED_LEN] = {
+    let mut t = [[0u16; 256]; FOLDED_LEN];
+    let mut b = 0;
+    while b < 256 {
+        let mut c = CRC16_TABLE[b];
+        let mut i = FOLDED_LEN;
+        while i > 0 {
+            i -= 1;
+            t[i][b] = c;
+            c = (c << 8) ^ CRC16_TABLE[(c >> 8) as usize];
+        }
+        b += 1;
+    }
+    t
+};
+
+/// The CRC-16 of [`FOLDED_LEN`] zero octets: what the initial value adds.
+const CRC16_OF_ZEROS: u16 = {
+    let mut c = 0xffffu16;
+    let mut i = 0;
+    while i < FOLDED_LEN {
+        c = (c << 8) ^ CRC16_TABLE[(c >> 8) as usize];
+        i += 1;
+    }
+    c
+};
+
 /// The transmitted checksum field: the TCP checksum XOR a CRC-16 of the
 /// reconstructed values the TCP checksum does not cover (MSN, TOS, IP-ID,
 /// IP flags and fragment offset, TTL, the two strides). A wrongly decoded
@@ -468,15 +575,33 @@ pub fn crc8(data: &[u8]) -> u8 {
 /// TCP-checksum verification (§5.4) covers every field it reconstructs, at
 /// no extra bits.
 pub fn fold_checksum(tcp_checksum: u16, h: &TcpIpHeader, msn: u16, strides: (u16, u16)) -> u16 {
-    let mut d = [0u8; 12];
-    d[0..2].copy_from_slice(&msn.to_be_bytes());
-    d[2] = h.tos;
-    d[3..5].copy_from_slice(&h.ip_id.to_be_bytes());
-    d[5..7].copy_from_slice(&h.flags_frag.to_be_bytes());
-    d[7] = h.ttl;
-    d[8..10].copy_from_slice(&strides.0.to_be_bytes());
-    d[10..12].copy_from_slice(&strides.1.to_be_bytes());
-    tcp_checksum ^ crc16(&d)
+    let [msn_hi, msn_lo] = msn.to_be_bytes();
+    let [ip_id_hi, ip_id_lo] = h.ip_id.to_be_bytes();
+    let [ff_hi, ff_lo] = h.flags_frag.to_be_bytes();
+    let [seq_stride_hi, seq_stride_lo] = strides.0.to_be_bytes();
+    let [ack_stride_hi, ack_stride_lo] = strides.1.to_be_bytes();
+    let d: [u8; FOLDED_LEN] = [
+        msn_hi,
+        msn_lo,
+        h.tos,
+        ip_id_hi,
+        ip_id_lo,
+        ff_hi,
+        ff_lo,
+        h.ttl,
+        seq_stride_hi,
+        seq_stride_lo,
+        ack_stride_hi,
+        ack_stride_lo,
+    ];
+    // The CRC-16 of `d` as the sum of its octets' parts: twelve look-ups
+    // that do not wait for each other, where the CRC octet by octet is a
+    // chain of them.
+    let mut crc = CRC16_OF_ZEROS;
+    for (i, &b) in d.iter().enumerate() {
+        crc ^= CRC16_AT[i][b as usize];
+    }
+    tcp_checksum ^ crc
 }
 
 /// The static chain: addresses and ports; for IPv6 also the flow label
@@ -1224,6 +1349,25 @@ mod tests {
         // and of an even length.
         assert_eq!(crc16(b"123456789"), 0x29b1);
         assert_eq!(crc16(b"12345678"), 0xa12b);
+        // fold_checksum's octet by octet parts sum to the CRC-16 of the
+        // values' octets.
+        let mut h = crate::packet::TcpIpHeader::new([1, 2, 3, 4], 5, [6, 7, 8, 9], 10);
+        let mut x = 0x9e37_79b9u32;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let (msn, strides) = (x as u16, ((x >> 3) as u16, (x >> 16) as u16));
+            (h.tos, h.ip_id, h.flags_frag, h.ttl) =
+                ((x >> 7) as u8, (x >> 11) as u16, (x >> 5) as u16, (x >> 24) as u8);
+            let mut d = Vec::new();
+            for v in [&msn.to_be_bytes()[..], &[h.tos], &h.ip_id.to_be_bytes(), &h.flags_frag.to_be_bytes(), &[h.ttl]] {
+                d.extend_from_slice(v);
+            }
+            d.extend_from_slice(&strides.0.to_be_bytes());
+            d.extend_from_slice(&strides.1.to_be_bytes());
+            assert_eq!(fold_checksum(0x1234, &h, msn, strides), 0x1234 ^ crc16(&d));
+        }
     }
 
     #[test]
@@ -1236,6 +1380,16 @@ mod tests {
             for len in 0..data.len() {
                 let one_at_a_time = data[..len].iter().fold(init, |c, &b| t[0][(c ^ b) as usize]);
                 assert_eq!(crc_with(t, init, &data[..len]), one_at_a_time, "{len} octets");
+            }
+        }
+        // CRC-3's fold by 7 octets agrees with the octet at a time at every
+        // length and alignment.
+        let data: Vec<u8> = (0..300u32).map(|i| (i.wrapping_mul(2246822519) >> 9) as u8).collect();
+        for start in 0..8 {
+            for len in 0..data.len() - start {
+                let part = &data[start..start + len];
+                let one_at_a_time = part.iter().fold(0x7, |c, &b| CRC3_TABLE[0][(c ^ b) as usize]);
+                assert_eq!(crc3(part), one_at_a_time, "{len} octets from {start}");
             }
         }
     }
