@@ -1,7 +1,7 @@
 //! The compressed packet formats (parse/emit pairs); the layout is
 //! documented in the crate's top-level docs.
 
-use crate::bits::{BitReader, BitWriter, Truncated, SCRATCH};
+use crate::bits::{BitReader, BitWriter, Truncated, WordReader, SCRATCH};
 use crate::packet::{Ipv6Part, OptionWalker, RawOptions, TcpIpHeader, FLAG_PSH};
 use crate::wlsb::Lsb;
 
@@ -1084,16 +1084,16 @@ impl<'a> CoPacket<'a> {
 
     /// Parses the compact format.
     fn parse_compact(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
-        let mut scratch = SCRATCH;
-        let mut r = BitReader::new(data, &mut scratch);
-        r.get(2)?;
-        let msn = r.get(COMPACT_MSN.k)?;
-        let crc = r.get(3)? as u8;
-        let data_bit = r.get(1)? == 1;
-        let lag = (SEL_COMPACT_SCALED, r.get(COMPACT_SCALED.k)?);
-        let t = r.get(1)? == 1;
+        let mut r = WordReader::new(data);
+        r.get(2);
+        let msn = r.get(COMPACT_MSN.k);
+        let crc = r.get(3) as u8;
+        let data_bit = r.get(1) == 1;
+        let lag = (SEL_COMPACT_SCALED, r.get(COMPACT_SCALED.k));
+        let t = r.get(1) == 1;
         let ts = read_short_timestamps(&mut r, t, shape)?;
-        let checksum = r.get(16)? as u16;
+        let checksum = r.get(16) as u16;
+        r.check()?;
         let at = r.octets_used();
         let (seq, ack) = if data_bit { (lag, (0, 0)) } else { ((0, 0), lag) };
         Ok(CoPacket {
@@ -1107,24 +1107,25 @@ impl<'a> CoPacket<'a> {
 
     /// Parses the short format.
     fn parse_short(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
-        let mut scratch = SCRATCH;
-        let mut r = BitReader::new(data, &mut scratch);
-        r.get(2)?;
-        let msn = r.get(3)?;
-        let crc = r.get(3)? as u8;
-        let second = r.get(8)? as u8;
-        let msn = r.get(4)? << 3 | msn;
+        let mut r = WordReader::new(data);
+        r.get(2);
+        let msn = r.get(3);
+        let crc = r.get(3) as u8;
+        let second = r.get(8) as u8;
+        let msn = r.get(4) << 3 | msn;
         if shape.ipv6 && second & 8 == 0 {
+            r.check()?;
             // IPv6 has no IP-ID: only "unchanged" (zero) applies.
             return Err(FormatError::Reserved("IP-ID offset in an IPv6 context"));
         }
         let seq_sel = SHORT_SEQ[(second >> 6) as usize];
         let ack_sel = SHORT_ACK[((second >> 4) & 3) as usize];
-        let seq = r.get(SEQ_BITS[seq_sel as usize])?;
-        let ack = r.get(SEQ_BITS[ack_sel as usize])?;
-        let window = if second & 2 != 0 { WindowField::Short(r.get(WINDOW_SHORT.k)?) } else { WindowField::Static };
+        let seq = r.get(SEQ_BITS[seq_sel as usize]);
+        let ack = r.get(SEQ_BITS[ack_sel as usize]);
+        let window = if second & 2 != 0 { WindowField::Short(r.get(WINDOW_SHORT.k)) } else { WindowField::Static };
         let ts = read_short_timestamps(&mut r, second & 1 != 0, shape)?;
-        let checksum = r.get(16)? as u16;
+        let checksum = r.get(16) as u16;
+        r.check()?;
         let at = r.octets_used();
         Ok(CoPacket {
             msn: (msn, 7),
@@ -1256,14 +1257,16 @@ impl<'a> CoPacket<'a> {
 
 /// The short and compact formats' timestamps: both LSB(8,15) if
 /// `present`, else both STATIC.
-fn read_short_timestamps(r: &mut BitReader, present: bool, shape: OptShape) -> Result<[(u8, u32); 2], FormatError> {
+fn read_short_timestamps(r: &mut WordReader, present: bool, shape: OptShape) -> Result<[(u8, u32); 2], FormatError> {
     if !present {
         return Ok([(0, 0), (0, 0)]);
     }
     if !shape.ts {
+        // A packet that ended before this is truncated first.
+        r.check()?;
         return Err(FormatError::Reserved("timestamps without a timestamp option"));
     }
-    Ok([(4, r.get(TS_SHORT.k)?), (4, r.get(TS_SHORT.k)?)])
+    Ok([(4, r.get(TS_SHORT.k)), (4, r.get(TS_SHORT.k))])
 }
 
 /// The short format carries [`COMPACT_SCALED`] as [`MSN_SCALED`], whose
