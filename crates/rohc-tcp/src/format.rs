@@ -449,55 +449,72 @@ fn crc_with(t: &[[u8; 256]; 4], init: u8, data: &[u8]) -> u8 {
     words.remainder().iter().fold(c, |c, &b| t[0][(c ^ b) as usize])
 }
 
-/// The CRC-3 register after `j` zero octets from its initial value (all
-/// ones), for `j` of 0 to 6.
-const CRC3_INIT_AFTER: [u8; 7] = {
-    let mut t = [0u8; 7];
-    let mut c = 0x7u8;
+/// What [`crc_folded`] looks up for a CRC whose polynomial divides
+/// x^56 − 1 (x^56 ≡ 1 modulo it): CRC-3's (x^7 ≡ 1: 1 + x + x^3 is
+/// primitive) and CRC-7's (x^14 ≡ 1).
+struct FoldedCrc {
+    /// The octet-at-a-time tables, for packets shorter than 8 octets.
+    table: [[u8; 256]; 4],
+    init: u8,
+    /// The register after `j` zero octets from `init`, for `j` of 0 to 6.
+    init_after: [u8; 7],
+    /// The CRC (from a zero register) of 7 octets whose first is `b` and
+    /// the rest zero, and of those whose second is `b`.
+    first: [u8; 256],
+    second: [u8; 256],
+}
+
+const fn folded_crc(table: [[u8; 256]; 4], init: u8) -> FoldedCrc {
+    let t = &table[0];
+    let mut init_after = [0u8; 7];
+    let mut c = init;
     let mut j = 0;
     while j < 7 {
-        t[j] = c;
-        c = CRC3_TABLE[0][c as usize];
+        init_after[j] = c;
+        c = t[c as usize];
         j += 1;
     }
-    t
-};
-
-/// `CRC3_OF_FOLD[v]`: the CRC-3 (from a zero register) of 7 octets whose
-/// first is `v` (below 128) and the rest zero.
-const CRC3_OF_FOLD: [u8; 128] = {
-    let mut t = [0u8; 128];
-    let mut v = 0;
-    while v < 128 {
-        let mut c = CRC3_TABLE[0][v];
+    let mut first = [0u8; 256];
+    let mut second = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        // Octet b then six zero octets; a zero octet, octet b, five more.
+        let (mut f, mut s) = (t[b], t[b]);
         let mut j = 0;
         while j < 6 {
-            c = CRC3_TABLE[0][c as usize];
+            f = t[f as usize];
+            if j < 5 {
+                s = t[s as usize];
+            }
             j += 1;
         }
-        t[v] = c;
-        v += 1;
+        first[b] = f;
+        second[b] = s;
+        b += 1;
     }
-    t
-};
+    FoldedCrc { table, init, init_after, first, second }
+}
 
-/// RFC 3095 §5.9.2 CRC-3 (initial value all ones).
+const CRC3_FOLDED: FoldedCrc = folded_crc(CRC3_TABLE, 0x7);
+const CRC7_FOLDED: FoldedCrc = folded_crc(CRC7_TABLE, 0x7f);
+
+/// A CRC whose polynomial divides x^56 − 1 ([`FoldedCrc`]), by folding.
 ///
-/// Its polynomial 1 + x + x^3 is primitive, so x^7 ≡ 1 modulo it: a bit's
-/// part in the CRC (x to the power of the bits after it) depends only on
-/// how many bits follow it modulo 7. An octet's bits thus take the same
-/// parts as those of the octet 7 places on (56 bits later), so the octets
-/// are XORed together 7 at a time (one 8-octet load shifted by one octet)
-/// from the end; within those 7 octets, read as a little-endian word (the
-/// CRC takes each octet's least significant bit first), bit `P` has
-/// 55 − `P` bits after it, so the bits are XORed together by `P` modulo 7
-/// into 7, whose CRC is a look-up (`CRC3_OF_FOLD`). The initial value's
-/// part is the register it leaves after the octets (`CRC3_INIT_AFTER`; 7
-/// zero octets leave it as it is).
-pub fn crc3(data: &[u8]) -> u8 {
+/// A bit's part in the CRC is x to the power of the bits after it, which
+/// then only matters modulo 56 (CRC-3: 7; CRC-7: 14): an octet's bits take
+/// the same parts as those of the octet 7 places on (56 bits later). So
+/// the octets are XORed together 7 at a time (one 8-octet load shifted by
+/// one octet) from the end; within those 7 octets, read as a
+/// little-endian word (the CRC takes each octet's least significant bit
+/// first), bit `P` has 55 − `P` bits after it, so the bits are XORed
+/// together by `P` modulo 14 into the first 14, whose CRC is two look-ups.
+/// The initial value's part is the register it leaves after the octets
+/// (`init_after`; 7 zero octets leave it as it is).
+#[inline]
+fn crc_folded(crc: &FoldedCrc, data: &[u8]) -> u8 {
     let n = data.len();
     if n < 8 {
-        return crc_with(&CRC3_TABLE, 0x7, data);
+        return crc_with(&crc.table, crc.init, data);
     }
     let le64 = |at: usize| {
         let mut b = [0u8; 8];
@@ -518,16 +535,20 @@ pub fn crc3(data: &[u8]) -> u8 {
     }
     // The 1 to 7 octets before `end` to the last of the 7 places.
     folded ^= (le64(0) << (8 * (7 - end))) & 0x00ff_ffff_ffff_ffff;
-    // 56 bits to 7 by bit position modulo 7 (28, 14 and 7 are multiples).
+    // 56 bits to 14 by bit position modulo 14 (28 and 14 are multiples).
     let mut bits = (folded & 0xfff_ffff) ^ (folded >> 28);
     bits = (bits & 0x3fff) ^ (bits >> 14);
-    bits = (bits & 0x7f) ^ (bits >> 7);
-    CRC3_INIT_AFTER[n % 7] ^ CRC3_OF_FOLD[bits as usize]
+    crc.init_after[n % 7] ^ crc.first[(bits & 0xff) as usize] ^ crc.second[(bits >> 8) as usize]
+}
+
+/// RFC 3095 §5.9.2 CRC-3 (initial value all ones).
+pub fn crc3(data: &[u8]) -> u8 {
+    crc_folded(&CRC3_FOLDED, data)
 }
 
 /// RFC 3095 §5.9.2 CRC-7.
 pub fn crc7(data: &[u8]) -> u8 {
-    crc_with(&CRC7_TABLE, 0x7f, data)
+    crc_folded(&CRC7_FOLDED, data)
 }
 
 /// RFC 3095 §5.9.2 CRC-8.
@@ -1385,14 +1406,16 @@ mod tests {
                 assert_eq!(crc_with(t, init, &data[..len]), one_at_a_time, "{len} octets");
             }
         }
-        // CRC-3's fold by 7 octets agrees with the octet at a time at every
-        // length and alignment.
+        // CRC-3's and CRC-7's folds by 7 octets agree with the octet at a
+        // time at every length and alignment.
         let data: Vec<u8> = (0..300u32).map(|i| (i.wrapping_mul(2246822519) >> 9) as u8).collect();
-        for start in 0..8 {
-            for len in 0..data.len() - start {
-                let part = &data[start..start + len];
-                let one_at_a_time = part.iter().fold(0x7, |c, &b| CRC3_TABLE[0][(c ^ b) as usize]);
-                assert_eq!(crc3(part), one_at_a_time, "{len} octets from {start}");
+        for (crc, t, init) in [(crc3 as fn(&[u8]) -> u8, &CRC3_TABLE, 0x7), (crc7, &CRC7_TABLE, 0x7f)] {
+            for start in 0..8 {
+                for len in 0..data.len() - start {
+                    let part = &data[start..start + len];
+                    let one_at_a_time = part.iter().fold(init, |c, &b| t[0][(c ^ b) as usize]);
+                    assert_eq!(crc(part), one_at_a_time, "{len} octets from {start}");
+                }
             }
         }
     }
