@@ -115,6 +115,56 @@ impl<'a> BitReader<'a> {
     }
 }
 
+/// Reads fields of 0–32 bits from a packet's first 16 octets, held as one
+/// 128-bit word (zero past the packet's end): the short and compact
+/// formats, whose fields take at most 98 bits. Reading past the end is
+/// found by [`WordReader::check`], which a parser calls before it returns
+/// anything, so that a truncated packet is refused as [`BitReader`]
+/// refuses it (fields read past the end are zero, and only decide how
+/// many more are read).
+pub(crate) struct WordReader {
+    word: u128,
+    bit: u32,
+    /// The packet's length in bits.
+    limit: usize,
+}
+
+impl WordReader {
+    pub fn new(data: &[u8]) -> Self {
+        let mut octets = [0u8; 16];
+        match data.get(..16) {
+            Some(first) => octets.copy_from_slice(first),
+            None => octets[..data.len()].copy_from_slice(data),
+        }
+        WordReader { word: u128::from_be_bytes(octets), bit: 0, limit: data.len() * 8 }
+    }
+
+    #[inline(always)]
+    pub fn get(&mut self, width: u32) -> u32 {
+        debug_assert!(width <= 32 && self.bit + width <= 128);
+        // Shifted in two steps so that a width of 0 gives 0 (a shift by
+        // 128 would overflow).
+        let v = ((self.word << self.bit) >> 1) >> (127 - width);
+        self.bit += width;
+        v as u32
+    }
+
+    /// Whether the fields read so far lie within the packet.
+    #[inline]
+    pub fn check(&self) -> Result<(), Truncated> {
+        if self.bit as usize > self.limit {
+            Err(Truncated)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The octet offset after padding to the next octet.
+    pub fn octets_used(&self) -> usize {
+        self.bit.div_ceil(8) as usize
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +186,36 @@ mod tests {
         }
         assert_eq!(r.octets_used(), out.len());
         assert!(r.get(8).is_err());
+    }
+
+    #[test]
+    fn the_word_reader_reads_as_the_bit_reader() {
+        let fields = [(1, 1), (0x5, 3), (0x3fff, 14), (0xdeadbeef, 32), (0, 0), (0x7f, 7), (0xabc, 12), (0x2a, 6)];
+        let mut out = Vec::new();
+        let mut w = BitWriter::new(&mut out);
+        for (v, n) in fields {
+            w.put(v, n);
+        }
+        w.finish();
+        out.extend_from_slice(&[0x55; 9]);
+        for len in 0..out.len() {
+            let mut scratch = SCRATCH;
+            let mut bits = BitReader::new(&out[..len], &mut scratch);
+            let mut word = WordReader::new(&out[..len]);
+            for (_, n) in fields {
+                let want = bits.get(n);
+                let got = word.get(n);
+                match want {
+                    Ok(v) => assert_eq!((got, word.check()), (v, Ok(())), "{len} octets"),
+                    Err(e) => {
+                        assert_eq!(word.check(), Err(e), "{len} octets");
+                        break;
+                    }
+                }
+            }
+            if word.check().is_ok() {
+                assert_eq!(word.octets_used(), bits.octets_used());
+            }
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The compressed packet formats (parse/emit pairs); the layout is
 //! documented in the crate's top-level docs.
 
-use crate::bits::{BitReader, BitWriter, Truncated, SCRATCH};
+use crate::bits::{BitReader, BitWriter, Truncated, WordReader, SCRATCH};
 use crate::packet::{Ipv6Part, OptionWalker, RawOptions, TcpIpHeader, FLAG_PSH};
 use crate::wlsb::Lsb;
 
@@ -366,10 +366,12 @@ const CRC16_TABLE: [u16; 256] = {
     t
 };
 
-/// Two octets a step: from register (h, l) and octets b0, b1, the
+/// Two octets a step (the tests' CRC-16 of any octets, which
+/// [`fold_checksum`]'s is checked against): from register (h, l) and octets b0, b1, the
 /// register is `CRC16_TABLE[l ^ b1] ^ CRC16_PAIR[h ^ b0]`, where
 /// `CRC16_PAIR[x]` is what octet x then a zero octet leave (the table is
 /// linear), so the two look-ups do not wait for each other.
+#[cfg(test)]
 const CRC16_PAIR: [u16; 256] = {
     let mut t = [0u16; 256];
     let mut i = 0;
@@ -381,6 +383,7 @@ const CRC16_PAIR: [u16; 256] = {
     t
 };
 
+#[cfg(test)]
 fn crc16(data: &[u8]) -> u16 {
     let mut pairs = data.chunks_exact(2);
     let mut crc = 0xffffu16;
@@ -446,20 +449,145 @@ fn crc_with(t: &[[u8; 256]; 4], init: u8, data: &[u8]) -> u8 {
     words.remainder().iter().fold(c, |c, &b| t[0][(c ^ b) as usize])
 }
 
+/// What [`crc_folded`] looks up for a CRC whose polynomial divides
+/// x^56 − 1 (x^56 ≡ 1 modulo it): CRC-3's (x^7 ≡ 1: 1 + x + x^3 is
+/// primitive) and CRC-7's (x^14 ≡ 1).
+struct FoldedCrc {
+    /// The octet-at-a-time tables, for packets shorter than 8 octets.
+    table: [[u8; 256]; 4],
+    init: u8,
+    /// The register after `j` zero octets from `init`, for `j` of 0 to 6.
+    init_after: [u8; 7],
+    /// The CRC (from a zero register) of 7 octets whose first is `b` and
+    /// the rest zero, and of those whose second is `b`.
+    first: [u8; 256],
+    second: [u8; 256],
+}
+
+const fn folded_crc(table: [[u8; 256]; 4], init: u8) -> FoldedCrc {
+    let t = &table[0];
+    let mut init_after = [0u8; 7];
+    let mut c = init;
+    let mut j = 0;
+    while j < 7 {
+        init_after[j] = c;
+        c = t[c as usize];
+        j += 1;
+    }
+    let mut first = [0u8; 256];
+    let mut second = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        // Octet b then six zero octets; a zero octet, octet b, five more.
+        let (mut f, mut s) = (t[b], t[b]);
+        let mut j = 0;
+        while j < 6 {
+            f = t[f as usize];
+            if j < 5 {
+                s = t[s as usize];
+            }
+            j += 1;
+        }
+        first[b] = f;
+        second[b] = s;
+        b += 1;
+    }
+    FoldedCrc { table, init, init_after, first, second }
+}
+
+const CRC3_FOLDED: FoldedCrc = folded_crc(CRC3_TABLE, 0x7);
+const CRC7_FOLDED: FoldedCrc = folded_crc(CRC7_TABLE, 0x7f);
+
+/// A CRC whose polynomial divides x^56 − 1 ([`FoldedCrc`]), by folding.
+///
+/// A bit's part in the CRC is x to the power of the bits after it, which
+/// then only matters modulo 56 (CRC-3: 7; CRC-7: 14): an octet's bits take
+/// the same parts as those of the octet 7 places on (56 bits later). So
+/// the octets are XORed together 7 at a time (one 8-octet load shifted by
+/// one octet) from the end; within those 7 octets, read as a
+/// little-endian word (the CRC takes each octet's least significant bit
+/// first), bit `P` has 55 − `P` bits after it, so the bits are XORed
+/// together by `P` modulo 14 into the first 14, whose CRC is two look-ups.
+/// The initial value's part is the register it leaves after the octets
+/// (`init_after`; 7 zero octets leave it as it is).
+#[inline]
+fn crc_folded(crc: &FoldedCrc, data: &[u8]) -> u8 {
+    let n = data.len();
+    if n < 8 {
+        return crc_with(&crc.table, crc.init, data);
+    }
+    let le64 = |at: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&data[at..at + 8]);
+        u64::from_le_bytes(b)
+    };
+    // Octets end − 7 .. end, for end = n, n − 7, … while the octet before
+    // them exists, XORed together; two such runs a step.
+    let mut folded = 0u64;
+    let mut end = n;
+    while end >= 15 {
+        folded ^= (le64(end - 8) >> 8) ^ (le64(end - 15) >> 8);
+        end -= 14;
+    }
+    if end >= 8 {
+        folded ^= le64(end - 8) >> 8;
+        end -= 7;
+    }
+    // The 1 to 7 octets before `end` to the last of the 7 places.
+    folded ^= (le64(0) << (8 * (7 - end))) & 0x00ff_ffff_ffff_ffff;
+    // 56 bits to 14 by bit position modulo 14 (28 and 14 are multiples).
+    let mut bits = (folded & 0xfff_ffff) ^ (folded >> 28);
+    bits = (bits & 0x3fff) ^ (bits >> 14);
+    crc.init_after[n % 7] ^ crc.first[(bits & 0xff) as usize] ^ crc.second[(bits >> 8) as usize]
+}
+
 /// RFC 3095 §5.9.2 CRC-3 (initial value all ones).
 pub fn crc3(data: &[u8]) -> u8 {
-    crc_with(&CRC3_TABLE, 0x7, data)
+    crc_folded(&CRC3_FOLDED, data)
 }
 
 /// RFC 3095 §5.9.2 CRC-7.
 pub fn crc7(data: &[u8]) -> u8 {
-    crc_with(&CRC7_TABLE, 0x7f, data)
+    crc_folded(&CRC7_FOLDED, data)
 }
 
 /// RFC 3095 §5.9.2 CRC-8.
 pub fn crc8(data: &[u8]) -> u8 {
     crc_with(&CRC8_TABLE, 0xff, data)
 }
+
+/// Octets of the values [`fold_checksum`] takes the CRC-16 of.
+const FOLDED_LEN: usize = 12;
+
+/// `CRC16_AT[i][b]`: what octet `b` at offset `i` of [`FOLDED_LEN`] octets
+/// adds to their CRC-16 (the CRC is linear: its register from 0 after
+/// octet `b` and the zero octets after it).
+const CRC16_AT: [[u16; 256]; FOLDED_LEN] = {
+    let mut t = [[0u16; 256]; FOLDED_LEN];
+    let mut b = 0;
+    while b < 256 {
+        let mut c = CRC16_TABLE[b];
+        let mut i = FOLDED_LEN;
+        while i > 0 {
+            i -= 1;
+            t[i][b] = c;
+            c = (c << 8) ^ CRC16_TABLE[(c >> 8) as usize];
+        }
+        b += 1;
+    }
+    t
+};
+
+/// The CRC-16 of [`FOLDED_LEN`] zero octets: what the initial value adds.
+const CRC16_OF_ZEROS: u16 = {
+    let mut c = 0xffffu16;
+    let mut i = 0;
+    while i < FOLDED_LEN {
+        c = (c << 8) ^ CRC16_TABLE[(c >> 8) as usize];
+        i += 1;
+    }
+    c
+};
 
 /// The transmitted checksum field: the TCP checksum XOR a CRC-16 of the
 /// reconstructed values the TCP checksum does not cover (MSN, TOS, IP-ID,
@@ -468,15 +596,33 @@ pub fn crc8(data: &[u8]) -> u8 {
 /// TCP-checksum verification (§5.4) covers every field it reconstructs, at
 /// no extra bits.
 pub fn fold_checksum(tcp_checksum: u16, h: &TcpIpHeader, msn: u16, strides: (u16, u16)) -> u16 {
-    let mut d = [0u8; 12];
-    d[0..2].copy_from_slice(&msn.to_be_bytes());
-    d[2] = h.tos;
-    d[3..5].copy_from_slice(&h.ip_id.to_be_bytes());
-    d[5..7].copy_from_slice(&h.flags_frag.to_be_bytes());
-    d[7] = h.ttl;
-    d[8..10].copy_from_slice(&strides.0.to_be_bytes());
-    d[10..12].copy_from_slice(&strides.1.to_be_bytes());
-    tcp_checksum ^ crc16(&d)
+    let [msn_hi, msn_lo] = msn.to_be_bytes();
+    let [ip_id_hi, ip_id_lo] = h.ip_id.to_be_bytes();
+    let [ff_hi, ff_lo] = h.flags_frag.to_be_bytes();
+    let [seq_stride_hi, seq_stride_lo] = strides.0.to_be_bytes();
+    let [ack_stride_hi, ack_stride_lo] = strides.1.to_be_bytes();
+    let d: [u8; FOLDED_LEN] = [
+        msn_hi,
+        msn_lo,
+        h.tos,
+        ip_id_hi,
+        ip_id_lo,
+        ff_hi,
+        ff_lo,
+        h.ttl,
+        seq_stride_hi,
+        seq_stride_lo,
+        ack_stride_hi,
+        ack_stride_lo,
+    ];
+    // The CRC-16 of `d` as the sum of its octets' parts: twelve look-ups
+    // that do not wait for each other, where the CRC octet by octet is a
+    // chain of them.
+    let mut crc = CRC16_OF_ZEROS;
+    for (i, &b) in d.iter().enumerate() {
+        crc ^= CRC16_AT[i][b as usize];
+    }
+    tcp_checksum ^ crc
 }
 
 /// The static chain: addresses and ports; for IPv6 also the flow label
@@ -959,16 +1105,16 @@ impl<'a> CoPacket<'a> {
 
     /// Parses the compact format.
     fn parse_compact(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
-        let mut scratch = SCRATCH;
-        let mut r = BitReader::new(data, &mut scratch);
-        r.get(2)?;
-        let msn = r.get(COMPACT_MSN.k)?;
-        let crc = r.get(3)? as u8;
-        let data_bit = r.get(1)? == 1;
-        let lag = (SEL_COMPACT_SCALED, r.get(COMPACT_SCALED.k)?);
-        let t = r.get(1)? == 1;
+        let mut r = WordReader::new(data);
+        r.get(2);
+        let msn = r.get(COMPACT_MSN.k);
+        let crc = r.get(3) as u8;
+        let data_bit = r.get(1) == 1;
+        let lag = (SEL_COMPACT_SCALED, r.get(COMPACT_SCALED.k));
+        let t = r.get(1) == 1;
         let ts = read_short_timestamps(&mut r, t, shape)?;
-        let checksum = r.get(16)? as u16;
+        let checksum = r.get(16) as u16;
+        r.check()?;
         let at = r.octets_used();
         let (seq, ack) = if data_bit { (lag, (0, 0)) } else { ((0, 0), lag) };
         Ok(CoPacket {
@@ -982,24 +1128,25 @@ impl<'a> CoPacket<'a> {
 
     /// Parses the short format.
     fn parse_short(cid: u8, data: &'a [u8], shape: OptShape) -> Result<CoPacket<'a>, FormatError> {
-        let mut scratch = SCRATCH;
-        let mut r = BitReader::new(data, &mut scratch);
-        r.get(2)?;
-        let msn = r.get(3)?;
-        let crc = r.get(3)? as u8;
-        let second = r.get(8)? as u8;
-        let msn = r.get(4)? << 3 | msn;
+        let mut r = WordReader::new(data);
+        r.get(2);
+        let msn = r.get(3);
+        let crc = r.get(3) as u8;
+        let second = r.get(8) as u8;
+        let msn = r.get(4) << 3 | msn;
         if shape.ipv6 && second & 8 == 0 {
+            r.check()?;
             // IPv6 has no IP-ID: only "unchanged" (zero) applies.
             return Err(FormatError::Reserved("IP-ID offset in an IPv6 context"));
         }
         let seq_sel = SHORT_SEQ[(second >> 6) as usize];
         let ack_sel = SHORT_ACK[((second >> 4) & 3) as usize];
-        let seq = r.get(SEQ_BITS[seq_sel as usize])?;
-        let ack = r.get(SEQ_BITS[ack_sel as usize])?;
-        let window = if second & 2 != 0 { WindowField::Short(r.get(WINDOW_SHORT.k)?) } else { WindowField::Static };
+        let seq = r.get(SEQ_BITS[seq_sel as usize]);
+        let ack = r.get(SEQ_BITS[ack_sel as usize]);
+        let window = if second & 2 != 0 { WindowField::Short(r.get(WINDOW_SHORT.k)) } else { WindowField::Static };
         let ts = read_short_timestamps(&mut r, second & 1 != 0, shape)?;
-        let checksum = r.get(16)? as u16;
+        let checksum = r.get(16) as u16;
+        r.check()?;
         let at = r.octets_used();
         Ok(CoPacket {
             msn: (msn, 7),
@@ -1131,14 +1278,16 @@ impl<'a> CoPacket<'a> {
 
 /// The short and compact formats' timestamps: both LSB(8,15) if
 /// `present`, else both STATIC.
-fn read_short_timestamps(r: &mut BitReader, present: bool, shape: OptShape) -> Result<[(u8, u32); 2], FormatError> {
+fn read_short_timestamps(r: &mut WordReader, present: bool, shape: OptShape) -> Result<[(u8, u32); 2], FormatError> {
     if !present {
         return Ok([(0, 0), (0, 0)]);
     }
     if !shape.ts {
+        // A packet that ended before this is truncated first.
+        r.check()?;
         return Err(FormatError::Reserved("timestamps without a timestamp option"));
     }
-    Ok([(4, r.get(TS_SHORT.k)?), (4, r.get(TS_SHORT.k)?)])
+    Ok([(4, r.get(TS_SHORT.k)), (4, r.get(TS_SHORT.k))])
 }
 
 /// The short format carries [`COMPACT_SCALED`] as [`MSN_SCALED`], whose
@@ -1224,6 +1373,25 @@ mod tests {
         // and of an even length.
         assert_eq!(crc16(b"123456789"), 0x29b1);
         assert_eq!(crc16(b"12345678"), 0xa12b);
+        // fold_checksum's octet by octet parts sum to the CRC-16 of the
+        // values' octets.
+        let mut h = crate::packet::TcpIpHeader::new([1, 2, 3, 4], 5, [6, 7, 8, 9], 10);
+        let mut x = 0x9e37_79b9u32;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let (msn, strides) = (x as u16, ((x >> 3) as u16, (x >> 16) as u16));
+            (h.tos, h.ip_id, h.flags_frag, h.ttl) =
+                ((x >> 7) as u8, (x >> 11) as u16, (x >> 5) as u16, (x >> 24) as u8);
+            let mut d = Vec::new();
+            for v in [&msn.to_be_bytes()[..], &[h.tos], &h.ip_id.to_be_bytes(), &h.flags_frag.to_be_bytes(), &[h.ttl]] {
+                d.extend_from_slice(v);
+            }
+            d.extend_from_slice(&strides.0.to_be_bytes());
+            d.extend_from_slice(&strides.1.to_be_bytes());
+            assert_eq!(fold_checksum(0x1234, &h, msn, strides), 0x1234 ^ crc16(&d));
+        }
     }
 
     #[test]
@@ -1236,6 +1404,18 @@ mod tests {
             for len in 0..data.len() {
                 let one_at_a_time = data[..len].iter().fold(init, |c, &b| t[0][(c ^ b) as usize]);
                 assert_eq!(crc_with(t, init, &data[..len]), one_at_a_time, "{len} octets");
+            }
+        }
+        // CRC-3's and CRC-7's folds by 7 octets agree with the octet at a
+        // time at every length and alignment.
+        let data: Vec<u8> = (0..300u32).map(|i| (i.wrapping_mul(2246822519) >> 9) as u8).collect();
+        for (crc, t, init) in [(crc3 as fn(&[u8]) -> u8, &CRC3_TABLE, 0x7), (crc7, &CRC7_TABLE, 0x7f)] {
+            for start in 0..8 {
+                for len in 0..data.len() - start {
+                    let part = &data[start..start + len];
+                    let one_at_a_time = part.iter().fold(init, |c, &b| t[0][(c ^ b) as usize]);
+                    assert_eq!(crc(part), one_at_a_time, "{len} octets from {start}");
+                }
             }
         }
     }
