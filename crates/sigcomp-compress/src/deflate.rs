@@ -160,11 +160,7 @@ fn parse_into(
     // that is new with its compartment.
     matches.reserve(4 * n);
     matches_at.reserve(n + 1);
-    for i in 0..n {
-        matches_at.push(matches.len() as u32);
-        finder.push_matches(start + i, reach, MAX_MATCH, params.max_chain, false, matches);
-    }
-    matches_at.push(matches.len() as u32);
+    finder.push_matches_from(start..start + n, reach, MAX_MATCH, params.max_chain, matches, matches_at);
 
     // A shortest path from the end: cost[i] is the fewest bits for
     // message[i..]. Lengths of the same bits (a run of length symbols,
@@ -175,14 +171,15 @@ fn parse_into(
     // from `next_rise` ([`range_min`]): one comparison where cost does not
     // rise within the range, one per rise where it does. The optimum (its
     // bits) is the one relaxing every length gives.
-    cost.clear();
-    cost.resize(n + 1, 0);
-    next_rise.clear();
-    next_rise.resize(n + 1, u32::MAX);
+    // Every entry below n is written before it is read (from the end), so
+    // what the last message left in them is not cleared.
+    let cost = at_least(cost, n + 1);
+    let next_rise = at_least(next_rise, n + 1);
+    cost[n] = 0;
+    next_rise[n] = u32::MAX;
     // The choice at each position: 0 for a literal, else length << 16 |
     // distance.
-    choice.clear();
-    choice.resize(n, 0);
+    let choice = at_least(choice, n);
     for i in (0..n).rev() {
         let b = message[i];
         let mut best = LITERAL_COSTS[usize::from(b)] + cost[i + 1];
@@ -242,6 +239,15 @@ fn parse_into(
         }
     }
     finder.keep_scratch(scratch);
+}
+
+/// The first `len` entries of `v`, grown to that length if shorter (the
+/// parse writes each entry before reading it).
+fn at_least(v: &mut Vec<u32>, len: usize) -> &mut [u32] {
+    if v.len() < len {
+        v.resize(len, 0);
+    }
+    &mut v[..len]
 }
 
 /// Bits of each literal's code.
