@@ -295,10 +295,21 @@ impl MatchFinder {
         matches: &mut Vec<Match>,
         starts: &mut Vec<u32>,
     ) {
+        self.hash_up_to(positions.start);
         for pos in positions {
             starts.push(matches.len() as u32);
-            self.hash_up_to(pos);
-            self.search(pos, max_distance, max_len, max_chain, matches);
+            let Some(h) = self.search(pos, max_distance, max_len, max_chain, matches) else {
+                continue;
+            };
+            // The position goes into its chain before the next search, as
+            // `hash_up_to` would put it, with the hash the search used.
+            if self.hashed == pos && pos < self.prev.len() {
+                self.prev[pos] = self.head[h];
+                self.head[h] = pos as u32;
+                self.hashed = pos + 1;
+            } else {
+                self.hash_up_to(pos + 1);
+            }
         }
         starts.push(matches.len() as u32);
     }
@@ -323,7 +334,9 @@ impl MatchFinder {
                 return found;
             }
         }
-        self.search(pos, max_distance, max_len, max_chain, out)
+        let first = out.len();
+        self.search(pos, max_distance, max_len, max_chain, out);
+        out.len() - first
     }
 
     /// Inside a copy that reaches the limit (the longest length, or the
@@ -366,7 +379,8 @@ impl MatchFinder {
     }
 
     /// The chain search of [`MatchFinder::push_matches`] at `pos` (hashed
-    /// up to it).
+    /// up to it); the hash of its three bytes (`None` where there are
+    /// fewer).
     #[inline(always)]
     fn search(
         &mut self,
@@ -375,11 +389,11 @@ impl MatchFinder {
         max_len: usize,
         max_chain: usize,
         out: &mut Vec<Match>,
-    ) -> usize {
+    ) -> Option<usize> {
         let data = &self.data;
         if pos + 3 > data.len() {
             self.known_at = usize::MAX;
-            return 0;
+            return None;
         }
         let first = out.len();
         // The last search's matches, if they end `out` still.
@@ -388,7 +402,8 @@ impl MatchFinder {
         let limit = (data.len() - pos).min(max_len);
         let here = &data[pos..pos + limit];
         let mut best = 2;
-        let mut cand = self.head[hash3(here)];
+        let h = hash3(here);
+        let mut cand = self.head[h];
         let mut steps = 0;
         let max_chain = max_chain.max(1);
         while cand != NIL && steps < max_chain {
@@ -417,8 +432,15 @@ impl MatchFinder {
                 if was < self.known_limit {
                     was - 1
                 } else if was - 1 > best || data[c + best.min(limit - 1)] == here[best.min(limit - 1)] {
-                    let skip = (was - 1).min(limit);
-                    skip + common_prefix(&data[c + skip..c + limit], &here[skip..])
+                    // It reached the last search's limit, and this one's
+                    // is no greater given the same `max_len` (the history
+                    // ends a byte nearer): a byte at most is left to
+                    // compare.
+                    let mut len = (was - 1).min(limit);
+                    while len < limit && data[c + len] == here[len] {
+                        len += 1;
+                    }
+                    len
                 } else {
                     0
                 }
@@ -444,7 +466,7 @@ impl MatchFinder {
         self.known = first..out.len();
         self.known_at = pos + 1;
         self.known_limit = limit;
-        out.len() - first
+        Some(h)
     }
 }
 
