@@ -359,9 +359,13 @@ impl MatchFinder {
         if last.len != self.known_limit || last.len <= 1 {
             return None;
         }
+        // A byte at most is left to compare (as for a known match in
+        // [`MatchFinder::search`]).
         let c = pos - last.distance;
-        let skip = (last.len - 1).min(limit);
-        let len = skip + common_prefix(&data[c + skip..c + limit], &here[skip..]);
+        let mut len = (last.len - 1).min(limit);
+        while len < limit && data[c + len] == here[len] {
+            len += 1;
+        }
         if len != limit || len < 3 {
             return None;
         }
