@@ -282,10 +282,43 @@ impl MatchFinder {
         self.push_matches(pos, max_distance, max_len, max_chain, false, out);
     }
 
+    /// The matches at each history position in `positions`, appended to
+    /// `matches` as [`MatchFinder::push_matches`] gives them, and where
+    /// each position's begin appended to `starts` (then where the last
+    /// one's end): the searches of a whole message in one loop.
+    pub fn push_matches_from(
+        &mut self,
+        positions: std::ops::Range<usize>,
+        max_distance: usize,
+        max_len: usize,
+        max_chain: usize,
+        matches: &mut Vec<Match>,
+        starts: &mut Vec<u32>,
+    ) {
+        self.hash_up_to(positions.start);
+        for pos in positions {
+            starts.push(matches.len() as u32);
+            let Some(h) = self.search(pos, max_distance, max_len, max_chain, matches) else {
+                continue;
+            };
+            // The position goes into its chain before the next search, as
+            // `hash_up_to` would put it, with the hash the search used.
+            if self.hashed == pos && pos < self.prev.len() {
+                self.prev[pos] = self.head[h];
+                self.head[h] = pos as u32;
+                self.hashed = pos + 1;
+            } else {
+                self.hash_up_to(pos + 1);
+            }
+        }
+        starts.push(matches.len() as u32);
+    }
+
     /// [`MatchFinder::matches_at`], appended to `out` (whatever it holds
     /// already); returns how many were appended. With `continue_capped`,
     /// inside a copy that reaches the limit only the longest match is
-    /// exact (see below): for an encoder whose copies all cost the same.
+    /// exact (see [`MatchFinder::continue_capped`]): for an encoder whose
+    /// copies all cost the same.
     pub fn push_matches(
         &mut self,
         pos: usize,
@@ -296,10 +329,75 @@ impl MatchFinder {
         out: &mut Vec<Match>,
     ) -> usize {
         self.hash_up_to(pos);
+        if continue_capped {
+            if let Some(found) = self.continue_capped(pos, max_len, out) {
+                return found;
+            }
+        }
+        let first = out.len();
+        self.search(pos, max_distance, max_len, max_chain, out);
+        out.len() - first
+    }
+
+    /// Inside a copy that reaches the limit (the longest length, or the
+    /// end of the history) at one position and the next, the next
+    /// position's matches are taken to be the last ones one byte shorter,
+    /// without a search. The longest is exact (nothing is longer than the
+    /// limit); a nearer copy whose match begins here is not seen, so a
+    /// shorter length may have a farther distance than the search would
+    /// give. `None` where the last search's matches do not continue so.
+    fn continue_capped(&mut self, pos: usize, max_len: usize, out: &mut Vec<Match>) -> Option<usize> {
+        let data = &self.data;
+        let first = out.len();
+        if pos + 3 > data.len() || self.known_at != pos || self.known.end != first || self.known.is_empty() {
+            return None;
+        }
+        let known = self.known.clone();
+        let limit = (data.len() - pos).min(max_len);
+        let here = &data[pos..pos + limit];
+        let last = out[known.end - 1];
+        if last.len != self.known_limit || last.len <= 1 {
+            return None;
+        }
+        // A byte at most is left to compare (as for a known match in
+        // [`MatchFinder::search`]).
+        let c = pos - last.distance;
+        let mut len = (last.len - 1).min(limit);
+        while len < limit && data[c + len] == here[len] {
+            len += 1;
+        }
+        if len != limit || len < 3 {
+            return None;
+        }
+        for k in known.start..known.end - 1 {
+            let m = out[k];
+            if m.len > 3 {
+                out.push(Match { len: m.len - 1, distance: m.distance });
+            }
+        }
+        out.push(Match { len, distance: last.distance });
+        self.known = first..out.len();
+        self.known_at = pos + 1;
+        self.known_limit = limit;
+        Some(out.len() - first)
+    }
+
+    /// The chain search of [`MatchFinder::push_matches`] at `pos` (hashed
+    /// up to it); the hash of its three bytes (`None` where there are
+    /// fewer).
+    #[inline(always)]
+    fn search(
+        &mut self,
+        pos: usize,
+        max_distance: usize,
+        max_len: usize,
+        max_chain: usize,
+        out: &mut Vec<Match>,
+    ) -> Option<usize> {
         let data = &self.data;
         if pos + 3 > data.len() {
             self.known_at = usize::MAX;
-            return 0;
+            return None;
         }
         let first = out.len();
         // The last search's matches, if they end `out` still.
@@ -307,36 +405,9 @@ impl MatchFinder {
         let (mut k, known_end) = (known.start, known.end);
         let limit = (data.len() - pos).min(max_len);
         let here = &data[pos..pos + limit];
-        // Inside a copy that reaches the limit (the longest length, or the
-        // end of the history) at one position and the next, the next
-        // position's matches are taken to be the last ones one byte
-        // shorter, without a search, if `continue_capped`. The longest is
-        // exact (nothing is longer than the limit); a nearer copy whose
-        // match begins here is not seen, so a shorter length may have a
-        // farther distance than the search would give.
-        if continue_capped && known_end > known.start {
-            let last = out[known_end - 1];
-            if last.len == self.known_limit && last.len > 1 {
-                let c = pos - last.distance;
-                let skip = (last.len - 1).min(limit);
-                let len = skip + common_prefix(&data[c + skip..c + limit], &here[skip..]);
-                if len == limit && len >= 3 {
-                    for k in known.start..known_end - 1 {
-                        let m = out[k];
-                        if m.len > 3 {
-                            out.push(Match { len: m.len - 1, distance: m.distance });
-                        }
-                    }
-                    out.push(Match { len, distance: last.distance });
-                    self.known = first..out.len();
-                    self.known_at = pos + 1;
-                    self.known_limit = limit;
-                    return out.len() - first;
-                }
-            }
-        }
         let mut best = 2;
-        let mut cand = self.head[hash3(here)];
+        let h = hash3(here);
+        let mut cand = self.head[h];
         let mut steps = 0;
         let max_chain = max_chain.max(1);
         while cand != NIL && steps < max_chain {
@@ -365,8 +436,15 @@ impl MatchFinder {
                 if was < self.known_limit {
                     was - 1
                 } else if was - 1 > best || data[c + best.min(limit - 1)] == here[best.min(limit - 1)] {
-                    let skip = (was - 1).min(limit);
-                    skip + common_prefix(&data[c + skip..c + limit], &here[skip..])
+                    // It reached the last search's limit, and this one's
+                    // is no greater given the same `max_len` (the history
+                    // ends a byte nearer): a byte at most is left to
+                    // compare.
+                    let mut len = (was - 1).min(limit);
+                    while len < limit && data[c + len] == here[len] {
+                        len += 1;
+                    }
+                    len
                 } else {
                     0
                 }
@@ -392,7 +470,7 @@ impl MatchFinder {
         self.known = first..out.len();
         self.known_at = pos + 1;
         self.known_limit = limit;
-        out.len() - first
+        Some(h)
     }
 }
 

@@ -160,11 +160,7 @@ fn parse_into(
     // that is new with its compartment.
     matches.reserve(4 * n);
     matches_at.reserve(n + 1);
-    for i in 0..n {
-        matches_at.push(matches.len() as u32);
-        finder.push_matches(start + i, reach, MAX_MATCH, params.max_chain, false, matches);
-    }
-    matches_at.push(matches.len() as u32);
+    finder.push_matches_from(start..start + n, reach, MAX_MATCH, params.max_chain, matches, matches_at);
 
     // A shortest path from the end: cost[i] is the fewest bits for
     // message[i..]. Lengths of the same bits (a run of length symbols,
@@ -175,14 +171,15 @@ fn parse_into(
     // from `next_rise` ([`range_min`]): one comparison where cost does not
     // rise within the range, one per rise where it does. The optimum (its
     // bits) is the one relaxing every length gives.
-    cost.clear();
-    cost.resize(n + 1, 0);
-    next_rise.clear();
-    next_rise.resize(n + 1, u32::MAX);
+    // Every entry below n is written before it is read (from the end), so
+    // what the last message left in them is not cleared.
+    let cost = at_least(cost, n + 1);
+    let next_rise = at_least(next_rise, n + 1);
+    cost[n] = 0;
+    next_rise[n] = u32::MAX;
     // The choice at each position: 0 for a literal, else length << 16 |
     // distance.
-    choice.clear();
-    choice.resize(n, 0);
+    let choice = at_least(choice, n);
     for i in (0..n).rev() {
         let b = message[i];
         let mut best = LITERAL_COSTS[usize::from(b)] + cost[i + 1];
@@ -242,6 +239,15 @@ fn parse_into(
         }
     }
     finder.keep_scratch(scratch);
+}
+
+/// The first `len` entries of `v`, grown to that length if shorter (the
+/// parse writes each entry before reading it).
+fn at_least(v: &mut Vec<u32>, len: usize) -> &mut [u32] {
+    if v.len() < len {
+        v.resize(len, 0);
+    }
+    &mut v[..len]
 }
 
 /// Bits of each literal's code.
@@ -509,6 +515,132 @@ mod tests {
             cost[i] = best;
         }
         cost[0]
+    }
+
+    /// The symbols for `message` after `window`, as [`encode`] should
+    /// send them: every length of every match weighed at every position,
+    /// the matches of a search of its own at each (no match known from
+    /// the position before), longest length first and a choice replaced
+    /// only by a cheaper one (a literal on a tie with every copy, else the
+    /// longest of the cheapest lengths), each length at the nearest
+    /// distance found for it.
+    fn reference_symbols(window: &[u8], message: &[u8], params: &DeflateParams) -> Vec<u8> {
+        let mut finder = MatchFinder::default();
+        finder.prepare(window);
+        finder.append(message);
+        let (n, start) = (message.len(), window.len());
+        let reach = window.len().min(MAX_DISTANCE);
+        let mut at = Vec::new();
+        let mut all = Vec::new();
+        for i in 0..n {
+            finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, &mut at);
+            all.push(at.clone());
+        }
+        let mut cost = vec![0u32; n + 1];
+        let mut choice = vec![None; n];
+        for i in (0..n).rev() {
+            let mut best = LITERAL_COSTS[usize::from(message[i])] + cost[i + 1];
+            let longest = all[i].last().map_or(0, |m: &crate::chains::Match| m.len);
+            for len in (MIN_MATCH..=longest).rev() {
+                let m = all[i].iter().find(|m| m.len >= len).expect("a match that long");
+                let c = LENGTH_COSTS[len] + distance_cost(m.distance) + cost[i + len];
+                if c < best {
+                    best = c;
+                    choice[i] = Some((len, m.distance));
+                }
+            }
+            cost[i] = best;
+        }
+        let mut w = LsbWriter::default();
+        let mut i = 0;
+        while i < n {
+            match choice[i] {
+                None => {
+                    let (code, n) = literal_length_code(u16::from(message[i]));
+                    w.code(code, n);
+                    i += 1;
+                }
+                Some((len, distance)) => {
+                    let (sym, extra, value) = length_symbol(len);
+                    let (code, n) = literal_length_code(sym);
+                    w.code(code, n);
+                    w.bits(value, extra);
+                    let (dc, extra, value) = distance_code(distance);
+                    w.code(dc, 5);
+                    w.bits(value, extra);
+                    i += len;
+                }
+            }
+        }
+        w.finish()
+    }
+
+    /// Text made of SIP header pieces, with a few random bytes between:
+    /// long matches at many distances.
+    fn sip_like(pieces: &[(u8, u8)]) -> Vec<u8> {
+        const HEADERS: [&[u8]; 8] = [
+            b"SIP/2.0 200 OK\r\n",
+            b"Via: SIP/2.0/UDP pc33.atlanta.example.com;branch=z9hG4bK776asdhds\r\n",
+            b"To: Bob <sip:bob@biloxi.example.com>;tag=a6c85cf\r\n",
+            b"From: Alice <sip:alice@atlanta.example.com>;tag=1928301774\r\n",
+            b"Call-ID: a84b4c76e66710@pc33.atlanta.example.com\r\n",
+            b"CSeq: 314159 INVITE\r\n",
+            b"Contact: <sip:alice@pc33.atlanta.example.com>\r\n",
+            b"Content-Length: 0\r\n\r\n",
+        ];
+        let mut text = Vec::new();
+        for &(header, byte) in pieces {
+            text.extend_from_slice(HEADERS[usize::from(header) % HEADERS.len()]);
+            if byte % 4 == 0 {
+                text.push(byte);
+            }
+        }
+        text
+    }
+
+    /// [`encode_after`] on a finder kept from one message to the next
+    /// against [`reference_symbols`] for each message.
+    fn assert_reference_symbols(window: &[u8], messages: [&[u8]; 2], max_chain: usize) {
+        let params = DeflateParams { max_chain };
+        let mut finder = MatchFinder::default();
+        let mut window = window.to_vec();
+        for message in messages {
+            finder.prepare(&window);
+            let mut out = Vec::new();
+            encode_after(&mut finder, message, window.len(), &params, &mut out);
+            assert_eq!(out, reference_symbols(&window, message, &params));
+            window.extend_from_slice(message);
+            window.drain(..message.len());
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+        /// Bytes over a 2–4 letter alphabet: long matches, many ties and
+        /// cost rises.
+        #[test]
+        fn symbols_are_the_reference_ones_on_repetitive_bytes(
+            alphabet in 2u8..5,
+            window in proptest::collection::vec(0u8..4, 1..2000),
+            message in proptest::collection::vec(0u8..4, 0..1500),
+            max_chain in proptest::sample::select(vec![1usize, 8, 256]),
+        ) {
+            let window: Vec<u8> = window.iter().map(|b| b % alphabet + b'a').collect();
+            let message: Vec<u8> = message.iter().map(|b| b % alphabet + b'a').collect();
+            assert_reference_symbols(&window, [&message, &message[message.len() / 3..]], max_chain);
+        }
+
+        /// SIP-like text: the message's headers in the window and in the
+        /// message before, at many distances.
+        #[test]
+        fn symbols_are_the_reference_ones_on_sip_like_text(
+            window in proptest::collection::vec((0u8..8, proptest::num::u8::ANY), 1..40),
+            first in proptest::collection::vec((0u8..8, proptest::num::u8::ANY), 0..30),
+            second in proptest::collection::vec((0u8..8, proptest::num::u8::ANY), 0..30),
+            max_chain in proptest::sample::select(vec![1usize, 8, 256]),
+        ) {
+            assert_reference_symbols(&sip_like(&window), [&sip_like(&first), &sip_like(&second)], max_chain);
+        }
     }
 
     #[test]

@@ -105,12 +105,15 @@ pub fn encode_after(
     matches.clear();
     matches_at.clear();
     let mut from_run_at = vec![false; n];
-    let mut waiting: std::collections::VecDeque<(u64, usize)> = std::collections::VecDeque::new();
+    // Ranges are added in order of start, so they begin in that order:
+    // the ones before `begun` have begun.
+    let mut waiting: Vec<(u64, usize)> = Vec::new();
+    let mut begun = 0;
     let mut covering = Covering::default();
     for i in 0..=n {
-        while waiting.front().is_some_and(|&(k, _)| Covering::start(k) + MIN_MATCH <= i) {
-            let (key, end) = waiting.pop_front().expect("front");
+        while let Some(&(key, end)) = waiting.get(begun).filter(|&&(k, _)| Covering::start(k) + MIN_MATCH <= i) {
             covering.insert(key, end);
+            begun += 1;
         }
         if let Some(k) = covering.least(i) {
             let (cost, from) = (Covering::cost(k), Covering::start(k));
@@ -145,7 +148,7 @@ pub fn encode_after(
         from_run_at[i] = from_run;
         let longest = if found > 0 { matches[matches.len() - 1].len } else { 0 };
         if longest >= MIN_MATCH {
-            waiting.push_back((Covering::key(base + 3, i), i + longest));
+            waiting.push((Covering::key(base + 3, i), i + longest));
         }
     }
     finder.keep_scratch(scratch);
@@ -207,8 +210,11 @@ pub fn encode_after(
 /// pack cost << 32 | start; a key is unique (one range per start).
 #[derive(Default)]
 struct Covering {
-    /// (key, last end), keys and ends ascending.
-    ranges: std::collections::VecDeque<(u64, usize)>,
+    /// (key, last end), keys and ends ascending, from `front` on (the
+    /// ones before it have expired: a plain vector, as positions are
+    /// asked in order and a message is short).
+    ranges: Vec<(u64, usize)>,
+    front: usize,
 }
 
 impl Covering {
@@ -226,11 +232,15 @@ impl Covering {
 
     /// Adds a range that begins now (after every range added before).
     fn insert(&mut self, key: u64, end: usize) {
-        let r = &mut self.ranges;
+        let (r, front) = (&mut self.ranges, self.front);
         // New ranges usually cost more than the ones before.
-        let at = if r.back().is_none_or(|&(k, _)| k < key) { r.len() } else { r.partition_point(|&(k, _)| k < key) };
+        let at = if r.len() == front || r[r.len() - 1].0 < key {
+            r.len()
+        } else {
+            front + r[front..].partition_point(|&(k, _)| k < key)
+        };
         // The range before has the latest end of those with smaller keys.
-        if at > 0 && r[at - 1].1 >= end {
+        if at > front && r[at - 1].1 >= end {
             return;
         }
         // The ones after with no later end never win again.
@@ -238,17 +248,22 @@ impl Covering {
         while beaten < r.len() && r[beaten].1 <= end {
             beaten += 1;
         }
-        r.drain(at..beaten);
-        r.insert(at, (key, end));
+        if beaten == r.len() {
+            r.truncate(at);
+            r.push((key, end));
+        } else {
+            r.drain(at..beaten);
+            r.insert(at, (key, end));
+        }
     }
 
     /// The least key among the ranges covering `position` (positions are
     /// asked in order).
     fn least(&mut self, position: usize) -> Option<u64> {
-        while self.ranges.front().is_some_and(|&(_, end)| end < position) {
-            self.ranges.pop_front();
+        while self.ranges.get(self.front).is_some_and(|&(_, end)| end < position) {
+            self.front += 1;
         }
-        self.ranges.front().map(|&(k, _)| k)
+        self.ranges.get(self.front).map(|&(k, _)| k)
     }
 }
 
