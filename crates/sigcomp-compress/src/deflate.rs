@@ -488,20 +488,27 @@ pub fn decode(window: &[u8], body: &[u8]) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
-    /// The fewest bits for `message` after `window`, every length of every
-    /// match a full chain search finds at each position weighed.
-    fn reference_bits(window: &[u8], message: &[u8], params: &DeflateParams) -> u32 {
+    /// The matches a search of its own finds at each position of
+    /// `message` after `window` (no match known from the position before).
+    fn searched_matches(window: &[u8], message: &[u8], params: &DeflateParams) -> Vec<Vec<crate::chains::Match>> {
         let mut finder = MatchFinder::default();
         finder.prepare(window);
         finder.append(message);
-        let (n, start) = (message.len(), window.len());
         let reach = window.len().min(MAX_DISTANCE);
         let mut at = Vec::new();
-        let mut all = Vec::new();
-        for i in 0..n {
-            finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, &mut at);
-            all.push(at.clone());
-        }
+        (0..message.len())
+            .map(|i| {
+                finder.matches_at(window.len() + i, reach, MAX_MATCH, params.max_chain, &mut at);
+                at.clone()
+            })
+            .collect()
+    }
+
+    /// The fewest bits for `message` after `window`, every length of every
+    /// match a full chain search finds at each position weighed.
+    fn reference_bits(window: &[u8], message: &[u8], params: &DeflateParams) -> u32 {
+        let n = message.len();
+        let all = searched_matches(window, message, params);
         let mut cost = vec![0u32; n + 1];
         for i in (0..n).rev() {
             let mut best = LITERAL_COSTS[usize::from(message[i])] + cost[i + 1];
@@ -525,17 +532,8 @@ mod tests {
     /// longest of the cheapest lengths), each length at the nearest
     /// distance found for it.
     fn reference_symbols(window: &[u8], message: &[u8], params: &DeflateParams) -> Vec<u8> {
-        let mut finder = MatchFinder::default();
-        finder.prepare(window);
-        finder.append(message);
-        let (n, start) = (message.len(), window.len());
-        let reach = window.len().min(MAX_DISTANCE);
-        let mut at = Vec::new();
-        let mut all = Vec::new();
-        for i in 0..n {
-            finder.matches_at(start + i, reach, MAX_MATCH, params.max_chain, &mut at);
-            all.push(at.clone());
-        }
+        let n = message.len();
+        let all = searched_matches(window, message, params);
         let mut cost = vec![0u32; n + 1];
         let mut choice = vec![None; n];
         for i in (0..n).rev() {
