@@ -351,14 +351,6 @@ fn deliver(
                     r.payload_undetected += 1;
                 } else {
                     r.undetected += 1;
-                    eprintln!(
-                        "UNDET idx {} damaged {} orig {:02x?} back {:02x?} wire {:02x?}",
-                        f.index,
-                        f.damaged,
-                        &orig[..hl.min(orig.len())],
-                        &back[..hl.min(back.len())],
-                        &f.wire[..f.wire.len().min(24)]
-                    );
                 }
                 false
             }
