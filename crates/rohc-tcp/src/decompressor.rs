@@ -218,10 +218,11 @@ impl Decompressor {
         // RFC 3095 §5.9.1's CRC-8 over the header, then the checksums.
         // §5.4.1 verifies an IR by the TCP checksum alone; here the CRC-8
         // verifies its header, which is all the context takes from it
-        // (RFC 3095's IR CRC covers the header, not the payload), so an IR whose payload
-        // the link damaged still repairs the context, though the packet
-        // itself is dropped. A refresh rides on whatever segment is next,
-        // often a full-sized one that a noisy link rarely delivers whole.
+        // (RFC 3095's IR CRC covers the header, not the payload), so an IR
+        // whose payload the link damaged still repairs the context, though
+        // the packet itself is dropped. A refresh rides on whatever segment
+        // is next, often a full-sized one that a noisy link rarely
+        // delivers whole.
         if crc8(&out[start..start + h.len()]) != ir.crc {
             return Err(DecompressError::Verification);
         }
@@ -244,7 +245,8 @@ impl Decompressor {
         ctx.static_part = Some(static_part);
         ctx.full = true;
         ctx.failures = 0;
-        // §6.1: an uncompressed value that passed the checksum is a reference.
+        // §6.1: an uncompressed value whose header passed its CRC-8 is a
+        // reference.
         ctx.previous = ctx.reference.replace(rec);
         ctx.updates = 0;
         // §5.5.2.2: ACK(O) for an IR that passes; §5.5.3.2 ACK(R) for every
