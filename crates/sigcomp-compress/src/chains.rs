@@ -43,6 +43,19 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     n + a[n..].iter().zip(&b[n..]).take_while(|(x, y)| x == y).count()
 }
 
+/// The length of the match of `here` (a position's bytes up to its limit)
+/// against the copy at `c` in `data`, given that its first `known` bytes
+/// match (capped at the limit): the bytes after those are compared one at
+/// a time, as a known match has at most one left.
+#[inline(always)]
+fn extend_known(data: &[u8], c: usize, here: &[u8], known: usize) -> usize {
+    let mut len = known.min(here.len());
+    while len < here.len() && data[c + len] == here[len] {
+        len += 1;
+    }
+    len
+}
+
 /// One match candidate: `len` bytes from `distance` back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Match {
@@ -362,10 +375,7 @@ impl MatchFinder {
         // A byte at most is left to compare (as for a known match in
         // [`MatchFinder::search`]).
         let c = pos - last.distance;
-        let mut len = (last.len - 1).min(limit);
-        while len < limit && data[c + len] == here[len] {
-            len += 1;
-        }
+        let len = extend_known(data, c, here, last.len - 1);
         if len != limit || len < 3 {
             return None;
         }
@@ -440,11 +450,7 @@ impl MatchFinder {
                     // is no greater given the same `max_len` (the history
                     // ends a byte nearer): a byte at most is left to
                     // compare.
-                    let mut len = (was - 1).min(limit);
-                    while len < limit && data[c + len] == here[len] {
-                        len += 1;
-                    }
-                    len
+                    extend_known(data, c, here, was - 1)
                 } else {
                     0
                 }
