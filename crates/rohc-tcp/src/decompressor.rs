@@ -164,10 +164,13 @@ impl Decompressor {
                 // reference the window has left is off by a power of two
                 // in an LSB-encoded field, which a single flipped bit of
                 // the checksum can hide from the TCP checksum, leaving only
-                // the CRC-3 between it and the network.
+                // the CRC-3 between it and the network. An IR or IR-DYN
+                // whose payload alone is damaged has just moved the
+                // reference and reset the count, so it counts none.
+                let is_ir = matches!(first, TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN);
                 match e {
                     DecompressError::Verification if !foreign => self.fail(cid, true),
-                    DecompressError::PayloadDamaged => self.fail(cid, false),
+                    DecompressError::PayloadDamaged if !is_ir => self.fail(cid, false),
                     _ => {}
                 }
                 Err(e)

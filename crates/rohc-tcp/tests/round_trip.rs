@@ -542,6 +542,46 @@ fn damaged_payloads_ask_for_no_refresh_until_n_of_them_stop_the_context() {
 }
 
 #[test]
+fn an_ir_with_a_damaged_payload_counts_no_failure() {
+    // The IR moved the reference and reset the failure count, so N - 1
+    // payload-damaged packets after it leave the context Full. Here the
+    // IR is U-mode's periodic refresh, well past the slow start.
+    let flow: Vec<_> =
+        bulk_transfer(700, 1460, 0, FlowOptions::default()).into_iter().filter(|(d, _)| *d == Dir::Forward).collect();
+    let dconfig = DecompressorConfig::with_mode(Mode::U);
+    let n = dconfig.max_failures as usize;
+    let mut c = Compressor::new(CompressorConfig::with_mode(Mode::U));
+    let mut d = Decompressor::new(dconfig);
+    let mut damaged_from = None;
+    let mut checked = false;
+    for (i, (_, p)) in flow.iter().enumerate() {
+        let mut wire = Vec::new();
+        let kind = c.compress(p, &mut wire).unwrap().kind;
+        if damaged_from.is_none() && i >= 100 && kind == PacketKind::Ir {
+            damaged_from = Some(i);
+        }
+        let mut back = Vec::new();
+        match damaged_from {
+            Some(from) if i < from + n => {
+                if i > from {
+                    assert_eq!(kind, PacketKind::Co, "packet {i}: the N - 1 packets after the IR are compressed");
+                }
+                damage_payload(&mut wire);
+                let e = d.decompress(&wire, &mut back).unwrap_err();
+                assert_eq!(e, rohc_tcp::DecompressError::PayloadDamaged, "packet {i}");
+                assert_eq!(d.state(0), rohc_tcp::DecompressorState::FullContext, "packet {i}");
+            }
+            _ => {
+                d.decompress(&wire, &mut back).unwrap_or_else(|e| panic!("packet {i}: {e}"));
+                assert_eq!(&back, p, "packet {i}");
+                checked |= damaged_from.is_some();
+            }
+        }
+    }
+    assert!(damaged_from.is_some() && checked, "no periodic IR in the flow");
+}
+
+#[test]
 fn an_ir_with_a_damaged_payload_still_repairs_the_context() {
     // The IR's CRC-8 covers its header, which is all the context takes
     // from it: a refresh repairs a decompressor even when the segment it
