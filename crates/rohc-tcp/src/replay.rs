@@ -97,6 +97,24 @@ pub struct Report {
     pub recovery_total: u64,
     pub recovery_max: u64,
     pub recovered_events: usize,
+    /// Over every loss episode (those the replay ends in too, counted
+    /// until its end): packets that arrived undamaged but were refused,
+    /// i.e. the episode's context damage, apart from what the link itself
+    /// lost or damaged. Their sum and largest.
+    pub context_recovery_total: u64,
+    pub context_recovery_max: u64,
+    /// Episodes whose context damage exceeded the compressor's window of
+    /// references (TAROC's VSW, in packets) as the loss left it: the
+    /// decompressor's last good reference must stay within W = K·cwnd
+    /// (draft-ietf-rohc-tcp-taroc-04 §5.3.1 b, §6.1). Only episodes that
+    /// began with a window count: 0 for schemes without one.
+    pub episodes_beyond_window: usize,
+    /// The largest excess of such an episode's context damage over its
+    /// window, in packets.
+    pub beyond_window_max: u64,
+    /// Packets refused undamaged outside any loss episode (reordering's,
+    /// or a compressor's own doing): context damage no loss explains.
+    pub context_damage_outside_episodes: usize,
     /// Feedback packets and octets the decompressors sent.
     pub feedback_packets: usize,
     pub feedback_bytes: u64,
@@ -118,6 +136,22 @@ impl Report {
 
     pub fn recovery_mean(&self) -> f64 {
         self.recovery_total as f64 / self.recovered_events.max(1) as f64
+    }
+
+    /// Context-damaged packets per loss episode.
+    pub fn context_recovery_mean(&self) -> f64 {
+        self.context_recovery_total as f64 / self.loss_events.max(1) as f64
+    }
+
+    fn close_episode(&mut self, e: Episode) {
+        self.context_recovery_total += e.context_damaged;
+        self.context_recovery_max = self.context_recovery_max.max(e.context_damaged);
+        if let Some(w) = e.window {
+            if e.context_damaged > w as u64 {
+                self.episodes_beyond_window += 1;
+                self.beyond_window_max = self.beyond_window_max.max(e.context_damaged - w as u64);
+            }
+        }
     }
 }
 
@@ -184,6 +218,8 @@ struct InFlight {
     index: usize,
     wire: Vec<u8>,
     damaged: bool,
+    /// The compressor's window of references as this packet left it.
+    window: Option<usize>,
 }
 
 struct Direction {
@@ -191,8 +227,20 @@ struct Direction {
     decomp: Box<dyn HeaderDecompressor>,
     /// Reordered packets held back, with the count of packets still to pass.
     held: VecDeque<(usize, InFlight)>,
-    /// A loss episode in progress: packets sent since it began.
-    recovering: Option<u64>,
+    /// A loss episode in progress.
+    recovering: Option<Episode>,
+}
+
+/// A loss episode: from a lost or damaged packet on a direction with no
+/// episode in progress to the next correct decompression.
+struct Episode {
+    /// Packets sent since it began.
+    sent: u64,
+    /// Packets that arrived undamaged and were refused since it began.
+    context_damaged: u64,
+    /// The compressor's window of references, in packets, as the packet
+    /// that began it left the compressor (None: the scheme has none).
+    window: Option<usize>,
 }
 
 /// An endpoint: IPv4 address or IPv6 address (with the flow label in the
@@ -248,16 +296,17 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
         r.ipv6_packets += parsed.header.is_ipv6() as usize;
         r.header_bytes_after += header_len as u64;
         r.payload_bytes += parsed.payload.len() as u64;
+        let window = this.comp.reference_window();
 
         let mut draws = Draws::for_packet(link.seed, index, 1);
         let lost = draws.chance(link.loss);
         let reorder = link.reorder_depth > 0 && draws.chance(link.reorder_prob);
-        if let Some(n) = &mut this.recovering {
-            *n += 1;
+        if let Some(e) = &mut this.recovering {
+            e.sent += 1;
         }
         if lost {
             r.link_lost += 1;
-            start_episode(this, &mut r);
+            start_episode(this, &mut r, window);
             release_held(this, &mut r, packets, link, keep, &mut emitted);
             continue;
         }
@@ -271,7 +320,7 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
                 // IDEAL never accepts a damaged header: lost, detected.
                 r.link_damaged += 1;
                 r.damaged_refused += 1;
-                start_episode(this, &mut r);
+                start_episode(this, &mut r, window);
                 release_held(this, &mut r, packets, link, keep, &mut emitted);
                 continue;
             }
@@ -280,7 +329,7 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
         } else {
             draws.flip_bits(&mut wire, 0, link.ber)
         };
-        let flight = InFlight { index, wire, damaged: errors > 0 };
+        let flight = InFlight { index, wire, damaged: errors > 0, window };
         if flight.damaged {
             r.link_damaged += 1;
         }
@@ -296,16 +345,19 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
             while let Some((_, f)) = this.held.pop_front() {
                 deliver(this, f, &mut r, packets, link, keep, &mut emitted);
             }
+            if let Some(e) = this.recovering.take() {
+                r.close_episode(e);
+            }
         }
         r.flows += 1;
     }
     (r, emitted)
 }
 
-fn start_episode(dir: &mut Direction, r: &mut Report) {
+fn start_episode(dir: &mut Direction, r: &mut Report, window: Option<usize>) {
     if dir.recovering.is_none() {
         r.loss_events += 1;
-        dir.recovering = Some(0);
+        dir.recovering = Some(Episode { sent: 0, context_damaged: 0, window });
     }
 }
 
@@ -360,19 +412,24 @@ fn deliver(
                 r.damaged_refused += 1;
             } else {
                 r.context_damage += 1;
+                match &mut this.recovering {
+                    Some(e) => e.context_damaged += 1,
+                    None => r.context_damage_outside_episodes += 1,
+                }
             }
             false
         }
     };
     if f.damaged && !ok {
-        start_episode(this, r);
+        start_episode(this, r, f.window);
     } else if ok {
-        if let Some(n) = this.recovering.take() {
+        if let Some(e) = this.recovering.take() {
             // The packets sent after the loss, this one excluded.
-            let n = n.saturating_sub(1);
+            let n = e.sent.saturating_sub(1);
             r.recovered_events += 1;
             r.recovery_total += n;
             r.recovery_max = r.recovery_max.max(n);
+            r.close_episode(e);
         }
     }
     if keep && !back.is_empty() {

@@ -17,6 +17,15 @@ pub trait HeaderCompressor {
     fn feedback(&mut self, _data: &[u8]) -> Result<(), FeedbackError> {
         Ok(())
     }
+
+    /// The packets held in the window of references of the flow of the
+    /// packet compressed last: TAROC's VSW, which W = K·MAX(cwnd,
+    /// 2·ssthresh) bounds in sequence space (§5.3.1 b), within the
+    /// compressor's floor and cap. None for a scheme without one (none,
+    /// VJ, IDEAL) and before the first packet.
+    fn reference_window(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The receiving side of a header compression scheme.
@@ -53,7 +62,7 @@ impl Scheme {
     pub fn pair(self) -> (Box<dyn HeaderCompressor>, Box<dyn HeaderDecompressor>) {
         match self {
             Scheme::Taroc(mode) => (
-                Box::new(Compressor::new(CompressorConfig::with_mode(mode))),
+                Box::new(TarocCompressor::new(CompressorConfig::with_mode(mode))),
                 Box::new(Decompressor::new(DecompressorConfig::with_mode(mode))),
             ),
             Scheme::Vj => (Box::new(VjCompressor::new()), Box::new(VjDecompressor::new())),
@@ -63,13 +72,37 @@ impl Scheme {
     }
 }
 
-impl HeaderCompressor for Compressor {
+/// TAROC's compressor behind [`HeaderCompressor`]: a [`Compressor`] and
+/// the context of the packet it compressed last, whose VSW
+/// [`HeaderCompressor::reference_window`] reports.
+pub struct TarocCompressor {
+    compressor: Compressor,
+    last_cid: Option<u8>,
+}
+
+impl TarocCompressor {
+    pub fn new(config: CompressorConfig) -> TarocCompressor {
+        TarocCompressor { compressor: Compressor::new(config), last_cid: None }
+    }
+
+    pub fn compressor(&self) -> &Compressor {
+        &self.compressor
+    }
+}
+
+impl HeaderCompressor for TarocCompressor {
     fn compress_packet(&mut self, packet: &[u8], out: &mut Vec<u8>) -> Result<usize, CompressError> {
-        Ok(self.compress(packet, out)?.header_len)
+        let c = self.compressor.compress(packet, out)?;
+        self.last_cid = Some(c.cid);
+        Ok(c.header_len)
     }
 
     fn feedback(&mut self, data: &[u8]) -> Result<(), FeedbackError> {
-        self.handle_feedback(data).map(|_| ())
+        self.compressor.handle_feedback(data).map(|_| ())
+    }
+
+    fn reference_window(&self) -> Option<usize> {
+        self.last_cid.map(|cid| self.compressor.vsw_len(cid))
     }
 }
 

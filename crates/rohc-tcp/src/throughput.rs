@@ -103,10 +103,10 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
-use crate::compressor::{Compressor, CompressorConfig};
+use crate::compressor::CompressorConfig;
 use crate::decompressor::{Decompressor, DecompressorConfig};
 use crate::packet::{Packet, TcpIpHeader, FLAG_ACK};
-use crate::scheme::{HeaderCompressor, HeaderDecompressor, Scheme, IDEAL_HEADER_LEN};
+use crate::scheme::{HeaderCompressor, HeaderDecompressor, Scheme, TarocCompressor, IDEAL_HEADER_LEN};
 
 /// Nanoseconds per second: simulated time is counted in integer
 /// nanoseconds so runs are exact and reproducible.
@@ -618,6 +618,30 @@ pub struct LinkCounts {
     pub feedback_frames: u64,
     /// Feedback frames damaged on the link.
     pub feedback_damaged: u64,
+    /// Loss episodes: a packet damaged on the link (discarded, refused or
+    /// emitted wrong) while no episode is in progress, until the next
+    /// packet emitted equal to its original. Queue drops begin none: the
+    /// compressor never saw those packets, so they cannot desynchronise
+    /// its context.
+    pub loss_episodes: u64,
+    /// Over every episode (the one the run ends in too, counted until the
+    /// end): packets that arrived undamaged and were refused, the
+    /// episode's context damage apart from the link's. Their sum and
+    /// largest.
+    pub context_recovery_total: u64,
+    pub context_recovery_max: u64,
+    /// Episodes whose context damage exceeded the compressor's window of
+    /// references (TAROC's VSW, in packets) as the packet that began them
+    /// left it: the decompressor's last good reference must stay within
+    /// W = K·cwnd (draft-ietf-rohc-tcp-taroc-04 §5.3.1 b, §6.1). Only
+    /// episodes that began with a window count: 0 for schemes without one.
+    pub episodes_beyond_window: u64,
+    /// The largest excess of such an episode's context damage over its
+    /// window, in packets.
+    pub beyond_window_max: u64,
+    /// Packets refused undamaged outside any loss episode: context damage
+    /// no loss on the link explains.
+    pub context_damage_outside_episodes: u64,
 }
 
 impl LinkCounts {
@@ -625,6 +649,33 @@ impl LinkCounts {
     pub fn mean_header(&self) -> f64 {
         self.header_bytes as f64 / self.packets.max(1) as f64
     }
+
+    /// Context-damaged packets per loss episode.
+    pub fn context_recovery_mean(&self) -> f64 {
+        self.context_recovery_total as f64 / self.loss_episodes.max(1) as f64
+    }
+
+    fn close_episode(&mut self, e: Episode) {
+        self.context_recovery_total += e.context_damaged;
+        self.context_recovery_max = self.context_recovery_max.max(e.context_damaged);
+        if let Some(w) = e.window {
+            let w = w as u64;
+            if e.context_damaged > w {
+                self.episodes_beyond_window += 1;
+                self.beyond_window_max = self.beyond_window_max.max(e.context_damaged - w);
+            }
+        }
+    }
+}
+
+/// A loss episode in progress on one direction of the wireless link.
+#[derive(Debug, Clone, Copy)]
+struct Episode {
+    /// Packets that arrived undamaged and were refused since it began.
+    context_damaged: u64,
+    /// The compressor's window of references, in packets, as the packet
+    /// that began it left the compressor (None: the scheme has none).
+    window: Option<usize>,
 }
 
 /// The outcome of one simulation.
@@ -654,7 +705,7 @@ impl RunReport {
 pub fn scheme_pair(scheme: Scheme, mtu: u16) -> (Box<dyn HeaderCompressor>, Box<dyn HeaderDecompressor>) {
     match scheme {
         Scheme::Taroc(mode) => (
-            Box::new(Compressor::new(CompressorConfig { mtu: mtu as u32, ..CompressorConfig::with_mode(mode) })),
+            Box::new(TarocCompressor::new(CompressorConfig { mtu: mtu as u32, ..CompressorConfig::with_mode(mode) })),
             Box::new(Decompressor::new(DecompressorConfig::with_mode(mode))),
         ),
         other => other.pair(),
@@ -728,6 +779,8 @@ struct WireFrame {
     damaged: bool,
     /// IDEAL's counted header was hit: dropped whatever the link does.
     ideal_header_hit: bool,
+    /// The compressor's window of references as the packet left it.
+    window: Option<usize>,
 }
 
 struct Link {
@@ -769,6 +822,33 @@ struct WirelessDir {
     decomp: Box<dyn HeaderDecompressor>,
     errors: SplitMix,
     counts: LinkCounts,
+    episode: Option<Episode>,
+}
+
+impl WirelessDir {
+    /// A packet damaged on the link was lost to the receiver.
+    fn link_loss(&mut self, window: Option<usize>) {
+        if self.episode.is_none() {
+            self.counts.loss_episodes += 1;
+            self.episode = Some(Episode { context_damaged: 0, window });
+        }
+    }
+
+    /// An undamaged packet was refused.
+    fn context_loss(&mut self) {
+        self.counts.context_damage += 1;
+        match &mut self.episode {
+            Some(e) => e.context_damaged += 1,
+            None => self.counts.context_damage_outside_episodes += 1,
+        }
+    }
+
+    /// A packet was emitted equal to its original.
+    fn recovered(&mut self) {
+        if let Some(e) = self.episode.take() {
+            self.counts.close_episode(e);
+        }
+    }
 }
 
 /// Builds one direction's packets: fixed addresses, a counting IP-ID.
@@ -820,7 +900,13 @@ pub fn simulate(cfg: &ThroughputConfig) -> Result<RunReport, ConfigError> {
     let isn_ack = seeds.next() as u32;
     let wireless = |stream: u64| {
         let (comp, decomp) = scheme_pair(cfg.scheme, cfg.mtu);
-        WirelessDir { comp, decomp, errors: SplitMix::new(cfg.seed, stream), counts: LinkCounts::default() }
+        WirelessDir {
+            comp,
+            decomp,
+            errors: SplitMix::new(cfg.seed, stream),
+            counts: LinkCounts::default(),
+            episode: None,
+        }
     };
     let sender_cfg = SenderConfig {
         rwnd: mss.saturating_mul(cfg.receiver_window),
@@ -881,6 +967,9 @@ pub fn simulate(cfg: &ThroughputConfig) -> Result<RunReport, ConfigError> {
         }
     }
     let delivered = sim.receiver.delivered();
+    for dir in &mut sim.wireless {
+        dir.recovered();
+    }
     Ok(RunReport {
         goodput: delivered as f64 / cfg.seconds,
         delivered_bytes: delivered,
@@ -970,7 +1059,10 @@ impl Sim {
                 dir.counts.bytes += n as u64;
                 let damaged = dir.errors.flip_bits(&mut bytes, 0, ber) > 0;
                 dir.counts.feedback_damaged += damaged as u64;
-                Some((Frame::Wire(WireFrame { bytes, original: None, damaged, ideal_header_hit: false }), n))
+                Some((
+                    Frame::Wire(WireFrame { bytes, original: None, damaged, ideal_header_hit: false, window: None }),
+                    n,
+                ))
             }
             Frame::Packet(packet) => {
                 let mut wire = Vec::with_capacity(packet.len() + 4);
@@ -983,6 +1075,7 @@ impl Sim {
                 };
                 dir.counts.packets += 1;
                 dir.counts.header_bytes += header_len as u64;
+                let window = dir.comp.reference_window();
                 let mut ideal_header_hit = false;
                 let (on_link, errors) = if ideal {
                     // Only the 4 counted octets (the last 4 of the real
@@ -1002,7 +1095,7 @@ impl Sim {
                 let damaged = errors > 0;
                 dir.counts.damaged += damaged as u64;
                 Some((
-                    Frame::Wire(WireFrame { bytes: wire, original: Some(packet), damaged, ideal_header_hit }),
+                    Frame::Wire(WireFrame { bytes: wire, original: Some(packet), damaged, ideal_header_hit, window }),
                     on_link,
                 ))
             }
@@ -1057,18 +1150,24 @@ impl Sim {
         let dir = &mut self.wireless[w];
         if f.ideal_header_hit || (f.damaged && discard) {
             dir.counts.damaged_dropped += 1;
+            dir.link_loss(f.window);
             dir.decomp.link_error();
             return;
         }
         let mut out = Vec::with_capacity(original.len());
         let emitted = match dir.decomp.decompress_packet(&f.bytes, &mut out) {
             Ok(_) => {
-                if out != original {
+                if out == original {
+                    dir.recovered();
+                } else {
                     let hl = Packet::parse(&original).map_or(40, |p| p.header.len());
                     if out.len() == original.len() && out[..hl] == original[..hl] {
                         dir.counts.payload_undetected += 1;
                     } else {
                         dir.counts.undetected += 1;
+                    }
+                    if f.damaged {
+                        dir.link_loss(f.window);
                     }
                 }
                 true
@@ -1076,8 +1175,9 @@ impl Sim {
             Err(_) => {
                 if f.damaged {
                     dir.counts.damaged_dropped += 1;
+                    dir.link_loss(f.window);
                 } else {
-                    dir.counts.context_damage += 1;
+                    dir.context_loss();
                 }
                 false
             }

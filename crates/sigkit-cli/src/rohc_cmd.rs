@@ -120,6 +120,8 @@ fn print_json(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<
     let schemes: Vec<_> = reports
         .iter()
         .map(|r| {
+            // Only TAROC keeps a window of references (its VSW) to exceed.
+            let windowed = r.scheme.starts_with("taroc");
             serde_json::json!({
                 "scheme": r.scheme,
                 "packets": r.sent(),
@@ -142,6 +144,11 @@ fn print_json(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<
                 "recovered_events": r.recovered_events,
                 "recovery_mean": r.recovery_mean(),
                 "recovery_max": r.recovery_max,
+                "context_recovery_mean": r.context_recovery_mean(),
+                "context_recovery_max": r.context_recovery_max,
+                "episodes_beyond_window": windowed.then_some(r.episodes_beyond_window),
+                "beyond_window_max": windowed.then_some(r.beyond_window_max),
+                "context_damage_outside_episodes": r.context_damage_outside_episodes,
                 "feedback_packets": r.feedback_packets,
                 "feedback_bytes": r.feedback_bytes,
             })
@@ -208,7 +215,7 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result
     )?;
     writeln!(
         out,
-        "{:<8} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9} {:>9}",
+        "{:<8} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}",
         "scheme",
         "hdr before",
         "hdr after",
@@ -220,12 +227,15 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result
         "undet.",
         "payload u.",
         "recov.avg",
-        "recov.max"
+        "recov.max",
+        "ctxrec.av",
+        "ctxrec.mx",
+        "beyond W"
     )?;
     for r in reports {
         writeln!(
             out,
-            "{:<8} {:>11} {:>11} {:>8.2} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9.2} {:>9}",
+            "{:<8} {:>11} {:>11} {:>8.2} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9.2} {:>9} {:>9.2} {:>9} {:>8}",
             r.scheme,
             r.header_bytes_before,
             r.header_bytes_after,
@@ -237,8 +247,15 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result
             r.undetected,
             r.payload_undetected,
             r.recovery_mean(),
-            r.recovery_max
+            r.recovery_max,
+            r.context_recovery_mean(),
+            r.context_recovery_max,
+            if r.scheme.starts_with("taroc") { r.episodes_beyond_window.to_string() } else { "-".into() }
         )?;
     }
+    writeln!(
+        out,
+        "recov.: packets sent after a loss until the next correct decompression; ctxrec.: packets that arrived intact but were refused (context damage) per loss episode; beyond W: episodes whose context damage exceeded TAROC's VSW, in packets, as the loss left the compressor"
+    )?;
     Ok(())
 }

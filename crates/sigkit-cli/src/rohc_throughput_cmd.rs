@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use rohc_tcp::replay::scheme_name;
 use rohc_tcp::throughput::{
-    draft_mtu, draft_table, simulate, DamagedFrames, RunReport, Summary, TcpVariant, ThroughputConfig, DRAFT_BERS,
-    NS_PER_S,
+    draft_mtu, draft_table, simulate, DamagedFrames, LinkCounts, RunReport, Summary, TcpVariant, ThroughputConfig,
+    DRAFT_BERS, NS_PER_S,
 };
 use rohc_tcp::{Mode, Scheme};
 
@@ -101,6 +101,21 @@ struct Point {
 impl Point {
     fn summary(&self, f: impl Fn(&RunReport) -> f64) -> Summary {
         Summary::of(&self.runs.iter().map(f).collect::<Vec<_>>())
+    }
+
+    /// A count of both directions of the wireless link, summed over the seeds.
+    fn total(&self, f: impl Fn(&LinkCounts) -> u64) -> u64 {
+        self.runs.iter().map(|r| f(&r.forward) + f(&r.backward)).sum()
+    }
+
+    /// A count's largest value over both directions and the seeds.
+    fn most(&self, f: impl Fn(&LinkCounts) -> u64) -> u64 {
+        self.runs.iter().map(|r| f(&r.forward).max(f(&r.backward))).max().unwrap_or(0)
+    }
+
+    /// Context-damaged packets per loss episode, over the seeds.
+    fn context_recovery_mean(&self) -> f64 {
+        self.total(|c| c.context_recovery_total) as f64 / self.total(|c| c.loss_episodes).max(1) as f64
     }
 }
 
@@ -251,6 +266,7 @@ fn print_tables(args: &RohcThroughputArgs, bers: &[f64], schemes: &[Scheme], poi
             head += &format!(" {:>16}", scheme_label(s));
         }
         head += &format!(" {:>15} {:>7} {:>9} {:>8}", "TAROC/IDEAL", "spread", "ctx dmg", "RTOs");
+        head += &format!(" {:>9} {:>9} {:>8}", "episodes", "ctxrec.mx", "beyond W");
         writeln!(out, "{head}")?;
         for &ber in bers {
             let mtu = args.mtu.unwrap_or_else(|| draft_mtu(ber));
@@ -284,6 +300,14 @@ fn print_tables(args: &RohcThroughputArgs, bers: &[f64], schemes: &[Scheme], poi
                 _ => "-".into(),
             };
             line += &format!(" {r:>15} {:>6.1}% {:>9} {:>8}", spread * 100.0, ctx.join("/"), rtos.join("/"));
+            let (episodes, ctxrec, beyond) = taroc.map_or(("-".into(), "-".into(), "-".into()), |t| {
+                (
+                    t.total(|c| c.loss_episodes).to_string(),
+                    t.most(|c| c.context_recovery_max).to_string(),
+                    t.total(|c| c.episodes_beyond_window).to_string(),
+                )
+            });
+            line += &format!(" {episodes:>9} {ctxrec:>9} {beyond:>8}");
             writeln!(out, "{line}")?;
         }
     }
@@ -291,6 +315,10 @@ fn print_tables(args: &RohcThroughputArgs, bers: &[f64], schemes: &[Scheme], poi
     writeln!(
         out,
         "spread: the largest standard error of the mean over the row's schemes, in % of the mean; ctx dmg: packets lost to context damage per run (VJ/TAROC); RTOs: timeouts per run, per scheme"
+    )?;
+    writeln!(
+        out,
+        "episodes: TAROC's loss episodes over all seeds, both directions (a damaged packet until the next correct decompression); ctxrec.mx: the most packets one lost to context damage (arrived intact, refused); beyond W: episodes that lost more than TAROC's VSW held, in packets, as the loss left the compressor"
     )?;
     writeln!(
         out,
@@ -307,6 +335,8 @@ fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
         .iter()
         .map(|p| {
             let mean = |f: &dyn Fn(&RunReport) -> f64| p.summary(f).mean;
+            // Only TAROC keeps a window of references (its VSW) to exceed.
+            let windowed = matches!(p.cfg.scheme, Scheme::Taroc(_));
             serde_json::json!({
                 "link_bps": p.cfg.link_bps,
                 "ber": p.cfg.ber,
@@ -328,6 +358,12 @@ fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
                 "feedback_frames": mean(&|r| (r.forward.feedback_frames + r.backward.feedback_frames) as f64),
                 "undetected": p.runs.iter().map(|r| r.forward.undetected + r.backward.undetected).sum::<u64>(),
                 "payload_undetected": p.runs.iter().map(|r| r.forward.payload_undetected + r.backward.payload_undetected).sum::<u64>(),
+                "loss_episodes": p.total(|c| c.loss_episodes),
+                "context_recovery_mean": p.context_recovery_mean(),
+                "context_recovery_max": p.most(|c| c.context_recovery_max),
+                "episodes_beyond_window": windowed.then(|| p.total(|c| c.episodes_beyond_window)),
+                "beyond_window_max": windowed.then(|| p.most(|c| c.beyond_window_max)),
+                "context_damage_outside_episodes": p.total(|c| c.context_damage_outside_episodes),
             })
         })
         .collect();

@@ -99,16 +99,30 @@ fn json_reports_every_figure_for_every_scheme() {
             "recovery_max",
             "link_lost",
             "loss_events",
+            "context_recovery_mean",
+            "context_recovery_max",
+            "context_damage_outside_episodes",
         ] {
             assert!(s[field].is_number(), "{} lacks {field}", s["scheme"]);
         }
         assert!(s["link_lost"].as_u64().unwrap() > 0);
+        // Only TAROC has a window of references (its VSW) to exceed.
+        for field in ["episodes_beyond_window", "beyond_window_max"] {
+            assert_eq!(s[field].is_number(), s["scheme"] == "taroc-o", "{} {field}", s["scheme"]);
+            assert_eq!(s[field].is_null(), s["scheme"] != "taroc-o", "{} {field}", s["scheme"]);
+        }
+        // Every packet lost to context damage belongs to a loss episode or
+        // is counted apart.
+        let in_episodes = s["context_recovery_mean"].as_f64().unwrap() * s["loss_events"].as_f64().unwrap();
+        let outside = s["context_damage_outside_episodes"].as_f64().unwrap();
+        assert!((in_episodes + outside - s["context_damage"].as_f64().unwrap()).abs() < 1e-6, "{s}");
+        assert!(s["context_recovery_max"].as_f64().unwrap() <= s["context_damage"].as_f64().unwrap());
     }
     assert_eq!(r["link"]["reorder"], 2);
     assert!(r["capture"]["checksums_fixed"].as_u64().unwrap() > 0, "loopback captures carry offloaded checksums");
     let table = sigkit().args(["rohc", data("http-small-any.pcapng").to_str().unwrap()]).output().unwrap();
     let text = String::from_utf8(table.stdout).unwrap();
-    for name in ["taroc-o", "vj", "none", "ideal", "mean B"] {
+    for name in ["taroc-o", "vj", "none", "ideal", "mean B", "ctxrec.mx", "beyond W"] {
         assert!(text.contains(name), "{text}");
     }
 }

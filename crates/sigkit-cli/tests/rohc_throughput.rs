@@ -55,6 +55,26 @@ fn a_small_grid_reports_every_point_beside_the_draft() {
     // Errors cost throughput and bring timeouts.
     assert!(g(1e-5, "none") < g(0.0, "none"));
     assert!(point(&r, 1e-5, "vj")["context_damage"].as_f64().unwrap() > 0.0);
+    // Context recovery per loss episode, over both seeds: every packet
+    // lost to context damage (a mean per run above) belongs to an episode
+    // or is counted apart; only TAROC has a window to exceed.
+    for p in r["points"].as_array().unwrap() {
+        for field in
+            ["loss_episodes", "context_recovery_mean", "context_recovery_max", "context_damage_outside_episodes"]
+        {
+            assert!(p[field].is_number(), "{} lacks {field}", p["scheme"]);
+        }
+        let in_episodes = p["context_recovery_mean"].as_f64().unwrap() * p["loss_episodes"].as_f64().unwrap();
+        let outside = p["context_damage_outside_episodes"].as_f64().unwrap();
+        let total = p["context_damage"].as_f64().unwrap() * 2.0;
+        assert!((in_episodes + outside - total).abs() < 1e-6, "{p}");
+        for field in ["episodes_beyond_window", "beyond_window_max"] {
+            assert_eq!(p[field].is_number(), p["scheme"] == "taroc-o", "{} {field}", p["scheme"]);
+        }
+    }
+    assert_eq!(point(&r, 0.0, "taroc-o")["loss_episodes"], 0);
+    assert!(point(&r, 1e-5, "vj")["loss_episodes"].as_u64().unwrap() > 0);
+    assert!(point(&r, 1e-5, "vj")["context_recovery_max"].as_u64().unwrap() > 0);
 }
 
 #[test]
@@ -100,6 +120,7 @@ fn the_table_names_the_draft_and_its_figures() {
     // The draft's NONE and IDEAL figures at 1e-6, in parentheses.
     assert!(text.contains("(16703)") && text.contains("(17027)"), "{text}");
     assert!(text.contains("draft-ietf-rohc-tcp-taroc-04"));
+    assert!(text.contains("ctxrec.mx") && text.contains("beyond W"), "{text}");
 }
 
 #[test]
