@@ -322,6 +322,11 @@ impl Compressor {
         self.contexts.get(cid as usize)?.as_ref().map(|c| c.state)
     }
 
+    /// The context of the packet compressed last, if any.
+    pub fn last_context(&self) -> Option<u8> {
+        self.state(self.last_cid).map(|_| self.last_cid)
+    }
+
     /// The VSW's length of context `cid`.
     pub fn vsw_len(&self, cid: u8) -> usize {
         self.contexts.get(cid as usize).and_then(|c| c.as_ref()).map_or(0, |c| c.vsw.len())

@@ -62,7 +62,7 @@ impl Scheme {
     pub fn pair(self) -> (Box<dyn HeaderCompressor>, Box<dyn HeaderDecompressor>) {
         match self {
             Scheme::Taroc(mode) => (
-                Box::new(TarocCompressor::new(CompressorConfig::with_mode(mode))),
+                Box::new(Compressor::new(CompressorConfig::with_mode(mode))),
                 Box::new(Decompressor::new(DecompressorConfig::with_mode(mode))),
             ),
             Scheme::Vj => (Box::new(VjCompressor::new()), Box::new(VjDecompressor::new())),
@@ -72,37 +72,17 @@ impl Scheme {
     }
 }
 
-/// TAROC's compressor behind [`HeaderCompressor`]: a [`Compressor`] and
-/// the context of the packet it compressed last, whose VSW
-/// [`HeaderCompressor::reference_window`] reports.
-pub struct TarocCompressor {
-    compressor: Compressor,
-    last_cid: Option<u8>,
-}
-
-impl TarocCompressor {
-    pub fn new(config: CompressorConfig) -> TarocCompressor {
-        TarocCompressor { compressor: Compressor::new(config), last_cid: None }
-    }
-
-    pub fn compressor(&self) -> &Compressor {
-        &self.compressor
-    }
-}
-
-impl HeaderCompressor for TarocCompressor {
+impl HeaderCompressor for Compressor {
     fn compress_packet(&mut self, packet: &[u8], out: &mut Vec<u8>) -> Result<usize, CompressError> {
-        let c = self.compressor.compress(packet, out)?;
-        self.last_cid = Some(c.cid);
-        Ok(c.header_len)
+        Ok(self.compress(packet, out)?.header_len)
     }
 
     fn feedback(&mut self, data: &[u8]) -> Result<(), FeedbackError> {
-        self.compressor.handle_feedback(data).map(|_| ())
+        self.handle_feedback(data).map(|_| ())
     }
 
     fn reference_window(&self) -> Option<usize> {
-        self.last_cid.map(|cid| self.compressor.vsw_len(cid))
+        self.last_context().map(|cid| self.vsw_len(cid))
     }
 }
 

@@ -103,10 +103,10 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
-use crate::compressor::CompressorConfig;
+use crate::compressor::{Compressor, CompressorConfig};
 use crate::decompressor::{Decompressor, DecompressorConfig};
 use crate::packet::{Packet, TcpIpHeader, FLAG_ACK};
-use crate::scheme::{HeaderCompressor, HeaderDecompressor, Scheme, TarocCompressor, IDEAL_HEADER_LEN};
+use crate::scheme::{HeaderCompressor, HeaderDecompressor, Scheme, IDEAL_HEADER_LEN};
 
 /// Nanoseconds per second: simulated time is counted in integer
 /// nanoseconds so runs are exact and reproducible.
@@ -705,7 +705,7 @@ impl RunReport {
 pub fn scheme_pair(scheme: Scheme, mtu: u16) -> (Box<dyn HeaderCompressor>, Box<dyn HeaderDecompressor>) {
     match scheme {
         Scheme::Taroc(mode) => (
-            Box::new(TarocCompressor::new(CompressorConfig { mtu: mtu as u32, ..CompressorConfig::with_mode(mode) })),
+            Box::new(Compressor::new(CompressorConfig { mtu: mtu as u32, ..CompressorConfig::with_mode(mode) })),
             Box::new(Decompressor::new(DecompressorConfig::with_mode(mode))),
         ),
         other => other.pair(),
