@@ -289,7 +289,7 @@ pub use compressor::{CompressError, Compressed, Compressor, CompressorConfig, Co
 pub use decompressor::{DecompressError, Decompressed, Decompressor, DecompressorConfig, DecompressorState};
 pub use format::{Feedback, FeedbackKind, FormatError};
 pub use packet::{checksums_ok, fix_checksums, Packet, ParseError, TcpIpHeader, TcpOption};
-pub use scheme::{HeaderCompressor, HeaderDecompressor, Ideal, Scheme, Uncompressed};
+pub use scheme::{ContextRecovery, HeaderCompressor, HeaderDecompressor, Ideal, Scheme, Uncompressed};
 pub use vj::{VjCompressor, VjDecompressor};
 
 /// The mode of operation (§5.5), the same at both ends.

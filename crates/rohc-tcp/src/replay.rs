@@ -30,7 +30,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::packet::Packet;
-use crate::scheme::{HeaderCompressor, HeaderDecompressor, Scheme, IDEAL_HEADER_LEN};
+use crate::scheme::{ContextRecovery, HeaderCompressor, HeaderDecompressor, Scheme, IDEAL_HEADER_LEN};
 
 /// The emulated link's faults.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,21 +97,9 @@ pub struct Report {
     pub recovery_total: u64,
     pub recovery_max: u64,
     pub recovered_events: usize,
-    /// Over every loss episode (those the replay ends in too, counted
-    /// until its end): packets that arrived undamaged but were refused,
-    /// i.e. the episode's context damage, apart from what the link itself
-    /// lost or damaged. Their sum and largest.
-    pub context_recovery_total: u64,
-    pub context_recovery_max: u64,
-    /// Episodes whose context damage exceeded the compressor's window of
-    /// references (TAROC's VSW, in packets) as the loss left it: the
-    /// decompressor's last good reference must stay within W = K·cwnd
-    /// (draft-ietf-rohc-tcp-taroc-04 §5.3.1 b, §6.1). Only episodes that
-    /// began with a window count: 0 for schemes without one.
-    pub episodes_beyond_window: usize,
-    /// The largest excess of such an episode's context damage over its
-    /// window, in packets.
-    pub beyond_window_max: u64,
+    /// Over the loss episodes: the packets that arrived undamaged but
+    /// were refused (context damage), against the window they began with.
+    pub context_recovery: ContextRecovery,
     /// Packets refused undamaged outside any loss episode (reordering's,
     /// or a compressor's own doing): context damage no loss explains.
     pub context_damage_outside_episodes: usize,
@@ -140,18 +128,7 @@ impl Report {
 
     /// Context-damaged packets per loss episode.
     pub fn context_recovery_mean(&self) -> f64 {
-        self.context_recovery_total as f64 / self.loss_events.max(1) as f64
-    }
-
-    fn close_episode(&mut self, e: Episode) {
-        self.context_recovery_total += e.context_damaged;
-        self.context_recovery_max = self.context_recovery_max.max(e.context_damaged);
-        if let Some(w) = e.window {
-            if e.context_damaged > w as u64 {
-                self.episodes_beyond_window += 1;
-                self.beyond_window_max = self.beyond_window_max.max(e.context_damaged - w as u64);
-            }
-        }
+        self.context_recovery.mean(self.loss_events as u64)
     }
 }
 
@@ -346,7 +323,7 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
                 deliver(this, f, &mut r, packets, link, keep, &mut emitted);
             }
             if let Some(e) = this.recovering.take() {
-                r.close_episode(e);
+                r.context_recovery.close(e.context_damaged, e.window);
             }
         }
         r.flows += 1;
@@ -429,7 +406,7 @@ fn deliver(
             r.recovered_events += 1;
             r.recovery_total += n;
             r.recovery_max = r.recovery_max.max(n);
-            r.close_episode(e);
+            r.context_recovery.close(e.context_damaged, e.window);
         }
     }
     if keep && !back.is_empty() {

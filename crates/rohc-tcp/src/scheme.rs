@@ -28,6 +28,52 @@ pub trait HeaderCompressor {
     }
 }
 
+/// Context recovery over loss episodes (a packet lost or damaged on the
+/// link, until the next correct decompression), apart from the link's own
+/// damage: the packets that arrived undamaged but were refused. TAROC's
+/// goal is that they stay within the compressor's window of references,
+/// W = K·cwnd (draft-ietf-rohc-tcp-taroc-04 §5.3.1 b, §6.1): the
+/// decompressor's last good reference must not leave it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContextRecovery {
+    /// Context-damaged packets over every episode (one a run ends in
+    /// counted until its end), and the most in one episode.
+    pub total: u64,
+    pub max: u64,
+    /// Episodes whose context damage exceeded the compressor's window (in
+    /// packets) as the packet that began them left it; only episodes that
+    /// began with a window count, so 0 for schemes without one.
+    pub beyond_window: u64,
+    /// The largest excess of such an episode over its window, in packets.
+    pub beyond_window_max: u64,
+}
+
+impl ContextRecovery {
+    /// Counts an ended episode: its context-damaged packets and the window
+    /// it began with (None: the scheme has none).
+    pub fn close(&mut self, context_damaged: u64, window: Option<usize>) {
+        self.total += context_damaged;
+        self.max = self.max.max(context_damaged);
+        if let Some(w) = window.map(|w| w as u64).filter(|&w| context_damaged > w) {
+            self.beyond_window += 1;
+            self.beyond_window_max = self.beyond_window_max.max(context_damaged - w);
+        }
+    }
+
+    /// Adds another count's episodes.
+    pub fn add(&mut self, other: &ContextRecovery) {
+        self.total += other.total;
+        self.max = self.max.max(other.max);
+        self.beyond_window += other.beyond_window;
+        self.beyond_window_max = self.beyond_window_max.max(other.beyond_window_max);
+    }
+
+    /// Context-damaged packets per episode, over `episodes`.
+    pub fn mean(&self, episodes: u64) -> f64 {
+        self.total as f64 / episodes.max(1) as f64
+    }
+}
+
 /// The receiving side of a header compression scheme.
 pub trait HeaderDecompressor {
     /// Decompresses one received packet, appending the IP/TCP packet to

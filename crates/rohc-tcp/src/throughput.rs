@@ -106,7 +106,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use crate::compressor::{Compressor, CompressorConfig};
 use crate::decompressor::{Decompressor, DecompressorConfig};
 use crate::packet::{Packet, TcpIpHeader, FLAG_ACK};
-use crate::scheme::{HeaderCompressor, HeaderDecompressor, Scheme, IDEAL_HEADER_LEN};
+use crate::scheme::{ContextRecovery, HeaderCompressor, HeaderDecompressor, Scheme, IDEAL_HEADER_LEN};
 
 /// Nanoseconds per second: simulated time is counted in integer
 /// nanoseconds so runs are exact and reproducible.
@@ -624,21 +624,9 @@ pub struct LinkCounts {
     /// compressor never saw those packets, so they cannot desynchronise
     /// its context.
     pub loss_episodes: u64,
-    /// Over every episode (the one the run ends in too, counted until the
-    /// end): packets that arrived undamaged and were refused, the
-    /// episode's context damage apart from the link's. Their sum and
-    /// largest.
-    pub context_recovery_total: u64,
-    pub context_recovery_max: u64,
-    /// Episodes whose context damage exceeded the compressor's window of
-    /// references (TAROC's VSW, in packets) as the packet that began them
-    /// left it: the decompressor's last good reference must stay within
-    /// W = K·cwnd (draft-ietf-rohc-tcp-taroc-04 §5.3.1 b, §6.1). Only
-    /// episodes that began with a window count: 0 for schemes without one.
-    pub episodes_beyond_window: u64,
-    /// The largest excess of such an episode's context damage over its
-    /// window, in packets.
-    pub beyond_window_max: u64,
+    /// Over the loss episodes: the packets that arrived undamaged but
+    /// were refused (context damage), against the window they began with.
+    pub context_recovery: ContextRecovery,
     /// Packets refused undamaged outside any loss episode: context damage
     /// no loss on the link explains.
     pub context_damage_outside_episodes: u64,
@@ -652,19 +640,7 @@ impl LinkCounts {
 
     /// Context-damaged packets per loss episode.
     pub fn context_recovery_mean(&self) -> f64 {
-        self.context_recovery_total as f64 / self.loss_episodes.max(1) as f64
-    }
-
-    fn close_episode(&mut self, e: Episode) {
-        self.context_recovery_total += e.context_damaged;
-        self.context_recovery_max = self.context_recovery_max.max(e.context_damaged);
-        if let Some(w) = e.window {
-            let w = w as u64;
-            if e.context_damaged > w {
-                self.episodes_beyond_window += 1;
-                self.beyond_window_max = self.beyond_window_max.max(e.context_damaged - w);
-            }
-        }
+        self.context_recovery.mean(self.loss_episodes)
     }
 }
 
@@ -846,7 +822,7 @@ impl WirelessDir {
     /// A packet was emitted equal to its original.
     fn recovered(&mut self) {
         if let Some(e) = self.episode.take() {
-            self.counts.close_episode(e);
+            self.counts.context_recovery.close(e.context_damaged, e.window);
         }
     }
 }

@@ -66,16 +66,16 @@ fn a_burst_longer_than_the_window_in_u_mode_is_context_damage_beyond_it() {
     assert_eq!(r.loss_events, 1);
     assert!(r.context_damage > 0, "{r:?}");
     // Every refused packet belongs to the one episode.
-    assert_eq!(r.context_recovery_total, r.context_damage as u64);
-    assert_eq!(r.context_recovery_max, r.context_damage as u64);
+    assert_eq!(r.context_recovery.total, r.context_damage as u64);
+    assert_eq!(r.context_recovery.max, r.context_damage as u64);
     assert_eq!(r.context_damage_outside_episodes, 0);
-    assert_eq!(r.episodes_beyond_window, 1, "{r:?}");
+    assert_eq!(r.context_recovery.beyond_window, 1, "{r:?}");
     // The window it exceeded: the VSW, between its floor and its cap.
-    let window = r.context_recovery_max - r.beyond_window_max;
+    let window = r.context_recovery.max - r.context_recovery.beyond_window_max;
     assert!((8..=128).contains(&window), "{r:?}");
     // The packets sent until recovery count the burst (after its first
     // packet) as well; the context figure does not.
-    assert_eq!(r.recovery_max, 199 + r.context_recovery_max, "{r:?}");
+    assert_eq!(r.recovery_max, 199 + r.context_recovery.max, "{r:?}");
 }
 
 #[test]
@@ -84,7 +84,7 @@ fn a_burst_within_the_window_costs_no_context() {
     // The VSW holds at least 8 packets (min_vsw).
     let r = replay_with_burst(Scheme::Taroc(Mode::U), &flow, 100, 3);
     assert_eq!(r.loss_events, 1);
-    assert_eq!((r.context_damage, r.context_recovery_max, r.episodes_beyond_window), (0, 0, 0), "{r:?}");
+    assert_eq!((r.context_damage, r.context_recovery.max, r.context_recovery.beyond_window), (0, 0, 0), "{r:?}");
     assert_eq!(r.delivered, flow.len() - 3);
 }
 
@@ -94,10 +94,10 @@ fn feedback_recovers_a_long_burst_within_the_window() {
     for mode in [Mode::O, Mode::R] {
         let r = replay_with_burst(Scheme::Taroc(mode), &flow, 100, 200);
         assert_eq!(r.loss_events, 1, "{mode:?}");
-        assert_eq!(r.episodes_beyond_window, 0, "{mode:?} {r:?}");
-        assert_eq!(r.context_recovery_total, r.context_damage as u64, "{mode:?}");
+        assert_eq!(r.context_recovery.beyond_window, 0, "{mode:?} {r:?}");
+        assert_eq!(r.context_recovery.total, r.context_damage as u64, "{mode:?}");
         // A NACK and the refresh it buys cross the link in a few packets.
-        assert!(r.context_recovery_max < 8, "{mode:?} {r:?}");
+        assert!(r.context_recovery.max < 8, "{mode:?} {r:?}");
     }
 }
 
@@ -107,16 +107,16 @@ fn schemes_without_a_window_never_count_an_episode_beyond_it() {
     for scheme in [Scheme::Vj, Scheme::None, Scheme::Ideal] {
         let r = replay_with_burst(scheme, &flow, 100, 200);
         assert_eq!(r.loss_events, 1, "{scheme:?}");
-        assert_eq!((r.episodes_beyond_window, r.beyond_window_max), (0, 0), "{scheme:?}");
-        assert_eq!(r.context_recovery_total, r.context_damage as u64, "{scheme:?}");
+        assert_eq!((r.context_recovery.beyond_window, r.context_recovery.beyond_window_max), (0, 0), "{scheme:?}");
+        assert_eq!(r.context_recovery.total, r.context_damage as u64, "{scheme:?}");
     }
     // VJ (RFC 1144) loses its deltas' base with the burst: the packets
     // after it are context damage (without timestamps, which VJ does not
     // compress, it sends deltas).
     let plain = data_segments_with(700, FlowOptions { timestamps: false, ..FlowOptions::default() });
     let vj = replay_with_burst(Scheme::Vj, &plain, 100, 200);
-    assert!(vj.context_recovery_max > 0, "{vj:?}");
-    assert_eq!((vj.episodes_beyond_window, vj.beyond_window_max), (0, 0));
+    assert!(vj.context_recovery.max > 0, "{vj:?}");
+    assert_eq!((vj.context_recovery.beyond_window, vj.context_recovery.beyond_window_max), (0, 0));
 }
 
 fn both(f: impl Fn(&LinkCounts) -> u64, r: &rohc_tcp::throughput::RunReport) -> u64 {
@@ -141,20 +141,20 @@ fn throughput_episodes_account_for_every_context_damaged_packet() {
                 // An episode begins at a damaged packet lost to the receiver.
                 assert!(episodes <= both(|c| c.damaged_dropped + c.undetected + c.payload_undetected, &r), "{at}");
                 assert_eq!(
-                    both(|c| c.context_recovery_total + c.context_damage_outside_episodes, &r),
+                    both(|c| c.context_recovery.total + c.context_damage_outside_episodes, &r),
                     r.context_damage(),
                     "{at}"
                 );
                 for c in [&r.forward, &r.backward] {
-                    assert!(c.context_recovery_max <= c.context_recovery_total, "{at}");
-                    assert!(c.episodes_beyond_window <= c.loss_episodes, "{at}");
-                    assert_eq!(c.beyond_window_max > 0, c.episodes_beyond_window > 0, "{at}");
+                    assert!(c.context_recovery.max <= c.context_recovery.total, "{at}");
+                    assert!(c.context_recovery.beyond_window <= c.loss_episodes, "{at}");
+                    assert_eq!(c.context_recovery.beyond_window_max > 0, c.context_recovery.beyond_window > 0, "{at}");
                 }
                 if !matches!(scheme, Scheme::Taroc(_)) {
-                    assert_eq!(both(|c| c.episodes_beyond_window, &r), 0, "{at}");
+                    assert_eq!(both(|c| c.context_recovery.beyond_window, &r), 0, "{at}");
                 }
                 if scheme == Scheme::Ideal {
-                    assert_eq!(both(|c| c.context_recovery_total, &r), 0, "{at}");
+                    assert_eq!(both(|c| c.context_recovery.total, &r), 0, "{at}");
                 }
             }
         }
@@ -168,5 +168,5 @@ fn throughput_without_errors_has_no_episode() {
         ..ThroughputConfig::draft(64_000, 0.0, 576, Scheme::Taroc(Mode::U), TcpVariant::Reno)
     };
     let r = simulate(&cfg).unwrap();
-    assert_eq!(both(|c| c.loss_episodes + c.context_recovery_total, &r), 0);
+    assert_eq!(both(|c| c.loss_episodes + c.context_recovery.total, &r), 0);
 }

@@ -145,9 +145,9 @@ fn print_json(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<
                 "recovery_mean": r.recovery_mean(),
                 "recovery_max": r.recovery_max,
                 "context_recovery_mean": r.context_recovery_mean(),
-                "context_recovery_max": r.context_recovery_max,
-                "episodes_beyond_window": windowed.then_some(r.episodes_beyond_window),
-                "beyond_window_max": windowed.then_some(r.beyond_window_max),
+                "context_recovery_max": r.context_recovery.max,
+                "episodes_beyond_window": windowed.then_some(r.context_recovery.beyond_window),
+                "beyond_window_max": windowed.then_some(r.context_recovery.beyond_window_max),
                 "context_damage_outside_episodes": r.context_damage_outside_episodes,
                 "feedback_packets": r.feedback_packets,
                 "feedback_bytes": r.feedback_bytes,
@@ -249,8 +249,8 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result
             r.recovery_mean(),
             r.recovery_max,
             r.context_recovery_mean(),
-            r.context_recovery_max,
-            if r.scheme.starts_with("taroc") { r.episodes_beyond_window.to_string() } else { "-".into() }
+            r.context_recovery.max,
+            if r.scheme.starts_with("taroc") { r.context_recovery.beyond_window.to_string() } else { "-".into() }
         )?;
     }
     writeln!(

@@ -14,7 +14,7 @@ use rohc_tcp::throughput::{
     draft_mtu, draft_table, simulate, DamagedFrames, LinkCounts, RunReport, Summary, TcpVariant, ThroughputConfig,
     DRAFT_BERS, NS_PER_S,
 };
-use rohc_tcp::{Mode, Scheme};
+use rohc_tcp::{ContextRecovery, Mode, Scheme};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum VariantArg {
@@ -108,14 +108,14 @@ impl Point {
         self.runs.iter().map(|r| f(&r.forward) + f(&r.backward)).sum()
     }
 
-    /// A count's largest value over both directions and the seeds.
-    fn most(&self, f: impl Fn(&LinkCounts) -> u64) -> u64 {
-        self.runs.iter().map(|r| f(&r.forward).max(f(&r.backward))).max().unwrap_or(0)
-    }
-
-    /// Context-damaged packets per loss episode, over the seeds.
-    fn context_recovery_mean(&self) -> f64 {
-        self.total(|c| c.context_recovery_total) as f64 / self.total(|c| c.loss_episodes).max(1) as f64
+    /// Context recovery over both directions and the seeds.
+    fn context_recovery(&self) -> ContextRecovery {
+        let mut all = ContextRecovery::default();
+        for r in &self.runs {
+            all.add(&r.forward.context_recovery);
+            all.add(&r.backward.context_recovery);
+        }
+        all
     }
 }
 
@@ -303,8 +303,8 @@ fn print_tables(args: &RohcThroughputArgs, bers: &[f64], schemes: &[Scheme], poi
             let (episodes, ctxrec, beyond) = taroc.map_or(("-".into(), "-".into(), "-".into()), |t| {
                 (
                     t.total(|c| c.loss_episodes).to_string(),
-                    t.most(|c| c.context_recovery_max).to_string(),
-                    t.total(|c| c.episodes_beyond_window).to_string(),
+                    t.context_recovery().max.to_string(),
+                    t.context_recovery().beyond_window.to_string(),
                 )
             });
             line += &format!(" {episodes:>9} {ctxrec:>9} {beyond:>8}");
@@ -359,10 +359,10 @@ fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
                 "undetected": p.runs.iter().map(|r| r.forward.undetected + r.backward.undetected).sum::<u64>(),
                 "payload_undetected": p.runs.iter().map(|r| r.forward.payload_undetected + r.backward.payload_undetected).sum::<u64>(),
                 "loss_episodes": p.total(|c| c.loss_episodes),
-                "context_recovery_mean": p.context_recovery_mean(),
-                "context_recovery_max": p.most(|c| c.context_recovery_max),
-                "episodes_beyond_window": windowed.then(|| p.total(|c| c.episodes_beyond_window)),
-                "beyond_window_max": windowed.then(|| p.most(|c| c.beyond_window_max)),
+                "context_recovery_mean": p.context_recovery().mean(p.total(|c| c.loss_episodes)),
+                "context_recovery_max": p.context_recovery().max,
+                "episodes_beyond_window": windowed.then(|| p.context_recovery().beyond_window),
+                "beyond_window_max": windowed.then(|| p.context_recovery().beyond_window_max),
                 "context_damage_outside_episodes": p.total(|c| c.context_damage_outside_episodes),
             })
         })
