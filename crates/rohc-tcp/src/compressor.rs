@@ -534,9 +534,24 @@ impl Compressor {
             // In R-mode only ACK(R)s shrink the VSW (§5.5.3.1).
             let w = ctx.w(&config) as i64;
             let (max_seq, max_ack) = (ctx.seq_tracker.cmaxsn, ctx.ack_tracker.cmaxack);
+            let ack_started = ctx.ack_tracker.started;
+            let acked_past_w = |e: &crate::vsw::Entry| ack_started && e.has_ack && diff32(max_ack, e.ack) > w;
             while ctx.vsw.len() > config.min_vsw.max(1) {
-                let Some(f) = ctx.vsw.front().copied() else { break };
-                if diff32(max_seq, f.seq) > w || (ctx.ack_tracker.started && diff32(max_ack, f.ack) > w) {
+                // A packet without the ACK flag (a SYN) has no ACK number
+                // to test: it is older than every ACK after it, so it
+                // leaves with the first of them that W passes. Its ACK
+                // field, 0 or anything, must not decide: 0 lies more than
+                // 2^31 behind half of all ACK numbers, and a SYN that
+                // never left would hold its options and every packet
+                // behind it in the VSW.
+                let leaves = {
+                    let mut entries = ctx.vsw.iter();
+                    let Some(f) = entries.next() else { break };
+                    diff32(max_seq, f.seq) > w
+                        || acked_past_w(f)
+                        || (!f.has_ack && entries.next().is_some_and(acked_past_w))
+                };
+                if leaves {
                     ctx.vsw.drop_front(1);
                 } else {
                     break;

@@ -32,7 +32,7 @@
 
 use std::collections::VecDeque;
 
-use crate::packet::{RawOptions, FLAG_PSH};
+use crate::packet::{RawOptions, FLAG_ACK, FLAG_PSH};
 use crate::wlsb::Spread;
 use crate::Record;
 
@@ -219,6 +219,8 @@ pub(crate) struct Entry {
     pub ack: u32,
     pub payload_len: u16,
     pub sent_as_ir: bool,
+    /// The ACK flag was set: the ACK number means something.
+    pub has_ack: bool,
     u: [i64; FIELDS],
 }
 
@@ -271,10 +273,6 @@ impl Vsw {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
-    }
-
-    pub fn front(&self) -> Option<&Entry> {
-        self.entries.front()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Entry> {
@@ -368,6 +366,7 @@ impl Vsw {
             ack: r.h.ack,
             payload_len: r.payload_len,
             sent_as_ir: r.sent_as_ir,
+            has_ack: r.h.tcp_flags & FLAG_ACK != 0,
             u,
         });
     }
