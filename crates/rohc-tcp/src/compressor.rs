@@ -538,23 +538,18 @@ impl Compressor {
             let acked_past_w = |e: &crate::vsw::Entry| ack_started && e.has_ack && diff32(max_ack, e.ack) > w;
             while ctx.vsw.len() > config.min_vsw.max(1) {
                 // A packet without the ACK flag (a SYN) has no ACK number
-                // to test; its ACK field, 0 or anything, must not decide
-                // (0 lies 2^31 or more behind half of all ACK numbers, and
-                // a SYN that stays holds its options and every packet
-                // behind it in the VSW). It leaves once an ACK acknowledges
-                // more than the first ACK after it: the peer sent data past
-                // the handshake, which TCP does only once the handshake's
-                // ACK, a packet newer than the SYN, reached it through the
-                // decompressor (§5.2.1.1 reads the handshake's crossing
-                // the same way).
+                // to test: it is older than every ACK after it, so it
+                // leaves with the first of them that W passes. Its ACK
+                // field, 0 or anything, must not decide: 0 lies more than
+                // 2^31 behind half of all ACK numbers, and a SYN that
+                // never left would hold its options and every packet
+                // behind it in the VSW.
                 let leaves = {
                     let mut entries = ctx.vsw.iter();
                     let Some(f) = entries.next() else { break };
                     diff32(max_seq, f.seq) > w
                         || acked_past_w(f)
-                        || (!f.has_ack
-                            && ack_started
-                            && entries.find(|e| e.has_ack).is_some_and(|e| diff32(max_ack, e.ack) > 0))
+                        || (!f.has_ack && entries.next().is_some_and(acked_past_w))
                 };
                 if leaves {
                     ctx.vsw.drop_front(1);
