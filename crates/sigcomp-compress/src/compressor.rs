@@ -294,6 +294,9 @@ pub struct Compressor {
     model_runs: usize,
     /// The model's states are packed ([`Compressor::pack_states`]).
     packed: bool,
+    /// The buffer the window of each message is laid out in, kept with
+    /// the match finder.
+    window: Vec<u8>,
 }
 
 const MODEL: CompartmentId = CompartmentId(0);
@@ -385,6 +388,7 @@ impl Compressor {
             released_rebuilds: 0,
             model_runs: 0,
             packed: false,
+            window: Vec::new(),
         })
     }
 
@@ -443,6 +447,7 @@ impl Compressor {
         if let Some(f) = self.finder.take() {
             self.released_rebuilds += f.rebuilds();
         }
+        self.window = Vec::new();
         self.model.release_scratch();
     }
 
@@ -754,19 +759,22 @@ impl Compressor {
         announce: bool,
     ) -> Result<Compressed, CompressError> {
         let (base, base_memory) = self.newest_usable_snapshot().unzip();
-        let window: Vec<u8> = match &base_memory {
-            Some(m) => self.layout.window_of(m),
-            None => self.bytecode.fresh_window(&self.layout),
-        };
+        let mut window = std::mem::take(&mut self.window);
+        match &base_memory {
+            Some(m) => self.layout.window_into(m, &mut window),
+            None => self.bytecode.fresh_window_into(&self.layout, &mut window),
+        }
         let header = self.header_items(message, announce);
         let shared_value =
             self.peer_shared.and_then(|id| self.model.states().get(&id)).map(State::shared_value).unwrap_or_default();
         let candidates = self.shared_candidates(base.as_ref());
         let (shared_len, tokens) = self.encode_cheapest(&window, &shared_value, &candidates, message);
         let used_shared = shared_len.and(self.peer_shared);
+        self.window = window;
 
         let mut flags = header.flags;
-        let mut input = vec![0u8];
+        let mut input = Vec::with_capacity(11 + header.items.len() + tokens.len());
+        input.push(0u8);
         if let (Some(len), Some(ps)) = (shared_len, used_shared) {
             flags |= FLAG_SHARED;
             input.extend_from_slice(&ps.0[..6]);
@@ -987,12 +995,10 @@ impl Compressor {
         view: &MessageView<'_>,
         sig: &[u8],
     ) -> Result<Vec<(State, u16)>, CompressError> {
-        let predicted = self.predict(base, view);
-        if let Some((creates, _)) = &predicted {
-            if !self.config.verify {
-                return Ok(creates.clone());
-            }
-        }
+        let predicted = match self.predict(base, view) {
+            Some((creates, _)) if !self.config.verify => return Ok(creates),
+            predicted => predicted,
+        };
         self.model_runs += 1;
         let d = self.model.decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
         if d.output != view.message {
@@ -1126,21 +1132,24 @@ impl Compressor {
             // Basic and static save no memory: no image to compute.
             return Some((creates, bound));
         }
-        let mut m = match base {
-            Some(m) if m.len() == end - 64 => m.to_vec(),
+        // The snapshot's bytes, built in place: the state takes them as
+        // they are.
+        let mut snapshot: Arc<[u8]> = match base {
+            Some(m) if m.len() == end - 64 => Arc::from(m),
             Some(_) => return None,
-            None => self.initialised_memory(&at),
+            None => self.initialised_memory(&at).into(),
         };
+        let m = Arc::get_mut(&mut snapshot)?;
         let word = |m: &[u8], a: u16| u16::from_be_bytes([m[usize::from(a) - 64], m[usize::from(a) - 63]]);
         // :decompress: MULTILOAD (fb_loc, 4, 0, state_min_access, $announce_params, 0).
-        let announce_params = word(&m, image.announce_params);
-        bytecode::put_word(&mut m, 64, at.fb_loc, 0);
-        bytecode::put_word(&mut m, 64, at.snap_mal, at.state_min_access);
-        bytecode::put_word(&mut m, 64, at.returned_parameters_location, announce_params);
-        bytecode::put_word(&mut m, 64, at.announced_a, 0);
+        let announce_params = word(m, image.announce_params);
+        bytecode::put_word(m, 64, at.fb_loc, 0);
+        bytecode::put_word(m, 64, at.snap_mal, at.state_min_access);
+        bytecode::put_word(m, 64, at.returned_parameters_location, announce_params);
+        bytecode::put_word(m, 64, at.announced_a, 0);
         // Bytes written at decompressed_pointer wrap within the buffer
         // (RFC 3320 §8.4; byte_copy_left/right are the buffer's bounds).
-        let append = |m: &mut Vec<u8>, bytes: &[u8]| {
+        let append = |m: &mut [u8], bytes: &[u8]| {
             let mut dp = usize::from(word(m, at.decompressed_pointer));
             if !(cb..end).contains(&dp) {
                 return false;
@@ -1158,12 +1167,12 @@ impl Compressor {
             bytecode::put_word(m, 64, at.decompressed_pointer, dp as u16);
             true
         };
-        if v.flags & at.flag_shared != 0 && !append(&mut m, v.shared) {
+        if v.flags & at.flag_shared != 0 && !append(m, v.shared) {
             return None;
         }
         if let Some(seq) = v.seq {
-            bytecode::put_word(&mut m, 64, at.fb_loc, at.requested_feedback_location);
-            bytecode::put_word(&mut m, 64, at.requested_feedback_location, at.requested_feedback_q);
+            bytecode::put_word(m, 64, at.fb_loc, at.requested_feedback_location);
+            bytecode::put_word(m, 64, at.requested_feedback_location, at.requested_feedback_q);
             m[usize::from(at.requested_feedback_item) - 64] = seq;
         }
         for (k, id) in v.entries.iter().enumerate() {
@@ -1171,11 +1180,11 @@ impl Compressor {
             m[a] = 6;
             m[a + 1..a + 7].copy_from_slice(&id.0[..6]);
         }
-        if !append(&mut m, v.message) {
+        if !append(m, v.message) {
             return None;
         }
         // END-MESSAGE (..., $snapshot_length, 64, decompress, $snap_mal, snapshot_priority).
-        creates.push((State::new(64, image.decompress, at.state_min_access, &m), at.snapshot_priority));
+        creates.push((State::from_shared(64, image.decompress, at.state_min_access, snapshot), at.snapshot_priority));
         Some((creates, bound))
     }
 

@@ -176,6 +176,18 @@ impl State {
         }
     }
 
+    /// As [`State::new`], keeping `value` as the item's bytes instead of
+    /// a copy of them.
+    pub fn from_shared(address: u16, instruction: u16, min_access_len: u16, value: Arc<[u8]>) -> State {
+        State {
+            id: StateId::compute(address, instruction, min_access_len, &value),
+            address,
+            instruction,
+            min_access_len,
+            value: Value::Plain(value),
+        }
+    }
+
     pub fn len(&self) -> usize {
         match &self.value {
             Value::Plain(v) => v.len(),
