@@ -1503,7 +1503,7 @@ fn requested_states(pending: &sigcomp::Pending) -> Vec<(State, u16)> {
         .iter()
         .filter_map(|r| match r {
             StateRequest::Create(c) => {
-                Some((State::new(c.address, c.instruction, c.min_access_len, &c.value), c.priority))
+                Some((State::from_shared(c.address, c.instruction, c.min_access_len, c.value.clone()), c.priority))
             }
             StateRequest::Free(_) => None,
         })
