@@ -803,15 +803,14 @@ impl Compressor {
         if let Some(seq) = header.seq {
             self.awaiting.insert(seq, requested.clone());
         }
-        let mut used = Vec::new();
-        used.extend(used_state);
-        used.extend(used_shared);
-        if base.is_none() {
-            used.extend(self.bytecode.dictionary_id);
+        let fresh_dictionary = if base.is_none() { self.bytecode.dictionary_id } else { None };
+        let mut used = [StateId([0; 20]); 3];
+        let mut n = 0;
+        for id in [used_state, used_shared, fresh_dictionary].into_iter().flatten() {
+            used[n] = id;
+            n += 1;
         }
-        let sha1 = self
-            .sent
-            .record(&sig, SentRecord { compartment: MODEL, states_used: used, states_requested: requested.clone() });
+        let sha1 = self.sent.record_states(&sig, MODEL, &used[..n], &requested);
         Ok(Compressed {
             sha1,
             message: sig,
