@@ -1444,22 +1444,25 @@ fn encode_tokens(
     let buffer_size = window.len();
     finder.prepare(window);
     finder.append(extra);
+    // Room for the tokens of a message compressed to a quarter; more
+    // grows the buffer.
+    let room = message.len() / 4 + 32;
     match (algorithm, finder) {
         (Algorithm::Lzss, Finder::Lzss(f)) => {
-            let mut bw = BitWriter::default();
+            let mut bw = BitWriter::with_capacity(room);
             f.encode(message, buffer_size, format, effort, &mut bw);
             bw.finish()
         }
         #[cfg(feature = "deflate")]
         (Algorithm::Deflate, Finder::Chains(f)) => {
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(room);
             let params = crate::deflate::DeflateParams { max_chain: effort.max_chain };
             crate::deflate::encode_after(f, message, buffer_size, &params, &mut out);
             out
         }
         #[cfg(feature = "lz77")]
         (Algorithm::Lz77, Finder::Chains(f)) => {
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(room);
             let params = crate::lz77::Lz77Params { max_chain: effort.max_chain };
             crate::lz77::encode_after(f, message, buffer_size, &params, &mut out);
             out
