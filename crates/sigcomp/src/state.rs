@@ -943,16 +943,11 @@ impl StateHandler {
     pub fn free(&mut self, compartment: CompartmentId, partial: &[u8]) -> Option<StateId> {
         let c = self.compartments.get(&compartment)?;
         let held = |id: &StateId| id.0.starts_with(partial) && c.position(id).is_some();
-        let mut matches: Box<dyn Iterator<Item = StateId>> = if partial.len() >= PREFIX_LEN {
-            Box::new(self.items.bucket(partial).iter().map(|s| s.state.id).filter(held))
+        let id = if partial.len() >= PREFIX_LEN {
+            only(self.items.bucket(partial).iter().map(|s| s.state.id).filter(held))
         } else {
-            Box::new(c.entries.iter().map(|e| e.id).filter(held))
-        };
-        let id = matches.next()?;
-        if matches.next().is_some() {
-            return None;
-        }
-        drop(matches);
+            only(c.entries.iter().map(|e| e.id).filter(held))
+        }?;
         let c = self.compartments.get_mut(&compartment)?;
         let idx = c.position(&id)?;
         let e = c.remove(idx);
@@ -960,6 +955,12 @@ impl StateHandler {
         self.release(&e.id);
         Some(e.id)
     }
+}
+
+/// The one item of `matches`; `None` for none or several.
+fn only(mut matches: impl Iterator<Item = StateId>) -> Option<StateId> {
+    let id = matches.next()?;
+    matches.next().is_none().then_some(id)
 }
 
 /// Bytes `values` take in memory: plain ones at their length, each pack
