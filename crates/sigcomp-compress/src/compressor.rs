@@ -328,6 +328,29 @@ impl Compressor {
         local: Params,
         user_dictionary: Option<Arc<[u8]>>,
     ) -> Result<Compressor, CompressError> {
+        Compressor::assemble(config, peer, local, user_dictionary, None)
+    }
+
+    /// As [`Compressor::with_user_dictionary`], with `bytecode`, which that
+    /// would build (an earlier compressor's for the same settings, peer
+    /// parameters and user dictionary), instead of building it again.
+    pub(crate) fn with_prebuilt(
+        config: Config,
+        peer: Params,
+        local: Params,
+        user_dictionary: Option<Arc<[u8]>>,
+        bytecode: Arc<Bytecode>,
+    ) -> Result<Compressor, CompressError> {
+        Compressor::assemble(config, peer, local, user_dictionary, Some(bytecode))
+    }
+
+    fn assemble(
+        config: Config,
+        peer: Params,
+        local: Params,
+        user_dictionary: Option<Arc<[u8]>>,
+        prebuilt: Option<Arc<Bytecode>>,
+    ) -> Result<Compressor, CompressError> {
         LzssFormat::length_bits_for(config.lookahead).ok_or(CompressError::BadLookahead(config.lookahead))?;
         peer.validate().map_err(CompressError::PeerParams)?;
         let image = config.algorithm.image(config.mechanism);
@@ -354,9 +377,12 @@ impl Compressor {
             }),
             (None, None) => None,
         };
-        let bytecode = bytecode::build(image, &layout, dict.as_ref(), &local, |code, base| {
-            patch_algorithm(config.algorithm, image, code, base, format)
-        });
+        let bytecode = match prebuilt {
+            Some(b) => b,
+            None => Arc::new(bytecode::build(image, &layout, dict.as_ref(), &local, |code, base| {
+                patch_algorithm(config.algorithm, image, code, base, format)
+            })),
+        };
         let mut model = Decompressor::new(peer).map_err(CompressError::PeerParams)?;
         // A store of the values the compressor keeps: what the peer evicts
         // is freed by the compressor, as its model of the peer says.
@@ -370,7 +396,7 @@ impl Compressor {
             local,
             layout,
             format,
-            bytecode: Arc::new(bytecode),
+            bytecode,
             dictionary: dict,
             user_dictionary,
             bytecode_usable: false,
