@@ -549,13 +549,18 @@ impl StateHandler {
     /// found once.
     fn mark_used(&mut self, id: CompartmentId) {
         let now = self.next_use;
-        self.next_use += 1;
         if let Some(c) = self.compartments.get_mut(&id) {
+            // Already the most recently used: the order stays as it is.
+            if c.last_used + 1 == now {
+                return;
+            }
+            self.next_use += 1;
             let old = std::mem::replace(&mut c.last_used, now);
             self.lru.remove(&old);
             self.lru.insert(now, id);
             return;
         }
+        self.next_use += 1;
         while self.compartments.len() >= self.limits.max_compartments.max(1) {
             if !self.evict_least_recent(Some(id)) {
                 break;
