@@ -8,6 +8,11 @@ pub struct BitWriter {
 }
 
 impl BitWriter {
+    /// A writer whose buffer starts with room for `bytes` bytes.
+    pub fn with_capacity(bytes: usize) -> BitWriter {
+        BitWriter { bytes: Vec::with_capacity(bytes), ..BitWriter::default() }
+    }
+
     /// Appends the low `n` (≤ 32) bits of `v`, MSB first.
     #[inline]
     pub fn write(&mut self, v: u32, n: u32) {

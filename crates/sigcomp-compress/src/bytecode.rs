@@ -123,15 +123,21 @@ impl Layout {
     /// The circular buffer of a snapshot (UDVM memory from address 64) in
     /// chronological order, oldest byte first.
     pub fn window_of(&self, memory: &[u8]) -> Vec<u8> {
+        let mut w = Vec::with_capacity(usize::from(self.buffer_size));
+        self.window_into(memory, &mut w);
+        w
+    }
+
+    /// [`Layout::window_of`] into `w` (its bytes replaced).
+    pub fn window_into(&self, memory: &[u8], w: &mut Vec<u8>) {
         let cb = usize::from(self.circular_buffer) - 64;
         let buf = &memory[cb..cb + usize::from(self.buffer_size)];
         // decompressed_pointer is the word at address 70.
         let ptr = usize::from(u16::from_be_bytes([memory[6], memory[7]]));
         let split = ptr - usize::from(self.circular_buffer);
-        let mut w = Vec::with_capacity(buf.len());
+        w.clear();
         w.extend_from_slice(&buf[split..]);
         w.extend_from_slice(&buf[..split]);
-        w
     }
 }
 
@@ -170,9 +176,16 @@ impl Bytecode {
     /// The buffer after initialisation, in chronological order: zeros,
     /// then the dictionary part.
     pub fn fresh_window(&self, layout: &Layout) -> Vec<u8> {
-        let mut w = vec![0u8; usize::from(layout.buffer_size) - self.dictionary.len()];
-        w.extend_from_slice(&self.dictionary);
+        let mut w = Vec::with_capacity(usize::from(layout.buffer_size));
+        self.fresh_window_into(layout, &mut w);
         w
+    }
+
+    /// [`Bytecode::fresh_window`] into `w` (its bytes replaced).
+    pub fn fresh_window_into(&self, layout: &Layout, w: &mut Vec<u8>) {
+        w.clear();
+        w.resize(usize::from(layout.buffer_size) - self.dictionary.len(), 0);
+        w.extend_from_slice(&self.dictionary);
     }
 }
 

@@ -294,6 +294,9 @@ pub struct Compressor {
     model_runs: usize,
     /// The model's states are packed ([`Compressor::pack_states`]).
     packed: bool,
+    /// The buffer the window of each message is laid out in, kept with
+    /// the match finder.
+    window: Vec<u8>,
 }
 
 const MODEL: CompartmentId = CompartmentId(0);
@@ -325,6 +328,29 @@ impl Compressor {
         local: Params,
         user_dictionary: Option<Arc<[u8]>>,
     ) -> Result<Compressor, CompressError> {
+        Compressor::assemble(config, peer, local, user_dictionary, None)
+    }
+
+    /// As [`Compressor::with_user_dictionary`], with `bytecode`, which that
+    /// would build (an earlier compressor's for the same settings, peer
+    /// parameters and user dictionary), instead of building it again.
+    pub(crate) fn with_prebuilt(
+        config: Config,
+        peer: Params,
+        local: Params,
+        user_dictionary: Option<Arc<[u8]>>,
+        bytecode: Arc<Bytecode>,
+    ) -> Result<Compressor, CompressError> {
+        Compressor::assemble(config, peer, local, user_dictionary, Some(bytecode))
+    }
+
+    fn assemble(
+        config: Config,
+        peer: Params,
+        local: Params,
+        user_dictionary: Option<Arc<[u8]>>,
+        prebuilt: Option<Arc<Bytecode>>,
+    ) -> Result<Compressor, CompressError> {
         LzssFormat::length_bits_for(config.lookahead).ok_or(CompressError::BadLookahead(config.lookahead))?;
         peer.validate().map_err(CompressError::PeerParams)?;
         let image = config.algorithm.image(config.mechanism);
@@ -351,9 +377,12 @@ impl Compressor {
             }),
             (None, None) => None,
         };
-        let bytecode = bytecode::build(image, &layout, dict.as_ref(), &local, |code, base| {
-            patch_algorithm(config.algorithm, image, code, base, format)
-        });
+        let bytecode = match prebuilt {
+            Some(b) => b,
+            None => Arc::new(bytecode::build(image, &layout, dict.as_ref(), &local, |code, base| {
+                patch_algorithm(config.algorithm, image, code, base, format)
+            })),
+        };
         let mut model = Decompressor::new(peer).map_err(CompressError::PeerParams)?;
         // A store of the values the compressor keeps: what the peer evicts
         // is freed by the compressor, as its model of the peer says.
@@ -367,7 +396,7 @@ impl Compressor {
             local,
             layout,
             format,
-            bytecode: Arc::new(bytecode),
+            bytecode,
             dictionary: dict,
             user_dictionary,
             bytecode_usable: false,
@@ -385,6 +414,7 @@ impl Compressor {
             released_rebuilds: 0,
             model_runs: 0,
             packed: false,
+            window: Vec::new(),
         })
     }
 
@@ -443,6 +473,7 @@ impl Compressor {
         if let Some(f) = self.finder.take() {
             self.released_rebuilds += f.rebuilds();
         }
+        self.window = Vec::new();
         self.model.release_scratch();
     }
 
@@ -754,19 +785,22 @@ impl Compressor {
         announce: bool,
     ) -> Result<Compressed, CompressError> {
         let (base, base_memory) = self.newest_usable_snapshot().unzip();
-        let window: Vec<u8> = match &base_memory {
-            Some(m) => self.layout.window_of(m),
-            None => self.bytecode.fresh_window(&self.layout),
-        };
+        let mut window = std::mem::take(&mut self.window);
+        match &base_memory {
+            Some(m) => self.layout.window_into(m, &mut window),
+            None => self.bytecode.fresh_window_into(&self.layout, &mut window),
+        }
         let header = self.header_items(message, announce);
         let shared_value =
             self.peer_shared.and_then(|id| self.model.states().get(&id)).map(State::shared_value).unwrap_or_default();
         let candidates = self.shared_candidates(base.as_ref());
         let (shared_len, tokens) = self.encode_cheapest(&window, &shared_value, &candidates, message);
         let used_shared = shared_len.and(self.peer_shared);
+        self.window = window;
 
         let mut flags = header.flags;
-        let mut input = vec![0u8];
+        let mut input = Vec::with_capacity(11 + header.items.len() + tokens.len());
+        input.push(0u8);
         if let (Some(len), Some(ps)) = (shared_len, used_shared) {
             flags |= FLAG_SHARED;
             input.extend_from_slice(&ps.0[..6]);
@@ -795,15 +829,14 @@ impl Compressor {
         if let Some(seq) = header.seq {
             self.awaiting.insert(seq, requested.clone());
         }
-        let mut used = Vec::new();
-        used.extend(used_state);
-        used.extend(used_shared);
-        if base.is_none() {
-            used.extend(self.bytecode.dictionary_id);
+        let fresh_dictionary = if base.is_none() { self.bytecode.dictionary_id } else { None };
+        let mut used = [StateId([0; 20]); 3];
+        let mut n = 0;
+        for id in [used_state, used_shared, fresh_dictionary].into_iter().flatten() {
+            used[n] = id;
+            n += 1;
         }
-        let sha1 = self
-            .sent
-            .record(&sig, SentRecord { compartment: MODEL, states_used: used, states_requested: requested.clone() });
+        let sha1 = self.sent.record_states(&sig, MODEL, &used[..n], &requested);
         Ok(Compressed {
             sha1,
             message: sig,
@@ -987,12 +1020,10 @@ impl Compressor {
         view: &MessageView<'_>,
         sig: &[u8],
     ) -> Result<Vec<(State, u16)>, CompressError> {
-        let predicted = self.predict(base, view);
-        if let Some((creates, _)) = &predicted {
-            if !self.config.verify {
-                return Ok(creates.clone());
-            }
-        }
+        let predicted = match self.predict(base, view) {
+            Some((creates, _)) if !self.config.verify => return Ok(creates),
+            predicted => predicted,
+        };
         self.model_runs += 1;
         let d = self.model.decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
         if d.output != view.message {
@@ -1126,21 +1157,24 @@ impl Compressor {
             // Basic and static save no memory: no image to compute.
             return Some((creates, bound));
         }
-        let mut m = match base {
-            Some(m) if m.len() == end - 64 => m.to_vec(),
+        // The snapshot's bytes, built in place: the state takes them as
+        // they are.
+        let mut snapshot: Arc<[u8]> = match base {
+            Some(m) if m.len() == end - 64 => Arc::from(m),
             Some(_) => return None,
-            None => self.initialised_memory(&at),
+            None => self.initialised_memory(&at).into(),
         };
+        let m = Arc::get_mut(&mut snapshot)?;
         let word = |m: &[u8], a: u16| u16::from_be_bytes([m[usize::from(a) - 64], m[usize::from(a) - 63]]);
         // :decompress: MULTILOAD (fb_loc, 4, 0, state_min_access, $announce_params, 0).
-        let announce_params = word(&m, image.announce_params);
-        bytecode::put_word(&mut m, 64, at.fb_loc, 0);
-        bytecode::put_word(&mut m, 64, at.snap_mal, at.state_min_access);
-        bytecode::put_word(&mut m, 64, at.returned_parameters_location, announce_params);
-        bytecode::put_word(&mut m, 64, at.announced_a, 0);
+        let announce_params = word(m, image.announce_params);
+        bytecode::put_word(m, 64, at.fb_loc, 0);
+        bytecode::put_word(m, 64, at.snap_mal, at.state_min_access);
+        bytecode::put_word(m, 64, at.returned_parameters_location, announce_params);
+        bytecode::put_word(m, 64, at.announced_a, 0);
         // Bytes written at decompressed_pointer wrap within the buffer
         // (RFC 3320 §8.4; byte_copy_left/right are the buffer's bounds).
-        let append = |m: &mut Vec<u8>, bytes: &[u8]| {
+        let append = |m: &mut [u8], bytes: &[u8]| {
             let mut dp = usize::from(word(m, at.decompressed_pointer));
             if !(cb..end).contains(&dp) {
                 return false;
@@ -1158,12 +1192,12 @@ impl Compressor {
             bytecode::put_word(m, 64, at.decompressed_pointer, dp as u16);
             true
         };
-        if v.flags & at.flag_shared != 0 && !append(&mut m, v.shared) {
+        if v.flags & at.flag_shared != 0 && !append(m, v.shared) {
             return None;
         }
         if let Some(seq) = v.seq {
-            bytecode::put_word(&mut m, 64, at.fb_loc, at.requested_feedback_location);
-            bytecode::put_word(&mut m, 64, at.requested_feedback_location, at.requested_feedback_q);
+            bytecode::put_word(m, 64, at.fb_loc, at.requested_feedback_location);
+            bytecode::put_word(m, 64, at.requested_feedback_location, at.requested_feedback_q);
             m[usize::from(at.requested_feedback_item) - 64] = seq;
         }
         for (k, id) in v.entries.iter().enumerate() {
@@ -1171,11 +1205,11 @@ impl Compressor {
             m[a] = 6;
             m[a + 1..a + 7].copy_from_slice(&id.0[..6]);
         }
-        if !append(&mut m, v.message) {
+        if !append(m, v.message) {
             return None;
         }
         // END-MESSAGE (..., $snapshot_length, 64, decompress, $snap_mal, snapshot_priority).
-        creates.push((State::new(64, image.decompress, at.state_min_access, &m), at.snapshot_priority));
+        creates.push((State::from_shared(64, image.decompress, at.state_min_access, snapshot), at.snapshot_priority));
         Some((creates, bound))
     }
 
@@ -1436,22 +1470,25 @@ fn encode_tokens(
     let buffer_size = window.len();
     finder.prepare(window);
     finder.append(extra);
+    // Room for the tokens of a message compressed to a quarter; more
+    // grows the buffer.
+    let room = message.len() / 4 + 32;
     match (algorithm, finder) {
         (Algorithm::Lzss, Finder::Lzss(f)) => {
-            let mut bw = BitWriter::default();
+            let mut bw = BitWriter::with_capacity(room);
             f.encode(message, buffer_size, format, effort, &mut bw);
             bw.finish()
         }
         #[cfg(feature = "deflate")]
         (Algorithm::Deflate, Finder::Chains(f)) => {
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(room);
             let params = crate::deflate::DeflateParams { max_chain: effort.max_chain };
             crate::deflate::encode_after(f, message, buffer_size, &params, &mut out);
             out
         }
         #[cfg(feature = "lz77")]
         (Algorithm::Lz77, Finder::Chains(f)) => {
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(room);
             let params = crate::lz77::Lz77Params { max_chain: effort.max_chain };
             crate::lz77::encode_after(f, message, buffer_size, &params, &mut out);
             out
@@ -1494,7 +1531,7 @@ fn requested_states(pending: &sigcomp::Pending) -> Vec<(State, u16)> {
         .iter()
         .filter_map(|r| match r {
             StateRequest::Create(c) => {
-                Some((State::new(c.address, c.instruction, c.min_access_len, &c.value), c.priority))
+                Some((State::from_shared(c.address, c.instruction, c.min_access_len, c.value.clone()), c.priority))
             }
             StateRequest::Free(_) => None,
         })

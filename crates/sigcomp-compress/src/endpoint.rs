@@ -284,9 +284,24 @@ struct CompressorFactory {
     /// The bytecode the last new compressor built, shared with the next
     /// ones that build the same.
     bytecode: Option<Arc<crate::bytecode::Bytecode>>,
+    /// What `bytecode` was built for: a compressor with the same is given
+    /// it instead of building it again.
+    built_for: Option<BuildKey>,
     /// A match finder over that bytecode's fresh window, cloned into each
     /// new compressor that shares it.
     fresh_finder: Option<crate::compressor::FreshFinder>,
+}
+
+/// What a compressor's bytecode is built from, besides the factory's local
+/// parameters and user dictionary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BuildKey {
+    algorithm: crate::compressor::Algorithm,
+    mechanism: Mechanism,
+    transport: Transport,
+    lookahead: usize,
+    dictionary: Option<crate::dictionary::Priorities>,
+    peer: Params,
 }
 
 impl CompressorFactory {
@@ -300,15 +315,33 @@ impl CompressorFactory {
     ) -> Result<Compressor, CompressError> {
         let dictionary = if with_dictionary { self.config.dictionary } else { None };
         let config = Config { transport, dictionary, ..self.config };
-        let mut c = Compressor::with_user_dictionary(config, peer, self.local, self.user_dictionary.clone())?;
-        // One copy of identical bytecode for all compartments.
-        match &self.bytecode {
-            Some(b) if c.share_bytecode(b) => {}
-            _ => {
-                self.bytecode = Some(c.bytecode().clone());
-                self.fresh_finder = c.fresh_finder();
+        let key = BuildKey {
+            algorithm: config.algorithm,
+            mechanism: config.mechanism,
+            transport,
+            lookahead: config.lookahead,
+            dictionary,
+            peer,
+        };
+        let user_dictionary = self.user_dictionary.clone();
+        let mut c = match &self.bytecode {
+            Some(b) if self.built_for == Some(key) => {
+                Compressor::with_prebuilt(config, peer, self.local, user_dictionary, b.clone())?
             }
-        }
+            _ => {
+                let mut c = Compressor::with_user_dictionary(config, peer, self.local, user_dictionary)?;
+                // One copy of identical bytecode for all compartments.
+                match &self.bytecode {
+                    Some(b) if c.share_bytecode(b) => {}
+                    _ => {
+                        self.bytecode = Some(c.bytecode().clone());
+                        self.fresh_finder = c.fresh_finder();
+                    }
+                }
+                self.built_for = Some(key);
+                c
+            }
+        };
         if let Some(f) = &self.fresh_finder {
             c.adopt_finder(f.clone());
         }
@@ -360,6 +393,7 @@ impl Endpoint {
                 local: config.local,
                 user_dictionary: None,
                 bytecode: None,
+                built_for: None,
                 fresh_finder: None,
             },
             metrics: EndpointMetrics::default(),
@@ -376,6 +410,7 @@ impl Endpoint {
     /// with the same bytes). Applies to compressors created from now on.
     pub fn set_user_dictionary(&mut self, dictionary: &[u8]) {
         self.factory.user_dictionary = Some(Arc::from(dictionary));
+        self.factory.built_for = None;
     }
 
     /// Makes `dictionary` a locally available state of our decompressor

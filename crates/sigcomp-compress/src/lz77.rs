@@ -107,9 +107,11 @@ pub fn encode_after(
     let mut from_run_at = vec![false; n];
     // Ranges are added in order of start, so they begin in that order:
     // the ones before `begun` have begun.
-    let mut waiting: Vec<(u64, usize)> = Vec::new();
+    // At most one range per position, and one token: each of these
+    // vectors is allocated once, at its largest.
+    let mut waiting: Vec<(u64, usize)> = Vec::with_capacity(n);
     let mut begun = 0;
-    let mut covering = Covering::default();
+    let mut covering = Covering { ranges: Vec::with_capacity(n), front: 0 };
     for i in 0..=n {
         while let Some(&(key, end)) = waiting.get(begun).filter(|&&(k, _)| Covering::start(k) + MIN_MATCH <= i) {
             covering.insert(key, end);
@@ -157,7 +159,7 @@ pub fn encode_after(
         Literal,
         Copy { len: usize, distance: usize },
     }
-    let mut tokens = Vec::new();
+    let mut tokens = Vec::with_capacity(n);
     let mut i = n;
     let mut in_a_run = in_run[n].0 < after_match[n].0;
     while i > 0 {

@@ -428,3 +428,31 @@ fn over_a_stream_declined_states_are_used_only_once_acknowledged() {
     assert_eq!(proxy.accept(now, incoming, C).message, ue_messages[4]);
     assert_eq!(proxy.metrics().nacks_sent, 1);
 }
+
+/// A new compartment's compressor reuses the bytecode built for the same
+/// settings and peer parameters: the one building would give, shared; a
+/// peer with other parameters gets its own.
+#[test]
+fn new_compartments_take_the_bytecode_built_for_the_same_peer() {
+    use sigcomp_compress::{Algorithm, Compressor};
+    let local = Params { dms: 8192, sms: 8192, cpb: 64, ..Params::default() };
+    let other = Params { dms: 16384, ..local };
+    let message = read_flow("3gpp-video-call")[0].bytes.clone();
+    for &algorithm in Algorithm::ALL {
+        for mechanism in Mechanism::ALL {
+            let config = Config { algorithm, mechanism, transport: Transport::Message, ..Config::default() };
+            let mut e = Endpoint::new(EndpointConfig::new(local, local, config)).unwrap();
+            let now = Instant::now();
+            e.set_peer_params(now, CompartmentId(3), other);
+            for c in 1..=3 {
+                e.compress(now, CompartmentId(c), &message).unwrap();
+            }
+            let bytecode = |c| e.compressor(CompartmentId(c)).unwrap().bytecode().clone();
+            let built = Compressor::new(config, local, local).unwrap().bytecode().clone();
+            assert_eq!(*bytecode(2), *built, "{algorithm:?} {mechanism:?}");
+            assert!(std::sync::Arc::ptr_eq(&bytecode(1), &bytecode(2)), "{algorithm:?} {mechanism:?}");
+            let built_other = Compressor::new(config, other, local).unwrap().bytecode().clone();
+            assert_eq!(*bytecode(3), *built_other, "{algorithm:?} {mechanism:?}");
+        }
+    }
+}

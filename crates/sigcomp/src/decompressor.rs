@@ -110,6 +110,9 @@ pub struct Decompressor {
     /// The UDVM's decoded instructions, kept with the memory.
     decoded: DecodeCache,
     announced_ids_dropped: u64,
+    /// The last output's length: the next output's buffer starts that
+    /// large.
+    output_hint: usize,
 }
 
 impl Decompressor {
@@ -131,6 +134,7 @@ impl Decompressor {
             memory: Vec::new(),
             decoded: DecodeCache::default(),
             announced_ids_dropped: 0,
+            output_hint: 0,
         })
     }
 
@@ -264,7 +268,7 @@ impl Decompressor {
         }
         mem[10..32].fill(0);
 
-        let mut output = Vec::new();
+        let mut output = Vec::with_capacity(self.output_hint.min(crate::udvm::MAX_OUTPUT));
         let machine = Machine::new(
             mem,
             &mut self.decoded,
@@ -276,6 +280,11 @@ impl Decompressor {
         );
         let (result, unpacked) = machine.with_unpacked(unpacked).run_keeping_unpacked(start);
         self.states.keep_unpacked(unpacked);
+        self.output_hint = output.len();
+        // A buffer sized for a longer message is not handed on.
+        if output.capacity() > 2 * output.len() + 64 {
+            output.shrink_to_fit();
+        }
         let outcome = result?;
         if let Some(rp) = &outcome.returned_parameters {
             self.announced_ids_dropped += rp.local_states_dropped as u64;
@@ -308,12 +317,12 @@ impl Decompressor {
         for req in pending.requests {
             match req {
                 StateRequest::Create(c) => {
-                    match self.states.create(
+                    match self.states.create_shared(
                         compartment,
                         c.address,
                         c.instruction,
                         c.min_access_len,
-                        &c.value,
+                        c.value,
                         c.priority,
                     ) {
                         CreateOutcome::Created(id) | CreateOutcome::Refreshed(id) => {

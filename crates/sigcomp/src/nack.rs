@@ -344,11 +344,21 @@ impl SentLog {
     /// Records a sent SigComp message (unescaped, without delimiters, as
     /// RFC 4077 §3.1 hashes it). Returns its SHA-1.
     pub fn record(&mut self, message: &[u8], record: SentRecord) -> [u8; 20] {
+        self.record_states(message, record.compartment, &record.states_used, &record.states_requested)
+    }
+
+    /// As [`SentLog::record`], for the identifiers of a [`SentRecord`]
+    /// held elsewhere: the log copies them once.
+    pub fn record_states(
+        &mut self,
+        message: &[u8],
+        compartment: CompartmentId,
+        states_used: &[StateId],
+        states_requested: &[StateId],
+    ) -> [u8; 20] {
         let sha1: [u8; 20] = Sha1::digest(message).into();
-        let mut states = record.states_used;
-        let used = states.len();
-        states.extend_from_slice(&record.states_requested);
-        let logged = Logged { sha1, compartment: record.compartment, states: states.into_boxed_slice(), used };
+        let states: Box<[StateId]> = states_used.iter().chain(states_requested).copied().collect();
+        let logged = Logged { sha1, compartment, states, used: states_used.len() };
         // The same message sent again replaces its record, keeping its age.
         match self.records.iter_mut().find(|r| r.sha1 == sha1) {
             Some(r) => *r = logged,

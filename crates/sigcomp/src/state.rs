@@ -176,6 +176,18 @@ impl State {
         }
     }
 
+    /// As [`State::new`], keeping `value` as the item's bytes instead of
+    /// a copy of them.
+    pub fn from_shared(address: u16, instruction: u16, min_access_len: u16, value: Arc<[u8]>) -> State {
+        State {
+            id: StateId::compute(address, instruction, min_access_len, &value),
+            address,
+            instruction,
+            min_access_len,
+            value: Value::Plain(value),
+        }
+    }
+
     pub fn len(&self) -> usize {
         match &self.value {
             Value::Plain(v) => v.len(),
@@ -492,7 +504,7 @@ impl StateHandler {
     /// Marks `compartment` as used now (the most recently used), opening
     /// it if new (which may close the least recently used other one).
     pub fn touch(&mut self, compartment: CompartmentId) {
-        self.open(compartment);
+        self.mark_used(compartment);
     }
 
     /// Compartments open.
@@ -528,24 +540,35 @@ impl StateHandler {
     /// (after closing the least recently used others beyond
     /// `max_compartments`).
     fn open(&mut self, id: CompartmentId) -> &mut Compartment {
+        self.mark_used(id);
+        let default_sms = self.default_sms;
+        self.compartments.entry(id).or_insert_with(|| Compartment { sms: default_sms, ..Compartment::default() })
+    }
+
+    /// [`StateHandler::open`] without the compartment: an open one is
+    /// found once.
+    fn mark_used(&mut self, id: CompartmentId) {
         let now = self.next_use;
-        self.next_use += 1;
-        if let Some(c) = self.compartments.get(&id) {
-            let old = c.last_used;
+        if let Some(c) = self.compartments.get_mut(&id) {
+            // Already the most recently used: the order stays as it is.
+            if c.last_used + 1 == now {
+                return;
+            }
+            self.next_use += 1;
+            let old = std::mem::replace(&mut c.last_used, now);
             self.lru.remove(&old);
-        } else {
-            while self.compartments.len() >= self.limits.max_compartments.max(1) {
-                if !self.evict_least_recent(Some(id)) {
-                    break;
-                }
+            self.lru.insert(now, id);
+            return;
+        }
+        self.next_use += 1;
+        while self.compartments.len() >= self.limits.max_compartments.max(1) {
+            if !self.evict_least_recent(Some(id)) {
+                break;
             }
         }
         self.lru.insert(now, id);
-        let default_sms = self.default_sms;
-        let c =
-            self.compartments.entry(id).or_insert_with(|| Compartment { sms: default_sms, ..Compartment::default() });
-        c.last_used = now;
-        c
+        let c = Compartment { sms: self.default_sms, last_used: now, ..Compartment::default() };
+        self.compartments.insert(id, c);
     }
 
     /// Closes the least recently used compartment other than `keep`;
@@ -792,6 +815,26 @@ impl StateHandler {
         self.create_state(compartment, State::new(address, instruction, min_access_len, value), priority)
     }
 
+    /// As [`StateHandler::create`], for a value in a buffer of its own,
+    /// which the item keeps (unless truncated) instead of a copy.
+    pub fn create_shared(
+        &mut self,
+        compartment: CompartmentId,
+        address: u16,
+        instruction: u16,
+        min_access_len: u16,
+        value: Arc<[u8]>,
+        priority: u16,
+    ) -> CreateOutcome {
+        let max_len = self.compartment_sms(compartment).saturating_sub(64) as usize;
+        let state = if value.len() > max_len {
+            State::new(address, instruction, min_access_len, &value[..max_len])
+        } else {
+            State::from_shared(address, instruction, min_access_len, value)
+        };
+        self.create_state(compartment, state, priority)
+    }
+
     /// The SMS of `compartment` (the default for one not seen yet).
     fn compartment_sms(&self, compartment: CompartmentId) -> u32 {
         self.compartments.get(&compartment).map_or(self.default_sms, |c| c.sms)
@@ -809,8 +852,7 @@ impl StateHandler {
     /// could never fit is rejected.
     pub fn create_state(&mut self, compartment: CompartmentId, state: State, priority: u16) -> CreateOutcome {
         let max_state_bytes = self.limits.max_state_bytes;
-        self.open(compartment);
-        let Some(sms) = self.compartments.get(&compartment).map(|c| c.sms) else { return CreateOutcome::Rejected };
+        let sms = self.open(compartment).sms;
         // Step 1: no state memory, no state.
         if sms == 0 {
             return CreateOutcome::Rejected;
@@ -906,16 +948,11 @@ impl StateHandler {
     pub fn free(&mut self, compartment: CompartmentId, partial: &[u8]) -> Option<StateId> {
         let c = self.compartments.get(&compartment)?;
         let held = |id: &StateId| id.0.starts_with(partial) && c.position(id).is_some();
-        let mut matches: Box<dyn Iterator<Item = StateId>> = if partial.len() >= PREFIX_LEN {
-            Box::new(self.items.bucket(partial).iter().map(|s| s.state.id).filter(held))
+        let id = if partial.len() >= PREFIX_LEN {
+            only(self.items.bucket(partial).iter().map(|s| s.state.id).filter(held))
         } else {
-            Box::new(c.entries.iter().map(|e| e.id).filter(held))
-        };
-        let id = matches.next()?;
-        if matches.next().is_some() {
-            return None;
-        }
-        drop(matches);
+            only(c.entries.iter().map(|e| e.id).filter(held))
+        }?;
         let c = self.compartments.get_mut(&compartment)?;
         let idx = c.position(&id)?;
         let e = c.remove(idx);
@@ -923,6 +960,12 @@ impl StateHandler {
         self.release(&e.id);
         Some(e.id)
     }
+}
+
+/// The one item of `matches`; `None` for none or several.
+fn only(mut matches: impl Iterator<Item = StateId>) -> Option<StateId> {
+    let id = matches.next()?;
+    matches.next().is_none().then_some(id)
 }
 
 /// Bytes `values` take in memory: plain ones at their length, each pack

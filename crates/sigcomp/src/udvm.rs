@@ -9,6 +9,8 @@
 //! than the cycles it was charged for, so hostile bytecode ends in a
 //! [`Failure`], never a panic or a hang.
 
+use std::sync::Arc;
+
 use sha1::{Digest, Sha1};
 
 use crate::nack::{Failure, Reason};
@@ -74,7 +76,9 @@ pub struct CreateRequest {
     pub instruction: u16,
     pub min_access_len: u16,
     pub priority: u16,
-    pub value: Vec<u8>,
+    /// Shared with the state item made from it: the bytes are copied out
+    /// of UDVM memory once.
+    pub value: Arc<[u8]>,
 }
 
 /// State requests in the order the bytecode made them (RFC 3320 §9.4.9).
@@ -162,6 +166,10 @@ enum Pending {
     Create(PendingCreate),
     Free { start: u16, length: u16 },
 }
+
+/// Four creations and four frees.
+const MAX_PENDING: usize = 8;
+const NO_PENDING: Pending = Pending::Free { start: 0, length: 0 };
 
 /// Why a run stops before its next instruction: a failure, or END-MESSAGE
 /// (whose [`Outcome`] the machine then holds). It is two bytes, so operand
@@ -389,7 +397,10 @@ pub struct Machine<'a> {
     /// The budget so far: the initial one plus cpb per bit input
     /// (RFC 3320 §8.6); the cycles used are `cycles_granted - cycles_left`.
     cycles_granted: u64,
-    pending: Vec<Pending>,
+    /// State requests so far: at most four creations and four frees
+    /// (RFC 3320 §9.4.9).
+    pending: [Pending; MAX_PENDING],
+    pending_len: usize,
     creates: u8,
     frees: u8,
     /// INPUT-HUFFMAN decodes its up to 3 + 4n operands at every token; a
@@ -456,7 +467,8 @@ impl<'a> Machine<'a> {
             cpb,
             cycles_left: budget,
             cycles_granted: budget,
-            pending: Vec::new(),
+            pending: [NO_PENDING; MAX_PENDING],
+            pending_len: 0,
             creates: 0,
             frees: 0,
             huffman: [EMPTY_HUFFMAN; HUFFMAN_CACHE],
@@ -1514,7 +1526,7 @@ impl<'a> Machine<'a> {
             return fail(Reason::InvalidStatePriority);
         }
         self.creates += 1;
-        self.pending.push(Pending::Create(PendingCreate { length, address, instruction, min_access_len, priority }));
+        self.push_pending(Pending::Create(PendingCreate { length, address, instruction, min_access_len, priority }));
         Ok(c)
     }
 
@@ -1530,8 +1542,17 @@ impl<'a> Machine<'a> {
             return fail(Reason::InvalidStateIdLength);
         }
         self.frees += 1;
-        self.pending.push(Pending::Free { start, length });
+        self.push_pending(Pending::Free { start, length });
         Ok(c)
+    }
+
+    /// Adds a state request; the counts checked before keep them within
+    /// [`MAX_PENDING`].
+    fn push_pending(&mut self, p: Pending) {
+        if let Some(slot) = self.pending.get_mut(self.pending_len) {
+            *slot = p;
+            self.pending_len += 1;
+        }
     }
 
     /// END-MESSAGE: on success the run stops with the outcome kept in
@@ -1553,7 +1574,7 @@ impl<'a> Machine<'a> {
                 return fail(Reason::TooManyStateRequests);
             }
             self.creates += 1;
-            self.pending.push(Pending::Create(PendingCreate {
+            self.push_pending(Pending::Create(PendingCreate {
                 length,
                 address,
                 instruction,
@@ -1734,12 +1755,14 @@ impl<'a> Machine<'a> {
     /// Snapshots state requests and feedback at END-MESSAGE.
     fn finish(&mut self, rfl: u16, rpl: u16) -> Res<Outcome> {
         let (bcl, bcr) = self.bounds()?;
-        let mut requests = Vec::with_capacity(self.pending.len());
-        for p in std::mem::take(&mut self.pending) {
+        let pending = self.pending;
+        let pending = &pending[..self.pending_len.min(MAX_PENDING)];
+        self.pending_len = 0;
+        let mut requests = Vec::with_capacity(pending.len());
+        for &p in pending {
             match p {
                 Pending::Create(pc) => {
-                    let mut value = Vec::with_capacity(usize::from(pc.length));
-                    read_string(self.mem, pc.address, pc.length, bcl, bcr, &mut value)?;
+                    let value = read_shared(self.mem, pc.address, pc.length, bcl, bcr)?;
                     requests.push(StateRequest::Create(CreateRequest {
                         address: pc.address,
                         instruction: pc.instruction,
@@ -1833,6 +1856,17 @@ fn reverse_low(v: u32, n: u32) -> u32 {
 /// Appends `len` bytes of `mem` from `start` to `out` under byte copying
 /// rules (RFC 3320 §8.4).
 #[inline(always)]
+/// [`read_string`] into a buffer of its own.
+fn read_shared(mem: &[u8], start: u16, len: u16, bcl: u16, bcr: u16) -> Res<Arc<[u8]>> {
+    let (s, n) = (usize::from(start), usize::from(len));
+    if s + n <= mem.len() && !(s < usize::from(bcr) && usize::from(bcr) < s + n) {
+        return Ok(Arc::from(&mem[s..s + n]));
+    }
+    let mut value = Vec::with_capacity(n);
+    read_string_wrapping(mem, start, len, bcl, bcr, &mut value)?;
+    Ok(value.into())
+}
+
 fn read_string(mem: &[u8], start: u16, len: u16, bcl: u16, bcr: u16, out: &mut Vec<u8>) -> Res<()> {
     let (s, n) = (usize::from(start), usize::from(len));
     // The whole run lies in memory and does not cross bcr.
