@@ -105,7 +105,12 @@
 //! window it can fall (not counting them, measured with `sigkit rohc`,
 //! let 13 wrong headers through in 60 runs at BER 3e-4, each an
 //! LSB-decoded field off by a power of two that one flipped checksum bit
-//! hid from the TCP checksum).
+//! hid from the TCP checksum); an IR or IR-DYN whose payload alone is
+//! damaged counts no failure, since it has just moved the reference; and
+//! a SYN, whose ACK field means nothing, leaves the VSW by the ACK-number
+//! test (§5.3.1 b) with the first ACK after it that W passes, as the
+//! oldest of them (its field, 0, lies 2^31 or more behind half of all ACK
+//! numbers).
 //!
 //! ## Packet format
 //!
