@@ -137,8 +137,9 @@ impl Decompressor {
         let (cid, rest) = split_cid(data)?;
         let start = out.len();
         let first = *rest.first().ok_or(FormatError::Empty)?;
+        let is_ir = matches!(first, TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN);
         let result = match first {
-            TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN => self.decompress_ir(cid, rest, out),
+            _ if is_ir => self.decompress_ir(cid, rest, out),
             b if b < 0xe0 => self.decompress_co(cid, rest, out),
             b => Err(DecompressError::Format(FormatError::UnknownType(b))),
         };
@@ -167,7 +168,6 @@ impl Decompressor {
                 // the CRC-3 between it and the network. An IR or IR-DYN
                 // whose payload alone is damaged has just moved the
                 // reference and reset the count, so it counts none.
-                let is_ir = matches!(first, TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN);
                 match e {
                     DecompressError::Verification if !foreign => self.fail(cid, true),
                     DecompressError::PayloadDamaged if !is_ir => self.fail(cid, false),

@@ -115,13 +115,18 @@ fn ipv6_count(cap: &Capture) -> usize {
     cap.packets.iter().filter(|p| p.ip.first().is_some_and(|b| b >> 4 == 6)).count()
 }
 
+/// Only TAROC keeps a window of references (its VSW) for a loss episode
+/// to exceed.
+fn has_window(r: &Report) -> bool {
+    r.scheme.starts_with("taroc")
+}
+
 fn print_json(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<()> {
     let ipv6 = ipv6_count(cap);
     let schemes: Vec<_> = reports
         .iter()
         .map(|r| {
-            // Only TAROC keeps a window of references (its VSW) to exceed.
-            let windowed = r.scheme.starts_with("taroc");
+            let windowed = has_window(r);
             serde_json::json!({
                 "scheme": r.scheme,
                 "packets": r.sent(),
@@ -250,7 +255,7 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result
             r.recovery_max,
             r.context_recovery_mean(),
             r.context_recovery.max,
-            if r.scheme.starts_with("taroc") { r.context_recovery.beyond_window.to_string() } else { "-".into() }
+            if has_window(r) { r.context_recovery.beyond_window.to_string() } else { "-".into() }
         )?;
     }
     writeln!(

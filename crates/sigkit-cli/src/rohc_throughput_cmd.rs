@@ -301,11 +301,8 @@ fn print_tables(args: &RohcThroughputArgs, bers: &[f64], schemes: &[Scheme], poi
             };
             line += &format!(" {r:>15} {:>6.1}% {:>9} {:>8}", spread * 100.0, ctx.join("/"), rtos.join("/"));
             let (episodes, ctxrec, beyond) = taroc.map_or(("-".into(), "-".into(), "-".into()), |t| {
-                (
-                    t.total(|c| c.loss_episodes).to_string(),
-                    t.context_recovery().max.to_string(),
-                    t.context_recovery().beyond_window.to_string(),
-                )
+                let recovery = t.context_recovery();
+                (t.total(|c| c.loss_episodes).to_string(), recovery.max.to_string(), recovery.beyond_window.to_string())
             });
             line += &format!(" {episodes:>9} {ctxrec:>9} {beyond:>8}");
             writeln!(out, "{line}")?;
@@ -337,6 +334,8 @@ fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
             let mean = |f: &dyn Fn(&RunReport) -> f64| p.summary(f).mean;
             // Only TAROC keeps a window of references (its VSW) to exceed.
             let windowed = matches!(p.cfg.scheme, Scheme::Taroc(_));
+            let episodes = p.total(|c| c.loss_episodes);
+            let recovery = p.context_recovery();
             serde_json::json!({
                 "link_bps": p.cfg.link_bps,
                 "ber": p.cfg.ber,
@@ -356,13 +355,13 @@ fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
                 "mean_header_forward": mean(&|r| r.forward.mean_header()),
                 "mean_header_backward": mean(&|r| r.backward.mean_header()),
                 "feedback_frames": mean(&|r| (r.forward.feedback_frames + r.backward.feedback_frames) as f64),
-                "undetected": p.runs.iter().map(|r| r.forward.undetected + r.backward.undetected).sum::<u64>(),
-                "payload_undetected": p.runs.iter().map(|r| r.forward.payload_undetected + r.backward.payload_undetected).sum::<u64>(),
-                "loss_episodes": p.total(|c| c.loss_episodes),
-                "context_recovery_mean": p.context_recovery().mean(p.total(|c| c.loss_episodes)),
-                "context_recovery_max": p.context_recovery().max,
-                "episodes_beyond_window": windowed.then(|| p.context_recovery().beyond_window),
-                "beyond_window_max": windowed.then(|| p.context_recovery().beyond_window_max),
+                "undetected": p.total(|c| c.undetected),
+                "payload_undetected": p.total(|c| c.payload_undetected),
+                "loss_episodes": episodes,
+                "context_recovery_mean": recovery.mean(episodes),
+                "context_recovery_max": recovery.max,
+                "episodes_beyond_window": windowed.then_some(recovery.beyond_window),
+                "beyond_window_max": windowed.then_some(recovery.beyond_window_max),
                 "context_damage_outside_episodes": p.total(|c| c.context_damage_outside_episodes),
             })
         })
