@@ -1853,32 +1853,34 @@ fn reverse_low(v: u32, n: u32) -> u32 {
     r >> (16 - n)
 }
 
+/// The `len` bytes of `mem` from `start` as one slice, when the whole run
+/// lies in memory and does not cross bcr (no byte copying rule applies).
+#[inline(always)]
+fn contiguous_run(mem: &[u8], start: u16, len: u16, bcr: u16) -> Option<&[u8]> {
+    let (s, n, r) = (usize::from(start), usize::from(len), usize::from(bcr));
+    (s + n <= mem.len() && !(s < r && r < s + n)).then(|| &mem[s..s + n])
+}
+
 /// Appends `len` bytes of `mem` from `start` to `out` under byte copying
 /// rules (RFC 3320 §8.4).
 #[inline(always)]
-/// [`read_string`] into a buffer of its own.
-fn read_shared(mem: &[u8], start: u16, len: u16, bcl: u16, bcr: u16) -> Res<Arc<[u8]>> {
-    let (s, n) = (usize::from(start), usize::from(len));
-    if s + n <= mem.len() && !(s < usize::from(bcr) && usize::from(bcr) < s + n) {
-        return Ok(Arc::from(&mem[s..s + n]));
+fn read_string(mem: &[u8], start: u16, len: u16, bcl: u16, bcr: u16, out: &mut Vec<u8>) -> Res<()> {
+    match contiguous_run(mem, start, len, bcr) {
+        Some(&[b]) => out.push(b),
+        Some(run) => out.extend_from_slice(run),
+        None => return read_string_wrapping(mem, start, len, bcl, bcr, out),
     }
-    let mut value = Vec::with_capacity(n);
-    read_string_wrapping(mem, start, len, bcl, bcr, &mut value)?;
-    Ok(value.into())
+    Ok(())
 }
 
-fn read_string(mem: &[u8], start: u16, len: u16, bcl: u16, bcr: u16, out: &mut Vec<u8>) -> Res<()> {
-    let (s, n) = (usize::from(start), usize::from(len));
-    // The whole run lies in memory and does not cross bcr.
-    if s + n <= mem.len() && !(s < usize::from(bcr) && usize::from(bcr) < s + n) {
-        if n == 1 {
-            out.push(mem[s]);
-        } else {
-            out.extend_from_slice(&mem[s..s + n]);
-        }
-        return Ok(());
+/// [`read_string`] into a buffer of its own, the bytes copied once.
+fn read_shared(mem: &[u8], start: u16, len: u16, bcl: u16, bcr: u16) -> Res<Arc<[u8]>> {
+    if let Some(run) = contiguous_run(mem, start, len, bcr) {
+        return Ok(Arc::from(run));
     }
-    read_string_wrapping(mem, start, len, bcl, bcr, out)
+    let mut value = Vec::with_capacity(usize::from(len));
+    read_string_wrapping(mem, start, len, bcl, bcr, &mut value)?;
+    Ok(value.into())
 }
 
 /// [`read_string`] a byte at a time, wrapping at bcr (or failing outside
