@@ -362,6 +362,16 @@ fn several_flows_share_the_link_with_their_own_contexts() {
     assert_eq!(o.ir, 16);
 }
 
+/// The data direction of a bulk transfer of `segments` segments of `mss`
+/// octets, from the first packet after its SYN.
+fn data_segments_without_syn(segments: usize, mss: usize) -> Vec<(Dir, Vec<u8>)> {
+    use rohc_tcp::packet::FLAG_SYN;
+    bulk_transfer(segments, mss, 0, FlowOptions::default())
+        .into_iter()
+        .filter(|(d, p)| *d == Dir::Forward && rohc_tcp::Packet::parse(p).unwrap().header.tcp_flags & FLAG_SYN == 0)
+        .collect()
+}
+
 #[test]
 fn u_mode_recovers_when_the_first_ir_is_lost() {
     // Without feedback the compressor cannot learn that its first IR was
@@ -369,10 +379,7 @@ fn u_mode_recovers_when_the_first_ir_is_lost() {
     // the slow start's refreshes must carry the static chain (IR). The
     // flow is taken from its first data segment: had the SYN crossed the
     // link, its arrival would be known (§5.2.1.1).
-    let flow: Vec<_> = bulk_transfer(200, 1460, 0, FlowOptions::default())
-        .into_iter()
-        .filter(|(d, p)| *d == Dir::Forward && p[33] & 0x02 == 0)
-        .collect();
+    let flow = data_segments_without_syn(200, 1460);
     let mut c = Compressor::new(CompressorConfig::with_mode(Mode::U));
     let mut d = Decompressor::new(DecompressorConfig::with_mode(Mode::U));
     let mut first_delivered = None;
@@ -449,10 +456,7 @@ fn o_and_r_mode_refreshes_carry_the_static_chain_until_it_is_acknowledged() {
     // them (§5.4.1) and nothing repairs it. The flow is taken from its
     // first data segment: had the SYN crossed the link, its arrival would
     // be known (§5.2.1.1).
-    let flow: Vec<_> = bulk_transfer(60, 536, 0, FlowOptions::default())
-        .into_iter()
-        .filter(|(d, p)| *d == Dir::Forward && p[33] & 0x02 == 0)
-        .collect();
+    let flow = data_segments_without_syn(60, 536);
     for mode in [Mode::O, Mode::R] {
         let config = CompressorConfig { mtu: 576, ..CompressorConfig::with_mode(mode) };
         let mut c = Compressor::new(config);
@@ -588,10 +592,7 @@ fn an_ir_with_a_damaged_payload_still_repairs_the_context() {
     // rode on is damaged. Here the first IR is lost and the refresh that
     // follows arrives with its payload damaged; the packets after it are
     // delivered at once.
-    let flow: Vec<_> = bulk_transfer(60, 1460, 0, FlowOptions::default())
-        .into_iter()
-        .filter(|(d, p)| *d == Dir::Forward && p[33] & 0x02 == 0)
-        .collect();
+    let flow = data_segments_without_syn(60, 1460);
     let mut c = Compressor::new(CompressorConfig::with_mode(Mode::U));
     let mut d = Decompressor::new(DecompressorConfig::with_mode(Mode::U));
     let mut kinds = Vec::new();
