@@ -106,9 +106,9 @@ pub fn encode_after(
     matches_at.clear();
     let mut from_run_at = vec![false; n];
     // Ranges are added in order of start, so they begin in that order:
-    // the ones before `begun` have begun.
-    // At most one range per position, and one token: each of these
-    // vectors is allocated once, at its largest.
+    // the ones before `begun` have begun. There is at most one range per
+    // position, and one token, so each of these vectors is allocated
+    // once, at its largest.
     let mut waiting: Vec<(u64, usize)> = Vec::with_capacity(n);
     let mut begun = 0;
     let mut covering = Covering { ranges: Vec::with_capacity(n), front: 0 };
