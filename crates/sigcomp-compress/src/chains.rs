@@ -4,7 +4,11 @@
 //! ([`crate::lzss::MatchFinder`]). Where LZSS needs only the longest match
 //! at a position, these formats price a copy by its distance too (Deflate)
 //! or take every length (LZ77), so [`MatchFinder::matches_at`] lists every
-//! match that beats the shorter ones, each at its nearest distance.
+//! match that beats the shorter ones, each at its nearest distance. Both
+//! encoders continue a copy that reaches its limit without a search
+//! (`MatchFinder::continue_capped`): the longest match stays exact, and
+//! a shorter one may be listed at a farther distance than a search finds,
+//! which costs Deflate at most a byte a message on the corpus.
 //!
 //! Kept or rebuilt, the chains give the same matches: a search stops at the
 //! first candidate further back than the circular buffer reaches, and every
@@ -296,32 +300,53 @@ impl MatchFinder {
     }
 
     /// The matches at each history position in `positions`, appended to
-    /// `matches` as [`MatchFinder::push_matches`] gives them, and where
-    /// each position's begin appended to `starts` (then where the last
-    /// one's end): the searches of a whole message in one loop.
+    /// `matches` as [`MatchFinder::push_matches`] gives them (with
+    /// `continue_capped`), and where each position's begin appended to
+    /// `starts` (then where the last one's end): the searches of a whole
+    /// message in one loop.
+    #[allow(clippy::too_many_arguments)]
     pub fn push_matches_from(
         &mut self,
         positions: std::ops::Range<usize>,
         max_distance: usize,
         max_len: usize,
         max_chain: usize,
+        continue_capped: bool,
         matches: &mut Vec<Match>,
         starts: &mut Vec<u32>,
     ) {
         self.hash_up_to(positions.start);
+        // The chain head of the next position is loaded before this
+        // position's chain is walked: its address does not depend on the
+        // walk, so the load is not held up behind the walk's branches.
+        // Inserting this position changes it only where both positions
+        // hash alike.
+        let mut next = self.chain_start(positions.start);
         for pos in positions {
             starts.push(matches.len() as u32);
-            let Some(h) = self.search(pos, max_distance, max_len, max_chain, matches) else {
+            let Some((h, head)) = next else {
+                self.known_at = usize::MAX;
+                next = self.chain_start(pos + 1);
                 continue;
             };
+            next = self.chain_start(pos + 1);
+            if !(continue_capped && self.continue_capped(pos, max_len, matches).is_some()) {
+                self.search_from(pos, head, max_distance, max_len, max_chain, matches);
+            }
             // The position goes into its chain before the next search, as
             // `hash_up_to` would put it, with the hash the search used.
             if self.hashed == pos && pos < self.prev.len() {
                 self.prev[pos] = self.head[h];
                 self.head[h] = pos as u32;
                 self.hashed = pos + 1;
+                if let Some((hn, cn)) = &mut next {
+                    if *hn == h {
+                        *cn = pos as u32;
+                    }
+                }
             } else {
                 self.hash_up_to(pos + 1);
+                next = self.chain_start(pos + 1);
             }
         }
         starts.push(matches.len() as u32);
@@ -330,8 +355,7 @@ impl MatchFinder {
     /// [`MatchFinder::matches_at`], appended to `out` (whatever it holds
     /// already); returns how many were appended. With `continue_capped`,
     /// inside a copy that reaches the limit only the longest match is
-    /// exact (see [`MatchFinder::continue_capped`]): for an encoder whose
-    /// copies all cost the same.
+    /// exact (see [`MatchFinder::continue_capped`]).
     pub fn push_matches(
         &mut self,
         pos: usize,
@@ -404,28 +428,60 @@ impl MatchFinder {
         max_chain: usize,
         out: &mut Vec<Match>,
     ) -> Option<usize> {
-        let data = &self.data;
-        if pos + 3 > data.len() {
+        let Some((h, head)) = self.chain_start(pos) else {
             self.known_at = usize::MAX;
             return None;
-        }
+        };
+        self.search_from(pos, head, max_distance, max_len, max_chain, out);
+        Some(h)
+    }
+
+    /// The hash of the three bytes at `pos` and the newest position in
+    /// their chain (`None` where fewer than three bytes are left).
+    #[inline(always)]
+    fn chain_start(&self, pos: usize) -> Option<(usize, u32)> {
+        let b = self.data.get(pos..pos + 3)?;
+        let h = hash3(b);
+        Some((h, self.head[h]))
+    }
+
+    /// The search of [`MatchFinder::search`] at `pos` (at least three
+    /// bytes before the end), walking the chain from `head`.
+    #[inline(always)]
+    fn search_from(
+        &mut self,
+        pos: usize,
+        head: u32,
+        max_distance: usize,
+        max_len: usize,
+        max_chain: usize,
+        out: &mut Vec<Match>,
+    ) {
+        let (data, prev) = (&self.data[..], &self.prev[..]);
         let first = out.len();
-        // The last search's matches, if they end `out` still.
-        let known = if self.known_at == pos && self.known.end == first { self.known.clone() } else { 0..0 };
-        let (mut k, known_end) = (known.start, known.end);
+        // The last search's matches, if they end `out` still: `k` is the
+        // first of them not nearer than the candidate, and `kd` its
+        // distance (none left: `usize::MAX`).
+        let (mut k, known_end) =
+            if self.known_at == pos && self.known.end == first { (self.known.start, self.known.end) } else { (0, 0) };
+        let known_distance = |out: &[Match], k: usize| if k < known_end { out[k].distance } else { usize::MAX };
+        let mut kd = known_distance(out, k);
+        let known_limit = self.known_limit;
         let limit = (data.len() - pos).min(max_len);
         let here = &data[pos..pos + limit];
         let mut best = 2;
-        let h = hash3(here);
-        let mut cand = self.head[h];
+        let mut cand = head;
         let mut steps = 0;
         let max_chain = max_chain.max(1);
         while cand != NIL && steps < max_chain {
             let c = cand as usize;
+            // The next link is loaded before this candidate is compared,
+            // so that walking the chain does not wait on the comparison.
+            let next = prev[c];
             // Positions at or after `pos` are not earlier copies (hashed
             // ahead by `append_hashed`).
             if c >= pos {
-                cand = self.prev[c];
+                cand = next;
                 continue;
             }
             let distance = pos - c;
@@ -435,15 +491,16 @@ impl MatchFinder {
             steps += 1;
             // Candidates come nearest first, as the known matches are
             // listed.
-            while k < known_end && out[k].distance < distance {
+            while kd < distance {
                 k += 1;
+                kd = known_distance(out, k);
             }
-            let len = if k < known_end && out[k].distance == distance && out[k].len > 1 {
+            let len = if kd == distance && out[k].len > 1 {
                 let was = out[k].len;
                 // A known match that stopped short of its limit ended at a
                 // differing byte, so here it is exactly one byte shorter;
                 // one that reached its limit may go on.
-                if was < self.known_limit {
+                if was < known_limit {
                     was - 1
                 } else if was - 1 > best || data[c + best.min(limit - 1)] == here[best.min(limit - 1)] {
                     // It reached the last search's limit, and this one's
@@ -471,12 +528,11 @@ impl MatchFinder {
                     break;
                 }
             }
-            cand = self.prev[c];
+            cand = next;
         }
         self.known = first..out.len();
         self.known_at = pos + 1;
         self.known_limit = limit;
-        Some(h)
     }
 }
 
@@ -512,6 +568,43 @@ mod tests {
             window.drain(..msg.len());
         }
         assert_eq!(kept.rebuilds, 1, "one build, then the chains are kept");
+    }
+
+    #[test]
+    fn a_continued_copy_lists_real_matches_and_the_longest() {
+        let text = b"INVITE sip:bob@biloxi.example.com SIP/2.0\r\nVia: SIP/2.0/UDP pc33.atlanta.example.com\r\n";
+        let mut window = text.to_vec();
+        window.extend(text.iter().rev());
+        window.extend_from_slice(&text[..40]);
+        let mut message = text[10..].to_vec();
+        message.extend_from_slice(text);
+        message.extend_from_slice(b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        let reach = window.len();
+        for max_len in [258, 16, 3] {
+            let mut f = MatchFinder::default();
+            f.prepare(&window);
+            f.append(&message);
+            let (mut matches, mut starts) = (Vec::new(), Vec::new());
+            f.push_matches_from(reach..reach + message.len(), reach, max_len, 64, true, &mut matches, &mut starts);
+            let mut full = MatchFinder::default();
+            full.prepare(&window);
+            full.append(&message);
+            let data = f.history().to_vec();
+            let mut searched = Vec::new();
+            for (i, at) in starts.windows(2).enumerate() {
+                let (pos, listed) = (reach + i, &matches[at[0] as usize..at[1] as usize]);
+                let limit = (data.len() - pos).min(max_len);
+                for (k, m) in listed.iter().enumerate() {
+                    assert!(m.distance <= reach && m.len >= 3 && m.len <= limit, "{pos}: {m:?}");
+                    let copy = pos - m.distance;
+                    assert_eq!(data[copy..copy + m.len], data[pos..pos + m.len], "{pos}: {m:?}");
+                    assert!(m.len == limit || data[copy + m.len] != data[pos + m.len], "{pos}: {m:?} is longer");
+                    assert!(k == 0 || listed[k - 1].len < m.len, "{pos}: lengths grow");
+                }
+                full.matches_at(pos, reach, max_len, 64, &mut searched);
+                assert_eq!(listed.last().map(|m| m.len), searched.last().map(|m| m.len), "{pos}: the longest");
+            }
+        }
     }
 
     #[test]
