@@ -15,7 +15,10 @@
 //! * the header emitters (`sigcomp::wire`) accept exactly what RFC 3320 §7
 //!   can say, and what they emit parses back to the same fields;
 //! * `sigkit decompress --jsonl`'s bounded line reader splits any input as
-//!   `split(b'\n')` does, keeping no line over its bound.
+//!   `split(b'\n')` does, keeping no line over its bound;
+//! * what one `sigcomp_compress::Endpoint` compresses, the other
+//!   decompresses to the same bytes, whatever the message, algorithm,
+//!   mechanism, transport and parameters.
 
 #![forbid(unsafe_code)]
 
@@ -322,4 +325,84 @@ pub fn run_lines(data: &[u8]) {
         }
     }
     assert_eq!(read_line(&mut reader, &mut line, max).expect("reading a slice"), Line::End);
+}
+
+/// The compress target: `data[0]` = algorithm (bits 0–1: LZSS, Deflate,
+/// LZ77, LZSS), mechanism (bits 2–3), TCP (bit 4), the SIP/SDP dictionary
+/// (bit 5) and LZSS's lookahead (bits 6–7: 18, 66, 258, 258); `data[1]` =
+/// both endpoints' parameters; the rest = messages, each a 2-byte length
+/// and its bytes, sent alternately by one endpoint and the other (so each
+/// carries the other's acknowledgements). The compressor checks its model
+/// of the peer's run on every message (`verify`), and every message it
+/// sends must decompress at the peer, over the transport, to its bytes.
+pub fn run_compress(data: &[u8]) {
+    use sigcomp_compress::{
+        Algorithm, CompressError, Config, Endpoint, EndpointConfig, EndpointError, Mechanism, Priorities, Received,
+    };
+    let [settings, p, messages @ ..] = data else { return };
+    let mut rest = messages;
+    let algorithm = match settings & 3 {
+        1 => Algorithm::Deflate,
+        2 => Algorithm::Lz77,
+        _ => Algorithm::Lzss,
+    };
+    let transport = if settings & 0x10 != 0 { Transport::Stream } else { Transport::Message };
+    let config = Config {
+        algorithm,
+        mechanism: Mechanism::ALL[usize::from(settings >> 2 & 3)],
+        transport,
+        lookahead: [18, 66, 258, 258][usize::from(settings >> 6)],
+        dictionary: if settings & 0x20 != 0 { Priorities::new(1, 5) } else { None },
+        verify: true,
+        ..Config::default()
+    };
+    let params = params_from_byte(*p);
+    let config = EndpointConfig::new(params, params, config);
+    let open = || match Endpoint::new(config) {
+        Ok(end) => Some(end),
+        // A bytecode that does not fit the peer's memory (2048 bytes over
+        // TCP leave the UDVM 1024) is refused when the endpoint is made.
+        Err(EndpointError::Compressor(CompressError::PeerTooSmall { .. })) => None,
+        Err(e) => panic!("{e}"),
+    };
+    let (Some(first), Some(second)) = (open(), open()) else { return };
+    let mut ends = [first, second];
+    let mut streams = [Deframer::new(1 << 20), Deframer::new(1 << 20)];
+    let now = std::time::Instant::now();
+    let compartment = CompartmentId(1);
+    let mut turn = 0;
+    while let &[a, b, ref more @ ..] = rest {
+        let len = usize::from(u16::from_be_bytes([a, b])).min(more.len());
+        let (message, after) = more.split_at(len);
+        rest = after;
+        let (from, to) = (turn % 2, 1 - turn % 2);
+        turn += 1;
+        let sent = match ends[from].compress(now, compartment, message) {
+            Ok(sent) => sent,
+            // A message the peer's memory or cycles cannot take is refused.
+            Err(CompressError::DoesNotFit(_) | CompressError::PeerTooSmall { .. }) => continue,
+            Err(e) => panic!("message {turn}: {e:?}"),
+        };
+        let carried = match transport {
+            Transport::Message => sent.message,
+            Transport::Stream => {
+                let mut bytes = Vec::new();
+                sigcomp::wire::frame_for_stream(&sent.message, &mut bytes);
+                let mut frames = Vec::new();
+                streams[from].push(&bytes, &mut frames);
+                match frames.pop() {
+                    Some(Frame::Message(m)) if frames.is_empty() => m,
+                    other => panic!("the stream delivered {other:?} and {frames:?}"),
+                }
+            }
+        };
+        match ends[to].receive(&carried, transport) {
+            Ok(Received::Message(incoming)) => {
+                let accepted = ends[to].accept(now, incoming, compartment);
+                assert_eq!(accepted.message, message, "message {turn} decompressed to other bytes");
+            }
+            Ok(Received::Nack(_)) => panic!("message {turn} read as a NACK"),
+            Err(e) => panic!("message {turn} failed at the peer: {e}"),
+        }
+    }
 }
