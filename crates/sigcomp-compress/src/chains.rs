@@ -372,7 +372,10 @@ impl MatchFinder {
             }
         }
         let first = out.len();
-        self.search(pos, max_distance, max_len, max_chain, out);
+        match self.chain_start(pos) {
+            Some((_, head)) => self.search_from(pos, head, max_distance, max_len, max_chain, out),
+            None => self.known_at = usize::MAX,
+        }
         out.len() - first
     }
 
@@ -416,26 +419,6 @@ impl MatchFinder {
         Some(out.len() - first)
     }
 
-    /// The chain search of [`MatchFinder::push_matches`] at `pos` (hashed
-    /// up to it); the hash of its three bytes (`None` where there are
-    /// fewer).
-    #[inline(always)]
-    fn search(
-        &mut self,
-        pos: usize,
-        max_distance: usize,
-        max_len: usize,
-        max_chain: usize,
-        out: &mut Vec<Match>,
-    ) -> Option<usize> {
-        let Some((h, head)) = self.chain_start(pos) else {
-            self.known_at = usize::MAX;
-            return None;
-        };
-        self.search_from(pos, head, max_distance, max_len, max_chain, out);
-        Some(h)
-    }
-
     /// The hash of the three bytes at `pos` and the newest position in
     /// their chain (`None` where fewer than three bytes are left).
     #[inline(always)]
@@ -445,8 +428,8 @@ impl MatchFinder {
         Some((h, self.head[h]))
     }
 
-    /// The search of [`MatchFinder::search`] at `pos` (at least three
-    /// bytes before the end), walking the chain from `head`.
+    /// The chain search at `pos` (hashed up to it, at least three bytes
+    /// before the end), walking the chain from `head`.
     #[inline(always)]
     fn search_from(
         &mut self,
