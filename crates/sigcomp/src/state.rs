@@ -810,8 +810,7 @@ impl StateHandler {
         priority: u16,
     ) -> CreateOutcome {
         // Step 2's truncation first, so the identifier is hashed once.
-        let max_len = self.compartment_sms(compartment).saturating_sub(64) as usize;
-        let value = if value.len() > max_len { &value[..max_len] } else { value };
+        let value = &value[..value.len().min(value_room(self.compartment_sms(compartment)))];
         self.create_state(compartment, State::new(address, instruction, min_access_len, value), priority)
     }
 
@@ -826,7 +825,7 @@ impl StateHandler {
         value: Arc<[u8]>,
         priority: u16,
     ) -> CreateOutcome {
-        let max_len = self.compartment_sms(compartment).saturating_sub(64) as usize;
+        let max_len = value_room(self.compartment_sms(compartment));
         let state = if value.len() > max_len {
             State::new(address, instruction, min_access_len, &value[..max_len])
         } else {
@@ -858,7 +857,7 @@ impl StateHandler {
             return CreateOutcome::Rejected;
         }
         // Step 2: truncate an item larger than the whole SMS.
-        let max_len = sms.saturating_sub(64) as usize;
+        let max_len = value_room(sms);
         let state = if state.len() > max_len {
             State::new(state.address, state.instruction, state.min_access_len, &state.value()[..max_len])
         } else {
@@ -960,6 +959,13 @@ impl StateHandler {
         self.release(&e.id);
         Some(e.id)
     }
+}
+
+/// The longest state value an SMS of `sms` bytes holds: the SMS less the
+/// 64 bytes each state costs besides (RFC 3320 §6.2 step 2 truncates a
+/// longer one).
+fn value_room(sms: u32) -> usize {
+    sms.saturating_sub(64) as usize
 }
 
 /// The one item of `matches`; `None` for none or several.
