@@ -104,6 +104,13 @@ pub enum Scheme {
 }
 
 impl Scheme {
+    /// Whether its compressor keeps a window of references for a loss
+    /// episode to exceed ([`HeaderCompressor::reference_window`]): only
+    /// TAROC's, its VSW.
+    pub fn keeps_reference_window(self) -> bool {
+        matches!(self, Scheme::Taroc(_))
+    }
+
     /// A compressor/decompressor pair with default parameters.
     pub fn pair(self) -> (Box<dyn HeaderCompressor>, Box<dyn HeaderDecompressor>) {
         match self {

@@ -99,7 +99,7 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
                 return fail(1, format!("{}: {e}", out.display()));
             }
         }
-        reports.push(report);
+        reports.push((scheme, report));
     }
     let printed = if args.json { print_json(&args, &cap, &reports) } else { print_table(&args, &cap, &reports) };
     match printed {
@@ -115,18 +115,12 @@ fn ipv6_count(cap: &Capture) -> usize {
     cap.packets.iter().filter(|p| p.ip.first().is_some_and(|b| b >> 4 == 6)).count()
 }
 
-/// Only TAROC keeps a window of references (its VSW) for a loss episode
-/// to exceed.
-fn has_window(r: &Report) -> bool {
-    r.scheme.starts_with("taroc")
-}
-
-fn print_json(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<()> {
+fn print_json(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> io::Result<()> {
     let ipv6 = ipv6_count(cap);
     let schemes: Vec<_> = reports
         .iter()
-        .map(|r| {
-            let windowed = has_window(r);
+        .map(|(scheme, r)| {
+            let windowed = scheme.keeps_reference_window();
             serde_json::json!({
                 "scheme": r.scheme,
                 "packets": r.sent(),
@@ -189,9 +183,9 @@ fn print_json(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<
     writeln!(io::stdout().lock(), "{s}")
 }
 
-fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result<()> {
+fn print_table(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> io::Result<()> {
     let mut out = io::stdout().lock();
-    let flows = reports.first().map_or(0, |r| r.flows);
+    let flows = reports.first().map_or(0, |(_, r)| r.flows);
     writeln!(
         out,
         "{}: {} frames, {} TCP/IP packets in {} connections; {} skipped (not TCP/IP {}, truncated {}, link type {}, unsupported {}); {} checksums repaired (offload)",
@@ -237,7 +231,7 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result
         "ctxrec.mx",
         "beyond W"
     )?;
-    for r in reports {
+    for (scheme, r) in reports {
         writeln!(
             out,
             "{:<8} {:>11} {:>11} {:>8.2} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9.2} {:>9} {:>9.2} {:>9} {:>8}",
@@ -255,7 +249,7 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[Report]) -> io::Result
             r.recovery_max,
             r.context_recovery_mean(),
             r.context_recovery.max,
-            if has_window(r) { r.context_recovery.beyond_window.to_string() } else { "-".into() }
+            if scheme.keeps_reference_window() { r.context_recovery.beyond_window.to_string() } else { "-".into() }
         )?;
     }
     writeln!(

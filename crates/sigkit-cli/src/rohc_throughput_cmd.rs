@@ -332,8 +332,7 @@ fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
         .iter()
         .map(|p| {
             let mean = |f: &dyn Fn(&RunReport) -> f64| p.summary(f).mean;
-            // Only TAROC keeps a window of references (its VSW) to exceed.
-            let windowed = matches!(p.cfg.scheme, Scheme::Taroc(_));
+            let windowed = p.cfg.scheme.keeps_reference_window();
             let episodes = p.total(|c| c.loss_episodes);
             let recovery = p.context_recovery();
             serde_json::json!({
