@@ -112,10 +112,11 @@ pub struct ProxyConfig {
     /// Worker threads of the runtime; 0: one per core.
     pub threads: usize,
     /// Proxies the terminals are split among by address, each with its own
-    /// lock, SigComp endpoint and share of the limits; 0: one per worker
-    /// thread. A worker that takes a datagram of a shard another worker
-    /// holds waits for it, so more shards than workers keep the workers
-    /// busy under load, at the price of a less even split of the limits.
+    /// task, SigComp endpoint and share of the limits; 0: one per worker
+    /// thread. A shard handles its datagrams one at a time, in the order
+    /// they came, so a terminal's messages keep their order; more shards
+    /// than threads spread an uneven load more evenly, at the price of a
+    /// less even split of the limits.
     pub shards: usize,
     /// Receive buffer of each UDP socket in bytes (`SO_RCVBUF`); 0 keeps
     /// the system's default. Datagrams that arrive while the buffer is full

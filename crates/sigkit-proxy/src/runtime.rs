@@ -55,7 +55,7 @@ struct Shared {
     /// handled in parallel.
     shards: Vec<Mutex<Proxy>>,
     /// TCP connections to terminals: their writers.
-    conns: Mutex<HashMap<u64, mpsc::Sender<Vec<u8>>>>,
+    conns: Mutex<HashMap<u64, ConnWriter>>,
     next_conn: AtomicU64,
     /// The terminal-side UDP sockets by local address.
     udp: HashMap<SocketAddr, Arc<UdpSocket>>,
@@ -64,39 +64,79 @@ struct Shared {
     instance: u64,
 }
 
+/// The writing side of one terminal's TCP connection.
+struct ConnWriter {
+    queue: mpsc::Sender<Vec<u8>>,
+    /// Ends the connection's reader (and so the connection).
+    close: Arc<tokio::sync::Notify>,
+}
+
+/// Messages queued for one terminal's TCP connection before it counts as
+/// stuck and is closed.
+const CONN_QUEUE: usize = 256;
+
 impl Shared {
-    /// Sends what the proxy produced.
+    /// Queues what goes to terminals over TCP on their connections, and
+    /// returns the rest (datagrams) for [`Shared::flush`]. The caller holds
+    /// the lock of the shard that produced `out`: over a stream the
+    /// compressor names a state as soon as the message creating it is sent
+    /// (RFC 3320 §5.1), so messages must reach the connection in the order
+    /// they were compressed, which another thread handling the next
+    /// message of the same terminal would otherwise overtake.
+    ///
+    /// A connection whose queue is full is closed rather than waited on
+    /// (waiting would stall every terminal behind the receiver that waits);
+    /// the terminal connects again and a NACK (RFC 4077) recovers any state
+    /// it missed.
+    fn queue_streams(&self, out: Vec<Transmit>) -> Vec<Transmit> {
+        let mut datagrams = Vec::with_capacity(out.len());
+        for t in out {
+            if (t.side, t.to.transport) != (Side::Terminal, SipTransport::Tcp) {
+                datagrams.push(t);
+                continue;
+            }
+            let Ok(mut conns) = self.conns.lock() else { continue };
+            let Some((id, writer)) = t.to.conn.and_then(|c| Some((c, conns.get(&c)?))) else {
+                tracing::debug!(to = %t.to.addr, "no TCP connection to the terminal");
+                continue;
+            };
+            let mut bytes = t.bytes;
+            if t.sigcomp {
+                let mut framed = Vec::with_capacity(bytes.len() + 8);
+                frame_for_stream(&bytes, &mut framed);
+                bytes = framed;
+            }
+            match writer.queue.try_send(bytes) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(to = %t.to.addr, queued = CONN_QUEUE, "terminal not reading: closing its connection");
+                    writer.close.notify_one();
+                    conns.remove(&id);
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    conns.remove(&id);
+                }
+            }
+        }
+        datagrams
+    }
+
+    /// Sends datagrams the proxy produced ([`Shared::queue_streams`] took
+    /// the rest).
     async fn flush(&self, out: Vec<Transmit>) {
         for t in out {
-            match (t.side, t.to.transport) {
-                (Side::Upstream, _) => {
-                    if let Err(e) = self.upstream.send_to(&t.bytes, t.to.addr).await {
-                        tracing::warn!(to = %t.to.addr, error = %e, "upstream send failed");
-                    }
-                }
-                (Side::Terminal, SipTransport::Udp) => {
+            let result = match t.side {
+                Side::Upstream => self.upstream.send_to(&t.bytes, t.to.addr).await,
+                Side::Terminal => {
                     let socket = t.to.local.and_then(|l| self.udp.get(&l)).or_else(|| self.udp.values().next());
-                    if let Some(s) = socket {
-                        if let Err(e) = s.send_to(&t.bytes, t.to.addr).await {
-                            tracing::warn!(to = %t.to.addr, error = %e, "terminal send failed");
-                        }
+                    match socket {
+                        Some(s) => s.send_to(&t.bytes, t.to.addr).await,
+                        None => continue,
                     }
                 }
-                (Side::Terminal, SipTransport::Tcp) => {
-                    let writer = t.to.conn.and_then(|c| self.conns.lock().ok()?.get(&c).cloned());
-                    match writer {
-                        Some(w) => {
-                            let mut bytes = t.bytes;
-                            if t.sigcomp {
-                                let mut framed = Vec::with_capacity(bytes.len() + 8);
-                                frame_for_stream(&bytes, &mut framed);
-                                bytes = framed;
-                            }
-                            let _ = w.send(bytes).await;
-                        }
-                        None => tracing::debug!(to = %t.to.addr, "no TCP connection to the terminal"),
-                    }
-                }
+            };
+            if let Err(e) = result {
+                tracing::warn!(side = ?t.side, to = %t.to.addr, error = %e, "send failed");
             }
         }
     }
@@ -105,33 +145,37 @@ impl Shared {
         self.shards.len() as u32
     }
 
-    fn handle(&self, side: Side, from: Peer, bytes: &[u8], sigcomp: bool) -> Vec<Transmit> {
+    /// The shard a message belongs to: its terminal's address, or what
+    /// the proxy wrote into an upstream message ([`Shard`]).
+    fn shard_of(&self, side: Side, from: Peer, bytes: &[u8]) -> u32 {
         let n = self.shard_count();
-        let now = Instant::now();
-        let lock = |index: u32| self.shards.get(index as usize).and_then(|m| m.lock().ok());
-        let mut p = match side {
-            Side::Terminal => {
-                let Some(mut p) = lock(Shard::of_terminal(from.addr, n)) else { return Vec::new() };
-                p.from_terminal(now, from, bytes, sigcomp);
-                p
-            }
-            // Parsed once: for its shard, and by that shard's proxy.
-            Side::Upstream => match sigkit_sip::Message::parse(bytes) {
-                Ok(msg) => {
-                    let Some(mut p) = lock(Shard::of_upstream(&msg, n, self.instance)) else { return Vec::new() };
-                    p.upstream_message(now, &msg);
-                    p
-                }
-                Err(_) => {
-                    let Some(mut p) = lock(0) else { return Vec::new() };
-                    p.from_upstream(now, from, bytes);
-                    p
-                }
-            },
+        match side {
+            Side::Terminal => Shard::of_terminal(from.addr, n),
+            Side::Upstream => Shard::of_upstream_message(bytes, n, self.instance).unwrap_or(0),
+        }
+    }
+
+    /// Hands one message to its shard's proxy; returns the datagrams to
+    /// send (what goes over TCP is queued on its connection already).
+    fn handle(&self, side: Side, from: Peer, bytes: &[u8], sigcomp: bool) -> Vec<Transmit> {
+        self.handle_on(self.shard_of(side, from, bytes), side, from, bytes, sigcomp)
+    }
+
+    /// [`Shared::handle`] on shard `index`.
+    fn handle_on(&self, index: u32, side: Side, from: Peer, bytes: &[u8], sigcomp: bool) -> Vec<Transmit> {
+        let Some(mut p) = self.shards.get(index as usize).and_then(|m| m.lock().ok()) else {
+            return Vec::new();
         };
+        let now = Instant::now();
+        match side {
+            Side::Terminal => p.from_terminal(now, from, bytes, sigcomp),
+            Side::Upstream => p.from_upstream(now, from, bytes),
+        }
         let out = std::iter::from_fn(|| p.poll_transmit()).collect();
         p.record_handling(now.elapsed());
-        out
+        let datagrams = self.queue_streams(out);
+        drop(p);
+        datagrams
     }
 }
 
@@ -224,15 +268,31 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     });
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    // As many receivers per socket as worker threads: each takes the next
-    // datagram and hands it to its shard, so different terminals' messages
-    // are handled at the same time.
-    for _ in 0..workers {
-        for (local, socket) in &udp {
-            tasks.spawn(udp_loop(shared.clone(), socket.clone(), *local, Side::Terminal, stop.clone()));
-        }
-        tasks.spawn(udp_loop(shared.clone(), upstream_socket.clone(), upstream_local, Side::Upstream, stop.clone()));
+    // One receiver per socket hands each datagram to its shard's worker,
+    // and each worker handles its shard's datagrams one at a time and sends
+    // what they produce before taking the next. A terminal's messages are
+    // so forwarded in the order they arrived (an ACK is not overtaken by
+    // the re-INVITE sent after it), and what the proxy sends a terminal
+    // leaves in the order it was compressed; different shards still run
+    // on different threads.
+    let mut queues = Vec::with_capacity(count as usize);
+    for index in 0..count {
+        let (tx, rx) = mpsc::channel(SHARD_QUEUE);
+        queues.push(tx);
+        tasks.spawn(shard_worker(shared.clone(), index, rx));
     }
+    let queues: Arc<[mpsc::Sender<Datagram>]> = queues.into();
+    for (local, socket) in &udp {
+        tasks.spawn(udp_loop(shared.clone(), queues.clone(), socket.clone(), *local, Side::Terminal, stop.clone()));
+    }
+    tasks.spawn(udp_loop(
+        shared.clone(),
+        queues,
+        upstream_socket.clone(),
+        upstream_local,
+        Side::Upstream,
+        stop.clone(),
+    ));
     for listener in tcp {
         tasks.spawn(tcp_accept(shared.clone(), listener, stop.clone()));
     }
@@ -266,8 +326,22 @@ async fn signals(shutdown: watch::Sender<bool>) {
     let _ = shutdown.send(true);
 }
 
+/// A datagram on its way to its shard's worker.
+struct Datagram {
+    side: Side,
+    from: Peer,
+    bytes: Vec<u8>,
+    sigcomp: bool,
+}
+
+/// Datagrams waiting for one shard's worker. When it is full the receiver
+/// waits, the socket's buffer fills, and the kernel drops what comes next,
+/// as it would for a proxy that reads no faster.
+const SHARD_QUEUE: usize = 1024;
+
 async fn udp_loop(
     shared: Arc<Shared>,
+    queues: Arc<[mpsc::Sender<Datagram>]>,
     socket: Arc<UdpSocket>,
     local: SocketAddr,
     side: Side,
@@ -288,9 +362,22 @@ async fn udp_loop(
         if n == 0 {
             continue;
         }
-        let peer = Peer { transport: SipTransport::Udp, addr: from, local: Some(local), conn: None };
-        let sigcomp = is_sigcomp_first_byte(buf[0]);
-        let out = shared.handle(side, peer, &buf[..n], sigcomp);
+        let from = Peer { transport: SipTransport::Udp, addr: from, local: Some(local), conn: None };
+        let bytes = buf[..n].to_vec();
+        let Some(queue) = queues.get(shared.shard_of(side, from, &bytes) as usize) else { continue };
+        let datagram = Datagram { side, from, sigcomp: is_sigcomp_first_byte(bytes[0]), bytes };
+        tokio::select! {
+            r = queue.send(datagram) => if r.is_err() { return },
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Handles one shard's datagrams in the order they came and sends what
+/// each produced before the next.
+async fn shard_worker(shared: Arc<Shared>, index: u32, mut queue: mpsc::Receiver<Datagram>) {
+    while let Some(d) = queue.recv().await {
+        let out = shared.handle_on(index, d.side, d.from, &d.bytes, d.sigcomp);
         shared.flush(out).await;
     }
 }
@@ -319,9 +406,10 @@ async fn tcp_accept(shared: Arc<Shared>, listener: TcpListener, mut stop: watch:
 async fn tcp_conn(shared: Arc<Shared>, stream: TcpStream, peer: Peer, mut stop: watch::Receiver<bool>) {
     let id = peer.conn.unwrap_or(0);
     let (mut rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(CONN_QUEUE);
+    let close = Arc::new(tokio::sync::Notify::new());
     if let Ok(mut c) = shared.conns.lock() {
-        c.insert(id, tx);
+        c.insert(id, ConnWriter { queue: tx, close: close.clone() });
     }
     let writer = tokio::spawn(async move {
         while let Some(bytes) = rx.recv().await {
@@ -342,6 +430,7 @@ async fn tcp_conn(shared: Arc<Shared>, stream: TcpStream, peer: Peer, mut stop: 
                 Ok(n) => n,
             },
             _ = stop.changed() => break,
+            _ = close.notified() => break,
         };
         let data = &buf[..n];
         let is_sigcomp = *sigcomp.get_or_insert_with(|| is_sigcomp_first_byte(data[0]));
@@ -400,7 +489,7 @@ async fn timer(shared: Arc<Shared>, every: Duration, mut stop: watch::Receiver<b
         for shard in &shared.shards {
             let Ok(mut p) = shard.lock() else { return };
             p.handle_timeout(Instant::now());
-            out.extend(std::iter::from_fn(|| p.poll_transmit()));
+            out.extend(shared.queue_streams(std::iter::from_fn(|| p.poll_transmit()).collect()));
         }
         shared.flush(out).await;
     }

@@ -265,6 +265,11 @@ impl Terminal {
         true
     }
 
+    /// Forgets every received message not yet consumed.
+    pub fn clear_inbox(&mut self) {
+        self.inbox.clear();
+    }
+
     /// Reads for `wait` and returns how many received messages match
     /// `want` (they stay unconsumed).
     pub async fn count_for(&mut self, wait: Duration, want: impl Fn(&Message<'_>) -> bool) -> usize {
@@ -315,7 +320,7 @@ impl Terminal {
 
     /// A request outside a dialog: `to` is the To header value, `ids`
     /// the Call-ID and From tag.
-    fn request(&mut self, method: &str, uri: &str, to: &str, ids: (&str, &str), cseq: u32, extra: &str) -> Vec<u8> {
+    pub fn request(&mut self, method: &str, uri: &str, to: &str, ids: (&str, &str), cseq: u32, extra: &str) -> Vec<u8> {
         let (call_id, from_tag) = ids;
         let via = self.via();
         format!(
