@@ -12,7 +12,7 @@ use std::time::Duration;
 use sigkit_proxy::runtime::Running;
 use sigkit_proxy::ProxyConfig;
 use sigkit_sip::proxy::build_response;
-use sigkit_sip::{HeaderName, Message};
+use sigkit_sip::HeaderName;
 use support::ua::Terminal;
 use support::*;
 use tokio::net::UdpSocket;
@@ -20,25 +20,17 @@ use tokio::net::UdpSocket;
 /// A stand-in for the SIP server: answers every request 200, a REGISTER
 /// with its Contact bound for the Expires it asked.
 fn answer_everything(socket: UdpSocket) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65536];
-        while let Ok((n, from)) = socket.recv_from(&mut buf).await {
-            let Ok(msg) = Message::parse(&buf[..n]) else { continue };
-            if !msg.is_request() || msg.method() == Some("ACK") {
-                continue;
+    scripted_upstream(socket, |msg| {
+        let mut binding = String::new();
+        if msg.method() == Some("REGISTER") {
+            let contact = msg.header(HeaderName::Contact).map(|h| String::from_utf8_lossy(h.value).to_string());
+            let expires = msg.expires().ok().flatten().unwrap_or(3600);
+            if let (Some(c), true) = (contact, expires > 0) {
+                binding = format!("{c};expires={expires}");
             }
-            let mut binding = String::new();
-            if msg.method() == Some("REGISTER") {
-                let contact = msg.header(HeaderName::Contact).map(|h| String::from_utf8_lossy(h.value).to_string());
-                let expires = msg.expires().ok().flatten().unwrap_or(3600);
-                if let (Some(c), true) = (contact, expires > 0) {
-                    binding = format!("{c};expires={expires}");
-                }
-            }
-            let extra: Vec<(&str, &str)> = if binding.is_empty() { vec![] } else { vec![("Contact", &binding)] };
-            let ok = build_response(&msg, 200, "OK", Some("srv"), &extra).unwrap();
-            let _ = socket.send_to(&ok, from).await;
         }
+        let extra: Vec<(&str, &str)> = if binding.is_empty() { vec![] } else { vec![("Contact", &binding)] };
+        vec![build_response(msg, 200, "OK", Some("srv"), &extra).unwrap()]
     })
 }
 

@@ -11,26 +11,15 @@ mod support;
 
 use std::time::Duration;
 
-use sigkit_sip::Message;
 use support::ua::Terminal;
 use support::*;
-use tokio::net::UdpSocket;
 
 /// An upstream answering every request 200 OK, until the test ends.
 async fn answering_upstream() -> (u16, tokio::task::JoinHandle<()>) {
-    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let port = socket.local_addr().unwrap().port();
-    let task = tokio::spawn(async move {
-        let mut buf = vec![0u8; 65536];
-        while let Ok((n, from)) = socket.recv_from(&mut buf).await {
-            let Ok(msg) = Message::parse(&buf[..n]) else { continue };
-            if msg.is_request() && msg.method() != Some("ACK") {
-                let ok = sigkit_sip::proxy::build_response(&msg, 200, "OK", Some("up"), &[]).unwrap();
-                let _ = socket.send_to(&ok, from).await;
-            }
-        }
-    });
-    (port, task)
+    scripted_upstream_on_any_port(|msg| {
+        vec![sigkit_sip::proxy::build_response(msg, 200, "OK", Some("up"), &[]).unwrap()]
+    })
+    .await
 }
 
 async fn nacked_first_response(tcp: bool) -> (Terminal, String, usize) {

@@ -17,32 +17,20 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use sigkit_sip::Message;
 use support::ua::Terminal;
 use support::*;
-use tokio::net::UdpSocket;
 
 const BURST: usize = 40;
 
 /// An upstream answering every request but ACK with `BURST` 200 OKs sent
-/// back to back, each with a body of its own so each snapshot differs.
+/// back to back, each with a To tag of its own so each snapshot differs.
 async fn bursting_upstream() -> (u16, tokio::task::JoinHandle<()>) {
-    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let port = socket.local_addr().unwrap().port();
-    let task = tokio::spawn(async move {
-        let mut buf = vec![0u8; 65536];
-        while let Ok((n, from)) = socket.recv_from(&mut buf).await {
-            let Ok(msg) = Message::parse(&buf[..n]) else { continue };
-            if !msg.is_request() || msg.method() == Some("ACK") {
-                continue;
-            }
-            for i in 0..BURST {
-                let ok = sigkit_sip::proxy::build_response(&msg, 200, "OK", Some(&format!("up{i}")), &[]).unwrap();
-                let _ = socket.send_to(&ok, from).await;
-            }
-        }
-    });
-    (port, task)
+    scripted_upstream_on_any_port(|msg| {
+        (0..BURST)
+            .map(|i| sigkit_sip::proxy::build_response(msg, 200, "OK", Some(&format!("up{i}")), &[]).unwrap())
+            .collect()
+    })
+    .await
 }
 
 fn proxy_with_four_threads(upstream: u16) -> impl Fn(u16) -> sigkit_proxy::ProxyConfig {
@@ -80,17 +68,14 @@ async fn a_burst_of_responses_reaches_a_tcp_terminal_in_the_order_compressed() {
 /// An upstream that answers nothing and reports the CSeq number of every
 /// request, in the order the requests arrive.
 async fn recording_upstream() -> (u16, mpsc::UnboundedReceiver<u32>, tokio::task::JoinHandle<()>) {
-    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let port = socket.local_addr().unwrap().port();
     let (tx, rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(async move {
-        let mut buf = vec![0u8; 65536];
-        while let Ok((n, _)) = socket.recv_from(&mut buf).await {
-            if let Some(seq) = Message::parse(&buf[..n]).ok().and_then(|m| m.cseq().ok().map(|c| c.number)) {
-                let _ = tx.send(seq);
-            }
+    let (port, task) = scripted_upstream_on_any_port(move |msg| {
+        if let Ok(cseq) = msg.cseq() {
+            let _ = tx.send(cseq.number);
         }
-    });
+        Vec::new()
+    })
+    .await;
     (port, rx, task)
 }
 

@@ -299,3 +299,33 @@ pub fn diagnostics(dir: &Path) -> String {
 pub fn or_explain<T>(r: Result<T, String>, dir: &Path) -> T {
     r.unwrap_or_else(|e| panic!("{e}\n{}", diagnostics(dir)))
 }
+
+/// An upstream played by the test on `socket`: every request it receives
+/// but ACK goes to `answer`, and what that returns is sent back to the
+/// request's sender, in order, until the task is aborted.
+pub fn scripted_upstream(
+    socket: tokio::net::UdpSocket,
+    mut answer: impl FnMut(&sigkit_sip::Message<'_>) -> Vec<Vec<u8>> + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        while let Ok((n, from)) = socket.recv_from(&mut buf).await {
+            let Ok(msg) = sigkit_sip::Message::parse(&buf[..n]) else { continue };
+            if !msg.is_request() || msg.method() == Some("ACK") {
+                continue;
+            }
+            for reply in answer(&msg) {
+                let _ = socket.send_to(&reply, from).await;
+            }
+        }
+    })
+}
+
+/// [`scripted_upstream`] on a fresh port of 127.0.0.1, and that port.
+pub async fn scripted_upstream_on_any_port(
+    answer: impl FnMut(&sigkit_sip::Message<'_>) -> Vec<Vec<u8>> + Send + 'static,
+) -> (u16, tokio::task::JoinHandle<()>) {
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let port = socket.local_addr().unwrap().port();
+    (port, scripted_upstream(socket, answer))
+}
