@@ -12,7 +12,7 @@
 //! instead. A `PeerModel` keeps the peer's state memory by the peer's
 //! retention rules, so a state the peer has evicted is never referenced.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use sigcomp::nack::{NackParseError, NackReport, SentLog, SentRecord};
@@ -268,6 +268,10 @@ pub struct Compressor {
     seq: u8,
     /// Feedback item → states it acknowledges.
     awaiting: HashMap<u8, Vec<StateId>>,
+    /// The last few acknowledged items with their states, latest last:
+    /// an acknowledgement of an item sent before one of these shows that
+    /// the peer created its states after that one's.
+    acknowledged: VecDeque<(u8, Vec<StateId>)>,
     /// Over a stream a message's states are the peer's once sent (RFC 3320
     /// §5.2.3), unless its application declined them (RFC 5049 §4: an
     /// unauthenticated REGISTER, say): after a STATE_NOT_FOUND NACK they
@@ -306,6 +310,11 @@ const MODEL: CompartmentId = CompartmentId(0);
 /// 32 records (≈ 200 B each) keep that with a wide margin without every
 /// long-lived compartment holding hundreds.
 const SENT_LOG: usize = 32;
+
+/// Acknowledged items remembered for [`Compressor::order_as_acknowledged`]:
+/// a message overtaken by more than this many acknowledged ones is not
+/// seen as out of order (its base is gone by then anyway).
+const ACKNOWLEDGED_KEPT: usize = 8;
 
 /// Room kept in the peer's compartment for its own shared state (about one
 /// large SIP message, RFC 3321 shared mode).
@@ -405,6 +414,7 @@ impl Compressor {
             snapshots: Vec::new(),
             seq: 0,
             awaiting: HashMap::new(),
+            acknowledged: VecDeque::new(),
             stream_states_declined: false,
             peer_shared: None,
             peer_states: PeerModel::new(peer.sms),
@@ -609,17 +619,56 @@ impl Compressor {
         if let [b] = item {
             if let Some(ids) = self.awaiting.remove(b) {
                 self.stream_states_declined = false;
-                for id in ids {
-                    if id == self.bytecode.state_id {
+                self.order_as_acknowledged(*b, &ids);
+                for id in &ids {
+                    if *id == self.bytecode.state_id {
                         self.bytecode_usable = true;
                     }
-                    if let Some(s) = self.snapshots.iter_mut().find(|s| s.id == id) {
+                    if let Some(s) = self.snapshots.iter_mut().find(|s| s.id == *id) {
                         s.usable = true;
                     }
                 }
+                if self.acknowledged.len() == ACKNOWLEDGED_KEPT {
+                    self.acknowledged.pop_front();
+                }
+                self.acknowledged.push_back((*b, ids));
                 self.forget_superseded();
             }
         }
+    }
+
+    /// The model assumes the peer creates states in the order their
+    /// messages were sent. Over UDP they may arrive in another (RFC 3320
+    /// §5.1 leaves that to the compressor): the acknowledgement of item
+    /// `item` after that of an item sent later shows the peer created
+    /// `ids` after that item's states. The model's ages and the snapshots'
+    /// order follow the peer, so that the peer's oldest snapshot is evicted
+    /// first in the model too and the youngest is the base.
+    fn order_as_acknowledged(&mut self, item: u8, ids: &[StateId]) {
+        let sent_later: Vec<StateId> = self
+            .acknowledged
+            .iter()
+            .filter(|(j, _)| (1..64).contains(&(j.wrapping_sub(item) % 128)))
+            .flat_map(|(_, states)| states.iter().copied())
+            .collect();
+        if sent_later.is_empty() {
+            return;
+        }
+        self.peer_states.created_after(ids, &sent_later);
+        // (An item long acknowledged whose number has come round again
+        // names snapshots gone from the list: nothing moves.)
+        let Some(anchor) = self.snapshots.iter().rposition(|s| sent_later.contains(&s.id)) else { return };
+        let moved: Vec<Snapshot> = self.snapshots[..anchor].iter().filter(|s| ids.contains(&s.id)).cloned().collect();
+        let mut rest: Vec<Snapshot> = Vec::with_capacity(self.snapshots.len());
+        for (i, s) in self.snapshots.drain(..).enumerate() {
+            if !(i < anchor && ids.contains(&s.id)) {
+                rest.push(s);
+            }
+            if i == anchor {
+                rest.extend(moved.iter().cloned());
+            }
+        }
+        self.snapshots = rest;
     }
 
     /// Snapshots older than the newest usable one are never continued from
@@ -684,6 +733,7 @@ impl Compressor {
         self.snapshots.clear();
         self.bytecode_usable = false;
         self.awaiting.clear();
+        self.acknowledged.clear();
         Ok(report)
     }
 

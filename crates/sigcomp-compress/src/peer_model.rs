@@ -89,6 +89,28 @@ impl PeerModel {
     pub fn used(&self) -> u32 {
         self.used
     }
+
+    /// The peer created the items `moved` after the items `anchor`, not
+    /// before them as the model assumed (the messages arrived out of
+    /// order): they take the age just after the youngest of `anchor`, and
+    /// so are evicted after it (RFC 3320 §6.2 step 5: among equal
+    /// priorities the oldest goes first). Nothing changes if the peer
+    /// holds none of `anchor`.
+    pub fn created_after(&mut self, moved: &[StateId], anchor: &[StateId]) {
+        if !self.entries.iter().any(|e| anchor.contains(&e.id)) || !self.entries.iter().any(|e| moved.contains(&e.id)) {
+            return;
+        }
+        self.entries.sort_by_key(|e| e.order);
+        let (shifted, mut rest): (Vec<Entry>, Vec<Entry>) =
+            std::mem::take(&mut self.entries).into_iter().partition(|e| moved.contains(&e.id));
+        let at = rest.iter().rposition(|e| anchor.contains(&e.id)).map_or(rest.len(), |i| i + 1);
+        rest.splice(at..at, shifted);
+        for (order, e) in rest.iter_mut().enumerate() {
+            e.order = order as u64;
+        }
+        self.next_order = rest.len() as u64;
+        self.entries = rest;
+    }
 }
 
 #[cfg(test)]
@@ -127,5 +149,26 @@ mod tests {
         assert!(model.free(&states[9].id));
         assert!(!model.free(&states[9].id));
         assert_eq!(PeerModel::new(0).create(states[0].id, 10, 1, &mut Vec::new()), CreateOutcome::Rejected);
+    }
+
+    /// Items the peer created after others than the model assumed are
+    /// evicted after them, as the peer evicts them.
+    #[test]
+    fn items_created_out_of_order_are_evicted_in_the_peers_order() {
+        let id = |k: u8| StateId([k; 20]);
+        let mut model = PeerModel::new(3 * 564);
+        for k in 1..=3 {
+            model.create(id(k), 500, 1, &mut Vec::new());
+        }
+        // The peer created 1 just after 2: the ages are 2, 1, 3.
+        model.created_after(&[id(1)], &[id(2)]);
+        let mut evicted = Vec::new();
+        model.create(id(4), 500, 1, &mut evicted);
+        assert_eq!(evicted, [id(2)]);
+        // An anchor the peer no longer holds moves nothing.
+        model.created_after(&[id(3)], &[id(2)]);
+        model.create(id(5), 500, 1, &mut evicted);
+        model.create(id(6), 500, 1, &mut evicted);
+        assert_eq!(evicted, [id(2), id(1), id(3)]);
     }
 }
