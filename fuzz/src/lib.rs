@@ -330,11 +330,15 @@ pub fn run_lines(data: &[u8]) {
 /// The compress target: `data[0]` = algorithm (bits 0–1: LZSS, Deflate,
 /// LZ77, LZSS), mechanism (bits 2–3), TCP (bit 4), the SIP/SDP dictionary
 /// (bit 5) and LZSS's lookahead (bits 6–7: 18, 66, 258, 258); `data[1]` =
-/// both endpoints' parameters; the rest = messages, each a 2-byte length
-/// and its bytes, sent alternately by one endpoint and the other (so each
-/// carries the other's acknowledgements). The compressor checks its model
-/// of the peer's run on every message (`verify`), and every message it
-/// sends must decompress at the peer, over the transport, to its bytes.
+/// both endpoints' parameters; the rest = messages, each a 2-byte word and
+/// its bytes. The word's low 14 bits are the length; bit 14 sends the
+/// message from the endpoint that sent the last one (else they take turns,
+/// each carrying the other's acknowledgements); bit 15, over UDP, holds it
+/// back until after the next message, as a network that reorders would.
+/// The compressor checks its model of the peer's run on every message
+/// (`verify`); every message it sends must decompress at the peer, over
+/// the transport, to its bytes, except that after a reordering one may
+/// fail with STATE_NOT_FOUND, whose NACK the sender must take.
 pub fn run_compress(data: &[u8]) {
     use sigcomp_compress::{
         Algorithm, CompressError, Config, Endpoint, EndpointConfig, EndpointError, Mechanism, Priorities, Received,
@@ -370,12 +374,22 @@ pub fn run_compress(data: &[u8]) {
     let mut streams = [Deframer::new(1 << 20), Deframer::new(1 << 20)];
     let now = std::time::Instant::now();
     let compartment = CompartmentId(1);
+    let mut from = 1;
+    // A message held back over UDP, with its sender: it is delivered after
+    // the next message, as a network that reorders would.
+    let mut held: Option<(usize, Vec<u8>, Vec<u8>)> = None;
+    let mut reordered = false;
     let mut turn = 0;
     while let &[a, b, ref more @ ..] = rest {
-        let len = usize::from(u16::from_be_bytes([a, b])).min(more.len());
+        // The length's top bit holds the message back (UDP only), the next
+        // sends it from the same side as the last one.
+        let word = u16::from_be_bytes([a, b]);
+        let len = usize::from(word & 0x3FFF).min(more.len());
         let (message, after) = more.split_at(len);
         rest = after;
-        let (from, to) = (turn % 2, 1 - turn % 2);
+        if word & 0x4000 == 0 {
+            from = 1 - from;
+        }
         turn += 1;
         let sent = match ends[from].compress(now, compartment, message) {
             Ok(sent) => sent,
@@ -396,13 +410,33 @@ pub fn run_compress(data: &[u8]) {
                 }
             }
         };
-        match ends[to].receive(&carried, transport) {
-            Ok(Received::Message(incoming)) => {
-                let accepted = ends[to].accept(now, incoming, compartment);
-                assert_eq!(accepted.message, message, "message {turn} decompressed to other bytes");
+        let mut deliveries = vec![(from, carried, message.to_vec())];
+        if transport == Transport::Message && word & 0x8000 != 0 && held.is_none() {
+            held = deliveries.pop();
+            reordered = true;
+        } else {
+            deliveries.extend(held.take());
+        }
+        for (sender, carried, message) in deliveries {
+            let to = 1 - sender;
+            match ends[to].receive(&carried, transport) {
+                Ok(Received::Message(incoming)) => {
+                    let accepted = ends[to].accept(now, incoming, compartment);
+                    assert_eq!(accepted.message, message, "message {turn} decompressed to other bytes");
+                }
+                Ok(Received::Nack(_)) => panic!("message {turn} read as a NACK"),
+                // Once messages were reordered, one may name a state its
+                // peer has evicted or freed: a STATE_NOT_FOUND NACK goes
+                // back (RFC 4077) and the sender acts on it.
+                Err(e) if reordered && e.reason() == sigcomp::Reason::StateNotFound => {
+                    let nack = e.nack.expect("a NACK for a failed message");
+                    assert!(
+                        matches!(ends[sender].receive(&nack, transport), Ok(Received::Nack(_))),
+                        "message {turn}: its NACK was not taken as one"
+                    );
+                }
+                Err(e) => panic!("message {turn} failed at the peer: {e}"),
             }
-            Ok(Received::Nack(_)) => panic!("message {turn} read as a NACK"),
-            Err(e) => panic!("message {turn} failed at the peer: {e}"),
         }
     }
 }
