@@ -125,6 +125,9 @@ pub struct ProxyMetrics {
     /// Messages compressed anew and sent again over TCP after the
     /// terminal NACKed them (RFC 4077).
     pub nack_resends: u64,
+    /// TCP connections closed because their terminal read nothing while
+    /// the proxy's queue for it filled (the runtime counts them).
+    pub stuck_connections_closed: u64,
     /// Stateful mode: transactions started, requests from terminals
     /// absorbed as retransmissions, responses from the upstream absorbed
     /// as retransmissions, requests sent again to the upstream (Timer A or
@@ -198,6 +201,7 @@ impl ProxyMetrics {
         self.compress_failures += o.compress_failures;
         self.undeliverable += o.undeliverable;
         self.nack_resends += o.nack_resends;
+        self.stuck_connections_closed += o.stuck_connections_closed;
         self.transactions += o.transactions;
         self.absorbed_requests += o.absorbed_requests;
         self.absorbed_responses += o.absorbed_responses;
@@ -515,6 +519,12 @@ impl Proxy {
 
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.out.pop_front()
+    }
+
+    /// Counts a TCP connection the runtime closed because its terminal
+    /// read nothing while the queue for it filled.
+    pub fn record_stuck_connection(&mut self) {
+        self.metrics.stuck_connections_closed += 1;
     }
 
     /// Counts one message's handling time (measured by the runtime, which
@@ -1732,6 +1742,11 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
             "sigkit_proxy_nack_resends_total",
             "Messages compressed anew and sent again over TCP after a terminal's NACK.",
             &[("", m.nack_resends)],
+        );
+        counter(
+            "sigkit_proxy_stuck_connections_closed_total",
+            "TCP connections closed because their terminal read nothing while the proxy's queue for it filled.",
+            &[("", m.stuck_connections_closed)],
         );
         counter(
             "sigkit_proxy_refused_total",

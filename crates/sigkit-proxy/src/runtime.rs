@@ -88,7 +88,7 @@ impl Shared {
     /// (waiting would stall every terminal behind the receiver that waits);
     /// the terminal connects again and a NACK (RFC 4077) recovers any state
     /// it missed.
-    fn queue_streams(&self, out: Vec<Transmit>) -> Vec<Transmit> {
+    fn queue_streams(&self, proxy: &mut Proxy, out: Vec<Transmit>) -> Vec<Transmit> {
         let mut datagrams = Vec::with_capacity(out.len());
         for t in out {
             if (t.side, t.to.transport) != (Side::Terminal, SipTransport::Tcp) {
@@ -112,6 +112,7 @@ impl Shared {
                     tracing::warn!(to = %t.to.addr, queued = CONN_QUEUE, "terminal not reading: closing its connection");
                     writer.close.notify_one();
                     conns.remove(&id);
+                    proxy.record_stuck_connection();
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => {
                     conns.remove(&id);
@@ -173,7 +174,7 @@ impl Shared {
         }
         let out = std::iter::from_fn(|| p.poll_transmit()).collect();
         p.record_handling(now.elapsed());
-        let datagrams = self.queue_streams(out);
+        let datagrams = self.queue_streams(&mut p, out);
         drop(p);
         datagrams
     }
@@ -489,7 +490,8 @@ async fn timer(shared: Arc<Shared>, every: Duration, mut stop: watch::Receiver<b
         for shard in &shared.shards {
             let Ok(mut p) = shard.lock() else { return };
             p.handle_timeout(Instant::now());
-            out.extend(shared.queue_streams(std::iter::from_fn(|| p.poll_transmit()).collect()));
+            let produced = std::iter::from_fn(|| p.poll_transmit()).collect();
+            out.extend(shared.queue_streams(&mut p, produced));
         }
         shared.flush(out).await;
     }
