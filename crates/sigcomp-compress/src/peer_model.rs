@@ -92,18 +92,22 @@ impl PeerModel {
 
     /// The peer created the items `moved` after the items `anchor`, not
     /// before them as the model assumed (the messages arrived out of
-    /// order): they take the age just after the youngest of `anchor`, and
-    /// so are evicted after it (RFC 3320 §6.2 step 5: among equal
-    /// priorities the oldest goes first). Nothing changes if the peer
-    /// holds none of `anchor`.
+    /// order): those older than the youngest of `anchor` take the age just
+    /// after it, and so are evicted after it (RFC 3320 §6.2 step 5: among
+    /// equal priorities the oldest goes first). Nothing changes if the
+    /// peer holds none of `anchor`.
     pub fn created_after(&mut self, moved: &[StateId], anchor: &[StateId]) {
-        if !self.entries.iter().any(|e| anchor.contains(&e.id)) || !self.entries.iter().any(|e| moved.contains(&e.id)) {
+        let Some(youngest) = self.entries.iter().filter(|e| anchor.contains(&e.id)).map(|e| e.order).max() else {
+            return;
+        };
+        let shifts = |e: &Entry| moved.contains(&e.id) && e.order < youngest;
+        if !self.entries.iter().any(shifts) {
             return;
         }
         self.entries.sort_by_key(|e| e.order);
         let (shifted, mut rest): (Vec<Entry>, Vec<Entry>) =
-            std::mem::take(&mut self.entries).into_iter().partition(|e| moved.contains(&e.id));
-        let at = rest.iter().rposition(|e| anchor.contains(&e.id)).map_or(rest.len(), |i| i + 1);
+            std::mem::take(&mut self.entries).into_iter().partition(shifts);
+        let at = rest.iter().position(|e| e.order == youngest).map_or(rest.len(), |i| i + 1);
         rest.splice(at..at, shifted);
         for (order, e) in rest.iter_mut().enumerate() {
             e.order = order as u64;
