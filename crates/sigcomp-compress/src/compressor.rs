@@ -25,7 +25,7 @@ use crate::bits::BitWriter;
 use crate::bytecode::{self, Bytecode, DictionarySource, Image, Layout};
 use crate::dictionary::Priorities;
 use crate::lzss::{Effort, LzssFormat, MatchFinder};
-use crate::peer_model::PeerModel;
+use crate::peer_model::{place_after_last_anchor, PeerModel};
 
 /// Compression algorithm (its bytecode fragment and encoder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -657,18 +657,7 @@ impl Compressor {
         self.peer_states.created_after(ids, &sent_later);
         // (An item long acknowledged whose number has come round again
         // names snapshots gone from the list: nothing moves.)
-        let Some(anchor) = self.snapshots.iter().rposition(|s| sent_later.contains(&s.id)) else { return };
-        let moved: Vec<Snapshot> = self.snapshots[..anchor].iter().filter(|s| ids.contains(&s.id)).cloned().collect();
-        let mut rest: Vec<Snapshot> = Vec::with_capacity(self.snapshots.len());
-        for (i, s) in self.snapshots.drain(..).enumerate() {
-            if !(i < anchor && ids.contains(&s.id)) {
-                rest.push(s);
-            }
-            if i == anchor {
-                rest.extend(moved.iter().cloned());
-            }
-        }
-        self.snapshots = rest;
+        place_after_last_anchor(&mut self.snapshots, |s| ids.contains(&s.id), |s| sent_later.contains(&s.id));
     }
 
     /// Snapshots older than the newest usable one are never continued from

@@ -97,24 +97,36 @@ impl PeerModel {
     /// equal priorities the oldest goes first). Nothing changes if the
     /// peer holds none of `anchor`.
     pub fn created_after(&mut self, moved: &[StateId], anchor: &[StateId]) {
-        let Some(youngest) = self.entries.iter().filter(|e| anchor.contains(&e.id)).map(|e| e.order).max() else {
-            return;
-        };
-        let shifts = |e: &Entry| moved.contains(&e.id) && e.order < youngest;
-        if !self.entries.iter().any(shifts) {
-            return;
-        }
         self.entries.sort_by_key(|e| e.order);
-        let (shifted, mut rest): (Vec<Entry>, Vec<Entry>) =
-            std::mem::take(&mut self.entries).into_iter().partition(shifts);
-        let at = rest.iter().position(|e| e.order == youngest).map_or(rest.len(), |i| i + 1);
-        rest.splice(at..at, shifted);
-        for (order, e) in rest.iter_mut().enumerate() {
-            e.order = order as u64;
+        if place_after_last_anchor(&mut self.entries, |e| moved.contains(&e.id), |e| anchor.contains(&e.id)) {
+            for (order, e) in self.entries.iter_mut().enumerate() {
+                e.order = order as u64;
+            }
+            self.next_order = self.entries.len() as u64;
         }
-        self.next_order = rest.len() as u64;
-        self.entries = rest;
     }
+}
+
+/// Moves the items that `moved` picks and that stand before the last item
+/// `anchor` picks to just after that one, each part keeping its order;
+/// returns whether any moved (none where no item is an anchor). The model's
+/// ages and the compressor's list of snapshots are both put in the peer's
+/// order so.
+pub(crate) fn place_after_last_anchor<T>(
+    items: &mut Vec<T>,
+    moved: impl Fn(&T) -> bool,
+    anchor: impl Fn(&T) -> bool,
+) -> bool {
+    let Some(last) = items.iter().rposition(anchor) else { return false };
+    let tail = items.split_off(last);
+    let (shifted, kept): (Vec<T>, Vec<T>) = std::mem::take(items).into_iter().partition(|item| moved(item));
+    let any = !shifted.is_empty();
+    *items = kept;
+    let mut tail = tail.into_iter();
+    items.extend(tail.next());
+    items.extend(shifted);
+    items.extend(tail);
+    any
 }
 
 #[cfg(test)]
