@@ -16,15 +16,20 @@ fn main() {
         let cap = rohc_tcp::capture::read_capture(&std::fs::read(&path).expect("reads")).expect("a capture");
         let packets: Vec<Vec<u8>> = cap.packets.into_iter().map(|p| p.ip).collect();
         let name = path.rsplit('/').next().unwrap_or(&path).to_string();
-        let means: Vec<String> = [("o", Mode::O), ("r", Mode::R), ("u", Mode::U)]
-            .iter()
-            .map(|(label, mode)| {
-                let (r, _) = replay(Scheme::Taroc(*mode), &packets, &LinkConfig::default(), false);
-                assert_eq!(r.delivered, r.packets, "{name} {label}: not every packet delivered");
-                assert_eq!(r.undetected, 0);
-                format!("{label}={:.2}", r.mean_header_after())
-            })
-            .collect();
+        let means: Vec<String> = [
+            ("o", Scheme::Taroc(Mode::O)),
+            ("r", Scheme::Taroc(Mode::R)),
+            ("u", Scheme::Taroc(Mode::U)),
+            ("o+infer", Scheme::TarocInfer),
+        ]
+        .iter()
+        .map(|(label, scheme)| {
+            let (r, _) = replay(*scheme, &packets, &LinkConfig::default(), false);
+            assert_eq!(r.delivered, r.packets, "{name} {label}: not every packet delivered");
+            assert_eq!(r.undetected, 0);
+            format!("{label}={:.2}", r.mean_header_after())
+        })
+        .collect();
         println!("{name}: {}", means.join(" "));
         // BER_SEEDS=N: N runs at BER 1e-3 per mode; no damaged header may
         // come out.

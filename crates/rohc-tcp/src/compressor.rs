@@ -12,10 +12,11 @@ use std::collections::HashMap;
 
 use crate::cwnd::{vsw_bound, AckTracker, SeqTracker, TrackerParams};
 use crate::format::{
-    crc8, fold_checksum, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc, IrPacket, OptInfo, SeqEnc,
-    StaticPart, WindowField, COMPACT_MSN, IPID_TABLE, MAX_CONTEXTS, MSN_K, MSN_P, SEL_COMPACT_SCALED, SEL_MSN_SCALED,
-    SEQ_TABLE, SHORT_ACK, SHORT_SEQ, TS_SHORT, TS_TABLE, WINDOW_LSB, WINDOW_SHORT,
+    crc3, crc8, fold_checksum, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc, IrPacket, OptInfo,
+    SeqEnc, StaticPart, WindowField, COMPACT_MSN, IPID_TABLE, MAX_CONTEXTS, MSN_K, MSN_P, SEL_COMPACT_SCALED,
+    SEL_MSN_SCALED, SEQ_TABLE, SHORT_ACK, SHORT_SEQ, TS_SHORT, TS_TABLE, WINDOW_LSB, WINDOW_SHORT,
 };
+use crate::infer::{self, CrossedPacket, CrossedPackets};
 use crate::packet::{Packet, ParseError, TcpIpHeader, FLAG_ACK, FLAG_PSH, FLAG_SYN};
 use crate::vsw::{Analysis, Vsw};
 use crate::wlsb::{diff32, Lsb, Spread};
@@ -56,6 +57,12 @@ pub struct CompressorConfig {
     /// decompressor that fell back to No Context; RFC 3095 §5.3.1.1.1's
     /// periodic refresh.
     pub refresh_period: u32,
+    /// O-mode only: cross-direction inference ([`crate::infer`]), an
+    /// extension beyond the draft that the decompressor must enable too.
+    /// The caller passes each packet this end's decompressor delivers to
+    /// [`Compressor::note_reverse`], and each [`Compressor::poll_crossed`]
+    /// to this end's decompressor.
+    pub infer: bool,
 }
 
 impl Default for CompressorConfig {
@@ -70,6 +77,7 @@ impl Default for CompressorConfig {
             max_vsw: 128,
             max_contexts: MAX_CONTEXTS,
             refresh_period: 256,
+            infer: false,
         }
     }
 }
@@ -77,6 +85,11 @@ impl Default for CompressorConfig {
 impl CompressorConfig {
     pub fn with_mode(mode: Mode) -> Self {
         CompressorConfig { mode, ..Default::default() }
+    }
+
+    /// Whether the chained format is in use ([`crate::infer`]).
+    pub fn chains(&self) -> bool {
+        self.infer && self.mode == Mode::O
     }
 
     /// The trackers' parameters for a flow; the MSS estimate is the MTU
@@ -168,6 +181,12 @@ struct Context {
     last_ack: Option<u32>,
     last_ack_delta: u32,
     last_used: u64,
+    /// With inference: the packet sent last, the chained format's
+    /// reference.
+    last: Option<Record>,
+    /// With inference: a NACK came and no ACK since, so the decompressor
+    /// may lack the reference a chained packet needs.
+    chain_paused: bool,
 }
 
 impl Context {
@@ -195,6 +214,8 @@ impl Context {
             last_ack: None,
             last_ack_delta: 0,
             last_used: now,
+            last: None,
+            chain_paused: false,
         }
     }
 
@@ -305,12 +326,38 @@ pub struct Compressor {
     /// The context of the previous packet.
     last_cid: u8,
     clock: u64,
+    /// With inference: the other direction's packets this end delivered.
+    crossed: CrossedPackets,
+    /// With inference: the packet sent last, for this end's decompressor.
+    sent: Option<CrossedPacket>,
 }
 
 impl Compressor {
     pub fn new(config: CompressorConfig) -> Compressor {
         let n = config.max_contexts.clamp(1, MAX_CONTEXTS);
-        Compressor { config, contexts: (0..n).map(|_| None).collect(), by_flow: HashMap::new(), last_cid: 0, clock: 0 }
+        Compressor {
+            config,
+            contexts: (0..n).map(|_| None).collect(),
+            by_flow: HashMap::new(),
+            last_cid: 0,
+            clock: 0,
+            crossed: CrossedPackets::default(),
+            sent: None,
+        }
+    }
+
+    /// With inference: a packet of the other direction that this end's
+    /// decompressor delivered ([`Decompressor::poll_crossed`](crate::Decompressor::poll_crossed)).
+    pub fn note_reverse(&mut self, p: &CrossedPacket) {
+        if self.config.chains() {
+            self.crossed.note(*p);
+        }
+    }
+
+    /// With inference: the packet compressed last, for this end's
+    /// decompressor ([`Decompressor::note_reverse`](crate::Decompressor::note_reverse)).
+    pub fn poll_crossed(&mut self) -> Option<CrossedPacket> {
+        self.sent.take()
     }
 
     pub fn config(&self) -> &CompressorConfig {
@@ -510,13 +557,27 @@ impl Compressor {
                 ctx.since_ir = 0;
             }
             PacketKind::Co => {
-                let co = encode_co(cid, &rec, &a, ctx.state == CompressorState::So, packet.payload);
+                let chains = config.chains();
+                let co = encode_co(cid, &rec, &a, ctx.state == CompressorState::So, chains, packet.payload);
                 co.emit(rec.shape(), &frame[..header_len], out)?;
+                if let Some(prev) = ctx.last.as_ref().filter(|_| chains && ctx.static_acked && !ctx.chain_paused) {
+                    let crc = crc3(&frame[..header_len]);
+                    let chained = infer::encode(cid, &rec, prev, &self.crossed, &key, co.checksum, crc, packet.payload);
+                    let regular = out.len() - start - payload_len - (cid != 0) as usize;
+                    if let Some(c) = chained.filter(|c| c.header_len() < regular) {
+                        out.truncate(start);
+                        c.emit(out)?;
+                    }
+                }
                 ctx.since_refresh += 1;
                 ctx.since_ir += 1;
             }
         }
         let header_len = out.len() - start - payload_len;
+        if config.chains() {
+            ctx.last = Some(rec);
+            self.sent = Some(CrossedPacket::of(&rec, key));
+        }
 
         // §5.3.1 b, §5.3.2 b: the packet joins the VSW; the trackers run;
         // the VSW shrinks to W.
@@ -581,6 +642,7 @@ impl Compressor {
                 if let Some((pos, acked_ir)) = acked.map(|(pos, e)| (pos, e.sent_as_ir)) {
                     ctx.vsw.drop_front(pos);
                     ctx.static_acked = true;
+                    ctx.chain_paused = false;
                     // The IR state ends with an ACK of an IR/IR-DYN: ACK(O)
                     // in O-mode (§5.5.2.1), ACK(R) in R-mode (§5.5.3.1).
                     if ctx.state == CompressorState::Ir && acked_ir && fb.reliable == (mode == Mode::R) {
@@ -594,9 +656,11 @@ impl Compressor {
             FeedbackKind::Nack => {
                 ctx.restart_slow_start();
                 ctx.refresh_now = true;
+                ctx.chain_paused = true;
             }
             FeedbackKind::StaticNack => {
                 ctx.restart_slow_start();
+                ctx.chain_paused = true;
                 ctx.need_static = true;
                 ctx.static_acked = false;
                 ctx.unacked_irs = 0;
@@ -624,13 +688,15 @@ fn initial_window_packets(config: &CompressorConfig, ipv6: bool) -> u32 {
     p.iw().div_ceil(p.mss).max(1)
 }
 
-fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
+/// `chains`: the chained format is in use, and takes the general format's
+/// SEQ selector 5 ([`crate::infer`]).
+fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, chains: bool, payload: &'a [u8]) -> CoPacket<'a> {
     let short = encode_short(cid, rec, a, so, payload);
     #[cfg(any(test, debug_assertions))]
     {
         // The short format's shortcut decides as the general encoding
         // shortened does.
-        let general = encode_general(cid, rec, a, so, payload);
+        let general = encode_general(cid, rec, a, so, chains, payload);
         let long = shorten(general, rec, a, so);
         match short {
             Some(co) => assert_eq!(format!("{co:?}"), format!("{long:?}")),
@@ -639,7 +705,7 @@ fn encode_co<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8
     }
     match short {
         Some(co) => co,
-        None => encode_general(cid, rec, a, so, payload),
+        None => encode_general(cid, rec, a, so, chains, payload),
     }
 }
 
@@ -730,7 +796,7 @@ fn compact_selector(sel: u8, n: NumberSpreads, a: &Analysis) -> u8 {
 }
 
 /// The general format's encoding.
-fn encode_general<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'a [u8]) -> CoPacket<'a> {
+fn encode_general<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, chains: bool, payload: &'a [u8]) -> CoPacket<'a> {
     let h = &rec.h;
     let ipv6 = h.ipv6.is_some();
     // Each table below is tried in order, the first encoding that covers
@@ -770,8 +836,9 @@ fn encode_general<'a>(cid: u8, rec: &Record, a: &Analysis, so: bool, payload: &'
         IpIdEnc::Irregular => h.ip_id as u32,
     };
     // The general format's SEQ selector is 0–5: its first octet is then
-    // below 0xE0 (IR, IR-DYN, Add-CID and feedback).
-    let (seq_sel, seq_enc) = pick_seq(seq_spreads(a, so), 6);
+    // below 0xE0 (IR, IR-DYN, Add-CID and feedback); 0–4 where the
+    // chained format takes 5's first nibble.
+    let (seq_sel, seq_enc) = pick_seq(seq_spreads(a, so), if chains { 5 } else { 6 });
     // Fixed-payload encoding of the ACK number (§6.1 names both numbers)
     // needs no state: its stride travels with the packets.
     let (ack_sel, ack_enc) = pick_seq(ack_spreads(a), 8);

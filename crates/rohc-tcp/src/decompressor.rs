@@ -11,6 +11,7 @@ use crate::format::{
     IrPacket, OptInfo, SeqEnc, StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR,
     TYPE_IR_DYN, TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
 };
+use crate::infer::{self, ChainedPacket, CrossedPacket, CrossedPackets, CHAINED_PREFIX};
 use crate::packet::{emitted_checksums_ok, EmitError, FLAG_PSH};
 use crate::wlsb::{decode, diff16, Lsb};
 use crate::{Mode, PacketKind, Record};
@@ -28,17 +29,27 @@ pub struct DecompressorConfig {
     /// O-mode: an optional ACK(O) every this many context updates by
     /// compressed packets (0: only IR/IR-DYN are acknowledged, §5.5.2.2).
     pub optional_ack_every: u32,
+    /// O-mode only: cross-direction inference ([`crate::infer`]), as the
+    /// compressor's `infer`. The caller passes each packet this end's
+    /// compressor sends to [`Decompressor::note_reverse`], and each
+    /// [`Decompressor::poll_crossed`] to this end's compressor.
+    pub infer: bool,
 }
 
 impl Default for DecompressorConfig {
     fn default() -> Self {
-        DecompressorConfig { mode: Mode::U, max_failures: 8, ack_every: 4, optional_ack_every: 0 }
+        DecompressorConfig { mode: Mode::U, max_failures: 8, ack_every: 4, optional_ack_every: 0, infer: false }
     }
 }
 
 impl DecompressorConfig {
     pub fn with_mode(mode: Mode) -> Self {
         DecompressorConfig { mode, ..Default::default() }
+    }
+
+    /// Whether the chained format is in use ([`crate::infer`]).
+    pub fn chains(&self) -> bool {
+        self.infer && self.mode == Mode::O
     }
 }
 
@@ -96,6 +107,11 @@ pub struct Decompressor {
     config: DecompressorConfig,
     contexts: Vec<Context>,
     feedback: VecDeque<Feedback>,
+    /// With inference: the other direction's packets this end sent.
+    crossed: CrossedPackets,
+    /// With inference: the packet that last became a reference, for this
+    /// end's compressor.
+    delivered: Option<CrossedPacket>,
 }
 
 impl Decompressor {
@@ -104,7 +120,24 @@ impl Decompressor {
             config,
             contexts: (0..MAX_CONTEXTS).map(|_| Context::default()).collect(),
             feedback: VecDeque::new(),
+            crossed: CrossedPackets::default(),
+            delivered: None,
         }
+    }
+
+    /// With inference: a packet of the other direction that this end's
+    /// compressor sent ([`Compressor::poll_crossed`](crate::Compressor::poll_crossed)).
+    pub fn note_reverse(&mut self, p: &CrossedPacket) {
+        if self.config.chains() {
+            self.crossed.note(*p);
+        }
+    }
+
+    /// With inference: the packet that last became the reference of its
+    /// context, for this end's compressor
+    /// ([`Compressor::note_reverse`](crate::Compressor::note_reverse)).
+    pub fn poll_crossed(&mut self) -> Option<CrossedPacket> {
+        self.delivered.take()
     }
 
     pub fn state(&self, cid: u8) -> DecompressorState {
@@ -138,13 +171,22 @@ impl Decompressor {
         let start = out.len();
         let first = *rest.first().ok_or(FormatError::Empty)?;
         let is_ir = matches!(first, TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN);
+        let chains = self.config.chains();
+        let reference_before = self.contexts[cid as usize].reference.map(|r| (r.msn, r.h.checksum));
         let result = match first {
             _ if is_ir => self.decompress_ir(cid, rest, out),
+            b if chains && b >> 4 == CHAINED_PREFIX => self.decompress_chained(cid, rest, out),
             b if b < 0xe0 => self.decompress_co(cid, rest, out),
             b => Err(DecompressError::Format(FormatError::UnknownType(b))),
         };
         match result {
             Ok((kind, payload_len)) => {
+                let ctx = &self.contexts[cid as usize];
+                if let (true, Some(r), Some(s)) = (chains, ctx.reference, ctx.static_part) {
+                    if reference_before != Some((r.msn, r.h.checksum)) {
+                        self.delivered = Some(CrossedPacket::of(&r, s));
+                    }
+                }
                 Ok(Decompressed { cid, kind, header_len: data.len() - payload_len, len: out.len() - start })
             }
             Err(e) => {
@@ -308,6 +350,58 @@ impl Decompressor {
         let Some((rec, payload_len, new_options)) = decoded else {
             return Err(if header_passed { DecompressError::PayloadDamaged } else { DecompressError::Verification });
         };
+        self.accept(cid, rec, reference_msn, new_options);
+        Ok((PacketKind::Co, payload_len))
+    }
+
+    /// A chained packet ([`crate::infer`]): decoded against the reference
+    /// alone, which must be the previous packet.
+    fn decompress_chained(
+        &mut self,
+        cid: u8,
+        rest: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(PacketKind, usize), DecompressError> {
+        let ctx = &self.contexts[cid as usize];
+        let Some(reference) = ctx.reference.as_ref().filter(|_| ctx.full) else {
+            let kind = if ctx.static_part.is_some() { FeedbackKind::Nack } else { FeedbackKind::StaticNack };
+            self.send(cid, kind, None);
+            return Err(DecompressError::NoContext(cid));
+        };
+        let static_part = ctx.static_part.unwrap_or_else(|| StaticPart::of(&reference.h));
+        let c = ChainedPacket::parse(cid, rest, reference.opt.ts_at.is_some())?;
+        let Some((mut h, msn)) = infer::reconstruct(&c, reference, &static_part, &self.crossed) else {
+            return Err(DecompressError::Verification);
+        };
+        h.checksum = fold_checksum(c.checksum, &h, msn, reference.strides);
+        let start = out.len();
+        h.emit(c.payload.len(), out)?;
+        out.extend_from_slice(c.payload);
+        // As the other formats: the CRC-3, then the TCP checksum.
+        if crc3(&out[start..start + h.len()]) != c.crc {
+            return Err(DecompressError::Verification);
+        }
+        if !emitted_checksums_ok(&out[start..]) {
+            return Err(DecompressError::PayloadDamaged);
+        }
+        let rec = Record {
+            msn,
+            h,
+            opt: reference.opt,
+            ts: reference.opt.ts(&h.options),
+            strides: reference.strides,
+            payload_len: c.payload.len().min(u16::MAX as usize) as u16,
+            sent_as_ir: false,
+            fp: [(0, 0); 2],
+        };
+        let reference_msn = reference.msn;
+        self.accept(cid, rec, reference_msn, false);
+        Ok((PacketKind::Co, c.payload.len()))
+    }
+
+    /// A compressed packet decoded and verified: it resets the failures
+    /// and, if newer than the reference, becomes it.
+    fn accept(&mut self, cid: u8, rec: Record, reference_msn: u16, new_options: bool) {
         let ctx = &mut self.contexts[cid as usize];
         ctx.failures = 0;
         // §6.1 reference selection: the last received value that passed
@@ -339,7 +433,6 @@ impl Decompressor {
                 self.send(cid, FeedbackKind::Ack, Some(&rec));
             }
         }
-        Ok((PacketKind::Co, payload_len))
     }
 }
 

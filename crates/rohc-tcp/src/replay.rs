@@ -29,6 +29,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::infer::CrossedPacket;
 use crate::packet::Packet;
 use crate::scheme::{ContextRecovery, HeaderCompressor, HeaderDecompressor, Scheme, IDEAL_HEADER_LEN};
 
@@ -206,6 +207,29 @@ struct Direction {
     held: VecDeque<(usize, InFlight)>,
     /// A loss episode in progress.
     recovering: Option<Episode>,
+    /// Packets the decompressor delivered, for the other direction's
+    /// compressor (at the same end of the link) to name.
+    delivered: Vec<CrossedPacket>,
+}
+
+/// What each end's compressor sent and decompressor delivered, passed to
+/// the other direction's decompressor and compressor at the same end.
+fn cross(dirs: &mut [Direction; 2]) {
+    for d in 0..2 {
+        let (this, other) = if d == 0 {
+            let (a, b) = dirs.split_at_mut(1);
+            (&mut a[0], &mut b[0])
+        } else {
+            let (a, b) = dirs.split_at_mut(1);
+            (&mut b[0], &mut a[0])
+        };
+        while let Some(p) = this.comp.poll_crossed() {
+            other.decomp.note_reverse(&p);
+        }
+        for p in this.delivered.drain(..) {
+            other.comp.note_reverse(&p);
+        }
+    }
 }
 
 /// A loss episode: from a lost or damaged packet on a direction with no
@@ -250,7 +274,7 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
     let mut conns: HashMap<ConnKey, ([Direction; 2], bool)> = HashMap::new();
     let new_dir = || {
         let (comp, decomp) = scheme.pair();
-        Direction { comp, decomp, held: VecDeque::new(), recovering: None }
+        Direction { comp, decomp, held: VecDeque::new(), recovering: None, delivered: Vec::new() }
     };
     let ideal = matches!(scheme, Scheme::Ideal);
     for (index, p) in packets.iter().enumerate() {
@@ -260,9 +284,13 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
         };
         let (key, flipped) = connection_of(&parsed);
         let (dirs, first_flipped) = conns.entry(key).or_insert_with(|| ([new_dir(), new_dir()], flipped));
-        let this = &mut dirs[(flipped != *first_flipped) as usize];
+        let d = (flipped != *first_flipped) as usize;
+        cross(dirs);
         let mut wire = Vec::with_capacity(p.len() + 8);
-        let header_len = match this.comp.compress_packet(p, &mut wire) {
+        let compressed = dirs[d].comp.compress_packet(p, &mut wire);
+        cross(dirs);
+        let this = &mut dirs[d];
+        let header_len = match compressed {
             Ok(n) => n,
             Err(_) => {
                 r.compress_errors += 1;
@@ -369,7 +397,11 @@ fn deliver(
 ) {
     let orig = &packets[f.index];
     let mut back = Vec::with_capacity(orig.len());
-    let ok = match this.decomp.decompress_packet(&f.wire, &mut back) {
+    let result = this.decomp.decompress_packet(&f.wire, &mut back);
+    while let Some(p) = this.decomp.poll_crossed() {
+        this.delivered.push(p);
+    }
+    let ok = match result {
         Ok(_) => {
             if back == *orig {
                 r.delivered += 1;
@@ -433,6 +465,7 @@ fn deliver(
 pub fn scheme_name(s: Scheme) -> String {
     match s {
         Scheme::Taroc(m) => format!("taroc-{}", format!("{m:?}").to_lowercase()),
+        Scheme::TarocInfer => "taroc-o-infer".into(),
         Scheme::Vj => "vj".into(),
         Scheme::None => "none".into(),
         Scheme::Ideal => "ideal".into(),

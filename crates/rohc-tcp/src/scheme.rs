@@ -3,6 +3,7 @@
 
 use crate::compressor::{CompressError, Compressor, CompressorConfig, FeedbackError};
 use crate::decompressor::{DecompressError, Decompressor, DecompressorConfig};
+use crate::infer::CrossedPacket;
 use crate::packet::{checksums_ok, Packet};
 use crate::vj::{VjCompressor, VjDecompressor};
 use crate::Mode;
@@ -26,6 +27,16 @@ pub trait HeaderCompressor {
     fn reference_window(&self) -> Option<usize> {
         None
     }
+
+    /// The packet compressed last, for the decompressor of the other
+    /// direction at the same end (schemes that infer across directions).
+    fn poll_crossed(&mut self) -> Option<CrossedPacket> {
+        None
+    }
+
+    /// A packet of the other direction that the decompressor at the same
+    /// end delivered.
+    fn note_reverse(&mut self, _p: &CrossedPacket) {}
 }
 
 /// Context recovery over loss episodes (a packet lost or damaged on the
@@ -87,6 +98,17 @@ pub trait HeaderDecompressor {
 
     /// The link layer dropped a damaged frame (only VJ reacts).
     fn link_error(&mut self) {}
+
+    /// The packet that last became a reference, for the compressor of the
+    /// other direction at the same end (schemes that infer across
+    /// directions).
+    fn poll_crossed(&mut self) -> Option<CrossedPacket> {
+        None
+    }
+
+    /// A packet of the other direction that the compressor at the same end
+    /// sent.
+    fn note_reverse(&mut self, _p: &CrossedPacket) {}
 }
 
 /// The schemes of the draft's Appendix A.2 (IPHC aside).
@@ -94,6 +116,9 @@ pub trait HeaderDecompressor {
 pub enum Scheme {
     /// TAROC in the given mode.
     Taroc(Mode),
+    /// TAROC in O-mode with cross-direction inference ([`crate::infer`]),
+    /// an extension beyond the draft.
+    TarocInfer,
     /// RFC 1144.
     Vj,
     /// No compression: 40-byte (and longer, with options) headers.
@@ -108,16 +133,29 @@ impl Scheme {
     /// episode to exceed ([`HeaderCompressor::reference_window`]): only
     /// TAROC's, its VSW.
     pub fn keeps_reference_window(self) -> bool {
-        matches!(self, Scheme::Taroc(_))
+        matches!(self, Scheme::Taroc(_) | Scheme::TarocInfer)
+    }
+
+    /// TAROC's compressor and decompressor parameters for the scheme, if
+    /// it is TAROC.
+    pub fn taroc_configs(self) -> Option<(CompressorConfig, DecompressorConfig)> {
+        match self {
+            Scheme::Taroc(mode) => Some((CompressorConfig::with_mode(mode), DecompressorConfig::with_mode(mode))),
+            Scheme::TarocInfer => Some((
+                CompressorConfig { infer: true, ..CompressorConfig::with_mode(Mode::O) },
+                DecompressorConfig { infer: true, ..DecompressorConfig::with_mode(Mode::O) },
+            )),
+            _ => None,
+        }
     }
 
     /// A compressor/decompressor pair with default parameters.
     pub fn pair(self) -> (Box<dyn HeaderCompressor>, Box<dyn HeaderDecompressor>) {
         match self {
-            Scheme::Taroc(mode) => (
-                Box::new(Compressor::new(CompressorConfig::with_mode(mode))),
-                Box::new(Decompressor::new(DecompressorConfig::with_mode(mode))),
-            ),
+            Scheme::Taroc(_) | Scheme::TarocInfer => {
+                let (c, d) = self.taroc_configs().expect("a TAROC scheme");
+                (Box::new(Compressor::new(c)), Box::new(Decompressor::new(d)))
+            }
             Scheme::Vj => (Box::new(VjCompressor::new()), Box::new(VjDecompressor::new())),
             Scheme::None => (Box::new(Uncompressed), Box::new(Uncompressed)),
             Scheme::Ideal => (Box::new(Ideal), Box::new(Ideal)),
@@ -137,6 +175,14 @@ impl HeaderCompressor for Compressor {
     fn reference_window(&self) -> Option<usize> {
         self.last_context().map(|cid| self.vsw_len(cid))
     }
+
+    fn poll_crossed(&mut self) -> Option<CrossedPacket> {
+        Compressor::poll_crossed(self)
+    }
+
+    fn note_reverse(&mut self, p: &CrossedPacket) {
+        Compressor::note_reverse(self, p);
+    }
 }
 
 impl HeaderDecompressor for Decompressor {
@@ -152,6 +198,14 @@ impl HeaderDecompressor for Decompressor {
             }
             None => false,
         }
+    }
+
+    fn poll_crossed(&mut self) -> Option<CrossedPacket> {
+        Decompressor::poll_crossed(self)
+    }
+
+    fn note_reverse(&mut self, p: &CrossedPacket) {
+        Decompressor::note_reverse(self, p);
     }
 }
 

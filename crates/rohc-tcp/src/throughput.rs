@@ -104,7 +104,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use crate::compressor::{Compressor, CompressorConfig};
-use crate::decompressor::{Decompressor, DecompressorConfig};
+use crate::decompressor::Decompressor;
 use crate::packet::{Packet, TcpIpHeader, FLAG_ACK};
 use crate::scheme::{ContextRecovery, HeaderCompressor, HeaderDecompressor, Scheme, IDEAL_HEADER_LEN};
 
@@ -680,10 +680,10 @@ impl RunReport {
 /// TAROC's trackers take their MSS estimate from the MTU (§5.1.2).
 pub fn scheme_pair(scheme: Scheme, mtu: u16) -> (Box<dyn HeaderCompressor>, Box<dyn HeaderDecompressor>) {
     match scheme {
-        Scheme::Taroc(mode) => (
-            Box::new(Compressor::new(CompressorConfig { mtu: mtu as u32, ..CompressorConfig::with_mode(mode) })),
-            Box::new(Decompressor::new(DecompressorConfig::with_mode(mode))),
-        ),
+        Scheme::Taroc(_) | Scheme::TarocInfer => {
+            let (c, d) = scheme.taroc_configs().expect("a TAROC scheme");
+            (Box::new(Compressor::new(CompressorConfig { mtu: mtu as u32, ..c })), Box::new(Decompressor::new(d)))
+        }
         other => other.pair(),
     }
 }
@@ -1049,6 +1049,12 @@ impl Sim {
                         return None;
                     }
                 };
+                // What this end sent, for its decompressor of the other
+                // direction (inference across directions).
+                if let Some(p) = dir.comp.poll_crossed() {
+                    self.wireless[1 - w].decomp.note_reverse(&p);
+                }
+                let dir = &mut self.wireless[w];
                 dir.counts.packets += 1;
                 dir.counts.header_bytes += header_len as u64;
                 let window = dir.comp.reference_window();
@@ -1163,6 +1169,10 @@ impl Sim {
         while dir.decomp.poll_feedback(&mut feedback) {
             frames.push(std::mem::take(&mut feedback));
         }
+        // What this end delivered, for its compressor of the other direction.
+        if let Some(p) = dir.decomp.poll_crossed() {
+            self.wireless[1 - w].comp.note_reverse(&p);
+        }
         // Feedback crosses the other direction; it is control traffic, not
         // subject to the drop-tail limit.
         let other = if l == WIRELESS_FWD { WIRELESS_BACK } else { WIRELESS_FWD };
@@ -1274,7 +1284,7 @@ impl DraftRow {
     /// figure is the draft's whatever the mode).
     pub fn value(&self, scheme: Scheme) -> u32 {
         match scheme {
-            Scheme::Taroc(_) => self.taroc,
+            Scheme::Taroc(_) | Scheme::TarocInfer => self.taroc,
             Scheme::Vj => self.vjhc,
             Scheme::None => self.none,
             Scheme::Ideal => self.ideal,

@@ -43,6 +43,8 @@ pub enum SchemeArg {
     None,
     Vj,
     Taroc,
+    /// TAROC in O-mode with cross-direction inference (sigkit's extension).
+    TarocInfer,
     Ideal,
 }
 
@@ -151,6 +153,7 @@ pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
             SchemeArg::None => Scheme::None,
             SchemeArg::Vj => Scheme::Vj,
             SchemeArg::Taroc => Scheme::Taroc(mode),
+            SchemeArg::TarocInfer => Scheme::TarocInfer,
             SchemeArg::Ideal => Scheme::Ideal,
         })
         .collect();
@@ -226,6 +229,7 @@ fn run_all(points: &mut [Point], seeds: u64, threads: Option<usize>) {
 fn scheme_label(s: Scheme) -> &'static str {
     match s {
         Scheme::Taroc(_) => "TAROC",
+        Scheme::TarocInfer => "TAROC+INFER",
         Scheme::Vj => "VJ",
         Scheme::None => "NONE",
         Scheme::Ideal => "IDEAL",

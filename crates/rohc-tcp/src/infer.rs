@@ -1,0 +1,446 @@
+//! Cross-direction inference: an extension of this crate beyond the
+//! draft, which both ends enable together (`CompressorConfig::infer`,
+//! `DecompressorConfig::infer`), in O-mode only.
+//!
+//! TAROC's formats decode against any packet of the VSW, so each field
+//! that moves between packets is sent as enough LSBs to cover the whole
+//! window (§6.1). SIP over TCP moves every such field by a different
+//! amount each time: a segment's SEQ by the length of the message before
+//! it, its ACK number by the other side's message, TSval by the time
+//! between messages and TSecr by the other side's. Covering them across a
+//! window costs 14–20 bits each, 16 octets a header. Yet most of them
+//! follow from packets both ends already hold:
+//!
+//! * SEQ is the previous packet's SEQ plus its payload length (plus one
+//!   for SYN or FIN): nothing to send, if the reference is the previous
+//!   packet of the direction.
+//! * The ACK number acknowledges, whole, a recent packet of the other
+//!   direction, and TSecr echoes that packet's TSval (RFC 7323 §4.3):
+//!   each end's decompressor of one direction sits beside its compressor
+//!   of the other, so the packet is named by its MSN's 4 LSBs.
+//!
+//! **The chained format** (first bits `1101`; with inference on, the
+//! general format's SEQ selector 5, fixed payload LSB(4,1), is not used,
+//! so its first nibble is free):
+//!
+//! | bits | field | meaning |
+//! |---|---|---|
+//! | 4 | `1101` | chained format |
+//! | 2 | MSN | 2 LSBs; the MSN is the reference's plus one |
+//! | 3 | CRC-3 | over the original header |
+//! | 1 | P | TCP PSH flag |
+//! | 1 | I | 0: IP-ID − MSN as the reference's; 1: IP-ID as the reference's (IPv6: 1) |
+//! | 1 | N | 1: the ACK number acknowledges the named packet of the other direction whole, and TSecr is its TSval; 0: both as the reference's |
+//! | 0/4 | reverse MSN | if N: the named packet's MSN, 4 LSBs, against the newest packet of that direction this end holds |
+//! | 0/8/16 | TSval | if the reference has a timestamp option: L, then TSval − TSval_ref in 7 (L = 0) or 15 (L = 1) bits |
+//! | 16 | checksum | the folded TCP checksum of the general format |
+//! | 0–7 | padding | to the octet |
+//!
+//! Everything else is the reference's: SEQ follows from it; flags but
+//! PSH, window, IP fields, urgent pointer, strides and the options (the
+//! timestamps aside) are equal to it. A SIP message's segment is then 4
+//! octets without timestamps and 5–6 with them, against 10–16 in TAROC's
+//! formats.
+//!
+//! **Robustness.** The reference must be the previous packet: the
+//! decompressor refuses a chained packet whose MSN bits show a gap,
+//! and the CRC-3 and the TCP checksum verify every reconstructed header
+//! as they do the other formats'. A lost packet thus costs the chained
+//! packets after it until the NACK it draws comes back: the compressor
+//! sends the other formats (which decode against any VSW entry) from the
+//! NACK until an ACK, the one an IR-DYN draws in O-mode (§5.5.2), shows the
+//! decompressor in step again. U-mode has no feedback to end that, and
+//! R-mode takes only acknowledged references (§5.5.3), so inference is
+//! O-mode only. A chained packet is sent only when it is shorter than the
+//! packet the other formats would send.
+
+use std::collections::VecDeque;
+
+use crate::bits::{BitWriter, WordReader};
+use crate::format::{emit_cid, FormatError, StaticPart};
+use crate::packet::{TcpIpHeader, FLAG_FIN, FLAG_PSH, FLAG_SYN};
+use crate::Record;
+
+/// The chained format's first four bits.
+pub const CHAINED_PREFIX: u8 = 0b1101;
+/// The MSN LSBs a chained packet carries.
+const MSN_BITS: u32 = 2;
+/// The reverse MSN LSBs: the named packet must be among the 16 newest.
+const REVERSE_MSN_BITS: u32 = 4;
+/// Packets of the other direction kept per flow: as many as the reverse
+/// MSN can tell apart.
+const KEPT: usize = 1 << REVERSE_MSN_BITS;
+/// Flows whose packets are kept (twice the contexts of a link).
+const FLOWS: usize = 32;
+
+/// A packet that crossed the link, as one end holds it: what its
+/// decompressor delivered or its compressor sent. The compressor and
+/// decompressor of one end pass these to each other
+/// ([`Compressor::poll_crossed`](crate::Compressor::poll_crossed) to
+/// [`Decompressor::note_reverse`](crate::Decompressor::note_reverse), and
+/// back), so that either can name or find a packet of the other direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrossedPacket {
+    /// The packet's own direction.
+    pub flow: StaticPart,
+    pub msn: u16,
+    /// The ACK number that acknowledges it whole: SEQ plus the payload
+    /// length, plus one each for SYN and FIN.
+    pub next_seq: u32,
+    /// Its TSval (0 without a timestamp option).
+    pub tsval: u32,
+}
+
+impl CrossedPacket {
+    pub(crate) fn of(rec: &Record, flow: StaticPart) -> CrossedPacket {
+        CrossedPacket { flow, msn: rec.msn, next_seq: next_seq(&rec.h, rec.payload_len), tsval: rec.ts.0 }
+    }
+}
+
+/// SEQ plus the sequence space the segment takes.
+pub(crate) fn next_seq(h: &TcpIpHeader, payload_len: u16) -> u32 {
+    let flags = (h.tcp_flags & FLAG_SYN != 0) as u32 + (h.tcp_flags & FLAG_FIN != 0) as u32;
+    h.seq.wrapping_add(payload_len as u32).wrapping_add(flags)
+}
+
+/// One direction's endpoints, without the IPv6 flow label (each direction
+/// picks its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Endpoints {
+    src: [u8; 16],
+    dst: [u8; 16],
+    ports: (u16, u16),
+}
+
+impl Endpoints {
+    fn of(flow: &StaticPart) -> Endpoints {
+        let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
+        match flow.ipv6 {
+            Some(v6) => (src, dst) = (v6.src, v6.dst),
+            None => {
+                src[..4].copy_from_slice(&flow.src);
+                dst[..4].copy_from_slice(&flow.dst);
+            }
+        }
+        Endpoints { src, dst, ports: (flow.src_port, flow.dst_port) }
+    }
+
+    fn reversed(self) -> Endpoints {
+        Endpoints { src: self.dst, dst: self.src, ports: (self.ports.1, self.ports.0) }
+    }
+}
+
+/// The newest packets of each flow of the other direction.
+#[derive(Default)]
+pub(crate) struct CrossedPackets {
+    flows: VecDeque<(Endpoints, VecDeque<CrossedPacket>)>,
+}
+
+impl CrossedPackets {
+    pub fn note(&mut self, p: CrossedPacket) {
+        let key = Endpoints::of(&p.flow);
+        let at = match self.flows.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                if self.flows.len() >= FLOWS {
+                    self.flows.pop_front();
+                }
+                self.flows.push_back((key, VecDeque::with_capacity(KEPT)));
+                self.flows.len() - 1
+            }
+        };
+        let kept = &mut self.flows[at].1;
+        if kept.len() >= KEPT {
+            kept.pop_front();
+        }
+        kept.push_back(p);
+    }
+
+    /// The packets of the direction opposite to `flow`, oldest first.
+    fn opposite(&self, flow: &StaticPart) -> Option<&VecDeque<CrossedPacket>> {
+        let key = Endpoints::of(flow).reversed();
+        self.flows.iter().find(|(k, _)| *k == key).map(|(_, kept)| kept)
+    }
+
+    /// Compressor: the newest packet of the other direction that `ack`
+    /// acknowledges whole and whose TSval is `tsecr` (if `ts`).
+    pub fn named_by(&self, flow: &StaticPart, ack: u32, ts: Option<u32>) -> Option<&CrossedPacket> {
+        self.opposite(flow)?.iter().rev().find(|p| p.next_seq == ack && ts.is_none_or(|t| t == p.tsval))
+    }
+
+    /// Decompressor: the newest packet of the other direction whose MSN
+    /// has the LSBs `bits`.
+    pub fn find(&self, flow: &StaticPart, bits: u8) -> Option<&CrossedPacket> {
+        let mask = (1u16 << REVERSE_MSN_BITS) - 1;
+        self.opposite(flow)?.iter().rev().find(|p| p.msn & mask == bits as u16)
+    }
+}
+
+/// A chained packet's fields as sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainedPacket<'a> {
+    pub cid: u8,
+    /// The MSN's 2 LSBs.
+    pub msn: u8,
+    pub crc: u8,
+    pub psh: bool,
+    /// IP-ID equal to the reference's (else IP-ID − MSN is).
+    pub ip_id_unchanged: bool,
+    /// The named packet's MSN LSBs (N = 1).
+    pub reverse_msn: Option<u8>,
+    /// TSval − TSval_ref, if the reference has a timestamp option.
+    pub tsval_delta: Option<u16>,
+    /// The folded checksum ([`fold_checksum`](crate::format::fold_checksum)).
+    pub checksum: u16,
+    pub payload: &'a [u8],
+}
+
+/// The largest TSval change a chained packet carries.
+pub const MAX_TSVAL_DELTA: u32 = (1 << 15) - 1;
+
+impl<'a> ChainedPacket<'a> {
+    /// The header's length in octets, without the Add-CID octet.
+    pub fn header_len(&self) -> usize {
+        let ts = match self.tsval_delta {
+            None => 0,
+            Some(d) if d < 128 => 8,
+            Some(_) => 16,
+        };
+        let bits = 12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + ts + 16;
+        bits.div_ceil(8) as usize
+    }
+
+    pub fn emit(&self, out: &mut Vec<u8>) -> Result<(), FormatError> {
+        if self.tsval_delta.is_some_and(|d| d as u32 > MAX_TSVAL_DELTA) {
+            return Err(FormatError::Reserved("TSval change"));
+        }
+        emit_cid(self.cid, out);
+        let mut w = BitWriter::new(out);
+        w.put(CHAINED_PREFIX as u32, 4);
+        w.put(self.msn as u32, MSN_BITS);
+        w.put(self.crc as u32, 3);
+        w.put(self.psh as u32, 1);
+        w.put(self.ip_id_unchanged as u32, 1);
+        w.put(self.reverse_msn.is_some() as u32, 1);
+        if let Some(m) = self.reverse_msn {
+            w.put(m as u32, REVERSE_MSN_BITS);
+        }
+        match self.tsval_delta {
+            None => {}
+            Some(d) if d < 128 => w.put(d as u32, 8),
+            Some(d) => w.put(1 << 15 | d as u32, 16),
+        }
+        w.put(self.checksum as u32, 16);
+        w.finish();
+        out.extend_from_slice(self.payload);
+        Ok(())
+    }
+
+    /// Parses a chained packet (after the Add-CID octet); `ts`: the
+    /// reference has a timestamp option.
+    pub fn parse(cid: u8, data: &'a [u8], ts: bool) -> Result<ChainedPacket<'a>, FormatError> {
+        let mut r = WordReader::new(data);
+        if r.get(4) != CHAINED_PREFIX as u32 {
+            r.check()?;
+            return Err(FormatError::UnknownType(data[0]));
+        }
+        let msn = r.get(MSN_BITS) as u8;
+        let crc = r.get(3) as u8;
+        let psh = r.get(1) == 1;
+        let ip_id_unchanged = r.get(1) == 1;
+        let reverse_msn = (r.get(1) == 1).then(|| r.get(REVERSE_MSN_BITS) as u8);
+        let tsval_delta = if ts { Some(if r.get(1) == 1 { r.get(15) } else { r.get(7) } as u16) } else { None };
+        let checksum = r.get(16) as u16;
+        r.check()?;
+        let at = r.octets_used();
+        Ok(ChainedPacket {
+            cid,
+            msn,
+            crc,
+            psh,
+            ip_id_unchanged,
+            reverse_msn,
+            tsval_delta,
+            checksum,
+            payload: &data[at..],
+        })
+    }
+}
+
+/// The chained packet for `rec` if one carries it: its reference `prev`
+/// (the previous packet of the context) and `crossed`, the other
+/// direction's packets, give every field it leaves out. `checksum` is the
+/// folded checksum and `crc` the CRC-3 of the header.
+pub(crate) fn encode<'a>(
+    cid: u8,
+    rec: &Record,
+    prev: &Record,
+    crossed: &CrossedPackets,
+    flow: &StaticPart,
+    checksum: u16,
+    crc: u8,
+    payload: &'a [u8],
+) -> Option<ChainedPacket<'a>> {
+    let (h, p) = (&rec.h, &prev.h);
+    let same = h.seq == next_seq(p, prev.payload_len)
+        && rec.msn == prev.msn.wrapping_add(1)
+        && h.tcp_flags & !FLAG_PSH == p.tcp_flags & !FLAG_PSH
+        && h.tcp_res == p.tcp_res
+        && h.window == p.window
+        && (h.tos, h.ttl, h.flags_frag) == (p.tos, p.ttl, p.flags_frag)
+        && h.urgent == p.urgent
+        && rec.strides == prev.strides
+        && rec.opt.ts_at == prev.opt.ts_at
+        && rec.opt.sack_n == 0
+        && prev.opt.sack_n == 0;
+    if !same {
+        return None;
+    }
+    let ts = rec.opt.ts_at.is_some();
+    let ip_id_unchanged = if h.ipv6.is_some() || h.ip_id == p.ip_id {
+        true
+    } else if h.ip_id.wrapping_sub(rec.msn) == p.ip_id.wrapping_sub(prev.msn) {
+        false
+    } else {
+        return None;
+    };
+    let reverse_msn = if h.ack == p.ack && (!ts || rec.ts.1 == prev.ts.1) {
+        None
+    } else {
+        let named = crossed.named_by(flow, h.ack, ts.then_some(rec.ts.1))?;
+        Some((named.msn & ((1 << REVERSE_MSN_BITS) - 1)) as u8)
+    };
+    let tsval_delta = if ts {
+        let d = rec.ts.0.wrapping_sub(prev.ts.0);
+        if d > MAX_TSVAL_DELTA {
+            return None;
+        }
+        Some(d as u16)
+    } else {
+        None
+    };
+    // The options but the timestamps must be the reference's.
+    if prev.opt.fill(rec.ts, &[])? != h.options {
+        return None;
+    }
+    Some(ChainedPacket {
+        cid,
+        msn: (rec.msn & ((1 << MSN_BITS) - 1)) as u8,
+        crc,
+        psh: h.tcp_flags & FLAG_PSH != 0,
+        ip_id_unchanged,
+        reverse_msn,
+        tsval_delta,
+        checksum,
+        payload,
+    })
+}
+
+/// The header a chained packet carries, from its reference `r` (the
+/// previous packet) and `crossed`, the other direction's packets as this
+/// end sent them; `None` if the MSN shows packets missing between them or
+/// the named packet is not held. The TCP checksum is left folded: the
+/// caller unfolds it with the MSN returned.
+pub(crate) fn reconstruct(
+    c: &ChainedPacket<'_>,
+    r: &Record,
+    static_part: &StaticPart,
+    crossed: &CrossedPackets,
+) -> Option<(TcpIpHeader, u16)> {
+    let msn = r.msn.wrapping_add(1);
+    if (msn & ((1 << MSN_BITS) - 1)) as u8 != c.msn {
+        return None;
+    }
+    let mut h = r.h;
+    static_part.apply(&mut h);
+    h.seq = next_seq(&r.h, r.payload_len);
+    if !c.ip_id_unchanged {
+        if h.ipv6.is_some() {
+            return None;
+        }
+        h.ip_id = r.h.ip_id.wrapping_sub(r.msn).wrapping_add(msn);
+    }
+    h.tcp_flags = (r.h.tcp_flags & !FLAG_PSH) | (c.psh as u8 * FLAG_PSH);
+    let mut tsecr = r.ts.1;
+    if let Some(bits) = c.reverse_msn {
+        let named = crossed.find(static_part, bits)?;
+        h.ack = named.next_seq;
+        tsecr = named.tsval;
+    }
+    if r.opt.sack_n != 0 {
+        return None;
+    }
+    let tsval = r.ts.0.wrapping_add(c.tsval_delta.unwrap_or(0) as u32);
+    h.options = r.opt.fill((tsval, tsecr), &[])?;
+    h.checksum = c.checksum;
+    Some((h, msn))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(reverse_msn: Option<u8>, tsval_delta: Option<u16>) -> ChainedPacket<'static> {
+        ChainedPacket {
+            cid: 3,
+            msn: 2,
+            crc: 5,
+            psh: true,
+            ip_id_unchanged: false,
+            reverse_msn,
+            tsval_delta,
+            checksum: 0xbeef,
+            payload: b"INVITE",
+        }
+    }
+
+    #[test]
+    fn parse_reads_what_emit_writes() {
+        for rev in [None, Some(0), Some(15)] {
+            for ts in [None, Some(0), Some(127), Some(128), Some(MAX_TSVAL_DELTA as u16)] {
+                let p = packet(rev, ts);
+                let mut out = Vec::new();
+                p.emit(&mut out).unwrap();
+                assert_eq!(out[0], 0xe3, "Add-CID");
+                assert_eq!(out[1] >> 4, CHAINED_PREFIX);
+                assert_eq!(out.len(), 1 + p.header_len() + p.payload.len());
+                assert_eq!(ChainedPacket::parse(3, &out[1..], ts.is_some()).unwrap(), p);
+            }
+        }
+    }
+
+    #[test]
+    fn a_sip_segment_takes_four_to_six_octets() {
+        assert_eq!(packet(Some(1), None).header_len(), 4);
+        assert_eq!(packet(Some(1), Some(40)).header_len(), 5);
+        assert_eq!(packet(Some(1), Some(1000)).header_len(), 6);
+        assert_eq!(packet(None, None).header_len(), 4);
+    }
+
+    #[test]
+    fn truncated_packets_are_refused() {
+        let mut out = Vec::new();
+        packet(Some(1), Some(1000)).emit(&mut out).unwrap();
+        let header = &out[1..1 + packet(Some(1), Some(1000)).header_len()];
+        for n in 0..header.len() {
+            assert_eq!(ChainedPacket::parse(3, &header[..n], true), Err(FormatError::Truncated), "{n}");
+        }
+        assert!(ChainedPacket::parse(3, &[0x80, 0, 0, 0], false).is_err());
+    }
+
+    #[test]
+    fn the_newest_packet_with_the_lsbs_is_found() {
+        let flow = StaticPart { src: [10, 0, 0, 1], dst: [10, 0, 0, 2], src_port: 5060, dst_port: 40000, ipv6: None };
+        let back =
+            StaticPart { src: flow.dst, dst: flow.src, src_port: flow.dst_port, dst_port: flow.src_port, ipv6: None };
+        let mut kept = CrossedPackets::default();
+        for msn in 0..40u16 {
+            kept.note(CrossedPacket { flow: back, msn, next_seq: 1000 + msn as u32, tsval: msn as u32 });
+        }
+        assert_eq!(kept.find(&flow, 3).map(|p| p.msn), Some(35));
+        assert_eq!(kept.named_by(&flow, 1035, Some(35)).map(|p| p.msn), Some(35));
+        assert_eq!(kept.named_by(&flow, 1035, Some(34)), None);
+        assert_eq!(kept.named_by(&flow, 1010, None), None, "older than the 16 kept");
+        assert_eq!(kept.find(&back, 3), None, "the packets of its own direction are not the other's");
+    }
+}
