@@ -1,6 +1,7 @@
 //! Prints, per packet of a synthesised flow, what TAROC sent: direction,
 //! packet kind, compressor state, header bytes, and the first octets.
-//! `cargo run --release -p rohc-tcp --example trace -- bulk|bulk-nots|sip|CAPTURE [u|o|r]`
+//! `cargo run --release -p rohc-tcp --example trace -- bulk|bulk-nots|sip|CAPTURE [u|o|r|infer]`
+//! (`infer`: O-mode with cross-direction inference)
 //! (a capture's packets are split in two directions by the first packet's
 //! source).
 
@@ -22,13 +23,18 @@ fn main() {
         }
         _ => bulk_transfer(1500, 1460, 61, FlowOptions::default()),
     };
-    let mode = match args.get(2).map(String::as_str) {
-        Some("o") => Mode::O,
-        Some("r") => Mode::R,
-        _ => Mode::U,
+    let (mode, infer) = match args.get(2).map(String::as_str) {
+        Some("o") => (Mode::O, false),
+        Some("infer") => (Mode::O, true),
+        Some("r") => (Mode::R, false),
+        _ => (Mode::U, false),
     };
+    // Per direction, its compressor and decompressor.
     let mut ends = [0, 1].map(|_| {
-        (Compressor::new(CompressorConfig::with_mode(mode)), Decompressor::new(DecompressorConfig::with_mode(mode)))
+        (
+            Compressor::new(CompressorConfig { infer, ..CompressorConfig::with_mode(mode) }),
+            Decompressor::new(DecompressorConfig { infer, ..DecompressorConfig::with_mode(mode) }),
+        )
     });
     let mut totals = [(0usize, 0usize); 2];
     for (dir, p) in &flow {
@@ -41,6 +47,17 @@ fn main() {
             eprintln!("error: {e}");
         }
         let ok = res.is_ok() && back == *p;
+        // Each end's compressor and decompressor tell each other what
+        // crossed the link.
+        let (sent, delivered) = (c.poll_crossed(), d.poll_crossed());
+        let other = &mut ends[1 - *dir as usize];
+        if let Some(x) = sent {
+            other.1.note_reverse(&x);
+        }
+        if let Some(x) = delivered {
+            other.0.note_reverse(&x);
+        }
+        let (c, d) = &mut ends[*dir as usize];
         while let Some(f) = d.poll_feedback() {
             let mut b = Vec::new();
             f.emit(&mut b);

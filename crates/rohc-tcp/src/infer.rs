@@ -26,26 +26,29 @@
 //! | bits | field | meaning |
 //! |---|---|---|
 //! | 4 | `1101` | chained format |
-//! | 2 | MSN | 2 LSBs; the MSN is the reference's plus one |
+//! | 1 | MSN | its LSB; the MSN is the reference's plus one |
 //! | 3 | CRC-3 | over the original header |
 //! | 1 | P | TCP PSH flag |
 //! | 1 | I | 0: IP-ID − MSN as the reference's; 1: IP-ID as the reference's (IPv6: 1) |
 //! | 1 | N | 1: the ACK number acknowledges the named packet of the other direction whole, and TSecr is its TSval; 0: both as the reference's |
+//! | 1 | W | the window follows (else the reference's) |
 //! | 0/4 | reverse MSN | if N: the named packet's MSN, 4 LSBs, against the newest packet of that direction this end holds |
+//! | 0/16 | window | if W |
 //! | 0/8/16 | TSval | if the reference has a timestamp option: L, then TSval − TSval_ref in 7 (L = 0) or 15 (L = 1) bits |
 //! | 16 | checksum | the folded TCP checksum of the general format |
 //! | 0–7 | padding | to the octet |
 //!
 //! Everything else is the reference's: SEQ follows from it; flags but
-//! PSH, window, IP fields, urgent pointer, strides and the options (the
+//! PSH, IP fields, urgent pointer, strides and the options (the
 //! timestamps aside) are equal to it. A SIP message's segment is then 4
 //! octets without timestamps and 5–6 with them, against 10–16 in TAROC's
 //! formats.
 //!
 //! **Robustness.** The reference must be the previous packet: the
-//! decompressor refuses a chained packet whose MSN bits show a gap,
-//! and the CRC-3 and the TCP checksum verify every reconstructed header
-//! as they do the other formats'. A lost packet thus costs the chained
+//! decompressor refuses a chained packet whose MSN bit shows a gap, and
+//! the CRC-3 and the TCP checksum verify every reconstructed header as
+//! they do the other formats' (the checksum is folded with the MSN and
+//! IP-ID, so a gap the MSN bit misses still fails it). A lost packet thus costs the chained
 //! packets after it until the NACK it draws comes back: the compressor
 //! sends the other formats (which decode against any VSW entry) from the
 //! NACK until an ACK, the one an IR-DYN draws in O-mode (§5.5.2), shows the
@@ -64,7 +67,7 @@ use crate::Record;
 /// The chained format's first four bits.
 pub const CHAINED_PREFIX: u8 = 0b1101;
 /// The MSN LSBs a chained packet carries.
-const MSN_BITS: u32 = 2;
+const MSN_BITS: u32 = 1;
 /// The reverse MSN LSBs: the named packet must be among the 16 newest.
 const REVERSE_MSN_BITS: u32 = 4;
 /// Packets of the other direction kept per flow: as many as the reverse
@@ -180,7 +183,7 @@ impl CrossedPackets {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChainedPacket<'a> {
     pub cid: u8,
-    /// The MSN's 2 LSBs.
+    /// The MSN's LSB.
     pub msn: u8,
     pub crc: u8,
     pub psh: bool,
@@ -188,6 +191,8 @@ pub struct ChainedPacket<'a> {
     pub ip_id_unchanged: bool,
     /// The named packet's MSN LSBs (N = 1).
     pub reverse_msn: Option<u8>,
+    /// The window, if not the reference's (W = 1).
+    pub window: Option<u16>,
     /// TSval − TSval_ref, if the reference has a timestamp option.
     pub tsval_delta: Option<u16>,
     /// The folded checksum ([`fold_checksum`](crate::format::fold_checksum)).
@@ -206,7 +211,7 @@ impl<'a> ChainedPacket<'a> {
             Some(d) if d < 128 => 8,
             Some(_) => 16,
         };
-        let bits = 12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + ts + 16;
+        let bits = 12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + self.window.map_or(0, |_| 16) + ts + 16;
         bits.div_ceil(8) as usize
     }
 
@@ -222,8 +227,12 @@ impl<'a> ChainedPacket<'a> {
         w.put(self.psh as u32, 1);
         w.put(self.ip_id_unchanged as u32, 1);
         w.put(self.reverse_msn.is_some() as u32, 1);
+        w.put(self.window.is_some() as u32, 1);
         if let Some(m) = self.reverse_msn {
             w.put(m as u32, REVERSE_MSN_BITS);
+        }
+        if let Some(win) = self.window {
+            w.put(win as u32, 16);
         }
         match self.tsval_delta {
             None => {}
@@ -248,7 +257,10 @@ impl<'a> ChainedPacket<'a> {
         let crc = r.get(3) as u8;
         let psh = r.get(1) == 1;
         let ip_id_unchanged = r.get(1) == 1;
-        let reverse_msn = (r.get(1) == 1).then(|| r.get(REVERSE_MSN_BITS) as u8);
+        let n = r.get(1) == 1;
+        let w = r.get(1) == 1;
+        let reverse_msn = n.then(|| r.get(REVERSE_MSN_BITS) as u8);
+        let window = w.then(|| r.get(16) as u16);
         let tsval_delta = if ts { Some(if r.get(1) == 1 { r.get(15) } else { r.get(7) } as u16) } else { None };
         let checksum = r.get(16) as u16;
         r.check()?;
@@ -260,6 +272,7 @@ impl<'a> ChainedPacket<'a> {
             psh,
             ip_id_unchanged,
             reverse_msn,
+            window,
             tsval_delta,
             checksum,
             payload: &data[at..],
@@ -286,7 +299,6 @@ pub(crate) fn encode<'a>(
         && rec.msn == prev.msn.wrapping_add(1)
         && h.tcp_flags & !FLAG_PSH == p.tcp_flags & !FLAG_PSH
         && h.tcp_res == p.tcp_res
-        && h.window == p.window
         && (h.tos, h.ttl, h.flags_frag) == (p.tos, p.ttl, p.flags_frag)
         && h.urgent == p.urgent
         && rec.strides == prev.strides
@@ -330,6 +342,7 @@ pub(crate) fn encode<'a>(
         psh: h.tcp_flags & FLAG_PSH != 0,
         ip_id_unchanged,
         reverse_msn,
+        window: (h.window != p.window).then_some(h.window),
         tsval_delta,
         checksum,
         payload,
@@ -361,6 +374,7 @@ pub(crate) fn reconstruct(
         h.ip_id = r.h.ip_id.wrapping_sub(r.msn).wrapping_add(msn);
     }
     h.tcp_flags = (r.h.tcp_flags & !FLAG_PSH) | (c.psh as u8 * FLAG_PSH);
+    h.window = c.window.unwrap_or(r.h.window);
     let mut tsecr = r.ts.1;
     if let Some(bits) = c.reverse_msn {
         let named = crossed.find(static_part, bits)?;
@@ -383,7 +397,8 @@ mod tests {
     fn packet(reverse_msn: Option<u8>, tsval_delta: Option<u16>) -> ChainedPacket<'static> {
         ChainedPacket {
             cid: 3,
-            msn: 2,
+            msn: 1,
+            window: None,
             crc: 5,
             psh: true,
             ip_id_unchanged: false,
@@ -398,13 +413,15 @@ mod tests {
     fn parse_reads_what_emit_writes() {
         for rev in [None, Some(0), Some(15)] {
             for ts in [None, Some(0), Some(127), Some(128), Some(MAX_TSVAL_DELTA as u16)] {
-                let p = packet(rev, ts);
-                let mut out = Vec::new();
-                p.emit(&mut out).unwrap();
-                assert_eq!(out[0], 0xe3, "Add-CID");
-                assert_eq!(out[1] >> 4, CHAINED_PREFIX);
-                assert_eq!(out.len(), 1 + p.header_len() + p.payload.len());
-                assert_eq!(ChainedPacket::parse(3, &out[1..], ts.is_some()).unwrap(), p);
+                for window in [None, Some(0), Some(65535)] {
+                    let p = ChainedPacket { window, ..packet(rev, ts) };
+                    let mut out = Vec::new();
+                    p.emit(&mut out).unwrap();
+                    assert_eq!(out[0], 0xe3, "Add-CID");
+                    assert_eq!(out[1] >> 4, CHAINED_PREFIX);
+                    assert_eq!(out.len(), 1 + p.header_len() + p.payload.len());
+                    assert_eq!(ChainedPacket::parse(3, &out[1..], ts.is_some()).unwrap(), p);
+                }
             }
         }
     }
@@ -415,6 +432,7 @@ mod tests {
         assert_eq!(packet(Some(1), Some(40)).header_len(), 5);
         assert_eq!(packet(Some(1), Some(1000)).header_len(), 6);
         assert_eq!(packet(None, None).header_len(), 4);
+        assert_eq!(ChainedPacket { window: Some(80), ..packet(Some(1), Some(40)) }.header_len(), 7);
     }
 
     #[test]
