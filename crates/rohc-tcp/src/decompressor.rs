@@ -98,6 +98,12 @@ struct Context {
     /// The reference before the current one: a packet overtaken by a newer
     /// one was compressed against a VSW that lacked the newer one.
     previous: Option<Record>,
+    /// With inference: a packet newer than the reference whose header
+    /// passed its CRC but whose payload failed the TCP checksum. The
+    /// chained packet after it names it as its reference: its SEQ, length
+    /// and timestamps are known, and what a chained packet decodes against
+    /// it is verified as any other.
+    unverified: Option<Record>,
     failures: u32,
     updates: u32,
 }
@@ -320,7 +326,7 @@ impl Decompressor {
         let reference_msn = reference.msn;
         let start = out.len();
         let mut decoded = None;
-        let mut header_passed = false;
+        let mut header_passed = None;
         for r in std::iter::once(reference).chain(ctx.previous.as_ref()) {
             let co = CoPacket::parse(cid, rest, r.shape())?;
             if let Some(rec) = reconstruct(&co, r, static_part) {
@@ -343,12 +349,14 @@ impl Decompressor {
                         ));
                         break;
                     }
-                    header_passed = true;
+                    header_passed = header_passed.or(Some(rec));
                 }
             }
         }
         let Some((rec, payload_len, new_options)) = decoded else {
-            return Err(if header_passed { DecompressError::PayloadDamaged } else { DecompressError::Verification });
+            let Some(rec) = header_passed else { return Err(DecompressError::Verification) };
+            self.note_unverified(cid, rec);
+            return Err(DecompressError::PayloadDamaged);
         };
         self.accept(cid, rec, reference_msn, new_options);
         Ok((PacketKind::Co, payload_len))
@@ -369,34 +377,56 @@ impl Decompressor {
             return Err(DecompressError::NoContext(cid));
         };
         let static_part = ctx.static_part.unwrap_or_else(|| StaticPart::of(&reference.h));
-        let c = ChainedPacket::parse(cid, rest, reference.opt.ts_at.is_some())?;
-        let Some((mut h, msn)) = infer::reconstruct(&c, reference, &static_part, &self.crossed) else {
-            return Err(DecompressError::Verification);
-        };
-        h.checksum = fold_checksum(c.checksum, &h, msn, reference.strides);
-        let start = out.len();
-        h.emit(c.payload.len(), out)?;
-        out.extend_from_slice(c.payload);
-        // As the other formats: the CRC-3, then the TCP checksum.
-        if crc3(&out[start..start + h.len()]) != c.crc {
-            return Err(DecompressError::Verification);
-        }
-        if !emitted_checksums_ok(&out[start..]) {
-            return Err(DecompressError::PayloadDamaged);
-        }
-        let rec = Record {
-            msn,
-            h,
-            opt: reference.opt,
-            ts: reference.opt.ts(&h.options),
-            strides: reference.strides,
-            payload_len: c.payload.len().min(u16::MAX as usize) as u16,
-            sent_as_ir: false,
-            fp: [(0, 0); 2],
-        };
         let reference_msn = reference.msn;
-        self.accept(cid, rec, reference_msn, false);
-        Ok((PacketKind::Co, c.payload.len()))
+        // The newest packet first: the unverified one, if newer.
+        let unverified = ctx.unverified.as_ref().filter(|u| diff16(u.msn, reference_msn) > 0);
+        let start = out.len();
+        let mut header_passed = None;
+        for r in unverified.into_iter().chain(std::iter::once(reference)) {
+            let c = ChainedPacket::parse(cid, rest, r.opt.ts_at.is_some())?;
+            let Some((mut h, msn)) = infer::reconstruct(&c, r, &static_part, &self.crossed) else { continue };
+            h.checksum = fold_checksum(c.checksum, &h, msn, r.strides);
+            out.truncate(start);
+            h.emit(c.payload.len(), out)?;
+            out.extend_from_slice(c.payload);
+            // As the other formats: the CRC-3, then the TCP checksum.
+            if crc3(&out[start..start + h.len()]) != c.crc {
+                continue;
+            }
+            let rec = Record {
+                msn,
+                h,
+                opt: r.opt,
+                ts: r.opt.ts(&h.options),
+                strides: r.strides,
+                payload_len: c.payload.len().min(u16::MAX as usize) as u16,
+                sent_as_ir: false,
+                fp: [(0, 0); 2],
+            };
+            if !emitted_checksums_ok(&out[start..]) {
+                header_passed = header_passed.or(Some(rec));
+                continue;
+            }
+            self.accept(cid, rec, reference_msn, false);
+            return Ok((PacketKind::Co, c.payload.len()));
+        }
+        match header_passed {
+            Some(rec) => {
+                self.note_unverified(cid, rec);
+                Err(DecompressError::PayloadDamaged)
+            }
+            None => Err(DecompressError::Verification),
+        }
+    }
+
+    /// With inference: keeps a packet whose header passed its CRC but whose
+    /// payload failed, if newer than the reference, for the chained packet
+    /// after it.
+    fn note_unverified(&mut self, cid: u8, rec: Record) {
+        let ctx = &mut self.contexts[cid as usize];
+        if self.config.chains() && ctx.reference.is_some_and(|r| diff16(rec.msn, r.msn) > 0) {
+            ctx.unverified = Some(rec);
+        }
     }
 
     /// A compressed packet decoded and verified: it resets the failures

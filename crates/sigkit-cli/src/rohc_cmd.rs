@@ -44,6 +44,11 @@ pub struct RohcArgs {
     /// Seed of the link's faults (the same seed gives the same faults).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
+    /// Also run TAROC with cross-direction inference (sigkit's O-mode
+    /// extension: SEQ from the previous packet, the ACK number and TSecr
+    /// from the other direction's packet); needs --mode o.
+    #[arg(long)]
+    pub infer: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -76,6 +81,9 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
         ModeArg::O => Mode::O,
         ModeArg::R => Mode::R,
     };
+    if args.infer && mode != Mode::O {
+        return fail(2, "--infer needs --mode o (inference recovers from a loss by O-mode's NACK)");
+    }
     let link = LinkConfig {
         loss: args.loss,
         ber: args.ber,
@@ -85,7 +93,11 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
     };
     let packets: Vec<Vec<u8>> = cap.packets.iter().map(|p| p.ip.clone()).collect();
     let mut reports = Vec::new();
-    for scheme in [Scheme::Taroc(mode), Scheme::Vj, Scheme::None, Scheme::Ideal] {
+    let inferring = args.infer.then_some(Scheme::TarocInfer);
+    for scheme in [Some(Scheme::Taroc(mode)), inferring, Some(Scheme::Vj), Some(Scheme::None), Some(Scheme::Ideal)]
+        .into_iter()
+        .flatten()
+    {
         let keep = args.pcap_out.is_some() && matches!(scheme, Scheme::Taroc(_));
         let (report, emitted) = replay(scheme, &packets, &link, keep);
         if let (true, Some(out)) = (keep, &args.pcap_out) {
