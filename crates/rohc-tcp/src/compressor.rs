@@ -564,7 +564,7 @@ impl Compressor {
                     let crc = crc3(&frame[..header_len]);
                     let chained = infer::encode(cid, &rec, prev, &self.crossed, &key, co.checksum, crc, packet.payload);
                     let regular = out.len() - start - payload_len - (cid != 0) as usize;
-                    if let Some(c) = chained.filter(|c| c.header_len() < regular) {
+                    if let Some(c) = chained.filter(|c| c.header_len() + infer::MIN_SAVING <= regular) {
                         out.truncate(start);
                         c.emit(out)?;
                     }
@@ -653,6 +653,17 @@ impl Compressor {
             // The draft's R-mode section (§5.5.3.1) says "Upon receiving an
             // NACK(O)"; in R-mode the decompressor sends NACK(R)
             // (§5.5.3.2), which is what is meant: either returns to IR.
+            // With inference, a NACK whose reference the VSW still holds
+            // is mostly a chained packet that lost the packet before it:
+            // the context is in step for the other formats (§6.1), so one
+            // IR-DYN, whose ACK(O) restarts the chaining, without a
+            // compression slow start.
+            FeedbackKind::Nack
+                if self.config.chains() && ctx.vsw.iter().any(|e| e.msn == fb.msn && e.checksum == fb.checksum) =>
+            {
+                ctx.refresh_now = true;
+                ctx.chain_paused = true;
+            }
             FeedbackKind::Nack => {
                 ctx.restart_slow_start();
                 ctx.refresh_now = true;

@@ -104,6 +104,9 @@ struct Context {
     /// and timestamps are known, and what a chained packet decodes against
     /// it is verified as any other.
     unverified: Option<Record>,
+    /// With inference: a chained packet failed, so the next packet decoded
+    /// is acknowledged, which tells the compressor to chain again.
+    ack_next: bool,
     failures: u32,
     updates: u32,
 }
@@ -238,6 +241,7 @@ impl Decompressor {
             ctx.full = false;
             ctx.reference = None;
             ctx.previous = None;
+            ctx.unverified = None;
         }
         let reference = ctx.reference;
         if header_failed || lost {
@@ -415,7 +419,13 @@ impl Decompressor {
                 self.note_unverified(cid, rec);
                 Err(DecompressError::PayloadDamaged)
             }
-            None => Err(DecompressError::Verification),
+            None => {
+                // A packet before this one is missing (or this one is
+                // damaged): the NACK that follows stops the chaining, and
+                // the next packet decoded is acknowledged to restart it.
+                self.contexts[cid as usize].ack_next = true;
+                Err(DecompressError::Verification)
+            }
         }
     }
 
@@ -434,6 +444,7 @@ impl Decompressor {
     fn accept(&mut self, cid: u8, rec: Record, reference_msn: u16, new_options: bool) {
         let ctx = &mut self.contexts[cid as usize];
         ctx.failures = 0;
+        let ack_now = std::mem::take(&mut ctx.ack_next);
         // §6.1 reference selection: the last received value that passed
         // the checksum; §5.4.2 b: not older than the current reference.
         // §6.1 also skips retransmitted values, which suits a VSW that
@@ -459,7 +470,7 @@ impl Decompressor {
             // §5.5.2.2 acknowledges IR-DYN, so the compressor drops the older
             // skeletons (the SYN's) and strides from its VSW and sends
             // compactly again at once.
-            if every > 0 && ctx.updates.is_multiple_of(every) || new_options {
+            if every > 0 && ctx.updates.is_multiple_of(every) || new_options || ack_now {
                 self.send(cid, FeedbackKind::Ack, Some(&rec));
             }
         }

@@ -48,14 +48,25 @@
 //! decompressor refuses a chained packet whose MSN bit shows a gap, and
 //! the CRC-3 and the TCP checksum verify every reconstructed header as
 //! they do the other formats' (the checksum is folded with the MSN and
-//! IP-ID, so a gap the MSN bit misses still fails it). A lost packet thus costs the chained
-//! packets after it until the NACK it draws comes back: the compressor
-//! sends the other formats (which decode against any VSW entry) from the
-//! NACK until an ACK, the one an IR-DYN draws in O-mode (§5.5.2), shows the
-//! decompressor in step again. U-mode has no feedback to end that, and
-//! R-mode takes only acknowledged references (§5.5.3), so inference is
-//! O-mode only. A chained packet is sent only when it is shorter than the
-//! packet the other formats would send.
+//! IP-ID, so a gap the MSN bit misses still fails it). A lost packet thus
+//! costs the chained packets after it until the NACK it draws comes back.
+//! That NACK names the decompressor's reference; while the VSW holds it,
+//! the context is in step for the other formats (§6.1), so the compressor
+//! sends one IR-DYN and the other formats, without the compression slow
+//! start a NACK otherwise brings (§5.5.2.1), until an ACK restarts the
+//! chaining: the IR-DYN's ACK(O), or the ACK the decompressor sends for
+//! the first packet it decodes after a chained packet failed. A
+//! packet whose header passed its CRC but whose payload was damaged is the
+//! reference of the chained packet after it: its SEQ, length and
+//! timestamps are known, and the result is verified as any other. U-mode
+//! has no feedback to end a broken chain, and R-mode takes only
+//! acknowledged references (§5.5.3), so inference is O-mode only. A
+//! chained packet is sent only when it is at least two octets shorter than
+//! the packet the other formats would send ([`MIN_SAVING`]).
+//!
+//! The chained format assumes a link that keeps the order of packets, as
+//! RFC 3095 §4.1 assumes of ROHC's links: a packet that arrives after its
+//! successor breaks the chain as a lost one does.
 
 use std::collections::VecDeque;
 
@@ -199,6 +210,13 @@ pub struct ChainedPacket<'a> {
     pub checksum: u16,
     pub payload: &'a [u8],
 }
+
+/// The octets a chained packet must save over the other formats to be
+/// sent: a chained packet fails when the one before it is lost, and so
+/// does every chained packet sent until the NACK comes back, so it is
+/// worth that risk only where it saves much (SIP's 10–16 octets, not a
+/// bulk transfer's compact 4–6).
+pub(crate) const MIN_SAVING: usize = 2;
 
 /// The largest TSval change a chained packet carries.
 pub const MAX_TSVAL_DELTA: u32 = (1 << 15) - 1;
