@@ -1,6 +1,8 @@
 #![no_main]
 //! rohc-tcp's TAROC decompressor on arbitrary input. Byte 0: mode (U, O,
-//! R) in bits 0-1; bit 2: first prime the context with a synthesised flow.
+//! R, O with cross-direction inference) in bits 0-1; bit 2: first prime
+//! the context with a synthesised flow (both directions, so that with
+//! inference the decompressor holds the other direction's packets).
 //! The rest: packets, each a 2-byte big-endian length and its bytes (the
 //! last one takes what is left). Invariants: no panic; every emitted packet
 //! passes its IPv4 and TCP checksums; a refused packet leaves no output;
@@ -13,17 +15,38 @@ use rohc_tcp::{checksums_ok, Compressor, CompressorConfig, Decompressor, Decompr
 
 fuzz_target!(|data: &[u8]| {
     let Some((&head, mut rest)) = data.split_first() else { return };
-    let mode = [Mode::U, Mode::O, Mode::R, Mode::U][(head & 3) as usize];
-    let mut d = Decompressor::new(DecompressorConfig::with_mode(mode));
-    let mut c = Compressor::new(CompressorConfig::with_mode(mode));
+    let (mode, infer) = [(Mode::U, false), (Mode::O, false), (Mode::R, false), (Mode::O, true)][(head & 3) as usize];
+    let config = || {
+        (
+            CompressorConfig { infer, ..CompressorConfig::with_mode(mode) },
+            DecompressorConfig { infer, ..DecompressorConfig::with_mode(mode) },
+        )
+    };
+    let mut d = Decompressor::new(config().1);
+    let mut c = Compressor::new(config().0);
+    // The other direction's compressor, at the decompressor's end.
+    let mut back = Compressor::new(config().0);
     let mut out = Vec::new();
     if head & 4 != 0 {
-        for (_, p) in sip_over_tcp(1, FlowOptions::default()).iter().filter(|(d, _)| *d == Dir::Forward) {
+        for (dir, p) in sip_over_tcp(1, FlowOptions::default()).iter() {
             let mut wire = Vec::new();
+            if *dir == Dir::Backward {
+                back.compress(p, &mut wire).expect("a synthesised packet compresses");
+                if let Some(x) = back.poll_crossed() {
+                    d.note_reverse(&x);
+                    c.note_reverse(&x);
+                }
+                continue;
+            }
             c.compress(p, &mut wire).expect("a synthesised packet compresses");
             out.clear();
             d.decompress(&wire, &mut out).expect("a clean flow decompresses");
             assert_eq!(&out, p);
+            while let Some(f) = d.poll_feedback() {
+                let mut b = Vec::new();
+                f.emit(&mut b);
+                c.handle_feedback(&b).expect("feedback of a clean flow applies");
+            }
         }
     }
     while !rest.is_empty() {
@@ -51,10 +74,7 @@ fuzz_target!(|data: &[u8]| {
         }
         // Arbitrary input that is a valid IPv4/TCP packet round-trips
         // through a fresh pair.
-        let (mut c2, mut d2) = (
-            Compressor::new(CompressorConfig::with_mode(mode)),
-            Decompressor::new(DecompressorConfig::with_mode(mode)),
-        );
+        let (mut c2, mut d2) = (Compressor::new(config().0), Decompressor::new(config().1));
         let mut wire = Vec::new();
         if c2.compress(packet, &mut wire).is_ok() {
             let mut back = Vec::new();

@@ -16,7 +16,7 @@ use crate::format::{
     SeqEnc, StaticPart, WindowField, COMPACT_MSN, IPID_TABLE, MAX_CONTEXTS, MSN_K, MSN_P, SEL_COMPACT_SCALED,
     SEL_MSN_SCALED, SEQ_TABLE, SHORT_ACK, SHORT_SEQ, TS_SHORT, TS_TABLE, WINDOW_LSB, WINDOW_SHORT,
 };
-use crate::infer::{self, CrossedPacket, CrossedPackets};
+use crate::infer::{self, ChainedPacket, CrossedPacket, CrossedPackets};
 use crate::packet::{Packet, ParseError, TcpIpHeader, FLAG_ACK, FLAG_PSH, FLAG_SYN};
 use crate::vsw::{Analysis, Vsw};
 use crate::wlsb::{diff32, Lsb, Spread};
@@ -561,10 +561,11 @@ impl Compressor {
                 let co = encode_co(cid, &rec, &a, ctx.state == CompressorState::So, chains, packet.payload);
                 co.emit(rec.shape(), &frame[..header_len], out)?;
                 if let Some(prev) = ctx.last.as_ref().filter(|_| chains && ctx.static_acked && !ctx.chain_paused) {
-                    let crc = crc3(&frame[..header_len]);
-                    let chained = infer::encode(cid, &rec, prev, &self.crossed, &key, co.checksum, crc, packet.payload);
                     let regular = out.len() - start - payload_len - (cid != 0) as usize;
+                    let chained = infer::encode(&rec, prev, &self.crossed, &key);
                     if let Some(c) = chained.filter(|c| c.header_len() + infer::MIN_SAVING <= regular) {
+                        let crc = crc3(&frame[..header_len]);
+                        let c = ChainedPacket { cid, crc, checksum: co.checksum, payload: packet.payload, ..c };
                         out.truncate(start);
                         c.emit(out)?;
                     }

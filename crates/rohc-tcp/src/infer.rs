@@ -300,18 +300,14 @@ impl<'a> ChainedPacket<'a> {
 
 /// The chained packet for `rec` if one carries it: its reference `prev`
 /// (the previous packet of the context) and `crossed`, the other
-/// direction's packets, give every field it leaves out. `checksum` is the
-/// folded checksum and `crc` the CRC-3 of the header.
-pub(crate) fn encode<'a>(
-    cid: u8,
+/// direction's packets, give every field it leaves out. The caller fills
+/// in the CID, the CRC-3, the folded checksum and the payload.
+pub(crate) fn encode(
     rec: &Record,
     prev: &Record,
     crossed: &CrossedPackets,
     flow: &StaticPart,
-    checksum: u16,
-    crc: u8,
-    payload: &'a [u8],
-) -> Option<ChainedPacket<'a>> {
+) -> Option<ChainedPacket<'static>> {
     let (h, p) = (&rec.h, &prev.h);
     let same = h.seq == next_seq(p, prev.payload_len)
         && rec.msn == prev.msn.wrapping_add(1)
@@ -354,16 +350,16 @@ pub(crate) fn encode<'a>(
         return None;
     }
     Some(ChainedPacket {
-        cid,
+        cid: 0,
         msn: (rec.msn & ((1 << MSN_BITS) - 1)) as u8,
-        crc,
+        crc: 0,
         psh: h.tcp_flags & FLAG_PSH != 0,
         ip_id_unchanged,
         reverse_msn,
         window: (h.window != p.window).then_some(h.window),
         tsval_delta,
-        checksum,
-        payload,
+        checksum: 0,
+        payload: &[],
     })
 }
 

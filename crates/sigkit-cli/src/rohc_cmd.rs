@@ -224,9 +224,10 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> 
         "link: loss {}, BER {}, reorder depth {} (p {}), seed {}",
         args.loss, args.ber, args.reorder, args.reorder_prob, args.seed
     )?;
+    let w = reports.iter().map(|(_, r)| r.scheme.len()).max().unwrap_or(0).max(8);
     writeln!(
         out,
-        "{:<8} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}",
+        "{:<w$} {:>11} {:>11} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}",
         "scheme",
         "hdr before",
         "hdr after",
@@ -246,7 +247,7 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> 
     for (scheme, r) in reports {
         writeln!(
             out,
-            "{:<8} {:>11} {:>11} {:>8.2} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9.2} {:>9} {:>9.2} {:>9} {:>8}",
+            "{:<w$} {:>11} {:>11} {:>8.2} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>9.2} {:>9} {:>9.2} {:>9} {:>8}",
             r.scheme,
             r.header_bytes_before,
             r.header_bytes_after,

@@ -150,3 +150,22 @@ fn bad_files_give_an_error_not_a_panic() {
         "--loss",
     );
 }
+
+#[test]
+fn infer_adds_a_row_that_shrinks_sip_over_tcp_headers() {
+    let sip = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sigkit-analyze/tests/data/sip-tcp.pcapng");
+    let r = json(&[sip.to_str().unwrap(), "--infer"]);
+    let (taroc, infer) = (scheme(&r, "taroc-o"), scheme(&r, "taroc-o-infer"));
+    assert_eq!(infer["delivered"], taroc["delivered"]);
+    assert_eq!(infer["undetected"], 0);
+    let mean = |s: &serde_json::Value| s["mean_header_after"].as_f64().unwrap();
+    assert!(mean(infer) < 0.6 * mean(taroc), "{} against {}", mean(infer), mean(taroc));
+    // The table names it in a column wide enough for it.
+    let table = sigkit().args(["rohc", sip.to_str().unwrap(), "--infer"]).output().unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.lines().any(|l| l.starts_with("taroc-o-infer ")), "{text}");
+    // Inference recovers by O-mode's feedback: other modes are refused.
+    let u = sigkit().args(["rohc", sip.to_str().unwrap(), "--infer", "--mode", "u"]).output().unwrap();
+    assert_eq!(u.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&u.stderr).contains("--infer needs --mode o"));
+}
