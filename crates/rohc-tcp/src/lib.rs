@@ -112,6 +112,14 @@
 //! oldest of them (its field, 0, lies 2^31 or more behind half of all ACK
 //! numbers).
 //!
+//! **Cross-direction inference** ([`infer`]), an O-mode extension both
+//! ends enable (`infer` in [`CompressorConfig`] and [`DecompressorConfig`]):
+//! a chained format whose reference is the previous packet, so SEQ is not
+//! sent, and whose ACK number and TSecr name the other direction's packet
+//! they acknowledge. SIP over TCP then takes 4–6 octets a header where the
+//! draft's formats take 10–16. It takes the general format's first nibble
+//! `1101` (SEQ selector 5), which is not used while it is on.
+//!
 //! ## Packet format
 //!
 //! The draft leaves bit formats to EPIC-LITE; this crate defines one
