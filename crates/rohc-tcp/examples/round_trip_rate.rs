@@ -46,4 +46,32 @@ fn main() {
             println!("{label}/{name}: {:.3} M headers/s ({} packets)", 1e-6 / best, packets.len());
         }
     }
+    // SIP over TCP both ways, with and without cross-direction inference.
+    let sip = common::sip_both();
+    for (scheme, label) in
+        [(rohc_tcp::Scheme::Taroc(rohc_tcp::Mode::O), "taroc-o"), (rohc_tcp::Scheme::TarocInfer, "taroc-o-infer")]
+    {
+        if std::env::var("ONLY").is_ok_and(|o| o != format!("{label}/sip-both")) {
+            continue;
+        }
+        let mut best = f64::MAX;
+        let mut headers = 0;
+        for _ in 0..rounds {
+            let wall = Instant::now();
+            let start = cpu_ns(&wall);
+            let mut reps = 0;
+            let fixed: Option<usize> = std::env::var("REPS").ok().and_then(|r| r.parse().ok());
+            while fixed.map_or(cpu_ns(&wall) - start < 300_000_000, |n| reps < n) {
+                headers = common::pass_both(scheme, &sip);
+                reps += 1;
+            }
+            best = best.min((cpu_ns(&wall) - start) as f64 * 1e-9 / (reps * sip.len()) as f64);
+        }
+        println!(
+            "{label}/sip-both: {:.3} M headers/s ({} packets, {:.2} B a header)",
+            1e-6 / best,
+            sip.len(),
+            headers as f64 / sip.len() as f64
+        );
+    }
 }

@@ -216,7 +216,7 @@ pub struct ChainedPacket<'a> {
 /// does every chained packet sent until the NACK comes back, so it is
 /// worth that risk only where it saves much (SIP's 10–16 octets, not a
 /// bulk transfer's compact 4–6).
-pub(crate) const MIN_SAVING: usize = 2;
+pub const MIN_SAVING: usize = 2;
 
 /// The largest TSval change a chained packet carries.
 pub const MAX_TSVAL_DELTA: u32 = (1 << 15) - 1;

@@ -4,6 +4,43 @@
 use rohc_tcp::synth::{bulk_transfer, sip_over_tcp, Dir, FlowOptions};
 use rohc_tcp::{HeaderCompressor, HeaderDecompressor, Mode, Scheme};
 
+/// SIP over TCP in both directions, for the schemes that infer across
+/// directions ([`pass_both`]).
+#[allow(dead_code)]
+pub fn sip_both() -> Vec<(Dir, Vec<u8>)> {
+    sip_over_tcp(100, FlowOptions::default())
+}
+
+/// Compresses and decompresses a two-direction flow, each direction with
+/// its own pair and each end's compressor and decompressor telling each
+/// other what crossed the link, as `rohc_tcp::replay` does; returns the
+/// header octets sent.
+#[allow(dead_code)]
+pub fn pass_both(scheme: Scheme, flow: &[(Dir, Vec<u8>)]) -> usize {
+    let mut dirs = [scheme.pair(), scheme.pair()];
+    let (mut wire, mut back, mut fb) = (Vec::with_capacity(2048), Vec::with_capacity(2048), Vec::new());
+    let mut headers = 0;
+    for (dir, p) in flow {
+        let d = (*dir == Dir::Backward) as usize;
+        wire.clear();
+        back.clear();
+        headers += dirs[d].0.compress_packet(p, &mut wire).expect("compresses");
+        if let Some(x) = dirs[d].0.poll_crossed() {
+            dirs[1 - d].1.note_reverse(&x);
+        }
+        dirs[d].1.decompress_packet(&wire, &mut back).expect("decompresses");
+        if let Some(x) = dirs[d].1.poll_crossed() {
+            dirs[1 - d].0.note_reverse(&x);
+        }
+        fb.clear();
+        while dirs[d].1.poll_feedback(&mut fb) {
+            dirs[d].0.feedback(&fb).expect("feedback");
+            fb.clear();
+        }
+    }
+    headers
+}
+
 /// A bulk transfer's data and ACK directions and SIP over TCP's client
 /// side, each as its packets.
 pub fn flows() -> Vec<(&'static str, Vec<Vec<u8>>)> {
