@@ -65,6 +65,8 @@ pub struct Options {
     /// What the decompressors decoding the capture's own SigComp offer.
     pub decoder_params: Params,
     pub taroc_mode: TarocMode,
+    /// TAROC with cross-direction inference (rohc-tcp's O-mode extension).
+    pub taroc_infer: bool,
 }
 
 impl Default for Options {
@@ -82,6 +84,7 @@ impl Default for Options {
             // cycles, so nothing the sender relied on is missing.
             decoder_params: Params { dms: 8192, sms: 131_072, cpb: 128, ..Params::default() },
             taroc_mode: TarocMode::O,
+            taroc_infer: false,
         }
     }
 }
@@ -242,7 +245,10 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         dms: options.params.dms,
         sms: options.params.sms,
         cpb: options.params.cpb,
-        taroc_mode: format!("{:?}", options.taroc_mode).to_lowercase(),
+        taroc_mode: match (options.taroc_mode, options.taroc_infer) {
+            (TarocMode::O, true) => "o-infer".to_string(),
+            (mode, _) => format!("{mode:?}").to_lowercase(),
+        },
         variants: options.variants.iter().map(Variant::name).collect(),
     };
     Ok(Analysis { capture: summary, settings, flows: reports, other_flows })
@@ -271,7 +277,7 @@ fn report_flow(id: usize, flow: &flows::Flow, start: Duration, options: &Options
     let tcp = flow.protocol == Protocol::Tcp;
     let taroc = tcp.then(|| {
         let packets: Vec<Option<&[u8]>> = flow.segments.iter().map(|s| s.ipv4_packet.as_deref()).collect();
-        taroc::run(&packets, options.taroc_mode)
+        taroc::run(&packets, options.taroc_mode, options.taroc_infer)
     });
     let mut messages = Vec::with_capacity(flow.messages.len());
     let mut call_ids = HashSet::new();

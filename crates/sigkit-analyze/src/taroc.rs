@@ -6,8 +6,10 @@
 //! delay needs each packet's compressed header size, so the packets also
 //! run here through the same scheme pair one by one, each direction with
 //! its own compressor and decompressor and the decompressor's feedback
-//! applied at once (a faultless link, as replay does it). The two totals
-//! agree (a test checks it).
+//! applied at once (a faultless link, as replay does it), and with
+//! cross-direction inference each end's compressor and decompressor
+//! telling each other what crossed. The two totals agree (a test checks
+//! it).
 
 use rohc_tcp::replay::{replay, LinkConfig};
 use rohc_tcp::{Mode, Packet, Scheme};
@@ -35,12 +37,14 @@ pub struct TarocRun {
 }
 
 /// Runs TAROC in `mode` over `packets` (one per flow segment, `None`
-/// where the segment has no IPv4 packet).
-pub fn run(packets: &[Option<&[u8]>], mode: Mode) -> TarocRun {
+/// where the segment has no IPv4 packet), with cross-direction inference
+/// if `infer` (O-mode only).
+pub fn run(packets: &[Option<&[u8]>], mode: Mode, infer: bool) -> TarocRun {
+    let scheme = if infer && mode == Mode::O { Scheme::TarocInfer } else { Scheme::Taroc(mode) };
     let mut out = TarocRun { per_segment: Vec::with_capacity(packets.len()), ..TarocRun::default() };
     // Directions by source address and port: [first seen, other].
     let mut first_src: Option<([u8; 4], u16)> = None;
-    let mut dirs = [Scheme::Taroc(mode).pair(), Scheme::Taroc(mode).pair()];
+    let mut dirs = [scheme.pair(), scheme.pair()];
     let mut taken: Vec<Vec<u8>> = Vec::new();
     let (mut wire, mut back, mut feedback) = (Vec::new(), Vec::new(), Vec::new());
     for p in packets {
@@ -56,17 +60,23 @@ pub fn run(packets: &[Option<&[u8]>], mode: Mode) -> TarocRun {
         };
         let src = (parsed.header.src, parsed.header.src_port);
         let d = usize::from(*first_src.get_or_insert(src) != src);
-        let (comp, decomp) = &mut dirs[d];
         wire.clear();
-        let Ok(after) = comp.compress_packet(p, &mut wire) else {
+        let Ok(after) = dirs[d].0.compress_packet(p, &mut wire) else {
             out.per_segment.push(None);
             out.not_compressed += 1;
             continue;
         };
+        if let Some(x) = dirs[d].0.poll_crossed() {
+            dirs[1 - d].1.note_reverse(&x);
+        }
         back.clear();
-        if decomp.decompress_packet(&wire, &mut back).is_err() || back != *p {
+        if dirs[d].1.decompress_packet(&wire, &mut back).is_err() || back != *p {
             out.mismatches += 1;
         }
+        if let Some(x) = dirs[d].1.poll_crossed() {
+            dirs[1 - d].0.note_reverse(&x);
+        }
+        let (comp, decomp) = &mut dirs[d];
         while decomp.poll_feedback(&mut feedback) {
             // Feedback a compressor cannot use is ignored, as replay does.
             let _ = comp.feedback(&feedback);
@@ -79,7 +89,7 @@ pub fn run(packets: &[Option<&[u8]>], mode: Mode) -> TarocRun {
         out.per_segment.push(Some((before, after)));
         taken.push(p.to_vec());
     }
-    let (report, _) = replay(Scheme::Taroc(mode), &taken, &LinkConfig::default(), false);
+    let (report, _) = replay(scheme, &taken, &LinkConfig::default(), false);
     out.replay_header_bytes_after = report.header_bytes_after;
     out.replay_delivered = report.delivered;
     out.replay_undetected = report.undetected;

@@ -105,6 +105,28 @@ fn sip_over_tcp_from_a_load_run() {
     assert!(variant(f, "sigcomp dynamic/lzss + taroc").bytes < variant(f, "sip + taroc").bytes);
 }
 
+#[test]
+fn taroc_with_inference_on_the_real_sip_over_tcp_capture() {
+    let plain = run("sip-tcp.pcapng");
+    let options = Options { taroc_infer: true, ..Options::default() };
+    let inferring = analyze(&read("sip-tcp.pcapng"), &options).unwrap();
+    assert_eq!(inferring.settings.taroc_mode, "o-infer");
+    let (t0, t) = (only_flow(&plain).taroc.as_ref().unwrap(), only_flow(&inferring).taroc.as_ref().unwrap());
+    assert_eq!((t.packets, t.mismatches), (t0.packets, 0));
+    // The per-packet run, whose ends tell each other what crossed, and
+    // rohc_tcp::replay agree.
+    assert_eq!(t.header_bytes_after, t.replay_header_bytes_after);
+    assert_eq!((t.replay_delivered, t.replay_undetected), (t.packets, 0));
+    assert!(
+        t.header_bytes_after * 10 < t0.header_bytes_after * 6,
+        "{} against {}",
+        t.header_bytes_after,
+        t0.header_bytes_after
+    );
+    let f = only_flow(&inferring);
+    assert!(variant(f, "sip + taroc").bytes < variant(only_flow(&plain), "sip + taroc").bytes);
+}
+
 /// The SigComp a real run sent decodes, all of it, into the same call
 /// flow the plain runs carry.
 #[test]

@@ -52,6 +52,10 @@ pub struct AnalyzeArgs {
     /// TAROC's mode for TCP flows.
     #[arg(long, value_enum, default_value = "o")]
     pub taroc_mode: TarocModeArg,
+    /// TAROC with cross-direction inference (sigkit's extension; needs
+    /// --taroc-mode o).
+    #[arg(long)]
+    pub taroc_infer: bool,
     /// Also print each flow's messages.
     #[arg(long)]
     pub messages: bool,
@@ -96,6 +100,10 @@ fn options(args: &AnalyzeArgs) -> Result<Options, String> {
         TarocModeArg::O => TarocMode::O,
         TarocModeArg::R => TarocMode::R,
     };
+    if args.taroc_infer && o.taroc_mode != TarocMode::O {
+        return Err("--taroc-infer needs --taroc-mode o".to_string());
+    }
+    o.taroc_infer = args.taroc_infer;
     Ok(o)
 }
 
@@ -146,12 +154,18 @@ fn print_tables(a: &Analysis, with_messages: bool) -> io::Result<()> {
         a.settings.rtt_ms, a.settings.dms, a.settings.sms, a.settings.cpb
     )?;
     for f in &a.flows {
-        print_flow(&mut out, f, &a.settings.rates_kbps, with_messages)?;
+        print_flow(&mut out, f, &a.settings.rates_kbps, &a.settings.taroc_mode, with_messages)?;
     }
     Ok(())
 }
 
-fn print_flow(out: &mut impl Write, f: &FlowReport, rates: &[f64], with_messages: bool) -> io::Result<()> {
+fn print_flow(
+    out: &mut impl Write,
+    f: &FlowReport,
+    rates: &[f64],
+    taroc_mode: &str,
+    with_messages: bool,
+) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
@@ -181,7 +195,11 @@ fn print_flow(out: &mut impl Write, f: &FlowReport, rates: &[f64], with_messages
     if let Some(t) = &f.taroc {
         writeln!(
             out,
-            "  TAROC: {} packets, TCP/IP headers {} -> {} bytes (mean {:.1} -> {:.1}){}",
+            "  TAROC ({}): {} packets, TCP/IP headers {} -> {} bytes (mean {:.1} -> {:.1}){}",
+            match taroc_mode {
+                "o-infer" => "O-mode, inference".to_string(),
+                m => format!("{}-mode", m.to_uppercase()),
+            },
             t.packets,
             t.header_bytes_before,
             t.header_bytes_after,
