@@ -20,6 +20,26 @@ fn cpu_ns(wall: &Instant) -> u64 {
         .unwrap_or_else(|| wall.elapsed().as_nanos() as u64)
 }
 
+/// The CPU seconds per header of `run` (one pass over `packets` packets),
+/// the best of `rounds` rounds of 0.3 s each, or of `REPS` passes each.
+fn best_seconds_per_header(rounds: usize, packets: usize, mut run: impl FnMut()) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..rounds {
+        let wall = Instant::now();
+        let start = cpu_ns(&wall);
+        let mut reps = 0;
+        // REPS fixes the work (for counting instructions) instead of the
+        // time.
+        let fixed: Option<usize> = std::env::var("REPS").ok().and_then(|r| r.parse().ok());
+        while fixed.map_or(cpu_ns(&wall) - start < 300_000_000, |n| reps < n) {
+            run();
+            reps += 1;
+        }
+        best = best.min((cpu_ns(&wall) - start) as f64 * 1e-9 / (reps * packets) as f64);
+    }
+    best
+}
+
 fn main() {
     let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(5);
     let flows = common::flows();
@@ -28,21 +48,10 @@ fn main() {
             if std::env::var("ONLY").is_ok_and(|o| o != format!("{label}/{name}")) {
                 continue;
             }
-            let mut best = f64::MAX;
-            for _ in 0..rounds {
-                let wall = Instant::now();
-                let start = cpu_ns(&wall);
-                let mut reps = 0;
-                // REPS fixes the work (for counting instructions) instead
-                // of the time.
-                let fixed: Option<usize> = std::env::var("REPS").ok().and_then(|r| r.parse().ok());
-                while fixed.map_or(cpu_ns(&wall) - start < 300_000_000, |n| reps < n) {
-                    let (mut comp, mut decomp) = scheme.pair();
-                    common::pass(comp.as_mut(), decomp.as_mut(), packets);
-                    reps += 1;
-                }
-                best = best.min((cpu_ns(&wall) - start) as f64 * 1e-9 / (reps * packets.len()) as f64);
-            }
+            let best = best_seconds_per_header(rounds, packets.len(), || {
+                let (mut comp, mut decomp) = scheme.pair();
+                common::pass(comp.as_mut(), decomp.as_mut(), packets);
+            });
             println!("{label}/{name}: {:.3} M headers/s ({} packets)", 1e-6 / best, packets.len());
         }
     }
@@ -54,19 +63,8 @@ fn main() {
         if std::env::var("ONLY").is_ok_and(|o| o != format!("{label}/sip-both")) {
             continue;
         }
-        let mut best = f64::MAX;
         let mut headers = 0;
-        for _ in 0..rounds {
-            let wall = Instant::now();
-            let start = cpu_ns(&wall);
-            let mut reps = 0;
-            let fixed: Option<usize> = std::env::var("REPS").ok().and_then(|r| r.parse().ok());
-            while fixed.map_or(cpu_ns(&wall) - start < 300_000_000, |n| reps < n) {
-                headers = common::pass_both(scheme, &sip);
-                reps += 1;
-            }
-            best = best.min((cpu_ns(&wall) - start) as f64 * 1e-9 / (reps * sip.len()) as f64);
-        }
+        let best = best_seconds_per_header(rounds, sip.len(), || headers = common::pass_both(scheme, &sip));
         println!(
             "{label}/sip-both: {:.3} M headers/s ({} packets, {:.2} B a header)",
             1e-6 / best,

@@ -321,10 +321,7 @@ impl Decompressor {
     ) -> Result<(PacketKind, usize), DecompressError> {
         let ctx = &self.contexts[cid as usize];
         let Some(reference) = ctx.reference.as_ref().filter(|_| ctx.full) else {
-            // §5.4.1: only IR/IR-DYN decompress in No Context.
-            let kind = if ctx.static_part.is_some() { FeedbackKind::Nack } else { FeedbackKind::StaticNack };
-            self.send(cid, kind, None);
-            return Err(DecompressError::NoContext(cid));
+            return Err(self.no_context(cid));
         };
         let static_part = ctx.static_part.unwrap_or_else(|| StaticPart::of(&reference.h));
         let reference_msn = reference.msn;
@@ -366,6 +363,18 @@ impl Decompressor {
         Ok((PacketKind::Co, payload_len))
     }
 
+    /// §5.4.1: only IR/IR-DYN decompress in No Context; a compressed
+    /// packet there draws a NACK, or a STATIC-NACK without the static part.
+    fn no_context(&mut self, cid: u8) -> DecompressError {
+        let kind = if self.contexts[cid as usize].static_part.is_some() {
+            FeedbackKind::Nack
+        } else {
+            FeedbackKind::StaticNack
+        };
+        self.send(cid, kind, None);
+        DecompressError::NoContext(cid)
+    }
+
     /// A chained packet ([`crate::infer`]): decoded against the reference
     /// alone, which must be the previous packet.
     fn decompress_chained(
@@ -376,9 +385,7 @@ impl Decompressor {
     ) -> Result<(PacketKind, usize), DecompressError> {
         let ctx = &self.contexts[cid as usize];
         let Some(reference) = ctx.reference.as_ref().filter(|_| ctx.full) else {
-            let kind = if ctx.static_part.is_some() { FeedbackKind::Nack } else { FeedbackKind::StaticNack };
-            self.send(cid, kind, None);
-            return Err(DecompressError::NoContext(cid));
+            return Err(self.no_context(cid));
         };
         let static_part = ctx.static_part.unwrap_or_else(|| StaticPart::of(&reference.h));
         let reference_msn = reference.msn;
