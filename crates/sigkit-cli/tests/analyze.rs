@@ -113,6 +113,13 @@ fn report_has_a_section_per_capture_flow() {
         std::fs::write(&json, analyze_json(&data(name)).to_string()).expect("write");
         inputs.push(json);
     }
+    // The same TCP capture with TAROC's cross-direction inference.
+    let infer = run(&["analyze", data("sip-tcp.pcapng").to_str().expect("path"), "--json", "--taroc-infer"]);
+    assert!(infer.status.success(), "{}", String::from_utf8_lossy(&infer.stderr));
+    let infer_json: Value = serde_json::from_slice(&infer.stdout).expect("JSON");
+    assert_eq!(infer_json["settings"]["taroc_mode"], "o-infer");
+    std::fs::write(dir.join("sip-tcp-infer.json"), infer_json.to_string()).expect("write");
+    inputs.push(dir.join("sip-tcp-infer.json"));
     let out_dir = dir.join("report");
     let mut cmd = sigkit();
     cmd.arg("report").args(&inputs).arg("-o").arg(&out_dir);
@@ -124,6 +131,7 @@ fn report_has_a_section_per_capture_flow() {
         assert!(out_dir.join(png).exists(), "{png}");
     }
     assert!(page.contains("sigcomp dynamic/lzss + taroc") && page.contains("TAROC:"));
+    assert!(page.contains("TAROC (O-mode, cross-direction inference):"));
     assert!(page.contains("42 SigComp messages in the capture, 42 decoded"));
     let _ = std::fs::remove_dir_all(&dir);
 }

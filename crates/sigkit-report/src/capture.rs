@@ -62,8 +62,9 @@ pub(crate) fn capture_section(flows: &[CaptureFlow]) -> Section {
             ));
         }
         if let (Some(n), Some(b), Some(a)) = (flow.taroc_packets, flow.header_bytes_before, flow.header_bytes_after) {
+            let inference = if flow.taroc_mode == "o-infer" { " (O-mode, cross-direction inference)" } else { "" };
             text.push_str(&format!(
-                " TAROC: {n} TCP/IP headers, {b} bytes as captured, {a} compressed (mean {} → {} bytes).",
+                " TAROC{inference}: {n} TCP/IP headers, {b} bytes as captured, {a} compressed (mean {} → {} bytes).",
                 num(b as f64 / n.max(1) as f64, 1),
                 num(a as f64 / n.max(1) as f64, 1)
             ));

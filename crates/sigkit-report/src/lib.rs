@@ -77,6 +77,9 @@ pub struct CaptureFlow {
     pub taroc_packets: Option<u64>,
     pub header_bytes_before: Option<u64>,
     pub header_bytes_after: Option<u64>,
+    /// TAROC's mode: "u", "o", "r", or "o-infer" (O-mode with
+    /// cross-direction inference).
+    pub taroc_mode: String,
     pub rtt_ms: f64,
     pub variants: Vec<CaptureVariant>,
 }

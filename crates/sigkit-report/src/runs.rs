@@ -135,6 +135,7 @@ fn from_analyze_json(report: &Value, capture: &str) -> ReportInput {
                 taroc_packets: opt_u(taroc, "packets"),
                 header_bytes_before: opt_u(taroc, "header_bytes_before"),
                 header_bytes_after: opt_u(taroc, "header_bytes_after"),
+                taroc_mode: report["settings"]["taroc_mode"].as_str().unwrap_or_default().to_string(),
                 rtt_ms,
                 variants: variants
                     .iter()
