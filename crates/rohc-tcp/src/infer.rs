@@ -65,8 +65,8 @@
 //! than the packet the other formats would send ([`MIN_SAVING`]).
 //!
 //! The chained format assumes a link that keeps the order of packets, as
-//! RFC 3095 §4.1 assumes of ROHC's links: a packet that arrives after its
-//! successor breaks the chain as a lost one does.
+//! RFC 3095's profiles do (RFC 4224 discusses links that do not): a packet
+//! that arrives after its successor breaks the chain as a lost one does.
 
 use std::collections::VecDeque;
 
