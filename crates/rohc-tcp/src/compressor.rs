@@ -639,8 +639,7 @@ impl Compressor {
             FeedbackKind::Ack => {
                 // Valid only for a packet sent earlier and still in the
                 // VSW; the checksum guards against a corrupted MSN.
-                let acked = ctx.vsw.iter().enumerate().find(|(_, e)| e.msn == fb.msn && e.checksum == fb.checksum);
-                if let Some((pos, acked_ir)) = acked.map(|(pos, e)| (pos, e.sent_as_ir)) {
+                if let Some((pos, acked_ir)) = ctx.vsw.find(fb.msn, fb.checksum).map(|(pos, e)| (pos, e.sent_as_ir)) {
                     ctx.vsw.drop_front(pos);
                     ctx.static_acked = true;
                     ctx.chain_paused = false;
@@ -659,9 +658,7 @@ impl Compressor {
             // the context is in step for the other formats (§6.1), so one
             // IR-DYN, whose ACK(O) restarts the chaining, without a
             // compression slow start.
-            FeedbackKind::Nack
-                if self.config.chains() && ctx.vsw.iter().any(|e| e.msn == fb.msn && e.checksum == fb.checksum) =>
-            {
+            FeedbackKind::Nack if self.config.chains() && ctx.vsw.find(fb.msn, fb.checksum).is_some() => {
                 ctx.refresh_now = true;
                 ctx.chain_paused = true;
             }

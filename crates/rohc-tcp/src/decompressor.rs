@@ -181,7 +181,7 @@ impl Decompressor {
         let first = *rest.first().ok_or(FormatError::Empty)?;
         let is_ir = matches!(first, TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN);
         let chains = self.config.chains();
-        let reference_before = self.contexts[cid as usize].reference.map(|r| (r.msn, r.h.checksum));
+        let reference_before = if chains { self.reference_id(cid) } else { None };
         let result = match first {
             _ if is_ir => self.decompress_ir(cid, rest, out),
             b if chains && b >> 4 == CHAINED_PREFIX => self.decompress_chained(cid, rest, out),
@@ -190,10 +190,10 @@ impl Decompressor {
         };
         match result {
             Ok((kind, payload_len)) => {
-                let ctx = &self.contexts[cid as usize];
-                if let (true, Some(r), Some(s)) = (chains, ctx.reference, ctx.static_part) {
-                    if reference_before != Some((r.msn, r.h.checksum)) {
-                        self.delivered = Some(CrossedPacket::of(&r, s));
+                if chains && self.reference_id(cid) != reference_before {
+                    let ctx = &self.contexts[cid as usize];
+                    if let (Some(r), Some(s)) = (ctx.reference.as_ref(), ctx.static_part) {
+                        self.delivered = Some(CrossedPacket::of(r, s));
                     }
                 }
                 Ok(Decompressed { cid, kind, header_len: data.len() - payload_len, len: out.len() - start })
@@ -361,6 +361,12 @@ impl Decompressor {
         };
         self.accept(cid, rec, reference_msn, new_options);
         Ok((PacketKind::Co, payload_len))
+    }
+
+    /// The context's reference, by its MSN and TCP checksum: whether a
+    /// packet moved it.
+    fn reference_id(&self, cid: u8) -> Option<(u16, u16)> {
+        self.contexts[cid as usize].reference.as_ref().map(|r| (r.msn, r.h.checksum))
     }
 
     /// §5.4.1: only IR/IR-DYN decompress in No Context; a compressed

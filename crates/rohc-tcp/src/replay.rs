@@ -215,20 +215,19 @@ struct Direction {
 /// What each end's compressor sent and decompressor delivered, passed to
 /// the other direction's decompressor and compressor at the same end.
 fn cross(dirs: &mut [Direction; 2]) {
-    for d in 0..2 {
-        let (this, other) = if d == 0 {
-            let (a, b) = dirs.split_at_mut(1);
-            (&mut a[0], &mut b[0])
-        } else {
-            let (a, b) = dirs.split_at_mut(1);
-            (&mut b[0], &mut a[0])
-        };
-        while let Some(p) = this.comp.poll_crossed() {
-            other.decomp.note_reverse(&p);
-        }
-        for p in this.delivered.drain(..) {
-            other.comp.note_reverse(&p);
-        }
+    let [a, b] = dirs;
+    cross_from(a, b);
+    cross_from(b, a);
+}
+
+/// What `this` direction's compressor sent and decompressor delivered, to
+/// `other`'s decompressor and compressor.
+fn cross_from(this: &mut Direction, other: &mut Direction) {
+    while let Some(p) = this.comp.poll_crossed() {
+        other.decomp.note_reverse(&p);
+    }
+    for p in this.delivered.drain(..) {
+        other.comp.note_reverse(&p);
     }
 }
 

@@ -279,6 +279,12 @@ impl Vsw {
         self.entries.iter()
     }
 
+    /// The position and entry of the packet feedback names by its MSN and
+    /// TCP checksum (the checksum guards against a corrupted MSN).
+    pub fn find(&self, msn: u16, checksum: u16) -> Option<(usize, &Entry)> {
+        self.entries.iter().enumerate().find(|(_, e)| e.msn == msn && e.checksum == checksum)
+    }
+
     /// Position of the oldest entry.
     fn front_at(&self) -> u64 {
         self.next - self.entries.len() as u64
