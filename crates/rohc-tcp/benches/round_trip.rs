@@ -1,4 +1,4 @@
-//! Compress + decompress throughput in headers per second (issue 16's goal:
+//! Compress + decompress throughput in headers per second (the goal:
 //! at least 1 M headers/s per core), for TAROC in each mode and for VJ, on
 //! a bulk transfer's data and ACK directions and on SIP over TCP.
 

@@ -1,4 +1,4 @@
-//! TCP/IPv6 (issue 16: "IPv6 where the draft's method extends cleanly"):
+//! TCP/IPv6, where the TAROC draft's method extends cleanly:
 //! byte-identical round trips in every mode, IPv4 and IPv6 flows sharing
 //! a link, bit errors never emitted as a wrong header, VJ passing IPv6
 //! uncompressed, and a real capture over ::1.

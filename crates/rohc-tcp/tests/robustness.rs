@@ -1,5 +1,5 @@
 //! The decompressor never panics and never emits a packet that fails its
-//! checksums, whatever it is fed (issue 16, robustness); bit errors on the
+//! checksums, whatever it is fed; bit errors on the
 //! link never become undetected corruption.
 
 mod common;
@@ -114,7 +114,7 @@ fn bit_errors_at_ber_1e_3_escape_only_through_the_tcp_checksums_blind_spot() {
         assert!((o.corrupted + o.payload_undetected) * 100 <= damaged, "{mode:?}: {o:?}");
         // Packets lost to context damage: intact ones not delivered. In
         // U-mode a context in No Context waits for the periodic IR: measured
-        // 58 % of intact packets delivered (issue 16's recovery goal is open).
+        // 58 % of intact packets delivered.
         let intact = o.sent - damaged;
         eprintln!("{mode:?}: {} of {intact} intact packets delivered, {damaged} damaged", o.delivered);
         assert!(o.delivered * 2 >= intact, "{mode:?}: {o:?}, {damaged} damaged");

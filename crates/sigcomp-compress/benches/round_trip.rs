@@ -1,4 +1,4 @@
-//! Criterion benches of the round-trip hot paths (issue 5): one SIP message
+//! Criterion benches of the round-trip hot paths: one SIP message
 //! compressed by one endpoint and decompressed by the other, feedback
 //! returned, with the Open SigComp speed-test settings (DMS 8192, SMS
 //! 8192, CPB 64, LZSS shared over UDP) on the REGISTER / 200 OK pair of

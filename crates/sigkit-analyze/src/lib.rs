@@ -1,5 +1,5 @@
 //! What SigComp and TAROC header compression would have done to the SIP
-//! traffic of a capture (issue 16, deliverable 5).
+//! traffic of a capture.
 //!
 //! [`analyze`] reads a pcap or pcapng capture ([`capture`]), groups its UDP
 //! and TCP packets into flows and takes the SIP messages out of them

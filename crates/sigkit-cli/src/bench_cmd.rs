@@ -1,9 +1,9 @@
 //! `sigkit bench`: speed, memory and multi-core scaling of the SigComp
-//! stack (issue 5), measured with round trips between in-process endpoints
+//! stack, measured with round trips between in-process endpoints
 //! (see `sigkit_eval::bench`).
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use sigkit_eval::bench::{
     run_memory, run_speed, sequence, CompartmentPolicy, Latency, Limit, MemoryOptions, MemoryReport, SpeedOptions,
     SpeedReport,
 };
-use sigkit_eval::corpus::load_flow;
+use sigkit_eval::corpus::{self, FlowSource};
 
 use crate::endpoint_args::EndpointArgs;
 
@@ -38,7 +38,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "corpus")]
     pub flow: Option<PathBuf>,
     /// Corpus directory: every flow directory in it, in name order
-    /// [default: corpus/ of the repository].
+    /// [default: the corpus built into sigkit].
     #[arg(long, value_name = "DIR")]
     pub corpus: Option<PathBuf>,
     /// Only the first N messages of the sequence (e.g. --first 2 of
@@ -93,42 +93,6 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
-/// The corpus shipped with the repository (the binary's source tree), or
-/// `corpus/` under the current directory if that is where we run.
-fn default_corpus() -> PathBuf {
-    let here = Path::new("corpus");
-    if here.is_dir() {
-        return here.to_path_buf();
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus")
-}
-
-/// Every flow directory of `corpus` (a directory holding .sip files), in
-/// name order.
-fn corpus_flows(corpus: &Path) -> Result<Vec<PathBuf>, String> {
-    let rd = std::fs::read_dir(corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
-    let mut dirs = Vec::new();
-    for entry in rd {
-        let path = entry.map_err(|e| format!("{}: {e}", corpus.display()))?.path();
-        let has_sip = path.is_dir()
-            && std::fs::read_dir(&path)
-                .map(|r| r.flatten().any(|e| e.path().extension().is_some_and(|x| x == "sip")))
-                .unwrap_or(false);
-        if has_sip {
-            dirs.push(path);
-        }
-    }
-    if dirs.is_empty() {
-        return Err(format!("{}: no flow directories (with .sip files) in the corpus", corpus.display()));
-    }
-    dirs.sort();
-    Ok(dirs)
-}
-
-fn flow_name(dir: &Path) -> String {
-    dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned())
-}
-
 pub fn bench(args: BenchArgs) -> ExitCode {
     let (mut config, params) = match args.endpoint.resolve() {
         Ok(c) => c,
@@ -165,17 +129,17 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         (None, Some(s)) => return usage(format!("--duration {s} is not a number of seconds in (0, 86400]")),
         (None, None) => Limit::Messages(DEFAULT_MESSAGES),
     };
-    let dirs = match &args.flow {
-        Some(d) => vec![d.clone()],
-        None => match corpus_flows(&args.corpus.clone().unwrap_or_else(default_corpus)) {
+    let sources = match &args.flow {
+        Some(d) => vec![FlowSource::Dir(d.clone())],
+        None => match corpus::flows(args.corpus.as_deref()) {
             Ok(d) => d,
             Err(e) => return usage(e),
         },
     };
     let mut flows = Vec::new();
-    for dir in &dirs {
-        match load_flow(dir) {
-            Ok(m) => flows.push((flow_name(dir), m)),
+    for source in &sources {
+        match source.load() {
+            Ok(m) => flows.push((source.name(), m)),
             Err(e) => return usage(e),
         }
     }
@@ -200,7 +164,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
     };
     let source = match &args.flow {
         Some(d) => d.display().to_string(),
-        None => format!("{} flows", dirs.len()),
+        None => format!("{} flows", sources.len()),
     };
     let printed = if args.json {
         print_speed_json(&report, &args, seq.len())
@@ -342,12 +306,12 @@ fn print_speed(r: &SpeedReport, args: &BenchArgs, source: &str, sequence_len: us
 }
 
 fn memory(args: &BenchArgs, params: Params, config: Config, compartments: u64) -> ExitCode {
-    let dir = match (&args.flow, &args.corpus) {
-        (Some(d), _) => d.clone(),
-        (None, Some(c)) => c.join(MEMORY_FLOW),
-        (None, None) => default_corpus().join(MEMORY_FLOW),
+    let source = match (&args.flow, &args.corpus) {
+        (Some(d), _) => FlowSource::Dir(d.clone()),
+        (None, Some(c)) => FlowSource::Dir(c.join(MEMORY_FLOW)),
+        (None, None) => FlowSource::Embedded(MEMORY_FLOW.into()),
     };
-    let flow = match load_flow(&dir) {
+    let flow = match source.load() {
         Ok(m) => m,
         Err(e) => return usage(e),
     };
@@ -359,15 +323,16 @@ fn memory(args: &BenchArgs, params: Params, config: Config, compartments: u64) -
             return ExitCode::from(EXIT_FAILED);
         }
     };
-    let printed = if args.json { print_memory_json(&report, args, &dir) } else { print_memory(&report, args, &dir) };
+    let printed =
+        if args.json { print_memory_json(&report, args, &source) } else { print_memory(&report, args, &source) };
     finish(printed)
 }
 
-fn print_memory_json(r: &MemoryReport, args: &BenchArgs, dir: &Path) -> io::Result<()> {
+fn print_memory_json(r: &MemoryReport, args: &BenchArgs, flow: &FlowSource) -> io::Result<()> {
     let doc = json!({
         "mode": "memory",
         "settings": settings_json(args),
-        "flow": dir.display().to_string(),
+        "flow": flow.to_string(),
         "distinct_calls": !args.same_calls,
         "compartments": r.compartments,
         "messages_per_compartment": r.messages_per_compartment,
@@ -391,13 +356,13 @@ fn mib(b: Option<u64>) -> String {
     b.map_or_else(|| "n/a".to_string(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64))
 }
 
-fn print_memory(r: &MemoryReport, args: &BenchArgs, dir: &Path) -> io::Result<()> {
+fn print_memory(r: &MemoryReport, args: &BenchArgs, flow: &FlowSource) -> io::Result<()> {
     let mut out = io::stdout().lock();
     writeln!(
         out,
         "sigkit bench (memory): {} compartments, each carried {} ({} messages{}), {} {}, DMS {} SMS {} CPB {}",
         r.compartments,
-        dir.display(),
+        flow,
         r.messages_per_compartment,
         if args.same_calls { ", identical calls" } else { ", one Call-ID per call" },
         args.endpoint.algo,

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use sigkit_eval::corpus::load_flow;
+use sigkit_eval::corpus::FlowSource;
 use sigkit_eval::ran::{measure, MeasureSettings, MeasuredRow, RanCall, THESIS_RATES_KBPS};
 use sigkit_report::{RanMethod, ReportInput};
 
@@ -18,9 +18,11 @@ use crate::endpoint_args::EndpointArgs;
 
 #[derive(Args)]
 pub struct RanArgs {
-    /// The call: a corpus flow directory (see corpus/README.md).
-    #[arg(default_value = "corpus/3gpp-video-call")]
-    pub dir: PathBuf,
+    /// The call: a flow directory in the corpus format (see
+    /// corpus/README.md) [default: the built-in 3gpp-video-call, the
+    /// thesis's call].
+    #[arg(value_name = "CALL_DIR")]
+    pub dir: Option<PathBuf>,
     /// Signalling link bit rates, kbit/s, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = THESIS_RATES_KBPS.to_vec())]
     pub rates: Vec<f64>,
@@ -63,15 +65,20 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The call `dir`, or the thesis's call of the built-in corpus.
+pub fn call_source(dir: Option<&std::path::Path>) -> FlowSource {
+    dir.map_or_else(|| FlowSource::Embedded("3gpp-video-call".into()), |d| FlowSource::Dir(d.to_path_buf()))
+}
+
 /// The call of `args`, compressed.
-pub fn compressed_call(dir: &std::path::Path, first: usize, endpoint: &EndpointArgs) -> Result<RanCall, String> {
+pub fn compressed_call(source: &FlowSource, first: usize, endpoint: &EndpointArgs) -> Result<RanCall, String> {
     let (config, params) = endpoint.resolve()?;
-    let mut messages = load_flow(dir).map_err(|e| e.to_string())?;
+    let mut messages = source.load().map_err(|e| e.to_string())?;
     if first == 0 {
         return Err("--first must be at least 1".into());
     }
     messages.truncate(first);
-    RanCall::compress(&messages, params, config).map_err(|e| format!("{}: {e}", dir.display()))
+    RanCall::compress(&messages, params, config).map_err(|e| format!("{source}: {e}"))
 }
 
 /// Measures `call` at `rates` on a runtime of its own.
@@ -90,7 +97,7 @@ pub fn ran(args: RanArgs) -> ExitCode {
     if !(args.time_scale.is_finite() && args.time_scale > 0.0 && (0.0..1.0).contains(&args.loss)) {
         return usage("--time-scale must be positive and --loss in [0, 1)");
     }
-    let call = match compressed_call(&args.dir, args.first, &args.endpoint) {
+    let call = match compressed_call(&call_source(args.dir.as_deref()), args.first, &args.endpoint) {
         Ok(c) => c,
         Err(e) => return usage(e),
     };

@@ -14,7 +14,7 @@ use sigkit_eval::ran::{MeasureSettings, THESIS_RATES_KBPS};
 use sigkit_report::{runs, sources, write_report, ReportInput};
 
 use crate::endpoint_args::EndpointArgs;
-use crate::ran_cmd::{compressed_call, measure_rates};
+use crate::ran_cmd::{call_source, compressed_call, measure_rates};
 
 #[derive(Args)]
 pub struct ReportArgs {
@@ -32,9 +32,10 @@ pub struct ReportArgs {
     #[arg(long, value_name = "CORPUS")]
     pub flows: Option<PathBuf>,
     /// Add the RAN-delay study of this call (by equation 2.1 at the
-    /// thesis's bit rates, 9.6 to 256 kbit/s).
-    #[arg(long, value_name = "CALL_DIR", num_args = 0..=1, default_missing_value = "corpus/3gpp-video-call")]
-    pub ran: Option<PathBuf>,
+    /// thesis's bit rates, 9.6 to 256 kbit/s) [default CALL_DIR: the
+    /// built-in 3gpp-video-call].
+    #[arg(long, value_name = "CALL_DIR", num_args = 0..=1)]
+    pub ran: Option<Option<PathBuf>>,
     /// With --ran: also measure it over the emulated link (UDP on
     /// 127.0.0.1), time running --time-scale times faster.
     #[arg(long, requires = "ran")]
@@ -81,7 +82,7 @@ pub fn report(args: ReportArgs) -> ExitCode {
         }
     }
     if let Some(call_dir) = &args.ran {
-        let call = match compressed_call(call_dir, 12, &args.endpoint) {
+        let call = match compressed_call(&call_source(call_dir.as_deref()), 12, &args.endpoint) {
             Ok(c) => c,
             Err(e) => return fail(2, e),
         };

@@ -1,7 +1,10 @@
 //! `sigkit eval --quick`: the main job end to end, its results, and its
 //! report as a browser renders it (headless Chromium); once on the
 //! built-in UAS with Kamailio and SIPp out of reach (an empty PATH), once
-//! through Kamailio to SIPp's UAS where they are installed.
+//! through Kamailio to SIPp's UAS where they are installed, run as a new
+//! user runs it: from an empty folder, with the default (relative) output
+//! folder. A peer that does not start, a part that fails and an
+//! interrupt each still leave a report of what finished.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,21 +20,44 @@ fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus")
 }
 
-/// Runs `sigkit eval --quick` into a fresh directory with `path` as PATH
-/// (None: the test's own), and returns the directory and summary.json.
-fn eval(name: &str, path: Option<&Path>, extra: &[&str]) -> (PathBuf, serde_json::Value) {
-    let out = std::env::temp_dir().join(format!("sigkit-eval-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+/// A fresh, empty folder for test `name`.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sigkit-eval-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `sigkit eval --quick EXTRA` in the empty folder `cwd` with `path`
+/// as PATH (None: the test's own); the exit code, stderr and the
+/// summary.json of the output folder `out` (relative to `cwd`).
+fn eval_in(cwd: &Path, out: &str, path: Option<&Path>, extra: &[&str]) -> (Option<i32>, String, serde_json::Value) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sigkit"));
-    cmd.args(["eval", "--quick", "-o"]).arg(&out).arg("--corpus").arg(corpus()).args(extra);
+    cmd.current_dir(cwd).args(["eval", "--quick"]).args(extra);
     if let Some(p) = path {
         cmd.env("PATH", p);
     }
     let run = cmd.output().unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stderr}");
-    let summary = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    let summary = std::fs::read_to_string(cwd.join(out).join("summary.json"))
+        .unwrap_or_else(|e| panic!("no summary.json ({e}): {stderr}"));
+    (run.status.code(), stderr, serde_json::from_str(&summary).unwrap())
+}
+
+/// Runs `sigkit eval --quick -o OUT EXTRA` into a fresh directory with
+/// `path` as PATH, and returns the directory and summary.json.
+fn eval(name: &str, path: Option<&Path>, extra: &[&str]) -> (PathBuf, serde_json::Value) {
+    let out = scratch(name);
+    let mut args = vec!["-o", out.to_str().unwrap()];
+    args.extend(extra);
+    let (code, stderr, summary) = eval_in(&out, "", path, &args);
+    assert_eq!(code, Some(0), "{stderr}");
     (out, summary)
+}
+
+/// An empty folder to use as PATH: Kamailio and SIPp "not installed".
+fn empty_path(name: &str) -> PathBuf {
+    scratch(&format!("{name}-empty-path"))
 }
 
 /// The ids of the page's plots.
@@ -48,10 +74,12 @@ fn load_completed(summary: &serde_json::Value) {
 
 #[test]
 fn eval_quick_without_kamailio_and_sipp_runs_on_the_built_in_uas_and_its_report_renders() {
-    // No program on PATH: Kamailio and SIPp are "not installed".
-    let empty = std::env::temp_dir().join(format!("sigkit-eval-empty-path-{}", std::process::id()));
-    std::fs::create_dir_all(&empty).unwrap();
-    let (out, summary) = eval("built-in", Some(&empty), &[]);
+    // No program on PATH: Kamailio and SIPp are "not installed". The
+    // corpus is the one given (the repository's), not the built-in one.
+    let empty = empty_path("built-in");
+    let corpus_arg = corpus();
+    let (out, summary) = eval("built-in", Some(&empty), &["--corpus", corpus_arg.to_str().unwrap()]);
+    assert_eq!(summary["status"], "complete");
 
     let flows = std::fs::read_dir(corpus()).unwrap().filter(|e| e.as_ref().unwrap().path().is_dir()).count();
     assert_eq!(summary["compression"].as_array().unwrap().len(), flows);
@@ -147,15 +175,25 @@ fn eval_quick_without_kamailio_and_sipp_runs_on_the_built_in_uas_and_its_report_
 }
 
 #[test]
-fn eval_quick_goes_through_kamailio_to_sipp_where_installed() {
+fn eval_quick_runs_from_an_empty_folder_through_kamailio_to_sipp_where_installed() {
     if !(have("kamailio") && have("sipp")) {
         return;
     }
-    let (out, summary) = eval("kamailio", None, &[]);
-    assert_eq!(summary["load_path"], "sipp-kamailio");
+    // As a new user runs it: from a folder with no corpus in it, the
+    // default output folder `report` (relative), and the peers on PATH.
+    let cwd = scratch("empty-folder");
+    let (code, stderr, summary) = eval_in(&cwd, "report", None, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(summary["status"], "complete", "{stderr}");
+    assert_eq!(summary["load_path"], "sipp-kamailio", "{stderr}");
     // The proxy's upstream was Kamailio and the calls' target SIPp's UAS:
     // every call completed only if both served it.
     load_completed(&summary);
+    // The built-in corpus: every flow of the repository's.
+    let flows = std::fs::read_dir(corpus()).unwrap().filter(|e| e.as_ref().unwrap().path().is_dir()).count();
+    assert_eq!(summary["compression"].as_array().unwrap().len(), flows);
+    assert_eq!(summary["ran"].as_array().unwrap().len(), 7);
+    let out = cwd.join("report");
     assert!(out.join("peers/kamailio.cfg").exists() && out.join("peers/sipp-uas.log").exists());
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("UAC → sigkit proxy → Kamailio → SIPp UAS"));
@@ -163,9 +201,113 @@ fn eval_quick_goes_through_kamailio_to_sipp_where_installed() {
 }
 
 #[test]
+fn a_kamailio_that_does_not_start_leaves_the_load_run_on_the_built_in_uas_with_a_note() {
+    if !(have("kamailio") && have("sipp")) {
+        return;
+    }
+    let cwd = scratch("bad-kamailio");
+    std::fs::write(cwd.join("broken.cfg"), "this is not a Kamailio configuration\n").unwrap();
+    let (code, stderr, summary) = eval_in(&cwd, "out", None, &["-o", "out", "--kamailio-cfg", "broken.cfg"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("Kamailio did not start") && stderr.contains("falls back to the built-in UAS"), "{stderr}");
+    assert_eq!(summary["load_path"], "built-in");
+    load_completed(&summary);
+    let notes = summary["notes"].as_str().unwrap();
+    assert!(notes.contains("Kamailio did not start: Kamailio exited at start"), "{notes}");
+    assert!(notes.contains("parse error in config file"), "Kamailio's own reason is kept: {notes}");
+    let html = std::fs::read_to_string(cwd.join("out/index.html")).unwrap();
+    assert!(html.contains("Kamailio did not start"), "the report says why");
+    assert!(html.contains("UAC → sigkit proxy → built-in UAS"));
+}
+
+#[test]
+fn a_part_that_fails_is_noted_and_the_rest_is_reported() {
+    let cwd = scratch("no-corpus");
+    let empty = empty_path("no-corpus");
+    let (code, stderr, summary) =
+        eval_in(&cwd, "out", Some(&empty), &["-o", "out", "--corpus", "no-such-corpus", "--peers", "built-in"]);
+    assert_eq!(code, Some(1), "a part failed: {stderr}");
+    assert_eq!(summary["status"], "incomplete");
+    let problems: Vec<&str> = summary["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].starts_with("compression") && problems[0].contains("no-such-corpus"), "{problems:?}");
+    assert!(problems[1].starts_with("the RAN-delay study failed"), "{problems:?}");
+    // What did not depend on the corpus ran and is in the report.
+    load_completed(&summary);
+    assert_eq!(summary["overload"].as_array().unwrap().len(), 3);
+    let html = std::fs::read_to_string(cwd.join("out/index.html")).unwrap();
+    assert!(html.contains("no-such-corpus"), "the report says what failed");
+    assert!(html.contains("sim-goodput"));
+}
+
+#[test]
+fn an_interrupted_run_records_and_reports_what_finished() {
+    let cwd = scratch("interrupted");
+    let empty = empty_path("interrupted");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sigkit"))
+        .current_dir(&cwd)
+        .args(["eval", "--quick", "-o", "out"])
+        .env("PATH", &empty)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once the capacity search has begun: compression, the RAN
+    // study and the load run have finished by then.
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.contains("capacity search") {
+            break;
+        }
+    }
+    assert!(seen.iter().any(|l| l.contains("capacity search")), "{seen:?}");
+    let kill = Command::new("/bin/kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest:?}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("out/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["status"], "interrupted");
+    load_completed(&summary);
+    assert!(summary["compression"].as_array().unwrap().len() >= 8);
+    assert!(summary["overload"].as_array().unwrap().is_empty(), "the simulations did not run");
+    let problems = summary["problems"].to_string();
+    assert!(problems.contains("SIP overload simulations: not run (interrupted)"), "{problems}");
+    let html = std::fs::read_to_string(cwd.join("out/index.html")).unwrap();
+    assert!(html.contains("interrupted"), "the report says the run stopped early");
+    assert!(html.contains("load-throughput"));
+}
+
+#[test]
+fn the_defaults_work_outside_the_repository() {
+    // The RAN-delay study of the built-in call, from an empty folder.
+    let cwd = scratch("outside");
+    let ran = Command::new(env!("CARGO_BIN_EXE_sigkit")).current_dir(&cwd).args(["ran", "--json"]).output().unwrap();
+    assert_eq!(ran.status.code(), Some(0), "{}", String::from_utf8_lossy(&ran.stderr));
+    let input: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert!(input["ran"].as_array().unwrap().len() >= 7, "{input}");
+    // The report's RAN section of the same call.
+    let report = Command::new(env!("CARGO_BIN_EXE_sigkit"))
+        .current_dir(&cwd)
+        .args(["report", "--ran", "-o", "r"])
+        .output()
+        .unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", String::from_utf8_lossy(&report.stderr));
+    assert!(std::fs::read_to_string(cwd.join("r/index.html")).unwrap().contains("ran-delay"));
+    // A call that is not there is a usage error naming it.
+    let missing =
+        Command::new(env!("CARGO_BIN_EXE_sigkit")).current_dir(&cwd).args(["ran", "nowhere"]).output().unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("nowhere"));
+}
+
+#[test]
 fn eval_refuses_to_pretend_kamailio_is_there() {
-    let empty = std::env::temp_dir().join(format!("sigkit-eval-empty-path-k-{}", std::process::id()));
-    std::fs::create_dir_all(&empty).unwrap();
+    let empty = empty_path("refuses");
     let out = Command::new(env!("CARGO_BIN_EXE_sigkit"))
         .args(["eval", "--quick", "--peers", "kamailio", "-o"])
         .arg(empty.join("out"))

@@ -1,4 +1,4 @@
-//! Speed, memory and multi-core scaling of sigkit's SigComp stack (issue 5).
+//! Speed, memory and multi-core scaling of sigkit's SigComp stack.
 //!
 //! A *round trip* is what Open SigComp's speed test (the Open SigComp characterisation §2.1.1)
 //! counts as one message: one endpoint compresses a SIP message, the other

@@ -1,8 +1,105 @@
-//! Call flows on disk: a directory of `NN-<sender>-<name>.sip` files, one
-//! SIP message each, in order; sender `ue` or `pcscf`.
+//! Call flows: a directory of `NN-<sender>-<name>.sip` files, one SIP
+//! message each, in order; sender `ue` or `pcscf`. The repository's
+//! `corpus/` is built into the library ([`FlowSource::Embedded`]), so the
+//! commands' defaults work from any folder and from an installed binary;
+//! a directory on disk ([`FlowSource::Dir`]) overrides it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+use include_dir::{include_dir, Dir};
+
+/// The repository's `corpus/`, built in.
+static EMBEDDED: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../../corpus");
+
+/// Where a call flow's messages come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlowSource {
+    /// A flow of the corpus built into sigkit, by its directory name.
+    Embedded(String),
+    /// A flow directory on disk.
+    Dir(PathBuf),
+}
+
+impl FlowSource {
+    /// The built-in flow `name` (`3gpp-video-call`, ...), if there is one.
+    pub fn builtin(name: &str) -> Option<FlowSource> {
+        EMBEDDED.get_dir(name).map(|_| FlowSource::Embedded(name.to_string()))
+    }
+
+    /// The flow's name: its directory's.
+    pub fn name(&self) -> String {
+        match self {
+            FlowSource::Embedded(name) => name.clone(),
+            FlowSource::Dir(dir) => {
+                dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned())
+            }
+        }
+    }
+
+    /// Its messages in order, each checked with [`check_sip`].
+    pub fn load(&self) -> Result<Vec<FlowMessage>, CorpusError> {
+        match self {
+            FlowSource::Dir(dir) => load_flow(dir),
+            FlowSource::Embedded(name) => {
+                let label = PathBuf::from(format!("corpus/{name} (built in)"));
+                let dir = EMBEDDED.get_dir(name.as_str()).ok_or_else(|| {
+                    CorpusError::Io(label.clone(), std::io::Error::from(std::io::ErrorKind::NotFound))
+                })?;
+                let files = dir.files().map(|f| (Path::new("corpus").join(f.path()), f.contents().to_vec()));
+                parse_flow(&label, files)
+            }
+        }
+    }
+}
+
+impl fmt::Display for FlowSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FlowSource::Embedded(name) => write!(f, "corpus/{name} (built in)"),
+            FlowSource::Dir(dir) => write!(f, "{}", dir.display()),
+        }
+    }
+}
+
+/// Every flow of the built-in corpus, in name order.
+pub fn builtin_flows() -> Vec<FlowSource> {
+    let mut names: Vec<String> = EMBEDDED
+        .dirs()
+        .filter(|d| d.files().any(|f| f.path().extension().is_some_and(|x| x == "sip")))
+        .filter_map(|d| d.path().file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    names.into_iter().map(FlowSource::Embedded).collect()
+}
+
+/// Every flow directory of `corpus` (a directory holding `.sip` files), in
+/// name order.
+pub fn flows_in(corpus: &Path) -> Result<Vec<FlowSource>, CorpusError> {
+    let rd = std::fs::read_dir(corpus).map_err(|e| CorpusError::Io(corpus.to_path_buf(), e))?;
+    let mut dirs: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && std::fs::read_dir(p)
+                    .is_ok_and(|r| r.flatten().any(|e| e.path().extension().is_some_and(|x| x == "sip")))
+        })
+        .collect();
+    if dirs.is_empty() {
+        return Err(CorpusError::Empty(corpus.to_path_buf()));
+    }
+    dirs.sort();
+    Ok(dirs.into_iter().map(FlowSource::Dir).collect())
+}
+
+/// The flows of `corpus`, or of the built-in corpus.
+pub fn flows(corpus: Option<&Path>) -> Result<Vec<FlowSource>, CorpusError> {
+    match corpus {
+        Some(dir) => flows_in(dir),
+        None => Ok(builtin_flows()),
+    }
+}
 
 /// Which end sends a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,15 +214,29 @@ pub fn check_sip(bytes: &[u8]) -> Result<(), String> {
 /// [`check_sip`]; the first bad one is an error naming its file.
 pub fn load_flow(dir: &Path) -> Result<Vec<FlowMessage>, CorpusError> {
     let rd = std::fs::read_dir(dir).map_err(|e| CorpusError::Io(dir.to_path_buf(), e))?;
-    let mut msgs = Vec::new();
+    let mut files = Vec::new();
     for entry in rd {
-        let entry = entry.map_err(|e| CorpusError::Io(dir.to_path_buf(), e))?;
-        let path = entry.path();
+        let path = entry.map_err(|e| CorpusError::Io(dir.to_path_buf(), e))?.path();
+        if path.extension().and_then(|e| e.to_str()) == Some("sip") {
+            let bytes = std::fs::read(&path).map_err(|e| CorpusError::Io(path.clone(), e))?;
+            files.push((path, bytes));
+        }
+    }
+    parse_flow(dir, files)
+}
+
+/// The flow `dir` of `files` (path, bytes), `.sip` files only, in message
+/// order.
+fn parse_flow(
+    dir: &Path,
+    files: impl IntoIterator<Item = (PathBuf, Vec<u8>)>,
+) -> Result<Vec<FlowMessage>, CorpusError> {
+    let mut msgs = Vec::new();
+    for (path, bytes) in files {
         if path.extension().and_then(|e| e.to_str()) != Some("sip") {
             continue;
         }
         let (index, sender, name) = parse_name(&path).ok_or_else(|| CorpusError::BadName(path.clone()))?;
-        let bytes = std::fs::read(&path).map_err(|e| CorpusError::Io(path.clone(), e))?;
         if let Err(why) = check_sip(&bytes) {
             return Err(CorpusError::Malformed { file: path, message: name, why });
         }
@@ -166,5 +277,35 @@ mod tests {
         assert!(check_sip(b"OPTIONS sip:a@b SIP/2.0\nVia: x\n\n").is_err());
         assert!(check_sip(b"hello\r\n\r\n").is_err());
         assert!(check_sip(b"SIP/2.0 200 OK\r\nVia: x\r\n\r\n").is_ok());
+    }
+
+    #[test]
+    fn the_built_in_corpus_is_the_repository_corpus() {
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus");
+        let on_disk = flows_in(&corpus).unwrap();
+        let built_in = builtin_flows();
+        assert!(built_in.len() >= 8, "{built_in:?}");
+        assert_eq!(
+            on_disk.iter().map(FlowSource::name).collect::<Vec<_>>(),
+            built_in.iter().map(FlowSource::name).collect::<Vec<_>>()
+        );
+        for (disk, embedded) in on_disk.iter().zip(&built_in) {
+            let (a, b) = (disk.load().unwrap(), embedded.load().unwrap());
+            assert_eq!(a.len(), b.len(), "{embedded}");
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!((x.index, x.sender, &x.name, &x.bytes), (y.index, y.sender, &y.name, &y.bytes));
+            }
+        }
+        assert_eq!(FlowSource::builtin("3gpp-video-call"), Some(FlowSource::Embedded("3gpp-video-call".into())));
+        assert_eq!(FlowSource::builtin("no-such-flow"), None);
+    }
+
+    #[test]
+    fn a_folder_without_flows_is_an_error_naming_it() {
+        let e = flows_in(Path::new("/nonexistent/corpus")).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/corpus"), "{e}");
+        let empty = std::env::temp_dir().join(format!("sigkit-empty-corpus-{}", std::process::id()));
+        std::fs::create_dir_all(&empty).unwrap();
+        assert!(matches!(flows_in(&empty), Err(CorpusError::Empty(_))));
     }
 }

@@ -153,7 +153,7 @@ pub fn run(messages: &[FlowMessage], params: Params, config: Config) -> Result<F
 pub const ALGORITHMS: &[sigcomp_compress::Algorithm] = sigcomp_compress::Algorithm::ALL;
 
 /// Names an algorithm may be asked for, including ones planned but not yet
-/// implemented (issue 4): asking for those is a clear error, not a crash.
+/// implemented: asking for those is a clear error, not a crash.
 pub const PLANNED_ALGORITHMS: &[&str] = &["lzss", "deflate", "lz77"];
 
 /// Parses an algorithm name; an unknown or not-yet-available one is an

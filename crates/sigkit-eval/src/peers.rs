@@ -103,7 +103,7 @@ impl Drop for Peer {
         // The peer leads its own process group (Kamailio's workers are in
         // it): end the group, then make sure of the leader.
         let group = format!("-{}", self.child.id());
-        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).stderr(Stdio::null()).status();
         let deadline = Instant::now() + Duration::from_secs(3);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -111,7 +111,7 @@ impl Drop for Peer {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -124,6 +124,8 @@ pub enum PeerError {
     Io(String, std::io::Error),
     #[error("{what} did not become ready in {secs} s; its log:\n{log}")]
     NotReady { what: &'static str, secs: u64, log: String },
+    #[error("{what} exited at start ({status}); its log:\n{log}")]
+    Exited { what: &'static str, status: std::process::ExitStatus, log: String },
 }
 
 fn spawn(mut cmd: Command, dir: &Path, log: &str, addr: SocketAddr) -> Result<Peer, PeerError> {
@@ -140,19 +142,40 @@ fn not_ready(what: &'static str, peer: &Peer, secs: u64) -> PeerError {
     PeerError::NotReady { what, secs, log: std::fs::read_to_string(&peer.log).unwrap_or_default() }
 }
 
+/// The error of a peer that has already exited (a configuration it
+/// refused, say), so that nobody waits out the readiness deadline.
+fn exited(what: &'static str, peer: &mut Peer) -> Option<PeerError> {
+    let status = peer.child.try_wait().ok().flatten()?;
+    Some(PeerError::Exited { what, status, log: std::fs::read_to_string(&peer.log).unwrap_or_default() })
+}
+
+/// `dir` made, as an absolute path: a peer runs in it, and the paths it is
+/// given must not be resolved a second time from there.
+fn scratch_dir(dir: &Path) -> Result<PathBuf, PeerError> {
+    std::fs::create_dir_all(dir).map_err(|e| PeerError::Io(dir.display().to_string(), e))?;
+    std::path::absolute(dir).map_err(|e| PeerError::Io(dir.display().to_string(), e))
+}
+
 /// Kamailio with [`KAMAILIO_CFG`] on a free UDP port of 127.0.0.1, its
 /// configuration, PID file and log in `dir`; returned once it answers an
 /// OPTIONS.
 pub fn kamailio(dir: &Path) -> Result<Peer, PeerError> {
-    std::fs::create_dir_all(dir).map_err(|e| PeerError::Io(dir.display().to_string(), e))?;
+    kamailio_with(dir, KAMAILIO_CFG)
+}
+
+/// [`kamailio`] with another configuration: `template`, in which every
+/// `LISTEN_PORT` becomes the UDP port chosen. It must listen on
+/// 127.0.0.1 at that port and answer an OPTIONS to itself with 200.
+pub fn kamailio_with(dir: &Path, template: &str) -> Result<Peer, PeerError> {
+    let dir = &scratch_dir(dir)?;
     let port = free_udp_port().map_err(|e| PeerError::Io("a free port".into(), e))?;
     let cfg = dir.join("kamailio.cfg");
-    std::fs::write(&cfg, KAMAILIO_CFG.replace("LISTEN_PORT", &port.to_string()))
+    std::fs::write(&cfg, template.replace("LISTEN_PORT", &port.to_string()))
         .map_err(|e| PeerError::Io(cfg.display().to_string(), e))?;
     let mut cmd = Command::new("kamailio");
     cmd.arg("-f").arg(&cfg).args(["-DD", "-E", "-w"]).arg(dir).arg("-P").arg(dir.join("kamailio.pid"));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let peer = spawn(cmd, dir, "kamailio.log", addr)?;
+    let mut peer = spawn(cmd, dir, "kamailio.log", addr)?;
     let probe = UdpSocket::bind("127.0.0.1:0").map_err(|e| PeerError::Io("a probe socket".into(), e))?;
     let _ = probe.set_read_timeout(Some(Duration::from_millis(200)));
     let local = probe.local_addr().map_err(|e| PeerError::Io("a probe socket".into(), e))?;
@@ -160,6 +183,9 @@ pub fn kamailio(dir: &Path) -> Result<Peer, PeerError> {
     let mut buf = [0u8; 2048];
     let mut n = 0;
     while Instant::now() < deadline {
+        if let Some(e) = exited("Kamailio", &mut peer) {
+            return Err(e);
+        }
         n += 1;
         let options = format!(
             "OPTIONS sip:127.0.0.1:{port} SIP/2.0\r\nVia: SIP/2.0/UDP {local};branch=z9hG4bK-probe{n}\r\n\
@@ -179,15 +205,18 @@ pub fn kamailio(dir: &Path) -> Result<Peer, PeerError> {
 /// SIPp's built-in UAS (`-sn uas`) on a free UDP port of 127.0.0.1, its
 /// log in `dir`; returned once its port is bound.
 pub fn sipp_uas(dir: &Path) -> Result<Peer, PeerError> {
-    std::fs::create_dir_all(dir).map_err(|e| PeerError::Io(dir.display().to_string(), e))?;
+    let dir = &scratch_dir(dir)?;
     let port = free_udp_port().map_err(|e| PeerError::Io("a free port".into(), e))?;
     let mut cmd = Command::new("sipp");
     cmd.args(["-sn", "uas", "-i", "127.0.0.1", "-p", &port.to_string(), "-nostdin", "-trace_err"]);
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let peer = spawn(cmd, dir, "sipp-uas.log", addr)?;
+    let mut peer = spawn(cmd, dir, "sipp-uas.log", addr)?;
     let deadline = Instant::now() + Duration::from_secs(10);
     // SIPp holds the port once it is listening: binding it fails then.
     while UdpSocket::bind(addr).is_ok() {
+        if let Some(e) = exited("SIPp", &mut peer) {
+            return Err(e);
+        }
         if Instant::now() > deadline {
             return Err(not_ready("SIPp", &peer, 10));
         }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use sigcomp::Params;
 use sigcomp_compress::{Algorithm, Config, Mechanism};
 
-use crate::corpus::{load_flow, CorpusError};
+use crate::corpus::{CorpusError, FlowSource};
 use crate::flow::{run, FlowError, ALGORITHMS};
 
 /// One message of one flow under one configuration.
@@ -68,8 +68,9 @@ pub fn flow_dirs(corpus: &Path) -> Result<Vec<PathBuf>, StudyError> {
     Ok(dirs)
 }
 
-/// Runs every flow of `flows` under each of `algorithms` × `mechanisms`,
-/// with `base`'s other settings and `params` at both endpoints.
+/// Runs every flow directory of `flows` under each of `algorithms` ×
+/// `mechanisms`, with `base`'s other settings and `params` at both
+/// endpoints.
 pub fn compression(
     flows: &[PathBuf],
     algorithms: &[Algorithm],
@@ -77,10 +78,22 @@ pub fn compression(
     base: Config,
     params: Params,
 ) -> Result<CompressionStudy, StudyError> {
+    let sources: Vec<FlowSource> = flows.iter().cloned().map(FlowSource::Dir).collect();
+    compression_of(&sources, algorithms, mechanisms, base, params)
+}
+
+/// [`compression`] of flows from anywhere (the built-in corpus, say).
+pub fn compression_of(
+    flows: &[FlowSource],
+    algorithms: &[Algorithm],
+    mechanisms: &[Mechanism],
+    base: Config,
+    params: Params,
+) -> Result<CompressionStudy, StudyError> {
     let mut study = CompressionStudy::default();
-    for dir in flows {
-        let flow = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().to_string());
-        let messages = load_flow(dir)?;
+    for source in flows {
+        let flow = source.name();
+        let messages = source.load()?;
         for &algorithm in algorithms {
             for &mechanism in mechanisms {
                 let config = Config { algorithm, mechanism, ..base };
