@@ -198,6 +198,30 @@ fn eval_quick_runs_from_an_empty_folder_through_kamailio_to_sipp_where_installed
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("UAC → sigkit proxy → Kamailio → SIPp UAS"));
     assert!(html.contains("kamailio 5.") || html.contains("kamailio 6."), "the version used is named");
+    // Like for like: the same steps without the proxy, from sigkit's UAC
+    // and from SIPp's, each a load run of its own in the results file.
+    assert!(html.contains("SIPp UAC → Kamailio → SIPp UAS"));
+    let steps = Command::new(env!("CARGO_BIN_EXE_sigkit"))
+        .arg("results")
+        .arg(out.join("results.sqlite"))
+        .args(["--csv", "load_steps"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&steps.stdout);
+    let mut by_run = std::collections::BTreeMap::<String, (u64, u64)>::new();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    for line in csv.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let e = by_run.entry(cells[0].to_string()).or_default();
+        e.0 += cells[col("attempted")].parse::<u64>().unwrap();
+        e.1 += cells[col("successful")].parse::<u64>().unwrap();
+    }
+    assert_eq!(by_run.len(), 3, "the proxied run, sigkit's UAC and SIPp's UAC straight to Kamailio: {by_run:?}");
+    for (run, (attempted, successful)) in &by_run {
+        assert_eq!(*attempted, 600, "run {run}");
+        assert!(*successful >= 590, "run {run}: {successful} of {attempted}");
+    }
 }
 
 #[test]

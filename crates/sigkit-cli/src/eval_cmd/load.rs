@@ -137,6 +137,59 @@ pub async fn proxy_load(
     servers: Option<(SocketAddr, SocketAddr)>,
     steps: Steps,
 ) -> Result<sigkit_loadgen::RunReport, String> {
+    load(servers, true, steps).await
+}
+
+/// The series of the like-for-like runs beside the proxy's: the same
+/// Kamailio and SIPp UAS without `sigkit proxy`, driven by sigkit's UAC
+/// and by SIPp's.
+pub const DIRECT_SERIES: &str = "UAC → Kamailio → SIPp UAS";
+pub const SIPP_SERIES: &str = "SIPp UAC → Kamailio → SIPp UAS";
+
+/// [`proxy_load`]'s steps from sigkit's UAC straight to Kamailio: what
+/// the proxy adds is the difference.
+pub async fn direct_load(servers: (SocketAddr, SocketAddr), steps: Steps) -> Result<sigkit_loadgen::RunReport, String> {
+    load(Some(servers), false, steps).await
+}
+
+/// [`direct_load`]'s steps with SIPp's UAC as the generator: one SIPp run
+/// per step (`-r` the step's rate, `-m` its calls), in `dir`; the steps
+/// as the load run records them (`load_steps` rows).
+pub fn sipp_steps(
+    dir: &Path,
+    (uas, kamailio): (SocketAddr, SocketAddr),
+    steps: Steps,
+) -> Result<Vec<serde_json::Value>, String> {
+    let mut rows = Vec::new();
+    let mut rate = steps.start;
+    let dwell = steps.dwell.as_secs_f64();
+    while rate <= steps.end + 1e-9 {
+        let calls = (rate * dwell).round() as u64;
+        let limit = steps.dwell + Duration::from_secs(8);
+        let run = peers::sipp_uac(dir, uas, kamailio, rate, calls, limit).map_err(|e| e.to_string())?;
+        let mut setup = run.setup_ms.clone();
+        setup.sort_by(f64::total_cmp);
+        let q = |p: f64| setup.get(((p * setup.len() as f64).ceil() as usize).saturating_sub(1)).copied();
+        rows.push(serde_json::json!({
+            "step": rows.len(),
+            "offered_cps": rate,
+            "attempted": calls,
+            "successful": run.successful,
+            "failed": run.failed,
+            "calls_per_s": run.successful as f64 / dwell,
+            "setup_ms": {"count": setup.len(), "p50": q(0.50), "p95": q(0.95), "p99": q(0.99)},
+        }));
+        rate += steps.step;
+    }
+    Ok(rows)
+}
+
+/// A stepped run of sigkit's UAC, through `sigkit proxy` or not.
+async fn load(
+    servers: Option<(SocketAddr, SocketAddr)>,
+    through_proxy: bool,
+    steps: Steps,
+) -> Result<sigkit_loadgen::RunReport, String> {
     let Steps { start, end, step, dwell } = steps;
     let n_steps = ((end - start) / step).round() as u32 + 1;
     let secs = dwell.as_secs_f64() * f64::from(n_steps);
@@ -163,12 +216,13 @@ pub async fn proxy_load(
         threads: 1,
         ..ProxyConfig::default()
     };
-    let proxy = sigkit_proxy::runtime::start(config).await.map_err(|e| e.to_string())?;
-    let proxy_addr = proxy.terminal_addrs[0].1;
+    let proxy =
+        if through_proxy { Some(sigkit_proxy::runtime::start(config).await.map_err(|e| e.to_string())?) } else { None };
+    let next_hop = proxy.as_ref().map_or(upstream, |p| p.terminal_addrs[0].1);
     let uac = LoadConfig {
         role: Role::Uac,
         remote: Some(uas_addr),
-        next_hop: Some(proxy_addr),
+        next_hop: Some(next_hop),
         rate: start,
         pattern: Pattern::Steps { start, end, step, dwell, pause: Duration::ZERO },
         duration: Some(Duration::from_secs_f64(secs + 10.0)),
@@ -179,7 +233,9 @@ pub async fn proxy_load(
         let _ = stop.send(true);
         let _ = task.await;
     }
-    proxy.stop().await;
+    if let Some(proxy) = proxy {
+        proxy.stop().await;
+    }
     report
 }
 

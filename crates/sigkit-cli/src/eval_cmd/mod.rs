@@ -263,6 +263,16 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         let report = run.interrupt.block_on(&runtime, load::proxy_load(path.servers(), steps))?;
         parts::record_load(run, path.series(), &report)
     });
+    // Like for like: the same Kamailio and SIPp UAS without the proxy,
+    // driven by sigkit's UAC and by SIPp's, each a run of its own.
+    let direct_runs = match (path.servers(), proxy_load.is_some()) {
+        (Some(servers), true) => run
+            .part("the same load without sigkit proxy, from sigkit's UAC and from SIPp's", |run| {
+                parts::direct_loads(run, &runtime, servers, steps, &out.join("peers"))
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
     // The real peers are done with.
     let load_path = path.key();
     let mut notes = path.notes();
@@ -275,7 +285,7 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     for p in &run.problems {
         notes.push_str(&format!(" {p}."));
     }
-    let sim_runs: Vec<RunId> = overload.iter().flatten().map(|(r, _)| *r).collect();
+    let other_runs: Vec<RunId> = direct_runs.into_iter().chain(overload.iter().flatten().map(|(r, _)| *r)).collect();
     let summary = Summary {
         seconds: started.elapsed().as_secs_f64(),
         status,
@@ -301,9 +311,9 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     }
 
     // The report, from this run's rows in the results file (what `sigkit
-    // report results.sqlite` draws too) and the simulations' runs, with
-    // the published values beside ours.
-    let index = match report(&db, id, &sim_runs, &out) {
+    // report results.sqlite` draws too) and its other runs, with the
+    // published values beside ours.
+    let index = match report(&db, id, &other_runs, &out) {
         Ok(i) => i,
         Err(e) => return fail(e),
     };
@@ -323,10 +333,12 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     }
 }
 
-fn report(db: &Path, run: RunId, sim_runs: &[RunId], out: &Path) -> Result<PathBuf, sigkit_report::ReportError> {
+/// The report of `run` with its `other_runs` (the like-for-like load runs
+/// and the simulations), each a run of its own in the results file.
+fn report(db: &Path, run: RunId, other_runs: &[RunId], out: &Path) -> Result<PathBuf, sigkit_report::ReportError> {
     let mut input = runs::read_results_run(db, run)?;
-    for &sim in sim_runs {
-        input.merge(runs::read_results_run(db, sim)?);
+    for &other in other_runs {
+        input.merge(runs::read_results_run(db, other)?);
     }
     runs::add_seeds(&mut input);
     input.title = Some("sigkit eval".into());

@@ -14,6 +14,7 @@ use sigkit_loadgen::Summary as LoadSummary;
 use sigkit_report::sources;
 use sigkit_results::RunId;
 
+use super::load::{self, sipp_steps, Steps};
 use super::Run;
 use crate::capacity_cmd::{describe, search, CapacityReport, SearchSettings};
 
@@ -135,6 +136,16 @@ pub fn ran(run: &mut Run, corpus: Option<&Path>, config: Config, params: Params)
 
 /// Prints and records the load run's steps.
 pub fn record_load(run: &mut Run, series: &str, report: &sigkit_loadgen::RunReport) -> Result<LoadSummary, String> {
+    print_load(series, report);
+    run.store
+        .record_rows(run.id, "load_intervals", &report.intervals)
+        .and_then(|_| run.store.record_rows(run.id, "load_steps", &report.steps))
+        .map_err(|e| e.to_string())?;
+    Ok(report.summary.clone())
+}
+
+/// A load run's table.
+fn print_load(series: &str, report: &sigkit_loadgen::RunReport) {
     let s = &report.summary;
     println!(
         "\n{series}: {} of {} calls, {} failed, {} unfinished when the run ended",
@@ -147,11 +158,73 @@ pub fn record_load(run: &mut Run, series: &str, report: &sigkit_loadgen::RunRepo
             st.offered_cps, st.successful, st.attempted, st.failed, unfinished, st.setup_ms.p50, st.setup_ms.p95
         );
     }
+}
+
+/// The proxied load run's like-for-like companions, each recorded as a
+/// "load" run of its own: sigkit's UAC straight to Kamailio, and SIPp's
+/// UAC the same way; their run ids.
+pub fn direct_loads(
+    run: &mut Run,
+    runtime: &tokio::runtime::Runtime,
+    servers: (std::net::SocketAddr, std::net::SocketAddr),
+    steps: Steps,
+    dir: &Path,
+) -> Result<Vec<RunId>, String> {
+    let mut ids = Vec::new();
+    let direct = run.interrupt.block_on(runtime, load::direct_load(servers, steps))?;
+    let id = begin_load_run(run, load::DIRECT_SERIES, steps)?;
+    print_load(load::DIRECT_SERIES, &direct);
     run.store
-        .record_rows(run.id, "load_intervals", &report.intervals)
-        .and_then(|_| run.store.record_rows(run.id, "load_steps", &report.steps))
+        .record_rows(id, "load_intervals", &direct.intervals)
+        .and_then(|_| run.store.record_rows(id, "load_steps", &direct.steps))
+        .and_then(|_| run.store.finish_run(id, &direct.summary))
         .map_err(|e| e.to_string())?;
-    Ok(report.summary.clone())
+    ids.push(id);
+    if run.interrupt.is_set() {
+        return Err("interrupted".into());
+    }
+    let sipp = sipp_steps(dir, servers, steps)?;
+    let id = begin_load_run(run, load::SIPP_SERIES, steps)?;
+    println!(
+        "
+{}:",
+        load::SIPP_SERIES
+    );
+    for s in &sipp {
+        println!(
+            "  {:>6.0} calls/s offered: {} of {} successful, {} failed, set-up p50 {} ms, p95 {} ms (SIPp's own timer)",
+            s["offered_cps"].as_f64().unwrap_or(f64::NAN),
+            s["successful"],
+            s["attempted"],
+            s["failed"],
+            s["setup_ms"]["p50"],
+            s["setup_ms"]["p95"]
+        );
+    }
+    let successful: u64 = sipp.iter().filter_map(|s| s["successful"].as_u64()).sum();
+    let failed: u64 = sipp.iter().filter_map(|s| s["failed"].as_u64()).sum();
+    let attempted: u64 = sipp.iter().filter_map(|s| s["attempted"].as_u64()).sum();
+    run.store
+        .record_rows(id, "load_steps", &sipp)
+        .and_then(|_| {
+            run.store.finish_run(
+                id,
+                &serde_json::json!({"generator": "sipp", "attempted_calls": attempted,
+                    "successful_calls": successful, "failed_calls": failed}),
+            )
+        })
+        .map_err(|e| e.to_string())?;
+    ids.push(id);
+    Ok(ids)
+}
+
+/// A "load" run of the results file for a series beside the main run's.
+fn begin_load_run(run: &mut Run, series: &str, steps: Steps) -> Result<RunId, String> {
+    let config = serde_json::json!({
+        "title": "sigkit eval", "series": series,
+        "load_steps": {"start": steps.start, "end": steps.end, "step": steps.step, "dwell_s": steps.dwell.as_secs_f64()},
+    });
+    run.store.begin_run("load", &run.command, &config).map_err(|e| e.to_string())
 }
 
 /// A capacity search against the built-in UAS.
