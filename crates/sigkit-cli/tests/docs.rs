@@ -79,3 +79,14 @@ fn asm_error_from_stdin_reads_as_the_manual_shows() {
         .stdout_eq("")
         .stderr_eq(expected);
 }
+
+/// docs/asm.md assembles RFC 4464 §4.1.3's message from
+/// examples/rfc4464-lzw.data: the compressed bytes the RFC gives in hex.
+#[test]
+fn lzw_example_data_is_the_rfcs_compressed_message() {
+    let hex_text = repo_file("crates/sigcomp-asm/tests/rfc4464/4.1.3-lzw.msg");
+    let digits: String = hex_text.lines().filter(|l| !l.starts_with('#')).flat_map(|l| l.split_whitespace()).collect();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let data = std::fs::read(root.join("examples/rfc4464-lzw.data")).unwrap();
+    assert_eq!(data, hex::decode(digits).unwrap());
+}
