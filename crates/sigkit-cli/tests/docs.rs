@@ -51,16 +51,17 @@ fn block_from<'a>(doc: &'a str, first: &str) -> Vec<&'a str> {
 fn decompress_jsonl_session_answers_as_the_manual_shows() {
     let doc = repo_file("docs/decompress.md");
     let session = block_from(&doc, "$ sigkit decompress --jsonl");
-    let (requests, answers): (Vec<(usize, &str)>, Vec<(usize, &str)>) =
-        session[1..].iter().copied().enumerate().partition(|(i, _)| i % 2 == 0);
-    assert!(requests.len() >= 5 && requests.len() == answers.len(), "{session:?}");
-    let lines = |v: Vec<(usize, &str)>| v.into_iter().map(|(_, l)| format!("{l}\n")).collect::<String>();
+    // After the command line, requests and answers alternate.
+    let exchange = &session[1..];
+    assert!(exchange.len() >= 10 && exchange.len().is_multiple_of(2), "{session:?}");
+    let lines = |first: usize| exchange.iter().skip(first).step_by(2).map(|l| format!("{l}\n")).collect::<String>();
+    let (requests, answers) = (lines(0), lines(1));
     snapbox::cmd::Command::new(env!("CARGO_BIN_EXE_sigkit"))
         .args(["decompress", "--jsonl"])
-        .stdin(lines(requests))
+        .stdin(requests)
         .assert()
         .success()
-        .stdout_eq(lines(answers));
+        .stdout_eq(answers);
 }
 
 /// docs/asm.md's assembly error, read from standard input:
@@ -68,8 +69,10 @@ fn decompress_jsonl_session_answers_as_the_manual_shows() {
 #[test]
 fn asm_error_from_stdin_reads_as_the_manual_shows() {
     let doc = repo_file("docs/asm.md");
-    let first = doc.lines().find(|l| l.starts_with("$ printf '") && l.ends_with("' | sigkit asm -")).expect("the example");
-    let source = first.strip_prefix("$ printf '").unwrap().strip_suffix("' | sigkit asm -").unwrap().replace("\\n", "\n");
+    let first =
+        doc.lines().find(|l| l.starts_with("$ printf '") && l.ends_with("' | sigkit asm -")).expect("the example");
+    let source =
+        first.strip_prefix("$ printf '").unwrap().strip_suffix("' | sigkit asm -").unwrap().replace("\\n", "\n");
     let expected: String = block_from(&doc, first)[1..].iter().map(|l| format!("{l}\n")).collect();
     snapbox::cmd::Command::new(env!("CARGO_BIN_EXE_sigkit"))
         .args(["asm", "-"])

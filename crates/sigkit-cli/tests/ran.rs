@@ -29,9 +29,8 @@ fn table_rows(table: &str) -> Vec<(f64, f64, Vec<String>)> {
             let kbps = ours.first()?.parse().ok()?;
             let saved_s = ours.get(3)?.parse().ok()?;
             // Three right-aligned columns of 11 after "| ".
-            let thesis: Vec<String> = (0..3)
-                .map(|i| thesis.get(1 + 12 * i..12 * (i + 1)).unwrap_or("").trim().to_owned())
-                .collect();
+            let thesis: Vec<String> =
+                (0..3).map(|i| thesis.get(1 + 12 * i..12 * (i + 1)).unwrap_or("").trim().to_owned()).collect();
             Some((kbps, saved_s, thesis))
         })
         .collect()
@@ -54,7 +53,10 @@ fn the_table_prints_the_thesis_saved_seconds_beside_ours() {
                 assert_eq!(thesis[1], format!("~{saved:.2}"), "{kbps} kbps: {table}");
                 // Ours saves more bytes than the thesis's compressor, but the
                 // same order of seconds (docs/ran.md).
-                assert!(*ours_saved > saved && *ours_saved < saved * 1.2, "{kbps} kbps: {ours_saved} s against {saved} s");
+                assert!(
+                    *ours_saved > saved && *ours_saved < saved * 1.2,
+                    "{kbps} kbps: {ours_saved} s against {saved} s"
+                );
             }
             None => assert_eq!(thesis[1], "", "{kbps} kbps: the thesis gives no saving there: {table}"),
         }
