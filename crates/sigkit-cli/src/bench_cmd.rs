@@ -189,7 +189,7 @@ fn settings_json(args: &BenchArgs) -> serde_json::Value {
         "dms": args.endpoint.dms,
         "sms": args.endpoint.sms,
         "cpb": args.endpoint.cpb,
-        "transport": args.endpoint.transport.name(),
+        "transport": args.endpoint.transport().name(),
         "lookahead": args.endpoint.lookahead,
         "dict_priority": args.endpoint.dict_priority,
         "max_chain": args.max_chain.unwrap_or(Effort::default().max_chain),
@@ -257,7 +257,7 @@ fn print_speed(r: &SpeedReport, args: &BenchArgs, source: &str, sequence_len: us
         args.endpoint.dms,
         args.endpoint.sms,
         args.endpoint.cpb,
-        args.endpoint.transport.name().to_uppercase(),
+        args.endpoint.transport().name().to_uppercase(),
         args.compartment_every
     )?;
     writeln!(

@@ -52,9 +52,11 @@ pub struct EndpointArgs {
     /// cycles_per_bit (16, 32, 64, 128); the SigComp performance thesis §8 uses 32.
     #[arg(long, default_value_t = 32)]
     pub cpb: u16,
-    /// Transport between the endpoints.
-    #[arg(long, value_enum, default_value = "udp")]
-    pub transport: TransportArg,
+    /// Transport between the endpoints [default: udp]. `sigkit ran` refuses
+    /// it: the SigComp performance thesis's RAN study fixes a reliable one
+    /// (§9.10).
+    #[arg(long, value_enum)]
+    pub transport: Option<TransportArg>,
     /// Longest match of the compressor: 18, 66 or 258 bytes.
     #[arg(long, default_value_t = 258)]
     pub lookahead: usize,
@@ -71,6 +73,11 @@ pub struct EndpointArgs {
 }
 
 impl EndpointArgs {
+    /// The transport given, or UDP.
+    pub fn transport(&self) -> TransportArg {
+        self.transport.unwrap_or(TransportArg::Udp)
+    }
+
     /// The compressor configuration (other settings at their defaults) and
     /// both endpoints' parameters, or the usage error to print.
     pub fn resolve(&self) -> Result<(Config, Params), String> {
@@ -90,7 +97,7 @@ impl EndpointArgs {
         let config = Config {
             algorithm,
             mechanism,
-            transport: self.transport.transport(),
+            transport: self.transport().transport(),
             lookahead: self.lookahead,
             dictionary,
             verify: self.verify,

@@ -49,7 +49,7 @@ pub fn flow(args: FlowArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage(e),
     };
-    let pcap_transport = match args.endpoint.transport {
+    let pcap_transport = match args.endpoint.transport() {
         TransportArg::Udp => PcapTransport::Udp,
         TransportArg::Tcp => PcapTransport::Tcp,
     };
