@@ -267,6 +267,14 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     {
         return fail(e);
     }
+    // The published compression figures, each at its own settings (for the
+    // report's reproduction section; well under a second).
+    if let Err(e) = sigkit_eval::published::measure(&args.corpus)
+        .map_err(|e| e.to_string())
+        .and_then(|rows| store.record_rows(run, "published_compression", &rows).map_err(|e| e.to_string()))
+    {
+        return fail(e);
+    }
     let compression = summarize(&study);
     println!("{:<36} {:<8} {:>7} {:>7} {:>7} {:>7}", "flow", "algo", "basic", "static", "dynamic", "shared");
     for s in &compression {

@@ -16,7 +16,9 @@
 
 mod capture;
 mod charts;
+mod findings;
 mod html;
+mod reproduction;
 pub mod runs;
 pub mod seeds;
 mod sim;
@@ -27,6 +29,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use charts::FONT_FAMILY;
+pub use sigkit_eval::published::MeasuredCompression;
 
 /// Everything a report shows; every section is optional (empty). Unknown
 /// fields are refused: another JSON file (a summary, a configuration) is
@@ -55,6 +58,9 @@ pub struct ReportInput {
     pub sim: Vec<SimStudy>,
     /// The SIP flows of captures as `sigkit analyze` saw them.
     pub captures: Vec<CaptureFlow>,
+    /// Published compression figures re-measured at their own settings
+    /// (`sigkit_eval::published`), by key.
+    pub published_compression: Vec<MeasuredCompression>,
 }
 
 /// One SIP flow of a capture (`sigkit analyze --json`): what each way of
@@ -312,6 +318,7 @@ impl ReportInput {
         self.ran_messages.extend(other.ran_messages);
         self.sim.extend(other.sim);
         self.captures.extend(other.captures);
+        self.published_compression.extend(other.published_compression);
         for p in other.seed_points {
             if !self.seed_points.contains(&p) {
                 self.seed_points.push(p);
@@ -338,6 +345,7 @@ impl ReportInput {
             && self.ran.is_empty()
             && self.sim.is_empty()
             && self.captures.is_empty()
+            && self.published_compression.is_empty()
     }
 }
 
