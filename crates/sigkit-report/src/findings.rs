@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use sigkit_eval::published::{published_compression, Paper};
 
 use crate::reproduction::{
-    compression_rows, escape, explain, load_runs, overload_rows, ran_rows, thousands, verdict_html, Row, Verdict, STYLE,
+    compression_rows, explain, load_runs, overload_rows, ran_rows, thousands, verdict_html, Row, Verdict, STYLE,
 };
 use crate::ReportInput;
 
@@ -191,11 +191,94 @@ pub(crate) fn html(input: &ReportInput) -> String {
         let _ = write!(
             out,
             "<li><b>{}.</b> {}. {verdict}: {}.</li>",
-            escape(f.topic),
+            explain(f.topic, &mut seen),
             explain(&f.sentence, &mut seen),
             explain(&f.why, &mut seen)
         );
     }
     out.push_str("</ul></section>");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Capacity, CaptureFlow, LoadStep, MeasuredCompression, SimStudy};
+
+    fn topic<'a>(list: &'a [Finding], topic: &str) -> &'a Finding {
+        list.iter().find(|f| f.topic == topic).unwrap_or_else(|| panic!("no {topic} in {list:?}"))
+    }
+
+    #[test]
+    fn only_findings_the_input_has_data_for() {
+        assert!(findings(&ReportInput::default()).is_empty());
+        let input = ReportInput {
+            capacity: Some(Capacity { target: "the built-in UAS".into(), calls_per_s: 24000.0, ..Capacity::default() }),
+            ..ReportInput::default()
+        };
+        let list = findings(&input);
+        assert_eq!(list.len(), 1);
+        // Another system's capacity is context, never judged.
+        assert_eq!(list[0].verdict, None);
+        assert!(list[0].sentence.contains("24,000 calls/s") && list[0].sentence.contains("6 to 18"), "{list:?}");
+    }
+
+    #[test]
+    fn the_compression_finding_carries_ours_theirs_and_the_verdict() {
+        let matching = ReportInput {
+            published_compression: vec![MeasuredCompression {
+                key: "h-shared-8192".into(),
+                uncompressed: 10640,
+                payload: 2000,
+                sigcomp: 3000,
+            }],
+            ..ReportInput::default()
+        };
+        let f = topic(&findings(&matching), "Compression against the SigComp thesis").clone();
+        assert_eq!(f.verdict, Some(Verdict::Matches));
+        assert!(f.sentence.contains("3,000") && f.sentence.contains("2,917"), "{}", f.sentence);
+        assert!(f.sentence.contains("of its 1 figures re-measured at their own settings, 1 match"), "{}", f.sentence);
+        let differing = ReportInput {
+            published_compression: vec![MeasuredCompression { sigcomp: 1705, ..matching.published_compression[0].clone() }],
+            ..ReportInput::default()
+        };
+        let f = topic(&findings(&differing), "Compression against the SigComp thesis").clone();
+        assert_eq!(f.verdict, Some(Verdict::Lower));
+        assert!(f.why.contains("optimal parse"), "{}", f.why);
+    }
+
+    #[test]
+    fn overload_load_and_taroc_findings() {
+        let study = |scenario: &str, collapsed| SimStudy { scenario: scenario.into(), seeds: 20, collapsed, ..SimStudy::default() };
+        let input = ReportInput {
+            sim: vec![study("no-handling", 20), study("h1-t1-1s", 4)],
+            load_steps: vec![
+                LoadStep { series: "UAC → proxy".into(), offered_cps: 100.0, attempted: 100, successful: 100, ..LoadStep::default() },
+                LoadStep { series: "UAC → proxy".into(), offered_cps: 300.0, attempted: 300, successful: 297, ..LoadStep::default() },
+                // A capacity search's steps are not the load run.
+                LoadStep { series: "capacity search, search 1".into(), offered_cps: 9000.0, ..LoadStep::default() },
+            ],
+            captures: vec![CaptureFlow {
+                capture: "sip-tcp.pcapng".into(),
+                flow: "flow 1".into(),
+                taroc_packets: Some(66),
+                header_bytes_before: Some(3445),
+                header_bytes_after: Some(1030),
+                taroc_mode: "o".into(),
+                ..CaptureFlow::default()
+            }],
+            ..ReportInput::default()
+        };
+        let list = findings(&input);
+        let overload = topic(&list, "SIP overload (simulated)");
+        // The collapse matches (20 of 20), its avoidance does not (4 of 20).
+        assert_eq!(overload.verdict, Some(Verdict::Higher));
+        assert!(overload.sentence.contains("20 of 20 seeds") && overload.sentence.contains("4 of 20 seeds"));
+        let load = topic(&list, "Load through the proxy");
+        assert_eq!(load.verdict, None);
+        assert!(load.sentence.contains("99.2 % of 400 calls") && load.sentence.contains("up to 300 calls/s"), "{}", load.sentence);
+        let taroc = topic(&list, "TCP/IP headers (TAROC)");
+        assert!(taroc.sentence.contains("from 52.2 to 15.6 bytes"), "{}", taroc.sentence);
+        assert_eq!(taroc.verdict, None);
+    }
 }

@@ -131,9 +131,9 @@ fn relative(ours: f64, theirs: f64) -> String {
     format!("{:+.0} %", (ours / theirs - 1.0) * 100.0)
 }
 
-/// Seconds with two significant decimals below 1 s, one above.
+/// Seconds with two decimals below 10 s, one above.
 pub(crate) fn seconds(v: f64) -> String {
-    if v < 1.0 {
+    if v < 10.0 {
         format!("{v:.2} s")
     } else {
         format!("{v:.1} s")
@@ -216,7 +216,7 @@ pub(crate) fn ran_rows(input: &ReportInput) -> Vec<Row> {
             paper: SIGCOMP_THESIS,
             source: "§9.10, Figure 53".into(),
             figure: format!("RAN delay saved by SigComp, 12 messages of the 3GPP video call at {} kbit/s", trim(kbps)),
-            theirs: format!("≈ {} (read off the figure)", seconds(saved_s)),
+            theirs: format!("≈ {saved_s} s (read off the figure)"),
             measured: at(kbps).map(|r| Measured {
                 ours: seconds(r.improvement_s),
                 difference: relative(r.improvement_s, saved_s),
@@ -570,6 +570,10 @@ pub(crate) fn html(input: &ReportInput) -> String {
             of.len()
         );
         for r in of {
+            // Cells in reading order, so a term is explained where it is
+            // first read.
+            let figure = explain(&r.figure, &mut seen);
+            let theirs = explain(&r.theirs, &mut seen);
             let (ours, difference, verdict) = match &r.measured {
                 Some(m) => (
                     explain(&m.ours, &mut seen),
@@ -584,10 +588,8 @@ pub(crate) fn html(input: &ReportInput) -> String {
             };
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{ours}</td><td>{difference}</td><td>{verdict}: {}</td></tr>",
+                "<tr><td>{}</td><td>{figure}</td><td>{theirs}</td><td>{ours}</td><td>{difference}</td><td>{verdict}: {}</td></tr>",
                 escape(&r.source),
-                explain(&r.figure, &mut seen),
-                explain(&r.theirs, &mut seen),
                 explain(&r.why, &mut seen),
             );
         }
@@ -612,8 +614,28 @@ pub(crate) fn html(input: &ReportInput) -> String {
         );
     }
     out.push_str("</tbody></table></section>");
+    out.push_str(WIDTH_CHECK);
     out
 }
+
+/// After load: the right edge of the summary and of every reproduction
+/// table, and whether any table's content overflows its box, into
+/// `#repro-width` for a headless browser's DOM dump (the tables must fit
+/// an 800 px window).
+const WIDTH_CHECK: &str = r#"<p id="repro-width" hidden data-right="pending" data-overflow="pending"></p><script>
+window.addEventListener('load', function () {
+  var right = 0, overflow = 0;
+  var boxes = document.querySelectorAll('.findings, .repro table');
+  for (var i = 0; i < boxes.length; i++) {
+    right = Math.max(right, boxes[i].getBoundingClientRect().right);
+    if (boxes[i].scrollWidth > boxes[i].clientWidth + 1) overflow++;
+  }
+  var out = document.getElementById('repro-width');
+  out.setAttribute('data-right', String(Math.ceil(right)));
+  out.setAttribute('data-viewport', String(window.innerWidth));
+  out.setAttribute('data-overflow', String(overflow));
+});
+</script>"#;
 
 /// A paper's full title, as the section's headings give it.
 pub(crate) fn paper_title(paper: &str) -> &'static str {
@@ -623,5 +645,150 @@ pub(crate) fn paper_title(paper: &str) -> &'static str {
         OVERLOAD_THESIS => "the SIP overload thesis (C. Egger, TU Wien, 2012)",
         TAROC_DRAFT => "the TAROC draft (draft-ietf-rohc-tcp-taroc-04)",
         _ => "the framework thesis (N. Sangvanphant, 2009)",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MeasuredCompression, RanRow};
+
+    #[test]
+    fn a_relative_tolerance_matches_inside_and_names_the_side_outside() {
+        let tol = Tolerance::Relative(0.10);
+        assert_eq!(judge(1.05, 1.0, tol), Verdict::Matches);
+        assert_eq!(judge(0.91, 1.0, tol), Verdict::Matches);
+        assert_eq!(judge(1.11, 1.0, tol), Verdict::Higher);
+        assert_eq!(judge(0.58, 1.0, tol), Verdict::Lower);
+        assert_ne!(judge(f64::NAN, 1.0, tol), Verdict::Matches);
+        assert_eq!(tol.describe(), "± 10 %");
+    }
+
+    #[test]
+    fn absolute_and_bound_tolerances() {
+        let points = Tolerance::Absolute(5.0, "points");
+        assert_eq!(judge(74.0, 70.0, points), Verdict::Matches);
+        assert_eq!(judge(79.7, 70.0, points), Verdict::Higher);
+        let at_least = Tolerance::AtLeast(0.95, "at least 95 %");
+        assert_eq!(judge(0.98, 1.0, at_least), Verdict::Matches);
+        assert_eq!(judge(0.90, 1.0, at_least), Verdict::Lower);
+        let at_most = Tolerance::AtMost(0.5, "below 0.5 s");
+        assert_eq!(judge(0.134, 0.355, at_most), Verdict::Matches);
+        assert_eq!(judge(0.6, 0.355, at_most), Verdict::Higher);
+        assert_eq!(at_most.describe(), "below 0.5 s");
+    }
+
+    fn measured(key: &str, uncompressed: u64, payload: u64, sigcomp: u64) -> MeasuredCompression {
+        MeasuredCompression { key: key.into(), uncompressed, payload, sigcomp }
+    }
+
+    #[test]
+    fn compression_rows_judge_ratios_and_leave_unmeasured_rows_unjudged() {
+        let input = ReportInput {
+            published_compression: vec![
+                // Appendix H basic at DMS 4096: 9,124 of 10,640 published.
+                measured("h-basic-4096", 10640, 8000, 9000),
+                // Appendix H shared at DMS 8192: 2,917 published.
+                measured("h-shared-8192", 10640, 1200, 1705),
+                // Appendix I shared at DMS 2048: 1,776 of 2,428 published.
+                measured("i-shared-2048", 2736, 2000, 2312),
+                // Table 11, look-ahead 18: 2,384 tokens published.
+                measured("t11-la18", 10640, 2236, 3500),
+            ],
+            ..ReportInput::default()
+        };
+        let rows = compression_rows(&input);
+        let by_source = |source: &str, settings: &str| {
+            rows.iter().find(|r| r.source == source && r.figure.contains(settings)).unwrap().clone()
+        };
+        let verdict = |r: &Row| r.measured.as_ref().map(|m| m.verdict);
+        assert_eq!(verdict(&by_source("Appendix H §14.8.1", "DMS 4096")), Some(Verdict::Matches));
+        let shared = by_source("Appendix H §14.8.4", "DMS 8192");
+        assert_eq!(verdict(&shared), Some(Verdict::Lower));
+        assert_eq!(shared.measured.as_ref().unwrap().difference, "-42 %");
+        assert!(shared.theirs.contains("2,917") && shared.measured.unwrap().ours.contains("1,705"));
+        assert_eq!(verdict(&by_source("Appendix I §14.9.2", "DMS 2048")), Some(Verdict::Higher));
+        // Tokens alone: 2,236 against 2,384, within 10 %.
+        assert_eq!(verdict(&by_source("Table 11 (look-ahead 18)", "look-ahead 18")), Some(Verdict::Matches));
+        // Not measured: no verdict, and the command that measures it.
+        let tcp = by_source("Table 16, TCP (Appendix L §14.12.5)", "TCP");
+        assert!(tcp.measured.is_none());
+        assert!(tcp.command.contains("--transport tcp") && tcp.command.contains("--dms 4096"), "{}", tcp.command);
+    }
+
+    fn ran_row(kbps: f64, sip_s: f64, saved_s: f64) -> RanRow {
+        RanRow {
+            kbps,
+            method: RanMethod::Calculated,
+            rtt_ms: 70.0,
+            messages: 12,
+            sip_bytes: 10640,
+            sigcomp_bytes: 1755,
+            sip_delay_s: sip_s,
+            sigcomp_delay_s: sip_s - saved_s,
+            improvement_s: saved_s,
+            improvement_pct: saved_s / sip_s * 100.0,
+        }
+    }
+
+    #[test]
+    fn ran_rows_compare_the_seconds_saved_at_the_thesis_rates() {
+        let input = ReportInput {
+            ran: vec![ran_row(9.6, 9.287, 7.404), ran_row(64.0, 1.75, 1.5), ran_row(256.0, 0.753, 0.278)],
+            ..ReportInput::default()
+        };
+        let rows = ran_rows(&input);
+        let saved = |kbps: &str| {
+            rows.iter()
+                .find(|r| r.source.starts_with("§9.10") && r.figure.ends_with(&format!("at {kbps} kbit/s")))
+                .and_then(|r| r.measured.clone())
+                .unwrap()
+        };
+        assert_eq!(saved("9.6").verdict, Verdict::Matches);
+        assert_eq!(saved("64").verdict, Verdict::Higher);
+        assert_eq!(saved("256").verdict, Verdict::Matches);
+        // §11's percentages: 79.7 against ≈ 70, beyond 5 points.
+        let pct = rows.iter().find(|r| r.source.starts_with("§11") && r.figure.ends_with("at 9.6 kbit/s")).unwrap();
+        assert_eq!(pct.measured.as_ref().unwrap().verdict, Verdict::Higher);
+        assert!(pct.why.contains("70 ms per message"));
+        // Another RTT is not the thesis's: not measured.
+        let other = ReportInput {
+            ran: vec![RanRow { rtt_ms: 140.0, ..ran_row(9.6, 9.7, 7.4) }],
+            ..ReportInput::default()
+        };
+        assert!(ran_rows(&other).iter().all(|r| r.measured.is_none()));
+    }
+
+    #[test]
+    fn overload_rows_judge_collapse_shares_and_delays() {
+        let study = |scenario: &str, seeds, collapsed, frpd| SimStudy {
+            scenario: scenario.into(),
+            seeds,
+            collapsed,
+            frpd_p95_s: frpd,
+            ..SimStudy::default()
+        };
+        let input = ReportInput {
+            sim: vec![study("no-handling", 20, 18, 17.7), study("h1-t1-1s", 20, 3, 0.1), study("h2-cap503", 20, 0, 0.134)],
+            ..ReportInput::default()
+        };
+        let rows = overload_rows(&input);
+        let v: Vec<Option<Verdict>> = rows.iter().map(|r| r.measured.as_ref().map(|m| m.verdict)).collect();
+        // 18 of 20 is under 95 %; 3 of 20 is over 5 %; 17.7 s is 38 % under
+        // 28.7 s; 0.134 s is under D1's 0.5 s.
+        assert_eq!(v, [Some(Verdict::Lower), Some(Verdict::Higher), Some(Verdict::Lower), Some(Verdict::Matches)]);
+        assert!(overload_rows(&ReportInput::default()).iter().all(|r| r.measured.is_none()));
+    }
+
+    #[test]
+    fn terms_are_explained_at_their_first_use_only_and_whole_words_only() {
+        let mut seen = Vec::new();
+        let a = explain("DMS 8192 over UDP; DMS/2 over TCP", &mut seen);
+        assert_eq!(a.matches("<abbr").count(), 3, "{a}");
+        assert!(a.starts_with("<abbr title=\"decompression memory size"), "{a}");
+        assert!(a.contains("; DMS/2"), "{a}");
+        // SIPp is not SIP; and a term seen before is not explained again.
+        let b = explain("SIPp sends SIP <to> UDP", &mut seen);
+        assert!(b.contains(">SIPp</abbr>") && b.contains(">SIP</abbr>") && b.contains("&lt;to&gt; UDP"), "{b}");
     }
 }
