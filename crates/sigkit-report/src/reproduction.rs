@@ -395,25 +395,64 @@ pub(crate) fn rows(input: &ReportInput) -> Vec<Row> {
     rows
 }
 
-/// The successful share and highest offered rate of each load series that
-/// is not a capacity search's ("…, search N", as runs.rs names them).
-pub(crate) fn load_runs(input: &ReportInput) -> Vec<(String, f64, f64, u64, u64)> {
-    let mut out: Vec<(String, f64, f64, u64, u64)> = Vec::new();
+/// A load run in a sentence: its steps' highest offered rate at which
+/// every step up to it had at least 99 % of its calls successful, and the
+/// share at its top step.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LoadRun {
+    pub name: String,
+    /// None: already the lowest step fell short.
+    pub sustained_cps: Option<f64>,
+    pub top_cps: f64,
+    pub top_successful_pct: f64,
+    pub calls: u64,
+}
+
+impl LoadRun {
+    pub(crate) fn describe(&self) -> String {
+        let sustained = match self.sustained_cps {
+            Some(s) if s >= self.top_cps => {
+                format!("every step up to {} calls/s had at least 99 % of its calls successful", trim(s))
+            }
+            Some(s) => format!(
+                "every step up to {} calls/s had at least 99 % of its calls successful, the top step ({} calls/s) {:.0} %",
+                trim(s),
+                trim(self.top_cps),
+                self.top_successful_pct
+            ),
+            None => format!("even its lowest step fell under 99 % successful calls (top step {} calls/s: {:.0} %)", trim(self.top_cps), self.top_successful_pct),
+        };
+        format!("{}: {sustained} ({} calls)", self.name, thousands(self.calls))
+    }
+}
+
+/// The load runs of the input: each series that is not a capacity
+/// search's ("…, search N", as runs.rs names those).
+pub(crate) fn load_runs(input: &ReportInput) -> Vec<LoadRun> {
+    let mut series: Vec<(String, Vec<&crate::LoadStep>)> = Vec::new();
     for s in input.load_steps.iter().filter(|s| !s.series.contains(", search ")) {
         let name = if s.series.is_empty() { "load".to_string() } else { s.series.clone() };
-        match out.iter_mut().find(|o| o.0 == name) {
-            Some(o) => {
-                o.1 = o.1.max(s.offered_cps);
-                o.3 += s.successful;
-                o.4 += s.attempted;
-            }
-            None => out.push((name, s.offered_cps, 0.0, s.successful, s.attempted)),
+        match series.iter_mut().find(|o| o.0 == name) {
+            Some(o) => o.1.push(s),
+            None => series.push((name, vec![s])),
         }
     }
-    for o in &mut out {
-        o.2 = o.3 as f64 / o.4.max(1) as f64 * 100.0;
-    }
-    out
+    series
+        .into_iter()
+        .map(|(name, mut steps)| {
+            steps.sort_by(|a, b| a.offered_cps.total_cmp(&b.offered_cps));
+            let ok = |s: &crate::LoadStep| s.successful as f64 >= 0.99 * s.attempted as f64;
+            let sustained = steps.iter().take_while(|s| ok(s)).last().map(|s| s.offered_cps);
+            let top = steps.last().copied();
+            LoadRun {
+                name,
+                sustained_cps: sustained,
+                top_cps: top.map_or(0.0, |s| s.offered_cps),
+                top_successful_pct: top.map_or(0.0, |s| s.successful as f64 / s.attempted.max(1) as f64 * 100.0),
+                calls: steps.iter().map(|s| s.attempted).sum(),
+            }
+        })
+        .collect()
 }
 
 /// Figures from other systems, with ours where this run has one.
@@ -422,12 +461,7 @@ pub(crate) fn context_rows(input: &ReportInput) -> Vec<ContextRow> {
     let load_ours = if load.is_empty() {
         "not measured in this run: sigkit load -sn uac --steps 100:1000:100 --dwell 10s HOST:PORT".to_string()
     } else {
-        load.iter()
-            .map(|(name, top, pct, _, all)| {
-                format!("{name}: {pct:.1} % of {} calls successful, steps up to {} calls/s", thousands(*all), trim(*top))
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
+        load.iter().map(LoadRun::describe).collect::<Vec<_>>().join("; ")
     };
     let capacity_ours = input.capacity.as_ref().map_or_else(
         || "not measured in this run: sigkit capacity --through HOST:PORT --repeat 3".to_string(),
@@ -564,7 +598,7 @@ pub(crate) fn html(input: &ReportInput) -> String {
         let measured = of.iter().filter(|r| r.measured.is_some()).count();
         let _ = write!(
             out,
-            "<h3>{} ({} of {} figures measured in this run)</h3><table class=\"repro-table\"><colgroup><col style=\"width:13%\"><col style=\"width:27%\"><col style=\"width:13%\"><col style=\"width:13%\"><col style=\"width:9%\"><col style=\"width:25%\"></colgroup><thead><tr><th>table / section</th><th>figure</th><th>theirs</th><th>ours</th><th>difference</th><th>verdict, why</th></tr></thead><tbody>",
+            "<h3>{} ({} of {} figures measured in this run)</h3><table class=\"repro-table\"><colgroup><col style=\"width:12%\"><col style=\"width:27%\"><col style=\"width:13%\"><col style=\"width:13%\"><col style=\"width:10%\"><col style=\"width:25%\"></colgroup><thead><tr><th>table / section</th><th>figure</th><th>theirs</th><th>ours</th><th>difference</th><th>verdict, why</th></tr></thead><tbody>",
             explain(paper_title(paper), &mut seen),
             measured,
             of.len()
