@@ -206,8 +206,8 @@ const fn row(
     }
 }
 
-use Mechanism::{Basic, Dynamic, Shared, Static};
 use Measure::{PayloadRatio, SigcompRatio};
+use Mechanism::{Basic, Dynamic, Shared, Static};
 use Paper::SigcompThesis as T;
 use Transport::{Message as Udp, Stream as Tcp};
 
@@ -218,6 +218,7 @@ const P13: Option<(u8, u8)> = Some((1, 3));
 /// (dictionary priorities): its phase one, the 3GPP video call over UDP,
 /// DMS 8192, shared states of 500 bytes; ratios without SigComp overhead
 /// (payload totals from its Appendix E and Table 13's ratios × 10,640).
+#[rustfmt::skip]
 const PHASE_ONE: [PublishedCompression; 8] = [
     PublishedCompression {
         lookahead: 18,
@@ -239,6 +240,7 @@ const PHASE_ONE: [PublishedCompression; 8] = [
 /// 4096, priorities 1–3, shared states of 500 bytes (§10.1), over TCP
 /// (its Appendix L's totals) and UDP; SigComp bytes from the TCP totals
 /// of Appendix L and the UDP ratios × the sequence's bytes.
+#[rustfmt::skip]
 const TABLE_16: [PublishedCompression; 14] = [
     row("t16-tcp-voice", T, "Table 16, TCP (Appendix L §14.12.1)", VOICE, 5, Shared, 4096, P13, Tcp, SigcompRatio, (VOICE_BYTES, 1046), WHY_VOICE),
     row("t16-udp-voice", T, "Table 16, UDP", VOICE, 5, Shared, 4096, P13, Udp, SigcompRatio, (VOICE_BYTES, 1715), WHY_VOICE),
@@ -260,6 +262,7 @@ const TABLE_16: [PublishedCompression; 14] = [
 /// dictionary, shared states of 1500 bytes): SigComp bytes per mechanism
 /// and DMS. Its "basic" is stateless and dictionary-free; its static
 /// compression with the bytecode saved is sigkit's `static`.
+#[rustfmt::skip]
 const APPENDIX_H: [PublishedCompression; 12] = [
     row("h-basic-4096", T, "Appendix H §14.8.1", VIDEO, 12, Basic, 4096, None, Udp, SigcompRatio, (VIDEO_BYTES, 9124), "no state, no dictionary: both upload the bytecode with every message, and sigkit's is smaller"),
     row("h-basic-8192", T, "Appendix H §14.8.1", VIDEO, 12, Basic, 8192, None, Udp, SigcompRatio, (VIDEO_BYTES, 9124), "no state, no dictionary: both upload the bytecode with every message, and sigkit's is smaller"),
@@ -279,6 +282,7 @@ const APPENDIX_H: [PublishedCompression; 12] = [
 /// shared states of 500 bytes) and Appendix J §14.10 (UDP against TCP,
 /// DMS 8192), and Appendix L §14.12.3's whole PoC sequence (Table 16
 /// leaves out its BYE and 200).
+#[rustfmt::skip]
 const APPENDICES_I_J_L: [PublishedCompression; 13] = [
     row("i-dynamic-2048", T, "Appendix I §14.9.1", VOICE, 5, Dynamic, 2048, P13, Udp, SigcompRatio, (VOICE_BYTES, 2129), WHY_DMS_2048),
     row("i-dynamic-4096", T, "Appendix I §14.9.1", VOICE, 5, Dynamic, 4096, P13, Udp, SigcompRatio, (VOICE_BYTES, 2074), WHY_VOICE),

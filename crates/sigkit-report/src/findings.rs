@@ -30,10 +30,7 @@ const HEADLINE_COMPRESSION: &str = "h-shared-8192";
 
 fn measured_sentence(what: &str, row: &Row, theirs_by: &str) -> Option<(String, Verdict)> {
     let m = row.measured.as_ref()?;
-    Some((
-        format!("{what}: ours {}, {theirs_by} {} ({}), {}", m.ours, row.theirs, row.source, m.difference),
-        m.verdict,
-    ))
+    Some((format!("{what}: ours {}, {theirs_by} {} ({}), {}", m.ours, row.theirs, row.source, m.difference), m.verdict))
 }
 
 fn compression(input: &ReportInput) -> Vec<Finding> {
@@ -44,7 +41,8 @@ fn compression(input: &ReportInput) -> Vec<Finding> {
     let thesis: Vec<&Row> =
         keyed.iter().filter(|k| k.1 == Paper::SigcompThesis && k.2.measured.is_some()).map(|k| k.2).collect();
     if !thesis.is_empty() {
-        let headline = keyed.iter().find(|k| k.0 == HEADLINE_COMPRESSION && k.2.measured.is_some()).map_or(thesis[0], |k| k.2);
+        let headline =
+            keyed.iter().find(|k| k.0 == HEADLINE_COMPRESSION && k.2.measured.is_some()).map_or(thesis[0], |k| k.2);
         let count = |v: Verdict| thesis.iter().filter(|r| r.measured.as_ref().is_some_and(|m| m.verdict == v)).count();
         if let Some((sentence, verdict)) = measured_sentence(
             "SigComp compresses the 3GPP video call's 12 session-establishment messages (shared mechanism, UDP, DMS 8192) to a ratio of SigComp bytes over SIP bytes",
@@ -238,7 +236,10 @@ mod tests {
         assert!(f.sentence.contains("3,000") && f.sentence.contains("2,917"), "{}", f.sentence);
         assert!(f.sentence.contains("of its 1 figures re-measured at their own settings, 1 match"), "{}", f.sentence);
         let differing = ReportInput {
-            published_compression: vec![MeasuredCompression { sigcomp: 1705, ..matching.published_compression[0].clone() }],
+            published_compression: vec![MeasuredCompression {
+                sigcomp: 1705,
+                ..matching.published_compression[0].clone()
+            }],
             ..ReportInput::default()
         };
         let f = topic(&findings(&differing), "Compression against the SigComp thesis").clone();
@@ -248,12 +249,29 @@ mod tests {
 
     #[test]
     fn overload_load_and_taroc_findings() {
-        let study = |scenario: &str, collapsed| SimStudy { scenario: scenario.into(), seeds: 20, collapsed, ..SimStudy::default() };
+        let study = |scenario: &str, collapsed| SimStudy {
+            scenario: scenario.into(),
+            seeds: 20,
+            collapsed,
+            ..SimStudy::default()
+        };
         let input = ReportInput {
             sim: vec![study("no-handling", 20), study("h1-t1-1s", 4)],
             load_steps: vec![
-                LoadStep { series: "UAC → proxy".into(), offered_cps: 100.0, attempted: 100, successful: 100, ..LoadStep::default() },
-                LoadStep { series: "UAC → proxy".into(), offered_cps: 300.0, attempted: 300, successful: 297, ..LoadStep::default() },
+                LoadStep {
+                    series: "UAC → proxy".into(),
+                    offered_cps: 100.0,
+                    attempted: 100,
+                    successful: 100,
+                    ..LoadStep::default()
+                },
+                LoadStep {
+                    series: "UAC → proxy".into(),
+                    offered_cps: 300.0,
+                    attempted: 300,
+                    successful: 297,
+                    ..LoadStep::default()
+                },
                 // A capacity search's steps are not the load run.
                 LoadStep { series: "capacity search, search 1".into(), offered_cps: 9000.0, ..LoadStep::default() },
             ],
@@ -276,7 +294,12 @@ mod tests {
         let load = topic(&list, "Load through the proxy");
         assert_eq!(load.verdict, None);
         // 297 of 300 is 99 %: both steps sustained.
-        assert!(load.sentence.contains("every step up to 300 calls/s had at least 99 %") && load.sentence.contains("(400 calls)"), "{}", load.sentence);
+        assert!(
+            load.sentence.contains("every step up to 300 calls/s had at least 99 %")
+                && load.sentence.contains("(400 calls)"),
+            "{}",
+            load.sentence
+        );
         let falling = ReportInput {
             load_steps: vec![
                 LoadStep { offered_cps: 200.0, attempted: 600, successful: 600, ..LoadStep::default() },
@@ -286,7 +309,12 @@ mod tests {
             ..ReportInput::default()
         };
         let load = topic(&findings(&falling), "Load through the proxy").clone();
-        assert!(load.sentence.contains("up to 400 calls/s had at least 99 %") && load.sentence.contains("(600 calls/s) 87 %"), "{}", load.sentence);
+        assert!(
+            load.sentence.contains("up to 400 calls/s had at least 99 %")
+                && load.sentence.contains("(600 calls/s) 87 %"),
+            "{}",
+            load.sentence
+        );
         let taroc = topic(&list, "TCP/IP headers (TAROC)");
         assert!(taroc.sentence.contains("from 52.2 to 15.6 bytes"), "{}", taroc.sentence);
         assert_eq!(taroc.verdict, None);

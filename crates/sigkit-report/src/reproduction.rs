@@ -144,7 +144,7 @@ pub(crate) fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -167,7 +167,8 @@ pub(crate) fn compression_rows(input: &ReportInput) -> Vec<Row> {
                 Measure::SigcompRatio => "SigComp bytes sent",
             };
             let bytes_theirs = thousands(p.their_bytes);
-            let theirs = format!("{:.3} ({bytes_theirs} of {} bytes)", p.their_ratio(), thousands(p.their_uncompressed));
+            let theirs =
+                format!("{:.3} ({bytes_theirs} of {} bytes)", p.their_ratio(), thousands(p.their_uncompressed));
             let measured = input.published_compression.iter().find(|m| m.key == p.key).map(|m| {
                 let ratio = m.ratio(p.measure);
                 let bytes = match p.measure {
@@ -202,10 +203,9 @@ pub(crate) fn compression_rows(input: &ReportInput) -> Vec<Row> {
 pub(crate) fn ran_rows(input: &ReportInput) -> Vec<Row> {
     let rtt_ms = THESIS_RTT.as_secs_f64() * 1e3;
     let at = |kbps: f64| {
-        input
-            .ran
-            .iter()
-            .find(|r| r.method == RanMethod::Calculated && (r.kbps - kbps).abs() < 1e-9 && (r.rtt_ms - rtt_ms).abs() < 1e-9)
+        input.ran.iter().find(|r| {
+            r.method == RanMethod::Calculated && (r.kbps - kbps).abs() < 1e-9 && (r.rtt_ms - rtt_ms).abs() < 1e-9
+        })
     };
     let sigcomp_bytes = input.ran.first().map_or(String::new(), |r| thousands(r.sigcomp_bytes));
     let command = "sigkit ran".to_string();
@@ -579,7 +579,9 @@ pub(crate) fn html(input: &ReportInput) -> String {
     let mut seen = Vec::new();
     // The styles come with the summary, first on the page.
     let mut out = String::new();
-    out.push_str("<section class=\"repro\" id=\"reproduction\"><h2>Reproduction: every published figure, ours beside it</h2>");
+    out.push_str(
+        "<section class=\"repro\" id=\"reproduction\"><h2>Reproduction: every published figure, ours beside it</h2>",
+    );
     let _ = write!(
         out,
         "<p class=\"note\">{}</p>",
@@ -786,10 +788,8 @@ mod tests {
         assert_eq!(pct.measured.as_ref().unwrap().verdict, Verdict::Higher);
         assert!(pct.why.contains("70 ms per message"));
         // Another RTT is not the thesis's: not measured.
-        let other = ReportInput {
-            ran: vec![RanRow { rtt_ms: 140.0, ..ran_row(9.6, 9.7, 7.4) }],
-            ..ReportInput::default()
-        };
+        let other =
+            ReportInput { ran: vec![RanRow { rtt_ms: 140.0, ..ran_row(9.6, 9.7, 7.4) }], ..ReportInput::default() };
         assert!(ran_rows(&other).iter().all(|r| r.measured.is_none()));
     }
 
@@ -803,7 +803,11 @@ mod tests {
             ..SimStudy::default()
         };
         let input = ReportInput {
-            sim: vec![study("no-handling", 20, 18, 17.7), study("h1-t1-1s", 20, 3, 0.1), study("h2-cap503", 20, 0, 0.134)],
+            sim: vec![
+                study("no-handling", 20, 18, 17.7),
+                study("h1-t1-1s", 20, 3, 0.1),
+                study("h2-cap503", 20, 0, 0.134),
+            ],
             ..ReportInput::default()
         };
         let rows = overload_rows(&input);

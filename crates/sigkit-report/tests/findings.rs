@@ -54,7 +54,14 @@ fn step(series: &str, offered: f64, attempted: u64, successful: u64) -> LoadStep
 }
 
 fn sim(scenario: &str, seeds: u64, collapsed: u64, frpd_p95_s: f64) -> SimStudy {
-    SimStudy { scenario: scenario.into(), description: scenario.into(), seeds, collapsed, frpd_p95_s, ..SimStudy::default() }
+    SimStudy {
+        scenario: scenario.into(),
+        description: scenario.into(),
+        seeds,
+        collapsed,
+        frpd_p95_s,
+        ..SimStudy::default()
+    }
 }
 
 /// What `sigkit eval --quick --peers built-in` puts in its report: the
@@ -69,7 +76,8 @@ fn eval_input() -> ReportInput {
     let call = RanCall::compress(&messages, params, config).unwrap();
     input.merge(sources::ran(&call, &THESIS_RATES_KBPS, THESIS_RTT, &[]));
     let series = "UAC → sigkit proxy → built-in UAS";
-    input.load_steps = vec![step(series, 100.0, 100, 100), step(series, 200.0, 200, 200), step(series, 300.0, 300, 300)];
+    input.load_steps =
+        vec![step(series, 100.0, 100, 100), step(series, 200.0, 200, 200), step(series, 300.0, 300, 300)];
     input.load_steps.push(step("capacity search, built-in UAS, search 1", 16000.0, 8000, 8000));
     input.capacity = Some(Capacity {
         target: "the built-in UAS".into(),
@@ -211,7 +219,10 @@ fn the_report_opens_with_the_findings_and_reproduces_every_published_figure() {
     // Every term used is explained where it first appears, in each section.
     for (name, part) in [("summary", summary), ("reproduction", repro)] {
         let text = without_titles(part);
-        for term in ["DMS", "SMS", "UDVM", "RAN", "RTT", "fRpD", "p95", "T1", "D1", "TAROC", "BER", "IDEAL", "VJHC", "UAC", "UAS", "PBX", "SACK"] {
+        for term in [
+            "DMS", "SMS", "UDVM", "RAN", "RTT", "fRpD", "p95", "T1", "D1", "TAROC", "BER", "IDEAL", "VJHC", "UAC",
+            "UAS", "PBX", "SACK",
+        ] {
             if let Some(explained) = first_use_explained(&text, term) {
                 assert!(explained, "{term} is not explained at its first use in the {name}");
             }
