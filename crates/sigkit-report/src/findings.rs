@@ -139,7 +139,13 @@ fn capacity(input: &ReportInput) -> Option<Finding> {
 fn taroc(input: &ReportInput) -> Option<Finding> {
     let f = input.captures.iter().find(|f| f.taroc_packets.is_some_and(|n| n > 0))?;
     let (n, before, after) = (f.taroc_packets?, f.header_bytes_before?, f.header_bytes_after?);
-    let mode = if f.taroc_mode == "o-infer" { "O-mode with cross-direction inference" } else { "its mode" };
+    let mode = match f.taroc_mode.as_str() {
+        "u" => "U-mode",
+        "o" => "O-mode",
+        "r" => "R-mode",
+        "o-infer" => "O-mode with cross-direction inference",
+        _ => "its default mode",
+    };
     Some(Finding {
         topic: "TCP/IP headers (TAROC)",
         sentence: format!(
@@ -316,7 +322,11 @@ mod tests {
             load.sentence
         );
         let taroc = topic(&list, "TCP/IP headers (TAROC)");
-        assert!(taroc.sentence.contains("from 52.2 to 15.6 bytes"), "{}", taroc.sentence);
+        assert!(
+            taroc.sentence.contains("TAROC (O-mode) compresses") && taroc.sentence.contains("from 52.2 to 15.6 bytes"),
+            "{}",
+            taroc.sentence
+        );
         assert_eq!(taroc.verdict, None);
     }
 }
