@@ -11,6 +11,12 @@
 //! load --json`, `sigkit capacity --json`, results files) as input;
 //! [`sources`] builds the compression and RAN sections from the corpus;
 //! [`seeds`] holds the published values drawn beside ours.
+//!
+//! The page opens with a summary of findings (each headline finding in a
+//! sentence, ours beside the published figure, with a verdict) and ends
+//! with the reproduction section: every published figure sigkit
+//! reproduces, one row each, ours from the input where it has the figure
+//! (`sigkit_eval::published` for the compression figures).
 
 #![forbid(unsafe_code)]
 
