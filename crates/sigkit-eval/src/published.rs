@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use sigcomp::{Params, Transport};
 use sigcomp_compress::{Algorithm, Config, Mechanism, Priorities};
 
-use crate::corpus::load_flow;
+use crate::corpus::{load_flow, CorpusError, FlowMessage};
 use crate::flow::run;
 use crate::study::StudyError;
 
@@ -343,11 +343,22 @@ pub fn find(key: &str) -> Option<PublishedCompression> {
 /// settings (both endpoints offering the figure's DMS, SMS and 32 cycles
 /// per bit).
 pub fn measure(corpus: &Path) -> Result<Vec<MeasuredCompression>, StudyError> {
-    published_compression().iter().map(|p| measure_one(corpus, p)).collect()
+    measure_with(|flow| load_flow(&corpus.join(flow)))
 }
 
-fn measure_one(corpus: &Path, p: &PublishedCompression) -> Result<MeasuredCompression, StudyError> {
-    let mut messages = load_flow(&corpus.join(p.flow))?;
+/// [`measure`] with the flows from `load` (by the flow's directory name:
+/// a corpus elsewhere, or one built into the program).
+pub fn measure_with(
+    load: impl Fn(&str) -> Result<Vec<FlowMessage>, CorpusError>,
+) -> Result<Vec<MeasuredCompression>, StudyError> {
+    published_compression().iter().map(|p| measure_one(&load, p)).collect()
+}
+
+fn measure_one(
+    load: &impl Fn(&str) -> Result<Vec<FlowMessage>, CorpusError>,
+    p: &PublishedCompression,
+) -> Result<MeasuredCompression, StudyError> {
+    let mut messages = load(p.flow)?;
     messages.truncate(p.first);
     let params = Params { dms: p.dms, sms: p.sms, cpb: 32, ..Params::default() };
     let config = Config {
