@@ -134,6 +134,13 @@ fn eval_quick_without_kamailio_and_sipp_runs_on_the_built_in_uas_and_its_report_
     ] {
         assert!(html.contains(text), "{text} missing");
     }
+    // The summary of findings first; every published figure the run can
+    // measure measured (the compression figures at their own settings).
+    let (summary_at, runs_at) = (html.find("Summary of findings").unwrap(), html.find("<h2 id=\"runs\"").unwrap());
+    assert!(summary_at < runs_at, "the summary is not first");
+    let repro = &html[html.find("id=\"reproduction\"").expect("no reproduction section")..];
+    assert!(repro.contains("(53 of 53 figures measured in this run)"), "SigComp thesis rows not all measured");
+    assert!(repro.contains("(4 of 4 figures measured in this run)"), "overload rows not all measured");
     // The report of the results file is the same report.
     let again = out.join("again");
     let r = Command::new(env!("CARGO_BIN_EXE_sigkit"))

@@ -93,6 +93,14 @@ pub fn flows_in(corpus: &Path) -> Result<Vec<FlowSource>, CorpusError> {
     Ok(dirs.into_iter().map(FlowSource::Dir).collect())
 }
 
+/// The flow `name` of `corpus`, or of the built-in corpus.
+pub fn flow_named(corpus: Option<&Path>, name: &str) -> FlowSource {
+    match corpus {
+        Some(dir) => FlowSource::Dir(dir.join(name)),
+        None => FlowSource::Embedded(name.to_string()),
+    }
+}
+
 /// The flows of `corpus`, or of the built-in corpus.
 pub fn flows(corpus: Option<&Path>) -> Result<Vec<FlowSource>, CorpusError> {
     match corpus {

@@ -16,5 +16,6 @@ pub mod flow;
 pub mod link;
 pub mod pcap;
 pub mod peers;
+pub mod published;
 pub mod ran;
 pub mod study;

@@ -797,6 +797,7 @@ pub(crate) fn page(input: &ReportInput, sections: &[Section], svgs: &[String]) -
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style>{CHECK}</head><body><h1>{t}</h1>",
         t = escape(&title)
     );
+    out.push_str(&crate::findings::html(input));
     if !input.runs.is_empty() {
         out.push_str("<h2 id=\"runs\">Runs</h2>");
         table_html(
@@ -835,6 +836,7 @@ pub(crate) fn page(input: &ReportInput, sections: &[Section], svgs: &[String]) -
             }
         }
     }
+    out.push_str(&crate::reproduction::html(input));
     out.push_str("<p id=\"render-check\" data-status=\"pending\">render check: pending</p></body></html>\n");
     out
 }

@@ -11,12 +11,20 @@
 //! load --json`, `sigkit capacity --json`, results files) as input;
 //! [`sources`] builds the compression and RAN sections from the corpus;
 //! [`seeds`] holds the published values drawn beside ours.
+//!
+//! The page opens with a summary of findings (each headline finding in a
+//! sentence, ours beside the published figure, with a verdict) and ends
+//! with the reproduction section: every published figure sigkit
+//! reproduces, one row each, ours from the input where it has the figure
+//! (`sigkit_eval::published` for the compression figures).
 
 #![forbid(unsafe_code)]
 
 mod capture;
 mod charts;
+mod findings;
 mod html;
+mod reproduction;
 pub mod runs;
 pub mod seeds;
 mod sim;
@@ -27,6 +35,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use charts::FONT_FAMILY;
+pub use sigkit_eval::published::MeasuredCompression;
 
 /// Everything a report shows; every section is optional (empty). Unknown
 /// fields are refused: another JSON file (a summary, a configuration) is
@@ -55,6 +64,9 @@ pub struct ReportInput {
     pub sim: Vec<SimStudy>,
     /// The SIP flows of captures as `sigkit analyze` saw them.
     pub captures: Vec<CaptureFlow>,
+    /// Published compression figures re-measured at their own settings
+    /// (`sigkit_eval::published`), by key.
+    pub published_compression: Vec<MeasuredCompression>,
 }
 
 /// One SIP flow of a capture (`sigkit analyze --json`): what each way of
@@ -312,6 +324,7 @@ impl ReportInput {
         self.ran_messages.extend(other.ran_messages);
         self.sim.extend(other.sim);
         self.captures.extend(other.captures);
+        self.published_compression.extend(other.published_compression);
         for p in other.seed_points {
             if !self.seed_points.contains(&p) {
                 self.seed_points.push(p);
@@ -338,6 +351,7 @@ impl ReportInput {
             && self.ran.is_empty()
             && self.sim.is_empty()
             && self.captures.is_empty()
+            && self.published_compression.is_empty()
     }
 }
 

@@ -7,7 +7,8 @@
 //!   with its confidence;
 //! - a results file (`sigkit load --db`, `sigkit eval`): each run's
 //!   `load_steps`, `capacity_steps`, `compression_messages`, `ran_delay`
-//!   and `ran_messages` rows and the capacity in its summary;
+//!   and `ran_messages` rows, the capacity in its summary and the
+//!   `published_compression` rows (published figures re-measured);
 //! - `sigkit analyze --json`: each SIP flow of a capture, its bytes and
 //!   RAN delays per way of sending it;
 //! - report-input JSON ([`ReportInput`]), as before.
@@ -439,6 +440,11 @@ fn from_results_file(path: &Path, only: Option<RunId>) -> Result<ReportInput, Re
                 .push(serde_json::from_value::<RanMessageRow>(r).map_err(|e| {
                     ReportError::Json(path.to_path_buf(), format!("run {}: ran_messages: {e}", run.id))
                 })?);
+        }
+        for r in rows("published_compression", run.id)? {
+            part.published_compression.push(serde_json::from_value(r).map_err(|e| {
+                ReportError::Json(path.to_path_buf(), format!("run {}: published_compression: {e}", run.id))
+            })?);
         }
         if part.is_empty() {
             continue;

@@ -7,7 +7,7 @@ use serde::Serialize;
 use sigcomp::{Params, Transport};
 use sigcomp_compress::{Config, Mechanism};
 use sigkit_eval::capacity::{ServiceLevel, Strategy};
-use sigkit_eval::corpus::{self, FlowSource};
+use sigkit_eval::corpus;
 use sigkit_eval::ran::{RanCall, RanRow, THESIS_RATES_KBPS, THESIS_RTT};
 use sigkit_eval::study::{compression_of, CompressionStudy};
 use sigkit_loadgen::Summary as LoadSummary;
@@ -86,6 +86,11 @@ pub fn compression(
         .record_rows(run.id, "compression_flows", &study.flows)
         .and_then(|_| run.store.record_rows(run.id, "compression_messages", &study.messages))
         .map_err(|e| e.to_string())?;
+    // The published compression figures, each at its own settings (for the
+    // report's reproduction section; well under a second).
+    let published = sigkit_eval::published::measure_with(|flow| corpus::flow_named(corpus, flow).load())
+        .map_err(|e| e.to_string())?;
+    run.store.record_rows(run.id, "published_compression", &published).map_err(|e| e.to_string())?;
     let compression = summarize(&study);
     println!("{:<36} {:<8} {:>7} {:>7} {:>7} {:>7}", "flow", "algo", "basic", "static", "dynamic", "shared");
     for s in &compression {
@@ -102,10 +107,7 @@ pub fn compression(
 /// without the closing BYE), compressed over a reliable transport as the
 /// thesis did.
 pub fn ran(run: &mut Run, corpus: Option<&Path>, config: Config, params: Params) -> Result<Vec<RanRow>, String> {
-    let source = match corpus {
-        Some(dir) => FlowSource::Dir(dir.join(RAN_FLOW)),
-        None => FlowSource::builtin(RAN_FLOW).ok_or("the built-in corpus has no 3gpp-video-call")?,
-    };
+    let source = corpus::flow_named(corpus, RAN_FLOW);
     let mut messages = source.load().map_err(|e| e.to_string())?;
     messages.truncate(12);
     let reliable = Config { transport: Transport::Stream, ..config };
