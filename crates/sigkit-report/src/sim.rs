@@ -7,16 +7,7 @@ use crate::html::{num, strings, Figure, Section, Table};
 use crate::{seeds, SimStudy};
 
 pub(crate) fn sim_section(studies: &[SimStudy]) -> Section {
-    let chart = |id: &str, title: &str, y: &str, series: Vec<Series>| Chart {
-        id: id.to_string(),
-        title: title.to_string(),
-        x_label: "simulated time, s".into(),
-        y_label: y.to_string(),
-        log_x: false,
-        integer_x: false,
-        legend_left: false,
-        series,
-    };
+    let chart = |id: &str, title: &str, y: &str, series: Vec<Series>| Chart::new(id, title, "simulated time, s", y, series);
     let line = |s: &SimStudy, y: fn(&crate::SimSecond) -> f64| {
         Series::new(s.scenario.clone(), Style::Line, s.seconds.iter().map(|r| (r.t, y(r))).collect())
     };
@@ -32,6 +23,7 @@ pub(crate) fn sim_section(studies: &[SimStudy]) -> Section {
     }
     let pending: Vec<Series> = studies.iter().map(|s| line(s, |r| r.uac_pending)).collect();
     let table = Table {
+        caption: "Each scenario over its seeds, and the thesis's result".into(),
         head: strings([
             "scenario",
             "what it runs",
