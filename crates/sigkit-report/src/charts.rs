@@ -375,7 +375,11 @@ where
         match s.style {
             Style::Line => {
                 ctx.draw_series(LineSeries::new(points.clone(), color.stroke_width(2))).map_err(e)?;
-                ctx.draw_series(points.map(|p| Circle::new(p, 3, color.filled()))).map_err(e)?;
+                // A dot per value where values are few (steps, bit rates);
+                // a time series of hundreds is a line.
+                if s.points.len() <= 60 {
+                    ctx.draw_series(points.map(|p| Circle::new(p, 3, color.filled()))).map_err(e)?;
+                }
             }
             Style::Measured => {
                 ctx.draw_series(points.map(|p| TriangleMarker::new(p, 7, color.stroke_width(2)))).map_err(e)?;

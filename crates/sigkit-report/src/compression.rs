@@ -97,7 +97,13 @@ fn flow_figure(flow: &str, runs: &[&FlowCompression], algorithms: &BTreeSet<&str
 
 /// Every flow's SigComp bytes over its original bytes, one bar per
 /// mechanism (of `algorithm`), or per algorithm (of `mechanism`).
-fn overview(flows: &[(&str, Vec<&FlowCompression>)], id: &str, title: &str, pick: &dyn Fn(&FlowCompression) -> Option<String>) -> Chart {
+fn overview(
+    flows: &[(&str, Vec<&FlowCompression>)],
+    id: &str,
+    title: &str,
+    color_from: usize,
+    pick: &dyn Fn(&FlowCompression) -> Option<String>,
+) -> Chart {
     let mut names: Vec<String> = Vec::new();
     for (_, runs) in flows {
         for f in runs {
@@ -111,7 +117,8 @@ fn overview(flows: &[(&str, Vec<&FlowCompression>)], id: &str, title: &str, pick
     names.truncate(MAX_SERIES);
     let series = names
         .iter()
-        .map(|n| {
+        .enumerate()
+        .map(|(i, n)| {
             let points = flows
                 .iter()
                 .enumerate()
@@ -120,10 +127,23 @@ fn overview(flows: &[(&str, Vec<&FlowCompression>)], id: &str, title: &str, pick
                     Some((k as f64, total(f, |m| m.2) as f64 / total(f, |m| m.1).max(1) as f64))
                 })
                 .collect();
-            Series::new(n.clone(), Style::Bar, points)
+            Series { color: Some(i + color_from), ..Series::new(n.clone(), Style::Bar, points) }
         })
         .collect();
-    Chart::bars(id, title, flows.iter().map(|(f, _)| f.to_string()).collect(), "flow", "SigComp bytes / original bytes", series)
+    // Names that would overlap under their bars are numbered instead
+    // (the note says which is which).
+    let chars: usize = flows.iter().map(|(f, _)| f.chars().count() + 2).sum();
+    let numbered = chars as f64 * 7.8 > 840.0;
+    let categories =
+        flows.iter().enumerate().map(|(k, (f, _))| if numbered { (k + 1).to_string() } else { f.to_string() }).collect();
+    let x = if numbered { "flow (numbered as listed below the plot)" } else { "flow" };
+    Chart::bars(id, title, categories, x, "SigComp bytes / original bytes", series)
+}
+
+/// The flows' names by their number on an overview's axis.
+fn flow_key(flows: &[(&str, Vec<&FlowCompression>)]) -> String {
+    let names: Vec<String> = flows.iter().enumerate().map(|(k, (f, _))| format!("{} {f}", k + 1)).collect();
+    format!("Flows: {}.", names.join(", "))
 }
 
 pub(crate) fn compression_section(input: &ReportInput) -> Section {
@@ -139,10 +159,21 @@ pub(crate) fn compression_section(input: &ReportInput) -> Section {
     let mut figures = Vec::new();
     if flows.len() > 1 {
         let a = first_algorithm.clone();
-        let chart = overview(&flows, "compression-overview", &format!("Compression ratio of each flow by mechanism ({a})"), &|f: &FlowCompression| (f.algorithm == a).then(|| f.mechanism.clone()));
-        figures.push(Figure::chart(chart, "The whole flow's SigComp bytes over its SIP bytes: lower is better."));
+        // Each mechanism in the colour of its bars in the flows' plots
+        // (where the original takes the first).
+        let title = format!("Compression ratio of each flow by mechanism ({a})");
+        let chart = overview(&flows, "compression-overview", &title, 1, &|f: &FlowCompression| {
+            (f.algorithm == a).then(|| f.mechanism.clone())
+        });
+        figures.push(Figure::chart(
+            chart,
+            format!("The whole flow's SigComp bytes over its SIP bytes: lower is better. {}", flow_key(&flows)),
+        ));
         if algorithms.len() > 1 {
-            let chart = overview(&flows, "compression-algorithms", "Compression ratio of each flow by algorithm (shared mechanism)", &|f: &FlowCompression| (f.mechanism == "shared").then(|| f.algorithm.clone()));
+            let title = "Compression ratio of each flow by algorithm (shared mechanism)";
+            let chart = overview(&flows, "compression-algorithms", title, 0, &|f: &FlowCompression| {
+                (f.mechanism == "shared").then(|| f.algorithm.clone())
+            });
             figures.push(Figure::chart(chart, "The same ratio for each compression algorithm, with the shared mechanism."));
         }
     }

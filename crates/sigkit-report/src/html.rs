@@ -122,7 +122,8 @@ fn table_html(out: &mut String, t: &Table, terms: &mut Terms) {
         for c in r {
             // Numbers (with a sign, unit or ratio after them) align right,
             // names left.
-            let numeric = c.trim_start_matches(['±', '≈', '+', '-', ' ']).starts_with(|ch: char| ch.is_ascii_digit());
+            let numeric = c.trim_start_matches(['±', '≈', '+', '-', ' ']).starts_with(|ch: char| ch.is_ascii_digit())
+                && !c.chars().any(char::is_alphabetic);
             if numeric || c.is_empty() {
                 let _ = write!(out, "<td>{}</td>", escape(c));
             } else {

@@ -79,15 +79,17 @@ fn causes_chart(id: String, name: &str, steps: &[&LoadStep]) -> Option<Chart> {
         })
         .collect();
     let values: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
-    let any = values.iter().any(|v| *v > 0.0);
+    if values.iter().all(|v| *v == 0.0) {
+        return None;
+    }
     Some(Chart {
-        log_y: any && wide_spread(values.iter().copied()),
+        log_y: wide_spread(values.iter().copied()),
         ..Chart::bars(
             id,
             format!("What went wrong, per step: {name}"),
             steps.iter().map(|s| rate_label(s.offered_cps)).collect(),
             "offered load of the step, calls/s",
-            if any { "count in the step" } else { "count in the step (none in any step)" },
+            "count in the step",
             series,
         )
     })
@@ -134,6 +136,12 @@ fn scale_figures(group: &[&LoadSeries], suffix: &str, of: &str) -> Vec<Figure> {
     let keep = |v: Vec<Series>| -> Vec<Series> { v.into_iter().filter(|s| !s.points.is_empty()).collect() };
     let setup = keep(setup);
     let log_setup = wide_spread(setup.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    let slowest = setup.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(0.0, f64::max);
+    let setup_note = match (log_setup, slowest >= 500.0) {
+        (false, _) => String::new(),
+        (true, false) => "Log scale: the percentiles lie orders of magnitude apart.".to_string(),
+        (true, true) => "Log scale: the percentiles lie orders of magnitude apart. A set-up delay of T1 (500 ms) or more is a call whose INVITE or its answer was lost and sent again (after T1, then 2·T1, 4·T1, ...).".to_string(),
+    };
     let x = "offered load, calls/s";
     let mut figures = vec![
         Figure::chart(
@@ -149,17 +157,22 @@ fn scale_figures(group: &[&LoadSeries], suffix: &str, of: &str) -> Vec<Figure> {
                 log_y: log_setup,
                 ..Chart::new(format!("load-setup{suffix}"), format!("Call set-up delay against offered load{of}"), x, "set-up delay (INVITE to 200 OK), ms", setup)
             },
-            if log_setup { "Log scale: the percentiles lie orders of magnitude apart (a delay of seconds is a request sent again after T1, 2·T1, ...: see what went wrong, below)." } else { "" },
+            setup_note,
         ),
     ];
     let with_causes: Vec<&&LoadSeries> = group.iter().filter(|s| s.1.iter().any(|x| x.retransmissions.is_some())).collect();
     for (j, (name, steps)) in with_causes.iter().map(|s| (&s.0, &s.1)).enumerate() {
         let id = if with_causes.len() == 1 { format!("load-causes{suffix}") } else { format!("load-causes{suffix}-{}", j + 1) };
-        if let Some(chart) = causes_chart(id, name, steps) {
-            figures.push(Figure::chart(
+        match causes_chart(id, name, steps) {
+            Some(chart) => figures.push(Figure::chart(
                 chart,
                 "Beside the set-up delay: messages sent again (retransmissions, each after T1, 2·T1, ... without an answer), calls given up on a timer (timeouts), messages that fit no step of their call (unexpected), and calls refused or failed with a 5xx response, counted for the calls that started in the step.",
-            ));
+            )),
+            None => figures.push(Figure {
+                chart: None,
+                text: format!("{name}: no retransmissions, timeouts, unexpected messages or 5xx responses in any step."),
+                table: None,
+            }),
         }
     }
     figures
