@@ -599,7 +599,9 @@ pub struct StepReport {
 
 /// Whether a failure cause names a 5xx final response (`invite_503`).
 fn is_5xx(cause: &str) -> bool {
-    cause.rsplit_once('_').is_some_and(|(_, code)| code.len() == 3 && code.starts_with('5') && code.parse::<u16>().is_ok())
+    cause
+        .rsplit_once('_')
+        .is_some_and(|(_, code)| code.len() == 3 && code.starts_with('5') && code.parse::<u16>().is_ok())
 }
 
 impl StepReport {

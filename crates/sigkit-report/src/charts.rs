@@ -105,7 +105,14 @@ impl Chart {
     }
 
     /// Grouped bars: one group per category, one bar per series.
-    pub fn bars(id: impl Into<String>, title: impl Into<String>, categories: Vec<String>, x: &str, y: &str, series: Vec<Series>) -> Chart {
+    pub fn bars(
+        id: impl Into<String>,
+        title: impl Into<String>,
+        categories: Vec<String>,
+        x: &str,
+        y: &str,
+        series: Vec<Series>,
+    ) -> Chart {
         Chart { categories: Some(categories), ..Chart::new(id, title, x, y, series) }
     }
 
@@ -209,9 +216,7 @@ pub(crate) fn svg(chart: &Chart) -> Result<String, String> {
 
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {
     root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let points = || {
-        chart.series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| !chart.log_y || p.1 > 0.0)
-    };
+    let points = || chart.series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| !chart.log_y || p.1 > 0.0);
     let (mut x0, mut x1) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
     if !x0.is_finite() {
         // No data: an empty frame that says so.
@@ -316,7 +321,9 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart)
             Style::Published => {
                 area.draw(&Rectangle::new([(x + 6, y - 6), (x + 18, y + 6)], color.stroke_width(2))).map_err(e)?
             }
-            Style::Reference => area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], GREY.stroke_width(1))).map_err(e)?,
+            Style::Reference => {
+                area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], GREY.stroke_width(1))).map_err(e)?
+            }
             Style::Bar => area.draw(&Rectangle::new([(x + 4, y - 7), (x + 20, y + 7)], color.filled())).map_err(e)?,
         }
         area.draw(&Text::new(s.name.clone(), (x + 32, y - 8), font.clone())).map_err(e)?;
@@ -507,7 +514,10 @@ mod tests {
         }
         // Six bars (filled rectangles in the series' colours).
         let fill = |c: RGBColor| format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
-        let bars = svg.lines().filter(|l| l.starts_with("<rect") && (l.contains(&fill(PALETTE[0])) || l.contains(&fill(PALETTE[1])))).count();
+        let bars = svg
+            .lines()
+            .filter(|l| l.starts_with("<rect") && (l.contains(&fill(PALETTE[0])) || l.contains(&fill(PALETTE[1]))))
+            .count();
         // Two of them are the legend's.
         assert_eq!(bars, 6 + 2, "{svg}");
         assert!(svg.contains("(log scale)"));

@@ -38,7 +38,8 @@ fn flow_figure(flow: &str, runs: &[&FlowCompression], algorithms: &BTreeSet<&str
         }
     };
     let first = runs[0];
-    let drawn: Vec<&&FlowCompression> = runs.iter().filter(|f| f.algorithm == first.algorithm).take(MAX_SERIES - 1).collect();
+    let drawn: Vec<&&FlowCompression> =
+        runs.iter().filter(|f| f.algorithm == first.algorithm).take(MAX_SERIES - 1).collect();
     let mut series = vec![Series::new(
         "original SIP",
         Style::Bar,
@@ -134,8 +135,11 @@ fn overview(
     // (the note says which is which).
     let chars: usize = flows.iter().map(|(f, _)| f.chars().count() + 2).sum();
     let numbered = chars as f64 * 7.8 > 840.0;
-    let categories =
-        flows.iter().enumerate().map(|(k, (f, _))| if numbered { (k + 1).to_string() } else { f.to_string() }).collect();
+    let categories = flows
+        .iter()
+        .enumerate()
+        .map(|(k, (f, _))| if numbered { (k + 1).to_string() } else { f.to_string() })
+        .collect();
     let x = if numbered { "flow (numbered as listed below the plot)" } else { "flow" };
     Chart::bars(id, title, categories, x, "SigComp bytes / original bytes", series)
 }
@@ -174,7 +178,10 @@ pub(crate) fn compression_section(input: &ReportInput) -> Section {
             let chart = overview(&flows, "compression-algorithms", title, 0, &|f: &FlowCompression| {
                 (f.mechanism == "shared").then(|| f.algorithm.clone())
             });
-            figures.push(Figure::chart(chart, "The same ratio for each compression algorithm, with the shared mechanism."));
+            figures.push(Figure::chart(
+                chart,
+                "The same ratio for each compression algorithm, with the shared mechanism.",
+            ));
         }
     }
     for (flow, runs) in &flows {

@@ -46,8 +46,10 @@ pub(crate) struct Terms {
     seen: Vec<usize>,
 }
 
+/// Whether `c` continues a word: a term inside a hyphenated or slashed
+/// name ("basic-video-call", "SIP-based") is not the term.
 fn is_word(c: Option<char>) -> bool {
-    c.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    c.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '/'))
 }
 
 /// Where `term` first stands as a whole word in `text`.
@@ -118,6 +120,7 @@ mod tests {
         assert!(a.contains("<abbr title=\"95th percentile"), "{a}");
         // SIPp and SIP are two terms; neither is found inside the other.
         assert!(a.contains(">SIPp</abbr> is not <abbr"), "{a}");
+        assert_eq!(t.mark("basic-video-call, SIP-based"), "basic-video-call, SIP-based");
         let b = t.mark("fRpD again");
         assert_eq!(b, "fRpD again");
         let g = t.glossary();

@@ -160,10 +160,16 @@ fn scale_figures(group: &[&LoadSeries], suffix: &str, of: &str) -> Vec<Figure> {
             setup_note,
         ),
     ];
-    let with_causes: Vec<&&LoadSeries> = group.iter().filter(|s| s.1.iter().any(|x| x.retransmissions.is_some())).collect();
+    let with_causes: Vec<&&LoadSeries> =
+        group.iter().filter(|s| s.1.iter().any(|x| x.retransmissions.is_some())).collect();
     for (j, (name, steps)) in with_causes.iter().map(|s| (&s.0, &s.1)).enumerate() {
-        let id = if with_causes.len() == 1 { format!("load-causes{suffix}") } else { format!("load-causes{suffix}-{}", j + 1) };
+        let id = if with_causes.len() == 1 {
+            format!("load-causes{suffix}")
+        } else {
+            format!("load-causes{suffix}-{}", j + 1)
+        };
         match causes_chart(id, name, steps) {
+            Some(chart) if j > 0 => figures.push(Figure::chart(chart, "")),
             Some(chart) => figures.push(Figure::chart(
                 chart,
                 "Beside the set-up delay: messages sent again (retransmissions, each after T1, 2·T1, ... without an answer), calls given up on a timer (timeouts), messages that fit no step of their call (unexpected), and calls refused or failed with a 5xx response, counted for the calls that started in the step.",
@@ -201,7 +207,17 @@ fn count(v: Option<u64>) -> String {
 fn tables(series: &[LoadSeries]) -> Vec<Figure> {
     let calls = Table::new(
         "Calls per step",
-        strings(["run", "offered calls/s", "step s", "attempted", "successful", "failed", "unfinished", "successful calls/s", "failed %"]),
+        strings([
+            "run",
+            "offered calls/s",
+            "step s",
+            "attempted",
+            "successful",
+            "failed",
+            "unfinished",
+            "successful calls/s",
+            "failed %",
+        ]),
         series
             .iter()
             .flat_map(|(name, steps)| {
@@ -223,7 +239,17 @@ fn tables(series: &[LoadSeries]) -> Vec<Figure> {
     );
     let setup = Table::new(
         "Set-up delay and what went wrong, per step",
-        strings(["run", "offered calls/s", "set-up p50 ms", "p95 ms", "p99 ms", "retransmissions", "timeouts", "unexpected", "5xx"]),
+        strings([
+            "run",
+            "offered calls/s",
+            "set-up p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "retransmissions",
+            "timeouts",
+            "unexpected",
+            "5xx",
+        ]),
         series
             .iter()
             .flat_map(|(name, steps)| {
@@ -364,8 +390,10 @@ mod tests {
 
     #[test]
     fn percentiles_far_apart_are_drawn_on_a_log_axis() {
-        let near = ReportInput { load_steps: vec![step("a", 100.0, 2.0), step("a", 200.0, 3.0)], ..ReportInput::default() };
-        let far = ReportInput { load_steps: vec![step("a", 100.0, 0.4), step("a", 200.0, 500.0)], ..ReportInput::default() };
+        let near =
+            ReportInput { load_steps: vec![step("a", 100.0, 2.0), step("a", 200.0, 3.0)], ..ReportInput::default() };
+        let far =
+            ReportInput { load_steps: vec![step("a", 100.0, 0.4), step("a", 200.0, 500.0)], ..ReportInput::default() };
         let setup = |i: &ReportInput| {
             load_section(i).figures.into_iter().filter_map(|f| f.chart).find(|c| c.id == "load-setup").unwrap()
         };

@@ -83,14 +83,32 @@ fn published_capacity(points: &[SeedPoint], max_failed_pct: f64, max_setup_ms: f
 pub(crate) fn published_section(input: &ReportInput) -> Section {
     let mut figures = Vec::new();
     let charts = [
-        (SeedChart::LoadThroughput, "published-throughput", "Context: successful calls/s against call rate, published", "successful calls/s"),
-        (SeedChart::LoadFailed, "published-failed", "Context: failed calls against call rate, published", "failed calls, %"),
-        (SeedChart::LoadSetup, "published-setup", "Context: call set-up time against call rate, published", "call set-up time (mean), ms"),
+        (
+            SeedChart::LoadThroughput,
+            "published-throughput",
+            "Context: successful calls/s against call rate, published",
+            "successful calls/s",
+        ),
+        (
+            SeedChart::LoadFailed,
+            "published-failed",
+            "Context: failed calls against call rate, published",
+            "failed calls, %",
+        ),
+        (
+            SeedChart::LoadSetup,
+            "published-setup",
+            "Context: call set-up time against call rate, published",
+            "call set-up time (mean), ms",
+        ),
     ];
     for (kind, id, title, y) in charts {
         let s = seed_series(&input.seed_points, kind);
         if !s.is_empty() {
-            let chart = Chart { log_y: kind == SeedChart::LoadSetup, ..Chart::new(id, title, "call rate offered, calls/s", y, s) };
+            let chart = Chart {
+                log_y: kind == SeedChart::LoadSetup,
+                ..Chart::new(id, title, "call rate offered, calls/s", y, s)
+            };
             figures.push(Figure::chart(chart, seed_note(&input.seed_points, &[kind])));
         }
     }

@@ -3,10 +3,10 @@
 //! SigComp, by equation 2.1 and measured, beside the SigComp performance
 //! thesis's values, and why ours differ from its percentages.
 
+use crate::charts::Series;
 use crate::charts::{Chart, Style};
 use crate::html::{num, strings, Figure, Section, Table};
 use crate::published::{seed_note, seed_series};
-use crate::charts::Series;
 use crate::{seeds, RanMethod, RanRow, ReportInput, SeedChart};
 
 /// Why our saved percentages (about 80 % at 9.6 kbit/s, 37 % at 256)
@@ -202,4 +202,3 @@ pub(crate) fn ran_section(input: &ReportInput) -> Section {
         figures,
     }
 }
-

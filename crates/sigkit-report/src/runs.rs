@@ -21,8 +21,8 @@ use serde_json::{Map, Value};
 use sigkit_results::{RunId, Store};
 
 use crate::{
-    seeds, Capacity, CaptureFlow, CaptureVariant, FlowCompression, LoadStep, LoadTail, RanMessageRow, RanRow, ReportError,
-    ReportInput, RunMeta, SimSecond, SimStudy,
+    seeds, Capacity, CaptureFlow, CaptureVariant, FlowCompression, LoadStep, LoadTail, RanMessageRow, RanRow,
+    ReportError, ReportInput, RunMeta, SimSecond, SimStudy,
 };
 
 /// What kind of output a file held, as an error message names it.

@@ -7,7 +7,8 @@ use crate::html::{num, strings, Figure, Section, Table};
 use crate::{seeds, SimStudy};
 
 pub(crate) fn sim_section(studies: &[SimStudy]) -> Section {
-    let chart = |id: &str, title: &str, y: &str, series: Vec<Series>| Chart::new(id, title, "simulated time, s", y, series);
+    let chart =
+        |id: &str, title: &str, y: &str, series: Vec<Series>| Chart::new(id, title, "simulated time, s", y, series);
     let line = |s: &SimStudy, y: fn(&crate::SimSecond) -> f64| {
         Series::new(s.scenario.clone(), Style::Line, s.seconds.iter().map(|r| (r.t, y(r))).collect())
     };

@@ -74,7 +74,7 @@ fn load_steps(series: &str, capacity: f64) -> Vec<LoadStep> {
                 timeouts: Some(failed / 2),
                 unexpected: Some(0),
                 failed_5xx: Some(failed - failed / 2),
-                tail: (i == 8).then(|| LoadTail { start_s: 24.0, end_s: 56.0, successful: 12, failed, unfinished }),
+                tail: (i == 8).then_some(LoadTail { start_s: 24.0, end_s: 56.0, successful: 12, failed, unfinished }),
             }
         })
         .collect()
@@ -85,9 +85,14 @@ fn real_input() -> ReportInput {
     let mut input = ReportInput { title: Some("sigkit report (test)".into()), ..ReportInput::default() };
     input.runs.push(sources::run_meta("cargo test -p sigkit-report --test browser"));
     // Every algorithm: each flow's table has 3 + 12 columns.
-    input.compression =
-        sources::compression(&corpus(), sigkit_eval::study::all_algorithms(), &Mechanism::ALL, Config::default(), params)
-            .unwrap();
+    input.compression = sources::compression(
+        &corpus(),
+        sigkit_eval::study::all_algorithms(),
+        &Mechanism::ALL,
+        Config::default(),
+        params,
+    )
+    .unwrap();
     let mut messages = load_flow(&corpus().join("3gpp-video-call")).unwrap();
     messages.truncate(12);
     let call = RanCall::compress(&messages, params, Config::default()).unwrap();
@@ -145,7 +150,8 @@ fn the_report_of_real_data_renders_every_plot_in_chromium() {
     let mut expected: Vec<String> = ["load-throughput", "load-failed", "load-setup"].map(String::from).to_vec();
     expected.extend(["published-throughput", "published-failed", "published-setup"].map(String::from));
     expected.extend(flows.iter().map(|f| format!("compression-{}", f.file_name().unwrap().to_string_lossy())));
-    expected.extend(["compression-overview", "compression-algorithms", "load-causes-1", "load-causes-2"].map(String::from));
+    expected
+        .extend(["compression-overview", "compression-algorithms", "load-causes-1", "load-causes-2"].map(String::from));
     expected.extend(["ran-delay", "ran-saved", "ran-reduction"].map(String::from));
     for id in &expected {
         assert!(files.plots.contains(id), "plot {id} missing from {:?}", files.plots);
@@ -167,7 +173,8 @@ fn the_report_of_real_data_renders_every_plot_in_chromium() {
     }
     assert_eq!(html.matches("<figure class=\"plot\"").count(), files.plots.len());
     // The tables carry the numbers: the thesis's values beside ours.
-    for text in ["thesis: saved", "≈ 6.90", "≈ 70", "Machine A", "Table 5-2", "system B", "<details>", "<abbr title="] {
+    for text in ["thesis: saved", "≈ 6.90", "≈ 70", "Machine A", "Table 5-2", "system B", "<details>", "<abbr title="]
+    {
         assert!(html.contains(text), "{text} missing from the page");
     }
 
@@ -205,7 +212,8 @@ fn the_report_of_real_data_renders_every_plot_in_chromium() {
         assert!(check.contains(&format!("\"plots\":{}", files.plots.len())), "{check}");
         assert!(check.contains("\"bad\":[]") && check.contains("\"errors\":[]"), "{check}");
         // The window's width is the page's (less a scroll bar).
-        let inner: u32 = check.split("\"width\":").nth(1).and_then(|w| w.split([',', '}']).next()).unwrap().parse().unwrap();
+        let inner: u32 =
+            check.split("\"width\":").nth(1).and_then(|w| w.split([',', '}']).next()).unwrap().parse().unwrap();
         assert!(inner <= width && inner + 30 >= width, "at {width} px the page is {inner} px wide: {check}");
         for error in ["Uncaught", "Error", "Failed to load"] {
             let console: Vec<&str> = stderr.lines().filter(|l| l.contains("CONSOLE") && l.contains(error)).collect();
