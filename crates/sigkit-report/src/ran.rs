@@ -25,54 +25,12 @@ fn trim_ms(v: f64) -> String {
     num(v, if (v - v.round()).abs() < 1e-9 { 0 } else { 1 })
 }
 
-pub(crate) fn ran_section(input: &ReportInput) -> Section {
-    // Our rows, one line per (method, RTT).
-    let mut groups: Vec<(RanMethod, f64, Vec<&RanRow>)> = Vec::new();
-    for r in &input.ran {
-        match groups.iter_mut().find(|g| g.0 == r.method && g.1 == r.rtt_ms) {
-            Some(g) => g.2.push(r),
-            None => groups.push((r.method, r.rtt_ms, vec![r])),
-        }
-    }
-    for g in &mut groups {
-        g.2.sort_by(|a, b| a.kbps.total_cmp(&b.kbps));
-    }
-    let style = |m: RanMethod| if m == RanMethod::Measured { Style::Measured } else { Style::Line };
-    let mut delay = Vec::new();
-    let mut saved = Vec::new();
-    let mut reduction = Vec::new();
-    for (method, _, rows) in &groups {
-        let r0 = rows[0];
-        delay.push(Series::new(
-            ran_label(r0, "SIP"),
-            style(*method),
-            rows.iter().map(|r| (r.kbps, r.sip_delay_s)).collect(),
-        ));
-        delay.push(Series::new(
-            ran_label(r0, "SigComp"),
-            style(*method),
-            rows.iter().map(|r| (r.kbps, r.sigcomp_delay_s)).collect(),
-        ));
-        saved.push(Series::new(
-            ran_label(r0, "saved"),
-            style(*method),
-            rows.iter().map(|r| (r.kbps, r.improvement_s)).collect(),
-        ));
-        reduction.push(Series::new(
-            ran_label(r0, "saved"),
-            style(*method),
-            rows.iter().map(|r| (r.kbps, r.improvement_pct)).collect(),
-        ));
-    }
-    delay.extend(seed_series(&input.seed_points, SeedChart::RanDelay));
-    saved.extend(seed_series(&input.seed_points, SeedChart::RanSaved));
-    reduction.extend(seed_series(&input.seed_points, SeedChart::RanReduction));
-    let chart = |id: &str, title: &str, y: &str, series| Chart {
-        log_x: true,
-        ..Chart::new(id, title, "signalling link bit rate, kbit/s (log scale)", y, series)
-    };
-    // The table: our rows, then the published value at the same rate for
-    // each published series.
+/// Our rows by (method, RTT), each at its bit rates.
+type RanGroup<'a> = (RanMethod, f64, Vec<&'a RanRow>);
+
+/// The RAN table: our rows, then the published value at the same rate
+/// for each published series.
+fn ran_table(input: &ReportInput, groups: &[RanGroup]) -> (Vec<String>, Vec<Vec<String>>) {
     let seed_columns: Vec<(SeedChart, String)> = {
         let mut v: Vec<(SeedChart, String)> = Vec::new();
         for p in input
@@ -135,6 +93,56 @@ pub(crate) fn ran_section(input: &ReportInput) -> Section {
             row
         })
         .collect();
+    (head, rows)
+}
+
+pub(crate) fn ran_section(input: &ReportInput) -> Section {
+    // Our rows, one line per (method, RTT).
+    let mut groups: Vec<RanGroup> = Vec::new();
+    for r in &input.ran {
+        match groups.iter_mut().find(|g| g.0 == r.method && g.1 == r.rtt_ms) {
+            Some(g) => g.2.push(r),
+            None => groups.push((r.method, r.rtt_ms, vec![r])),
+        }
+    }
+    for g in &mut groups {
+        g.2.sort_by(|a, b| a.kbps.total_cmp(&b.kbps));
+    }
+    let style = |m: RanMethod| if m == RanMethod::Measured { Style::Measured } else { Style::Line };
+    let mut delay = Vec::new();
+    let mut saved = Vec::new();
+    let mut reduction = Vec::new();
+    for (method, _, rows) in &groups {
+        let r0 = rows[0];
+        delay.push(Series::new(
+            ran_label(r0, "SIP"),
+            style(*method),
+            rows.iter().map(|r| (r.kbps, r.sip_delay_s)).collect(),
+        ));
+        delay.push(Series::new(
+            ran_label(r0, "SigComp"),
+            style(*method),
+            rows.iter().map(|r| (r.kbps, r.sigcomp_delay_s)).collect(),
+        ));
+        saved.push(Series::new(
+            ran_label(r0, "saved"),
+            style(*method),
+            rows.iter().map(|r| (r.kbps, r.improvement_s)).collect(),
+        ));
+        reduction.push(Series::new(
+            ran_label(r0, "saved"),
+            style(*method),
+            rows.iter().map(|r| (r.kbps, r.improvement_pct)).collect(),
+        ));
+    }
+    delay.extend(seed_series(&input.seed_points, SeedChart::RanDelay));
+    saved.extend(seed_series(&input.seed_points, SeedChart::RanSaved));
+    reduction.extend(seed_series(&input.seed_points, SeedChart::RanReduction));
+    let chart = |id: &str, title: &str, y: &str, series| Chart {
+        log_x: true,
+        ..Chart::new(id, title, "signalling link bit rate, kbit/s (log scale)", y, series)
+    };
+    let (head, rows) = ran_table(input, &groups);
     let mut figures = vec![
         Figure {
             chart: Some(chart(

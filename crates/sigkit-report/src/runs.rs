@@ -592,4 +592,37 @@ mod tests {
         assert_eq!(steps.len(), 1);
         assert_eq!(steps[0].unfinished, 20);
     }
+
+    #[test]
+    fn a_steps_rate_is_over_its_own_duration_in_old_files_too() {
+        // Written before steps recorded their duration: the last step's
+        // end was the run's end, 10 s after its 3 s of calls.
+        let old = serde_json::json!({
+            "summary": {"role": "uac", "successful_calls": 5988, "attempted_calls": 6000},
+            "steps": [
+                {"offered_cps": 1000.0, "start_s": 0.0, "end_s": 3.0, "attempted": 3000, "successful": 3000,
+                 "failed": 0, "calls_per_s": 1000.0},
+                {"offered_cps": 1000.0, "start_s": 3.0, "end_s": 16.0, "attempted": 3000, "successful": 2988,
+                 "failed": 12, "calls_per_s": 229.8},
+            ],
+        });
+        let steps = from_load_json(&old, "run").load_steps;
+        assert_eq!(steps[1].duration_s, 3.0);
+        assert!((steps[1].calls_per_s - 996.0).abs() < 1e-9, "{}", steps[1].calls_per_s);
+        assert_eq!(steps[1].retransmissions, None, "not recorded");
+
+        // A current row: its duration, causes, and the tail as a results
+        // file keeps it (JSON text).
+        let new = serde_json::json!({
+            "summary": {"role": "uac", "successful_calls": 2988, "attempted_calls": 3000},
+            "steps": [{"offered_cps": 1000.0, "start_s": 12.0, "end_s": 15.0, "duration_s": 3.0, "attempted": 3000,
+                "successful": 2988, "failed": 12, "calls_per_s": 996.0, "retransmissions": 40, "timeouts": 10,
+                "unexpected": 0, "failed_5xx": 2,
+                "tail": "{\"start_s\":15.0,\"end_s\":25.0,\"successful\":30,\"failed\":12,\"unfinished\":0}"}],
+        });
+        let s = &from_load_json(&new, "run").load_steps[0];
+        assert_eq!((s.duration_s, s.calls_per_s), (3.0, 996.0));
+        assert_eq!((s.retransmissions, s.timeouts, s.unexpected, s.failed_5xx), (Some(40), Some(10), Some(0), Some(2)));
+        assert_eq!(s.tail.as_ref().map(|t| (t.start_s, t.end_s, t.successful)), Some((15.0, 25.0, 30)));
+    }
 }
