@@ -38,6 +38,10 @@ const TERMS: &[(&str, &str)] = &[
     ("collapsed", "a seed whose share of transactions answered 200 fell under the collapse threshold in the measurement window"),
     ("TAROC", "TCP-Aware RObust Header Compression (draft-ietf-rohc-tcp-taroc-04): compresses TCP/IP headers"),
     ("tps", "transactions per second"),
+    ("D1", "the SIP overload thesis's congestion detector on delay (§4.2.2): the 95th percentile of fRpD over the last seconds above a threshold"),
+    ("D2", "the SIP overload thesis's congestion detector on pending transactions (§4.2.3): an anomaly indicator from how they grow against the load"),
+    ("503", "503 Service Unavailable: the proxy refuses a request it has no capacity for"),
+    ("Trying", "the client transaction's state before any response arrived (RFC 3261 §17.1.2)"),
 ];
 
 /// The terms explained so far on the page.
