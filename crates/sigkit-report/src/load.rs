@@ -57,7 +57,9 @@ fn rate_label(v: f64) -> String {
 /// What went wrong in a run's steps, grouped by step (its offered rate);
 /// None for a run whose steps did not record it (a capacity search, or a
 /// results file written before steps counted it).
-fn causes_chart(id: String, name: &str, steps: &[&LoadStep]) -> Option<Chart> {
+/// The causes none of whose steps had any are left out of the plot (their
+/// bars would be empty slots) and named apart.
+fn causes_chart(id: String, name: &str, steps: &[&LoadStep]) -> Option<(Chart, Vec<&'static str>)> {
     if steps.iter().all(|s| s.retransmissions.is_none()) {
         return None;
     }
@@ -78,11 +80,14 @@ fn causes_chart(id: String, name: &str, steps: &[&LoadStep]) -> Option<Chart> {
             )
         })
         .collect();
-    let values: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
-    if values.iter().all(|v| *v == 0.0) {
+    let (series, none): (Vec<Series>, Vec<Series>) =
+        series.into_iter().partition(|s| s.points.iter().any(|p| p.1 > 0.0));
+    if series.is_empty() {
         return None;
     }
-    Some(Chart {
+    let none: Vec<&'static str> = causes.iter().map(|c| c.0).filter(|c| none.iter().any(|s| s.name == *c)).collect();
+    let values: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
+    let chart = Chart {
         log_y: wide_spread(values.iter().copied()),
         ..Chart::bars(
             id,
@@ -92,7 +97,8 @@ fn causes_chart(id: String, name: &str, steps: &[&LoadStep]) -> Option<Chart> {
             "count in the step",
             series,
         )
-    })
+    };
+    Some((chart, none))
 }
 
 /// The plots of one set of runs at one scale: throughput, failed calls,
@@ -169,14 +175,22 @@ fn scale_figures(group: &[&LoadSeries], suffix: &str, of: &str) -> Vec<Figure> {
             format!("load-causes{suffix}-{}", j + 1)
         };
         match causes_chart(id, name, steps) {
-            Some(chart) if j > 0 => figures.push(Figure::chart(chart, "")),
-            Some(chart) => figures.push(Figure::chart(
-                chart,
-                "Beside the set-up delay: messages sent again (retransmissions, each after T1, 2·T1, ... without an answer), calls given up on a timer (timeouts), messages that fit no step of their call (unexpected), and calls refused or failed with a 5xx response, counted for the calls that started in the step.",
-            )),
+            Some((chart, none)) => {
+                let mut text = if j == 0 {
+                    "Beside the set-up delay: messages sent again (retransmissions, each after T1, 2·T1, ... without an answer), calls given up on a timer (timeouts), messages that fit no step of their call (unexpected), and calls refused or failed with a 5xx response, counted for the calls that started in the step.".to_string()
+                } else {
+                    String::new()
+                };
+                if !none.is_empty() {
+                    text.push_str(&format!(" None in any step: {}.", none.join(", ")));
+                }
+                figures.push(Figure::chart(chart, text.trim_start().to_string()));
+            }
             None => figures.push(Figure {
                 chart: None,
-                text: format!("{name}: no retransmissions, timeouts, unexpected messages or 5xx responses in any step."),
+                text: format!(
+                    "{name}: no retransmissions, timeouts, unexpected messages or 5xx responses in any step."
+                ),
                 table: None,
             }),
         }
