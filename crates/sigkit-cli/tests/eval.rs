@@ -93,6 +93,10 @@ fn eval_quick_without_kamailio_and_sipp_runs_on_the_built_in_uas_and_its_report_
     assert_eq!(summary["load_path"], "built-in");
     let notes = summary["notes"].as_str().unwrap();
     assert!(notes.contains("built-in UAS") && notes.contains("not installed: kamailio, sipp"), "{notes}");
+    assert_eq!(
+        summary["warnings"][0],
+        "The load run went to the built-in UAS, not through Kamailio to SIPp's UAS: not installed: kamailio, sipp."
+    );
     load_completed(&summary);
     assert!(summary["capacity"]["estimate"]["mean_cps"].as_f64().unwrap() > 0.0);
     // The overload thesis's baseline collapses; raising T1 prevents it.
@@ -247,7 +251,12 @@ fn a_kamailio_that_does_not_start_leaves_the_load_run_on_the_built_in_uas_with_a
     assert!(notes.contains("Kamailio did not start: Kamailio exited at start"), "{notes}");
     assert!(notes.contains("parse error in config file"), "Kamailio's own reason is kept: {notes}");
     let html = std::fs::read_to_string(cwd.join("out/index.html")).unwrap();
-    assert!(html.contains("Kamailio did not start"), "the report says why");
+    let first =
+        &html[html.find("Read this first").expect("a warning at the top")..html.find("id=\"summary\"").unwrap()];
+    assert!(
+        first.contains("The load run went to the built-in UAS") && first.contains("Kamailio did not start"),
+        "{first}"
+    );
     assert!(html.contains("UAC → sigkit proxy → built-in UAS"));
 }
 
@@ -267,7 +276,9 @@ fn a_part_that_fails_is_noted_and_the_rest_is_reported() {
     load_completed(&summary);
     assert_eq!(summary["overload"].as_array().unwrap().len(), 3);
     let html = std::fs::read_to_string(cwd.join("out/index.html")).unwrap();
-    assert!(html.contains("no-such-corpus"), "the report says what failed");
+    let first =
+        &html[html.find("Read this first").expect("a warning at the top")..html.find("id=\"summary\"").unwrap()];
+    assert!(first.contains("no-such-corpus"), "the report says first what failed: {first}");
     assert!(html.contains("sim-goodput"));
 }
 
@@ -309,7 +320,9 @@ fn an_interrupted_run_records_and_reports_what_finished() {
     let problems = summary["problems"].to_string();
     assert!(problems.contains("SIP overload simulations: not run (interrupted)"), "{problems}");
     let html = std::fs::read_to_string(cwd.join("out/index.html")).unwrap();
-    assert!(html.contains("interrupted"), "the report says the run stopped early");
+    let first =
+        &html[html.find("Read this first").expect("a warning at the top")..html.find("id=\"summary\"").unwrap()];
+    assert!(first.contains("SIP overload simulations: not run (interrupted)"), "{first}");
     assert!(html.contains("load-throughput"));
 }
 

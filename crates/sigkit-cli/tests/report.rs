@@ -28,6 +28,13 @@ fn rows_starting<'a>(html: &'a str, first: &str) -> Vec<Vec<&'a str>> {
         .collect()
 }
 
+/// The page's table whose caption (or fold's summary) begins `caption`.
+fn table<'a>(html: &'a str, caption: &str) -> &'a str {
+    let at = html.find(&format!(">{caption}")).unwrap_or_else(|| panic!("no table {caption}"));
+    let rest = &html[at..];
+    &rest[..rest.find("</table>").unwrap()]
+}
+
 fn run_ok(cmd: &mut Command) -> std::process::Output {
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{cmd:?}:\n{}", String::from_utf8_lossy(&out.stderr));
@@ -83,26 +90,35 @@ fn real_load_and_capacity_runs_become_a_report_with_their_values() {
     let report: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
     let steps = report["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 3);
-    let calls = rows_starting(&html, "a");
-    assert_eq!(calls.len(), 2 * 3, "a calls row and a set-up row per step: {calls:?}");
+    let calls = rows_starting(table(&html, "Calls per step"), "a");
+    let setups = rows_starting(table(&html, "Set-up delay and what went wrong"), "a");
+    assert_eq!((calls.len(), setups.len()), (3, 3), "a calls row and a set-up row per step: {calls:?}");
     for (step, offered) in steps.iter().zip([20.0, 40.0, 60.0]) {
-        let row = calls.iter().find(|r| r[1] == format!("{offered:.1}") && r.len() == 8).unwrap();
-        assert_eq!(row[2], step["attempted"].to_string());
-        assert_eq!(row[3], step["successful"].to_string());
+        let row = calls.iter().find(|r| r[1] == format!("{offered:.1}")).unwrap();
+        // Each step over its own duration, its successful calls per second
+        // of it.
+        let duration = step["duration_s"].as_f64().unwrap();
+        assert_eq!(row[2], format!("{duration:.2}"));
+        assert_eq!(row[3], step["attempted"].to_string());
+        assert_eq!(row[4], step["successful"].to_string());
         assert!(step["successful"].as_u64().unwrap() > 0);
+        assert_eq!(row[7], format!("{:.1}", step["successful"].as_f64().unwrap() / duration));
         // Unfinished: attempted, neither successful nor failed.
         let unfinished = step["attempted"].as_u64().unwrap()
             - step["successful"].as_u64().unwrap()
             - step["failed"].as_u64().unwrap();
-        assert_eq!(row[5], unfinished.to_string());
-        let setup = calls.iter().find(|r| r[1] == format!("{offered:.1}") && r.len() == 5).unwrap();
+        assert_eq!(row[6], unfinished.to_string());
+        let setup = setups.iter().find(|r| r[1] == format!("{offered:.1}")).unwrap();
         assert_eq!(setup[3], format!("{:.2}", step["setup_ms"]["p95"].as_f64().unwrap()));
+        // What went wrong, per step, as the run counted it.
+        assert_eq!(setup[5], step["retransmissions"].to_string());
+        assert_eq!(setup[6], step["timeouts"].to_string());
     }
     // Run b from its results file: three steps at its rates.
-    let b: Vec<String> = rows_starting(&html, "b").iter().filter(|r| r.len() == 8).map(|r| r[1].to_string()).collect();
+    let b: Vec<String> = rows_starting(table(&html, "Calls per step"), "b").iter().map(|r| r[1].to_string()).collect();
     assert_eq!(b, ["30.0", "60.0", "90.0"]);
     // The capacity search's steps, with their p95 only.
-    let c: Vec<Vec<&str>> = rows_starting(&html, "c, search 1");
+    let c: Vec<Vec<&str>> = rows_starting(table(&html, "Calls per step"), "c, search 1");
     assert!(c.iter().any(|r| r[1] == "100.0"), "{c:?}");
     // The framework thesis's load tables beside ours.
     assert!(html.contains("published-throughput") && html.contains("Table 5-2"));

@@ -662,7 +662,7 @@ impl Engine {
                     let to = self.destination(slot);
                     let c = &self.calls[slot];
                     self.outbox.push(to, &c.last_sent);
-                    self.recorder.message_sent(true);
+                    self.recorder.retransmitted(c.load_step);
                 }
             }
             return;
@@ -671,7 +671,7 @@ impl Engine {
             self.recorder.out_of_call();
             return;
         }
-        self.recorder.unexpected();
+        self.recorder.unexpected_in(self.calls[slot].load_step);
         let cause = match (msg.status_code(), msg.cseq()) {
             (Some(code), Ok(cseq)) if code >= 300 => {
                 if cseq.method == "INVITE" {
@@ -1156,7 +1156,7 @@ impl Engine {
                 let to = self.destination(slot);
                 let c = &self.calls[slot];
                 self.outbox.push(to, &c.last_sent);
-                self.recorder.message_sent(true);
+                self.recorder.retransmitted(c.load_step);
             }
         }
         let c = &mut self.calls[slot];

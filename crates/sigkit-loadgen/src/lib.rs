@@ -49,7 +49,7 @@ pub mod sut;
 pub use control::ControlCommand;
 pub use engine::{Engine, EngineConfig, Transport};
 pub use inject::Injection;
-pub use metrics::{Interval, Percentiles, Recorder, StepReport, Summary, SutUsage, TransactionTimes};
+pub use metrics::{Interval, Percentiles, Recorder, StepReport, Summary, SutUsage, Tail, TransactionTimes};
 pub use pattern::{Arrivals, Pattern, RateController};
 pub use runtime::{run, Control, LoadConfig, LoadError, Prepared, Progress, Role, RunReport};
 pub use scenario::{Scenario, ScenarioError};

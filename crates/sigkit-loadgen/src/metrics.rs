@@ -139,6 +139,12 @@ pub struct Recorder {
     /// the counters' `txn_*` histograms.
     pub methods: Vec<String>,
     pub last_success: Option<Instant>,
+    /// When the load's last step ended ([`Recorder::load_ended`]): calls
+    /// that finish after it are the run's tail.
+    pub tail_from: Option<Instant>,
+    /// Calls that finished after `tail_from`, whatever their step.
+    pub tail_successful: u64,
+    pub tail_failed: u64,
 }
 
 impl Default for Recorder {
@@ -162,6 +168,9 @@ impl Recorder {
             rtd_names,
             methods,
             last_success: None,
+            tail_from: None,
+            tail_successful: 0,
+            tail_failed: 0,
         }
     }
 
@@ -190,9 +199,21 @@ impl Recorder {
     pub fn call_succeeded(&mut self, step: usize, now: Instant) {
         self.each(step, |c| c.successful += 1);
         self.last_success = Some(now);
+        if self.tail_from.is_some_and(|t| now >= t) {
+            self.tail_successful += 1;
+        }
     }
     pub fn call_failed(&mut self, step: usize, cause: &str, timeout: bool) {
         self.each(step, |c| c.fail(cause, timeout));
+        if self.tail_from.is_some_and(|t| Instant::now() >= t) {
+            self.tail_failed += 1;
+        }
+    }
+    /// The load's last step ended at `at` (no more calls are placed): the
+    /// calls that finish from then on are counted apart, as the tail, so
+    /// that no step's rate takes in the time the run waits for them.
+    pub fn load_ended(&mut self, at: Instant) {
+        self.tail_from.get_or_insert(at);
     }
     pub fn ringing(&mut self, step: usize, d: Duration) {
         let us = micros(d);
@@ -241,6 +262,17 @@ impl Recorder {
             self.total.retransmissions += 1;
             self.interval.retransmissions += 1;
         }
+    }
+    /// A message of a call of load step `step` sent again.
+    pub fn retransmitted(&mut self, step: usize) {
+        self.message_sent(true);
+        self.step(step).retransmissions += 1;
+    }
+    /// A message that matched no step of a call of load step `step` (the
+    /// call fails).
+    pub fn unexpected_in(&mut self, step: usize) {
+        self.unexpected();
+        self.step(step).unexpected += 1;
     }
     pub fn message_received(&mut self) {
         self.total.messages_received += 1;
@@ -507,6 +539,21 @@ impl Interval {
     }
 }
 
+/// The run's tail: from the end of its last load step to the end of the
+/// run, when no call was placed any more and the run waited for the calls
+/// in progress (an overloaded system answers late, after retransmissions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Tail {
+    /// Seconds since the run started.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Calls (of any step) that succeeded or failed in the tail.
+    pub successful: u64,
+    pub failed: u64,
+    /// Calls still without a final answer when the run ended.
+    pub unfinished: u64,
+}
+
 /// One load step (a rate of a stepped pattern; the whole run for other
 /// patterns), as a row for a results store: calls count in the step they
 /// started in.
@@ -515,40 +562,120 @@ pub struct StepReport {
     pub step: usize,
     /// The rate of the step, calls/s.
     pub offered_cps: f64,
-    /// When the step started and ended, seconds since the run started.
+    /// When the step started and ended (its last call placed, and one
+    /// arrival gap after it), seconds since the run started: the time in
+    /// which the step offered its calls, neither a pause after it nor the
+    /// run's tail.
     pub start_s: f64,
     pub end_s: f64,
+    /// `end_s - start_s`.
+    pub duration_s: f64,
     pub offered: u64,
     pub attempted: u64,
     pub successful: u64,
     pub failed: u64,
+    /// Failed calls by cause (`invite_timeout`, `invite_503`, ...).
     pub failures: BTreeMap<String, u64>,
-    /// Successful calls of the step per second of the step.
+    /// Failed calls whose cause was a 5xx final response.
+    pub failed_5xx: u64,
+    /// Calls failed on a timer (Timer B/F, no ACK, a recv timeout).
+    pub timeouts: u64,
+    /// Messages of the step's calls sent again (RFC 3261 §17 timers).
+    pub retransmissions: u64,
+    /// Messages that matched no step of one of the step's calls.
+    pub unexpected: u64,
+    /// Successful calls of the step per second of the step
+    /// (`successful / duration_s`).
     pub calls_per_s: f64,
     pub setup_ms: Percentiles,
     pub ringing_ms: Percentiles,
     pub rtd_ms: BTreeMap<String, Percentiles>,
     /// Client transactions' response times, by request method.
     pub transactions_ms: BTreeMap<String, TransactionTimes>,
+    /// The last step only: the run's tail after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail: Option<Tail>,
+}
+
+/// Whether a failure cause names a 5xx final response (`invite_503`).
+fn is_5xx(cause: &str) -> bool {
+    cause
+        .rsplit_once('_')
+        .is_some_and(|(_, code)| code.len() == 3 && code.starts_with('5') && code.parse::<u16>().is_ok())
 }
 
 impl StepReport {
+    /// The step's row: `c` counts the calls that started between
+    /// `start_s` and `end_s`.
     pub fn of(step: usize, offered_cps: f64, start_s: f64, end_s: f64, r: &Recorder, c: &Counters) -> StepReport {
+        let duration_s = (end_s - start_s).max(0.0);
         StepReport {
             step,
             offered_cps,
             start_s,
             end_s,
+            duration_s,
             offered: c.offered,
             attempted: c.attempted,
             successful: c.successful,
             failed: c.failed,
             failures: c.failures.clone(),
-            calls_per_s: c.successful as f64 / (end_s - start_s).max(1e-9),
+            failed_5xx: c.failures.iter().filter(|(k, _)| is_5xx(k)).map(|(_, n)| n).sum(),
+            timeouts: c.timeouts,
+            retransmissions: c.retransmissions,
+            unexpected: c.unexpected,
+            calls_per_s: c.successful as f64 / duration_s.max(1e-9),
             setup_ms: Percentiles::of(&c.setup_us),
             ringing_ms: Percentiles::of(&c.ringing_us),
             rtd_ms: rtd_map(&r.rtd_names, c),
             transactions_ms: transaction_map(&r.methods, c),
+            tail: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_steps_row_counts_its_own_failures_by_cause() {
+        let mut r = Recorder::default();
+        r.call_attempted(0);
+        r.call_attempted(1);
+        r.call_attempted(1);
+        r.call_attempted(1);
+        r.call_failed(1, "invite_503", false);
+        r.call_failed(1, "invite_timeout", true);
+        r.call_failed(1, "invite_486", false);
+        r.retransmitted(1);
+        r.retransmitted(1);
+        r.unexpected_in(0);
+        let row = |i: usize| StepReport::of(i, 10.0, 0.0, 2.0, &r, &r.steps[i]);
+        let (s0, s1) = (row(0), row(1));
+        assert_eq!((s1.failed, s1.failed_5xx, s1.timeouts, s1.retransmissions, s1.unexpected), (3, 1, 1, 2, 0));
+        assert_eq!((s0.failed, s0.failed_5xx, s0.timeouts, s0.retransmissions, s0.unexpected), (0, 0, 0, 0, 1));
+        assert_eq!((r.total.retransmissions, r.total.unexpected), (2, 1));
+        assert!(is_5xx("bye_500") && !is_5xx("invite_486") && !is_5xx("invite_timeout") && !is_5xx("x_5000"));
+    }
+
+    #[test]
+    fn a_steps_rate_is_over_its_duration_and_calls_after_the_load_are_the_tail() {
+        let mut r = Recorder::default();
+        let t0 = Instant::now();
+        for _ in 0..30 {
+            r.call_attempted(0);
+        }
+        for _ in 0..20 {
+            r.call_succeeded(0, t0);
+        }
+        r.load_ended(t0 + Duration::from_millis(1));
+        for _ in 0..10 {
+            r.call_succeeded(0, t0 + Duration::from_secs(5));
+        }
+        // 30 calls of a 3 s step, 10 of them answered in the tail.
+        let row = StepReport::of(0, 10.0, 12.0, 15.0, &r, &r.steps[0]);
+        assert_eq!((row.duration_s, row.calls_per_s), (3.0, 10.0));
+        assert_eq!((r.tail_successful, r.tail_failed), (10, 0));
     }
 }

@@ -19,8 +19,8 @@ use tokio::sync::{mpsc, watch};
 use crate::control::{self, ControlCommand};
 use crate::engine::{Engine, EngineConfig, Outbox, Transport};
 use crate::inject::Injection;
-use crate::metrics::{Interval, StepReport, Summary};
-use crate::pattern::{Arrivals, Pattern, RateController};
+use crate::metrics::{Interval, StepReport, Summary, Tail};
+use crate::pattern::{Arrivals, Pattern, RateController, StepSpan};
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::service::{ServiceModel, ServiceQueue};
 use crate::sigcomp_layer::{is_sigcomp_first_byte, SigcompLayer};
@@ -685,6 +685,10 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         }
         let calls_done = if client {
             let placed_all = config.max_calls.is_some_and(|m| run.started >= m) || run.rate.finished();
+            if placed_all || run.quitting {
+                let end = last_step_end(&run.rate, start).unwrap_or(now).min(now);
+                run.engine.recorder.load_ended(end);
+            }
             (placed_all || run.quitting) && run.engine.active() == 0
         } else {
             let ended = run.engine.recorder.total.successful + run.engine.recorder.total.failed;
@@ -768,7 +772,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
     let mut summary = summary;
     summary.sigcomp = sigcomp.as_ref().map(|l| l.counts);
     summary.service = service.as_ref().map(|q| q.counts());
-    let steps = step_rows(&run, start, now, &scenario);
+    let steps = step_rows(&run, start, now, in_progress);
     let _ = progress_tx.send(progress(&run, start, now, intervals.last(), true));
     Ok(RunReport { summary, intervals, steps, local: Some(local) })
 }
@@ -862,21 +866,52 @@ fn interval_row(
     row
 }
 
-fn step_rows(run: &Run, start: Instant, now: Instant, _scenario: &Scenario) -> Vec<StepReport> {
+/// When the load's last step ended: one arrival gap after its last call
+/// was placed (for evenly spaced arrivals, the step's nominal end).
+fn last_step_end(rate: &RateController, start: Instant) -> Option<Instant> {
+    let last = rate.spans().last()?;
+    Some(start + Duration::from_secs_f64(step_end_s(last)))
+}
+
+/// A step's end, seconds since the run started: its last call placed and
+/// one arrival gap (1/rate) after it.
+fn step_end_s(span: &StepSpan) -> f64 {
+    let gap = if span.cps > 0.0 { 1.0 / span.cps } else { 0.0 };
+    span.end_s + gap
+}
+
+/// The load steps' rows, each over its own duration (from its first call
+/// placed to its end, [`step_end_s`], and no later than the next step's
+/// start or the run's end); the last one carries the run's tail, the time
+/// after it in which the run waited for calls in progress.
+fn step_rows(run: &Run, start: Instant, now: Instant, in_progress: u64) -> Vec<StepReport> {
     let r = &run.engine.recorder;
     let spans = run.rate.spans();
-    let end_s = (now - start).as_secs_f64();
-    r.steps
+    let run_end_s = (now - start).as_secs_f64();
+    let mut rows: Vec<StepReport> = r
+        .steps
         .iter()
         .enumerate()
         .filter(|(_, c)| c.offered + c.attempted > 0)
         .map(|(i, c)| {
             let span = spans.iter().find(|s| s.index == i);
             let start_s = span.map_or(0.0, |s| s.start_s);
-            // A step lasts until the next one starts (its pause included).
-            let stop_s = spans.iter().find(|s| s.index > i).map_or(end_s, |s| s.start_s);
+            let next_start = spans.iter().find(|s| s.index > i).map_or(run_end_s, |s| s.start_s);
+            let stop_s = span.map_or(run_end_s, step_end_s).min(next_start).min(run_end_s).max(start_s);
             let cps = if run.engine.is_client() { run.rate.nominal_rate(i) } else { 0.0 };
             StepReport::of(i, cps, start_s, stop_s, r, c)
         })
-        .collect()
+        .collect();
+    if let (Some(last), true) = (rows.last_mut(), run.engine.is_client()) {
+        if last.end_s < run_end_s {
+            last.tail = Some(Tail {
+                start_s: last.end_s,
+                end_s: run_end_s,
+                successful: r.tail_successful,
+                failed: r.tail_failed,
+                unfinished: in_progress,
+            });
+        }
+    }
+    rows
 }

@@ -225,6 +225,86 @@ async fn stepped_load_reports_each_step() {
     assert_eq!(total, 60, "the intervals add up to the run");
 }
 
+/// Each step's rate is over its own duration: the calls of the last step
+/// end after the load stopped (each is held 1.5 s), and the time the run
+/// waits for them is the tail, reported apart, not part of the last step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steps_rate_is_over_its_own_duration_and_the_tail_is_apart() {
+    let server = Prepared::bind(our_uas(Transport::Udp, 1_000_000)).await.unwrap();
+    let uas_addr = server.local_addr();
+    let (stop_uas, stopped) = tokio::sync::watch::channel(false);
+    let uas = tokio::spawn(server.run(Some(stopped)));
+    let config = LoadConfig {
+        pattern: Pattern::Steps {
+            start: 50.0,
+            end: 100.0,
+            step: 50.0,
+            dwell: Duration::from_secs(1),
+            pause: Duration::ZERO,
+        },
+        max_calls: None,
+        hold: Duration::from_millis(1500),
+        ..uac_to(uas_addr.port())
+    };
+    let report = sigkit_loadgen::run(config, None).await.unwrap();
+    let _ = stop_uas.send(true);
+    let _ = uas.await;
+    let steps = &report.steps;
+    assert_eq!(steps.iter().map(|s| (s.attempted, s.successful)).collect::<Vec<_>>(), [(50, 50), (100, 100)]);
+    for (s, nominal_end) in steps.iter().zip([1.0, 2.0]) {
+        assert!((s.end_s - nominal_end).abs() < 0.05, "step {} ends at {} s: {s:?}", s.step, s.end_s);
+        assert!((s.duration_s - 1.0).abs() < 0.05, "{s:?}");
+        // Every call of the step succeeded: its rate is the offered one
+        // (the run's 1.5 s tail counted in, the last would be 40 calls/s).
+        assert!((s.calls_per_s - s.offered_cps).abs() < s.offered_cps * 0.05, "{s:?}");
+    }
+    let tail = steps[1].tail.expect("the last step carries the run's tail");
+    assert!(steps[0].tail.is_none());
+    assert!((tail.start_s - steps[1].end_s).abs() < 1e-9);
+    assert!(tail.end_s - tail.start_s > 1.0, "the run waited for the held calls: {tail:?}");
+    // Held 1.5 s, every call of the last step and the second half of the
+    // first one finished after the load ended.
+    assert!(tail.successful >= 100 && tail.successful <= 150, "{tail:?}");
+    assert_eq!((tail.failed, tail.unfinished), (0, 0));
+}
+
+/// A peer that never answers: every call fails on a timer after its
+/// INVITE was sent again; each step counts its own calls' timeouts
+/// and retransmissions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_step_counts_its_own_timeouts_and_retransmissions() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let config = LoadConfig {
+        pattern: Pattern::Steps {
+            start: 10.0,
+            end: 20.0,
+            step: 10.0,
+            dwell: Duration::from_millis(500),
+            pause: Duration::ZERO,
+        },
+        max_calls: None,
+        timers: sigkit_loadgen::Timers {
+            t1: Duration::from_millis(10),
+            t2: Duration::from_millis(40),
+            t4: Duration::from_millis(50),
+        },
+        ..uac_to(silent.local_addr().unwrap().port())
+    };
+    let report = sigkit_loadgen::run(config, None).await.unwrap();
+    drop(silent);
+    let steps = &report.steps;
+    assert_eq!(steps.iter().map(|s| s.attempted).collect::<Vec<_>>(), [5, 10], "{steps:?}");
+    for s in steps {
+        assert_eq!((s.successful, s.failed, s.timeouts), (0, s.attempted, s.attempted), "{s:?}");
+        assert_eq!(s.failures.get("invite_timeout"), Some(&s.attempted), "{s:?}");
+        // Each call's INVITE was sent again before Timer B ended it.
+        assert!(s.retransmissions >= s.attempted, "{s:?}");
+        assert_eq!((s.failed_5xx, s.unexpected), (0, 0));
+    }
+    let total: u64 = steps.iter().map(|s| s.retransmissions).sum();
+    assert_eq!(total, report.summary.retransmissions, "the steps' retransmissions add up to the run's");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigcomp_through_sigkit_proxy_and_kamailio() {
     sigcomp_through_proxy_and_kamailio("sigcomp", Transport::Udp).await;

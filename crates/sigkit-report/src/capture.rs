@@ -10,7 +10,7 @@ use crate::CaptureFlow;
 
 /// Lines on one plot at most: past it only the LZSS variants are drawn
 /// (the table has them all).
-const MAX_LINES: usize = 7;
+const MAX_LINES: usize = crate::charts::MAX_SERIES;
 
 fn slug(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect()
@@ -71,17 +71,17 @@ pub(crate) fn capture_section(flows: &[CaptureFlow]) -> Section {
         }
         figures.push(Figure {
             chart: Some(Chart {
-                id: format!("capture-{}-{}", i + 1, slug(&flow.capture)),
-                title: format!("{}, {}: one-way RAN delay", flow.capture, flow.flow),
-                x_label: "signalling link bit rate, kbit/s (log scale)".into(),
-                y_label: "one-way RAN delay of the flow, s".into(),
                 log_x: true,
-                integer_x: false,
-                legend_left: false,
-                series,
+                ..Chart::new(
+                    format!("capture-{}-{}", i + 1, slug(&flow.capture)),
+                    format!("{}, {}: one-way RAN delay", flow.capture, flow.flow),
+                    "signalling link bit rate, kbit/s (log scale)",
+                    "one-way RAN delay of the flow, s",
+                    series,
+                )
             }),
             text,
-            table: Some(Table { head, rows }),
+            table: Some(Table::new(format!("{}: every way of sending it", flow.flow), head, rows)),
         });
     }
     let rtt = flows.first().map_or(70.0, |f| f.rtt_ms);

@@ -20,10 +20,16 @@
 
 #![forbid(unsafe_code)]
 
+mod capacity;
 mod capture;
 mod charts;
+mod compression;
 mod findings;
+mod glossary;
 mod html;
+mod load;
+mod published;
+mod ran;
 mod reproduction;
 pub mod runs;
 pub mod seeds;
@@ -150,11 +156,20 @@ pub struct SimSecond {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RunMeta {
+    /// What the run was ("eval", "sim", "load", ...), as its results file
+    /// names it.
+    pub kind: String,
     pub machine: String,
     /// UTC, as the run recorded it.
     pub date: String,
     pub command: String,
+    /// Its configuration in short ("scenario no-handling, 2 seeds").
+    pub config: String,
     pub notes: String,
+    /// What the reader must know before reading its numbers: a part that
+    /// failed or was not run, or a real peer that did not start and what
+    /// stood in for it. Shown at the top of the page.
+    pub warnings: Vec<String>,
 }
 
 /// One step of a load run: the calls of one offered rate.
@@ -184,6 +199,28 @@ pub struct LoadStep {
     pub setup_p95_ms: f64,
     #[serde(deserialize_with = "nan_if_null")]
     pub setup_p99_ms: f64,
+    /// How long the step offered calls, s (0: not recorded).
+    pub duration_s: f64,
+    /// What went wrong in the step's calls, where the run counted it per
+    /// step (None: not recorded).
+    pub retransmissions: Option<u64>,
+    pub timeouts: Option<u64>,
+    pub unexpected: Option<u64>,
+    pub failed_5xx: Option<u64>,
+    /// The last step of a run: the run's tail after it.
+    pub tail: Option<LoadTail>,
+}
+
+/// The time after a load run's last step, when it placed no call and
+/// waited for the calls in progress.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoadTail {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub successful: u64,
+    pub failed: u64,
+    pub unfinished: u64,
 }
 
 /// JSON has no NaN: serde_json writes it as null, and this reads null back

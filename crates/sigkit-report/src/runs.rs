@@ -22,8 +22,8 @@ use serde_json::{Map, Value};
 use sigkit_results::{RunId, Store};
 
 use crate::{
-    seeds, Capacity, CaptureFlow, CaptureVariant, FlowCompression, LoadStep, RanMessageRow, RanRow, ReportError,
-    ReportInput, RunMeta, SimSecond, SimStudy,
+    seeds, Capacity, CaptureFlow, CaptureVariant, FlowCompression, LoadStep, LoadTail, RanMessageRow, RanRow,
+    ReportError, ReportInput, RunMeta, SimSecond, SimStudy,
 };
 
 /// What kind of output a file held, as an error message names it.
@@ -81,7 +81,11 @@ pub fn read_run(path: &Path) -> Result<(ReportInput, RunKind), ReportError> {
     let mut part = part;
     if part.runs.is_empty() && kind != RunKind::ReportInput {
         // A JSON output does not say where it was made; the file does.
-        part.runs.push(RunMeta { notes: format!("{}: {}", path.display(), kind.name()), ..RunMeta::default() });
+        part.runs.push(RunMeta {
+            kind: kind.name().trim_start_matches("a ").to_string(),
+            notes: path.display().to_string(),
+            ..RunMeta::default()
+        });
     }
     Ok((part, kind))
 }
@@ -196,7 +200,38 @@ fn load_step(series: &str, row: &Value, summary: bool) -> LoadStep {
         Some(n) if summary => n,
         _ => attempted.saturating_sub(successful + failed),
     };
-    LoadStep {
+    let duration_s = if summary {
+        f(row, "elapsed_s")
+    } else {
+        match row.get("duration_s").and_then(Value::as_f64) {
+            Some(d) => d,
+            None => f(row, "end_s") - f(row, "start_s"),
+        }
+    };
+    let opt_u = |k: &str| row.get(k).and_then(Value::as_u64);
+    let failures = json_object(row.get("failures"));
+    let failed_5xx = match opt_u("failed_5xx") {
+        Some(n) => Some(n),
+        // A summary, or a step row written before steps counted 5xx: from
+        // its failures by cause (`invite_503`), where it has them.
+        None => failures.as_ref().filter(|_| summary).map(|m| {
+            m.iter()
+                .filter(|(k, _)| k.rsplit_once('_').is_some_and(|(_, c)| c.len() == 3 && c.starts_with('5')))
+                .filter_map(|(_, v)| v.as_u64())
+                .sum()
+        }),
+    };
+    let tail = json_object(row.get("tail")).map(|t| {
+        let t = Value::Object(t);
+        LoadTail {
+            start_s: f(&t, "start_s"),
+            end_s: f(&t, "end_s"),
+            successful: u(&t, "successful"),
+            failed: u(&t, "failed"),
+            unfinished: u(&t, "unfinished"),
+        }
+    });
+    let mut step = LoadStep {
         series: series.to_string(),
         offered_cps: f(row, "offered_cps"),
         attempted,
@@ -209,7 +244,44 @@ fn load_step(series: &str, row: &Value, summary: bool) -> LoadStep {
         setup_p50_ms: p("p50"),
         setup_p95_ms: p("p95"),
         setup_p99_ms: p("p99"),
+        duration_s: if duration_s.is_finite() && duration_s > 0.0 { duration_s } else { 0.0 },
+        retransmissions: opt_u("retransmissions"),
+        timeouts: opt_u("timeouts"),
+        unexpected: opt_u(if summary { "unexpected_messages" } else { "unexpected" }),
+        failed_5xx,
+        tail,
+    };
+    if !summary && step.duration_s > 0.0 {
+        step.calls_per_s = successful as f64 / step.duration_s;
     }
+    step
+}
+
+/// An object, or its JSON text as a results file keeps it.
+fn json_object(v: Option<&Value>) -> Option<Map<String, Value>> {
+    match v {
+        Some(Value::Object(m)) => Some(m.clone()),
+        Some(Value::String(s)) => serde_json::from_str(s).ok(),
+        _ => None,
+    }
+}
+
+/// A run's load steps from its step rows, each step's rate over its own
+/// duration. Rows written before steps recorded their duration took the
+/// last step to the run's end (the time the run waited for late calls
+/// counted in), so there the last step is given the step before it's
+/// length, the steps of a stepped run being equally long.
+fn load_steps(series: &str, rows: &[Value]) -> Vec<LoadStep> {
+    let mut steps: Vec<LoadStep> = rows.iter().map(|r| load_step(series, r, false)).collect();
+    let recorded = rows.iter().any(|r| r.get("duration_s").is_some());
+    let n = steps.len();
+    if !recorded && n >= 2 && steps[n - 2].duration_s > 0.0 && steps[n - 1].duration_s > steps[n - 2].duration_s {
+        let d = steps[n - 2].duration_s;
+        let last = &mut steps[n - 1];
+        last.duration_s = d;
+        last.calls_per_s = last.successful as f64 / d;
+    }
+    steps
 }
 
 /// A `sigkit sim` run of a results file: its scenario (the run's
@@ -270,7 +342,7 @@ fn from_load_json(report: &Value, series: &str) -> ReportInput {
     }
     let steps = report.get("steps").and_then(Value::as_array).filter(|s| !s.is_empty());
     input.load_steps = match steps {
-        Some(steps) => steps.iter().map(|s| load_step(series, s, false)).collect(),
+        Some(steps) => load_steps(series, steps),
         None => vec![load_step(series, summary, true)],
     };
     input
@@ -302,6 +374,7 @@ fn capacity_steps(series: &str, search: usize, steps: &[Value]) -> Vec<LoadStep>
                 setup_p50_ms: f64::NAN,
                 setup_p95_ms: f(r, "setup_p95_ms"),
                 setup_p99_ms: f64::NAN,
+                ..LoadStep::default()
             }
         })
         .collect()
@@ -352,6 +425,40 @@ fn machine(m: &Value) -> String {
     format!("{} ({}, {} CPUs)", s("hostname"), s("cpu_model"), u(m, "cores"))
 }
 
+/// A run's configuration in one line: its scalar settings as `key value`,
+/// and its objects' scalar members as `key.member value` (a report's own
+/// naming keys, title and series, left out: the page shows them).
+fn config_summary(config: &Value) -> String {
+    let Some(map) = config.as_object() else { return String::new() };
+    let scalar = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    };
+    let mut parts = Vec::new();
+    for (k, v) in map {
+        if matches!(k.as_str(), "title" | "series" | "capacity_series" | "description") {
+            continue;
+        }
+        match v {
+            Value::Object(inner) => {
+                let members: Vec<String> =
+                    inner.iter().filter_map(|(m, v)| scalar(v).map(|s| format!("{m} {s}"))).collect();
+                if !members.is_empty() && members.len() <= 6 {
+                    parts.push(format!("{k}: {}", members.join(", ")));
+                }
+            }
+            other => {
+                if let Some(s) = scalar(other).filter(|s| s.len() <= 80) {
+                    parts.push(format!("{k} {s}"));
+                }
+            }
+        }
+    }
+    parts.join("; ")
+}
+
 /// One run of a results file (`sigkit eval` reports the run it made).
 pub fn read_results_run(path: &Path, run: RunId) -> Result<ReportInput, ReportError> {
     let input = from_results_file(path, Some(run))?;
@@ -391,7 +498,7 @@ fn from_results_file(path: &Path, only: Option<RunId>) -> Result<ReportInput, Re
         if run.kind == "load" || !rows("load_steps", run.id)?.is_empty() {
             let steps = rows("load_steps", run.id)?;
             if !steps.is_empty() {
-                part.load_steps = steps.iter().map(|s| load_step(&series, s, false)).collect();
+                part.load_steps = load_steps(&series, &steps);
             } else if summary.get("successful_calls").is_some() && is_uac(&summary) {
                 part.load_steps = vec![load_step(&series, &summary, true)];
             }
@@ -453,10 +560,17 @@ fn from_results_file(path: &Path, only: Option<RunId>) -> Result<ReportInput, Re
             part.title = run.config.get("title").and_then(Value::as_str).map(str::to_string);
         }
         part.runs.push(RunMeta {
+            kind: format!("{} #{}", run.kind, run.id),
             machine: machine(&run.machine),
             date: utc(run.started_at),
             command: run.command.clone(),
+            config: config_summary(&run.config),
             notes: summary.get("notes").and_then(Value::as_str).unwrap_or_default().to_string(),
+            warnings: summary
+                .get("warnings")
+                .and_then(Value::as_array)
+                .map(|w| w.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default(),
         });
         input.merge(part);
     }
@@ -488,5 +602,38 @@ mod tests {
         let steps = from_load_json(&summary_only, "run").load_steps;
         assert_eq!(steps.len(), 1);
         assert_eq!(steps[0].unfinished, 20);
+    }
+
+    #[test]
+    fn a_steps_rate_is_over_its_own_duration_in_old_files_too() {
+        // Written before steps recorded their duration: the last step's
+        // end was the run's end, 10 s after its 3 s of calls.
+        let old = serde_json::json!({
+            "summary": {"role": "uac", "successful_calls": 5988, "attempted_calls": 6000},
+            "steps": [
+                {"offered_cps": 1000.0, "start_s": 0.0, "end_s": 3.0, "attempted": 3000, "successful": 3000,
+                 "failed": 0, "calls_per_s": 1000.0},
+                {"offered_cps": 1000.0, "start_s": 3.0, "end_s": 16.0, "attempted": 3000, "successful": 2988,
+                 "failed": 12, "calls_per_s": 229.8},
+            ],
+        });
+        let steps = from_load_json(&old, "run").load_steps;
+        assert_eq!(steps[1].duration_s, 3.0);
+        assert!((steps[1].calls_per_s - 996.0).abs() < 1e-9, "{}", steps[1].calls_per_s);
+        assert_eq!(steps[1].retransmissions, None, "not recorded");
+
+        // A current row: its duration, causes, and the tail as a results
+        // file keeps it (JSON text).
+        let new = serde_json::json!({
+            "summary": {"role": "uac", "successful_calls": 2988, "attempted_calls": 3000},
+            "steps": [{"offered_cps": 1000.0, "start_s": 12.0, "end_s": 15.0, "duration_s": 3.0, "attempted": 3000,
+                "successful": 2988, "failed": 12, "calls_per_s": 996.0, "retransmissions": 40, "timeouts": 10,
+                "unexpected": 0, "failed_5xx": 2,
+                "tail": "{\"start_s\":15.0,\"end_s\":25.0,\"successful\":30,\"failed\":12,\"unfinished\":0}"}],
+        });
+        let s = &from_load_json(&new, "run").load_steps[0];
+        assert_eq!((s.duration_s, s.calls_per_s), (3.0, 996.0));
+        assert_eq!((s.retransmissions, s.timeouts, s.unexpected, s.failed_5xx), (Some(40), Some(10), Some(0), Some(2)));
+        assert_eq!(s.tail.as_ref().map(|t| (t.start_s, t.end_s, t.successful)), Some((15.0, 25.0, 30)));
     }
 }

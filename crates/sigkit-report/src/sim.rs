@@ -2,36 +2,18 @@
 //! seeds beside the SIP overload thesis's result for it, and the goodput
 //! and pending transactions over time, averaged over the seeds.
 
-use crate::charts::{Chart, Series, Style};
+use crate::charts::{Chart, Series, Style, MAX_SERIES};
 use crate::html::{num, strings, Figure, Section, Table};
 use crate::{seeds, SimStudy};
 
 pub(crate) fn sim_section(studies: &[SimStudy]) -> Section {
-    let chart = |id: &str, title: &str, y: &str, series: Vec<Series>| Chart {
-        id: id.to_string(),
-        title: title.to_string(),
-        x_label: "simulated time, s".into(),
-        y_label: y.to_string(),
-        log_x: false,
-        integer_x: false,
-        legend_left: false,
-        series,
-    };
+    let chart =
+        |id: &str, title: &str, y: &str, series: Vec<Series>| Chart::new(id, title, "simulated time, s", y, series);
     let line = |s: &SimStudy, y: fn(&crate::SimSecond) -> f64| {
         Series::new(s.scenario.clone(), Style::Line, s.seconds.iter().map(|r| (r.t, y(r))).collect())
     };
-    let mut goodput: Vec<Series> = studies.iter().map(|s| line(s, |r| r.goodput)).collect();
-    // The offered load is the same shape in most scenarios: drawn once,
-    // for the first study, as the guide the goodput falls away from.
-    if let Some(first) = studies.first() {
-        goodput.push(Series::new(
-            format!("offered ({})", first.scenario),
-            Style::Reference,
-            first.seconds.iter().map(|r| (r.t, r.started)).collect(),
-        ));
-    }
-    let pending: Vec<Series> = studies.iter().map(|s| line(s, |r| r.uac_pending)).collect();
     let table = Table {
+        caption: "Each scenario over its seeds, and the thesis's result".into(),
         head: strings([
             "scenario",
             "what it runs",
@@ -58,6 +40,46 @@ pub(crate) fn sim_section(studies: &[SimStudy]) -> Section {
             })
             .collect(),
     };
+    // At most MAX_SERIES scenarios a plot: more are split over several.
+    let mut figures = Vec::new();
+    let sets: Vec<&[SimStudy]> = studies.chunks(MAX_SERIES).collect();
+    let mut table = Some(table);
+    for (k, set) in sets.iter().enumerate() {
+        let (suffix, of) = if sets.len() > 1 {
+            (if k == 0 { String::new() } else { format!("-{}", k + 1) }, format!(" ({} of {})", k + 1, sets.len()))
+        } else {
+            (String::new(), String::new())
+        };
+        let mut goodput: Vec<Series> = set.iter().map(|s| line(s, |r| r.goodput)).collect();
+        // The offered load is the same shape in most scenarios: drawn
+        // once, for the set's first study, as the guide the goodput falls
+        // away from.
+        goodput.push(Series::new(
+            format!("offered ({})", set[0].scenario),
+            Style::Reference,
+            set[0].seconds.iter().map(|r| (r.t, r.started)).collect(),
+        ));
+        let pending: Vec<Series> = set.iter().map(|s| line(s, |r| r.uac_pending)).collect();
+        figures.push(Figure {
+            chart: Some(chart(
+                &format!("sim-goodput{suffix}"),
+                &format!("Goodput over time (mean over seeds){of}"),
+                "200 responses per second",
+                goodput,
+            )),
+            text: String::new(),
+            table: table.take(),
+        });
+        figures.push(Figure::chart(
+            chart(
+                &format!("sim-pending{suffix}"),
+                &format!("Pending client transactions over time (mean over seeds){of}"),
+                "transactions in Trying",
+                pending,
+            ),
+            "",
+        ));
+    }
     Section {
         id: "overload",
         title: "SIP overload (simulated)".into(),
@@ -67,27 +89,6 @@ pub(crate) fn sim_section(studies: &[SimStudy]) -> Section {
              second by second. The last column is the thesis's result for the same scenario.",
             seeds::OVERLOAD_THESIS
         ),
-        figures: vec![
-            Figure {
-                chart: Some(chart(
-                    "sim-goodput",
-                    "Goodput over time (mean over seeds)",
-                    "200 responses per second",
-                    goodput,
-                )),
-                text: String::new(),
-                table: Some(table),
-            },
-            Figure {
-                chart: Some(chart(
-                    "sim-pending",
-                    "Pending client transactions over time (mean over seeds)",
-                    "transactions in Trying",
-                    pending,
-                )),
-                text: String::new(),
-                table: None,
-            },
-        ],
+        figures,
     }
 }

@@ -117,7 +117,7 @@ pub fn run_meta(command: &str) -> RunMeta {
         machine: format!("{host} ({cpu}, {cpus} CPUs)").replace("( ", "(").replace("(, ", "("),
         date: utc_now(),
         command: command.to_string(),
-        notes: String::new(),
+        ..RunMeta::default()
     }
 }
 

@@ -90,6 +90,17 @@ impl LoadPath {
         }
     }
 
+    /// What the reader must know about the servers: the built-in UAS stood
+    /// in for Kamailio and SIPp, unless the user asked for it.
+    pub fn warning(&self) -> Option<String> {
+        match self {
+            LoadPath::BuiltIn { why } if why != "--peers built-in" => {
+                Some(format!("The load run went to the built-in UAS, not through Kamailio to SIPp's UAS: {why}."))
+            }
+            _ => None,
+        }
+    }
+
     /// SIPp's UAS and Kamailio, where they run.
     pub fn servers(&self) -> Option<(SocketAddr, SocketAddr)> {
         match self {

@@ -86,6 +86,9 @@ struct Summary {
     notes: String,
     /// Each part that failed, or was not run after an interrupt.
     problems: Vec<String>,
+    /// What the report shows first: the problems, and a real peer the
+    /// load run could not use.
+    warnings: Vec<String>,
     /// "sipp-kamailio" or "built-in".
     load_path: &'static str,
     compression: Vec<FlowSummary>,
@@ -276,6 +279,7 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     // The real peers are done with.
     let load_path = path.key();
     let mut notes = path.notes();
+    let fallback = path.warning();
     drop(path);
     let capacity =
         run.part("capacity search against the built-in UAS", |run| parts::capacity(run, &runtime, args.quick));
@@ -291,6 +295,7 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         status,
         notes,
         problems: run.problems.clone(),
+        warnings: run.problems.iter().map(|p| format!("{p}.")).chain(fallback).collect(),
         load_path,
         compression: compression.unwrap_or_default(),
         ran: ran.unwrap_or_default(),
