@@ -212,6 +212,7 @@ fn eval_quick_runs_from_an_empty_folder_through_kamailio_to_sipp_where_installed
     // Like for like: the same steps without the proxy, from sigkit's UAC
     // and from SIPp's, each a load run of its own in the results file.
     assert!(html.contains("SIPp UAC → Kamailio → SIPp UAS"));
+    assert!(html.contains("so the proxy adds"), "the summary compares the proxy with Kamailio alone");
     let steps = Command::new(env!("CARGO_BIN_EXE_sigkit"))
         .arg("results")
         .arg(out.join("results.sqlite"))

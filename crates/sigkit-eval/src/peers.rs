@@ -240,16 +240,13 @@ pub fn version(program: &str) -> String {
         .unwrap_or_default()
 }
 
-/// What a run of SIPp's built-in UAC did, from its final screen and its
-/// response-time trace.
+/// What a run of SIPp's built-in UAC did, from its final screen. Its own
+/// response times are not kept: SIPp's clock ticks in whole milliseconds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SippCalls {
     /// Calls SIPp counted as successful and as failed.
     pub successful: u64,
     pub failed: u64,
-    /// Each successful call's INVITE → 200 delay, ms (SIPp's built-in UAC
-    /// stops its response-time measure at the 200; 1 ms resolution).
-    pub setup_ms: Vec<f64>,
 }
 
 /// Runs SIPp's built-in UAC (`-sn uac`, no hold) from a free UDP port of
@@ -266,14 +263,13 @@ pub fn sipp_uac(
 ) -> Result<SippCalls, PeerError> {
     let dir = &scratch_dir(dir)?;
     let port = free_udp_port().map_err(|e| PeerError::Io("a free port".into(), e))?;
-    // SIPp names its traces after the scenario and its own PID; a folder of
-    // its own per run keeps them apart.
+    // A folder of its own per run keeps the runs' logs apart.
     let run_dir = dir.join(format!("sipp-uac-{port}"));
     std::fs::create_dir_all(&run_dir).map_err(|e| PeerError::Io(run_dir.display().to_string(), e))?;
     let mut cmd = Command::new("sipp");
     cmd.args(["-sn", "uac", "-i", "127.0.0.1", "-p", &port.to_string()])
         .args(["-r", &format!("{rate}"), "-m", &calls.to_string(), "-d", "0"])
-        .args(["-rsa", &via.to_string(), "-nostdin", "-trace_err", "-trace_rtt", "-rtt_freq", "1"])
+        .args(["-rsa", &via.to_string(), "-nostdin", "-trace_err"])
         .args(["-timeout", &format!("{}s", limit.as_secs().max(1)), &target.to_string()]);
     let mut peer = spawn(cmd, &run_dir, "sipp-uac.log", via)?;
     let deadline = Instant::now() + limit + Duration::from_secs(5);
@@ -287,15 +283,7 @@ pub fn sipp_uac(
         std::thread::sleep(Duration::from_millis(50));
     }
     let screen = std::fs::read_to_string(&peer.log).map_err(|e| PeerError::Io(peer.log.display().to_string(), e))?;
-    let mut out = sipp_totals(&screen);
-    for entry in std::fs::read_dir(&run_dir).map_err(|e| PeerError::Io(run_dir.display().to_string(), e))? {
-        let path = entry.map_err(|e| PeerError::Io(run_dir.display().to_string(), e))?.path();
-        if path.file_name().is_some_and(|n| n.to_string_lossy().ends_with("_rtt.csv")) {
-            let text = std::fs::read_to_string(&path).map_err(|e| PeerError::Io(path.display().to_string(), e))?;
-            out.setup_ms.extend(rtt_column(&text));
-        }
-    }
-    Ok(out)
+    Ok(sipp_totals(&screen))
 }
 
 /// SIPp's totals from its final screen: the last "Successful call" and
@@ -309,13 +297,7 @@ fn sipp_totals(screen: &str) -> SippCalls {
             .next_back()
             .unwrap_or(0)
     };
-    SippCalls { successful: total("Successful call"), failed: total("Failed call"), setup_ms: Vec::new() }
-}
-
-/// The response times (ms) of SIPp's `-trace_rtt` file:
-/// `Date_ms;response_time_ms;rtd_no` rows under a header.
-fn rtt_column(text: &str) -> impl Iterator<Item = f64> + '_ {
-    text.lines().filter_map(|l| l.split(';').nth(1)).filter_map(|v| v.trim().parse::<f64>().ok())
+    SippCalls { successful: total("Successful call"), failed: total("Failed call") }
 }
 
 #[cfg(test)]
@@ -323,7 +305,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sipps_final_screen_and_rtt_trace_are_read() {
+    fn sipps_final_screen_is_read() {
         let screen = "  Successful call    |        0                  |        12  \n\
                       Failed call        |        0                  |        0   \n\
                       ------ [+] Final statistics\n\
@@ -331,7 +313,5 @@ mod tests {
                       Failed call        |        1                  |        2   \n";
         let totals = sipp_totals(screen);
         assert_eq!((totals.successful, totals.failed), (30, 2));
-        let rtt = "Date_ms;response_time_ms;rtd_no\n1764349200123.456;2.000000;1\n1764349200130.000;11.5;1\n";
-        assert_eq!(rtt_column(rtt).collect::<Vec<_>>(), [2.0, 11.5]);
     }
 }

@@ -19,8 +19,11 @@ pub(crate) struct Finding {
     pub topic: &'static str,
     /// Ours beside theirs, in one sentence.
     pub sentence: String,
-    /// None: context (a figure from another system, not judged).
+    /// None: context (a figure from another system, not judged), or a
+    /// comparison of two runs of this report ([`Finding::like_for_like`]).
     pub verdict: Option<Verdict>,
+    /// Both figures measured here, side by side in one run.
+    pub like_for_like: bool,
     pub why: String,
 }
 
@@ -59,6 +62,7 @@ fn compression(input: &ReportInput) -> Vec<Finding> {
                     count(Verdict::Higher)
                 ),
                 verdict: Some(verdict),
+                like_for_like: false,
                 why: headline.why.clone(),
             });
         }
@@ -69,7 +73,7 @@ fn compression(input: &ReportInput) -> Vec<Finding> {
             k.2,
             "Open SigComp",
         ) {
-            out.push(Finding { topic: "Compression against Open SigComp", sentence, verdict: Some(verdict), why: k.2.why.clone() });
+            out.push(Finding { topic: "Compression against Open SigComp", sentence, verdict: Some(verdict), like_for_like: false, why: k.2.why.clone() });
         }
     }
     out
@@ -83,7 +87,7 @@ fn ran(input: &ReportInput) -> Option<Finding> {
         row,
         "the SigComp thesis",
     )?;
-    Some(Finding { topic: "RAN delay", sentence, verdict: Some(verdict), why: row.why.clone() })
+    Some(Finding { topic: "RAN delay", sentence, verdict: Some(verdict), like_for_like: false, why: row.why.clone() })
 }
 
 fn overload(input: &ReportInput) -> Option<Finding> {
@@ -105,7 +109,7 @@ fn overload(input: &ReportInput) -> Option<Finding> {
             why = avoided.why.clone();
         }
     }
-    Some(Finding { topic: "SIP overload (simulated)", sentence, verdict: Some(verdict), why })
+    Some(Finding { topic: "SIP overload (simulated)", sentence, verdict: Some(verdict), like_for_like: false, why })
 }
 
 fn load(input: &ReportInput) -> Option<Finding> {
@@ -117,7 +121,47 @@ fn load(input: &ReportInput) -> Option<Finding> {
             run.describe()
         ),
         verdict: None,
+        like_for_like: false,
         why: "another proxy on 2009 hardware, shown for scale".into(),
+    })
+}
+
+/// The mean over `steps` of a per-step figure.
+fn mean_of(steps: &[&crate::LoadStep], f: impl Fn(&crate::LoadStep) -> f64) -> f64 {
+    let v: Vec<f64> = steps.iter().map(|s| f(s)).filter(|x| x.is_finite()).collect();
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// What `sigkit proxy` adds, and how SIPp's UAC does against sigkit's:
+/// the same Kamailio, SIPp UAS and steps, measured in this run.
+fn like_for_like(input: &ReportInput) -> Option<Finding> {
+    use crate::series::{DIRECT, SIPP_DIRECT, THROUGH_PROXY};
+    let of = |name: &str| -> Vec<&crate::LoadStep> { input.load_steps.iter().filter(|s| s.series == name).collect() };
+    let (proxied, direct, sipp) = (of(THROUGH_PROXY), of(DIRECT), of(SIPP_DIRECT));
+    if proxied.is_empty() || direct.is_empty() {
+        return None;
+    }
+    let calls = |steps: &[&crate::LoadStep]| -> (u64, u64) {
+        (steps.iter().map(|s| s.successful).sum(), steps.iter().map(|s| s.attempted).sum())
+    };
+    let ((ok_p, all_p), (ok_d, all_d)) = (calls(&proxied), calls(&direct));
+    let (p50_p, p50_d) = (mean_of(&proxied, |s| s.setup_p50_ms), mean_of(&direct, |s| s.setup_p50_ms));
+    let top = proxied.iter().map(|s| s.offered_cps).fold(0.0, f64::max);
+    let mut sentence = format!(
+        "Through sigkit proxy, Kamailio set up {ok_p} of {all_p} calls with a p50 set-up delay of {p50_p:.2} ms; \
+         straight to Kamailio, {ok_d} of {all_d} in {p50_d:.2} ms, so the proxy adds {:+.2} ms a call up to {top:.0} calls/s",
+        p50_p - p50_d
+    );
+    if !sipp.is_empty() {
+        let (ok_s, all_s) = calls(&sipp);
+        let _ = write!(sentence, "; SIPp's UAC through the same Kamailio completed {ok_s} of {all_s} calls");
+    }
+    Some(Finding {
+        topic: "What the proxy adds",
+        sentence,
+        verdict: None,
+        like_for_like: true,
+        why: "the same Kamailio, SIPp UAS and load steps, one after the other in this run".into(),
     })
 }
 
@@ -132,6 +176,7 @@ fn capacity(input: &ReportInput) -> Option<Finding> {
             c.service_level
         ),
         verdict: None,
+        like_for_like: false,
         why: "a PBX on 2009 machines, not sigkit's own UAS on this one".into(),
     })
 }
@@ -156,6 +201,7 @@ fn taroc(input: &ReportInput) -> Option<Finding> {
             after as f64 / n as f64
         ),
         verdict: None,
+        like_for_like: false,
         why: "no published figure to compare; the draft's throughput study is reproduced by sigkit rohc-throughput".into(),
     })
 }
@@ -165,6 +211,7 @@ pub(crate) fn findings(input: &ReportInput) -> Vec<Finding> {
     let mut out = compression(input);
     out.extend(ran(input));
     out.extend(load(input));
+    out.extend(like_for_like(input));
     out.extend(capacity(input));
     out.extend(overload(input));
     out.extend(taroc(input));
@@ -190,7 +237,11 @@ pub(crate) fn html(input: &ReportInput) -> String {
         )
     );
     for f in &list {
-        let verdict = f.verdict.map_or_else(|| "<span class=\"v-context\">context</span>".to_string(), verdict_html);
+        let verdict = match (f.verdict, f.like_for_like) {
+            (Some(v), _) => verdict_html(v),
+            (None, true) => "<span class=\"v-context\">like for like</span>".to_string(),
+            (None, false) => "<span class=\"v-context\">context</span>".to_string(),
+        };
         let _ = write!(
             out,
             "<li><b>{}.</b> {}. {verdict}: {}.</li>",
@@ -328,5 +379,42 @@ mod tests {
             taroc.sentence
         );
         assert_eq!(taroc.verdict, None);
+    }
+
+    #[test]
+    fn the_proxy_is_compared_with_kamailio_alone_and_sipps_uac_like_for_like() {
+        use crate::series::{DIRECT, SIPP_DIRECT, THROUGH_PROXY};
+        let step = |series: &str, offered: f64, ok: u64, p50: f64| crate::LoadStep {
+            series: series.into(),
+            offered_cps: offered,
+            attempted: 100,
+            successful: ok,
+            setup_p50_ms: p50,
+            ..crate::LoadStep::default()
+        };
+        let mut input = ReportInput {
+            load_steps: vec![
+                step(THROUGH_PROXY, 100.0, 100, 2.5),
+                step(THROUGH_PROXY, 200.0, 99, 2.7),
+                step(DIRECT, 100.0, 100, 2.0),
+                step(DIRECT, 200.0, 100, 2.2),
+            ],
+            ..ReportInput::default()
+        };
+        let f = like_for_like(&input).expect("both runs are there");
+        assert!(f.like_for_like && f.verdict.is_none());
+        assert!(f.sentence.contains("199 of 200 calls with a p50 set-up delay of 2.60 ms"), "{}", f.sentence);
+        assert!(f.sentence.contains("200 of 200 in 2.10 ms, so the proxy adds +0.50 ms"), "{}", f.sentence);
+        assert!(!f.sentence.contains("SIPp's UAC"));
+        input.load_steps.push(step(SIPP_DIRECT, 100.0, 97, f64::NAN));
+        let f = like_for_like(&input).unwrap();
+        assert!(
+            f.sentence.contains("SIPp's UAC through the same Kamailio completed 97 of 100 calls"),
+            "{}",
+            f.sentence
+        );
+        // Without the run straight to Kamailio there is nothing to compare.
+        input.load_steps.retain(|s| s.series != DIRECT);
+        assert!(like_for_like(&input).is_none());
     }
 }

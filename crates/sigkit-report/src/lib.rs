@@ -43,6 +43,17 @@ use serde::{Deserialize, Serialize};
 pub use charts::FONT_FAMILY;
 pub use sigkit_eval::published::MeasuredCompression;
 
+/// The series names of `sigkit eval`'s load runs through Kamailio, by
+/// which the summary compares them like for like.
+pub mod series {
+    /// sigkit's UAC through `sigkit proxy` to Kamailio and SIPp's UAS.
+    pub const THROUGH_PROXY: &str = "UAC → sigkit proxy → Kamailio → SIPp UAS";
+    /// The same steps straight to Kamailio.
+    pub const DIRECT: &str = "UAC → Kamailio → SIPp UAS";
+    /// The same steps from SIPp's UAC straight to Kamailio.
+    pub const SIPP_DIRECT: &str = "SIPp UAC → Kamailio → SIPp UAS";
+}
+
 /// Everything a report shows; every section is optional (empty). Unknown
 /// fields are refused: another JSON file (a summary, a configuration) is
 /// not mistaken for an empty report input.

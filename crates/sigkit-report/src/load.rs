@@ -305,10 +305,15 @@ pub(crate) fn load_section(input: &ReportInput) -> Section {
     }
     let mut figures = Vec::new();
     for (k, set) in sets.iter().enumerate() {
-        // Several sets: each names its runs in its plots' titles.
+        // Several sets: a set of one run names it in its plots' titles; a
+        // set of several names them in the legend only, where a long
+        // title would not fit.
         let (suffix, of) = if sets.len() > 1 {
-            let names: Vec<&str> = set.iter().map(|s| s.0.as_str()).collect();
-            (if k == 0 { String::new() } else { format!("-{}", k + 1) }, format!(": {}", runs_title(&names)))
+            let of = match set.as_slice() {
+                [one] => format!(": {}", runs_title(&[one.0.as_str()])),
+                _ => String::new(),
+            };
+            (if k == 0 { String::new() } else { format!("-{}", k + 1) }, of)
         } else {
             (String::new(), String::new())
         };

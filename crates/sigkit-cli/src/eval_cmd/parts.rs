@@ -194,13 +194,11 @@ pub fn direct_loads(
     );
     for s in &sipp {
         println!(
-            "  {:>6.0} calls/s offered: {} of {} successful, {} failed, set-up p50 {} ms, p95 {} ms (SIPp's own timer)",
+            "  {:>6.0} calls/s offered: {} of {} successful, {} failed",
             s["offered_cps"].as_f64().unwrap_or(f64::NAN),
             s["successful"],
             s["attempted"],
             s["failed"],
-            s["setup_ms"]["p50"],
-            s["setup_ms"]["p95"]
         );
     }
     let successful: u64 = sipp.iter().filter_map(|s| s["successful"].as_u64()).sum();
