@@ -5,7 +5,7 @@
 //! and no horizontal overflow of the page, and the screenshot must not be
 //! blank.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use sigcomp::Params;
@@ -14,28 +14,8 @@ use sigkit_eval::corpus::load_flow;
 use sigkit_eval::ran::{measure, MeasureSettings, RanCall, THESIS_RATES_KBPS, THESIS_RTT};
 use sigkit_report::{seeds, sources, write_report, Capacity, LoadStep, LoadTail, ReportInput};
 
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus")
-}
-
-/// Whether the test may go on without `tool` (never in CI, where a
-/// missing tool is a failure: `.ci/run` installs it).
-fn have(tool: &str) -> bool {
-    let found =
-        Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success());
-    assert!(found || std::env::var_os("CI").is_none(), "{tool} is required in CI (.ci/run installs it)");
-    if !found {
-        eprintln!("skipping: {tool} is not installed");
-    }
-    found
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sigkit-report-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::{corpus, have, scratch};
 
 /// Load steps of a system that serves up to `capacity` calls/s, its
 /// set-up delay growing as the offered load nears it (an M/M/1 queue's

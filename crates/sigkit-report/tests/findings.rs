@@ -7,7 +7,6 @@
 //! context table, explain its terms at first use, and fit an 800 px window
 //! in headless Chromium.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use sigcomp::{Params, Transport};
@@ -17,27 +16,8 @@ use sigkit_eval::published::{measure, published_compression};
 use sigkit_eval::ran::{RanCall, THESIS_RATES_KBPS, THESIS_RTT};
 use sigkit_report::{runs, sources, write_report, Capacity, LoadStep, ReportInput, SimStudy};
 
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus")
-}
-
-/// Whether the test may go on without `tool` (never in CI).
-fn have(tool: &str) -> bool {
-    let found =
-        Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success());
-    assert!(found || std::env::var_os("CI").is_none(), "{tool} is required in CI (.ci/run installs it)");
-    if !found {
-        eprintln!("skipping: {tool} is not installed");
-    }
-    found
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sigkit-findings-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::{corpus, have, scratch};
 
 fn step(series: &str, offered: f64, attempted: u64, successful: u64) -> LoadStep {
     LoadStep {
