@@ -93,3 +93,52 @@ fn lzw_example_data_is_the_rfcs_compressed_message() {
     let data = std::fs::read(root.join("examples/rfc4464-lzw.data")).unwrap();
     assert_eq!(data, hex::decode(digits).unwrap());
 }
+
+/// A number as docs/reproduction.md writes it ("10,640").
+fn count(text: &str) -> u64 {
+    text.trim().replace(',', "").parse().unwrap_or_else(|_| panic!("not a count: {text:?}"))
+}
+
+/// docs/reproduction.md's compression rows: each `sigkit flow` command of
+/// its last column, run as written from the repository root, gives the
+/// row's own figure ("0.210 (2,236 of 10,640)": the SigComp bytes, or the
+/// tokens alone for the thesis's Tables 11 and 13, of the flow's SIP
+/// bytes).
+#[test]
+fn reproduction_rows_are_what_their_commands_measure() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = repo_file("docs/reproduction.md");
+    let mut checked = 0;
+    for row in doc.lines().filter(|l| l.starts_with('|') && l.contains("`sigkit flow corpus/")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let command = cells[cells.len() - 2].trim_matches('`');
+        let ours = cells[4];
+        let (of, total) = ours.split_once('(').unwrap().1.trim_end_matches(')').split_once(" of ").unwrap();
+        let (of, total) = (count(of), count(total));
+        let words: Vec<&str> = command.split_whitespace().collect();
+        assert_eq!(words[..2], ["sigkit", "flow"], "{row}");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sigkit"))
+            .args(&words[1..])
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+        // TOTAL  <SIP bytes>  <tokens>  <SigComp bytes>  ...
+        let totals: Vec<u64> = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("TOTAL"))
+            .unwrap_or_else(|| panic!("{command}: no TOTAL line"))
+            .split_whitespace()
+            .skip(1)
+            .take(3)
+            .map(count)
+            .collect();
+        assert_eq!(totals[0], total, "{command}: the flow's SIP bytes");
+        let tokens_alone = cells[2].starts_with("Table 11") || cells[2].starts_with("Table 13");
+        let measured = if tokens_alone { totals[1] } else { totals[2] };
+        assert_eq!(measured, of, "{command}: the document says {ours}");
+        checked += 1;
+    }
+    assert!(checked >= 40, "only {checked} rows with a sigkit flow command");
+}
