@@ -267,7 +267,7 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> 
     }
     writeln!(
         out,
-        "recov.: packets sent after a loss until the next correct decompression; ctxrec.: packets that arrived intact but were refused (context damage) per loss episode; beyond W: episodes whose context damage exceeded TAROC's VSW, in packets, as the loss left the compressor"
+        "ctx dmg: packets that arrived intact but were refused (context damage); undet.: packets emitted with a wrong header (undetected corruption, must be 0); payload u.: damaged payloads the TCP checksum missed (the link's doing, not the scheme's); recov.: packets sent after a loss until the next correct decompression; ctxrec.: packets that arrived intact but were refused (context damage) per loss episode; beyond W: episodes whose context damage exceeded TAROC's VSW, in packets, as the loss left the compressor"
     )?;
     Ok(())
 }

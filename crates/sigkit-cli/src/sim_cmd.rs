@@ -65,6 +65,11 @@ fn print_seeds(runs: &[SeedSummary]) {
             opt(s.d2_first_detection),
         );
     }
+    println!(
+        "SR: the share of the window's transactions with a final response (the thesis's success rate); 200s: \
+         their share answered 200; goodput: 200s a second; RT: transmissions a transaction; max PT: most \
+         transactions pending at the UAC; D1 at, D2 at: the second each detector first found overload"
+    );
 }
 
 /// CPU seconds this process has used so far, all threads (utime + stime
