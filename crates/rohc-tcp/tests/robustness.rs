@@ -109,8 +109,8 @@ fn bit_errors_at_ber_1e_3_escape_only_through_the_tcp_checksums_blind_spot() {
         let o = run_taroc(mode, &flow, 1, &mut link);
         assert!(damaged > 1000, "{damaged}");
         // Measured: up to 3 header and 5 payload escapes in 1,700 damaged
-        // packets (O-mode). Issue 16's "zero undetected corruption at BER
-        // 1e-3" needs a check stronger than the TCP checksum.
+        // packets (O-mode). The goal of zero undetected corruption at BER
+        // 1e-3 needs a check stronger than the TCP checksum.
         assert!((o.corrupted + o.payload_undetected) * 100 <= damaged, "{mode:?}: {o:?}");
         // Packets lost to context damage: intact ones not delivered. In
         // U-mode a context in No Context waits for the periodic IR: measured
