@@ -15,8 +15,9 @@ use super::PeersArg;
 
 /// The servers behind `sigkit proxy` in the load run.
 pub enum LoadPath {
-    /// The built-in UAS, and why the real peers were not used.
-    BuiltIn { why: String },
+    /// The built-in UAS, why the real peers were not used, and whether the
+    /// user asked for it (`--peers built-in`) rather than it standing in.
+    BuiltIn { why: String, requested: bool },
     /// Kamailio, relaying to SIPp's UAS; both running until this is dropped.
     Kamailio { kamailio: String, sipp: String, uas: Peer, proxy: Peer },
 }
@@ -30,12 +31,15 @@ impl LoadPath {
     pub fn start(peers: PeersArg, dir: &Path, kamailio_cfg: &str) -> Result<LoadPath, String> {
         let missing: Vec<&str> = ["kamailio", "sipp"].into_iter().filter(|t| peers::find(t).is_none()).collect();
         match (peers, missing.is_empty()) {
-            (PeersArg::BuiltIn, _) => return Ok(LoadPath::BuiltIn { why: "--peers built-in".into() }),
+            (PeersArg::BuiltIn, _) => return Ok(LoadPath::BuiltIn { why: "--peers built-in".into(), requested: true }),
             (PeersArg::Kamailio, false) => {
                 return Err(format!("--peers kamailio: not on PATH: {}", missing.join(", ")))
             }
             (PeersArg::Auto, false) => {
-                return Ok(LoadPath::BuiltIn { why: format!("not installed: {}", missing.join(", ")) })
+                return Ok(LoadPath::BuiltIn {
+                    why: format!("not installed: {}", missing.join(", ")),
+                    requested: false,
+                })
             }
             (_, true) => {}
         }
@@ -53,7 +57,7 @@ impl LoadPath {
             Err(e) => {
                 eprintln!("sigkit eval: {e}");
                 eprintln!("sigkit eval: the load run falls back to the built-in UAS");
-                Ok(LoadPath::BuiltIn { why: first_lines(&e, 6) })
+                Ok(LoadPath::BuiltIn { why: first_lines(&e, 6), requested: false })
             }
         }
     }
@@ -76,7 +80,7 @@ impl LoadPath {
     /// The run's note on its servers.
     pub fn notes(&self) -> String {
         match self {
-            LoadPath::BuiltIn { why } => format!(
+            LoadPath::BuiltIn { why, .. } => format!(
                 "Load run: {}; Kamailio and SIPp were not used ({why}). Capacity search: the built-in UAC against \
                  the built-in UAS.",
                 self.series()
@@ -94,7 +98,7 @@ impl LoadPath {
     /// in for Kamailio and SIPp, unless the user asked for it.
     pub fn warning(&self) -> Option<String> {
         match self {
-            LoadPath::BuiltIn { why } if why != "--peers built-in" => {
+            LoadPath::BuiltIn { why, requested: false } => {
                 Some(format!("The load run went to the built-in UAS, not through Kamailio to SIPp's UAS: {why}."))
             }
             _ => None,
