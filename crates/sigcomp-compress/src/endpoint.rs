@@ -164,6 +164,7 @@ pub struct Incoming {
     cycles: u64,
     transport: Transport,
     pending: Pending,
+    uploaded_bytecode: bool,
 }
 
 impl Incoming {
@@ -180,6 +181,13 @@ impl Incoming {
     /// The transport it arrived on.
     pub fn transport(&self) -> Transport {
         self.transport
+    }
+
+    /// Whether the message carried its bytecode (RFC 3320 §7: `len` = 00)
+    /// rather than naming a state that holds it. A peer that uploads again
+    /// into a compartment where it had state has lost its model of ours.
+    pub fn uploaded_bytecode(&self) -> bool {
+        self.uploaded_bytecode
     }
 
     /// Whether accepting it would create or free state.
@@ -584,7 +592,15 @@ impl Endpoint {
         match self.decompressor.decompress(message, transport) {
             Ok(d) => {
                 self.metrics.cycles += d.cycles;
-                Ok(Received::Message(Incoming { output: d.output, cycles: d.cycles, transport, pending: d.pending }))
+                let uploaded_bytecode = sigcomp::wire::Header::parse(message)
+                    .is_ok_and(|h| matches!(h.body, sigcomp::wire::Body::Bytecode { .. }));
+                Ok(Received::Message(Incoming {
+                    output: d.output,
+                    cycles: d.cycles,
+                    transport,
+                    pending: d.pending,
+                    uploaded_bytecode,
+                }))
             }
             Err(failure) => {
                 self.metrics.cycles += failure.cycles;
@@ -655,7 +671,7 @@ impl Endpoint {
     /// feedback is kept for our compressor, and the peer's announced
     /// parameters and states are learned.
     pub fn accept(&mut self, now: Instant, incoming: Incoming, compartment: CompartmentId) -> Accepted {
-        let Incoming { output, cycles, transport, pending } = incoming;
+        let Incoming { output, cycles, transport, pending, .. } = incoming;
         self.metrics.messages_accepted += 1;
         self.metrics.bytes_decompressed += output.len() as u64;
         let mut evicted = self.activate(now, compartment, transport);

@@ -12,12 +12,13 @@
 //!   requests come back through it;
 //! - it consumes Route entries that name it, and sends responses back
 //!   along the Via path;
-//! - each message toward a terminal is compressed in that terminal's
-//!   compartment, keyed by its `sigcomp-id` (RFC 5049 §6.1) or else by its
-//!   flow (transport, address, connection);
+//! - each message to or from a terminal belongs to a compartment keyed by
+//!   the terminal (its `sigcomp-id`, RFC 5049 §6.1, or else its flow) and
+//!   by the name the terminal uses for the proxy in that message, so the
+//!   two ends always agree ([`crate::compartments`]);
 //! - state is created only for messages the proxy accepts (RFC 5049 §6):
-//!   a REGISTER's once the registrar has answered 2xx, a registered
-//!   terminal's at once, anything else's never.
+//!   a registered terminal's at once, an unregistered terminal's REGISTER
+//!   once the registrar has answered 2xx, anything else's never.
 //!
 //! Every entry the proxy writes carries a flow token (`t.I.N` as the
 //! URI's user part) naming the terminal's flow, so a message from the
@@ -54,6 +55,7 @@ use sigkit_sip::proxy::{build_response, format_via, is_dialog_forming, route_uri
 use sigkit_sip::transaction::{ack_for, cancel_for, ClientTransaction, Reliability, ServerTransaction, State, Timers};
 use sigkit_sip::{EditError, Editor, HeaderName, Message};
 
+use crate::compartments::{Compartments, ProxyName, Terminal, Uploads};
 use crate::config::{ConfigError, ProxyConfig, SipTransport};
 use crate::defence::{Refusal, SourceBudgets};
 use crate::overload::{Admission, Overload, OverloadMetrics};
@@ -140,6 +142,10 @@ pub struct ProxyMetrics {
     /// Stateful mode: INVITE transactions a terminal's CANCEL ended
     /// (RFC 3261 §16.10).
     pub cancelled_invites: u64,
+    /// NACKs sent to terminals and received from them, by RFC 4077 reason
+    /// code.
+    pub nacks_sent: [u64; 32],
+    pub nacks_received: [u64; 32],
     /// How long the proxy took over each message it received.
     pub handling: HandlingTimes,
 }
@@ -208,16 +214,24 @@ impl ProxyMetrics {
         self.upstream_retransmissions += o.upstream_retransmissions;
         self.transaction_timeouts += o.transaction_timeouts;
         self.cancelled_invites += o.cancelled_invites;
+        for (a, b) in self.nacks_sent.iter_mut().zip(o.nacks_sent) {
+            *a += b;
+        }
+        for (a, b) in self.nacks_received.iter_mut().zip(o.nacks_received) {
+            *a += b;
+        }
         self.handling.add(&o.handling);
     }
 }
 
 /// What a flow token names.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Flow {
     peer: Peer,
     sigcomp: bool,
-    compartment: Option<CompartmentId>,
+    /// The terminal's SigComp identifier, once a request on this flow
+    /// named it ([`Terminal::Id`]).
+    terminal_id: Option<String>,
     /// The last message from or to the terminal on this flow.
     last_seen: Instant,
     /// The end of the registration made through this flow: a registered
@@ -229,7 +243,8 @@ struct Flow {
 struct HeldRegister {
     /// Its SigComp state (RFC 5049 §6: kept only on a 2xx).
     incoming: Option<Incoming>,
-    compartment: CompartmentId,
+    compartment: Option<CompartmentId>,
+    terminal: Terminal,
     token: u64,
     /// The request's Contact: `None` for `*` (every binding removed), an
     /// empty list for a query (RFC 3261 §10.2.3), else the bindings'
@@ -263,11 +278,10 @@ struct Transaction {
     /// The request as the terminal sent it (decompressed): the base of a
     /// 408 of the proxy's own.
     received: Vec<u8>,
-    /// Where responses go: the terminal's flow, its `sigcomp-id`, and
+    /// Where responses go: the terminal's flow and compartment, and
     /// whether it speaks SigComp.
     to: Peer,
-    token: u64,
-    sigcomp_id: Option<String>,
+    app: App,
     sigcomp: bool,
     /// The last response sent to the terminal (plain SIP): sent again
     /// when the terminal retransmits the request, or on Timer G.
@@ -319,6 +333,15 @@ enum RouteToken {
     Own(u64),
     /// One another instance wrote (or this one before a restart).
     Foreign,
+}
+
+/// The terminal end of a message toward a terminal: its flow token, and
+/// the compartment key (the terminal, the name it used for the proxy).
+#[derive(Debug, Clone)]
+struct App {
+    token: u64,
+    terminal: Terminal,
+    name: ProxyName,
 }
 
 /// A random 48-bit identifier of this proxy instance for its flow tokens
@@ -414,13 +437,10 @@ pub struct Proxy {
     addrs: LocalAddrs,
     route_terminal: Option<SocketAddr>,
     route_upstream: Option<SocketAddr>,
-    /// Compartments by remote application identifier: a `sigcomp-id`, or
-    /// a flow token.
-    by_sigcomp_id: HashMap<String, CompartmentId>,
-    /// What names each compartment (its `sigcomp-id`, the flows that use
-    /// it), so closing it forgets them without a scan.
-    named_by: HashMap<CompartmentId, (Option<String>, Vec<u64>)>,
-    next_compartment: u64,
+    /// Terminals' compartments and registrations.
+    compartments: Compartments,
+    /// The proxy's `sigcomp-id` as a name ([`ProxyName::ours`]).
+    our_name: ProxyName,
     flows: HashMap<u64, Flow>,
     flow_tokens: HashMap<Peer, u64>,
     /// The newest flow from each transport address, and each TCP
@@ -435,9 +455,6 @@ pub struct Proxy {
     max_flows: usize,
     /// This proxy's part of a sharded runtime ([`Shard`]).
     shard: Shard,
-    /// Registration expiry per compartment (RFC 5049 §6.3: the compartment
-    /// lives as long as the registration).
-    registered: HashMap<CompartmentId, Instant>,
     held: HashMap<String, HeldRegister>,
     budgets: SourceBudgets,
     overload: Overload,
@@ -488,9 +505,8 @@ impl Proxy {
             addrs,
             route_terminal: config.route_terminal,
             route_upstream: config.route_upstream,
-            by_sigcomp_id: HashMap::new(),
-            named_by: HashMap::new(),
-            next_compartment: 1,
+            compartments: Compartments::default(),
+            our_name: ProxyName::ours(&config.sigcomp_id),
             flows: HashMap::new(),
             flow_tokens: HashMap::new(),
             by_addr: HashMap::new(),
@@ -500,7 +516,6 @@ impl Proxy {
             flow_idle: config.flow_idle_timeout(),
             max_flows: config.max_flows.div_ceil(n),
             shard,
-            registered: HashMap::new(),
             held: HashMap::new(),
             budgets: SourceBudgets::new(config.defence.clone()),
             overload: Overload::new(
@@ -578,9 +593,9 @@ impl Proxy {
         if let Some(c) = peer.conn {
             self.by_conn.insert(c, peer);
         }
-        let flow = Flow { peer, sigcomp, compartment: None, last_seen: now, registered_until: None };
-        self.flows.insert(t, flow);
+        let flow = Flow { peer, sigcomp, terminal_id: None, last_seen: now, registered_until: None };
         self.flow_deadlines.push(Reverse((self.flow_deadline(&flow), t)));
+        self.flows.insert(t, flow);
         // Entries of flows gone (TCP connections closed) wait for their
         // time in the heap; rebuilt, it holds only live flows again.
         if self.flow_deadlines.len() > 2 * self.max_flows.max(self.flows.len()) + 64 {
@@ -628,8 +643,9 @@ impl Proxy {
         }
     }
 
-    /// Forgets flow `t`, and its compartment if nothing else can name it
-    /// any more (no `sigcomp-id`, no other flow).
+    /// Forgets flow `t`, and the compartments and registration of the
+    /// terminal it named if nothing else can name that terminal (it has no
+    /// `sigcomp-id`).
     fn remove_flow(&mut self, t: u64) {
         let Some(f) = self.flows.remove(&t) else { return };
         let p = f.peer;
@@ -644,15 +660,9 @@ impl Proxy {
                 self.by_conn.remove(&conn);
             }
         }
-        let Some(c) = f.compartment else { return };
-        let orphan = match self.named_by.get_mut(&c) {
-            Some((id, tokens)) => {
-                tokens.retain(|&x| x != t);
-                id.is_none() && tokens.is_empty()
-            }
-            None => false,
-        };
-        if orphan {
+        let legacy = Terminal::Flow(t);
+        self.compartments.unregister(&legacy);
+        for c in self.compartments.of(&legacy) {
             self.close_compartment(c);
         }
     }
@@ -662,38 +672,38 @@ impl Proxy {
         self.flows.len()
     }
 
-    /// Compartments whose terminal is registered.
+    /// Terminals with a live registration.
     pub fn registered_count(&self) -> usize {
-        self.registered.len()
+        self.compartments.registered_count()
     }
 
-    /// The compartment of a remote application (RFC 5049 §6.1): its
-    /// `sigcomp-id` when it has one, else its flow.
-    fn compartment_for(&mut self, sigcomp_id: Option<&str>, token: u64) -> CompartmentId {
-        if let Some(c) = self.flows.get(&token).and_then(|f| f.compartment) {
-            if sigcomp_id.is_none_or(|id| self.by_sigcomp_id.get(id) == Some(&c)) {
-                return c;
+    /// The terminal a message on flow `token` comes from or goes to: the
+    /// SigComp identifier the message names (RFC 5049 §6.1), which the
+    /// flow then remembers; else the one the flow learned; else the flow.
+    fn terminal(&mut self, sigcomp_id: Option<&str>, token: u64) -> Terminal {
+        let learned = self.flows.get_mut(&token).map(|f| &mut f.terminal_id);
+        match (sigcomp_id, learned) {
+            (Some(id), learned) => {
+                let key = sigkit_sip::compartment::identifier_key(id);
+                if let Some(l) = learned {
+                    if l.as_deref() != Some(key.as_str()) {
+                        *l = Some(key.clone());
+                    }
+                }
+                Terminal::Id(key)
             }
+            (None, Some(Some(id))) => Terminal::Id(id.clone()),
+            (None, _) => Terminal::Flow(token),
         }
-        let c = match sigcomp_id.and_then(|id| self.by_sigcomp_id.get(id)) {
-            Some(&c) => c,
-            None => {
-                let c = CompartmentId(self.next_compartment);
-                self.next_compartment += 1;
-                if let Some(id) = sigcomp_id {
-                    self.by_sigcomp_id.insert(id.to_string(), c);
-                }
-                self.named_by.insert(c, (sigcomp_id.map(str::to_string), Vec::new()));
-                c
-            }
-        };
-        if let Some(f) = self.flows.get_mut(&token) {
-            f.compartment = Some(c);
-            if let Some((_, tokens)) = self.named_by.get_mut(&c) {
-                if !tokens.contains(&token) {
-                    tokens.push(token);
-                }
-            }
+    }
+
+    /// The compartment of `terminal` under `name` ([`crate::compartments`]);
+    /// past the terminal's cap of names, the one it used longest ago
+    /// closes.
+    fn compartment_for(&mut self, terminal: &Terminal, name: ProxyName) -> CompartmentId {
+        let (c, over) = self.compartments.get(terminal, name);
+        if let Some(old) = over {
+            self.close_compartment(old);
         }
         c
     }
@@ -776,10 +786,18 @@ impl Proxy {
             }
             // The endpoint has acted on it (its compressor fell back to
             // what the terminal still has) and counted it.
-            Ok(Received::Nack(nack)) => self.nacked(now, from, nack),
+            Ok(Received::Nack(nack)) => {
+                if let Some(n) = self.metrics.nacks_received.get_mut(usize::from(nack.reason.code())) {
+                    *n += 1;
+                }
+                self.nacked(now, from, nack);
+            }
             Err(e) => {
                 self.budgets.refund(from.addr.ip(), worst.saturating_sub(e.failure.cycles));
                 if let Some(nack) = e.nack {
+                    if let Some(n) = self.metrics.nacks_sent.get_mut(usize::from(e.failure.reason.code())) {
+                        *n += 1;
+                    }
                     self.send(Side::Terminal, from, nack, true);
                 }
                 tracing::debug!(from = %from.addr, reason = e.failure.reason.name(), "decompression failed");
@@ -807,6 +825,7 @@ impl Proxy {
         self.metrics.nack_resends += 1;
         match self.endpoint.compress(now, c, &s.sip) {
             Ok(out) => {
+                self.compartments.to_terminal(c, out.uploaded_bytecode);
                 self.metrics.sigcomp_sip_bytes_out += s.sip.len() as u64;
                 self.metrics.sigcomp_bytes_out += out.message.len() as u64;
                 self.send(Side::Terminal, s.to, out.message, true);
@@ -820,10 +839,13 @@ impl Proxy {
         }
     }
 
-    fn decide(&mut self, incoming: Option<Incoming>, accept: Option<(Instant, CompartmentId)>) {
+    /// Keeps the state and feedback of a SigComp message from a terminal
+    /// in `compartment` when `accept`, else drops them (RFC 5049 §6).
+    fn decide(&mut self, now: Instant, incoming: Option<Incoming>, compartment: Option<CompartmentId>, accept: bool) {
         let Some(incoming) = incoming else { return };
-        match accept {
-            Some((now, c)) => {
+        let uploaded = incoming.uploaded_bytecode();
+        match compartment.filter(|_| accept) {
+            Some(c) => {
                 self.metrics.states_accepted += 1;
                 self.endpoint.accept(now, incoming, c);
             }
@@ -832,24 +854,31 @@ impl Proxy {
                 self.endpoint.discard(incoming);
             }
         }
+        if let Some(c) = compartment {
+            self.compartments.from_terminal(c, uploaded, accept);
+        }
     }
 
     fn sip_from_terminal(&mut self, now: Instant, from: Peer, bytes: &[u8], incoming: Option<Incoming>) {
         let sigcomp = incoming.is_some();
         let Ok(msg) = Message::parse(bytes) else {
             self.metrics.bad_sip += 1;
-            self.decide(incoming, None);
+            self.decide(now, incoming, None, false);
             return;
         };
         let token = self.token(now, from, sigcomp);
         if msg.is_request() {
             self.request_from_terminal(now, from, &msg, token, incoming);
         } else {
-            // A response of the terminal's (it is the UAS): its compartment
-            // is its flow's (RFC 5049 §6.1, outgoing requests' identifier).
-            let c = self.flows.get(&token).and_then(|f| f.compartment);
-            let accept = c.filter(|c| self.registered.contains_key(c)).map(|c| (now, c));
-            self.decide(incoming, accept);
+            // A response of the terminal's (it is the UAS) to a request of
+            // the proxy's, whose Via named the proxy by its sigcomp-id: the
+            // terminal filed the request, and so its response, under that
+            // name (RFC 5049 §6.1, "Incoming requests", "Outgoing
+            // responses").
+            let terminal = self.terminal(None, token);
+            let c = sigcomp.then(|| self.compartment_for(&terminal, self.our_name));
+            let accept = self.compartments.is_registered(&terminal);
+            self.decide(now, incoming, c, accept);
             self.response_toward_upstream(&msg);
         }
     }
@@ -864,17 +893,20 @@ impl Proxy {
     ) {
         if msg.top_via().is_err() {
             self.metrics.bad_sip += 1;
-            self.decide(incoming, None);
+            self.decide(now, incoming, None, false);
             return;
         }
-        // RFC 5049 §6.1: the Via's sigcomp-id, else the Contact's
-        // +sip.instance, else the flow.
-        let sigcomp_id = sigkit_sip::compartment::sigcomp_id(msg).map(str::to_string);
-        let compartment = self.compartment_for(sigcomp_id.as_deref(), token);
+        // RFC 5049 §6.1: the terminal is named by the Via's sigcomp-id,
+        // else the Contact's +sip.instance, else its flow; it filed this
+        // request under the name of the URI it sent it to.
+        let terminal = self.terminal(sigkit_sip::compartment::sigcomp_id(msg), token);
+        let name = ProxyName::of_request(msg).unwrap_or(self.our_name);
+        let compartment = incoming.is_some().then(|| self.compartment_for(&terminal, name));
+        let registered = self.compartments.is_registered(&terminal);
+        let app = App { token, terminal, name };
         let method = msg.method().unwrap_or("");
         if self.stateful && self.absorbed(now, msg, method) {
-            let accept = self.registered.contains_key(&compartment).then_some((now, compartment));
-            self.decide(incoming, accept);
+            self.decide(now, incoming, compartment, registered);
             return;
         }
         // §16.10: a CANCEL of an INVITE the proxy holds a transaction for
@@ -883,9 +915,8 @@ impl Proxy {
         if self.stateful && method == "CANCEL" {
             let branch = self.branch_for(msg);
             if self.transactions.get(&branch).is_some_and(|t| t.method == "INVITE") {
-                let accept = self.registered.contains_key(&compartment).then_some((now, compartment));
-                self.decide(incoming, accept);
-                self.cancel_invite(now, (from, token), msg, &branch);
+                self.decide(now, incoming, compartment, registered);
+                self.cancel_invite(now, from, &app, msg, &branch);
                 return;
             }
         }
@@ -896,9 +927,9 @@ impl Proxy {
             let retry = self.overload.retry_after_s().to_string();
             let reply =
                 build_response(msg, 503, "Service Unavailable", Some(&self.to_tag(msg)), &[("Retry-After", &retry)]);
-            self.decide(incoming, None);
+            self.decide(now, incoming, compartment, false);
             if let Ok(reply) = reply {
-                self.reply_to_terminal(now, from, token, reply);
+                self.reply_to_terminal(now, from, &app, reply);
             }
             return;
         }
@@ -906,6 +937,8 @@ impl Proxy {
         let up = self.addrs.upstream;
         let mut via = format_via("UDP", &self.host_of(up), Some(up.port()), &branch, None, false);
         via.push_str(self.overload.via_param());
+        // The response goes back in the compartment of this name.
+        via.push_str(&name.via_param());
         let out = {
             let mut e = Editor::new(msg);
             let edited = (|| -> Result<(), EditError> {
@@ -930,19 +963,21 @@ impl Proxy {
                 Err(err) => {
                     self.metrics.bad_sip += 1;
                     let reply = matches!(err, EditError::TooManyHops).then(|| self.too_many_hops(msg)).flatten();
-                    self.decide(incoming, None);
+                    self.decide(now, incoming, compartment, false);
                     if let Some(reply) = reply {
-                        self.reply_to_terminal(now, from, token, reply);
+                        self.reply_to_terminal(now, from, &app, reply);
                     }
                     return;
                 }
             }
         };
-        // RFC 5049 §6: a REGISTER's state waits for the registrar's 2xx; a
-        // registered terminal's state is kept; nobody else's is.
+        // RFC 5049 §6: a registered terminal's state is kept; an
+        // unregistered terminal's REGISTER's waits for the registrar's 2xx;
+        // nobody else's is kept. Every REGISTER is held for its answer,
+        // which may end or renew the registration.
         if method == "REGISTER" {
             if let Some(old) = self.held.remove(&branch) {
-                self.decide(old.incoming, None);
+                self.decide(now, old.incoming, old.compartment, false);
             }
             let contacts = match msg.contacts() {
                 Ok(sigkit_sip::Contacts::List(list)) => Some(
@@ -957,19 +992,26 @@ impl Proxy {
             };
             // A plain REGISTER is held only for its flow's registration
             // time, and only as many as there may be flows.
-            if incoming.is_some() || self.held.len() < self.max_flows {
+            if compartment.is_some() || self.held.len() < self.max_flows {
+                let incoming = if registered {
+                    self.decide(now, incoming, compartment, true);
+                    None
+                } else {
+                    incoming
+                };
                 let deadline = now + TRANSACTION_TIMEOUT;
-                self.held.insert(branch.clone(), HeldRegister { incoming, compartment, token, contacts, deadline });
+                let terminal = app.terminal.clone();
+                let held = HeldRegister { incoming, compartment, terminal, token, contacts, deadline };
+                self.held.insert(branch.clone(), held);
             }
         } else {
-            let accept = self.registered.contains_key(&compartment).then_some((now, compartment));
-            self.decide(incoming, accept);
+            self.decide(now, incoming, compartment, registered);
         }
         if method != "ACK" {
             self.overload.forwarded(now, &branch);
         }
         if self.stateful && !matches!(method, "ACK" | "CANCEL") {
-            self.start_transaction(now, msg, from, (token, sigcomp_id), branch, &out);
+            self.start_transaction(now, msg, from, app, branch, &out);
         }
         let to = self.upstream_peer();
         self.send(Side::Upstream, to, out, false);
@@ -1003,10 +1045,10 @@ impl Proxy {
             return false;
         };
         let at = t.next_timeout();
-        let again = resend.then(|| (t.last_response.clone(), t.to, t.token, t.sigcomp_id.clone(), t.sigcomp));
+        let again = resend.then(|| (t.last_response.clone(), t.to, t.app.clone(), t.sigcomp));
         self.transaction_due_at(at);
-        if let Some((Some(r), to, token, id, sigcomp)) = again {
-            self.deliver_to_terminal(now, to, (token, id.as_deref()), sigcomp, r);
+        if let Some((Some(r), to, app, sigcomp)) = again {
+            self.deliver_to_terminal(now, to, &app, sigcomp, r);
         }
         true
     }
@@ -1030,9 +1072,9 @@ impl Proxy {
     /// has a provisional response, else when one comes (§9.1). The 487 the
     /// upstream then sends ends the INVITE as any final response does. A
     /// retransmitted CANCEL gets the 200 again and nothing more.
-    fn cancel_invite(&mut self, now: Instant, (from, token): (Peer, u64), msg: &Message<'_>, branch: &str) {
+    fn cancel_invite(&mut self, now: Instant, from: Peer, app: &App, msg: &Message<'_>, branch: &str) {
         if let Ok(ok) = build_response(msg, 200, "OK", Some(&self.to_tag(msg)), &[]) {
-            self.reply_to_terminal(now, from, token, ok);
+            self.reply_to_terminal(now, from, app, ok);
         }
         let Some(t) = self.transactions.get_mut(branch) else { return };
         // Already cancelled, or answered finally: nothing left to cancel
@@ -1076,7 +1118,7 @@ impl Proxy {
         now: Instant,
         msg: &Message<'_>,
         from: Peer,
-        terminal: (u64, Option<String>),
+        app: App,
         branch: String,
         forwarded: &[u8],
     ) {
@@ -1089,14 +1131,13 @@ impl Proxy {
         let mut server = ServerTransaction::new(invite, reliability, Timers::default());
         let timers = self.upstream_timers(now);
         let client = ClientTransaction::new(invite, Reliability::Unreliable, timers, now);
-        let (token, sigcomp_id) = terminal;
-        let sigcomp = self.flows.get(&token).is_some_and(|f| f.sigcomp);
+        let sigcomp = self.flows.get(&app.token).is_some_and(|f| f.sigcomp);
         let mut last_response = None;
         if invite {
             if let Ok(trying) = build_response(msg, 100, "Trying", None, &[]) {
                 server.send_response(now, 100);
                 last_response = Some(trying.clone());
-                self.deliver_to_terminal(now, from, (token, sigcomp_id.as_deref()), sigcomp, trying);
+                self.deliver_to_terminal(now, from, &app, sigcomp, trying);
             }
         }
         let t = Transaction {
@@ -1106,8 +1147,7 @@ impl Proxy {
             forwarded: forwarded.to_vec(),
             received: msg.input().to_vec(),
             to: from,
-            token,
-            sigcomp_id,
+            app,
             sigcomp,
             last_response,
             timer_c: now + TIMER_C,
@@ -1208,12 +1248,12 @@ impl Proxy {
                     .and_then(|m| build_response(&m, 408, "Request Timeout", Some(&self.to_tag(&m)), &[]).ok());
                 if let Some(reply) = reply.filter(|_| t.server.send_response(now, 408)) {
                     t.last_response = Some(reply.clone());
-                    self.deliver_to_terminal(now, t.to, (t.token, t.sigcomp_id.as_deref()), t.sigcomp, reply);
+                    self.deliver_to_terminal(now, t.to, &t.app, t.sigcomp, reply);
                 }
             }
             if t.server.handle_timeout(now).retransmit {
                 if let Some(r) = t.last_response.clone() {
-                    self.deliver_to_terminal(now, t.to, (t.token, t.sigcomp_id.as_deref()), t.sigcomp, r);
+                    self.deliver_to_terminal(now, t.to, &t.app, t.sigcomp, r);
                 }
             }
             let over = timer_c || (t.client.is_terminated() && t.server.is_terminated());
@@ -1264,9 +1304,10 @@ impl Proxy {
         b
     }
 
-    fn reply_to_terminal(&mut self, now: Instant, to: Peer, token: u64, reply: Vec<u8>) {
-        let sigcomp = self.flows.get(&token).is_some_and(|f| f.sigcomp);
-        self.deliver_to_terminal(now, to, (token, None), sigcomp, reply);
+    /// A response of the proxy's own to a terminal's request.
+    fn reply_to_terminal(&mut self, now: Instant, to: Peer, app: &App, reply: Vec<u8>) {
+        let sigcomp = self.flows.get(&app.token).is_some_and(|f| f.sigcomp);
+        self.deliver_to_terminal(now, to, app, sigcomp, reply);
     }
 
     /// The flow token of the leading Route entries that name the proxy
@@ -1346,17 +1387,16 @@ impl Proxy {
         if self.stateful && !self.response_in_transaction(now, &branch, msg, code) {
             return;
         }
-        // A removed registration's compartment closes once this response,
-        // compressed in it, is on its way.
+        // A removed registration's compartments close once this response,
+        // compressed in one of them, is on its way.
         let mut deregistered = None;
         if code >= 200 {
             if let Some(held) = self.held.remove(&branch) {
                 let ok = (200..300).contains(&code);
-                let c = held.compartment;
                 if ok && self.register_ok(now, msg, &held) {
-                    deregistered = Some(c);
+                    deregistered = Some(held.terminal.clone());
                 }
-                self.decide(held.incoming, ok.then_some((now, c)));
+                self.decide(now, held.incoming, held.compartment, ok);
             }
         }
         let Some(next) = vias.next().and_then(|v| v.value_str().ok()).and_then(|t| sigkit_sip::Via::parse(t).ok())
@@ -1370,14 +1410,18 @@ impl Proxy {
             return;
         };
         let transport = if next.transport.eq_ignore_ascii_case("TCP") { SipTransport::Tcp } else { SipTransport::Udp };
-        let Some((token, to)) = self.flow_by_addr(transport, addr) else {
+        let sigcomp = next.is_sigcomp();
+        let known = self.flow_by_addr(transport, addr);
+        let Some((token, to)) = known.or_else(|| self.udp_flow_for_response(now, transport, addr, sigcomp)) else {
             self.metrics.undeliverable += 1;
             return;
         };
-        let sigcomp = next.is_sigcomp();
         // RFC 5049 §6.1: a response goes to the application that sent the
-        // request, named by the sigcomp-id of its Via.
-        let id = next.sigcomp_id().map(str::to_string);
+        // request (named by the sigcomp-id of its Via), in the compartment
+        // of the name it sent the request to (carried in the proxy's Via).
+        let terminal = self.terminal(next.sigcomp_id(), token);
+        let name = our_via.as_ref().and_then(ProxyName::from_via).unwrap_or(self.our_name);
+        let app = App { token, terminal, name };
         let mut e = Editor::new(msg);
         if e.remove_top_via().is_err() {
             self.metrics.undeliverable += 1;
@@ -1387,10 +1431,31 @@ impl Proxy {
         if let Some(t) = self.transactions.get_mut(&branch) {
             t.last_response = Some(out.clone());
         }
-        self.deliver_to_terminal(now, to, (token, id.as_deref()), sigcomp, out);
-        if let Some(c) = deregistered {
-            self.close_compartment(c);
+        self.deliver_to_terminal(now, to, &app, sigcomp, out);
+        if let Some(terminal) = deregistered {
+            for c in self.compartments.of(&terminal) {
+                self.close_compartment(c);
+            }
         }
+    }
+
+    /// A flow for a response to a UDP terminal the proxy has none for: one
+    /// it forgot (idle, or lost in a restart). Over UDP a response goes to
+    /// the address its Via names (RFC 3261 §18.2.2), flow or none; it
+    /// leaves from the proxy's first UDP socket toward terminals.
+    fn udp_flow_for_response(
+        &mut self,
+        now: Instant,
+        transport: SipTransport,
+        addr: SocketAddr,
+        sigcomp: bool,
+    ) -> Option<(u64, Peer)> {
+        if transport != SipTransport::Udp {
+            return None;
+        }
+        let local = self.addrs.terminal.iter().find(|(t, _)| *t == SipTransport::Udp).map(|(_, a)| *a)?;
+        let peer = Peer { transport, addr, local: Some(local), conn: None };
+        Some((self.token(now, peer, sigcomp), peer))
     }
 
     /// A 2xx to a REGISTER: the terminal's compartment and flow live until
@@ -1422,11 +1487,11 @@ impl Proxy {
         }
         match until {
             Some(t) => {
-                self.registered.insert(held.compartment, t);
+                self.compartments.register(held.terminal.clone(), t);
                 false
             }
             None => {
-                self.registered.remove(&held.compartment);
+                self.compartments.unregister(&held.terminal);
                 true
             }
         }
@@ -1500,9 +1565,13 @@ impl Proxy {
         match edited {
             Ok(()) => {
                 let out = e.emit();
-                // RFC 5049 §6.1: the Request-URI's sigcomp-id, else the flow.
-                let id = msg.request_uri().ok().and_then(|u| u.sigcomp_id()).map(str::to_string);
-                self.deliver_to_terminal(now, to, (token, id.as_deref()), sigcomp, out);
+                // RFC 5049 §6.1: the terminal is named by the Request-URI's
+                // sigcomp-id, else as its flow knows it; it files this
+                // request under the sigcomp-id of the proxy's Via.
+                let id = msg.request_uri().ok().and_then(|u| u.sigcomp_id());
+                let terminal = self.terminal(id, token);
+                let app = App { token, terminal, name: self.our_name };
+                self.deliver_to_terminal(now, to, &app, sigcomp, out);
             }
             Err(err) => {
                 self.metrics.bad_sip += 1;
@@ -1525,19 +1594,17 @@ impl Proxy {
         self.branch_for(msg).rsplit('.').next().unwrap_or("").to_string()
     }
 
-    /// Sends `sip` to a terminal, compressed in its compartment where it
-    /// speaks SigComp.
-    /// `app` is the flow token and, where the message names it, the
-    /// terminal's `sigcomp-id`.
-    fn deliver_to_terminal(&mut self, now: Instant, to: Peer, app: (u64, Option<&str>), sigcomp: bool, sip: Vec<u8>) {
-        if let Some(f) = self.flows.get_mut(&app.0) {
+    /// Sends `sip` to a terminal, compressed in the compartment of `app`
+    /// where it speaks SigComp.
+    fn deliver_to_terminal(&mut self, now: Instant, to: Peer, app: &App, sigcomp: bool, sip: Vec<u8>) {
+        if let Some(f) = self.flows.get_mut(&app.token) {
             f.last_seen = now;
         }
         if !sigcomp {
             self.send(Side::Terminal, to, sip, false);
             return;
         }
-        let compartment = self.compartment_for(app.1, app.0);
+        let compartment = self.compartment_for(&app.terminal, app.name);
         if self.endpoint.peer(compartment).is_none() {
             let transport = match to.transport {
                 SipTransport::Udp => Transport::Message,
@@ -1547,6 +1614,7 @@ impl Proxy {
         }
         match self.endpoint.compress(now, compartment, &sip) {
             Ok(c) => {
+                self.compartments.to_terminal(compartment, c.uploaded_bytecode);
                 self.metrics.sigcomp_sip_bytes_out += sip.len() as u64;
                 self.metrics.sigcomp_bytes_out += c.message.len() as u64;
                 self.send(Side::Terminal, to, c.message, true);
@@ -1570,7 +1638,7 @@ impl Proxy {
     /// The next time [`Proxy::handle_timeout`] has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let held = self.held.values().map(|h| h.deadline).min();
-        let reg = self.registered.values().min().copied();
+        let reg = self.compartments.next_expiry();
         let flow = self.flow_deadlines.peek().map(|Reverse((at, _))| *at);
         [held, reg, flow, self.endpoint.poll_timeout(), self.overload.poll_timeout(), self.transactions_due]
             .into_iter()
@@ -1584,13 +1652,13 @@ impl Proxy {
         let late: Vec<String> = self.held.iter().filter(|(_, h)| h.deadline <= now).map(|(b, _)| b.clone()).collect();
         for b in late {
             if let Some(h) = self.held.remove(&b) {
-                self.decide(h.incoming, None);
+                self.decide(now, h.incoming, h.compartment, false);
             }
         }
-        let expired: Vec<CompartmentId> = self.registered.iter().filter(|(_, t)| **t <= now).map(|(c, _)| *c).collect();
-        for c in expired {
-            self.registered.remove(&c);
-            self.close_compartment(c);
+        for terminal in self.compartments.expire(now) {
+            for c in self.compartments.of(&terminal) {
+                self.close_compartment(c);
+            }
         }
         for c in self.endpoint.handle_timeout(now) {
             self.forget_compartment(c);
@@ -1611,16 +1679,7 @@ impl Proxy {
     }
 
     fn forget_compartment(&mut self, c: CompartmentId) {
-        self.registered.remove(&c);
-        let Some((id, tokens)) = self.named_by.remove(&c) else { return };
-        if let Some(id) = id {
-            self.by_sigcomp_id.remove(&id);
-        }
-        for t in tokens {
-            if let Some(f) = self.flows.get_mut(&t).filter(|f| f.compartment == Some(c)) {
-                f.compartment = None;
-            }
-        }
+        self.compartments.forget(c);
     }
 
     /// A terminal's TCP connection closed: its flow is gone (RFC 5626
@@ -1646,6 +1705,8 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
     let mut m = ProxyMetrics::default();
     let mut e = sigcomp_compress::EndpointMetrics::default();
     let mut registered = 0;
+    let mut uploads = Uploads::default();
+    let mut reuploading = 0;
     let mut overload = OverloadMetrics::default();
     let mut transactions = 0;
     for p in shards {
@@ -1660,7 +1721,9 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         for (a, b) in e.failures.iter_mut().zip(pe.failures) {
             *a += b;
         }
-        registered += p.registered.len();
+        registered += p.compartments.registered_count();
+        uploads.add(&p.compartments.uploads());
+        reuploading += p.compartments.reuploading();
         let o = p.overload.metrics();
         overload.rejected += o.rejected;
         overload.timed_out += o.timed_out;
@@ -1700,18 +1763,35 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
                 (r#"{direction="out",layer="sip"}"#, m.sigcomp_sip_bytes_out),
             ],
         );
-        let nack_labels: Vec<(String, u64)> = (0u8..32)
-            .filter_map(|code| {
-                // Every decompression failure is answered with a NACK
-                // (RFC 4077 §2.2).
-                let n = e.failures[usize::from(code)];
-                let r = Reason::from_code(code)?;
-                (n > 0).then(|| (format!("{{reason=\"{}\"}}", r.name()), n))
-            })
-            .collect();
-        let nacks: Vec<(&str, u64)> = nack_labels.iter().map(|(l, n)| (l.as_str(), *n)).collect();
-        counter("sigkit_proxy_nacks_sent_total", "RFC 4077 NACKs sent, by reason.", &nacks);
-        counter("sigkit_proxy_nacks_received_total", "RFC 4077 NACKs received.", &[("", e.nacks_received)]);
+        let by_reason = |counts: &[u64; 32]| -> Vec<(String, u64)> {
+            (0u8..32)
+                .filter_map(|code| {
+                    let n = counts[usize::from(code)];
+                    let r = Reason::from_code(code)?;
+                    (n > 0).then(|| (format!("{{reason=\"{}\"}}", r.name()), n))
+                })
+                .collect()
+        };
+        let (sent, received) = (by_reason(&m.nacks_sent), by_reason(&m.nacks_received));
+        let sent: Vec<(&str, u64)> = sent.iter().map(|(l, n)| (l.as_str(), *n)).collect();
+        let received: Vec<(&str, u64)> = received.iter().map(|(l, n)| (l.as_str(), *n)).collect();
+        counter(
+            "sigkit_proxy_nacks_sent_total",
+            "RFC 4077 NACKs sent to terminals, by reason (STATE_NOT_FOUND: a terminal named a state the proxy does not hold).",
+            &sent,
+        );
+        counter("sigkit_proxy_nacks_received_total", "RFC 4077 NACKs received from terminals, by reason.", &received);
+        counter(
+            "sigkit_proxy_bytecode_uploads_total",
+            "Decompression bytecode uploaded into a compartment, by direction, the first time or again (again: the \
+             sender had state there and lost its model of it; compartments disagree, or state was lost).",
+            &[
+                (r#"{direction="from_terminal",kind="first"}"#, uploads.from_terminals_first),
+                (r#"{direction="from_terminal",kind="again"}"#, uploads.from_terminals_again),
+                (r#"{direction="to_terminal",kind="first"}"#, uploads.to_terminals_first),
+                (r#"{direction="to_terminal",kind="again"}"#, uploads.to_terminals_again),
+            ],
+        );
         counter("sigkit_proxy_udvm_cycles_total", "UDVM cycles run.", &[("", e.cycles)]);
         counter(
             "sigkit_proxy_transactions_total",
@@ -1844,7 +1924,12 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
             overload.t1_ms as f64 / 1000.0,
         );
         gauge("sigkit_proxy_state_bytes", "State memory of all compartments (RFC 3320 §6.2).", e.state_bytes as f64);
-        gauge("sigkit_proxy_registered_terminals", "Compartments with a live registration.", registered as f64);
+        gauge("sigkit_proxy_registered_terminals", "Terminals with a live registration.", registered as f64);
+        gauge(
+            "sigkit_proxy_compartments_reuploaded",
+            "Open compartments into which bytecode was uploaded again, either way.",
+            reuploading as f64,
+        );
         let ratio = |sig: u64, sip: u64| if sip == 0 { 0.0 } else { sig as f64 / sip as f64 };
         gauge(
             "sigkit_proxy_compression_ratio_out",
@@ -1990,7 +2075,7 @@ mod tests {
             round(&mut proxy, &mut terminals, k, "OPTIONS");
         }
         assert_eq!(proxy.endpoint().compartment_ids().count(), 2);
-        assert_eq!(proxy.registered.len(), 2);
+        assert_eq!(proxy.registered_count(), 2);
         assert!(proxy.metrics().states_accepted >= 12);
     }
 
@@ -2053,7 +2138,7 @@ mod tests {
         exchange(&mut proxy, &mut a, "10.0.0.9:6000", "REGISTER", Some(urn));
         exchange(&mut proxy, &mut a, "10.0.0.9:6000", "OPTIONS", None);
         assert_eq!(compartments(&proxy), 1);
-        assert!(proxy.by_sigcomp_id.contains_key(urn));
+        assert_eq!(proxy.compartments.of(&Terminal::Id(urn.into())).len(), 1);
         // By flow: two terminals without identifiers, two compartments.
         let (mut b, mut d) = (terminal(), terminal());
         for _ in 0..3 {
@@ -2061,7 +2146,7 @@ mod tests {
             exchange(&mut proxy, &mut d, "10.0.0.7:5090", "OPTIONS", None);
         }
         assert_eq!(compartments(&proxy), 3);
-        assert_eq!(proxy.registered.len(), 1);
+        assert_eq!(proxy.registered_count(), 1);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compartments;
 pub mod config;
 pub mod core;
 pub mod defence;

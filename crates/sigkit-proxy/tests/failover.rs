@@ -30,6 +30,10 @@ async fn failover(tcp: bool) {
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let mut alice = Terminal::new("alice", service_terminal, tcp, true).await;
+    // The farm's sigcomp-id in the outbound proxy URI (docs/deploy.md):
+    // one name for the farm, so one compartment at each end, whose states
+    // the terminal names from the first exchange on.
+    alice.outbound_with_id(&sigkit_proxy::ProxyConfig::default().sigcomp_id);
     or_explain(alice.register("secret", 300).await, &dir);
     let mut call = or_explain(alice.invite(&format!("sip:service@127.0.0.1:{uas_port}")).await, &dir);
     // The state the terminal will name next is acknowledged (UDP) or sent

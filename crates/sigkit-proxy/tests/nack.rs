@@ -50,7 +50,11 @@ async fn over_tcp_a_nacked_response_is_compressed_anew_and_arrives_once() {
     assert_eq!(t.resends, 0, "over TCP the terminal never sends its request again");
     assert_eq!(more, 0, "the response arrives exactly once");
     assert_eq!(metric(&metrics, "sigkit_proxy_nack_resends_total"), Some(1.0), "{metrics}");
-    assert_eq!(metric(&metrics, "sigkit_proxy_nacks_received_total"), Some(1.0), "{metrics}");
+    assert_eq!(
+        metric(&metrics, "sigkit_proxy_nacks_received_total{reason=\"STATE_NOT_FOUND\"}"),
+        Some(1.0),
+        "{metrics}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

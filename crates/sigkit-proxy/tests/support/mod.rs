@@ -258,6 +258,16 @@ pub fn metric(text: &str, series: &str) -> Option<f64> {
     text.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')).and_then(|v| v.parse().ok()))
 }
 
+/// The sum of a metric's series, whatever their labels (0 when it has
+/// none, as a labelled counter before its first count).
+pub fn metric_sum(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(name))
+        .filter(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        .filter_map(|rest| rest.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 /// `sigkit proxy` started with the configuration `make` builds for a free
 /// port, trying another port when one was taken between `free_port`'s
 /// probe and the bind (a resolver's or another test's ephemeral socket).

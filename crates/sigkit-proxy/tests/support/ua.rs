@@ -3,21 +3,28 @@
 //! the sans-IO SigComp endpoint. It registers with digest authentication
 //! (RFC 2617 as RFC 3261 §22.4 uses it), places and answers calls,
 //! re-INVITEs and hangs up, retransmitting over UDP (RFC 3261 §17.1.1.2
-//! Timer A, §17.1.2.2 Timer E).
+//! Timer A, §17.1.2.2 Timer E), sends MESSAGE and OPTIONS.
+//!
+//! Like a SigComp terminal of RFC 5049, it sends requests outside a dialog
+//! to its outbound proxy URI as a preloaded Route (RFC 3261 §8.1.2), and
+//! keeps one compartment per remote application identifier (RFC 5049
+//! §6.1): for a request it sends, the `sigcomp-id` of the URI it sends it
+//! to, else that URI's host; for a request it receives, the top Via's
+//! `sigcomp-id`, else its sent-by; a response goes with its request.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use md5::{Digest, Md5};
-use sigcomp::wire::{frame_for_stream, Deframer, Frame};
+use sigcomp::wire::{frame_for_stream, Body, Deframer, Frame, Header};
 use sigcomp::{CompartmentId, Params, Transport};
 use sigcomp_compress::{Config, Endpoint, EndpointConfig, Mechanism, Received};
+use sigkit_sip::compartment::{identifier_key, next_hop_id};
 use sigkit_sip::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
-/// The one compartment a terminal has: the proxy (RFC 5049 §6.1).
-const PROXY: CompartmentId = CompartmentId(1);
 const T1: Duration = Duration::from_millis(500);
 
 enum Io {
@@ -49,6 +56,28 @@ pub struct Terminal {
     pub nack_first: bool,
     /// NACKs this terminal sent.
     pub nacks_sent: usize,
+    /// Answer a message from the proxy that fails to decompress with the
+    /// NACK of RFC 4077, as a terminal does, instead of failing the test.
+    pub nack_failures: bool,
+    /// The outbound proxy URI, the preloaded Route of requests outside a
+    /// dialog.
+    pub outbound: String,
+    /// Compartments by remote application identifier (RFC 5049 §6.1).
+    compartments: HashMap<String, CompartmentId>,
+    /// The identifier each request sent was filed under, by Via branch:
+    /// its responses go there.
+    sent_under: HashMap<String, String>,
+    /// SigComp messages received that uploaded bytecode, and that named a
+    /// state instead.
+    pub uploads_received: usize,
+    pub state_references_received: usize,
+    /// The ACK sent for each 2xx to INVITE, by Call-ID and CSeq: sent again
+    /// for each retransmission of that 2xx (RFC 3261 §13.2.2.4), and how
+    /// often that happened.
+    acks: HashMap<(String, u32), Vec<u8>>,
+    pub acks_resent: usize,
+    /// ACKs received, by Call-ID.
+    pub acks_received: Vec<String>,
 }
 
 /// One side's view of a dialog (RFC 3261 §12).
@@ -109,13 +138,44 @@ impl Terminal {
             resends: 0,
             nack_first: false,
             nacks_sent: 0,
+            nack_failures: false,
+            outbound: outbound_uri(proxy, tcp, sigcomp, None),
+            compartments: HashMap::new(),
+            sent_under: HashMap::new(),
+            uploads_received: 0,
+            state_references_received: 0,
+            acks: HashMap::new(),
+            acks_resent: 0,
+            acks_received: Vec::new(),
         }
+    }
+
+    /// Puts the proxy's `sigcomp-id` in the outbound proxy URI, as for a
+    /// terminal configured with it (RFC 5049 §6.1).
+    pub fn outbound_with_id(&mut self, proxy_sigcomp_id: &str) {
+        self.outbound = outbound_uri(self.proxy, self.tcp, self.sigcomp, Some(proxy_sigcomp_id));
+    }
+
+    /// The remote application identifiers this terminal has compartments
+    /// for.
+    pub fn compartment_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.compartments.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// The compartment of remote application identifier `key`.
+    fn compartment(&mut self, key: &str) -> CompartmentId {
+        let next = CompartmentId(self.compartments.len() as u64 + 1);
+        *self.compartments.entry(key.to_string()).or_insert(next)
     }
 
     /// Moves the terminal to another proxy (failover): a new connection
     /// for TCP; the SigComp state it holds for "the proxy" stays.
     pub async fn switch_proxy(&mut self, proxy: SocketAddr) {
         self.proxy = proxy;
+        let id = self.outbound.split_once("sigcomp-id=").map(|(_, id)| identifier_key(id.trim_end_matches('>')));
+        self.outbound = outbound_uri(proxy, self.tcp, self.sigcomp, id.as_deref());
         if self.tcp {
             let stream = TcpStream::connect(proxy).await.expect("connect to the proxy");
             stream.set_nodelay(true).unwrap();
@@ -178,20 +238,27 @@ impl Terminal {
         }
     }
 
-    /// Sends one SIP message to the proxy, compressed if SigComp is on.
+    /// Sends one SIP message to the proxy, compressed if SigComp is on, in
+    /// the compartment of its remote application (RFC 5049 §6.1).
     pub async fn send(&mut self, sip: &[u8]) {
         if !self.sigcomp {
             return self.write(sip).await;
         }
-        let out = self.endpoint.compress(Instant::now(), PROXY, sip).expect("compress");
-        self.sent_sigcomp += 1;
-        if self.tcp {
-            let mut framed = Vec::new();
-            frame_for_stream(&out.message, &mut framed);
-            self.write(&framed).await;
+        let msg = Message::parse(sip).expect("the terminal sends SIP");
+        let key = if msg.is_request() {
+            // "Outgoing requests": the URI the request is sent to.
+            let key = next_hop_id(&msg).expect("a SIP URI to send to").key();
+            let branch = msg.top_via().ok().and_then(|v| v.branch()).unwrap_or("").to_string();
+            self.sent_under.insert(branch, key.clone());
+            key
         } else {
-            self.write(&out.message).await;
-        }
+            // "Outgoing responses": the request's identifier, its Via's.
+            incoming_request_key(&msg)
+        };
+        let compartment = self.compartment(&key);
+        let out = self.endpoint.compress(Instant::now(), compartment, sip).expect("compress");
+        self.sent_sigcomp += 1;
+        self.write_sigcomp(&out.message).await;
     }
 
     /// Reads what arrives within `wait` into the inbox (SigComp
@@ -239,30 +306,78 @@ impl Terminal {
                     returned_feedback: None,
                 };
                 self.nacks_sent += 1;
-                let nack = nack.emit();
-                if self.tcp {
-                    let mut framed = Vec::new();
-                    frame_for_stream(&nack, &mut framed);
-                    self.write(&framed).await;
-                } else {
-                    self.write(&nack).await;
-                }
+                self.write_sigcomp(&nack.emit()).await;
                 continue;
             }
-            if sigcomp {
+            let sip = if sigcomp {
+                match Header::parse(&bytes).map(|h| h.body) {
+                    Ok(Body::Bytecode { .. }) => self.uploads_received += 1,
+                    Ok(Body::StateId(_)) => self.state_references_received += 1,
+                    Err(_) => {}
+                }
                 match self.endpoint.receive(&bytes, transport) {
                     Ok(Received::Message(incoming)) => {
-                        let a = self.endpoint.accept(Instant::now(), incoming, PROXY);
-                        self.inbox.push(a.message);
+                        let Ok(msg) = Message::parse(incoming.message()) else {
+                            let _ = self.endpoint.discard(incoming);
+                            continue;
+                        };
+                        let key = if msg.is_request() {
+                            incoming_request_key(&msg)
+                        } else {
+                            // "Incoming responses": the request's identifier.
+                            let branch = msg.top_via().ok().and_then(|v| v.branch()).unwrap_or("");
+                            self.sent_under.get(branch).cloned().unwrap_or_else(|| incoming_request_key(&msg))
+                        };
+                        let compartment = self.compartment(&key);
+                        self.endpoint.accept(Instant::now(), incoming, compartment).message
                     }
-                    Ok(Received::Nack(_)) => self.nacks += 1,
+                    Ok(Received::Nack(_)) => {
+                        self.nacks += 1;
+                        continue;
+                    }
+                    Err(e) if self.nack_failures => {
+                        if let Some(nack) = e.nack {
+                            self.nacks_sent += 1;
+                            self.write_sigcomp(&nack).await;
+                        }
+                        continue;
+                    }
                     Err(e) => panic!("{}: the proxy's message failed to decompress: {e}", self.user),
                 }
             } else {
-                self.inbox.push(bytes);
+                bytes
+            };
+            if let Ok(msg) = Message::parse(&sip) {
+                if msg.method() == Some("ACK") {
+                    self.acks_received.push(msg.call_id().unwrap_or("").to_string());
+                }
+                // A 2xx to INVITE again: its ACK again (RFC 3261
+                // §13.2.2.4), compressed anew.
+                let again = msg
+                    .status_code()
+                    .filter(|c| (200..300).contains(c))
+                    .and_then(|_| msg.cseq().ok().filter(|c| c.method == "INVITE"))
+                    .and_then(|c| self.acks.get(&(msg.call_id().unwrap_or("").to_string(), c.number)).cloned());
+                if let Some(ack) = again {
+                    self.acks_resent += 1;
+                    self.send(&ack).await;
+                    continue;
+                }
             }
+            self.inbox.push(sip);
         }
         true
+    }
+
+    /// Writes a SigComp message (framed over TCP).
+    async fn write_sigcomp(&mut self, message: &[u8]) {
+        if self.tcp {
+            let mut framed = Vec::new();
+            frame_for_stream(message, &mut framed);
+            self.write(&framed).await;
+        } else {
+            self.write(message).await;
+        }
     }
 
     /// Forgets every received message not yet consumed.
@@ -289,6 +404,17 @@ impl Terminal {
         resend: Option<&[u8]>,
         want: impl Fn(&Message<'_>) -> bool,
     ) -> Result<Vec<u8>, String> {
+        self.expect_resending(what, resend, false, want).await
+    }
+
+    /// [`Terminal::expect`], resending over TCP too if `over_tcp`.
+    async fn expect_resending(
+        &mut self,
+        what: &str,
+        resend: Option<&[u8]>,
+        over_tcp: bool,
+        want: impl Fn(&Message<'_>) -> bool,
+    ) -> Result<Vec<u8>, String> {
         let deadline = Instant::now() + Duration::from_secs(16);
         let mut interval = T1;
         let mut next_resend = Instant::now() + interval;
@@ -308,7 +434,7 @@ impl Terminal {
             }
             self.pump(next_resend.saturating_duration_since(now).min(Duration::from_millis(100))).await;
             if let Some(r) = resend {
-                if self.nacks > nacks || (!self.tcp && Instant::now() >= next_resend) {
+                if self.nacks > nacks || ((over_tcp || !self.tcp) && Instant::now() >= next_resend) {
                     self.resends += 1;
                     self.send(r).await;
                     interval = (interval * 2).min(Duration::from_secs(4));
@@ -318,17 +444,46 @@ impl Terminal {
         }
     }
 
-    /// A request outside a dialog: `to` is the To header value, `ids`
-    /// the Call-ID and From tag.
+    /// [`Terminal::expect`] with `ok` sent again every T1 (doubling)
+    /// over TCP as well.
+    async fn expect_resending_2xx(
+        &mut self,
+        what: &str,
+        ok: &[u8],
+        want: impl Fn(&Message<'_>) -> bool,
+    ) -> Result<Vec<u8>, String> {
+        self.expect_resending(what, Some(ok), true, want).await
+    }
+
+    /// A request outside a dialog, routed through the outbound proxy: `to`
+    /// is the To header value, `ids` the Call-ID and From tag.
     pub fn request(&mut self, method: &str, uri: &str, to: &str, ids: (&str, &str), cseq: u32, extra: &str) -> Vec<u8> {
+        self.request_with_body(method, uri, to, ids, cseq, extra, "")
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn request_with_body(
+        &mut self,
+        method: &str,
+        uri: &str,
+        to: &str,
+        ids: (&str, &str),
+        cseq: u32,
+        extra: &str,
+        body: &str,
+    ) -> Vec<u8> {
         let (call_id, from_tag) = ids;
         let via = self.via();
+        let content_type = if body.is_empty() { "" } else { "Content-Type: text/plain\r\n" };
         format!(
-            "{method} {uri} SIP/2.0\r\nVia: {via}\r\nMax-Forwards: 70\r\nFrom: <sip:{}@{}>;tag={from_tag}\r\n\
-             To: {to}\r\nCall-ID: {call_id}\r\nCSeq: {cseq} {method}\r\nContact: {}\r\n{extra}Content-Length: 0\r\n\r\n",
+            "{method} {uri} SIP/2.0\r\nVia: {via}\r\nMax-Forwards: 70\r\nRoute: <{}>\r\nFrom: <sip:{}@{}>;tag={from_tag}\r\n\
+             To: {to}\r\nCall-ID: {call_id}\r\nCSeq: {cseq} {method}\r\nContact: {}\r\n{extra}{content_type}\
+             Content-Length: {}\r\n\r\n{body}",
+            self.outbound,
             self.user,
             self.domain,
-            self.contact()
+            self.contact(),
+            body.len()
         )
         .into_bytes()
     }
@@ -410,6 +565,7 @@ impl Terminal {
             cseq: 1,
         };
         let ack = self.in_dialog(&dialog, "ACK", 1);
+        self.acks.insert((dialog.call_id.clone(), 1), ack.clone());
         self.send(&ack).await;
         Ok(dialog)
     }
@@ -446,9 +602,38 @@ impl Terminal {
         let code = Message::parse(&answer).map_err(|e| e.to_string())?.status_code().unwrap_or(0);
         if method == "INVITE" {
             let ack = self.in_dialog(d, "ACK", cseq);
+            self.acks.insert((d.call_id.clone(), cseq), ack.clone());
             self.send(&ack).await;
         }
         Ok(code)
+    }
+
+    /// MESSAGE with `text` to `uri` outside any dialog (RFC 3428); the
+    /// final response's code.
+    pub async fn message(&mut self, uri: &str, text: &str) -> Result<u16, String> {
+        let n = self.next();
+        let call_id = format!("msg-{}-{n}@127.0.0.1", self.local.port());
+        let tag = format!("m{n}");
+        let req = self.request_with_body("MESSAGE", uri, &format!("<{uri}>"), (&call_id, &tag), 1, "", text);
+        self.send(&req).await;
+        let answer = self
+            .expect("final response to MESSAGE", Some(&req), |m| {
+                m.status_code().is_some_and(|c| c >= 200) && m.call_id().is_ok_and(|c| c == call_id)
+            })
+            .await?;
+        Ok(Message::parse(&answer).map_err(|e| e.to_string())?.status_code().unwrap_or(0))
+    }
+
+    /// Waits for a request of `method` outside a dialog and answers 200.
+    pub async fn answer_request(&mut self, method: &str) -> Result<(), String> {
+        let req = self
+            .expect(method, None, |m| m.method() == Some(method) && !m.to().is_ok_and(|t| t.tag().is_some()))
+            .await?;
+        let msg = Message::parse(&req).map_err(|e| e.to_string())?;
+        let tag = format!("q{}", self.next());
+        let ok = sigkit_sip::proxy::build_response(&msg, 200, "OK", Some(&tag), &[]).map_err(|e| e.to_string())?;
+        self.send(&ok).await;
+        Ok(())
     }
 
     /// OPTIONS to `uri` outside any dialog; the final response's code.
@@ -494,10 +679,10 @@ impl Terminal {
             cseq: 0,
         };
         let call_id = dialog.call_id.clone();
-        self.expect("ACK", if self.tcp { None } else { Some(&ok) }, |m| {
-            m.method() == Some("ACK") && m.call_id().is_ok_and(|c| c == call_id)
-        })
-        .await?;
+        // RFC 3261 §13.3.1.4: the 2xx is sent again until the ACK comes,
+        // over a reliable transport too (there may be UDP hops between).
+        self.expect_resending_2xx("ACK", &ok, |m| m.method() == Some("ACK") && m.call_id().is_ok_and(|c| c == call_id))
+            .await?;
         Ok(dialog)
     }
 
@@ -518,5 +703,34 @@ fn contact_uri(msg: &Message<'_>) -> Option<String> {
     match msg.contacts().ok()? {
         sigkit_sip::Contacts::List(l) => l.first().and_then(|c| c.sip_uri().ok()).map(|u| u.text.to_string()),
         sigkit_sip::Contacts::Star => None,
+    }
+}
+
+/// The outbound proxy URI of a terminal of `proxy` (with `comp=sigcomp` for
+/// a SigComp terminal, RFC 3486 §5; with the proxy's `sigcomp-id` if
+/// given).
+fn outbound_uri(proxy: SocketAddr, tcp: bool, sigcomp: bool, sigcomp_id: Option<&str>) -> String {
+    let mut uri = format!("sip:{proxy};lr");
+    if tcp {
+        uri.push_str(";transport=tcp");
+    }
+    if sigcomp {
+        uri.push_str(";comp=sigcomp");
+    }
+    if let Some(id) = sigcomp_id {
+        uri.push_str(";sigcomp-id=");
+        uri.push_str(&identifier_key(id).replace(':', "%3a"));
+    }
+    uri
+}
+
+/// The remote application identifier of an incoming request, and of the
+/// response to it (RFC 5049 §6.1): the top Via's `sigcomp-id`, else its
+/// sent-by.
+fn incoming_request_key(msg: &Message<'_>) -> String {
+    let Ok(via) = msg.top_via() else { return String::new() };
+    match via.sigcomp_id() {
+        Some(id) => format!("id:{}", identifier_key(id)),
+        None => format!("sent-by:{}:{:?}", via.host, via.port),
     }
 }

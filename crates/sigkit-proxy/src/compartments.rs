@@ -1,0 +1,322 @@
+//! Which compartment a message exchanged with a terminal belongs to, so
+//! that the proxy and the terminal always agree (RFC 5049 §6.1).
+//!
+//! A terminal keeps one compartment per *remote application identifier*,
+//! and for its outgoing requests that identifier is the `sigcomp-id` of the
+//! URI it sends the request to, else that URI's host (§6.1, "Outgoing
+//! requests"). One terminal may therefore know the proxy by several
+//! identifiers: the host of an outbound proxy URI configured without a
+//! `sigcomp-id`, and the proxy's `sigcomp-id` once it has read it in a
+//! Record-Route or in the proxy's Via. Each identifier is a compartment of
+//! its own at the terminal, with its own state memory, and the terminal's
+//! compressor in each believes it owns that memory at the proxy.
+//!
+//! The proxy therefore keys a compartment by the pair (terminal, name the
+//! terminal uses for the proxy), read from each message as the terminal's
+//! own rules of §6.1 give it:
+//! - a request from the terminal: the name of the URI it was sent to (its
+//!   first Route, else its Request-URI);
+//! - the proxy's response to it: the same name, carried in the proxy's own
+//!   Via toward the upstream (`sk-n`), so a stateless proxy finds it again;
+//! - a request to the terminal, and the terminal's response to it: the
+//!   proxy's `sigcomp-id`, which the proxy's Via carries (the terminal's
+//!   "Incoming requests" rule).
+//!
+//! Two spellings of one identifier (the quoted Via form and the escaped URI
+//! form of the proxy's `sigcomp-id`) give one name (§6.2,
+//! [`sigkit_sip::compartment::identifier_key`]). A terminal configured with
+//! the proxy's `sigcomp-id` in its outbound proxy URI uses one name
+//! throughout, and has one compartment at each end.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use sha1::{Digest, Sha1};
+use sigcomp::CompartmentId;
+use sigkit_sip::compartment::{identifier_key, next_hop_id};
+use sigkit_sip::{Message, Via};
+
+/// At most this many names per terminal, each a compartment. An RFC 5049
+/// terminal uses one or two for its proxy (the outbound proxy URI's host,
+/// the proxy's `sigcomp-id`), three if it also sends requests outside a
+/// Route to a domain by name. Past the cap, the name used longest ago loses
+/// its compartment: that terminal's compressor then learns of it by a NACK
+/// (RFC 4077) and starts over, and no other terminal is touched.
+pub const NAMES_PER_TERMINAL: usize = 4;
+
+/// The Via parameter that carries a request's [`ProxyName`] to its
+/// responses.
+const NAME_PARAM: &str = "sk-n";
+
+/// Which terminal: its SigComp identifier (RFC 5049 §6.1: the Via's
+/// `sigcomp-id`, the Contact's `+sip.instance`, or the Request-URI's
+/// `sigcomp-id`), in [`identifier_key`] form; or, for a legacy terminal
+/// without one, its flow.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Terminal {
+    Id(String),
+    Flow(u64),
+}
+
+/// The name a terminal uses for the proxy (a hash of its
+/// [`sigkit_sip::compartment::NextHopId::key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProxyName(u64);
+
+impl ProxyName {
+    fn of_key(key: &str) -> ProxyName {
+        let d = Sha1::digest(key.as_bytes());
+        ProxyName(u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]))
+    }
+
+    /// The proxy's `sigcomp-id` as a name: what a terminal uses for requests
+    /// the proxy sends it (its Via) and for requests that follow the
+    /// proxy's Record-Route.
+    pub fn ours(sigcomp_id: &str) -> ProxyName {
+        ProxyName::of_key(&format!("id:{}", identifier_key(sigcomp_id)))
+    }
+
+    /// The name a request's sender used for the proxy; `None` when neither
+    /// its first Route nor its Request-URI is a SIP URI.
+    pub fn of_request(msg: &Message<'_>) -> Option<ProxyName> {
+        next_hop_id(msg).map(|n| ProxyName::of_key(&n.key()))
+    }
+
+    /// The Via parameter that carries this name (`;sk-n=<16 hex digits>`).
+    pub fn via_param(self) -> String {
+        format!(";{NAME_PARAM}={:016x}", self.0)
+    }
+
+    /// The name the proxy's own Via carries.
+    pub fn from_via(via: &Via<'_>) -> Option<ProxyName> {
+        let v = via.param(NAME_PARAM).flatten()?;
+        (v.len() == 16).then(|| u64::from_str_radix(v, 16).ok().map(ProxyName)).flatten()
+    }
+}
+
+/// How often a terminal's bytecode, or the proxy's, was uploaded into
+/// compartments: the first time, and again. An upload again into a
+/// compartment that already held the sender's state means the sender lost
+/// its model of the receiver: the sign of a disagreement about
+/// compartments, or of state lost to the limits or a restart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Uploads {
+    pub from_terminals_first: u64,
+    pub from_terminals_again: u64,
+    pub to_terminals_first: u64,
+    pub to_terminals_again: u64,
+}
+
+impl Uploads {
+    pub fn add(&mut self, o: &Uploads) {
+        self.from_terminals_first += o.from_terminals_first;
+        self.from_terminals_again += o.from_terminals_again;
+        self.to_terminals_first += o.to_terminals_first;
+        self.to_terminals_again += o.to_terminals_again;
+    }
+}
+
+struct Owner {
+    terminal: Terminal,
+    name: ProxyName,
+    /// The terminal's state was accepted here: an upload after that is one
+    /// again.
+    holds_terminal_state: bool,
+    /// The proxy uploaded its bytecode here.
+    uploaded_ours: bool,
+    /// Uploads again, either way.
+    reuploads: u32,
+}
+
+/// The compartments of terminals, by (terminal, name), and the
+/// registrations that keep their state (RFC 5049 §6.5).
+#[derive(Default)]
+pub struct Compartments {
+    by_key: HashMap<(Terminal, ProxyName), CompartmentId>,
+    owners: HashMap<CompartmentId, Owner>,
+    /// Each terminal's compartments, the one used last at the end.
+    of_terminal: HashMap<Terminal, Vec<CompartmentId>>,
+    registered: HashMap<Terminal, Instant>,
+    next: u64,
+    uploads: Uploads,
+}
+
+impl Compartments {
+    /// The compartment of `terminal` under `name`, opened if new; and one
+    /// of the terminal's to close if that took it past
+    /// [`NAMES_PER_TERMINAL`].
+    pub fn get(&mut self, terminal: &Terminal, name: ProxyName) -> (CompartmentId, Option<CompartmentId>) {
+        if let Some(&c) = self.by_key.get(&(terminal.clone(), name)) {
+            if let Some(list) = self.of_terminal.get_mut(terminal) {
+                if list.last() != Some(&c) {
+                    list.retain(|&x| x != c);
+                    list.push(c);
+                }
+            }
+            return (c, None);
+        }
+        self.next += 1;
+        let c = CompartmentId(self.next);
+        self.by_key.insert((terminal.clone(), name), c);
+        let owner =
+            Owner { terminal: terminal.clone(), name, holds_terminal_state: false, uploaded_ours: false, reuploads: 0 };
+        self.owners.insert(c, owner);
+        let list = self.of_terminal.entry(terminal.clone()).or_default();
+        list.push(c);
+        let over = (list.len() > NAMES_PER_TERMINAL).then(|| list[0]);
+        (c, over)
+    }
+
+    /// Forgets `c` (the endpoint has closed it).
+    pub fn forget(&mut self, c: CompartmentId) {
+        let Some(o) = self.owners.remove(&c) else { return };
+        self.by_key.remove(&(o.terminal.clone(), o.name));
+        if let Some(list) = self.of_terminal.get_mut(&o.terminal) {
+            list.retain(|&x| x != c);
+            if list.is_empty() {
+                self.of_terminal.remove(&o.terminal);
+            }
+        }
+    }
+
+    /// The compartments of `terminal`.
+    pub fn of(&self, terminal: &Terminal) -> Vec<CompartmentId> {
+        self.of_terminal.get(terminal).cloned().unwrap_or_default()
+    }
+
+    /// The terminal whose compartment `c` is.
+    pub fn terminal_of(&self, c: CompartmentId) -> Option<&Terminal> {
+        self.owners.get(&c).map(|o| &o.terminal)
+    }
+
+    /// `terminal` registered until `until`.
+    pub fn register(&mut self, terminal: Terminal, until: Instant) {
+        self.registered.insert(terminal, until);
+    }
+
+    /// `terminal`'s registration ended; whether it had one.
+    pub fn unregister(&mut self, terminal: &Terminal) -> bool {
+        self.registered.remove(terminal).is_some()
+    }
+
+    pub fn is_registered(&self, terminal: &Terminal) -> bool {
+        self.registered.contains_key(terminal)
+    }
+
+    /// Terminals with a live registration.
+    pub fn registered_count(&self) -> usize {
+        self.registered.len()
+    }
+
+    /// When the next registration runs out.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        self.registered.values().min().copied()
+    }
+
+    /// The terminals whose registration has run out at `now`, unregistered.
+    pub fn expire(&mut self, now: Instant) -> Vec<Terminal> {
+        let gone: Vec<Terminal> = self.registered.iter().filter(|(_, t)| **t <= now).map(|(k, _)| k.clone()).collect();
+        for t in &gone {
+            self.registered.remove(t);
+        }
+        gone
+    }
+
+    /// A message from the terminal into `c`: whether it uploaded its
+    /// bytecode, and whether its state was accepted.
+    pub fn from_terminal(&mut self, c: CompartmentId, uploaded_bytecode: bool, accepted: bool) {
+        let Some(o) = self.owners.get_mut(&c) else { return };
+        if uploaded_bytecode {
+            if o.holds_terminal_state {
+                self.uploads.from_terminals_again += 1;
+                o.reuploads += 1;
+            } else {
+                self.uploads.from_terminals_first += 1;
+            }
+        }
+        o.holds_terminal_state |= accepted;
+    }
+
+    /// A message of the proxy's compressed in `c`: whether it uploaded the
+    /// proxy's bytecode.
+    pub fn to_terminal(&mut self, c: CompartmentId, uploaded_bytecode: bool) {
+        let Some(o) = self.owners.get_mut(&c) else { return };
+        if !uploaded_bytecode {
+            return;
+        }
+        if o.uploaded_ours {
+            self.uploads.to_terminals_again += 1;
+            o.reuploads += 1;
+        } else {
+            self.uploads.to_terminals_first += 1;
+            o.uploaded_ours = true;
+        }
+    }
+
+    pub fn uploads(&self) -> Uploads {
+        self.uploads
+    }
+
+    /// Open compartments with an upload again, either way.
+    pub fn reuploading(&self) -> usize {
+        self.owners.values().filter(|o| o.reuploads > 0).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quoted_via_and_the_escaped_uri_spelling_of_our_id_are_one_name() {
+        let id = "urn:uuid:5d5c1f3e-6b7a-4c2e-9f1d-5349474b4954";
+        let req = format!(
+            "BYE sip:bob@10.0.0.2 SIP/2.0\r\nVia: SIP/2.0/UDP 10.0.0.1;branch=z9hG4bK1\r\n\
+             Route: <sip:t.1.2@10.0.0.9:5062;lr;comp=sigcomp;sigcomp-id={}>\r\n\
+             From: <sip:a@x>;tag=1\r\nTo: <sip:b@x>;tag=2\r\nCall-ID: c\r\nCSeq: 2 BYE\r\nContent-Length: 0\r\n\r\n",
+            id.replace(':', "%3A").to_uppercase().replace("URN%3AUUID", "urn%3auuid")
+        );
+        let m = Message::parse(req.as_bytes()).unwrap();
+        assert_eq!(ProxyName::of_request(&m), Some(ProxyName::ours(&format!("\"<{id}>\""))));
+        let via = format!("SIP/2.0/UDP 10.0.0.9:5062;branch=z9hG4bKsk0.1{}", ProxyName::ours(id).via_param());
+        assert_eq!(ProxyName::from_via(&Via::parse(&via).unwrap()), Some(ProxyName::ours(id)));
+    }
+
+    #[test]
+    fn a_terminal_gets_a_compartment_per_name_up_to_the_cap() {
+        let mut c = Compartments::default();
+        let t = Terminal::Id("urn:uuid:1".into());
+        let names: Vec<ProxyName> = (0..=NAMES_PER_TERMINAL).map(|i| ProxyName::of_key(&format!("host:{i}"))).collect();
+        let (first, none) = c.get(&t, names[0]);
+        assert_eq!(none, None);
+        assert_eq!(c.get(&t, names[0]), (first, None), "one name, one compartment");
+        for &n in &names[1..NAMES_PER_TERMINAL] {
+            assert_eq!(c.get(&t, n).1, None);
+        }
+        // The first name is the one used longest ago once the others are
+        // used after it; the name past the cap closes it.
+        let (_, over) = c.get(&t, names[NAMES_PER_TERMINAL]);
+        assert_eq!(over, Some(first));
+        c.forget(first);
+        assert_eq!(c.of(&t).len(), NAMES_PER_TERMINAL);
+        let other = Terminal::Flow(7);
+        assert_ne!(c.get(&other, names[1]).0, c.get(&t, names[1]).0, "terminals never share a compartment");
+    }
+
+    #[test]
+    fn an_upload_into_a_compartment_with_the_terminals_state_counts_again() {
+        let mut c = Compartments::default();
+        let (k, _) = c.get(&Terminal::Flow(1), ProxyName::ours("urn:x:y"));
+        c.from_terminal(k, true, false);
+        c.from_terminal(k, true, true);
+        assert_eq!(c.uploads().from_terminals_first, 2, "no state yet: both are first uploads");
+        c.from_terminal(k, false, true);
+        c.from_terminal(k, true, true);
+        c.to_terminal(k, true);
+        c.to_terminal(k, false);
+        c.to_terminal(k, true);
+        let u = c.uploads();
+        assert_eq!((u.from_terminals_again, u.to_terminals_first, u.to_terminals_again), (1, 1, 1));
+        assert_eq!(c.reuploading(), 1);
+    }
+}
