@@ -30,10 +30,18 @@
 ;         same bytecode need not upload it
 ;   0x10  a second such entry (the first must be present)
 ;   0x08  static: save the bytecode as state
+;   0x04  dynamic, shared: save no snapshot of this message (see below)
 ; then the algorithm's tokens up to the end of the message. Dynamic and
 ; shared save the UDVM memory from address 64 to buffer_end as state at
 ; every message (the snapshot): a later message names it in its header and
-; continues at :decompress.
+; continues at :decompress. A message with 0x04 saves none: its END-MESSAGE
+; gets a minimum access length of 0, which makes no state (RFC 3320
+; §9.4.9). Over a message transport the compressor uses a snapshot only
+; once the peer has acknowledged it, and each new snapshot pushes older ones
+; out of the peer's state memory (RFC 3320 §6.2); when several messages
+; leave before an acknowledgement (100, 180 and 200 to one INVITE), saving
+; each would push out the acknowledged snapshot they all continue from, so
+; the compressor has them save nothing instead.
 ;
 ; The words between :params and :circular_buffer are set by the compressor.
 ;
@@ -45,6 +53,7 @@ set (flag_feedback, 64)
 set (flag_announce_a, 32)
 set (flag_announce_b, 16)
 set (flag_save_bytecode, 8)
+set (flag_no_snapshot, 4)
 ;
 ; The requested feedback (RFC 3320 §9.4.9): its first byte 0x04 (Q = 1, a
 ; requested_feedback_item follows; S = 0, I = 0), then the item.
@@ -59,8 +68,8 @@ set (snapshot_priority, 1)
 ; Cycles (RFC 3320 §9 costs) this program spends on one message outside
 ; the fragment's token loop, apart from the bytes its STATE-ACCESSes,
 ; STATE-CREATE and END-MESSAGE move: :init 7, :decompress 7, the shared
-; flag 18, feedback 6, each announced entry 10, save_bytecode 2,
-; END-MESSAGE 1, 61 in all. Rounded up, with room for the fragment's
+; flag 18, feedback 6, each announced entry 10, save_bytecode 2, no
+; snapshot 2, END-MESSAGE 1, 63 in all. Rounded up, with room for the fragment's
 ; @init and the last input instruction of its token loop (the one that
 ; finds the input exhausted):
 set (mechanism_cycles, 200)
@@ -155,6 +164,11 @@ INPUT-BYTES (7, announced_b, fail)
 COMPARE ($flags, flag_save_bytecode, tokens, save_bytecode, save_bytecode)
 :save_bytecode
 STATE-CREATE ($code_length, init, init, state_min_access, bytecode_priority)
+; @@ENDIF
+; @@IF dynamic shared
+COMPARE ($flags, flag_no_snapshot, tokens, no_snapshot, no_snapshot)
+:no_snapshot
+LOAD (snap_mal, 0)
 ; @@ENDIF
 :tokens
 

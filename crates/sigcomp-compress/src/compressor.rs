@@ -829,7 +829,8 @@ impl Compressor {
             Some(m) => self.layout.window_into(m, &mut window),
             None => self.bytecode.fresh_window_into(&self.layout, &mut window),
         }
-        let header = self.header_items(message, announce);
+        let snapshot = !base.as_ref().is_some_and(|b| self.snapshot_would_evict(&b.id));
+        let header = self.header_items(message, announce, snapshot);
         let shared_value =
             self.peer_shared.and_then(|id| self.model.states().get(&id)).map(State::shared_value).unwrap_or_default();
         let candidates = self.shared_candidates(base.as_ref());
@@ -889,6 +890,26 @@ impl Compressor {
         })
     }
 
+    /// Over a message transport, whether this message's snapshot would
+    /// push `base`, the snapshot it continues from, out of the peer's state
+    /// memory (RFC 3320 §6.2: the oldest state of the lowest priority goes
+    /// first). Snapshots are used only once acknowledged, so `base` is the
+    /// newest the compressor may name; with it gone, and the newer ones not
+    /// yet acknowledged, the next message would have to upload the
+    /// bytecode again. Such a message saves no snapshot instead
+    /// (asm/mechanism.asm, flag 0x04).
+    fn snapshot_would_evict(&self, base: &StateId) -> bool {
+        if self.kept_once_sent() {
+            return false;
+        }
+        let priority = self.config.algorithm.symbols().snapshot_priority;
+        let len = usize::from(self.layout.buffer_end).saturating_sub(64);
+        let mut trial = self.peer_states.clone();
+        let mut evicted = Vec::new();
+        trial.create(StateId([0xFF; 20]), len, priority, &mut evicted);
+        evicted.contains(base)
+    }
+
     /// The newest snapshot the peer holds and we may continue from, with
     /// its bytes (dynamic and shared mechanisms).
     fn newest_usable_snapshot(&self) -> Option<(Snapshot, Arc<[u8]>)> {
@@ -908,14 +929,19 @@ impl Compressor {
     /// The flags and items after the flags byte other than the shared
     /// state's (asm/mechanism.asm): the feedback request, the announced
     /// entries, the request to save the bytecode.
-    fn header_items(&mut self, message: &[u8], announce: bool) -> HeaderItems {
+    fn header_items(&mut self, message: &[u8], announce: bool, snapshot: bool) -> HeaderItems {
         let mech = self.config.mechanism;
         let stream = self.kept_once_sent();
         let mut flags = 0u8;
         let mut items: Vec<u8> = Vec::new();
+        if mech.saves_snapshots() && !snapshot {
+            flags |= FLAG_NO_SNAPSHOT;
+        }
         // Over UDP a state is used only once the peer has acknowledged it
-        // (RFC 3321 §5.1): ask for the acknowledgement as feedback.
-        let wants_ack = !stream && (mech.saves_snapshots() || (mech == Mechanism::Static && !self.bytecode_usable));
+        // (RFC 3321 §5.1): ask for the acknowledgement as feedback (of
+        // nothing, for a message that saves no snapshot).
+        let wants_ack =
+            !stream && ((mech.saves_snapshots() && snapshot) || (mech == Mechanism::Static && !self.bytecode_usable));
         let seq = if wants_ack { Some(self.next_seq()) } else { None };
         if let Some(seq) = seq {
             flags |= FLAG_FEEDBACK;
@@ -1192,8 +1218,9 @@ impl Compressor {
             // STATE-CREATE ($code_length, init, init, state_min_access, bytecode_priority).
             creates.push((self.bytecode.state.clone(), at.bytecode_priority));
         }
-        if !mech.saves_snapshots() {
-            // Basic and static save no memory: no image to compute.
+        if !mech.saves_snapshots() || v.flags & at.flag_no_snapshot != 0 {
+            // Basic and static save no memory, nor a message that saves no
+            // snapshot: no image to compute.
             return Some((creates, bound));
         }
         // The snapshot's bytes, built in place: the state takes them as
@@ -1321,6 +1348,7 @@ const FLAG_FEEDBACK: u8 = bytecode::lzss_symbols::FLAG_FEEDBACK;
 const FLAG_ANNOUNCE_A: u8 = bytecode::lzss_symbols::FLAG_ANNOUNCE_A;
 const FLAG_ANNOUNCE_B: u8 = bytecode::lzss_symbols::FLAG_ANNOUNCE_B;
 const FLAG_SAVE_BYTECODE: u8 = bytecode::lzss_symbols::FLAG_SAVE_BYTECODE;
+const FLAG_NO_SNAPSHOT: u8 = bytecode::lzss_symbols::FLAG_NO_SNAPSHOT;
 
 /// What [`Compressor::predict`] reads of one algorithm's program (the
 /// mechanism program with its fragment), from the constants build.rs
@@ -1344,6 +1372,7 @@ struct ProgramSymbols {
     snapshot_priority: u16,
     flag_shared: u8,
     flag_save_bytecode: u8,
+    flag_no_snapshot: u8,
     mechanism_cycles: usize,
     /// The fragment's cycles per message byte, at most.
     cycles_per_byte: usize,
@@ -1373,6 +1402,7 @@ macro_rules! program_symbols {
             snapshot_priority: s::SNAPSHOT_PRIORITY,
             flag_shared: s::FLAG_SHARED,
             flag_save_bytecode: s::FLAG_SAVE_BYTECODE,
+            flag_no_snapshot: s::FLAG_NO_SNAPSHOT,
             mechanism_cycles: s::MECHANISM_CYCLES as usize,
             cycles_per_byte: $cycles_per_byte as usize,
             initial_input_bit_order: $initial_input_bit_order,

@@ -95,23 +95,28 @@ impl ProxyName {
 }
 
 /// How often a terminal's bytecode, or the proxy's, was uploaded into
-/// compartments: the first time, and again. An upload again into a
-/// compartment that already held the sender's state means the sender lost
-/// its model of the receiver: the sign of a disagreement about
-/// compartments, or of state lost to the limits or a restart.
+/// compartments (RFC 3320 §7: a message that carries its bytecode rather
+/// than naming a state): before the sender first named a state there
+/// (initial), and after (again). A sender that uploads again has lost its
+/// model of what the receiver holds, after a NACK: the sign of a
+/// disagreement about compartments, or of state lost to the limits or a
+/// restart. (A compressor also starts over once when it learns the other
+/// end's parameters from its first message in the compartment (RFC 3320
+/// §9.4.9); an upload after that first message, before the sender names a
+/// state again, counts as initial.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Uploads {
-    pub from_terminals_first: u64,
+    pub from_terminals_initial: u64,
     pub from_terminals_again: u64,
-    pub to_terminals_first: u64,
+    pub to_terminals_initial: u64,
     pub to_terminals_again: u64,
 }
 
 impl Uploads {
     pub fn add(&mut self, o: &Uploads) {
-        self.from_terminals_first += o.from_terminals_first;
+        self.from_terminals_initial += o.from_terminals_initial;
         self.from_terminals_again += o.from_terminals_again;
-        self.to_terminals_first += o.to_terminals_first;
+        self.to_terminals_initial += o.to_terminals_initial;
         self.to_terminals_again += o.to_terminals_again;
     }
 }
@@ -119,11 +124,13 @@ impl Uploads {
 struct Owner {
     terminal: Terminal,
     name: ProxyName,
-    /// The terminal's state was accepted here: an upload after that is one
-    /// again.
-    holds_terminal_state: bool,
-    /// The proxy uploaded its bytecode here.
-    uploaded_ours: bool,
+    /// The terminal, and the proxy, named a state here since the other's
+    /// first message here.
+    terminal_named_state: bool,
+    proxy_named_state: bool,
+    /// The terminal, and the proxy, sent a message here.
+    terminal_sent: bool,
+    proxy_sent: bool,
     /// Uploads again, either way.
     reuploads: u32,
 }
@@ -158,8 +165,15 @@ impl Compartments {
         self.next += 1;
         let c = CompartmentId(self.next);
         self.by_key.insert((terminal.clone(), name), c);
-        let owner =
-            Owner { terminal: terminal.clone(), name, holds_terminal_state: false, uploaded_ours: false, reuploads: 0 };
+        let owner = Owner {
+            terminal: terminal.clone(),
+            name,
+            terminal_named_state: false,
+            proxy_named_state: false,
+            terminal_sent: false,
+            proxy_sent: false,
+            reuploads: 0,
+        };
         self.owners.insert(c, owner);
         let list = self.of_terminal.entry(terminal.clone()).or_default();
         list.push(c);
@@ -223,33 +237,40 @@ impl Compartments {
     }
 
     /// A message from the terminal into `c`: whether it uploaded its
-    /// bytecode, and whether its state was accepted.
-    pub fn from_terminal(&mut self, c: CompartmentId, uploaded_bytecode: bool, accepted: bool) {
+    /// bytecode.
+    pub fn from_terminal(&mut self, c: CompartmentId, uploaded_bytecode: bool) {
         let Some(o) = self.owners.get_mut(&c) else { return };
-        if uploaded_bytecode {
-            if o.holds_terminal_state {
+        if !o.terminal_sent {
+            // It carries the terminal's parameters: the proxy's
+            // compressor may start over.
+            o.terminal_sent = true;
+            o.proxy_named_state = false;
+        }
+        match (uploaded_bytecode, o.terminal_named_state) {
+            (false, _) => o.terminal_named_state = true,
+            (true, false) => self.uploads.from_terminals_initial += 1,
+            (true, true) => {
                 self.uploads.from_terminals_again += 1;
                 o.reuploads += 1;
-            } else {
-                self.uploads.from_terminals_first += 1;
             }
         }
-        o.holds_terminal_state |= accepted;
     }
 
     /// A message of the proxy's compressed in `c`: whether it uploaded the
     /// proxy's bytecode.
     pub fn to_terminal(&mut self, c: CompartmentId, uploaded_bytecode: bool) {
         let Some(o) = self.owners.get_mut(&c) else { return };
-        if !uploaded_bytecode {
-            return;
+        if !o.proxy_sent {
+            o.proxy_sent = true;
+            o.terminal_named_state = false;
         }
-        if o.uploaded_ours {
-            self.uploads.to_terminals_again += 1;
-            o.reuploads += 1;
-        } else {
-            self.uploads.to_terminals_first += 1;
-            o.uploaded_ours = true;
+        match (uploaded_bytecode, o.proxy_named_state) {
+            (false, _) => o.proxy_named_state = true,
+            (true, false) => self.uploads.to_terminals_initial += 1,
+            (true, true) => {
+                self.uploads.to_terminals_again += 1;
+                o.reuploads += 1;
+            }
         }
     }
 
@@ -304,19 +325,27 @@ mod tests {
     }
 
     #[test]
-    fn an_upload_into_a_compartment_with_the_terminals_state_counts_again() {
+    fn an_upload_after_the_sender_named_a_state_counts_again() {
         let mut c = Compartments::default();
         let (k, _) = c.get(&Terminal::Flow(1), ProxyName::ours("urn:x:y"));
-        c.from_terminal(k, true, false);
-        c.from_terminal(k, true, true);
-        assert_eq!(c.uploads().from_terminals_first, 2, "no state yet: both are first uploads");
-        c.from_terminal(k, false, true);
-        c.from_terminal(k, true, true);
         c.to_terminal(k, true);
+        c.from_terminal(k, true);
+        c.from_terminal(k, true);
+        assert_eq!(c.uploads().from_terminals_initial, 2, "no state named yet (unacknowledged over UDP)");
+        c.from_terminal(k, false);
+        c.from_terminal(k, true);
         c.to_terminal(k, false);
         c.to_terminal(k, true);
         let u = c.uploads();
-        assert_eq!((u.from_terminals_again, u.to_terminals_first, u.to_terminals_again), (1, 1, 1));
+        assert_eq!((u.from_terminals_again, u.to_terminals_initial, u.to_terminals_again), (1, 1, 1));
         assert_eq!(c.reuploading(), 1);
+        // A terminal that names a state before the proxy's first message
+        // there, and uploads after it (it learned the proxy's parameters),
+        // uploads initially.
+        let (k, _) = c.get(&Terminal::Flow(2), ProxyName::ours("urn:x:y"));
+        c.from_terminal(k, false);
+        c.to_terminal(k, true);
+        c.from_terminal(k, true);
+        assert_eq!(c.uploads().from_terminals_again, 1);
     }
 }

@@ -855,7 +855,7 @@ impl Proxy {
             }
         }
         if let Some(c) = compartment {
-            self.compartments.from_terminal(c, uploaded, accept);
+            self.compartments.from_terminal(c, uploaded);
         }
     }
 
@@ -1783,12 +1783,13 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         counter("sigkit_proxy_nacks_received_total", "RFC 4077 NACKs received from terminals, by reason.", &received);
         counter(
             "sigkit_proxy_bytecode_uploads_total",
-            "Decompression bytecode uploaded into a compartment, by direction, the first time or again (again: the \
-             sender had state there and lost its model of it; compartments disagree, or state was lost).",
+            "SigComp messages that carried their bytecode, by direction: before the sender first named a state in \
+             that compartment (initial), or after (again: the sender lost its model of the other end's state; \
+             the two ends disagree about compartments, or state was lost).",
             &[
-                (r#"{direction="from_terminal",kind="first"}"#, uploads.from_terminals_first),
+                (r#"{direction="from_terminal",kind="initial"}"#, uploads.from_terminals_initial),
                 (r#"{direction="from_terminal",kind="again"}"#, uploads.from_terminals_again),
-                (r#"{direction="to_terminal",kind="first"}"#, uploads.to_terminals_first),
+                (r#"{direction="to_terminal",kind="initial"}"#, uploads.to_terminals_initial),
                 (r#"{direction="to_terminal",kind="again"}"#, uploads.to_terminals_again),
             ],
         );

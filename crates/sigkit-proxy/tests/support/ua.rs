@@ -78,6 +78,9 @@ pub struct Terminal {
     pub acks_resent: usize,
     /// ACKs received, by Call-ID.
     pub acks_received: Vec<String>,
+    /// [`Terminal::invite`] keeps the ACK for [`Terminal::send_ack`]
+    /// instead of sending it.
+    pub hold_ack: bool,
 }
 
 /// One side's view of a dialog (RFC 3261 §12).
@@ -147,6 +150,7 @@ impl Terminal {
             acks: HashMap::new(),
             acks_resent: 0,
             acks_received: Vec::new(),
+            hold_ack: false,
         }
     }
 
@@ -566,8 +570,16 @@ impl Terminal {
         };
         let ack = self.in_dialog(&dialog, "ACK", 1);
         self.acks.insert((dialog.call_id.clone(), 1), ack.clone());
-        self.send(&ack).await;
+        if !self.hold_ack {
+            self.send(&ack).await;
+        }
         Ok(dialog)
+    }
+
+    /// Sends the ACK [`Terminal::invite`] held.
+    pub async fn send_ack(&mut self, d: &Dialog) {
+        let ack = self.acks.get(&(d.call_id.clone(), 1)).cloned().expect("an ACK held for the dialog");
+        self.send(&ack).await;
     }
 
     fn in_dialog(&mut self, d: &Dialog, method: &str, cseq: u32) -> Vec<u8> {
