@@ -34,9 +34,9 @@
 ; then the algorithm's tokens up to the end of the message. Dynamic and
 ; shared save the UDVM memory from address 64 to buffer_end as state at
 ; every message (the snapshot): a later message names it in its header and
-; continues at :decompress. A message with 0x04 saves none: its END-MESSAGE
-; gets a minimum access length of 0, which makes no state (RFC 3320
-; §9.4.9). Over a message transport the compressor uses a snapshot only
+; continues at :decompress. A message with 0x04 saves none: the flag is
+; subtracted from the snapshot's minimum access length, and END-MESSAGE
+; makes no state with a length below 6 (RFC 3320 §9.4.9). Over a message transport the compressor uses a snapshot only
 ; once the peer has acknowledged it, and each new snapshot pushes older ones
 ; out of the peer's state memory (RFC 3320 §6.2); when several messages
 ; leave before an acknowledgement (100, 180 and 200 to one INVITE), saving
@@ -69,7 +69,7 @@ set (snapshot_priority, 1)
 ; the fragment's token loop, apart from the bytes its STATE-ACCESSes,
 ; STATE-CREATE and END-MESSAGE move: :init 7, :decompress 7, the shared
 ; flag 18, feedback 6, each announced entry 10, save_bytecode 2, no
-; snapshot 2, END-MESSAGE 1, 63 in all. Rounded up, with room for the fragment's
+; snapshot 1, END-MESSAGE 1, 62 in all. Rounded up, with room for the fragment's
 ; @init and the last input instruction of its token loop (the one that
 ; finds the input exhausted):
 set (mechanism_cycles, 200)
@@ -166,9 +166,8 @@ COMPARE ($flags, flag_save_bytecode, tokens, save_bytecode, save_bytecode)
 STATE-CREATE ($code_length, init, init, state_min_access, bytecode_priority)
 ; @@ENDIF
 ; @@IF dynamic shared
-COMPARE ($flags, flag_no_snapshot, tokens, no_snapshot, no_snapshot)
-:no_snapshot
-LOAD (snap_mal, 0)
+; Only 0x04 is left of the flags here (0x08 is static's): 6 - 4 = 2.
+SUBTRACT ($snap_mal, $flags)
 ; @@ENDIF
 :tokens
 

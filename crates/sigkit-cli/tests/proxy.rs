@@ -1,6 +1,6 @@
 //! `sigkit proxy` as a process: a bad configuration is refused at start
-//! with its line and reason; a running proxy serves /metrics and stops
-//! cleanly on SIGTERM.
+//! with its line and reason; a running proxy logs the outbound proxy URI
+//! for its terminals, serves /metrics and stops cleanly on SIGTERM.
 
 mod common;
 
@@ -121,4 +121,8 @@ fn the_proxy_serves_metrics_and_stops_on_sigterm() {
     let mut err = String::new();
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(err.contains("SIGTERM"), "{err}");
+    // It told how to configure terminals: its outbound proxy URI, with its
+    // sigcomp-id (docs/deploy.md, "Configuring terminals").
+    let uri = format!("sip:127.0.0.1:{port};lr;comp=sigcomp;sigcomp-id=urn%3auuid%3a");
+    assert!(err.contains(&uri), "{err}");
 }

@@ -97,8 +97,10 @@ impl ProxyName {
 /// How often a terminal's bytecode, or the proxy's, was uploaded into
 /// compartments (RFC 3320 §7: a message that carries its bytecode rather
 /// than naming a state): before the sender first named a state there
-/// (initial), and after (again). A sender that uploads again has lost its
-/// model of what the receiver holds, after a NACK: the sign of a
+/// (initial), and the first upload after (again; the uploads that follow
+/// it until the sender names a state again are initial ones, so each start
+/// over counts once). A sender that uploads again has lost its
+/// model of what the receiver holds (a NACK told it, or it restarted): the sign of a
 /// disagreement about compartments, or of state lost to the limits or a
 /// restart. (A compressor also starts over once when it learns the other
 /// end's parameters from its first message in the compartment (RFC 3320
@@ -250,8 +252,11 @@ impl Compartments {
             (false, _) => o.terminal_named_state = true,
             (true, false) => self.uploads.from_terminals_initial += 1,
             (true, true) => {
+                // Once per start over: until it names a state again, its
+                // uploads are initial ones.
                 self.uploads.from_terminals_again += 1;
                 o.reuploads += 1;
+                o.terminal_named_state = false;
             }
         }
     }
@@ -270,6 +275,7 @@ impl Compartments {
             (true, true) => {
                 self.uploads.to_terminals_again += 1;
                 o.reuploads += 1;
+                o.proxy_named_state = false;
             }
         }
     }

@@ -1784,8 +1784,8 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         counter(
             "sigkit_proxy_bytecode_uploads_total",
             "SigComp messages that carried their bytecode, by direction: before the sender first named a state in \
-             that compartment (initial), or after (again: the sender lost its model of the other end's state; \
-             the two ends disagree about compartments, or state was lost).",
+             that compartment (initial), or the first after (again, once per start over: the sender lost its \
+             model of the other end's state; the two ends disagree about compartments, or state was lost).",
             &[
                 (r#"{direction="from_terminal",kind="initial"}"#, uploads.from_terminals_initial),
                 (r#"{direction="from_terminal",kind="again"}"#, uploads.from_terminals_again),

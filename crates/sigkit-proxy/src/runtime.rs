@@ -246,6 +246,16 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     };
     let metrics_addr = metrics_listener.as_ref().map(|l| l.local_addr()).transpose()?;
     let addrs = LocalAddrs { terminal: terminal_addrs.clone(), upstream: upstream_local, upstream_peer: upstream.addr };
+    for (transport, addr) in &terminal_addrs {
+        // What a terminal's outbound proxy should be (docs/deploy.md,
+        // "Configuring terminals"): with the proxy's sigcomp-id, every
+        // identifier the terminal has for the proxy is one (RFC 5049 §6.1).
+        let at = config.route_terminal.unwrap_or(*addr);
+        let tcp = (*transport == SipTransport::Tcp).then_some("tcp");
+        let host = if at.ip().is_unspecified() { "HOST".to_string() } else { at.ip().to_string() };
+        let uri = sigkit_sip::proxy::route_uri(&host, Some(at.port()), tcp, Some(&config.sigcomp_id));
+        tracing::info!(%uri, "terminals: outbound proxy URI");
+    }
     let workers = match config.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,

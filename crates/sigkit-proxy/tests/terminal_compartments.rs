@@ -16,7 +16,9 @@
 //! restart between a 2xx and its ACK), the ACK it cannot decompress is
 //! NACKed and recovered end to end: the far end sends its 2xx again
 //! (RFC 3261 §13.3.1.4), the caller answers it with the ACK again
-//! (§13.2.2.4), compressed anew after the NACK (RFC 4077).
+//! (§13.2.2.4), compressed anew after the NACK (RFC 4077). A terminal that
+//! lost its state shows in the proxy's metrics as NACKs and bytecode
+//! uploaded again.
 
 mod support;
 
@@ -232,5 +234,39 @@ async fn an_ack_the_proxy_cannot_decompress_reaches_the_far_end_through_the_2xx_
     let (bye, got) = tokio::join!(alice.in_dialog_request(&mut call, "BYE"), bob.answer_in_dialog(&answered, "BYE"));
     or_explain(got, &dir);
     assert_eq!(or_explain(bye, &dir), 200);
+    proxy.stop().await;
+}
+
+/// A terminal that restarted (same identity, same address) has lost its
+/// SigComp state; the proxy has not. Its next request uploads its bytecode
+/// into a compartment where it had named states, it NACKs the proxy's
+/// answer, which names states it lost, and the proxy's next answer uploads
+/// the proxy's bytecode again: the metrics an operator watches for a
+/// disagreement about state count each of these.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_that_lost_its_state_shows_in_the_metrics() {
+    let (dir, kport, _kamailio) = scratch_with_kamailio("lost-state");
+    let proxy = start_proxy(|port| proxy_config(port, kport)).await;
+    let mut alice = terminal("alice", proxy.terminal_addrs[0].1, false, true).await;
+    or_explain(alice.register("secret", 300).await, &dir);
+    let nobody = format!("sip:nobody@127.0.0.1:{kport}");
+    for _ in 0..3 {
+        assert_eq!(or_explain(alice.options(&nobody).await, &dir), 404);
+    }
+    let series = |metrics: &str, s: &str| metric(metrics, s).unwrap_or(0.0);
+    let before = http_get(proxy.metrics_addr.unwrap(), "/metrics").await;
+    let again = |dir: &str| format!("sigkit_proxy_bytecode_uploads_total{{direction=\"{dir}\",kind=\"again\"}}");
+    assert_eq!(series(&before, &again("from_terminal")) + series(&before, &again("to_terminal")), 0.0, "{before}");
+
+    alice.lose_sigcomp_state();
+    for _ in 0..3 {
+        assert_eq!(or_explain(alice.options(&nobody).await, &dir), 404);
+    }
+    let after = http_get(proxy.metrics_addr.unwrap(), "/metrics").await;
+    assert!(alice.nacks_sent >= 1, "the terminal NACKed what named states it lost");
+    assert!(series(&after, "sigkit_proxy_nacks_received_total{reason=\"STATE_NOT_FOUND\"}") >= 1.0, "{after}");
+    assert_eq!(series(&after, &again("from_terminal")), 1.0, "{after}");
+    assert!(series(&after, &again("to_terminal")) >= 1.0, "{after}");
+    assert_eq!(series(&after, "sigkit_proxy_compartments_reuploaded"), 1.0, "{after}");
     proxy.stop().await;
 }

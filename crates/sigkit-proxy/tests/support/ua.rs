@@ -120,10 +120,7 @@ impl Terminal {
             let local = s.local_addr().unwrap();
             (Io::Udp(s), local)
         };
-        let params = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
-        let transport = if tcp { Transport::Stream } else { Transport::Message };
-        let config = Config { mechanism: Mechanism::Dynamic, transport, verify: true, ..Config::default() };
-        let endpoint = Endpoint::new(EndpointConfig::new(params, params, config)).unwrap();
+        let endpoint = new_endpoint(tcp);
         Terminal {
             user: user.to_string(),
             domain: "127.0.0.1".into(),
@@ -152,6 +149,14 @@ impl Terminal {
             acks_received: Vec::new(),
             hold_ack: false,
         }
+    }
+
+    /// Forgets every SigComp state and compartment, as a terminal that
+    /// restarted with the same identity and address does.
+    pub fn lose_sigcomp_state(&mut self) {
+        self.endpoint = new_endpoint(self.tcp);
+        self.compartments.clear();
+        self.sent_under.clear();
     }
 
     /// Puts the proxy's `sigcomp-id` in the outbound proxy URI, as for a
@@ -745,4 +750,13 @@ fn incoming_request_key(msg: &Message<'_>) -> String {
         Some(id) => format!("id:{}", identifier_key(id)),
         None => format!("sent-by:{}:{:?}", via.host, via.port),
     }
+}
+
+/// The terminal's SigComp endpoint: DMS 8192, SMS 8192, 16 cycles per
+/// bit, the dynamic mechanism, every message checked by a model run.
+fn new_endpoint(tcp: bool) -> Endpoint {
+    let params = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
+    let transport = if tcp { Transport::Stream } else { Transport::Message };
+    let config = Config { mechanism: Mechanism::Dynamic, transport, verify: true, ..Config::default() };
+    Endpoint::new(EndpointConfig::new(params, params, config)).unwrap()
 }
