@@ -49,6 +49,10 @@ fuzz_target!(|data: &[u8]| {
         compartment::remote_application_id(&msg),
         compartment::compartment_lifetime(&msg),
     );
+    // The identifier a request's sender used for its next hop, and the
+    // comparable form of the identifier the message carries.
+    let _ = compartment::next_hop_id(&msg).map(|n| n.key());
+    let _ = compartment::sigcomp_id(&msg).map(compartment::identifier_key);
     if let Ok(r) = proxy::service_unavailable(&msg, "fuzz", 5) {
         Message::parse(&r).expect("a built response parses");
     }

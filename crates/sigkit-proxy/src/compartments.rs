@@ -126,15 +126,49 @@ impl Uploads {
 struct Owner {
     terminal: Terminal,
     name: ProxyName,
-    /// The terminal, and the proxy, named a state here since the other's
-    /// first message here.
-    terminal_named_state: bool,
-    proxy_named_state: bool,
-    /// The terminal, and the proxy, sent a message here.
-    terminal_sent: bool,
-    proxy_sent: bool,
+    terminal_sends: Sender,
+    proxy_sends: Sender,
     /// Uploads again, either way.
     reuploads: u32,
+}
+
+/// What one end sent into a compartment.
+#[derive(Default)]
+struct Sender {
+    /// It sent a message here.
+    sent: bool,
+    /// It named a state here since its last start over (and since the
+    /// other end's first message).
+    named_state: bool,
+}
+
+/// One message of `sender` into a compartment whose other end is
+/// `receiver`: an upload of its bytecode counts in `initial`, or in `again`
+/// when the sender had named a state (the return value). Each start over
+/// counts once: until the sender names a state again its uploads are
+/// initial ones. A first message carries the sender's parameters, and the
+/// receiver's compressor may start over on learning them (RFC 3320
+/// §9.4.9): that is not counted as again either.
+fn count_upload(sender: &mut Sender, receiver: &mut Sender, uploaded: bool, counts: (&mut u64, &mut u64)) -> bool {
+    if !sender.sent {
+        sender.sent = true;
+        receiver.named_state = false;
+    }
+    match (uploaded, sender.named_state) {
+        (false, _) => {
+            sender.named_state = true;
+            false
+        }
+        (true, false) => {
+            *counts.0 += 1;
+            false
+        }
+        (true, true) => {
+            *counts.1 += 1;
+            sender.named_state = false;
+            true
+        }
+    }
 }
 
 /// The compartments of terminals, by (terminal, name), and the
@@ -170,10 +204,8 @@ impl Compartments {
         let owner = Owner {
             terminal: terminal.clone(),
             name,
-            terminal_named_state: false,
-            proxy_named_state: false,
-            terminal_sent: false,
-            proxy_sent: false,
+            terminal_sends: Sender::default(),
+            proxy_sends: Sender::default(),
             reuploads: 0,
         };
         self.owners.insert(c, owner);
@@ -241,42 +273,22 @@ impl Compartments {
     /// A message from the terminal into `c`: whether it uploaded its
     /// bytecode.
     pub fn from_terminal(&mut self, c: CompartmentId, uploaded_bytecode: bool) {
-        let Some(o) = self.owners.get_mut(&c) else { return };
-        if !o.terminal_sent {
-            // It carries the terminal's parameters: the proxy's
-            // compressor may start over.
-            o.terminal_sent = true;
-            o.proxy_named_state = false;
-        }
-        match (uploaded_bytecode, o.terminal_named_state) {
-            (false, _) => o.terminal_named_state = true,
-            (true, false) => self.uploads.from_terminals_initial += 1,
-            (true, true) => {
-                // Once per start over: until it names a state again, its
-                // uploads are initial ones.
-                self.uploads.from_terminals_again += 1;
-                o.reuploads += 1;
-                o.terminal_named_state = false;
-            }
+        let Compartments { owners, uploads, .. } = self;
+        let Some(o) = owners.get_mut(&c) else { return };
+        let counts = (&mut uploads.from_terminals_initial, &mut uploads.from_terminals_again);
+        if count_upload(&mut o.terminal_sends, &mut o.proxy_sends, uploaded_bytecode, counts) {
+            o.reuploads += 1;
         }
     }
 
     /// A message of the proxy's compressed in `c`: whether it uploaded the
     /// proxy's bytecode.
     pub fn to_terminal(&mut self, c: CompartmentId, uploaded_bytecode: bool) {
-        let Some(o) = self.owners.get_mut(&c) else { return };
-        if !o.proxy_sent {
-            o.proxy_sent = true;
-            o.terminal_named_state = false;
-        }
-        match (uploaded_bytecode, o.proxy_named_state) {
-            (false, _) => o.proxy_named_state = true,
-            (true, false) => self.uploads.to_terminals_initial += 1,
-            (true, true) => {
-                self.uploads.to_terminals_again += 1;
-                o.reuploads += 1;
-                o.proxy_named_state = false;
-            }
+        let Compartments { owners, uploads, .. } = self;
+        let Some(o) = owners.get_mut(&c) else { return };
+        let counts = (&mut uploads.to_terminals_initial, &mut uploads.to_terminals_again);
+        if count_upload(&mut o.proxy_sends, &mut o.terminal_sends, uploaded_bytecode, counts) {
+            o.reuploads += 1;
         }
     }
 
