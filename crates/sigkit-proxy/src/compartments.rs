@@ -44,6 +44,12 @@ use sigkit_sip::{Message, Via};
 /// (RFC 4077) and starts over, and no other terminal is touched.
 pub const NAMES_PER_TERMINAL: usize = 4;
 
+/// The longest SigComp identifier the proxy keys a terminal by. A UUID URN
+/// (RFC 5049 §6.1: SHOULD) is 45 bytes; a longer identifier is ignored,
+/// and its terminal is known by its flow, so that a hostile one costs no
+/// more memory than a flow.
+pub const MAX_IDENTIFIER_LEN: usize = 256;
+
 /// The Via parameter that carries a request's [`ProxyName`] to its
 /// responses.
 const NAME_PARAM: &str = "sk-n";

@@ -55,7 +55,7 @@ use sigkit_sip::proxy::{build_response, format_via, is_dialog_forming, route_uri
 use sigkit_sip::transaction::{ack_for, cancel_for, ClientTransaction, Reliability, ServerTransaction, State, Timers};
 use sigkit_sip::{EditError, Editor, HeaderName, Message};
 
-use crate::compartments::{Compartments, ProxyName, Terminal, Uploads};
+use crate::compartments::{Compartments, ProxyName, Terminal, Uploads, MAX_IDENTIFIER_LEN};
 use crate::config::{ConfigError, ProxyConfig, SipTransport};
 use crate::defence::{Refusal, SourceBudgets};
 use crate::overload::{Admission, Overload, OverloadMetrics};
@@ -681,6 +681,7 @@ impl Proxy {
     /// SigComp identifier the message names (RFC 5049 §6.1), which the
     /// flow then remembers; else the one the flow learned; else the flow.
     fn terminal(&mut self, sigcomp_id: Option<&str>, token: u64) -> Terminal {
+        let sigcomp_id = sigcomp_id.filter(|id| id.len() <= MAX_IDENTIFIER_LEN);
         let learned = self.flows.get_mut(&token).map(|f| &mut f.terminal_id);
         match (sigcomp_id, learned) {
             (Some(id), learned) => {
@@ -2148,6 +2149,23 @@ mod tests {
         }
         assert_eq!(compartments(&proxy), 3);
         assert_eq!(proxy.registered_count(), 1);
+    }
+
+    /// An identifier longer than any URN a terminal needs is ignored: the
+    /// terminal is known by its flow, and nothing of the identifier is kept.
+    #[test]
+    fn an_overlong_sigcomp_id_costs_no_more_than_a_flow() {
+        let mut proxy = udp_proxy();
+        let now = Instant::now();
+        let from =
+            Peer { transport: SipTransport::Udp, addr: "10.0.0.9:5080".parse().unwrap(), local: None, conn: None };
+        let token = proxy.token(now, from, true);
+        let long = format!("urn:x:{}", "a".repeat(20_000));
+        assert_eq!(proxy.terminal(Some(&long), token), Terminal::Flow(token));
+        assert_eq!(proxy.flows[&token].terminal_id, None);
+        let urn = "urn:uuid:00000000-0000-4000-8000-0000000000aa";
+        assert_eq!(proxy.terminal(Some(urn), token), Terminal::Id(urn.into()));
+        assert_eq!(proxy.terminal(Some(&long), token), Terminal::Id(urn.into()), "the flow's own identifier");
     }
 
     #[test]
