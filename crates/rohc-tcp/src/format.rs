@@ -257,7 +257,9 @@ impl OptInfo {
             _ => {}
         }
         let mut walk = OptionWalker::new(bytes);
-        let mut found = [(0u8, 0usize, 0usize); 20];
+        // At most 40 option bytes (data offset 15), so at most 40 options
+        // (NOP and EOL are one byte each).
+        let mut found = [(0u8, 0usize, 0usize); 40];
         let mut n = 0;
         for item in &mut walk {
             found[n] = item;
@@ -1558,5 +1560,17 @@ mod tests {
         // A SACK option that is not the tail stays in the skeleton.
         let inner = RawOptions::build(&[TcpOption::Sack(vec![(1, 2)]), TcpOption::Nop, TcpOption::Nop]).unwrap();
         assert_eq!(OptInfo::of(&inner).skeleton, inner);
+    }
+
+    /// 40 option bytes hold up to 40 options (NOPs are one byte each).
+    #[test]
+    fn opt_info_takes_forty_one_byte_options() {
+        let nops = RawOptions::build(&vec![TcpOption::Nop; 40]).unwrap();
+        assert_eq!(OptInfo::of(&nops).skeleton, nops);
+        let mut list = vec![TcpOption::Nop; 30];
+        list.push(TcpOption::Timestamp { val: 7, ecr: 9 });
+        let o = RawOptions::build(&list).unwrap();
+        let info = OptInfo::of(&o);
+        assert_eq!((info.ts_at, info.ts(&o)), (Some(32), (7, 9)));
     }
 }
