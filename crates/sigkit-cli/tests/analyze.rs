@@ -182,6 +182,13 @@ fn live_capture_with_tshark() {
         .expect("uac");
     let _ = uas.wait();
     std::thread::sleep(Duration::from_secs(1));
+    // SIGINT, not SIGKILL: tshark then stops its dumpcap child, which a
+    // SIGKILL would leave capturing after the test.
+    let _ = Command::new("kill").args(["-INT", &tshark.id().to_string()]).status();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while tshark.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let _ = tshark.kill();
     let _ = tshark.wait();
     assert!(uac.status.success(), "{}", String::from_utf8_lossy(&uac.stderr));
