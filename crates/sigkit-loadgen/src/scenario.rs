@@ -19,6 +19,8 @@ use std::time::Duration;
 pub enum ScenarioError {
     #[error("not well-formed XML: {0}")]
     Xml(String),
+    #[error("elements nested deeper than {MAX_DEPTH} (line {line}); a SIPp scenario needs a few levels")]
+    TooDeep { line: u32 },
     #[error("the root element is <{0}>, not <scenario>")]
     NotAScenario(String),
     #[error(
@@ -431,11 +433,44 @@ pub fn decode_text(bytes: &[u8]) -> String {
     }
 }
 
+/// The deepest element nesting a scenario may have. SIPp's own scenarios
+/// nest four or five levels (scenario, action, ereg...).
+pub const MAX_DEPTH: usize = 64;
+
+/// Refuses XML nested deeper than [`MAX_DEPTH`], read with a streaming
+/// tokenizer: roxmltree's parser recurses once per level, and a file of
+/// thousands of nested elements would overflow the stack.
+fn check_depth(xml: &str) -> Result<(), ScenarioError> {
+    let mut depth = 0usize;
+    for token in xmlparser::Tokenizer::from(xml) {
+        // A malformed file is roxmltree's to report, with its position.
+        let Ok(token) = token else { return Ok(()) };
+        match token {
+            xmlparser::Token::ElementStart { span, .. } => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    let line = xml[..span.start()].bytes().filter(|&b| b == b'\n').count() as u32 + 1;
+                    return Err(ScenarioError::TooDeep { line });
+                }
+            }
+            xmlparser::Token::ElementEnd {
+                end: xmlparser::ElementEnd::Close(..) | xmlparser::ElementEnd::Empty,
+                ..
+            } => {
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Parses a SIPp XML scenario.
 pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
     // roxmltree reads UTF-8 only; SIPp's files declare ISO-8859-1, which
     // `decode_text` has already turned into characters.
     let xml = strip_encoding_declaration(xml);
+    check_depth(&xml)?;
     let opts = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
     let doc = roxmltree::Document::parse_with_options(&xml, opts).map_err(|e| ScenarioError::Xml(e.to_string()))?;
     let root = doc.root_element();
@@ -766,6 +801,22 @@ mod tests {
         assert!(matches!(parse("<scenario"), Err(ScenarioError::Xml(_))));
         assert!(matches!(parse("<foo/>"), Err(ScenarioError::NotAScenario(_))));
         assert_eq!(parse("<scenario><pause/></scenario>").unwrap_err(), ScenarioError::Empty);
+    }
+
+    /// A file nested thousands of levels deep is refused before roxmltree,
+    /// whose parser recurses once per level, can overflow the stack; a
+    /// scenario with CDATA and self-closed elements at the limit's depth
+    /// counts only its elements.
+    #[test]
+    fn deep_nesting_is_refused_with_its_line() {
+        let deep = format!("<scenario>\n{}{}</scenario>", "<a>".repeat(20_000), "</a>".repeat(20_000));
+        assert_eq!(parse(&deep).unwrap_err(), ScenarioError::TooDeep { line: 2 });
+        let ok = format!(
+            "<scenario>{}<send><![CDATA[<a><b><c>]]></send><nop/>{}</scenario>",
+            "<x>".repeat(MAX_DEPTH - 3),
+            "</x>".repeat(MAX_DEPTH - 3)
+        );
+        assert!(!matches!(parse(&ok), Err(ScenarioError::TooDeep { .. })), "{:?}", parse(&ok));
     }
 
     #[test]
