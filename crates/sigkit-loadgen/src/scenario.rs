@@ -433,6 +433,10 @@ pub fn decode_text(bytes: &[u8]) -> String {
     }
 }
 
+/// The most response-time names (`start_rtd`, `rtd`) a scenario may use:
+/// SIPp allows 5 (its MAX_RTD_INFO_LENGTH), and each costs a histogram.
+pub const MAX_RTDS: usize = 20;
+
 /// The deepest element nesting a scenario may have. SIPp's own scenarios
 /// nest four or five levels (scenario, action, ereg...).
 pub const MAX_DEPTH: usize = 64;
@@ -487,13 +491,15 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
     let mut fields_used = 0usize;
     let mut methods: Vec<String> = Vec::new();
     let mut sent_since_recv: Vec<String> = Vec::new();
-    let mut rtd_index = |v: &str| -> usize {
+    // `None` past MAX_RTDS names.
+    let mut rtd_index = |v: &str| -> Option<usize> {
         let key = if v == "true" { "1" } else { v };
         match rtds.iter().position(|r| r == key) {
-            Some(i) => i,
+            Some(i) => Some(i),
+            None if rtds.len() >= MAX_RTDS => None,
             None => {
                 rtds.push(key.to_string());
-                rtds.len() - 1
+                Some(rtds.len() - 1)
             }
         }
     };
@@ -612,8 +618,10 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
         if let Some(l) = node.attribute("next") {
             jumps.push((steps.len(), l.to_string(), false));
         }
-        let start_rtd = node.attribute("start_rtd").map(&mut rtd_index);
-        let rtd = node.attribute("rtd").filter(|v| *v != "false").map(&mut rtd_index);
+        let too_many = || bad(format!("more than {MAX_RTDS} response-time names (start_rtd, rtd)"));
+        let start_rtd = node.attribute("start_rtd").map(|v| rtd_index(v).ok_or_else(too_many)).transpose()?;
+        let rtd =
+            node.attribute("rtd").filter(|v| *v != "false").map(|v| rtd_index(v).ok_or_else(too_many)).transpose()?;
         steps.push(Step { kind, next: None, start_rtd, rtd, line });
     }
     for (at, label, ontimeout) in jumps {
@@ -807,6 +815,22 @@ mod tests {
     /// whose parser recurses once per level, can overflow the stack; a
     /// scenario with CDATA and self-closed elements at the limit's depth
     /// counts only its elements.
+    /// Response-time names are capped: each costs a histogram per run, and
+    /// 20,000 of them took the process to gigabytes.
+    #[test]
+    fn response_time_names_are_capped() {
+        let names = |n: usize| {
+            let steps: String = (0..n).map(|i| format!("<nop start_rtd=\"r{i}\"/>\n<nop rtd=\"r{i}\"/>\n")).collect();
+            format!("<scenario>\n<send><![CDATA[OPTIONS sip:x SIP/2.0\r\n\r\n]]></send>\n{steps}</scenario>")
+        };
+        assert_eq!(parse(&names(MAX_RTDS)).unwrap().rtds.len(), MAX_RTDS);
+        let e = parse(&names(20_000)).unwrap_err();
+        assert!(
+            matches!(e, ScenarioError::Bad { .. }) && e.to_string().contains("more than 20 response-time names"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn deep_nesting_is_refused_with_its_line() {
         let deep = format!("<scenario>\n{}{}</scenario>", "<a>".repeat(20_000), "</a>".repeat(20_000));
