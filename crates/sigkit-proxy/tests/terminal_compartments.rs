@@ -77,9 +77,18 @@ async fn terminal(user: &str, proxy: SocketAddr, tcp: bool, with_id: bool) -> Te
 }
 
 async fn ten_rounds(tcp: bool, with_id: bool) {
-    let name = format!("rounds-{}-{}", if tcp { "tcp" } else { "udp" }, if with_id { "id" } else { "host" });
+    ten_rounds_through(tcp, with_id, false).await;
+}
+
+async fn ten_rounds_through(tcp: bool, with_id: bool, stateful: bool) {
+    let name = format!(
+        "rounds-{}-{}{}",
+        if tcp { "tcp" } else { "udp" },
+        if with_id { "id" } else { "host" },
+        if stateful { "-stateful" } else { "" }
+    );
     let (dir, kport, _kamailio) = scratch_with_kamailio(&name);
-    let proxy = start_proxy(|port| proxy_config(port, kport)).await;
+    let proxy = start_proxy(|port| ProxyConfig { stateful, ..proxy_config(port, kport) }).await;
     let addr = proxy.terminal_addrs[0].1;
     let mut alice = terminal("alice", addr, tcp, with_id).await;
     let mut bob = terminal("bob", addr, tcp, with_id).await;
@@ -167,6 +176,19 @@ async fn ten_rounds_over_tcp_with_an_outbound_proxy_uri_without_sigcomp_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_rounds_over_tcp_with_the_proxys_sigcomp_id() {
     ten_rounds(true, true).await;
+}
+
+/// The transaction-stateful proxy answers some messages itself (100
+/// Trying to an INVITE, retransmissions) in the compartment of the
+/// request's name, which its transaction keeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_rounds_over_udp_through_the_stateful_proxy_without_sigcomp_id() {
+    ten_rounds_through(false, false, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_rounds_over_tcp_through_the_stateful_proxy_without_sigcomp_id() {
+    ten_rounds_through(true, false, true).await;
 }
 
 /// `sigkit proxy` on fixed ports, started again on them after a stop.
