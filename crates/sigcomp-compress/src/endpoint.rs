@@ -230,6 +230,10 @@ pub struct EndpointMetrics {
     pub failures: [u64; 32],
     pub nacks_sent: u64,
     pub nacks_received: u64,
+    /// The same NACKs by RFC 4077 reason code (a failure with no NACK,
+    /// e.g. of a message too short to identify, is in `failures` only).
+    pub nacks_sent_by_reason: [u64; 32],
+    pub nacks_received_by_reason: [u64; 32],
     pub messages_sent: u64,
     pub bytes_sent: u64,
     /// Uncompressed bytes of the messages sent.
@@ -587,6 +591,9 @@ impl Endpoint {
         self.metrics.bytes_received += message.len() as u64;
         if let Ok(nack) = Nack::parse(message) {
             self.metrics.nacks_received += 1;
+            if let Some(n) = self.metrics.nacks_received_by_reason.get_mut(usize::from(nack.reason.code())) {
+                *n += 1;
+            }
             return Ok(Received::Nack(self.on_nack(message, &nack)));
         }
         match self.decompressor.decompress(message, transport) {
@@ -610,6 +617,9 @@ impl Endpoint {
                 let nack = self.decompressor.nack_for(message, &failure);
                 if nack.is_some() {
                     self.metrics.nacks_sent += 1;
+                    if let Some(n) = self.metrics.nacks_sent_by_reason.get_mut(usize::from(failure.reason.code())) {
+                        *n += 1;
+                    }
                 }
                 Err(ReceiveError { failure, nack })
             }

@@ -142,10 +142,6 @@ pub struct ProxyMetrics {
     /// Stateful mode: INVITE transactions a terminal's CANCEL ended
     /// (RFC 3261 §16.10).
     pub cancelled_invites: u64,
-    /// NACKs sent to terminals and received from them, by RFC 4077 reason
-    /// code.
-    pub nacks_sent: [u64; 32],
-    pub nacks_received: [u64; 32],
     /// How long the proxy took over each message it received.
     pub handling: HandlingTimes,
 }
@@ -214,12 +210,6 @@ impl ProxyMetrics {
         self.upstream_retransmissions += o.upstream_retransmissions;
         self.transaction_timeouts += o.transaction_timeouts;
         self.cancelled_invites += o.cancelled_invites;
-        for (a, b) in self.nacks_sent.iter_mut().zip(o.nacks_sent) {
-            *a += b;
-        }
-        for (a, b) in self.nacks_received.iter_mut().zip(o.nacks_received) {
-            *a += b;
-        }
         self.handling.add(&o.handling);
     }
 }
@@ -787,18 +777,10 @@ impl Proxy {
             }
             // The endpoint has acted on it (its compressor fell back to
             // what the terminal still has) and counted it.
-            Ok(Received::Nack(nack)) => {
-                if let Some(n) = self.metrics.nacks_received.get_mut(usize::from(nack.reason.code())) {
-                    *n += 1;
-                }
-                self.nacked(now, from, nack);
-            }
+            Ok(Received::Nack(nack)) => self.nacked(now, from, nack),
             Err(e) => {
                 self.budgets.refund(from.addr.ip(), worst.saturating_sub(e.failure.cycles));
                 if let Some(nack) = e.nack {
-                    if let Some(n) = self.metrics.nacks_sent.get_mut(usize::from(e.failure.reason.code())) {
-                        *n += 1;
-                    }
                     self.send(Side::Terminal, from, nack, true);
                 }
                 tracing::debug!(from = %from.addr, reason = e.failure.reason.name(), "decompression failed");
@@ -1718,8 +1700,10 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         e.compartments_evicted += pe.compartments_evicted;
         e.compartments_timed_out += pe.compartments_timed_out;
         e.cycles += pe.cycles;
-        e.nacks_received += pe.nacks_received;
-        for (a, b) in e.failures.iter_mut().zip(pe.failures) {
+        for (a, b) in e.nacks_sent_by_reason.iter_mut().zip(pe.nacks_sent_by_reason) {
+            *a += b;
+        }
+        for (a, b) in e.nacks_received_by_reason.iter_mut().zip(pe.nacks_received_by_reason) {
             *a += b;
         }
         registered += p.compartments.registered_count();
@@ -1773,7 +1757,7 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
                 })
                 .collect()
         };
-        let (sent, received) = (by_reason(&m.nacks_sent), by_reason(&m.nacks_received));
+        let (sent, received) = (by_reason(&e.nacks_sent_by_reason), by_reason(&e.nacks_received_by_reason));
         let sent: Vec<(&str, u64)> = sent.iter().map(|(l, n)| (l.as_str(), *n)).collect();
         let received: Vec<(&str, u64)> = received.iter().map(|(l, n)| (l.as_str(), *n)).collect();
         counter(

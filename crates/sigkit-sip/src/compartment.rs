@@ -98,7 +98,7 @@ impl<'a> NextHopId<'a> {
     pub fn of_uri(uri: &crate::Uri<'a>) -> NextHopId<'a> {
         match uri.sigcomp_id() {
             Some(id) if !id.is_empty() => NextHopId::SigcompId(id),
-            _ => NextHopId::Host(uri.host.trim_start_matches('[').trim_end_matches(']')),
+            _ => NextHopId::Host(uri.host_addr()),
         }
     }
 

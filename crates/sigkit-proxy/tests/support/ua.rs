@@ -628,13 +628,19 @@ impl Terminal {
     /// MESSAGE with `text` to `uri` outside any dialog (RFC 3428); the
     /// final response's code.
     pub async fn message(&mut self, uri: &str, text: &str) -> Result<u16, String> {
+        self.outside_dialog("MESSAGE", uri, text).await
+    }
+
+    /// A `method` request with `body` to `uri` outside any dialog, sent
+    /// again until its final response comes; that response's code.
+    async fn outside_dialog(&mut self, method: &str, uri: &str, body: &str) -> Result<u16, String> {
         let n = self.next();
-        let call_id = format!("msg-{}-{n}@127.0.0.1", self.local.port());
-        let tag = format!("m{n}");
-        let req = self.request_with_body("MESSAGE", uri, &format!("<{uri}>"), (&call_id, &tag), 1, "", text);
+        let call_id = format!("{}-{}-{n}@127.0.0.1", method.to_ascii_lowercase(), self.local.port());
+        let tag = format!("{}{n}", method.to_ascii_lowercase());
+        let req = self.request_with_body(method, uri, &format!("<{uri}>"), (&call_id, &tag), 1, "", body);
         self.send(&req).await;
         let answer = self
-            .expect("final response to MESSAGE", Some(&req), |m| {
+            .expect(&format!("final response to {method}"), Some(&req), |m| {
                 m.status_code().is_some_and(|c| c >= 200) && m.call_id().is_ok_and(|c| c == call_id)
             })
             .await?;
@@ -655,17 +661,7 @@ impl Terminal {
 
     /// OPTIONS to `uri` outside any dialog; the final response's code.
     pub async fn options(&mut self, uri: &str) -> Result<u16, String> {
-        let n = self.next();
-        let call_id = format!("opt-{}-{n}@127.0.0.1", self.local.port());
-        let tag = format!("o{n}");
-        let req = self.request("OPTIONS", uri, &format!("<{uri}>"), (&call_id, &tag), 1, "");
-        self.send(&req).await;
-        let answer = self
-            .expect("final response to OPTIONS", Some(&req), |m| {
-                m.status_code().is_some_and(|c| c >= 200) && m.call_id().is_ok_and(|c| c == call_id)
-            })
-            .await?;
-        Ok(Message::parse(&answer).map_err(|e| e.to_string())?.status_code().unwrap_or(0))
+        self.outside_dialog("OPTIONS", uri, "").await
     }
 
     /// Waits for an INVITE, answers 180 and 200, waits for the ACK.
