@@ -902,12 +902,8 @@ impl Compressor {
         if self.kept_once_sent() {
             return false;
         }
-        let priority = self.config.algorithm.symbols().snapshot_priority;
         let len = usize::from(self.layout.buffer_end).saturating_sub(64);
-        let mut trial = self.peer_states.clone();
-        let mut evicted = Vec::new();
-        trial.create(StateId([0xFF; 20]), len, priority, &mut evicted);
-        evicted.contains(base)
+        self.peer_states.creating_would_evict(len, base)
     }
 
     /// The newest snapshot the peer holds and we may continue from, with

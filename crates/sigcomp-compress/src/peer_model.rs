@@ -65,6 +65,30 @@ impl PeerModel {
         CreateOutcome::Created(id)
     }
 
+    /// Whether a request to create a new item of `len` bytes would evict
+    /// item `id` ([`PeerModel::create`]'s steps 4–5, asked without carrying
+    /// them out; the new item's priority plays no part, as it is not in the
+    /// memory while room is made for it).
+    pub fn creating_would_evict(&self, len: usize, id: &StateId) -> bool {
+        if self.sms == 0 || !self.holds(id) {
+            return false;
+        }
+        let cost = len.min(self.max_value_len()) as u32 + 64;
+        let mut victims: Vec<&Entry> = self.entries.iter().collect();
+        victims.sort_by_key(|e| (e.priority.wrapping_add(1), e.order));
+        let mut used = self.used;
+        for e in victims {
+            if used + cost <= self.sms {
+                return false;
+            }
+            if e.id == *id {
+                return true;
+            }
+            used -= e.cost;
+        }
+        false
+    }
+
     /// RFC 3320 §6.2 step 5 with RFC 4896 §5.1: 65535 < 0 < 1 < … < 65534,
     /// and among equals the oldest goes first.
     fn eviction_victim(&self) -> Option<usize> {
@@ -162,6 +186,17 @@ mod tests {
             assert_eq!(model.used(), handler.compartment(C).unwrap().used, "#{k}");
             assert!(evicted.iter().all(|id| handler.get(id).is_none()), "#{k}: evicted from both");
         }
+        // Asked beforehand, the model says which items a creation evicts.
+        let mut answers = Vec::new();
+        for (k, s) in states.iter().enumerate().filter(|(_, s)| model.holds(&s.id)) {
+            let mut trial = model.clone();
+            let mut evicted = Vec::new();
+            trial.create(StateId([0xEE; 20]), 900, 1, &mut evicted);
+            let answer = model.creating_would_evict(900, &s.id);
+            assert_eq!(answer, evicted.contains(&s.id), "#{k}");
+            answers.push(answer);
+        }
+        assert!(answers.contains(&true) && answers.contains(&false), "{answers:?}");
         assert!(model.free(&states[9].id));
         assert!(!model.free(&states[9].id));
         assert_eq!(PeerModel::new(0).create(states[0].id, 10, 1, &mut Vec::new()), CreateOutcome::Rejected);
