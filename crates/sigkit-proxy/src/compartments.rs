@@ -134,8 +134,8 @@ struct Owner {
     name: ProxyName,
     terminal_sends: Sender,
     proxy_sends: Sender,
-    /// Uploads again, either way.
-    reuploads: u32,
+    /// Either end uploaded again here ([`Compartments::reuploading`]).
+    started_over: bool,
 }
 
 /// What one end sent into a compartment.
@@ -212,7 +212,7 @@ impl Compartments {
             name,
             terminal_sends: Sender::default(),
             proxy_sends: Sender::default(),
-            reuploads: 0,
+            started_over: false,
         };
         self.owners.insert(c, owner);
         let list = self.of_terminal.entry(terminal.clone()).or_default();
@@ -283,7 +283,7 @@ impl Compartments {
         let Some(o) = owners.get_mut(&c) else { return };
         let counts = (&mut uploads.from_terminals_initial, &mut uploads.from_terminals_again);
         if count_upload(&mut o.terminal_sends, &mut o.proxy_sends, uploaded_bytecode, counts) {
-            o.reuploads += 1;
+            o.started_over = true;
         }
     }
 
@@ -294,7 +294,7 @@ impl Compartments {
         let Some(o) = owners.get_mut(&c) else { return };
         let counts = (&mut uploads.to_terminals_initial, &mut uploads.to_terminals_again);
         if count_upload(&mut o.proxy_sends, &mut o.terminal_sends, uploaded_bytecode, counts) {
-            o.reuploads += 1;
+            o.started_over = true;
         }
     }
 
@@ -304,7 +304,7 @@ impl Compartments {
 
     /// Open compartments with an upload again, either way.
     pub fn reuploading(&self) -> usize {
-        self.owners.values().filter(|o| o.reuploads > 0).count()
+        self.owners.values().filter(|o| o.started_over).count()
     }
 }
 
