@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use md5::{Digest, Md5};
-use sigcomp::wire::{frame_for_stream, Body, Deframer, Frame, Header};
+use sigcomp::wire::{frame_for_stream, Deframer, Frame};
 use sigcomp::{CompartmentId, Params, Transport};
 use sigcomp_compress::{Config, Endpoint, EndpointConfig, Mechanism, Received};
 use sigkit_sip::compartment::{identifier_key, next_hop_id};
@@ -319,13 +319,13 @@ impl Terminal {
                 continue;
             }
             let sip = if sigcomp {
-                match Header::parse(&bytes).map(|h| h.body) {
-                    Ok(Body::Bytecode { .. }) => self.uploads_received += 1,
-                    Ok(Body::StateId(_)) => self.state_references_received += 1,
-                    Err(_) => {}
-                }
                 match self.endpoint.receive(&bytes, transport) {
                     Ok(Received::Message(incoming)) => {
+                        if incoming.uploaded_bytecode() {
+                            self.uploads_received += 1;
+                        } else {
+                            self.state_references_received += 1;
+                        }
                         let Ok(msg) = Message::parse(incoming.message()) else {
                             let _ = self.endpoint.discard(incoming);
                             continue;
@@ -451,17 +451,6 @@ impl Terminal {
                 }
             }
         }
-    }
-
-    /// [`Terminal::expect`] with `ok` sent again every T1 (doubling)
-    /// over TCP as well.
-    async fn expect_resending_2xx(
-        &mut self,
-        what: &str,
-        ok: &[u8],
-        want: impl Fn(&Message<'_>) -> bool,
-    ) -> Result<Vec<u8>, String> {
-        self.expect_resending(what, Some(ok), true, want).await
     }
 
     /// A request outside a dialog, routed through the outbound proxy: `to`
@@ -694,8 +683,8 @@ impl Terminal {
         let call_id = dialog.call_id.clone();
         // RFC 3261 §13.3.1.4: the 2xx is sent again until the ACK comes,
         // over a reliable transport too (there may be UDP hops between).
-        self.expect_resending_2xx("ACK", &ok, |m| m.method() == Some("ACK") && m.call_id().is_ok_and(|c| c == call_id))
-            .await?;
+        let ack = |m: &Message<'_>| m.method() == Some("ACK") && m.call_id().is_ok_and(|c| c == call_id);
+        self.expect_resending("ACK", Some(&ok), true, ack).await?;
         Ok(dialog)
     }
 
