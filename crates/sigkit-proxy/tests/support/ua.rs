@@ -67,8 +67,8 @@ pub struct Terminal {
     /// The identifier each request sent was filed under, by Via branch:
     /// its responses go there.
     sent_under: HashMap<String, String>,
-    /// SigComp messages received that uploaded bytecode, and that named a
-    /// state instead.
+    /// SigComp messages decompressed that uploaded bytecode, and that named
+    /// a state instead.
     pub uploads_received: usize,
     pub state_references_received: usize,
     /// The ACK sent for each 2xx to INVITE, by Call-ID and CSeq: sent again
