@@ -222,8 +222,10 @@ pub struct SigcompConfig {
     pub hot_compartments: usize,
 }
 
-/// Limits on what one source address may make the proxy do (a looping
-/// bytecode costs up to its whole cycle budget, RFC 3320 §8.6).
+/// Limits on what the proxy spends decompressing: per source address, and
+/// overall with a share for unknown sources (a looping bytecode costs up to
+/// its whole cycle budget, RFC 3320 §8.6; [`crate::defence`] has the
+/// policy).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DefenceConfig {
@@ -237,6 +239,20 @@ pub struct DefenceConfig {
     pub messages_burst: u64,
     /// Source addresses tracked at once (least recently seen forgotten).
     pub max_sources: usize,
+    /// A message is charged the larger of its cycles and its measured time
+    /// divided by this: an instruction that costs more time than its cycle
+    /// count says is charged by its time.
+    pub charge_ns_per_cycle: u64,
+    /// Milliseconds of decompression per second for the whole proxy (split
+    /// evenly among its shards): what many sources together may use.
+    pub decompression_ms_per_s: u64,
+    /// Burst allowance of that budget, in milliseconds.
+    pub decompression_burst_ms: u64,
+    /// Percentage of that budget that sources the proxy does not know (no
+    /// accepted SigComp message, no registration) may use; they also wait
+    /// while less than half of the burst is left, which is kept for the
+    /// terminals the proxy knows.
+    pub unknown_sources_percent: u8,
 }
 
 impl Default for ProxyConfig {
@@ -298,6 +314,14 @@ impl Default for DefenceConfig {
             messages_per_source_per_s: 200,
             messages_burst: 400,
             max_sources: 1_000_000,
+            // The dearest UDVM cycle is held to 60 ns (BENCHMARKS.md,
+            // "Decompressor core"); an ordinary one costs under 1 ns.
+            charge_ns_per_cycle: 60,
+            // Half a core: decompressing a typical 700-byte message takes
+            // about 6 µs, so this is about 80,000 messages a second.
+            decompression_ms_per_s: 500,
+            decompression_burst_ms: 100,
+            unknown_sources_percent: 20,
         }
     }
 }
@@ -409,6 +433,17 @@ impl ProxyConfig {
         }
         if self.max_flows == 0 {
             return bad("max_flows", "must be at least 1".into());
+        }
+        let d = &self.defence;
+        if d.charge_ns_per_cycle == 0 {
+            return bad("defence.charge_ns_per_cycle", "must be at least 1".into());
+        }
+        if d.decompression_ms_per_s == 0 || d.decompression_burst_ms == 0 {
+            let key = if d.decompression_ms_per_s == 0 { "decompression_ms_per_s" } else { "decompression_burst_ms" };
+            return bad(&format!("defence.{key}"), "must be at least 1".into());
+        }
+        if d.unknown_sources_percent > 100 {
+            return bad("defence.unknown_sources_percent", format!("{} is over 100", d.unknown_sources_percent));
         }
         if let Err((key, reason)) = self.overload.check(self.stateful) {
             return bad(&format!("overload.{key}"), reason);
@@ -594,6 +629,10 @@ mod example_file {
         assert_eq!(
             (e.cycles_per_source_per_s, e.cycles_burst, e.messages_per_source_per_s, e.messages_burst, e.max_sources),
             (f.cycles_per_source_per_s, f.cycles_burst, f.messages_per_source_per_s, f.messages_burst, f.max_sources)
+        );
+        assert_eq!(
+            (e.charge_ns_per_cycle, e.decompression_ms_per_s, e.decompression_burst_ms, e.unknown_sources_percent),
+            (f.charge_ns_per_cycle, f.decompression_ms_per_s, f.decompression_burst_ms, f.unknown_sources_percent)
         );
     }
 }

@@ -57,7 +57,7 @@ use sigkit_sip::{EditError, Editor, HeaderName, Message};
 
 use crate::compartments::{Compartments, ProxyName, Terminal, Uploads, MAX_IDENTIFIER_LEN};
 use crate::config::{ConfigError, ProxyConfig, SipTransport};
-use crate::defence::{Refusal, SourceBudgets};
+use crate::defence::{Budgets, Refusal, Standing};
 use crate::overload::{Admission, Overload, OverloadMetrics};
 
 /// Whether a datagram or a TCP stream starting with `b` is SigComp
@@ -117,8 +117,11 @@ pub struct ProxyMetrics {
     pub sigcomp_bytes_in: u64,
     pub sigcomp_sip_bytes_out: u64,
     pub sigcomp_bytes_out: u64,
-    pub refused_messages: u64,
-    pub refused_cycles: u64,
+    /// SigComp messages refused unread, by [`Refusal::index`].
+    pub refused: [u64; Refusal::ALL.len()],
+    /// Decompression time spent on known and on unknown sources
+    /// ([`Standing`]), in nanoseconds.
+    pub decompression_ns: [u64; 2],
     pub bad_sip: u64,
     pub states_accepted: u64,
     pub states_declined: u64,
@@ -195,8 +198,12 @@ impl ProxyMetrics {
         self.sigcomp_bytes_in += o.sigcomp_bytes_in;
         self.sigcomp_sip_bytes_out += o.sigcomp_sip_bytes_out;
         self.sigcomp_bytes_out += o.sigcomp_bytes_out;
-        self.refused_messages += o.refused_messages;
-        self.refused_cycles += o.refused_cycles;
+        for (a, b) in self.refused.iter_mut().zip(o.refused) {
+            *a += b;
+        }
+        for (a, b) in self.decompression_ns.iter_mut().zip(o.decompression_ns) {
+            *a += b;
+        }
         self.bad_sip += o.bad_sip;
         self.states_accepted += o.states_accepted;
         self.states_declined += o.states_declined;
@@ -227,6 +234,9 @@ struct Flow {
     /// The end of the registration made through this flow: a registered
     /// terminal's flow is kept for terminating requests however quiet it is.
     registered_until: Option<Instant>,
+    /// A registered terminal's message came on this flow: its source is a
+    /// terminal the proxy knows ([`Standing`]).
+    trusted: bool,
 }
 
 /// A REGISTER forwarded to the registrar, until its final answer.
@@ -446,7 +456,7 @@ pub struct Proxy {
     /// This proxy's part of a sharded runtime ([`Shard`]).
     shard: Shard,
     held: HashMap<String, HeldRegister>,
-    budgets: SourceBudgets,
+    budgets: Budgets,
     overload: Overload,
     /// Each TCP connection's last compressed messages, by connection.
     sent_over_tcp: HashMap<u64, VecDeque<SentOverTcp>>,
@@ -507,7 +517,7 @@ impl Proxy {
             max_flows: config.max_flows.div_ceil(n),
             shard,
             held: HashMap::new(),
-            budgets: SourceBudgets::new(config.defence.clone()),
+            budgets: Budgets::new(config.defence.clone(), 1.0 / n as f64, Instant::now()),
             overload: Overload::new(
                 config.overload.clone(),
                 0x9e37_79b9_7f4a_7c15 ^ u64::from(shard.index),
@@ -583,7 +593,7 @@ impl Proxy {
         if let Some(c) = peer.conn {
             self.by_conn.insert(c, peer);
         }
-        let flow = Flow { peer, sigcomp, terminal_id: None, last_seen: now, registered_until: None };
+        let flow = Flow { peer, sigcomp, terminal_id: None, last_seen: now, registered_until: None, trusted: false };
         self.flow_deadlines.push(Reverse((self.flow_deadline(&flow), t)));
         self.flows.insert(t, flow);
         // Entries of flows gone (TCP connections closed) wait for their
@@ -654,6 +664,29 @@ impl Proxy {
         self.compartments.unregister(&legacy);
         for c in self.compartments.of(&legacy) {
             self.close_compartment(c);
+        }
+    }
+
+    /// Whether the proxy knows where a SigComp message comes from: its
+    /// flow had a message's state accepted, or carries a registration.
+    fn standing(&self, from: &Peer) -> Standing {
+        let known = self
+            .flow_tokens
+            .get(from)
+            .and_then(|t| self.flows.get(t))
+            .is_some_and(|f| f.trusted || f.registered_until.is_some());
+        if known {
+            Standing::Known
+        } else {
+            Standing::Unknown
+        }
+    }
+
+    /// Marks flow `token` as a registered terminal's: its SigComp messages
+    /// come first when decompression time is short ([`Standing`]).
+    fn trust(&mut self, token: u64) {
+        if let Some(f) = self.flows.get_mut(&token) {
+            f.trusted = true;
         }
     }
 
@@ -754,22 +787,33 @@ impl Proxy {
             self.sip_from_terminal(now, from, bytes, None);
             return;
         }
-        // Charged the worst case before it runs (RFC 3320 §8.6).
+        // Charged the worst case before it runs (RFC 3320 §8.6), and its
+        // cycles or measured time after ([`crate::defence`]).
         let worst = (8 * bytes.len() as u64 + 1000) * self.cpb;
-        if let Err(r) = self.budgets.admit(now, from.addr.ip(), worst) {
-            match r {
-                Refusal::Messages => self.metrics.refused_messages += 1,
-                Refusal::Cycles => self.metrics.refused_cycles += 1,
+        let admitted = match self.budgets.admit(now, from.addr.ip(), self.standing(&from), worst) {
+            Ok(a) => a,
+            Err(r) => {
+                self.metrics.refused[r.index()] += 1;
+                return;
             }
-            return;
-        }
+        };
         let transport = match from.transport {
             SipTransport::Udp => Transport::Message,
             SipTransport::Tcp => Transport::Stream,
         };
-        match self.endpoint.receive(bytes, transport) {
+        let started = Instant::now();
+        let received = self.endpoint.receive(bytes, transport);
+        let took = started.elapsed();
+        let cycles = match &received {
+            Ok(Received::Message(incoming)) => incoming.cycles(),
+            Ok(Received::Nack(_)) => 0,
+            Err(e) => e.failure.cycles,
+        };
+        self.budgets.settle(admitted, cycles, took);
+        let (known, unknown) = self.budgets.spent();
+        self.metrics.decompression_ns = [known, unknown].map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64);
+        match received {
             Ok(Received::Message(incoming)) => {
-                self.budgets.refund(from.addr.ip(), worst.saturating_sub(incoming.cycles()));
                 self.metrics.sigcomp_bytes_in += bytes.len() as u64;
                 self.metrics.sigcomp_sip_bytes_in += incoming.message().len() as u64;
                 let sip = incoming.message().to_vec();
@@ -779,7 +823,6 @@ impl Proxy {
             // what the terminal still has) and counted it.
             Ok(Received::Nack(nack)) => self.nacked(now, from, nack),
             Err(e) => {
-                self.budgets.refund(from.addr.ip(), worst.saturating_sub(e.failure.cycles));
                 if let Some(nack) = e.nack {
                     self.send(Side::Terminal, from, nack, true);
                 }
@@ -861,6 +904,9 @@ impl Proxy {
             let terminal = self.terminal(None, token);
             let c = sigcomp.then(|| self.compartment_for(&terminal, self.our_name));
             let accept = self.compartments.is_registered(&terminal);
+            if accept {
+                self.trust(token);
+            }
             self.decide(now, incoming, c, accept);
             self.response_toward_upstream(&msg);
         }
@@ -886,6 +932,9 @@ impl Proxy {
         let name = ProxyName::of_request(msg).unwrap_or(self.our_name);
         let compartment = incoming.is_some().then(|| self.compartment_for(&terminal, name));
         let registered = self.compartments.is_registered(&terminal);
+        if registered {
+            self.trust(token);
+        }
         let app = App { token, terminal, name };
         let method = msg.method().unwrap_or("");
         if self.stateful && self.absorbed(now, msg, method) {
@@ -1814,10 +1863,14 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
             "TCP connections closed because their terminal read nothing while the proxy's queue for it filled.",
             &[("", m.stuck_connections_closed)],
         );
+        let refused: Vec<(String, u64)> =
+            Refusal::ALL.iter().map(|r| (format!("{{budget=\"{}\"}}", r.name()), m.refused[r.index()])).collect();
+        let refused: Vec<(&str, u64)> = refused.iter().map(|(l, n)| (l.as_str(), *n)).collect();
         counter(
             "sigkit_proxy_refused_total",
-            "SigComp messages refused over a source's budget, by budget.",
-            &[(r#"{budget="messages"}"#, m.refused_messages), (r#"{budget="cycles"}"#, m.refused_cycles)],
+            "SigComp messages refused unread, by budget: a source's messages or cycles, the proxy's overall \
+             decompression time, or the unknown sources' share of it.",
+            &refused,
         );
         counter("sigkit_proxy_bad_sip_total", "Messages that are not SIP.", &[("", m.bad_sip)]);
         counter(
@@ -1846,6 +1899,17 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
             "Compartments closed by the limits or the idle timeout.",
             &[(r#"{cause="evicted"}"#, e.compartments_evicted), (r#"{cause="idle"}"#, e.compartments_timed_out)],
         );
+        {
+            let name = "sigkit_proxy_decompression_seconds_total";
+            let _ = writeln!(
+                s,
+                "# HELP {name} Time spent decompressing, by source: known (an accepted SigComp message or a \
+                 registration on its flow) or unknown.\n# TYPE {name} counter"
+            );
+            for (source, ns) in [("known", m.decompression_ns[0]), ("unknown", m.decompression_ns[1])] {
+                let _ = writeln!(s, "{name}{{source=\"{source}\"}} {}", ns as f64 / 1e9);
+            }
+        }
         {
             // Prometheus histograms count cumulatively: each bucket holds
             // every observation at or below its bound.
