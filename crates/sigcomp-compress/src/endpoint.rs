@@ -194,6 +194,30 @@ impl Incoming {
     pub fn requests_state(&self) -> bool {
         !self.pending.requests.is_empty()
     }
+
+    /// Bytes this message holds while it waits for a decision: its output,
+    /// its state requests' values (up to four creations, RFC 3320 §9.4.9)
+    /// and its feedback, each with the size of its own record.
+    pub fn held_bytes(&self) -> usize {
+        use sigcomp::udvm::StateRequest;
+        let requests: usize = self
+            .pending
+            .requests
+            .iter()
+            .map(|r| {
+                std::mem::size_of::<StateRequest>()
+                    + match r {
+                        StateRequest::Create(c) => c.value.len(),
+                        StateRequest::Free(id) => id.len(),
+                    }
+            })
+            .sum();
+        let p = &self.pending;
+        let feedback = p.returned_feedback.as_ref().map_or(0, Vec::len)
+            + p.requested_feedback.as_ref().and_then(|f| f.item.as_ref()).map_or(0, Vec::len)
+            + p.returned_parameters.as_ref().map_or(0, |r| r.local_states.iter().map(Vec::len).sum());
+        std::mem::size_of::<Incoming>() + self.output.len() + requests + feedback
+    }
 }
 
 /// What accepting a message did.

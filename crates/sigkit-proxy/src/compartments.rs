@@ -243,9 +243,14 @@ impl Compartments {
         self.owners.get(&c).map(|o| &o.terminal)
     }
 
-    /// `terminal` registered until `until`.
-    pub fn register(&mut self, terminal: Terminal, until: Instant) {
+    /// `terminal` registered until `until`; false (and nothing noted) when
+    /// it is a new registration and `max` are noted already.
+    pub fn register(&mut self, terminal: Terminal, until: Instant, max: usize) -> bool {
+        if self.registered.len() >= max && !self.registered.contains_key(&terminal) {
+            return false;
+        }
         self.registered.insert(terminal, until);
+        true
     }
 
     /// `terminal`'s registration ended; whether it had one.

@@ -130,6 +130,23 @@ pub struct ProxyConfig {
     /// A flow with no message either way for this many seconds, and no
     /// live registration through it, is forgotten.
     pub flow_idle_timeout_s: u64,
+    /// At most this many REGISTERs are held for the registrar's answer
+    /// (RFC 5049 §6: a SigComp REGISTER's state waits for the 2xx); past
+    /// it a REGISTER is forwarded without being held, and the registration
+    /// it makes is not known to the proxy until the terminal registers
+    /// again. Split evenly among the shards.
+    pub max_pending_registers: usize,
+    /// The same from one source IP address (per shard).
+    pub max_pending_registers_per_source: usize,
+    /// At most this many bytes of SigComp state wait with the held
+    /// REGISTERs; past it a REGISTER's state is declined at once (its
+    /// terminal's next message creates it again). Split evenly among the
+    /// shards.
+    pub max_pending_state_bytes: usize,
+    /// At most this many registrations are remembered (their terminals'
+    /// state is kept, RFC 5049 §6); past it a new registration is not,
+    /// until one ends. Split evenly among the shards.
+    pub max_registrations: usize,
     /// The file the configuration was read from, so that a bad value is
     /// reported with its line ([`ProxyConfig::from_toml`] sets it).
     #[serde(skip)]
@@ -274,6 +291,10 @@ impl Default for ProxyConfig {
             udp_receive_buffer: 4 << 20,
             max_flows: 1_000_000,
             flow_idle_timeout_s: 3600,
+            max_pending_registers: 100_000,
+            max_pending_registers_per_source: 32,
+            max_pending_state_bytes: 64 << 20,
+            max_registrations: 1_000_000,
             source: None,
         }
     }
@@ -431,8 +452,15 @@ impl ProxyConfig {
         if s.max_compartments == 0 {
             return bad("sigcomp.max_compartments", "must be at least 1".into());
         }
-        if self.max_flows == 0 {
-            return bad("max_flows", "must be at least 1".into());
+        for (key, v) in [
+            ("max_flows", self.max_flows),
+            ("max_pending_registers", self.max_pending_registers),
+            ("max_pending_registers_per_source", self.max_pending_registers_per_source),
+            ("max_registrations", self.max_registrations),
+        ] {
+            if v == 0 {
+                return bad(key, "must be at least 1".into());
+            }
         }
         let d = &self.defence;
         if d.charge_ns_per_cycle == 0 {
@@ -601,6 +629,11 @@ mod example_file {
         assert_eq!(c.sigcomp_id, d.sigcomp_id);
         assert_eq!((c.threads, c.shards), (d.threads, d.shards));
         assert_eq!((c.max_flows, c.flow_idle_timeout_s), (d.max_flows, d.flow_idle_timeout_s));
+        assert_eq!(
+            (c.max_pending_registers, c.max_pending_registers_per_source, c.max_pending_state_bytes),
+            (d.max_pending_registers, d.max_pending_registers_per_source, d.max_pending_state_bytes)
+        );
+        assert_eq!(c.max_registrations, d.max_registrations);
         let (s, t) = (&c.sigcomp, &d.sigcomp);
         assert_eq!(
             (s.dms, s.sms, s.cpb, &s.algorithm, &s.mechanism, s.assumed_dms, s.assumed_sms, s.assumed_cpb),

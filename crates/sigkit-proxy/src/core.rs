@@ -59,6 +59,7 @@ use crate::compartments::{Compartments, ProxyName, Terminal, Uploads, MAX_IDENTI
 use crate::config::{ConfigError, ProxyConfig, SipTransport};
 use crate::defence::{Budgets, Refusal, Standing};
 use crate::overload::{Admission, Overload, OverloadMetrics};
+use crate::pending::{Cap, HeldRegister, PendingLimits, PendingRegisters, MAX_CONTACTS};
 
 /// Whether a datagram or a TCP stream starting with `b` is SigComp
 /// (RFC 5049 §4: the five most significant bits are 11111).
@@ -145,6 +146,8 @@ pub struct ProxyMetrics {
     /// Stateful mode: INVITE transactions a terminal's CANCEL ended
     /// (RFC 3261 §16.10).
     pub cancelled_invites: u64,
+    /// Registrations not remembered: `max_registrations` were.
+    pub registrations_not_kept: u64,
     /// How long the proxy took over each message it received.
     pub handling: HandlingTimes,
 }
@@ -217,6 +220,7 @@ impl ProxyMetrics {
         self.upstream_retransmissions += o.upstream_retransmissions;
         self.transaction_timeouts += o.transaction_timeouts;
         self.cancelled_invites += o.cancelled_invites;
+        self.registrations_not_kept += o.registrations_not_kept;
         self.handling.add(&o.handling);
     }
 }
@@ -237,20 +241,6 @@ struct Flow {
     /// A registered terminal's message came on this flow: its source is a
     /// terminal the proxy knows ([`Standing`]).
     trusted: bool,
-}
-
-/// A REGISTER forwarded to the registrar, until its final answer.
-struct HeldRegister {
-    /// Its SigComp state (RFC 5049 §6: kept only on a 2xx).
-    incoming: Option<Incoming>,
-    compartment: Option<CompartmentId>,
-    terminal: Terminal,
-    token: u64,
-    /// The request's Contact: `None` for `*` (every binding removed), an
-    /// empty list for a query (RFC 3261 §10.2.3), else the bindings'
-    /// (user, host, port).
-    contacts: Option<Vec<(String, String, Option<u16>)>>,
-    deadline: Instant,
 }
 
 /// A SIP message sent compressed over a TCP flow, kept until the flow's
@@ -453,9 +443,11 @@ pub struct Proxy {
     flow_deadlines: BinaryHeap<Reverse<(Instant, u64)>>,
     flow_idle: Duration,
     max_flows: usize,
+    max_registrations: usize,
     /// This proxy's part of a sharded runtime ([`Shard`]).
     shard: Shard,
-    held: HashMap<String, HeldRegister>,
+    /// REGISTERs awaiting the registrar's answer ([`crate::pending`]).
+    held: PendingRegisters,
     budgets: Budgets,
     overload: Overload,
     /// Each TCP connection's last compressed messages, by connection.
@@ -515,8 +507,13 @@ impl Proxy {
             flow_deadlines: BinaryHeap::new(),
             flow_idle: config.flow_idle_timeout(),
             max_flows: config.max_flows.div_ceil(n),
+            max_registrations: config.max_registrations.div_ceil(n),
             shard,
-            held: HashMap::new(),
+            held: PendingRegisters::new(PendingLimits {
+                max_registers: config.max_pending_registers.div_ceil(n),
+                max_per_source: config.max_pending_registers_per_source,
+                max_bytes: config.max_pending_state_bytes.div_ceil(n),
+            }),
             budgets: Budgets::new(config.defence.clone(), 1.0 / n as f64, Instant::now()),
             overload: Overload::new(
                 config.overload.clone(),
@@ -1014,6 +1011,7 @@ impl Proxy {
             let contacts = match msg.contacts() {
                 Ok(sigkit_sip::Contacts::List(list)) => Some(
                     list.iter()
+                        .take(MAX_CONTACTS)
                         .filter_map(|c| c.sip_uri().ok())
                         .map(|u| (u.user.unwrap_or("").to_string(), u.host.to_ascii_lowercase(), u.port))
                         .collect(),
@@ -1022,19 +1020,29 @@ impl Proxy {
                 // Unreadable: the registrar judges it; nothing changes here.
                 Err(_) => Some(Vec::new()),
             };
-            // A plain REGISTER is held only for its flow's registration
-            // time, and only as many as there may be flows.
-            if compartment.is_some() || self.held.len() < self.max_flows {
-                let incoming = if registered {
-                    self.decide(now, incoming, compartment, true);
-                    None
-                } else {
-                    incoming
+            // Held within the caps ([`crate::pending`]); past them the
+            // REGISTER goes on and its state is declined.
+            let source = from.addr.ip();
+            if self.held.admits(source).is_ok() {
+                let incoming = match incoming {
+                    Some(i) if registered => {
+                        self.decide(now, Some(i), compartment, true);
+                        None
+                    }
+                    Some(i) if !self.held.fits(&i) => {
+                        self.decide(now, Some(i), compartment, false);
+                        None
+                    }
+                    other => other,
                 };
                 let deadline = now + TRANSACTION_TIMEOUT;
                 let terminal = app.terminal.clone();
-                let held = HeldRegister { incoming, compartment, terminal, token, contacts, deadline };
-                self.held.insert(branch.clone(), held);
+                let held = HeldRegister { incoming, compartment, terminal, token, contacts, deadline, source };
+                if let Some(old) = self.held.insert(branch.clone(), held) {
+                    self.decide(now, old.incoming, old.compartment, false);
+                }
+            } else {
+                self.decide(now, incoming, compartment, registered);
             }
         } else {
             self.decide(now, incoming, compartment, registered);
@@ -1519,7 +1527,9 @@ impl Proxy {
         }
         match until {
             Some(t) => {
-                self.compartments.register(held.terminal.clone(), t);
+                if !self.compartments.register(held.terminal.clone(), t, self.max_registrations) {
+                    self.metrics.registrations_not_kept += 1;
+                }
                 false
             }
             None => {
@@ -1669,7 +1679,7 @@ impl Proxy {
 
     /// The next time [`Proxy::handle_timeout`] has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let held = self.held.values().map(|h| h.deadline).min();
+        let held = self.held.next_deadline();
         let reg = self.compartments.next_expiry();
         let flow = self.flow_deadlines.peek().map(|Reverse((at, _))| *at);
         [held, reg, flow, self.endpoint.poll_timeout(), self.overload.poll_timeout(), self.transactions_due]
@@ -1681,11 +1691,8 @@ impl Proxy {
     /// Ends what has timed out: held REGISTER states (no final answer),
     /// expired registrations' compartments, idle compartments.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let late: Vec<String> = self.held.iter().filter(|(_, h)| h.deadline <= now).map(|(b, _)| b.clone()).collect();
-        for b in late {
-            if let Some(h) = self.held.remove(&b) {
-                self.decide(now, h.incoming, h.compartment, false);
-            }
+        for h in self.held.expire(now) {
+            self.decide(now, h.incoming, h.compartment, false);
         }
         for terminal in self.compartments.expire(now) {
             for c in self.compartments.of(&terminal) {
@@ -1741,7 +1748,20 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
     let mut reuploading = 0;
     let mut overload = OverloadMetrics::default();
     let mut transactions = 0;
+    let (mut held, mut held_bytes, mut held_state_bytes, mut held_refused) = (0, 0, 0, [0u64; Cap::ALL.len()]);
+    let (mut flows, mut identifiers, mut identifier_bytes) = (0, 0, 0);
     for p in shards {
+        held += p.held.len();
+        held_bytes += p.held.bytes();
+        held_state_bytes += p.held.state_bytes();
+        for (a, b) in held_refused.iter_mut().zip(p.held.refused()) {
+            *a += b;
+        }
+        flows += p.flows.len();
+        for id in p.flows.values().filter_map(|f| f.terminal_id.as_ref()) {
+            identifiers += 1;
+            identifier_bytes += id.len();
+        }
         m.add(&p.metrics);
         let pe = p.endpoint.metrics();
         e.compartments += pe.compartments;
@@ -1872,6 +1892,20 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
              decompression time, or the unknown sources' share of it.",
             &refused,
         );
+        let held_refused: Vec<(String, u64)> =
+            Cap::ALL.iter().map(|c| (format!("{{cap=\"{}\"}}", c.name()), held_refused[c.index()])).collect();
+        let held_refused: Vec<(&str, u64)> = held_refused.iter().map(|(l, n)| (l.as_str(), *n)).collect();
+        counter(
+            "sigkit_proxy_pending_registers_refused_total",
+            "REGISTERs that met a cap of the held ones: not held (registers, per_source), or their SigComp state \
+             declined at once (bytes).",
+            &held_refused,
+        );
+        counter(
+            "sigkit_proxy_registrations_not_kept_total",
+            "Registrations the proxy did not remember: max_registrations were.",
+            &[("", m.registrations_not_kept)],
+        );
         counter("sigkit_proxy_bad_sip_total", "Messages that are not SIP.", &[("", m.bad_sip)]);
         counter(
             "sigkit_proxy_state_decisions_total",
@@ -1975,6 +2009,20 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
         );
         gauge("sigkit_proxy_state_bytes", "State memory of all compartments (RFC 3320 §6.2).", e.state_bytes as f64);
         gauge("sigkit_proxy_registered_terminals", "Terminals with a live registration.", registered as f64);
+        gauge("sigkit_proxy_pending_registers", "REGISTERs held for the registrar's answer.", held as f64);
+        gauge("sigkit_proxy_pending_register_bytes", "Bytes the held REGISTERs take.", held_bytes as f64);
+        gauge(
+            "sigkit_proxy_pending_state_bytes",
+            "Bytes of SigComp state waiting with the held REGISTERs (under max_pending_state_bytes).",
+            held_state_bytes as f64,
+        );
+        gauge("sigkit_proxy_flows", "Terminal flows remembered (UDP source addresses, TCP connections).", flows as f64);
+        gauge(
+            "sigkit_proxy_flow_identifiers",
+            "Flows that learned their terminal's SigComp identifier (RFC 5049 §6.1).",
+            identifiers as f64,
+        );
+        gauge("sigkit_proxy_flow_identifier_bytes", "Bytes of the identifiers flows learned.", identifier_bytes as f64);
         gauge(
             "sigkit_proxy_compartments_reuploaded",
             "Open compartments into which bytecode was uploaded again, either way.",

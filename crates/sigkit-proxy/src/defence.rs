@@ -130,11 +130,8 @@ impl Budgets {
         let ns = |ms: u64| ms as f64 * 1e6 * share;
         let overall = TimeBucket::new(now, ns(config.decompression_ms_per_s), ns(config.decompression_burst_ms));
         let part = f64::from(config.unknown_sources_percent.min(100)) / 100.0;
-        let unknown = TimeBucket::new(
-            now,
-            ns(config.decompression_ms_per_s) * part,
-            ns(config.decompression_burst_ms) * part,
-        );
+        let unknown =
+            TimeBucket::new(now, ns(config.decompression_ms_per_s) * part, ns(config.decompression_burst_ms) * part);
         Budgets { config, sources: HashMap::new(), overall, unknown, spent: [Duration::ZERO; 2] }
     }
 
@@ -297,7 +294,8 @@ mod tests {
     #[test]
     fn unknown_sources_get_their_share_and_known_ones_the_rest() {
         let t = Instant::now();
-        let mut c = DefenceConfig { decompression_ms_per_s: 100, decompression_burst_ms: 10, ..DefenceConfig::default() };
+        let mut c =
+            DefenceConfig { decompression_ms_per_s: 100, decompression_burst_ms: 10, ..DefenceConfig::default() };
         c.unknown_sources_percent = 20;
         let mut b = Budgets::new(c, 1.0, t);
         // The unknown sources' bucket holds 2 ms: one 3 ms message empties

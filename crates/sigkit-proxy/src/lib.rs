@@ -14,6 +14,7 @@ pub mod config;
 pub mod core;
 pub mod defence;
 pub mod overload;
+pub mod pending;
 pub mod runtime;
 
 pub use config::{ConfigError, ProxyConfig, SipTransport};

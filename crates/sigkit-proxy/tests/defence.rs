@@ -139,8 +139,7 @@ async fn a_looping_bytecode_flood_leaves_the_terminals_alone() {
     let span = Duration::from_secs(2);
     let quiet = offered_load(&mut terminals, &uri, 100, span).await;
     let before = proxy.inspect(states);
-    let refused_before: u64 =
-        proxy.inspect(|p| p.metrics().refused.iter().sum::<u64>()).into_iter().sum();
+    let refused_before: u64 = proxy.inspect(|p| p.metrics().refused.iter().sum::<u64>()).into_iter().sum();
     let (flooded, mixed_sent) = tokio::join!(offered_load(&mut terminals, &uri, 100, span), flood_for(span));
     let after = proxy.inspect(states);
     // The terminals at work changed their own compartments; the flood
@@ -148,8 +147,7 @@ async fn a_looping_bytecode_flood_leaves_the_terminals_alone() {
     assert_eq!(quiet_one(&after), quiet_one(&before), "the flood changed a quiet terminal's state");
     assert_eq!(compartment_ids(&after), compartment_ids(&before), "the flood opened or closed a compartment");
     let refused_mixed: u64 =
-        proxy.inspect(|p| p.metrics().refused.iter().sum::<u64>()).into_iter().sum::<u64>()
-            - refused_before;
+        proxy.inspect(|p| p.metrics().refused.iter().sum::<u64>()).into_iter().sum::<u64>() - refused_before;
     assert!(refused_mixed > mixed_sent / 2, "{refused_mixed} of {mixed_sent} flood messages refused");
     let run: u64 = proxy.inspect(|p| p.endpoint().metrics().cycles).into_iter().sum();
     eprintln!("flood: {sent} sent, {refused} refused; answered {quiet} quiet, {flooded} flooded; {run} cycles run");
