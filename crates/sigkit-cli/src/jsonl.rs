@@ -23,6 +23,12 @@
 //! left out when none was); those names start fresh compartments if used
 //! again, as after a close.
 //!
+//! A compartment name is at most [`MAX_NAME`] bytes (a longer one is
+//! answered `{"error": …}`), and a name is remembered only while the
+//! decompressor holds its compartment: the names never outnumber
+//! `--max-compartments`, so they take at most that many times
+//! [`MAX_NAME`] bytes, whatever the input.
+//!
 //! A line is at most [`MAX_LINE`] bytes (2 MiB + 64 KiB): room for the
 //! largest message a stream carries, 1 MiB, as plain hex (2 MiB), with the
 //! rest of the request around it. A longer line is read through and
@@ -43,6 +49,10 @@ use crate::{hexin, MAX_STREAM_MESSAGE};
 /// (the most a stream message may hold) in plain hex, plus 64 KiB for the
 /// JSON around it.
 pub const MAX_LINE: usize = 2 * MAX_STREAM_MESSAGE + 64 * 1024;
+
+/// Longest compartment name, in bytes: an application names a compartment
+/// after its peer (RFC 5049 §6.1: a URN is about 45 bytes).
+pub const MAX_NAME: usize = 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -247,6 +257,9 @@ impl Endpoint {
         let req = Request::deserialize(value).map_err(|e| format!("bad request: {e}"))?;
         let bytes = hexin::decode(&req.message_hex).map_err(|e| format!("bad message_hex: {e}"))?;
         let compartment = req.compartment.as_deref();
+        if compartment.is_some_and(|c| c.len() > MAX_NAME) {
+            return Err(format!("bad request: compartment name over {MAX_NAME} bytes"));
+        }
         if !req.stream {
             let first = self.message(&bytes, Transport::Message, compartment);
             return Ok(Answer { first, messages: None, evicted: Vec::new() });

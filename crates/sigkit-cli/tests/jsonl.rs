@@ -553,3 +553,26 @@ fn limit_options_are_checked() {
         assert!(run.stdout_text().contains(needle), "--help lacks {needle}: {}", run.stdout_text());
     }
 }
+
+/// Names are bounded in length and in number: a long name is refused with
+/// an error line, and a name is forgotten with its compartment, so
+/// thousands of names cost no more than `--max-compartments` of them.
+#[test]
+fn compartment_names_are_bounded() {
+    let long = "n".repeat(2_000);
+    let a = jsonl(&[], &[req(&output_message(b"hi"), Some(&long))]);
+    assert!(a[0]["error"].as_str().is_some_and(|e| e.contains("compartment name over 1024 bytes")), "{}", a[0]);
+    // 3,000 names of 900 bytes, then one whose message creates state:
+    // the endpoint holds 2 compartments at most, and says which names it
+    // closed.
+    let (maker, id) = state_maker(b"kept", 48);
+    let mut lines: Vec<String> = (0..3_000).map(|i| req(&output_message(b"x"), Some(&format!("{i:0>900}")))).collect();
+    lines.push(req(&maker, Some("alice")));
+    lines.push(json!({"metrics": true}).to_string());
+    let a = jsonl(&["--max-compartments", "2"], &lines);
+    assert!(a[..3_000].iter().all(|v| output_of(v) == b"x"));
+    assert_eq!(a[3_000]["states_created"], json!([id.to_hex()]));
+    assert_eq!(a[3_001]["metrics"]["compartments"], 2, "{}", a[3_001]);
+    let evicted: usize = a[..3_001].iter().map(|v| v["evicted"].as_array().map_or(0, Vec::len)).sum();
+    assert_eq!(evicted, 2_999, "every name but the last two closed and named");
+}
