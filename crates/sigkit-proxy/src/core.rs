@@ -49,17 +49,18 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use sha1::{Digest, Sha1};
-use sigcomp::{CompartmentId, Reason, Transport};
+use sigcomp::{CompartmentId, Transport};
 use sigcomp_compress::{Endpoint, EndpointConfig, Incoming, Received, ReceivedNack};
 use sigkit_sip::proxy::{build_response, format_via, is_dialog_forming, route_uri};
 use sigkit_sip::transaction::{ack_for, cancel_for, ClientTransaction, Reliability, ServerTransaction, State, Timers};
 use sigkit_sip::{EditError, Editor, HeaderName, Message};
 
-use crate::compartments::{Compartments, ProxyName, Terminal, Uploads, MAX_IDENTIFIER_LEN};
+use crate::compartments::{Compartments, ProxyName, Terminal, MAX_IDENTIFIER_LEN};
 use crate::config::{ConfigError, ProxyConfig, SipTransport};
-use crate::defence::{Budgets, Refusal, Standing};
+use crate::defence::{Budgets, Standing};
+use crate::metrics::{ProxyMetrics, Snapshot};
 use crate::overload::{Admission, Overload, OverloadMetrics};
-use crate::pending::{Cap, HeldRegister, PendingLimits, PendingRegisters, MAX_CONTACTS};
+use crate::pending::{HeldRegister, PendingLimits, PendingRegisters, MAX_CONTACTS};
 
 /// Whether a datagram or a TCP stream starting with `b` is SigComp
 /// (RFC 5049 §4: the five most significant bits are 11111).
@@ -103,126 +104,6 @@ pub struct LocalAddrs {
     pub upstream: SocketAddr,
     /// The upstream server.
     pub upstream_peer: SocketAddr,
-}
-
-/// Counters, exported as Prometheus metrics.
-#[derive(Debug, Clone, Default)]
-pub struct ProxyMetrics {
-    pub messages_in: [u64; 2],
-    pub bytes_in: [u64; 2],
-    pub messages_out: [u64; 2],
-    pub bytes_out: [u64; 2],
-    /// SIP bytes of the SigComp messages received and sent (before
-    /// compression), for the ratio.
-    pub sigcomp_sip_bytes_in: u64,
-    pub sigcomp_bytes_in: u64,
-    pub sigcomp_sip_bytes_out: u64,
-    pub sigcomp_bytes_out: u64,
-    /// SigComp messages refused unread, by [`Refusal::index`].
-    pub refused: [u64; Refusal::ALL.len()],
-    /// Decompression time spent on known and on unknown sources
-    /// ([`Standing`]), in nanoseconds.
-    pub decompression_ns: [u64; 2],
-    pub bad_sip: u64,
-    pub states_accepted: u64,
-    pub states_declined: u64,
-    pub compress_failures: u64,
-    pub undeliverable: u64,
-    /// Messages compressed anew and sent again over TCP after the
-    /// terminal NACKed them (RFC 4077).
-    pub nack_resends: u64,
-    /// TCP connections closed because their terminal read nothing while
-    /// the proxy's queue for it filled (the runtime counts them).
-    pub stuck_connections_closed: u64,
-    /// Stateful mode: transactions started, requests from terminals
-    /// absorbed as retransmissions, responses from the upstream absorbed
-    /// as retransmissions, requests sent again to the upstream (Timer A or
-    /// E), and transactions the upstream never answered (408 sent).
-    pub transactions: u64,
-    pub absorbed_requests: u64,
-    pub absorbed_responses: u64,
-    pub upstream_retransmissions: u64,
-    pub transaction_timeouts: u64,
-    /// Stateful mode: INVITE transactions a terminal's CANCEL ended
-    /// (RFC 3261 §16.10).
-    pub cancelled_invites: u64,
-    /// Registrations not remembered: `max_registrations` were.
-    pub registrations_not_kept: u64,
-    /// How long the proxy took over each message it received.
-    pub handling: HandlingTimes,
-}
-
-/// Upper bounds, in microseconds, of the handling-time histogram's buckets
-/// (the last bucket, +Inf, is implicit).
-pub const HANDLING_BUCKETS_US: [u64; 15] =
-    [10, 25, 50, 75, 100, 150, 250, 500, 750, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000];
-
-/// A histogram of handling times: from a message read from its socket (or
-/// framed from its TCP stream) to the messages it caused being ready to
-/// send. The time a datagram waited in the socket's buffer, or for a CPU
-/// before the proxy read it, is not in it.
-#[derive(Debug, Clone, Default)]
-pub struct HandlingTimes {
-    /// Messages per bucket (not cumulative); the last counts those over the
-    /// last bound.
-    pub counts: [u64; HANDLING_BUCKETS_US.len() + 1],
-    pub sum_ns: u64,
-}
-
-impl HandlingTimes {
-    pub fn record(&mut self, took: Duration) {
-        let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
-        let i = HANDLING_BUCKETS_US.iter().position(|&b| us <= b).unwrap_or(HANDLING_BUCKETS_US.len());
-        self.counts[i] += 1;
-        self.sum_ns = self.sum_ns.saturating_add(took.as_nanos().min(u128::from(u64::MAX)) as u64);
-    }
-
-    pub fn count(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-
-    fn add(&mut self, o: &HandlingTimes) {
-        for (a, b) in self.counts.iter_mut().zip(o.counts) {
-            *a += b;
-        }
-        self.sum_ns = self.sum_ns.saturating_add(o.sum_ns);
-    }
-}
-
-impl ProxyMetrics {
-    fn add(&mut self, o: &ProxyMetrics) {
-        for i in 0..2 {
-            self.messages_in[i] += o.messages_in[i];
-            self.bytes_in[i] += o.bytes_in[i];
-            self.messages_out[i] += o.messages_out[i];
-            self.bytes_out[i] += o.bytes_out[i];
-        }
-        self.sigcomp_sip_bytes_in += o.sigcomp_sip_bytes_in;
-        self.sigcomp_bytes_in += o.sigcomp_bytes_in;
-        self.sigcomp_sip_bytes_out += o.sigcomp_sip_bytes_out;
-        self.sigcomp_bytes_out += o.sigcomp_bytes_out;
-        for (a, b) in self.refused.iter_mut().zip(o.refused) {
-            *a += b;
-        }
-        for (a, b) in self.decompression_ns.iter_mut().zip(o.decompression_ns) {
-            *a += b;
-        }
-        self.bad_sip += o.bad_sip;
-        self.states_accepted += o.states_accepted;
-        self.states_declined += o.states_declined;
-        self.compress_failures += o.compress_failures;
-        self.undeliverable += o.undeliverable;
-        self.nack_resends += o.nack_resends;
-        self.stuck_connections_closed += o.stuck_connections_closed;
-        self.transactions += o.transactions;
-        self.absorbed_requests += o.absorbed_requests;
-        self.absorbed_responses += o.absorbed_responses;
-        self.upstream_retransmissions += o.upstream_retransmissions;
-        self.transaction_timeouts += o.transaction_timeouts;
-        self.cancelled_invites += o.cancelled_invites;
-        self.registrations_not_kept += o.registrations_not_kept;
-        self.handling.add(&o.handling);
-    }
 }
 
 /// What a flow token names.
@@ -1736,311 +1617,35 @@ impl Proxy {
     pub fn metrics_text(&self) -> String {
         metrics_text(&[self])
     }
+
+    /// What the metrics of this proxy (or shard) read now.
+    pub fn snapshot(&self) -> Snapshot {
+        let identifiers: Vec<usize> =
+            self.flows.values().filter_map(|f| f.terminal_id.as_ref().map(String::len)).collect();
+        Snapshot {
+            proxy: self.metrics.clone(),
+            endpoint: self.endpoint.metrics(),
+            registered: self.compartments.registered_count(),
+            uploads: self.compartments.uploads(),
+            reuploading: self.compartments.reuploading(),
+            overload: self.overload.metrics(),
+            transactions: self.transactions.len(),
+            pending_registers: self.held.len(),
+            pending_register_bytes: self.held.bytes(),
+            pending_state_bytes: self.held.state_bytes(),
+            pending_refused: self.held.refused(),
+            flows: self.flows.len(),
+            flow_identifiers: identifiers.len(),
+            flow_identifier_bytes: identifiers.iter().sum(),
+        }
+    }
 }
 
 /// The metrics of several shards, added up, in the Prometheus text
-/// exposition format.
+/// exposition format ([`crate::metrics`]).
 pub fn metrics_text(shards: &[&Proxy]) -> String {
-    let mut m = ProxyMetrics::default();
-    let mut e = sigcomp_compress::EndpointMetrics::default();
-    let mut registered = 0;
-    let mut uploads = Uploads::default();
-    let mut reuploading = 0;
-    let mut overload = OverloadMetrics::default();
-    let mut transactions = 0;
-    let (mut held, mut held_bytes, mut held_state_bytes, mut held_refused) = (0, 0, 0, [0u64; Cap::ALL.len()]);
-    let (mut flows, mut identifiers, mut identifier_bytes) = (0, 0, 0);
-    for p in shards {
-        held += p.held.len();
-        held_bytes += p.held.bytes();
-        held_state_bytes += p.held.state_bytes();
-        for (a, b) in held_refused.iter_mut().zip(p.held.refused()) {
-            *a += b;
-        }
-        flows += p.flows.len();
-        for id in p.flows.values().filter_map(|f| f.terminal_id.as_ref()) {
-            identifiers += 1;
-            identifier_bytes += id.len();
-        }
-        m.add(&p.metrics);
-        let pe = p.endpoint.metrics();
-        e.compartments += pe.compartments;
-        e.state_bytes += pe.state_bytes;
-        e.compartments_evicted += pe.compartments_evicted;
-        e.compartments_timed_out += pe.compartments_timed_out;
-        e.cycles += pe.cycles;
-        for (a, b) in e.nacks_sent_by_reason.iter_mut().zip(pe.nacks_sent_by_reason) {
-            *a += b;
-        }
-        for (a, b) in e.nacks_received_by_reason.iter_mut().zip(pe.nacks_received_by_reason) {
-            *a += b;
-        }
-        registered += p.compartments.registered_count();
-        uploads.add(&p.compartments.uploads());
-        reuploading += p.compartments.reuploading();
-        let o = p.overload.metrics();
-        overload.rejected += o.rejected;
-        overload.timed_out += o.timed_out;
-        overload.pending += o.pending;
-        overload.delay_alarm |= o.delay_alarm;
-        overload.oc_reduction = overload.oc_reduction.max(o.oc_reduction);
-        overload.delay_p95_us = overload.delay_p95_us.max(o.delay_p95_us);
-        overload.d2_kappa = if o.d2_kappa.abs() > overload.d2_kappa.abs() { o.d2_kappa } else { overload.d2_kappa };
-        overload.d2_alarm |= o.d2_alarm;
-        overload.d2_mean_alarm |= o.d2_mean_alarm;
-        overload.d2_alarms += o.d2_alarms;
-        overload.d2_mean_alarms += o.d2_mean_alarms;
-        overload.t1_ms = overload.t1_ms.max(o.t1_ms);
-        transactions += p.transactions.len();
-    }
-    {
-        let m = &m;
-        let mut s = String::new();
-        let mut counter = |name: &str, help: &str, values: &[(&str, u64)]| {
-            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
-            for (labels, v) in values {
-                let _ = writeln!(s, "{name}{labels} {v}");
-            }
-        };
-        let sides = |a: [u64; 2]| [(r#"{side="terminal"}"#, a[0]), (r#"{side="upstream"}"#, a[1])];
-        counter("sigkit_proxy_messages_received_total", "Messages received, by side.", &sides(m.messages_in));
-        counter("sigkit_proxy_bytes_received_total", "Bytes received, by side.", &sides(m.bytes_in));
-        counter("sigkit_proxy_messages_sent_total", "Messages sent, by side.", &sides(m.messages_out));
-        counter("sigkit_proxy_bytes_sent_total", "Bytes sent, by side.", &sides(m.bytes_out));
-        counter(
-            "sigkit_proxy_sigcomp_bytes_total",
-            "SigComp bytes and the SIP bytes they carried, by direction.",
-            &[
-                (r#"{direction="in",layer="sigcomp"}"#, m.sigcomp_bytes_in),
-                (r#"{direction="in",layer="sip"}"#, m.sigcomp_sip_bytes_in),
-                (r#"{direction="out",layer="sigcomp"}"#, m.sigcomp_bytes_out),
-                (r#"{direction="out",layer="sip"}"#, m.sigcomp_sip_bytes_out),
-            ],
-        );
-        let by_reason = |counts: &[u64; 32]| -> Vec<(String, u64)> {
-            (0u8..32)
-                .filter_map(|code| {
-                    let n = counts[usize::from(code)];
-                    let r = Reason::from_code(code)?;
-                    (n > 0).then(|| (format!("{{reason=\"{}\"}}", r.name()), n))
-                })
-                .collect()
-        };
-        let (sent, received) = (by_reason(&e.nacks_sent_by_reason), by_reason(&e.nacks_received_by_reason));
-        let sent: Vec<(&str, u64)> = sent.iter().map(|(l, n)| (l.as_str(), *n)).collect();
-        let received: Vec<(&str, u64)> = received.iter().map(|(l, n)| (l.as_str(), *n)).collect();
-        counter(
-            "sigkit_proxy_nacks_sent_total",
-            "RFC 4077 NACKs sent to terminals, by reason (STATE_NOT_FOUND: a terminal named a state the proxy does not hold).",
-            &sent,
-        );
-        counter("sigkit_proxy_nacks_received_total", "RFC 4077 NACKs received from terminals, by reason.", &received);
-        counter(
-            "sigkit_proxy_bytecode_uploads_total",
-            "SigComp messages that carried their bytecode, by direction: before the sender first named a state in \
-             that compartment (initial), or the first after (again, once per start over: the sender lost its \
-             model of the other end's state; the two ends disagree about compartments, or state was lost).",
-            &[
-                (r#"{direction="from_terminal",kind="initial"}"#, uploads.from_terminals_initial),
-                (r#"{direction="from_terminal",kind="again"}"#, uploads.from_terminals_again),
-                (r#"{direction="to_terminal",kind="initial"}"#, uploads.to_terminals_initial),
-                (r#"{direction="to_terminal",kind="again"}"#, uploads.to_terminals_again),
-            ],
-        );
-        counter("sigkit_proxy_udvm_cycles_total", "UDVM cycles run.", &[("", e.cycles)]);
-        counter(
-            "sigkit_proxy_transactions_total",
-            "Stateful mode: transactions started toward the upstream.",
-            &[("", m.transactions)],
-        );
-        counter(
-            "sigkit_proxy_retransmissions_absorbed_total",
-            "Stateful mode: retransmissions that ended at the proxy, by side they came from.",
-            &[(r#"{side="terminal"}"#, m.absorbed_requests), (r#"{side="upstream"}"#, m.absorbed_responses)],
-        );
-        counter(
-            "sigkit_proxy_upstream_retransmissions_total",
-            "Stateful mode: requests sent again to the upstream (RFC 3261 Timer A or E).",
-            &[("", m.upstream_retransmissions)],
-        );
-        counter(
-            "sigkit_proxy_transaction_timeouts_total",
-            "Stateful mode: transactions the upstream never answered (408 sent, RFC 3261 §16.8).",
-            &[("", m.transaction_timeouts)],
-        );
-        counter(
-            "sigkit_proxy_cancelled_invites_total",
-            "Stateful mode: INVITE transactions a terminal cancelled (RFC 3261 §16.10).",
-            &[("", m.cancelled_invites)],
-        );
-        counter(
-            "sigkit_proxy_nack_resends_total",
-            "Messages compressed anew and sent again over TCP after a terminal's NACK.",
-            &[("", m.nack_resends)],
-        );
-        counter(
-            "sigkit_proxy_stuck_connections_closed_total",
-            "TCP connections closed because their terminal read nothing while the proxy's queue for it filled.",
-            &[("", m.stuck_connections_closed)],
-        );
-        let refused: Vec<(String, u64)> =
-            Refusal::ALL.iter().map(|r| (format!("{{budget=\"{}\"}}", r.name()), m.refused[r.index()])).collect();
-        let refused: Vec<(&str, u64)> = refused.iter().map(|(l, n)| (l.as_str(), *n)).collect();
-        counter(
-            "sigkit_proxy_refused_total",
-            "SigComp messages refused unread, by budget: a source's messages or cycles, the proxy's overall \
-             decompression time, or the unknown sources' share of it.",
-            &refused,
-        );
-        let held_refused: Vec<(String, u64)> =
-            Cap::ALL.iter().map(|c| (format!("{{cap=\"{}\"}}", c.name()), held_refused[c.index()])).collect();
-        let held_refused: Vec<(&str, u64)> = held_refused.iter().map(|(l, n)| (l.as_str(), *n)).collect();
-        counter(
-            "sigkit_proxy_pending_registers_refused_total",
-            "REGISTERs that met a cap of the held ones: not held (registers, per_source), or their SigComp state \
-             declined at once (bytes).",
-            &held_refused,
-        );
-        counter(
-            "sigkit_proxy_registrations_not_kept_total",
-            "Registrations the proxy did not remember: max_registrations were.",
-            &[("", m.registrations_not_kept)],
-        );
-        counter("sigkit_proxy_bad_sip_total", "Messages that are not SIP.", &[("", m.bad_sip)]);
-        counter(
-            "sigkit_proxy_state_decisions_total",
-            "SigComp messages whose state was accepted or declined (RFC 5049).",
-            &[(r#"{decision="accepted"}"#, m.states_accepted), (r#"{decision="declined"}"#, m.states_declined)],
-        );
-        counter("sigkit_proxy_undeliverable_total", "Messages with nowhere to go.", &[("", m.undeliverable)]);
-        counter(
-            "sigkit_proxy_overload_rejected_total",
-            "Requests answered 503 by overload control instead of forwarded.",
-            &[("", overload.rejected)],
-        );
-        counter(
-            "sigkit_proxy_overload_timed_out_total",
-            "Requests the upstream never answered within 64*T1.",
-            &[("", overload.timed_out)],
-        );
-        counter(
-            "sigkit_proxy_overload_d2_alarms_total",
-            "Decisions 'congested' of D2 (Wald's test of kappa's variance) and of its mean-shift variant.",
-            &[(r#"{test="variance"}"#, overload.d2_alarms), (r#"{test="mean"}"#, overload.d2_mean_alarms)],
-        );
-        counter(
-            "sigkit_proxy_compartments_closed_total",
-            "Compartments closed by the limits or the idle timeout.",
-            &[(r#"{cause="evicted"}"#, e.compartments_evicted), (r#"{cause="idle"}"#, e.compartments_timed_out)],
-        );
-        {
-            let name = "sigkit_proxy_decompression_seconds_total";
-            let _ = writeln!(
-                s,
-                "# HELP {name} Time spent decompressing, by source: known (an accepted SigComp message or a \
-                 registration on its flow) or unknown.\n# TYPE {name} counter"
-            );
-            for (source, ns) in [("known", m.decompression_ns[0]), ("unknown", m.decompression_ns[1])] {
-                let _ = writeln!(s, "{name}{{source=\"{source}\"}} {}", ns as f64 / 1e9);
-            }
-        }
-        {
-            // Prometheus histograms count cumulatively: each bucket holds
-            // every observation at or below its bound.
-            let name = "sigkit_proxy_handling_seconds";
-            let _ = writeln!(
-                s,
-                "# HELP {name} Time from a message read from its socket or TCP stream to the messages it caused \
-                 being ready to send (waiting in the socket buffer or for a CPU is not counted).\n# TYPE {name} histogram"
-            );
-            let mut below = 0;
-            for (bound, n) in HANDLING_BUCKETS_US.iter().zip(m.handling.counts) {
-                below += n;
-                let _ = writeln!(s, "{name}_bucket{{le=\"{}\"}} {below}", *bound as f64 / 1e6);
-            }
-            let _ = writeln!(s, "{name}_bucket{{le=\"+Inf\"}} {}", m.handling.count());
-            let _ = writeln!(s, "{name}_sum {}", m.handling.sum_ns as f64 / 1e9);
-            let _ = writeln!(s, "{name}_count {}", m.handling.count());
-        }
-        let mut gauge = |name: &str, help: &str, v: f64| {
-            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
-        };
-        gauge("sigkit_proxy_compartments", "Compartments open.", e.compartments as f64);
-        gauge(
-            "sigkit_proxy_overload_pending",
-            "Requests awaiting the upstream's final response.",
-            overload.pending as f64,
-        );
-        gauge(
-            "sigkit_proxy_overload_delay_alarm",
-            "1 while the delay detector (p95 final response delay over its threshold) fires.",
-            if overload.delay_alarm { 1.0 } else { 0.0 },
-        );
-        gauge(
-            "sigkit_proxy_overload_delay_p95_seconds",
-            "95th percentile of the upstream's final response delay over the detector's window.",
-            overload.delay_p95_us as f64 / 1e6,
-        );
-        gauge(
-            "sigkit_proxy_overload_oc_reduction_percent",
-            "Share of new requests the upstream asks to shed (RFC 7339 loss).",
-            f64::from(overload.oc_reduction),
-        );
-        gauge("sigkit_proxy_transactions", "Stateful mode: transactions held.", transactions as f64);
-        gauge(
-            "sigkit_proxy_overload_d2_kappa",
-            "D2's last anomaly indicator, kappa = change of pending / change of new-request rate.",
-            overload.d2_kappa,
-        );
-        gauge(
-            "sigkit_proxy_overload_d2_alarm",
-            "1 while D2 (Wald's test of kappa's variance) last decided congested.",
-            if overload.d2_alarm { 1.0 } else { 0.0 },
-        );
-        gauge(
-            "sigkit_proxy_overload_d2_mean_alarm",
-            "1 while D2's mean-shift variant last decided congested.",
-            if overload.d2_mean_alarm { 1.0 } else { 0.0 },
-        );
-        gauge(
-            "sigkit_proxy_overload_t1_seconds",
-            "T1 of new client transactions toward the upstream (raised by H1).",
-            overload.t1_ms as f64 / 1000.0,
-        );
-        gauge("sigkit_proxy_state_bytes", "State memory of all compartments (RFC 3320 §6.2).", e.state_bytes as f64);
-        gauge("sigkit_proxy_registered_terminals", "Terminals with a live registration.", registered as f64);
-        gauge("sigkit_proxy_pending_registers", "REGISTERs held for the registrar's answer.", held as f64);
-        gauge("sigkit_proxy_pending_register_bytes", "Bytes the held REGISTERs take.", held_bytes as f64);
-        gauge(
-            "sigkit_proxy_pending_state_bytes",
-            "Bytes of SigComp state waiting with the held REGISTERs (under max_pending_state_bytes).",
-            held_state_bytes as f64,
-        );
-        gauge("sigkit_proxy_flows", "Terminal flows remembered (UDP source addresses, TCP connections).", flows as f64);
-        gauge(
-            "sigkit_proxy_flow_identifiers",
-            "Flows that learned their terminal's SigComp identifier (RFC 5049 §6.1).",
-            identifiers as f64,
-        );
-        gauge("sigkit_proxy_flow_identifier_bytes", "Bytes of the identifiers flows learned.", identifier_bytes as f64);
-        gauge(
-            "sigkit_proxy_compartments_reuploaded",
-            "Open compartments into which bytecode was uploaded again, either way.",
-            reuploading as f64,
-        );
-        let ratio = |sig: u64, sip: u64| if sip == 0 { 0.0 } else { sig as f64 / sip as f64 };
-        gauge(
-            "sigkit_proxy_compression_ratio_out",
-            "SigComp bytes sent / SIP bytes they carried.",
-            ratio(m.sigcomp_bytes_out, m.sigcomp_sip_bytes_out),
-        );
-        gauge(
-            "sigkit_proxy_compression_ratio_in",
-            "SigComp bytes received / SIP bytes they carried.",
-            ratio(m.sigcomp_bytes_in, m.sigcomp_sip_bytes_in),
-        );
-        s
-    }
+    let snapshots: Vec<Snapshot> = shards.iter().map(|p| p.snapshot()).collect();
+    crate::metrics::text(&snapshots)
 }
 
 fn host_matches(host: &str, ip: IpAddr) -> bool {
@@ -2056,25 +1661,6 @@ fn socket_addr(host: &str, port: u16) -> Option<SocketAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn handling_times_fall_in_their_buckets_and_export_cumulatively() {
-        let mut h = HandlingTimes::default();
-        for us in [5, 10, 11, 400, 2_000_000] {
-            h.record(Duration::from_micros(us));
-        }
-        // At or below 10 µs, then 25, then 500, then beyond 100 ms.
-        assert_eq!(h.counts[0], 2);
-        assert_eq!(h.counts[1], 1);
-        assert_eq!(h.counts[7], 1);
-        assert_eq!(h.counts[HANDLING_BUCKETS_US.len()], 1);
-        assert_eq!(h.count(), 5);
-        let mut m = ProxyMetrics::default();
-        m.add(&ProxyMetrics { handling: h.clone(), ..ProxyMetrics::default() });
-        m.add(&ProxyMetrics { handling: h, ..ProxyMetrics::default() });
-        assert_eq!(m.handling.count(), 10);
-        assert_eq!(m.handling.sum_ns, 2 * 2_000_426_000);
-    }
 
     #[test]
     fn upstream_messages_find_the_shard_that_wrote_their_branch_or_token() {

@@ -13,9 +13,11 @@ pub mod compartments;
 pub mod config;
 pub mod core;
 pub mod defence;
+pub mod metrics;
 pub mod overload;
 pub mod pending;
 pub mod runtime;
 
 pub use config::{ConfigError, ProxyConfig, SipTransport};
-pub use core::{Peer, Proxy, ProxyMetrics, Side, Transmit};
+pub use core::{Peer, Proxy, Side, Transmit};
+pub use metrics::ProxyMetrics;

@@ -539,7 +539,8 @@ async fn metrics_server(shared: Arc<Shared>, listener: TcpListener, mut stop: wa
             };
             let status = if wanted { "200 OK" } else { "404 Not Found" };
             let head = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                "HTTP/1.1 {status}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                if wanted { crate::metrics::CONTENT_TYPE } else { "text/plain" },
                 body.len()
             );
             let _ = stream.write_all(head.as_bytes()).await;
