@@ -1637,6 +1637,7 @@ impl Proxy {
             flows: self.flows.len(),
             flow_identifiers: identifiers.len(),
             flow_identifier_bytes: identifiers.iter().sum(),
+            budgeted_sources: self.budgets.sources(),
         }
     }
 }

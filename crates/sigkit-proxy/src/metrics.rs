@@ -166,6 +166,8 @@ pub struct Snapshot {
     pub flows: usize,
     pub flow_identifiers: usize,
     pub flow_identifier_bytes: usize,
+    /// Source addresses whose budgets are tracked (`defence.max_sources`).
+    pub budgeted_sources: usize,
 }
 
 fn add_arrays<const N: usize>(a: &mut [u64; N], b: &[u64; N]) {
@@ -213,6 +215,7 @@ impl Snapshot {
         self.flows += o.flows;
         self.flow_identifiers += o.flow_identifiers;
         self.flow_identifier_bytes += o.flow_identifier_bytes;
+        self.budgeted_sources += o.budgeted_sources;
     }
 }
 
@@ -440,6 +443,12 @@ fn defence_and_limits(e: &mut DescriptorEncoder<'_>, s: &Snapshot) -> fmt::Resul
             (label("source", "known"), Duration::from_nanos(m.decompression_ns[0]).as_secs_f64()),
             (label("source", "unknown"), Duration::from_nanos(m.decompression_ns[1]).as_secs_f64()),
         ],
+    )?;
+    gauge(
+        e,
+        "sigkit_proxy_budgeted_sources",
+        "Source addresses whose decompression budgets are tracked (under defence.max_sources, per shard).",
+        s.budgeted_sources as f64,
     )?;
     let pending: Vec<(Labels, u64)> =
         Cap::ALL.iter().map(|c| (label("cap", c.name()), s.pending_refused[c.index()])).collect();
