@@ -175,7 +175,8 @@ fn start_proxy(args: &Args, dir: &Path, name: &str, upstream: SocketAddr, hot: u
         "threads = {threads}\nshards = {shards}\nlisten = [\"udp:{listen}\"]\nupstream = \"udp:{upstream}\"\nupstream_local = \"127.0.0.1:0\"\n\
          metrics = \"{metrics}\"\n[sigcomp]\nmax_compartments = 1000000\nmax_state_bytes = 8589934592\nhot_compartments = {hot}\n\
          [defence]\ncycles_per_source_per_s = 1000000000000\ncycles_burst = 1000000000000\n\
-         messages_per_source_per_s = 1000000000\nmessages_burst = 1000000000\n",
+         messages_per_source_per_s = 1000000000\nmessages_burst = 1000000000\n\
+         decompression_ms_per_s = 1000000\ndecompression_burst_ms = 1000000\nunknown_sources_percent = 100\n",
         threads = args.proxy_threads,
         shards = args.proxy_shards
     );
