@@ -63,6 +63,9 @@ teardown() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     nft delete table ip sigkit_lb 2>/dev/null || true
+    # A conntrack entry keeps its DNAT: a later run's terminals, on the same
+    # addresses and ports, would go where the last one's went.
+    conntrack -D -d "$vip" >/dev/null 2>&1 || true
     ip netns del sk-a 2>/dev/null || true
     ip netns del sk-b 2>/dev/null || true
     for a in "${addrs[@]}"; do ip addr del "$a/32" dev lo 2>/dev/null || true; done
@@ -90,12 +93,13 @@ done
 sysctl -qw net.ipv4.ip_forward=1
 
 # The balancer: source hashing (the terminals here are local processes, so
-# the output hook; a balancer host uses prerouting).
+# the output hook; a balancer host uses prerouting), with a fixed seed so
+# that every run splits the terminals alike.
 nft -f - <<EOF
 table ip sigkit_lb {
     chain out {
         type nat hook output priority -100; policy accept;
-        ip daddr $vip udp dport 5060 dnat to jhash ip saddr mod 2 map { 0 : 10.77.1.2, 1 : 10.77.2.2 }
+        ip daddr $vip udp dport 5060 dnat to jhash ip saddr mod 2 seed 0x5349 map { 0 : 10.77.1.2, 1 : 10.77.2.2 }
     }
 }
 EOF
