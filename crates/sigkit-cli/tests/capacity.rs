@@ -2,18 +2,12 @@
 //! thesis's system under test: a stateful, record-routing proxy in front
 //! of a UAS), short: a few seconds per step, two searches.
 
+mod common;
+
 use std::process::Command;
 
+use common::have;
 use sigkit_eval::peers;
-
-fn have(tool: &str) -> bool {
-    let found = peers::find(tool).is_some();
-    assert!(found || std::env::var_os("CI").is_none(), "{tool} is required in CI (.ci/run installs it)");
-    if !found {
-        eprintln!("skipping: {tool} is not installed");
-    }
-    found
-}
 
 #[test]
 fn the_capacity_of_kamailio_is_found_with_its_confidence() {

@@ -5,20 +5,12 @@
 //! call is lost. Needs root, iproute2, nftables, conntrack and Kamailio
 //! (`.ci/run` installs them).
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
-use sigkit_eval::peers;
-
-fn have(tool: &str) -> bool {
-    let found = peers::find(tool).is_some()
-        || ["/usr/sbin", "/sbin", "/usr/bin"].iter().any(|d| Path::new(d).join(tool).exists());
-    assert!(found || std::env::var_os("CI").is_none(), "{tool} is required in CI (.ci/run installs it)");
-    if !found {
-        eprintln!("skipping: {tool} is not installed");
-    }
-    found
-}
+use common::have;
 
 #[test]
 fn a_proxy_stopped_behind_nftables_loses_no_call() {
@@ -43,7 +35,7 @@ fn a_proxy_stopped_behind_nftables_loses_no_call() {
     // Source hashing put terminals on both proxies, and each of the stopped
     // one's came back through a NACK at the other.
     let on_a = s["terminals_on_a_before_the_stop"].as_f64().unwrap();
-    assert!(on_a >= 1.0 && on_a < 8.0, "{s}");
+    assert!((1.0..8.0).contains(&on_a), "{s}");
     assert!(s["terminals_nacked_by_b"].as_f64().unwrap() >= on_a, "{s}");
     assert!(s["b_nacks_state_not_found"].as_f64().unwrap() >= on_a, "{s}");
     let _ = std::fs::remove_dir_all(&out);

@@ -3,19 +3,12 @@
 //! measured first. No call may be lost; the script's own verdict and its
 //! summary say so.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
-use sigkit_eval::peers;
-
-fn have(tool: &str) -> bool {
-    let found = peers::find(tool).is_some();
-    assert!(found || std::env::var_os("CI").is_none(), "{tool} is required in CI (.ci/run installs it)");
-    if !found {
-        eprintln!("skipping: {tool} is not installed");
-    }
-    found
-}
+use common::have;
 
 #[test]
 fn a_short_soak_through_kamailio_loses_no_call() {

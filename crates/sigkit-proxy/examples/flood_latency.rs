@@ -26,6 +26,9 @@
 //! (utime + stime in /proc, percent of one core) and its refusals by
 //! budget.
 
+#[path = "support/responder.rs"]
+mod responder;
+
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -33,6 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use responder::start_responder;
 use sigcomp::{CompartmentId, Params, Transport};
 use sigcomp_compress::{Algorithm, Config, Endpoint, EndpointConfig, Mechanism, Received};
 use sigkit_sip::Message;
@@ -93,36 +97,6 @@ fn free_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// Answers every request 200 at once (REGISTER with its Contact).
-fn start_responder() -> SocketAddr {
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let addr = socket.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 65536];
-        loop {
-            let Ok((n, from)) = socket.recv_from(&mut buf) else { continue };
-            let Ok(msg) = Message::parse(&buf[..n]) else { continue };
-            if !msg.is_request() || msg.method() == Some("ACK") {
-                continue;
-            }
-            let contact = msg
-                .headers()
-                .iter()
-                .find(|h| h.kind == sigkit_sip::HeaderName::Contact)
-                .and_then(|h| h.value_str().ok())
-                .map(|c| format!("{c};expires=3600"));
-            let extra: Vec<(&str, &str)> = match (msg.method(), &contact) {
-                (Some("REGISTER"), Some(c)) => vec![("Contact", c.as_str())],
-                _ => Vec::new(),
-            };
-            if let Ok(reply) = sigkit_sip::proxy::build_response(&msg, 200, "OK", Some("r1"), &extra) {
-                let _ = socket.send_to(&reply, from);
-            }
-        }
-    });
-    addr
-}
-
 struct Proxy {
     child: Child,
     terminals: SocketAddr,
@@ -148,7 +122,7 @@ fn start_proxy(sigkit: &Path, dir: &Path, upstream: SocketAddr, lifted: bool) ->
     }
     let path = dir.join(if lifted { "lifted.toml" } else { "default.toml" });
     std::fs::write(&path, config).unwrap();
-    let child = Command::new(sigkit)
+    let mut child = Command::new(sigkit)
         .args(["proxy", "--config"])
         .arg(&path)
         .stdout(Stdio::null())
@@ -161,6 +135,8 @@ fn start_proxy(sigkit: &Path, dir: &Path, upstream: SocketAddr, lifted: bool) ->
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("sigkit proxy did not start");
 }
 

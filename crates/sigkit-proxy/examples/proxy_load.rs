@@ -32,6 +32,9 @@
 //! (`/proc/PID/task/*/schedstat`), which tells the proxy's latency from the
 //! machine's.
 
+#[path = "support/responder.rs"]
+mod responder;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -43,6 +46,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use md5::{Digest, Md5};
+use responder::start_responder;
 use sigcomp::{CompartmentId, Params, Transport};
 use sigcomp_compress::{Algorithm, Config, Endpoint, EndpointConfig, Mechanism, Received};
 use sigkit_sip::Message;
@@ -364,40 +368,6 @@ fn clock_ticks_per_s() -> f64 {
 }
 
 // ---------------------------------------------------------------- responder
-
-/// Answers every request at once: REGISTER with 200 OK and its Contact
-/// for an hour, anything else with 200 OK.
-fn start_responder() -> SocketAddr {
-    let socket = StdUdpSocket::bind("127.0.0.1:0").unwrap();
-    let addr = socket.local_addr().unwrap();
-    std::thread::Builder::new()
-        .name("responder".into())
-        .spawn(move || {
-            let mut buf = vec![0u8; 65536];
-            loop {
-                let Ok((n, from)) = socket.recv_from(&mut buf) else { continue };
-                let Ok(msg) = Message::parse(&buf[..n]) else { continue };
-                if !msg.is_request() || msg.method() == Some("ACK") {
-                    continue;
-                }
-                let contact = msg
-                    .headers()
-                    .iter()
-                    .find(|h| h.kind == sigkit_sip::HeaderName::Contact)
-                    .and_then(|h| h.value_str().ok())
-                    .map(|c| format!("{c};expires=3600"));
-                let extra: Vec<(&str, &str)> = match (&msg.method(), &contact) {
-                    (Some("REGISTER"), Some(c)) => vec![("Contact", c.as_str())],
-                    _ => Vec::new(),
-                };
-                if let Ok(reply) = sigkit_sip::proxy::build_response(&msg, 200, "OK", Some("resp1"), &extra) {
-                    let _ = socket.send_to(&reply, from);
-                }
-            }
-        })
-        .unwrap();
-    addr
-}
 
 // ---------------------------------------------------------------- terminals
 

@@ -8,6 +8,19 @@ use std::process::{Command, Stdio};
 
 use sigcomp::StateId;
 
+/// Whether a real peer (Kamailio, nft, …) is installed, on the PATH or in
+/// an sbin folder; in CI (`CI` set) a missing one fails the test, since
+/// `.ci/run` installs it.
+pub fn have(tool: &str) -> bool {
+    let found = sigkit_eval::peers::find(tool).is_some()
+        || ["/usr/sbin", "/sbin"].iter().any(|d| std::path::Path::new(d).join(tool).exists());
+    assert!(found || std::env::var_os("CI").is_none(), "{tool} is required in CI (.ci/run installs it)");
+    if !found {
+        eprintln!("skipping: {tool} is not installed");
+    }
+    found
+}
+
 /// What one run of the binary did.
 pub struct Run {
     pub code: Option<i32>,

@@ -1,0 +1,41 @@
+//! The upstream of the proxy examples: a thread that answers every request
+//! at once, REGISTER with 200 OK and its Contact for an hour, anything else
+//! with 200 OK (ACKs and responses get nothing).
+
+use std::net::{SocketAddr, UdpSocket};
+
+use sigkit_sip::Message;
+
+/// Starts the responder on 127.0.0.1 (a thread named `responder`); its
+/// address.
+pub fn start_responder() -> SocketAddr {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = socket.local_addr().unwrap();
+    std::thread::Builder::new()
+        .name("responder".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 65536];
+            loop {
+                let Ok((n, from)) = socket.recv_from(&mut buf) else { continue };
+                let Ok(msg) = Message::parse(&buf[..n]) else { continue };
+                if !msg.is_request() || msg.method() == Some("ACK") {
+                    continue;
+                }
+                let contact = msg
+                    .headers()
+                    .iter()
+                    .find(|h| h.kind == sigkit_sip::HeaderName::Contact)
+                    .and_then(|h| h.value_str().ok())
+                    .map(|c| format!("{c};expires=3600"));
+                let extra: Vec<(&str, &str)> = match (msg.method(), &contact) {
+                    (Some("REGISTER"), Some(c)) => vec![("Contact", c.as_str())],
+                    _ => Vec::new(),
+                };
+                if let Ok(reply) = sigkit_sip::proxy::build_response(&msg, 200, "OK", Some("resp1"), &extra) {
+                    let _ = socket.send_to(&reply, from);
+                }
+            }
+        })
+        .unwrap();
+    addr
+}
