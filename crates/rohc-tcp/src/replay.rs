@@ -583,6 +583,38 @@ mod tests {
         assert!(out.windows(2).any(|w| w[0].0 > w[1].0));
     }
 
+    /// Three connections taking turns, two packets each turn, under a
+    /// bound of two: each turn's connection was the least recently used,
+    /// so it is closed and starts over with fresh contexts, which TAROC's
+    /// IR puts back in step; every packet still comes back, and the
+    /// connections are counted once each.
+    #[test]
+    fn past_the_bound_the_least_recently_used_connection_starts_over() {
+        use crate::synth::{Dir, FlowBuilder};
+        let mut flows: Vec<FlowBuilder> =
+            (0..3).map(|i| FlowBuilder::new(FlowOptions::default(), 4000 + i, 80)).collect();
+        let mut packets = Vec::new();
+        for round in 0..4 {
+            for f in flows.iter_mut() {
+                if round == 0 {
+                    f.handshake();
+                } else {
+                    f.send(Dir::Forward, 0x18, b"GET / HTTP/1.1\r\n\r\n", &[]);
+                    f.send(Dir::Backward, 0x18, b"HTTP/1.1 200 OK\r\n\r\n", &[]);
+                }
+                packets.extend(f.packets.drain(..).map(|(_, p)| p));
+            }
+        }
+        let taroc = Scheme::Taroc(Mode::O);
+        let (bounded, _) = replay_bounded(taroc, &packets, &LinkConfig::default(), false, 2);
+        let (free, _) = replay(taroc, &packets, &LinkConfig::default(), false);
+        assert_eq!((bounded.flows, bounded.delivered, bounded.undetected), (3, packets.len(), 0));
+        // Every turn after the first two opens a connection past the bound.
+        assert_eq!((bounded.connections_evicted, free.connections_evicted), (10, 0));
+        // Starting over costs IRs: more header bytes than keeping contexts.
+        assert!(bounded.header_bytes_after > free.header_bytes_after);
+    }
+
     #[test]
     fn bit_errors_fall_at_the_rate() {
         let mut d = Draws::for_packet(3, 0, 0);
