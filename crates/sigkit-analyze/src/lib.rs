@@ -64,8 +64,8 @@ pub const DEFAULT_RATES_KBPS: [f64; 6] = [9.6, 19.2, 32.0, 64.0, 128.0, 256.0];
 pub const MAX_FLOWS: usize = 1_000;
 
 /// SIP messages reported by default, over every flow
-/// ([`Options::max_messages`]): some 150 MB of report.
-pub const MAX_MESSAGES: usize = 100_000;
+/// ([`Options::max_messages`]): some 75 MB of report, 200 MB as JSON.
+pub const MAX_MESSAGES: usize = 50_000;
 
 /// How to analyse.
 #[derive(Debug, Clone)]
