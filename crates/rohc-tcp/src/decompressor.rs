@@ -8,8 +8,8 @@ use std::collections::VecDeque;
 
 use crate::format::{
     crc3, crc7, crc8, fold_checksum, split_cid, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc,
-    IrPacket, OptInfo, SeqEnc, StaticPart, WindowField, IPID_TABLE, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR,
-    TYPE_IR_DYN, TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
+    IrPacket, OptInfo, SeqEnc, StaticPart, WindowField, IPID_TABLE, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR, TYPE_IR_DYN,
+    TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
 };
 use crate::infer::{self, ChainedPacket, CrossedPacket, CrossedPackets, CHAINED_PREFIX};
 use crate::packet::{emitted_checksums_ok, EmitError, FLAG_PSH};

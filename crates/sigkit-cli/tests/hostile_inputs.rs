@@ -168,7 +168,8 @@ fn rohc_holds_a_bounded_number_of_connections() {
 /// reported, the rest counted, within 256 MiB of address space.
 #[test]
 fn analyze_reports_a_bounded_number_of_flows_and_messages() {
-    let packets: Vec<Vec<u8>> = (0..20_000u32).map(|i| udp(host(i), 5060, [10, 255, 0, 1], 5060, OPTIONS_SIP)).collect();
+    let packets: Vec<Vec<u8>> =
+        (0..20_000u32).map(|i| udp(host(i), 5060, [10, 255, 0, 1], 5060, OPTIONS_SIP)).collect();
     let dir = scratch("analyze-flows");
     let pcap = dir.join("flows.pcap");
     write_pcap(&pcap, &packets);
@@ -183,7 +184,9 @@ fn analyze_reports_a_bounded_number_of_flows_and_messages() {
     let one: Vec<Vec<u8>> = (0..60).map(|_| udp([10, 0, 0, 1], 5060, [10, 0, 0, 2], 5060, OPTIONS_SIP)).collect();
     let one_pcap = dir.join("one.pcap");
     write_pcap(&one_pcap, &one);
-    let a = succeeded(&sigkit().args(["analyze", one_pcap.to_str().unwrap(), "--json", "--max-messages", "20"]).output().unwrap());
+    let a = succeeded(
+        &sigkit().args(["analyze", one_pcap.to_str().unwrap(), "--json", "--max-messages", "20"]).output().unwrap(),
+    );
     let flow = &a["flows"][0];
     assert_eq!((flow["messages"].as_array().unwrap().len(), flow["messages_not_analysed"].as_u64()), (20, Some(40)));
     assert_eq!(flow["variants"][0]["sizes"].as_array().unwrap().len(), 20);
@@ -216,7 +219,11 @@ fn load_refuses_scenarios_past_its_bounds() {
     );
     refused(&load_sf(&dir, "laughs.xml", &laughs), 2, "line 3: the DTD declares entity \"a\"");
     let rtds: String = (0..20_000).map(|i| format!("<nop start_rtd=\"r{i}\"/><nop rtd=\"r{i}\"/>\n")).collect();
-    refused(&load_sf(&dir, "rtds.xml", &format!("<scenario>{SEND}{rtds}</scenario>")), 2, "more than 20 response-time names");
+    refused(
+        &load_sf(&dir, "rtds.xml", &format!("<scenario>{SEND}{rtds}</scenario>")),
+        2,
+        "more than 20 response-time names",
+    );
     let many = format!("<scenario>{SEND}{}</scenario>", "<nop/>\n".repeat(100_000));
     refused(&load_sf(&dir, "many.xml", &many), 2, "more than 100000 elements");
     let big = format!("<scenario>{SEND}<!--{}--></scenario>", "x".repeat(16 << 20));
@@ -244,7 +251,8 @@ fn load_reads_forty_thousand_labels_before_its_first_call_in_seconds() {
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
 }
 
-const SIM: &str = "duration = 60.0\ncollapse_window = [40.0, 60.0]\n[[proxies]]\ncapacity_tps = 100\n[[sources]]\nrate = 50\n";
+const SIM: &str =
+    "duration = 60.0\ncollapse_window = [40.0, 60.0]\n[[proxies]]\ncapacity_tps = 100\n[[sources]]\nrate = 50\n";
 
 /// `duration = 1e6` and `registration.clients = 1e6` passed validation and
 /// aborted on an allocation even with one seed. The run's memory is
@@ -284,7 +292,10 @@ fn report_draws_extreme_numbers_and_refuses_malformed_json() {
     let run = |name: &str, json: &str| {
         let path = dir.join(name);
         std::fs::write(&path, json).unwrap();
-        within(sigkit().args(["report", path.to_str().unwrap(), "-o"]).arg(dir.join(format!("{name}.out"))), Duration::from_secs(120))
+        within(
+            sigkit().args(["report", path.to_str().unwrap(), "-o"]).arg(dir.join(format!("{name}.out"))),
+            Duration::from_secs(120),
+        )
     };
     let ran = r#"{"ran": [{"kbps": 9.6, "rtt_ms": -70.0, "messages": 1, "sip_bytes": 900, "sigcomp_delay_s": 1.0}]}"#;
     assert!(run("ran.json", ran).status.success());
@@ -292,7 +303,11 @@ fn report_draws_extreme_numbers_and_refuses_malformed_json() {
                                    {"series": "a", "offered_cps": 5, "calls_per_s": 5, "setup_p95_ms": 3}]}"#;
     let out = run("steps.json", steps);
     assert!(out.status.success(), "{}", stderr(&out));
-    refused(&run("deep.json", &format!("{}{}", "[".repeat(100_000), "]".repeat(100_000))), 2, "recursion limit exceeded");
+    refused(
+        &run("deep.json", &format!("{}{}", "[".repeat(100_000), "]".repeat(100_000))),
+        2,
+        "recursion limit exceeded",
+    );
     refused(&run("nan.json", r#"{"load_steps": [{"offered_cps": NaN}]}"#), 2, "not a report input");
     refused(&run("inf.json", r#"{"load_steps": [{"offered_cps": 1e400}]}"#), 2, "number out of range");
     refused(&run("empty.json", r#"{"load_steps": []}"#), 2, "nothing to plot");

@@ -195,7 +195,8 @@ impl Store {
     /// that is not one (not SQLite, or without the runs table) is an error,
     /// not a file given a schema.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
         // Reads the schema: a file that is not SQLite fails here.
         let has_runs: bool = conn.query_row(
             "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs')",

@@ -106,9 +106,10 @@ impl Scenario {
         let life = 128.0 * self.timers.t1 + self.timers.t4;
         let peak_rate = self.sources.iter().map(|s| s.rate).sum::<f64>()
             + self.registration.as_ref().map_or(0.0, |r| 2.0 * f64::from(r.clients) / r.spread.max(1.0))
-            + self.presence.as_ref().map_or(0.0, |p| {
-                2.0 * f64::from(p.watchers) * f64::from(p.presentities) / p.spread.max(1.0)
-            });
+            + self
+                .presence
+                .as_ref()
+                .map_or(0.0, |p| 2.0 * f64::from(p.watchers) * f64::from(p.presentities) / p.spread.max(1.0));
         let live = transactions.min(peak_rate * life);
         let timers = live * crate::model::timer_bytes_per_live_transaction(self.proxies.len()) as f64;
         // The recorder's second and the row made of it.
