@@ -321,7 +321,9 @@ fn lsb_bits(v: u32, enc: &SeqEnc, m: u32, msn: u16) -> u32 {
 /// The TAROC compressor for every flow of one link direction.
 pub struct Compressor {
     config: CompressorConfig,
-    contexts: Vec<Option<Context>>,
+    /// Contexts by CID, boxed: a free CID costs a pointer, not a context
+    /// (a replayed connection uses one CID of [`MAX_CONTEXTS`]).
+    contexts: Vec<Option<Box<Context>>>,
     by_flow: HashMap<FlowKey, u8>,
     /// The context of the previous packet.
     last_cid: u8,
@@ -408,7 +410,7 @@ impl Compressor {
                 lru
             }
         };
-        self.contexts[cid] = Some(Context::new(key, &self.config, self.clock));
+        self.contexts[cid] = Some(Box::new(Context::new(key, &self.config, self.clock)));
         self.by_flow.insert(key, cid as u8);
         self.last_cid = cid as u8;
         cid as u8

@@ -8,8 +8,8 @@ use std::collections::VecDeque;
 
 use crate::format::{
     crc3, crc7, crc8, fold_checksum, split_cid, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc,
-    IrPacket, OptInfo, SeqEnc, StaticPart, WindowField, IPID_TABLE, MAX_CONTEXTS, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR,
-    TYPE_IR_DYN, TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
+    IrPacket, OptInfo, SeqEnc, StaticPart, WindowField, IPID_TABLE, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR, TYPE_IR_DYN,
+    TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
 };
 use crate::infer::{self, ChainedPacket, CrossedPacket, CrossedPackets, CHAINED_PREFIX};
 use crate::packet::{emitted_checksums_ok, EmitError, FLAG_PSH};
@@ -114,6 +114,8 @@ struct Context {
 /// The TAROC decompressor for every context of one link direction.
 pub struct Decompressor {
     config: DecompressorConfig,
+    /// Contexts by CID, up to the highest CID seen: a link (or a replayed
+    /// connection) that uses CID 0 only holds one, not all 16 small CIDs'.
     contexts: Vec<Context>,
     feedback: VecDeque<Feedback>,
     /// With inference: the other direction's packets this end sent.
@@ -127,7 +129,7 @@ impl Decompressor {
     pub fn new(config: DecompressorConfig) -> Decompressor {
         Decompressor {
             config,
-            contexts: (0..MAX_CONTEXTS).map(|_| Context::default()).collect(),
+            contexts: Vec::new(),
             feedback: VecDeque::new(),
             crossed: CrossedPackets::default(),
             delivered: None,
@@ -177,6 +179,10 @@ impl Decompressor {
     /// if it passes its checksums.
     pub fn decompress(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<Decompressed, DecompressError> {
         let (cid, rest) = split_cid(data)?;
+        // A small CID is 0 to 15 (split_cid reads 4 bits).
+        if self.contexts.len() <= cid as usize {
+            self.contexts.resize_with(cid as usize + 1, Context::default);
+        }
         let start = out.len();
         let first = *rest.first().ok_or(FormatError::Empty)?;
         let is_ir = matches!(first, TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN);

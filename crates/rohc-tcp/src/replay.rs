@@ -26,8 +26,19 @@
 //!
 //! VJ (RFC 1144) is IPv4-only: it sends IPv6 packets uncompressed, whole
 //! headers counted ([`Report::ipv6_packets`] says how many there were).
+//!
+//! At most [`MAX_CONNECTIONS`] connections (or the bound given to
+//! [`replay_bounded`]) hold contexts at once: a capture of many short
+//! connections would otherwise keep every one's compressors and
+//! decompressors to the end. Past the bound the least recently used
+//! connection is closed (its reordered packets delivered, its loss episode
+//! counted) and counted in [`Report::connections_evicted`]; a later packet
+//! of it starts over with fresh contexts, an IR first, as after a
+//! compressor reuses an idle flow's context.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashSet, VecDeque};
+
+use hashlink::LruCache;
 
 use crate::infer::CrossedPacket;
 use crate::packet::Packet;
@@ -62,6 +73,9 @@ pub struct Report {
     pub packets: usize,
     /// Connections (address/port pairs) the packets belong to.
     pub flows: usize,
+    /// Connections closed to keep at most the bound of connections with
+    /// contexts (see the module docs), the least recently used first.
+    pub connections_evicted: usize,
     /// Of the packets compressed and sent, those over IPv6 (VJ sends them
     /// uncompressed: RFC 1144 is IPv4-only).
     pub ipv6_packets: usize,
@@ -203,8 +217,12 @@ struct InFlight {
 struct Direction {
     comp: Box<dyn HeaderCompressor>,
     decomp: Box<dyn HeaderDecompressor>,
-    /// Reordered packets held back, with the count of packets still to pass.
-    held: VecDeque<(usize, InFlight)>,
+    /// Packets of this direction that have left the compressor.
+    passed: u64,
+    /// Reordered packets held back, in the order they were sent, each with
+    /// the value of `passed` at which it is delivered (the reordering
+    /// depth is one for all, so the front is always the next due).
+    held: VecDeque<(u64, InFlight)>,
     /// A loss episode in progress.
     recovering: Option<Episode>,
     /// Packets the decompressor delivered, for the other direction's
@@ -263,17 +281,39 @@ fn connection_of(p: &Packet<'_>) -> (ConnKey, bool) {
     }
 }
 
+/// Connections whose contexts [`replay`] keeps at once: 16,384 take some
+/// 100 MB with TAROC's contexts (a few kilobytes each way), where a
+/// capture's flows would otherwise all be kept to its end.
+pub const MAX_CONNECTIONS: usize = 16_384;
+
 /// Replays `packets` (IPv4/TCP or IPv6/TCP, in order) through `scheme` over a link
 /// with `link`'s faults; returns the counts and, if `keep`, the packets
-/// the decompressors emitted in the order they emitted them.
+/// the decompressors emitted in the order they emitted them. At most
+/// [`MAX_CONNECTIONS`] connections hold contexts at once.
 pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool) -> (Report, Vec<Emitted>) {
+    replay_bounded(scheme, packets, link, keep, MAX_CONNECTIONS)
+}
+
+/// As [`replay`], with at most `max_connections` (at least 1) connections
+/// holding contexts at once, the least recently used closed first.
+pub fn replay_bounded(
+    scheme: Scheme,
+    packets: &[Vec<u8>],
+    link: &LinkConfig,
+    keep: bool,
+    max_connections: usize,
+) -> (Report, Vec<Emitted>) {
+    let max_connections = max_connections.max(1);
     let mut r = Report { scheme: scheme_name(scheme), packets: packets.len(), ..Report::default() };
     let mut emitted = Vec::new();
-    // Per connection: its two directions, and which way the first packet went.
-    let mut conns: HashMap<ConnKey, ([Direction; 2], bool)> = HashMap::new();
+    // Per connection: its two directions, and which way the first packet
+    // went; the least recently used first.
+    let mut conns: LruCache<ConnKey, ([Direction; 2], bool)> = LruCache::new_unbounded();
+    // Every connection seen, for the count (a key, not its contexts).
+    let mut seen: HashSet<ConnKey> = HashSet::new();
     let new_dir = || {
         let (comp, decomp) = scheme.pair();
-        Direction { comp, decomp, held: VecDeque::new(), recovering: None, delivered: Vec::new() }
+        Direction { comp, decomp, passed: 0, held: VecDeque::new(), recovering: None, delivered: Vec::new() }
     };
     let ideal = matches!(scheme, Scheme::Ideal);
     for (index, p) in packets.iter().enumerate() {
@@ -282,7 +322,17 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
             continue;
         };
         let (key, flipped) = connection_of(&parsed);
-        let (dirs, first_flipped) = conns.entry(key).or_insert_with(|| ([new_dir(), new_dir()], flipped));
+        if !conns.contains_key(&key) {
+            if conns.len() >= max_connections {
+                if let Some((_, (mut dirs, _))) = conns.remove_lru() {
+                    close(&mut dirs, &mut r, packets, link, keep, &mut emitted);
+                    r.connections_evicted += 1;
+                }
+            }
+            conns.insert(key, ([new_dir(), new_dir()], flipped));
+            seen.insert(key);
+        }
+        let Some((dirs, first_flipped)) = conns.get_mut(&key) else { continue };
         let d = (flipped != *first_flipped) as usize;
         cross(dirs);
         let mut wire = Vec::with_capacity(p.len() + 8);
@@ -301,6 +351,7 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
         r.header_bytes_after += header_len as u64;
         r.payload_bytes += parsed.payload.len() as u64;
         let window = this.comp.reference_window();
+        this.passed += 1;
 
         let mut draws = Draws::for_packet(link.seed, index, 1);
         let lost = draws.chance(link.loss);
@@ -338,24 +389,39 @@ pub fn replay(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig, keep: bool
             r.link_damaged += 1;
         }
         if reorder {
-            this.held.push_back((link.reorder_depth, flight));
+            // Due as the release that follows it and depth - 1 more pass.
+            let due = this.passed.saturating_add(link.reorder_depth as u64 - 1);
+            this.held.push_back((due, flight));
         } else {
             deliver(this, flight, &mut r, packets, link, keep, &mut emitted);
         }
         release_held(this, &mut r, packets, link, keep, &mut emitted);
     }
-    for (mut dirs, _) in conns.into_values() {
-        for this in dirs.iter_mut() {
-            while let Some((_, f)) = this.held.pop_front() {
-                deliver(this, f, &mut r, packets, link, keep, &mut emitted);
-            }
-            if let Some(e) = this.recovering.take() {
-                r.context_recovery.close(e.context_damaged, e.window);
-            }
-        }
-        r.flows += 1;
+    while let Some((_, (mut dirs, _))) = conns.remove_lru() {
+        close(&mut dirs, &mut r, packets, link, keep, &mut emitted);
     }
+    r.flows = seen.len();
     (r, emitted)
+}
+
+/// Ends a connection's replay: its held packets are delivered and a loss
+/// episode still open is counted.
+fn close(
+    dirs: &mut [Direction; 2],
+    r: &mut Report,
+    packets: &[Vec<u8>],
+    link: &LinkConfig,
+    keep: bool,
+    emitted: &mut Vec<Emitted>,
+) {
+    for this in dirs.iter_mut() {
+        while let Some((_, f)) = this.held.pop_front() {
+            deliver(this, f, r, packets, link, keep, emitted);
+        }
+        if let Some(e) = this.recovering.take() {
+            r.context_recovery.close(e.context_damaged, e.window);
+        }
+    }
 }
 
 fn start_episode(dir: &mut Direction, r: &mut Report, window: Option<usize>) {
@@ -365,8 +431,8 @@ fn start_episode(dir: &mut Direction, r: &mut Report, window: Option<usize>) {
     }
 }
 
-/// Counts one more packet past every held packet; delivers those whose
-/// turn has come.
+/// Delivers the held packets whose turn has come: those the reordering
+/// depth's count of later packets has now passed.
 fn release_held(
     this: &mut Direction,
     r: &mut Report,
@@ -375,10 +441,7 @@ fn release_held(
     keep: bool,
     emitted: &mut Vec<Emitted>,
 ) {
-    for (n, _) in this.held.iter_mut() {
-        *n = n.saturating_sub(1);
-    }
-    while this.held.front().is_some_and(|(n, _)| *n == 0) {
+    while this.held.front().is_some_and(|(due, _)| *due <= this.passed) {
         if let Some((_, f)) = this.held.pop_front() {
             deliver(this, f, r, packets, link, keep, emitted);
         }
@@ -518,6 +581,38 @@ mod tests {
         let (r, out) = replay(Scheme::None, &packets, &link, true);
         assert_eq!(r.delivered, packets.len());
         assert!(out.windows(2).any(|w| w[0].0 > w[1].0));
+    }
+
+    /// Three connections taking turns, two packets each turn, under a
+    /// bound of two: each turn's connection was the least recently used,
+    /// so it is closed and starts over with fresh contexts, which TAROC's
+    /// IR puts back in step; every packet still comes back, and the
+    /// connections are counted once each.
+    #[test]
+    fn past_the_bound_the_least_recently_used_connection_starts_over() {
+        use crate::synth::{Dir, FlowBuilder};
+        let mut flows: Vec<FlowBuilder> =
+            (0..3).map(|i| FlowBuilder::new(FlowOptions::default(), 4000 + i, 80)).collect();
+        let mut packets = Vec::new();
+        for round in 0..4 {
+            for f in flows.iter_mut() {
+                if round == 0 {
+                    f.handshake();
+                } else {
+                    f.send(Dir::Forward, 0x18, b"GET / HTTP/1.1\r\n\r\n", &[]);
+                    f.send(Dir::Backward, 0x18, b"HTTP/1.1 200 OK\r\n\r\n", &[]);
+                }
+                packets.extend(f.packets.drain(..).map(|(_, p)| p));
+            }
+        }
+        let taroc = Scheme::Taroc(Mode::O);
+        let (bounded, _) = replay_bounded(taroc, &packets, &LinkConfig::default(), false, 2);
+        let (free, _) = replay(taroc, &packets, &LinkConfig::default(), false);
+        assert_eq!((bounded.flows, bounded.delivered, bounded.undetected), (3, packets.len(), 0));
+        // Every turn after the first two opens a connection past the bound.
+        assert_eq!((bounded.connections_evicted, free.connections_evicted), (10, 0));
+        // Starting over costs IRs: more header bytes than keeping contexts.
+        assert!(bounded.header_bytes_after > free.header_bytes_after);
     }
 
     #[test]

@@ -22,6 +22,16 @@
 //!
 //! The crate does no I/O beyond the bytes it is given and never panics on
 //! a bad capture: a file that is not one is a [`capture::CaptureError`].
+//!
+//! What a capture costs is bounded, since each SIP message reported takes
+//! about 1.5 KB (its size and RAN delay under every variant at every
+//! rate, some 27 × 7 numbers): at most [`Options::max_flows`] SIP flows
+//! and [`Options::max_messages`] SIP messages over all of them are
+//! reported, in order of first packet. A flow's messages past the message
+//! bound are counted ([`FlowReport::messages_not_analysed`]); flows after
+//! either bound is reached are not taken apart, only counted
+//! ([`Analysis::flows_not_analysed`]). A file of 100,000 one-packet SIP
+//! flows would otherwise take gigabytes.
 
 #![forbid(unsafe_code)]
 
@@ -50,6 +60,13 @@ pub use simulate::Variant;
 /// Figure 53 spans them.
 pub const DEFAULT_RATES_KBPS: [f64; 6] = [9.6, 19.2, 32.0, 64.0, 128.0, 256.0];
 
+/// SIP flows reported by default ([`Options::max_flows`]).
+pub const MAX_FLOWS: usize = 1_000;
+
+/// SIP messages reported by default, over every flow
+/// ([`Options::max_messages`]): some 75 MB of report, 200 MB as JSON.
+pub const MAX_MESSAGES: usize = 50_000;
+
 /// How to analyse.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -67,6 +84,11 @@ pub struct Options {
     pub taroc_mode: TarocMode,
     /// TAROC with cross-direction inference (rohc-tcp's O-mode extension).
     pub taroc_infer: bool,
+    /// SIP flows reported at most; later flows are counted, not analysed.
+    pub max_flows: usize,
+    /// SIP messages reported at most, over every flow; a flow's messages
+    /// past it are counted, not analysed.
+    pub max_messages: usize,
 }
 
 impl Default for Options {
@@ -85,6 +107,8 @@ impl Default for Options {
             decoder_params: Params { dms: 8192, sms: 131_072, cpb: 128, ..Params::default() },
             taroc_mode: TarocMode::O,
             taroc_infer: false,
+            max_flows: MAX_FLOWS,
+            max_messages: MAX_MESSAGES,
         }
     }
 }
@@ -98,6 +122,9 @@ pub struct Analysis {
     pub flows: Vec<FlowReport>,
     /// UDP and TCP flows with no SIP in them.
     pub other_flows: usize,
+    /// Flows not taken apart because [`Options::max_flows`] SIP flows or
+    /// [`Options::max_messages`] SIP messages were reported before them.
+    pub flows_not_analysed: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,6 +148,10 @@ pub struct Settings {
     pub cpb: u16,
     pub taroc_mode: String,
     pub variants: Vec<String>,
+    /// The bounds the analysis ran under ([`Options::max_flows`],
+    /// [`Options::max_messages`]).
+    pub max_flows: usize,
+    pub max_messages: usize,
 }
 
 /// One SIP flow.
@@ -148,6 +179,9 @@ pub struct FlowReport {
     pub taroc: Option<taroc::TarocRun>,
     /// "sip" first; each variant's bytes and RAN delays.
     pub variants: Vec<VariantReport>,
+    /// SIP messages of the flow after [`Options::max_messages`] was
+    /// reached: not in `messages`, sizes or delays.
+    pub messages_not_analysed: usize,
 }
 
 /// One message of a flow.
@@ -228,16 +262,27 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         skipped: cap.skipped,
         checksums_fixed: cap.checksums_fixed,
     };
-    let mut reports = Vec::new();
+    let mut reports: Vec<FlowReport> = Vec::new();
     let mut other_flows = 0;
+    let mut flows_not_analysed = 0;
+    let mut messages_left = options.max_messages;
     for (protocol, a, b, segments) in flows::group(cap.segments) {
-        let flow =
+        if reports.len() >= options.max_flows || messages_left == 0 {
+            flows_not_analysed += 1;
+            continue;
+        }
+        let mut flow =
             flows::take_apart(protocol, a, b, segments, options.decoder_params).map_err(AnalyzeError::Endpoint)?;
         if !flow.is_sip() {
             other_flows += 1;
             continue;
         }
-        reports.push(report_flow(reports.len() + 1, &flow, start, options)?);
+        let beyond = flow.messages.len().saturating_sub(messages_left);
+        flow.messages.truncate(messages_left);
+        messages_left -= flow.messages.len();
+        let mut report = report_flow(reports.len() + 1, &flow, start, options)?;
+        report.messages_not_analysed = beyond;
+        reports.push(report);
     }
     let settings = Settings {
         rates_kbps: options.rates_kbps.clone(),
@@ -250,8 +295,10 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
             (mode, _) => format!("{mode:?}").to_lowercase(),
         },
         variants: options.variants.iter().map(Variant::name).collect(),
+        max_flows: options.max_flows,
+        max_messages: options.max_messages,
     };
-    Ok(Analysis { capture: summary, settings, flows: reports, other_flows })
+    Ok(Analysis { capture: summary, settings, flows: reports, other_flows, flows_not_analysed })
 }
 
 /// "INVITE", or "200 INVITE" for a response.
@@ -403,5 +450,6 @@ fn report_flow(id: usize, flow: &flows::Flow, start: Duration, options: &Options
         reassembly: tcp.then_some(flow.reassembly),
         taroc,
         variants: variant_reports,
+        messages_not_analysed: 0,
     })
 }

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use sigcomp_compress::Mechanism;
-use sigkit_analyze::{analyze as run_analysis, Analysis, FlowReport, Options, TarocMode, Variant};
+use sigkit_analyze::{
+    analyze as run_analysis, Analysis, FlowReport, Options, TarocMode, Variant, MAX_FLOWS, MAX_MESSAGES,
+};
 use sigkit_eval::flow::parse_algorithm;
 
 /// Exit code of a capture that cannot be read.
@@ -59,6 +61,17 @@ pub struct AnalyzeArgs {
     /// Also print each flow's messages.
     #[arg(long)]
     pub messages: bool,
+    /// SIP flows reported at most, in order of first packet; later flows
+    /// are counted ("not analysed"), not taken apart.
+    #[arg(long, value_name = "N", default_value_t = MAX_FLOWS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_flows: usize,
+    /// SIP messages reported at most over every flow (each takes some
+    /// 1.5 KB of report); later messages and flows are counted, not
+    /// analysed.
+    #[arg(long, value_name = "N", default_value_t = MAX_MESSAGES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_messages: usize,
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
@@ -104,6 +117,8 @@ fn options(args: &AnalyzeArgs) -> Result<Options, String> {
         return Err("--taroc-infer needs --taroc-mode o".to_string());
     }
     o.taroc_infer = args.taroc_infer;
+    o.max_flows = args.max_flows;
+    o.max_messages = args.max_messages;
     Ok(o)
 }
 
@@ -124,7 +139,13 @@ pub fn analyze(args: AnalyzeArgs) -> ExitCode {
         }
     };
     let printed = if args.json {
-        serde_json::to_string(&analysis).map_err(io::Error::other).and_then(|s| writeln!(io::stdout().lock(), "{s}"))
+        // Written as it is serialised: the text of a large analysis is
+        // never held whole.
+        let mut out = io::BufWriter::new(io::stdout().lock());
+        serde_json::to_writer(&mut out, &analysis)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+            .and_then(|()| out.flush())
     } else {
         print_tables(&analysis, args.messages)
     };
@@ -153,6 +174,14 @@ fn print_tables(a: &Analysis, with_messages: bool) -> io::Result<()> {
         "RAN delay: equation 2.1 (size/rate + RTT/2 per message), RTT {} ms; SigComp endpoints DMS {}, SMS {}, {} cycles/bit",
         a.settings.rtt_ms, a.settings.dms, a.settings.sms, a.settings.cpb
     )?;
+    let messages_not_analysed: usize = a.flows.iter().map(|f| f.messages_not_analysed).sum();
+    if a.flows_not_analysed > 0 || messages_not_analysed > 0 {
+        writeln!(
+            out,
+            "not analysed: {} flows and {} SIP messages past --max-flows {} or --max-messages {}",
+            a.flows_not_analysed, messages_not_analysed, a.settings.max_flows, a.settings.max_messages
+        )?;
+    }
     for f in &a.flows {
         print_flow(&mut out, f, &a.settings.rates_kbps, &a.settings.taroc_mode, with_messages)?;
     }

@@ -293,6 +293,19 @@ fn pair(s: &str) -> Option<(&str, &str)> {
     s.split_once(':')
 }
 
+/// A scenario file's bytes, read no further than one byte past
+/// [`scenario::MAX_SCENARIO_BYTES`]: a larger file is refused unread.
+fn read_scenario_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let limit = scenario::MAX_SCENARIO_BYTES;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() > limit {
+        return Err(scenario::ScenarioError::TooLarge { bytes: bytes.len() }.to_string());
+    }
+    Ok(bytes)
+}
+
 /// The configuration the arguments describe, or the message of a usage
 /// error.
 fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
@@ -311,7 +324,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
             }
         }
         (Some(path), None) => {
-            let bytes = std::fs::read(path).map_err(|e| format!("-sf {}: {e}", path.display()))?;
+            let bytes = read_scenario_file(path).map_err(|e| format!("-sf {}: {e}", path.display()))?;
             scenario::parse(&scenario::decode_text(&bytes)).map_err(|e| format!("-sf {}: {e}", path.display()))?
         }
         (None, None) => scenario::built_in(&args.scenario).map_err(|e| format!("-sn: {e}"))?,

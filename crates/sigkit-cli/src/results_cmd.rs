@@ -1,6 +1,7 @@
 //! `sigkit results`: what a results file (`sigkit eval`, `sigkit load
 //! --db`) holds: its runs, or one table as CSV.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,31 +29,23 @@ pub fn results(args: ResultsArgs) -> ExitCode {
     if !args.db.exists() {
         return fail(format!("{}: no such file", args.db.display()));
     }
-    let store = match Store::open(&args.db) {
+    let store = match Store::open_read_only(&args.db) {
         Ok(s) => s,
-        Err(e) => return fail(format!("{}: {e}", args.db.display())),
+        Err(e) => return fail(format!("{}: not a results file: {e}", args.db.display())),
     };
-    match &args.csv {
-        Some(table) => {
-            let mut out = std::io::stdout().lock();
-            match store.export_csv(table, args.run.map(RunId), &mut out) {
-                Ok(_) => ExitCode::SUCCESS,
-                Err(e) => fail(e.to_string()),
-            }
-        }
-        None => {
-            let runs = match store.runs() {
-                Ok(r) => r,
-                Err(e) => return fail(e.to_string()),
-            };
-            for r in runs {
-                println!("run {} {} {} (finished: {})", r.id, r.kind, r.command, r.finished_at.is_some());
-            }
-            match store.tables() {
-                Ok(t) => println!("tables: {}", t.join(", ")),
-                Err(e) => return fail(e.to_string()),
-            }
-            ExitCode::SUCCESS
-        }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = match &args.csv {
+        Some(table) => store.export_csv(table, args.run.map(RunId), &mut out).map(|_| ()),
+        None => store
+            .each_run_header(|id, kind, command, finished| {
+                writeln!(out, "run {} {kind} {command} (finished: {finished})", id.0)
+            })
+            .and_then(|_| store.tables())
+            .and_then(|t| writeln!(out, "tables: {}", t.join(", ")).map_err(Into::into)),
+    };
+    match written.and_then(|()| out.flush().map_err(Into::into)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(sigkit_results::StoreError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => fail(e.to_string()),
     }
 }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use rohc_tcp::capture::{read_capture, write_pcap, Capture, CaptureFormat};
-use rohc_tcp::replay::{replay, LinkConfig, Report};
+use rohc_tcp::replay::{replay_bounded, LinkConfig, Report, MAX_CONNECTIONS};
 use rohc_tcp::{Mode, Scheme};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -55,6 +55,12 @@ pub struct RohcArgs {
     /// Write the packets TAROC's decompressors emitted to this pcap (raw IP).
     #[arg(long = "pcap", value_name = "OUT")]
     pub pcap_out: Option<PathBuf>,
+    /// Connections that hold contexts at once; past it the least recently
+    /// used is closed and counted ("evicted"), and a later packet of it
+    /// starts over with an IR.
+    #[arg(long, value_name = "N", default_value_t = MAX_CONNECTIONS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_connections: usize,
 }
 
 fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
@@ -72,7 +78,7 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail(2, format!("{}: {e}", args.pcap.display())),
     };
-    let cap = match read_capture(&data) {
+    let mut cap = match read_capture(&data) {
         Ok(c) => c,
         Err(e) => return fail(2, format!("{}: {e}", args.pcap.display())),
     };
@@ -91,7 +97,7 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
         reorder_prob: args.reorder_prob,
         seed: args.seed,
     };
-    let packets: Vec<Vec<u8>> = cap.packets.iter().map(|p| p.ip.clone()).collect();
+    let packets: Vec<Vec<u8>> = cap.packets.iter_mut().map(|p| std::mem::take(&mut p.ip)).collect();
     let mut reports = Vec::new();
     let inferring = args.infer.then_some(Scheme::TarocInfer);
     for scheme in [Some(Scheme::Taroc(mode)), inferring, Some(Scheme::Vj), Some(Scheme::None), Some(Scheme::Ideal)]
@@ -99,7 +105,7 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
         .flatten()
     {
         let keep = args.pcap_out.is_some() && matches!(scheme, Scheme::Taroc(_));
-        let (report, emitted) = replay(scheme, &packets, &link, keep);
+        let (report, emitted) = replay_bounded(scheme, &packets, &link, keep, args.max_connections);
         if let (true, Some(out)) = (keep, &args.pcap_out) {
             let written = std::fs::File::create(out).map_err(|e| e.to_string()).and_then(|f| {
                 let items = emitted.iter().map(|(i, p)| (cap.packets[*i].timestamp, p.as_slice()));
@@ -113,7 +119,9 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
         }
         reports.push((scheme, report));
     }
-    let printed = if args.json { print_json(&args, &cap, &reports) } else { print_table(&args, &cap, &reports) };
+    let ipv6 = ipv6_count(&packets);
+    let printed =
+        if args.json { print_json(&args, &cap, ipv6, &reports) } else { print_table(&args, &cap, ipv6, &reports) };
     match printed {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
@@ -123,12 +131,11 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
 }
 
 /// The capture's TCP/IPv6 packets (VJ sends them uncompressed: RFC 1144 is IPv4-only).
-fn ipv6_count(cap: &Capture) -> usize {
-    cap.packets.iter().filter(|p| p.ip.first().is_some_and(|b| b >> 4 == 6)).count()
+fn ipv6_count(packets: &[Vec<u8>]) -> usize {
+    packets.iter().filter(|p| p.first().is_some_and(|b| b >> 4 == 6)).count()
 }
 
-fn print_json(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> io::Result<()> {
-    let ipv6 = ipv6_count(cap);
+fn print_json(args: &RohcArgs, cap: &Capture, ipv6: usize, reports: &[(Scheme, Report)]) -> io::Result<()> {
     let schemes: Vec<_> = reports
         .iter()
         .map(|(scheme, r)| {
@@ -137,6 +144,7 @@ fn print_json(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> i
                 "scheme": r.scheme,
                 "packets": r.sent(),
                 "flows": r.flows,
+                "connections_evicted": r.connections_evicted,
                 "ipv6_packets": r.ipv6_packets,
                 "header_bytes_before": r.header_bytes_before,
                 "header_bytes_after": r.header_bytes_after,
@@ -188,6 +196,7 @@ fn print_json(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> i
             "reorder": args.reorder,
             "reorder_prob": args.reorder_prob,
             "seed": args.seed,
+            "max_connections": args.max_connections,
         },
         "schemes": schemes,
     });
@@ -195,7 +204,7 @@ fn print_json(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> i
     writeln!(io::stdout().lock(), "{s}")
 }
 
-fn print_table(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> io::Result<()> {
+fn print_table(args: &RohcArgs, cap: &Capture, ipv6: usize, reports: &[(Scheme, Report)]) -> io::Result<()> {
     let mut out = io::stdout().lock();
     let flows = reports.first().map_or(0, |(_, r)| r.flows);
     writeln!(
@@ -212,7 +221,15 @@ fn print_table(args: &RohcArgs, cap: &Capture, reports: &[(Scheme, Report)]) -> 
         cap.skipped.unsupported_tcp_ipv4,
         cap.checksums_fixed
     )?;
-    let ipv6 = ipv6_count(cap);
+    let evicted = reports.first().map_or(0, |(_, r)| r.connections_evicted);
+    if evicted > 0 {
+        writeln!(
+            out,
+            "{evicted} connections were closed to keep at most {} with contexts at once (--max-connections); \
+             a later packet of one started over with an IR",
+            args.max_connections
+        )?;
+    }
     if ipv6 > 0 {
         writeln!(
             out,

@@ -39,6 +39,12 @@ pub struct SimArgs {
     /// rate, transmissions, utilisation, pending transactions) to FILE.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    /// Memory the run may take, MiB: a scenario whose estimate (its
+    /// transactions and seconds, the seeds running at once) is over it is
+    /// refused before it starts, with the keys to lower.
+    #[arg(long, value_name = "MIB", default_value_t = sigkit_sim::DEFAULT_BUDGET_BYTES >> 20,
+          value_parser = clap::value_parser!(u64).range(1..=(1 << 40)))]
+    memory_budget_mib: u64,
 }
 
 fn opt(v: Option<f64>) -> String {
@@ -186,6 +192,10 @@ pub fn sim(args: SimArgs) -> ExitCode {
     let Some(last) = args.first_seed.checked_add(args.seeds - 1) else {
         return fail("--first-seed + --seeds overflows".into(), 2);
     };
+    let estimate = scenario.memory_estimate(args.seeds, sigkit_sim::threads());
+    if let Err(e) = estimate.check(args.memory_budget_mib << 20) {
+        return fail(format!("{}: {e}", args.scenario.display()), 2);
+    }
     let seeds: Vec<u64> = (args.first_seed..=last).collect();
     let (cpu0, wall0) = (process_cpu_seconds(), std::time::Instant::now());
     let runs = run_seeds(&scenario, &seeds);

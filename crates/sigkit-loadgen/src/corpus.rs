@@ -242,7 +242,16 @@ fn step_of(kind: StepKind) -> Step {
 }
 
 fn recv(expect: Expect, cseq_methods: Vec<String>, optional: bool) -> Recv {
-    Recv { expect, cseq_methods, optional, timeout: None, ontimeout: None, rrs: false, auth: false, verify_auth: false }
+    Recv {
+        expect,
+        cseq_methods: cseq_methods.into(),
+        optional,
+        timeout: None,
+        ontimeout: None,
+        rrs: false,
+        auth: false,
+        verify_auth: false,
+    }
 }
 
 /// Both sides of the flow in `dir`.

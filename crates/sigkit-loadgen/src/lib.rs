@@ -45,6 +45,7 @@ pub mod scenario;
 pub mod service;
 pub mod sigcomp_layer;
 pub mod sut;
+mod xml_limits;
 
 pub use control::ControlCommand;
 pub use engine::{Engine, EngineConfig, Transport};

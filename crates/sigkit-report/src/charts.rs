@@ -214,7 +214,25 @@ pub(crate) fn svg(chart: &Chart) -> Result<String, String> {
     Ok(out)
 }
 
+/// The largest magnitude drawn. Report input is read from files, which
+/// may hold any number JSON does; an axis spanning 1e308 overflows to
+/// infinity as it is padded, and plotters then never finishes placing its
+/// ticks. No measurement of the report comes near 1e15.
+const MAX_PLOTTED: f64 = 1e15;
+
+/// `chart` without the points it cannot draw: not finite, or beyond
+/// [`MAX_PLOTTED`].
+fn plottable(chart: &Chart) -> Chart {
+    let drawable = |v: f64| v.is_finite() && v.abs() <= MAX_PLOTTED;
+    let mut chart = chart.clone();
+    for s in &mut chart.series {
+        s.points.retain(|&(x, y)| drawable(x) && drawable(y));
+    }
+    chart
+}
+
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {
+    let chart = &plottable(chart);
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let points = || chart.series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| !chart.log_y || p.1 > 0.0);
     let (mut x0, mut x1) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));

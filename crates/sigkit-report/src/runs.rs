@@ -51,7 +51,7 @@ impl RunKind {
 /// One file as report input, and what kind of file it was. Errors when it
 /// holds nothing to plot.
 pub fn read_run(path: &Path) -> Result<(ReportInput, RunKind), ReportError> {
-    let bytes = std::fs::read(path).map_err(|e| ReportError::Io(path.to_path_buf(), e))?;
+    let bytes = read_bounded(path)?;
     let (part, kind) = if bytes.starts_with(b"SQLite format 3\0") {
         (from_results_file(path, None)?, RunKind::ResultsFile)
     } else {
@@ -90,6 +90,28 @@ pub fn read_run(path: &Path) -> Result<(ReportInput, RunKind), ReportError> {
     Ok((part, kind))
 }
 
+/// The largest JSON input read: `sigkit analyze --json` of its default
+/// bounds (1,000 flows, 50,000 messages) is some 200 MB, and the parsed
+/// text takes a few times its size.
+pub const MAX_JSON_BYTES: usize = 256 << 20;
+
+/// A run file's bytes: a results file (SQLite) whole, since SQLite reads
+/// it by pages; anything else no further than one byte past
+/// [`MAX_JSON_BYTES`], refused when over.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, ReportError> {
+    use std::io::Read;
+    let io = |e| ReportError::Io(path.to_path_buf(), e);
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).map_err(io)?.take(MAX_JSON_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() > MAX_JSON_BYTES && !bytes.starts_with(b"SQLite format 3\0") {
+        return Err(ReportError::Json(
+            path.to_path_buf(),
+            format!("over {MAX_JSON_BYTES} bytes, more than any run's JSON output"),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Adds the published values that belong beside `input`'s data (once):
 /// the framework thesis's load tables beside load steps, the SigComp
 /// performance thesis's RAN delays beside a RAN-delay study and its
@@ -103,8 +125,11 @@ pub fn add_seeds(input: &mut ReportInput) {
         let mut rates: Vec<f64> = input.ran.iter().map(|r| r.kbps).collect();
         rates.sort_by(f64::total_cmp);
         rates.dedup();
-        let rtt = input.ran[0].rtt_ms;
-        seed.seed_points.extend(seeds::sigcomp_thesis_ran(&rates, std::time::Duration::from_secs_f64(rtt / 1e3)));
+        // An RTT no duration holds (negative, not finite, too large) has no
+        // published values to draw beside it.
+        if let Ok(rtt) = std::time::Duration::try_from_secs_f64(input.ran[0].rtt_ms / 1e3) {
+            seed.seed_points.extend(seeds::sigcomp_thesis_ran(&rates, rtt));
+        }
     }
     if input.compression.iter().any(|f| f.flow == seeds::THESIS_COMPRESSION_FLOW) {
         seed.seed_points.extend(seeds::sigcomp_thesis_compression());

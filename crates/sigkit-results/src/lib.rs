@@ -29,7 +29,7 @@ use std::io::Write;
 use std::path::Path;
 
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -48,7 +48,7 @@ pub enum StoreError {
     NoRun(i64),
     #[error("no table {0}")]
     NoTable(String),
-    #[error("writing CSV: {0}")]
+    #[error("writing: {0}")]
     Io(#[from] std::io::Error),
 }
 
@@ -191,6 +191,24 @@ impl Store {
         Store::with(Connection::open(path)?)
     }
 
+    /// Opens an existing results file to read it, changing nothing: a file
+    /// that is not one (not SQLite, or without the runs table) is an error,
+    /// not a file given a schema.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        // Reads the schema: a file that is not SQLite fails here.
+        let has_runs: bool = conn.query_row(
+            "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs')",
+            [],
+            |r| r.get(0),
+        )?;
+        if !has_runs {
+            return Err(StoreError::NoTable("runs".into()));
+        }
+        Ok(Store { conn })
+    }
+
     /// A store that lives only as long as the value (tests, dry runs).
     pub fn in_memory() -> Result<Store, StoreError> {
         Store::with(Connection::open_in_memory()?)
@@ -329,6 +347,31 @@ impl Store {
         Ok(out)
     }
 
+    /// Every run's number, kind, command and whether it finished, oldest
+    /// first, each handed to `each` as it is read: the runs' JSON (config,
+    /// machine, summary) is neither read nor held.
+    pub fn each_run_header(
+        &self,
+        mut each: impl FnMut(RunId, &str, &str, bool) -> std::io::Result<()>,
+    ) -> Result<usize, StoreError> {
+        let mut stmt = self.conn.prepare("SELECT id, kind, command, finished_at IS NOT NULL FROM runs ORDER BY id")?;
+        let mut rows = stmt.query([])?;
+        let mut n = 0;
+        while let Some(r) = rows.next()? {
+            // Shown as they are, whatever a damaged file holds in them.
+            let text = |i| -> Result<String, StoreError> {
+                Ok(match r.get::<_, SqlValue>(i)? {
+                    SqlValue::Text(s) => s,
+                    SqlValue::Null => String::new(),
+                    other => from_sql(other).to_string(),
+                })
+            };
+            each(RunId(r.get(0)?), &text(1)?, &text(2)?, r.get(3)?)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// One run, if recorded.
     pub fn run(&self, run: RunId) -> Result<RunInfo, StoreError> {
         self.runs()?.into_iter().find(|r| r.id == run).ok_or(StoreError::NoRun(run.0))
@@ -370,24 +413,41 @@ impl Store {
     }
 
     /// Writes `table` (of one run, or of all) as CSV (RFC 4180), with a
-    /// header line of column names.
+    /// header line of column names; each row is written as it is read, so
+    /// a table of any size takes the memory of one row.
     pub fn export_csv(&self, table: &str, run: Option<RunId>, out: &mut impl Write) -> Result<usize, StoreError> {
-        let (columns, rows) = self.select(table, run)?;
-        writeln!(out, "{}", columns.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(","))?;
-        for row in &rows {
-            let fields: Vec<String> = row
-                .iter()
-                .map(|v| match v {
-                    SqlValue::Null => String::new(),
-                    SqlValue::Integer(i) => i.to_string(),
-                    SqlValue::Real(f) => f.to_string(),
-                    SqlValue::Text(s) => csv_field(s),
-                    SqlValue::Blob(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
-                })
-                .collect();
-            writeln!(out, "{}", fields.join(","))?;
+        let table = check_name(table)?;
+        let columns = self.columns(table)?;
+        if columns.is_empty() {
+            return Err(StoreError::NoTable(table.to_string()));
         }
-        Ok(rows.len())
+        writeln!(out, "{}", columns.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(","))?;
+        let sql = match run {
+            Some(_) => format!("SELECT * FROM \"{table}\" WHERE run_id = ?1 ORDER BY rowid"),
+            None => format!("SELECT * FROM \"{table}\" ORDER BY rowid"),
+        };
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = match run {
+            Some(run) => stmt.query([run.0])?,
+            None => stmt.query([])?,
+        };
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            let fields = (0..columns.len())
+                .map(|i| {
+                    Ok(match row.get::<_, SqlValue>(i)? {
+                        SqlValue::Null => String::new(),
+                        SqlValue::Integer(i) => i.to_string(),
+                        SqlValue::Real(f) => f.to_string(),
+                        SqlValue::Text(s) => csv_field(&s),
+                        SqlValue::Blob(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+                    })
+                })
+                .collect::<Result<Vec<String>, StoreError>>()?;
+            writeln!(out, "{}", fields.join(","))?;
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// The newest run of `kind`, if any.

@@ -23,6 +23,7 @@
 
 pub mod detect;
 pub mod kernel;
+pub mod memory;
 pub mod metrics;
 mod model;
 pub mod plot;
@@ -33,6 +34,7 @@ pub mod via;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+pub use memory::{MemoryEstimate, DEFAULT_BUDGET_BYTES};
 pub use metrics::{SecondRow, SeedSummary};
 pub use scenario::{HandlerKind, Scenario, ScenarioError, Trigger};
 

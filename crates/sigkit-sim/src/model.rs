@@ -150,6 +150,25 @@ struct ServerTxn {
     upstream_oc: bool,
 }
 
+/// Bytes one transaction holds to the end of a run with `proxies`
+/// proxies: its record and client transaction at the UAC and its
+/// registration client, a server and a client transaction at each proxy
+/// and a server transaction at the UAS (vectors indexed by the
+/// transaction's number), twice over for the vectors' growth by doubling.
+pub(crate) fn bytes_per_transaction(proxies: usize) -> usize {
+    use std::mem::size_of;
+    let uac = size_of::<crate::metrics::TxnRecord>() + size_of::<ClientTxn>() + size_of::<u32>();
+    let per_proxy = size_of::<ServerTxn>() + size_of::<ClientTxn>();
+    2 * (uac + proxies * per_proxy + size_of::<ServerTxn>())
+}
+
+/// Bytes of the timers a transaction has pending while it lives: E, F
+/// and K at the UAC and at each proxy, J at each proxy and the UAS, each
+/// an event and its heap entry.
+pub(crate) fn timer_bytes_per_live_transaction(proxies: usize) -> usize {
+    (3 + 4 * proxies + 1) * (std::mem::size_of::<Event>() + 24)
+}
+
 fn slot<T: Default + Copy>(v: &mut Vec<T>, txn: u32) -> &mut T {
     let i = txn as usize;
     if i >= v.len() {
