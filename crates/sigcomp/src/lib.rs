@@ -38,6 +38,7 @@
 
 pub mod decompressor;
 pub mod dict;
+pub mod lookup_memo;
 pub mod nack;
 pub mod params;
 pub mod state;
