@@ -22,10 +22,12 @@
 //! from decompression to the end of `accept`.
 //!
 //! First a table (ns per cycle, fastest of 9 runs, measured with
-//! `Instant`, about 10 s) is printed, then criterion measures each message
-//! with the cycles as its throughput (elements/s = cycles/s). Criterion's
-//! options go after `--` (`-- --warm-up-time 1 --measurement-time 2`, or a
-//! name filter); `-- --table-only` prints the table alone.
+//! `Instant`, and on-CPU ns per cycle, the least of the same runs' time
+//! on a CPU, from Linux's schedstat; about 15 s) is printed, then
+//! criterion measures each message with the cycles as its throughput
+//! (elements/s = cycles/s). Criterion's options go after `--`
+//! (`-- --warm-up-time 1 --measurement-time 2`, or a name filter);
+//! `-- --table-only` prints the table alone.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -349,11 +351,12 @@ fn accepted_table(msgs: &[(&'static str, Vec<u8>, bool)]) {
         }
         let t = times.iter().copied().min().unwrap_or_default();
         println!(
-            "{:<34} {:>10} {:>12.1} {:>10.1}",
+            "{:<34} {:>10} {:>12.1} {:>10.1} {:>10}",
             format!("{name}+accept"),
             cycles,
             t.as_secs_f64() * 1e6,
-            t.as_secs_f64() * 1e9 / cycles.max(1) as f64
+            t.as_secs_f64() * 1e9 / cycles.max(1) as f64,
+            "-"
         );
     }
 }
@@ -378,22 +381,35 @@ fn table_row(d: &mut Decompressor, name: &str, msg: &[u8]) {
         assert!(f.reason == sigcomp::Reason::CyclesExhausted, "{name}: {f:?}");
     }
     let cycles = run(d, msg);
-    let times: Vec<Duration> = (0..9)
+    let (times, on_cpu): (Vec<Duration>, Vec<Option<Duration>>) = (0..9)
         .map(|_| {
+            let cpu = cpu_time();
             let t = Instant::now();
             black_box(run(d, black_box(msg)));
-            t.elapsed()
+            let wall = t.elapsed();
+            (wall, cpu_time().zip(cpu).map(|(after, before)| after.saturating_sub(before)))
         })
-        .collect();
+        .unzip();
     // The fastest run: other processes on the machine only add time.
     let t = times.iter().copied().min().unwrap_or_default();
+    let cpu = on_cpu.iter().copied().collect::<Option<Vec<_>>>().and_then(|v| v.into_iter().min());
+    let per_cycle = |t: Duration| t.as_secs_f64() * 1e9 / cycles.max(1) as f64;
     println!(
-        "{:<34} {:>10} {:>12.1} {:>10.1}",
+        "{:<34} {:>10} {:>12.1} {:>10.1} {:>10}",
         name,
         cycles,
         t.as_secs_f64() * 1e6,
-        t.as_secs_f64() * 1e9 / cycles.max(1) as f64
+        per_cycle(t),
+        cpu.map_or("-".to_string(), |c| format!("{:.1}", per_cycle(c)))
     );
+}
+
+/// Time this thread has run on a CPU (Linux: the first field of
+/// /proc/thread-self/schedstat, in ns): on a machine shared with other
+/// work, a long message is descheduled for part of its wall-clock time.
+fn cpu_time() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    Some(Duration::from_nanos(s.split_whitespace().next()?.parse().ok()?))
 }
 
 /// Name of the round-robin STATE-ACCESS loop.
@@ -407,7 +423,7 @@ fn main() {
         .into_iter()
         .filter(|(name, _)| filter.as_ref().is_none_or(|f| name.contains(f.as_str())))
         .collect();
-    println!("{:<34} {:>10} {:>12} {:>10}", "loop", "cycles", "µs/message", "ns/cycle");
+    println!("{:<34} {:>10} {:>12} {:>10} {:>10}", "loop", "cycles", "µs/message", "ns/cycle", "cpu ns/cy");
     table(&mut e.d, &msgs);
     let round_robin = filter.as_ref().is_none_or(|f| ROUND_ROBIN.contains(f.as_str())).then(round_robin_endpoint);
     let mut round_robin = round_robin;
