@@ -9,10 +9,10 @@
 //! cycle. Loops that read state run on an endpoint holding thousands of
 //! states in thousands of compartments.
 //!
-//! Two loops are an adversary's at scale, on endpoints of their own:
-//! STATE-ACCESS round-robin over 3,764 distinct empty states (as many as
-//! fit, with their identifiers, in 64 KiB of UDVM memory) at an endpoint
-//! storing 1,048,576 more (zero-length, about 1 GB of memory before the
+//! Three loops are an adversary's at scale, on endpoints of their own:
+//! STATE-ACCESS round-robin over 3,764 distinct empty or 1-byte states (as
+//! many as fit, with their identifiers, in 64 KiB of UDVM memory) at an
+//! endpoint storing 1,048,576 more (zero-length, about 1 GB of memory before the
 //! store counted real bytes), and SHA-1 alternating 0- and 1-byte inputs
 //! whose digest is written across the circular buffer's end.
 //!
@@ -251,12 +251,14 @@ const ROUND_ROBIN_STATES: u16 = 3764;
 /// most an SMS of 131072 holds).
 const ROUND_ROBIN_STORED: u32 = 1 << 20;
 
-/// An endpoint storing `ROUND_ROBIN_STORED` + `ROUND_ROBIN_STATES` empty
-/// states, and a message that runs a loop of STATE-ACCESSes (1 cycle each)
-/// of the `ROUND_ROBIN_STATES`, in turn, until its cycles run out. The
-/// loop is a locally available state the message names (RFC 3320 §7.2),
-/// so loading it costs no cycles.
-fn round_robin_endpoint() -> (Decompressor, Vec<u8>) {
+/// An endpoint storing `ROUND_ROBIN_STORED` empty states and
+/// `ROUND_ROBIN_STATES` more of each kind read, and the messages that run
+/// a loop of STATE-ACCESSes of the `ROUND_ROBIN_STATES`, in turn, until
+/// their cycles run out: of empty states (1 cycle each), and of 1-byte
+/// states (2 cycles each, the byte written beyond the loop). The loop is
+/// a locally available state the message names (RFC 3320 §7.2), so
+/// loading it costs no cycles.
+fn round_robin_endpoint() -> (Decompressor, Vec<(&'static str, Vec<u8>)>) {
     let mut d = Decompressor::new(params()).expect("valid parameters");
     d.set_limits(Limits::unlimited());
     let states = d.states_mut();
@@ -265,32 +267,48 @@ fn round_robin_endpoint() -> (Decompressor, Vec<u8>) {
         let (address, instruction) = (i as u16, 1 + (i >> 16) as u16);
         states.create(CompartmentId(u64::from(i / 2048)), address, instruction, 6, &[], 1);
     }
-    // The states read: instruction 0 (go on to the next), addresses apart.
-    let mut ids = Vec::new();
-    for k in 0..ROUND_ROBIN_STATES {
-        match states.create(CompartmentId(1_000_000 + u64::from(k / 2048)), k, 0, 6, &[], 1) {
-            sigcomp::state::CreateOutcome::Created(id) => ids.push(id),
-            o => panic!("{o:?}"),
+    // The states read: instruction 0 (go on to the next), addresses apart;
+    // the 1-byte ones are written from 60000, past the loop.
+    let mut kinds = Vec::new();
+    for (name, len, at) in [(ROUND_ROBIN, 0, 0), (ROUND_ROBIN_1_BYTE, 1, 60000)] {
+        let mut ids = Vec::new();
+        for k in 0..ROUND_ROBIN_STATES {
+            // 1024 a compartment: as many as its SMS holds, whatever len.
+            let compartment = CompartmentId(1_000_000 * (1 + len) + u64::from(k / 1024));
+            let value = vec![k as u8; len as usize];
+            match states.create(compartment, at + k, 0, 6, &value, 1) {
+                sigcomp::state::CreateOutcome::Created(id) => ids.push(id),
+                o => panic!("{o:?}"),
+            }
         }
+        kinds.push((name, ids));
     }
+    let mut msgs = Vec::new();
+    for (name, ids) in kinds {
+        let loop_state = round_robin_loop(&ids);
+        msgs.push((name, emit_state_message(None, &loop_state.id.0[..6], &[]).expect("a state message")));
+        d.states_mut().add_local(loop_state);
+    }
+    (d, msgs)
+}
+
+/// The loop of STATE-ACCESSes of `ids` (each state's own length, address
+/// and instruction), as a state loaded at and started from CODE.
+fn round_robin_loop(ids: &[StateId]) -> State {
     let access = |at: u16| instr(op::STATE_ACCESS, &[fixed(at), m(6), m(0), m(0), m(0), m(0)]);
-    let n = usize::from(ROUND_ROBIN_STATES);
-    let code_len = access(0).len() * n + 4; // and a 4-byte JUMP
+    let code_len = access(0).len() * ids.len() + 4; // and a 4-byte JUMP
     let ids_at = CODE + code_len as u16;
     let mut program = Vec::new();
-    for i in 0..n {
+    for i in 0..ids.len() {
         program.extend(access(ids_at + 6 * i as u16));
     }
     // JUMP's operand is relative to its own address (RFC 3320 §8.5).
     program.extend(instr(op::JUMP, &[fixed(0u16.wrapping_sub(program.len() as u16))]));
-    for id in &ids {
+    for id in ids {
         program.extend_from_slice(&id.0[..6]);
     }
-    assert!(usize::from(CODE) + program.len() <= 65536, "{} bytes", program.len());
-    let loop_state = State::new(CODE, CODE, 6, &program);
-    let msg = emit_state_message(None, &loop_state.id.0[..6], &[]).expect("a state message");
-    d.states_mut().add_local(loop_state);
-    (d, msg)
+    assert!(usize::from(CODE) + program.len() <= 60000, "{} bytes", program.len());
+    State::new(CODE, CODE, 6, &program)
 }
 
 /// SHA-1 of 0 bytes, then of 1 byte, 300 times, then JUMP back: each
@@ -421,6 +439,8 @@ fn cpu_time() -> Option<Duration> {
 
 /// Name of the round-robin STATE-ACCESS loop.
 const ROUND_ROBIN: &str = "state_access_round_robin_3764_of_1m";
+/// Name of the round-robin STATE-ACCESS loop of 1-byte states.
+const ROUND_ROBIN_1_BYTE: &str = "state_access_1b_round_robin_of_1m";
 
 fn main() {
     let mut e = endpoint();
@@ -432,10 +452,13 @@ fn main() {
         .collect();
     println!("{:<34} {:>10} {:>12} {:>10} {:>10}", "loop", "cycles", "µs/message", "ns/cycle", "cpu ns/cy");
     table(&mut e.d, &msgs);
-    let round_robin = filter.as_ref().is_none_or(|f| ROUND_ROBIN.contains(f.as_str())).then(round_robin_endpoint);
-    let mut round_robin = round_robin;
-    if let Some((d, msg)) = &mut round_robin {
-        table_row(d, ROUND_ROBIN, msg);
+    let wanted = |name: &str| filter.as_ref().is_none_or(|f| name.contains(f.as_str()));
+    let mut round_robin = [ROUND_ROBIN, ROUND_ROBIN_1_BYTE].into_iter().any(wanted).then(round_robin_endpoint);
+    if let Some((d, msgs)) = &mut round_robin {
+        msgs.retain(|(name, _)| wanted(name));
+        for (name, msg) in msgs.iter() {
+            table_row(d, name, msg);
+        }
     }
     let accepted: Vec<_> = accepted_messages()
         .into_iter()
@@ -457,9 +480,11 @@ fn main() {
         group.throughput(Throughput::Elements(cycles));
         group.bench_function(*name, |b| b.iter(|| run(&mut e.d, black_box(msg))));
     }
-    if let Some((d, msg)) = &mut round_robin {
-        group.throughput(Throughput::Elements(run(d, msg)));
-        group.bench_function(ROUND_ROBIN, |b| b.iter(|| run(d, black_box(msg))));
+    if let Some((d, msgs)) = &mut round_robin {
+        for (name, msg) in msgs.iter() {
+            group.throughput(Throughput::Elements(run(d, msg)));
+            group.bench_function(*name, |b| b.iter(|| run(d, black_box(msg))));
+        }
     }
     let mut kept = full_compartment();
     for (name, msg, changes) in &accepted {
