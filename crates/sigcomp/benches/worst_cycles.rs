@@ -9,23 +9,35 @@
 //! cycle. Loops that read state run on an endpoint holding thousands of
 //! states in thousands of compartments.
 //!
+//! Three loops are an adversary's at scale, on endpoints of their own:
+//! STATE-ACCESS round-robin over 3,764 distinct empty or 1-byte states (as
+//! many as fit, with their identifiers, in 64 KiB of UDVM memory) at an
+//! endpoint storing 1,048,576 more (zero-length, about 1 GB of memory before the
+//! store counted real bytes), and SHA-1 alternating 0- and 1-byte inputs
+//! whose digest is written across the circular buffer's end.
+//!
 //! Two more are messages whose cost is in `Decompressor::accept`, the state
 //! requests carried out after the message (a compartment holding 2048
 //! states: four STATE-FREEs, and a creation evicting 938 of them), timed
 //! from decompression to the end of `accept`.
 //!
 //! First a table (ns per cycle, fastest of 9 runs, measured with
-//! `Instant`, about 10 s) is printed, then criterion measures each message
-//! with the cycles as its throughput (elements/s = cycles/s). Criterion's
-//! options go after `--` (`-- --warm-up-time 1 --measurement-time 2`, or a
-//! name filter); `-- --table-only` prints the table alone.
+//! `Instant`, and for messages of 40 ms or more on-CPU ns per cycle, the
+//! median of the same runs' time on a CPU, from Linux's schedstat; about
+//! 15 s) is printed, then
+//! criterion measures each message with the cycles as its throughput
+//! (elements/s = cycles/s). Criterion's options go after `--`
+//! (`-- --warm-up-time 1 --measurement-time 2`, or a name filter);
+//! `-- --table-only` prints the table alone.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput};
+use sigcomp::state::{Limits, State};
 use sigcomp::udvm::op;
 use sigcomp::wire::emit_bytecode_message;
+use sigcomp::wire::emit_state_message;
 use sigcomp::{CompartmentId, Decompressor, Params, StateId, Transport};
 
 /// Where the bytecode is uploaded.
@@ -183,6 +195,7 @@ fn messages(e: &Endpoint) -> Vec<(&'static str, Vec<u8>)> {
     out.push(("crc_1_byte", msg(&instr(op::CRC, &[m(0), m(SCRATCH), m(1), m(0)]))));
     // SHA-1 of 0 bytes, then JUMP: 2 cycles.
     out.push(("sha1_0_bytes", msg(&looped(instr(op::SHA_1, &[m(SCRATCH), m(0), m(SCRATCH)])))));
+    out.push(("sha1_0_1_alternating_wrapped", sha1_alternating_wrapped()));
     // SHA-1 of 1 byte into itself (a new input each time), then JUMP: 3 cycles.
     out.push(("sha1_1_byte_fed_back", msg(&looped(instr(op::SHA_1, &[m(SCRATCH), m(1), m(SCRATCH)])))));
     // COPY of 0 and 1 bytes, then JUMP.
@@ -230,6 +243,90 @@ fn messages(e: &Endpoint) -> Vec<(&'static str, Vec<u8>)> {
     out
 }
 
+/// Distinct empty states the round-robin STATE-ACCESS loop reads: each
+/// access is 9 bytes of code and 6 of identifier, and all of them fill
+/// the 64 KiB of UDVM memory from CODE.
+const ROUND_ROBIN_STATES: u16 = 3764;
+/// Other empty states stored at that endpoint (2048 per compartment, the
+/// most an SMS of 131072 holds).
+const ROUND_ROBIN_STORED: u32 = 1 << 20;
+
+/// An endpoint storing `ROUND_ROBIN_STORED` empty states and
+/// `ROUND_ROBIN_STATES` more of each kind read, and the messages that run
+/// a loop of STATE-ACCESSes of the `ROUND_ROBIN_STATES`, in turn, until
+/// their cycles run out: of empty states (1 cycle each), and of 1-byte
+/// states (2 cycles each, the byte written beyond the loop). The loop is
+/// a locally available state the message names (RFC 3320 §7.2), so
+/// loading it costs no cycles.
+fn round_robin_endpoint() -> (Decompressor, Vec<(&'static str, Vec<u8>)>) {
+    let mut d = Decompressor::new(params()).expect("valid parameters");
+    d.set_limits(Limits::unlimited());
+    let states = d.states_mut();
+    // Fillers: instructions 1 to 16 at every address (never read).
+    for i in 0..ROUND_ROBIN_STORED {
+        let (address, instruction) = (i as u16, 1 + (i >> 16) as u16);
+        states.create(CompartmentId(u64::from(i / 2048)), address, instruction, 6, &[], 1);
+    }
+    // The states read: instruction 0 (go on to the next), addresses apart;
+    // the 1-byte ones are written from 60000, past the loop.
+    let mut kinds = Vec::new();
+    for (name, len, at) in [(ROUND_ROBIN, 0, 0), (ROUND_ROBIN_1_BYTE, 1, 60000)] {
+        let mut ids = Vec::new();
+        for k in 0..ROUND_ROBIN_STATES {
+            // 1024 a compartment: as many as its SMS holds, whatever len.
+            let compartment = CompartmentId(1_000_000 * (1 + len) + u64::from(k / 1024));
+            let value = vec![k as u8; len as usize];
+            match states.create(compartment, at + k, 0, 6, &value, 1) {
+                sigcomp::state::CreateOutcome::Created(id) => ids.push(id),
+                o => panic!("{o:?}"),
+            }
+        }
+        kinds.push((name, ids));
+    }
+    let mut msgs = Vec::new();
+    for (name, ids) in kinds {
+        let loop_state = round_robin_loop(&ids);
+        msgs.push((name, emit_state_message(None, &loop_state.id.0[..6], &[]).expect("a state message")));
+        d.states_mut().add_local(loop_state);
+    }
+    (d, msgs)
+}
+
+/// The loop of STATE-ACCESSes of `ids` (each state's own length, address
+/// and instruction), as a state loaded at and started from CODE.
+fn round_robin_loop(ids: &[StateId]) -> State {
+    let access = |at: u16| instr(op::STATE_ACCESS, &[fixed(at), m(6), m(0), m(0), m(0), m(0)]);
+    let code_len = access(0).len() * ids.len() + 4; // and a 4-byte JUMP
+    let ids_at = CODE + code_len as u16;
+    let mut program = Vec::new();
+    for i in 0..ids.len() {
+        program.extend(access(ids_at + 6 * i as u16));
+    }
+    // JUMP's operand is relative to its own address (RFC 3320 §8.5).
+    program.extend(instr(op::JUMP, &[fixed(0u16.wrapping_sub(program.len() as u16))]));
+    for id in ids {
+        program.extend_from_slice(&id.0[..6]);
+    }
+    assert!(usize::from(CODE) + program.len() <= 60000, "{} bytes", program.len());
+    State::new(CODE, CODE, 6, &program)
+}
+
+/// SHA-1 of 0 bytes, then of 1 byte, 300 times, then JUMP back: each
+/// digest is written 5 bytes before byte_copy_right, so 15 of its bytes
+/// wrap to byte_copy_left (RFC 3320 §8.4), over the 1-byte input.
+fn sha1_alternating_wrapped() -> Vec<u8> {
+    let (left, right) = (SCRATCH, SCRATCH + 10);
+    let mut code = instr(op::MULTILOAD, &[m(64), lit(2), fixed(left), fixed(right)]);
+    let body_at = CODE + code.len() as u16;
+    for _ in 0..300 {
+        code.extend(instr(op::SHA_1, &[m(left), m(0), m(right - 5)]));
+        code.extend(instr(op::SHA_1, &[m(left), m(1), m(right - 5)]));
+    }
+    let jump_at = CODE + code.len() as u16;
+    code.extend(instr(op::JUMP, &[fixed(body_at.wrapping_sub(jump_at))]));
+    emit_bytecode_message(None, &code, CODE, &[]).expect("a bytecode message")
+}
+
 /// A compartment (0) holding 2048 empty states, the most an SMS of 131072
 /// holds (each is accounted 64 bytes, RFC 3320 §6.2).
 fn full_compartment() -> Decompressor {
@@ -273,11 +370,12 @@ fn accepted_table(msgs: &[(&'static str, Vec<u8>, bool)]) {
         }
         let t = times.iter().copied().min().unwrap_or_default();
         println!(
-            "{:<34} {:>10} {:>12.1} {:>10.1}",
+            "{:<34} {:>10} {:>12.1} {:>10.1} {:>10}",
             format!("{name}+accept"),
             cycles,
             t.as_secs_f64() * 1e6,
-            t.as_secs_f64() * 1e9 / cycles.max(1) as f64
+            t.as_secs_f64() * 1e9 / cycles.max(1) as f64,
+            "-"
         );
     }
 }
@@ -290,28 +388,59 @@ fn run(d: &mut Decompressor, msg: &[u8]) -> u64 {
     }
 }
 
-fn table(e: &mut Endpoint, msgs: &[(&'static str, Vec<u8>)]) {
-    println!("{:<34} {:>10} {:>12} {:>10}", "loop", "cycles", "µs/message", "ns/cycle");
+fn table(d: &mut Decompressor, msgs: &[(&'static str, Vec<u8>)]) {
     for (name, msg) in msgs {
-        let cycles = run(&mut e.d, msg);
-        let times: Vec<Duration> = (0..9)
-            .map(|_| {
-                let t = Instant::now();
-                black_box(run(&mut e.d, black_box(msg)));
-                t.elapsed()
-            })
-            .collect();
-        // The fastest run: other processes on the machine only add time.
-        let t = times.iter().copied().min().unwrap_or_default();
-        println!(
-            "{:<34} {:>10} {:>12.1} {:>10.1}",
-            name,
-            cycles,
-            t.as_secs_f64() * 1e6,
-            t.as_secs_f64() * 1e9 / cycles.max(1) as f64
-        );
+        table_row(d, name, msg);
     }
 }
+
+fn table_row(d: &mut Decompressor, name: &str, msg: &[u8]) {
+    // A loop ends when its cycles run out (CALL's when its stack wraps
+    // into its code), a straight run at END-MESSAGE: none fails early.
+    if let Err(f) = d.decompress(msg, Transport::Message) {
+        assert!(f.reason == sigcomp::Reason::CyclesExhausted || f.cycles > 10_000, "{name}: {f:?}");
+    }
+    let cycles = run(d, msg);
+    let (times, on_cpu): (Vec<Duration>, Vec<Option<Duration>>) = (0..9)
+        .map(|_| {
+            let cpu = cpu_time();
+            let t = Instant::now();
+            black_box(run(d, black_box(msg)));
+            let wall = t.elapsed();
+            (wall, cpu_time().zip(cpu).map(|(after, before)| after.saturating_sub(before)))
+        })
+        .unzip();
+    // The fastest run: other processes on the machine only add time.
+    let t = times.iter().copied().min().unwrap_or_default();
+    // The median: the scheduler adds a thread's CPU time at its ticks and
+    // switches (a few ms apart), so only runs of 40 ms or more are told.
+    let cpu = on_cpu.into_iter().collect::<Option<Vec<_>>>().filter(|_| t >= Duration::from_millis(40)).map(|mut v| {
+        v.sort();
+        v[v.len() / 2]
+    });
+    let per_cycle = |t: Duration| t.as_secs_f64() * 1e9 / cycles.max(1) as f64;
+    println!(
+        "{:<34} {:>10} {:>12.1} {:>10.1} {:>10}",
+        name,
+        cycles,
+        t.as_secs_f64() * 1e6,
+        per_cycle(t),
+        cpu.map_or("-".to_string(), |c| format!("{:.1}", per_cycle(c)))
+    );
+}
+
+/// Time this thread has run on a CPU (Linux: the first field of
+/// /proc/thread-self/schedstat, in ns): on a machine shared with other
+/// work, a long message is descheduled for part of its wall-clock time.
+fn cpu_time() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    Some(Duration::from_nanos(s.split_whitespace().next()?.parse().ok()?))
+}
+
+/// Name of the round-robin STATE-ACCESS loop.
+const ROUND_ROBIN: &str = "state_access_round_robin_3764_of_1m";
+/// Name of the round-robin STATE-ACCESS loop of 1-byte states.
+const ROUND_ROBIN_1_BYTE: &str = "state_access_1b_round_robin_of_1m";
 
 fn main() {
     let mut e = endpoint();
@@ -321,7 +450,16 @@ fn main() {
         .into_iter()
         .filter(|(name, _)| filter.as_ref().is_none_or(|f| name.contains(f.as_str())))
         .collect();
-    table(&mut e, &msgs);
+    println!("{:<34} {:>10} {:>12} {:>10} {:>10}", "loop", "cycles", "µs/message", "ns/cycle", "cpu ns/cy");
+    table(&mut e.d, &msgs);
+    let wanted = |name: &str| filter.as_ref().is_none_or(|f| name.contains(f.as_str()));
+    let mut round_robin = [ROUND_ROBIN, ROUND_ROBIN_1_BYTE].into_iter().any(wanted).then(round_robin_endpoint);
+    if let Some((d, msgs)) = &mut round_robin {
+        msgs.retain(|(name, _)| wanted(name));
+        for (name, msg) in msgs.iter() {
+            table_row(d, name, msg);
+        }
+    }
     let accepted: Vec<_> = accepted_messages()
         .into_iter()
         .filter(|(name, ..)| filter.as_ref().is_none_or(|f| name.contains(f.as_str())))
@@ -341,6 +479,12 @@ fn main() {
         let cycles = run(&mut e.d, msg);
         group.throughput(Throughput::Elements(cycles));
         group.bench_function(*name, |b| b.iter(|| run(&mut e.d, black_box(msg))));
+    }
+    if let Some((d, msgs)) = &mut round_robin {
+        for (name, msg) in msgs.iter() {
+            group.throughput(Throughput::Elements(run(d, msg)));
+            group.bench_function(*name, |b| b.iter(|| run(d, black_box(msg))));
+        }
     }
     let mut kept = full_compartment();
     for (name, msg, changes) in &accepted {

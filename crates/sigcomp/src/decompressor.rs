@@ -79,11 +79,11 @@ pub struct Accepted {
 pub struct Metrics {
     /// Compartments open.
     pub compartments: usize,
-    /// State memory of all compartments, as RFC 3320 §6.2 accounts it
-    /// (what [`Limits::max_state_bytes`] bounds).
+    /// State memory of all compartments, as RFC 3320 §6.2 accounts it.
     pub state_bytes: usize,
-    /// Bytes the stored state values take in memory, each item once
-    /// ([`StateHandler::resident_bytes`]).
+    /// Real memory the stored state takes: its values, each item once,
+    /// and the measured overhead of each entry
+    /// ([`StateHandler::real_bytes`]).
     pub resident_bytes: usize,
     /// Compartments closed to keep within the limits since creation.
     pub evicted_compartments: u64,
@@ -192,7 +192,7 @@ impl Decompressor {
         Metrics {
             compartments: self.states.compartment_count(),
             state_bytes: self.states.state_bytes(),
-            resident_bytes: self.states.resident_bytes(),
+            resident_bytes: self.states.real_bytes(),
             evicted_compartments: self.states.evictions(),
             announced_ids_dropped: self.announced_ids_dropped,
         }

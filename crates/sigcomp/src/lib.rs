@@ -30,7 +30,8 @@
 //! * memory per compartment: its state memory size (RFC 3320 §6.2) and
 //!   its feedback;
 //! * memory of all compartments: [`Limits`] (by default 65,536
-//!   compartments and 1 GiB of state), enforced by closing the least
+//!   compartments and 1 GiB of state, counted as the real memory it
+//!   takes), enforced by closing the least
 //!   recently used compartments ([`Decompressor::take_evicted`] names
 //!   them), and watched through [`Decompressor::metrics`].
 
@@ -38,6 +39,7 @@
 
 pub mod decompressor;
 pub mod dict;
+pub mod lookup_memo;
 pub mod nack;
 pub mod params;
 pub mod state;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use sha1::{Digest, Sha1};
 
+use crate::lookup_memo::LookupMemo;
 use crate::nack::{Failure, Reason};
 use crate::state::{LookupError, StateHandler, UnpackCache};
 
@@ -201,6 +202,25 @@ enum Operand {
 /// Inputs of at most this many bytes have their SHA-1 digest kept for the
 /// next SHA-1 instruction (one SHA-1 block holds 55 bytes of input).
 const SHA1_REUSED_INPUT: usize = 55;
+
+/// SHA-1 of no bytes (RFC 3174).
+const SHA1_OF_NOTHING: [u8; 20] = [
+    0xda, 0x39, 0xa3, 0xee, 0x5e, 0x6b, 0x4b, 0x0d, 0x32, 0x55, 0xbf, 0xef, 0x95, 0x60, 0x18, 0x90, 0xaf, 0xd8, 0x07,
+    0x09,
+];
+
+/// SHA-1 of one byte, from a table of all 256 made once per process.
+fn sha1_of_byte(b: u8) -> [u8; 20] {
+    static DIGESTS: std::sync::OnceLock<Box<[[u8; 20]; 256]>> = std::sync::OnceLock::new();
+    let table = DIGESTS.get_or_init(|| {
+        let mut t = Box::new([[0u8; 20]; 256]);
+        for (i, d) in t.iter_mut().enumerate() {
+            *d = Sha1::digest([i as u8]).into();
+        }
+        t
+    });
+    table[usize::from(b)]
+}
 
 /// Sets of an INPUT-HUFFMAN that [`HuffmanEntry`] keeps decoded.
 const HUFFMAN_CACHED_SETS: usize = 4;
@@ -420,6 +440,8 @@ pub struct Machine<'a> {
     /// Packed states read by STATE-ACCESS, each pack unpacked once per
     /// message.
     unpacked: UnpackCache,
+    /// STATE-ACCESS's lookups so far.
+    lookups: LookupMemo<'a>,
     /// The bytes SHA-1 and CRC read, kept between instructions.
     scratch: Vec<u8>,
     /// The last short input SHA-1 hashed, and its digest.
@@ -478,6 +500,7 @@ impl<'a> Machine<'a> {
             huffman_sets: Vec::new(),
             key_epoch: epoch,
             unpacked: UnpackCache::default(),
+            lookups: LookupMemo::default(),
             scratch: Vec::new(),
             last_digest: None,
             details: Vec::new(),
@@ -803,10 +826,34 @@ impl<'a> Machine<'a> {
             self.wrote(s, n);
             return Ok((s + n) as u16);
         }
+        self.write_string_wrapping(start, data, bcl, bcr)
+    }
+
+    /// [`Machine::write_string`] across bcr or the end of the address
+    /// space: each run up to either is copied whole (a SHA-1 digest
+    /// written across the buffer's end is 2 runs, not 20 bytes one by one).
+    #[inline(never)]
+    fn write_string_wrapping(&mut self, start: u16, mut data: &[u8], bcl: u16, bcr: u16) -> Res<u16> {
         let mut a = start;
-        for &b in data {
-            self.set_byte(a, b)?;
-            a = Self::next(a, bcl, bcr);
+        while !data.is_empty() {
+            let at = usize::from(a);
+            // Addresses at..=last follow one another (RFC 3320 §8.4: the
+            // byte after bcr − 1 is bcl; after 65535, 0).
+            let room = if a < bcr { usize::from(bcr) - at } else { 65536 - at };
+            let n = room.min(data.len());
+            let Some(run) = self.mem.get_mut(at..at + n) else {
+                // Partly outside memory: byte by byte, up to the fault.
+                for &b in data {
+                    self.set_byte(a, b)?;
+                    a = Self::next(a, bcl, bcr);
+                }
+                return Ok(a);
+            };
+            run.copy_from_slice(&data[..n]);
+            self.wrote(at, n);
+            data = &data[n..];
+            let last = (at + n - 1) as u16;
+            a = Self::next(last, bcl, bcr);
         }
         Ok(a)
     }
@@ -1327,28 +1374,45 @@ impl<'a> Machine<'a> {
         let destination = self.multi(&mut c)?;
         self.charge(1 + u64::from(length))?;
         let (bcl, bcr) = self.bounds()?;
+        // The digests of 0 and 1 bytes are looked up: each would cost a
+        // SHA-1 block for 1 or 2 cycles.
+        let digest = match length {
+            0 => SHA1_OF_NOTHING,
+            1 => sha1_of_byte(self.byte(position)?),
+            _ => self.sha1_of(position, length, bcl, bcr)?,
+        };
+        self.write_string(destination, &digest, bcl, bcr)?;
+        Ok(c)
+    }
+
+    /// SHA-1 of `length` bytes from `position` under byte copying rules:
+    /// hashed where they lie if they do not cross bcr, else gathered.
+    fn sha1_of(&mut self, position: u16, length: u16, bcl: u16, bcr: u16) -> Res<[u8; 20]> {
         let mut data = std::mem::take(&mut self.scratch);
         data.clear();
-        read_string(self.mem, position, length, bcl, bcr, &mut data)?;
+        let input = match contiguous_run(self.mem, position, length, bcr) {
+            Some(run) => run,
+            None => {
+                read_string_wrapping(self.mem, position, length, bcl, bcr, &mut data)?;
+                &data[..]
+            }
+        };
         // A digest costs a SHA-1 block (64 bytes) at least, for as
-        // little as 1 cycle: the same short input again reuses it.
+        // little as 3 cycles: the same short input again reuses it.
         let digest = match &self.last_digest {
-            // (An empty input is not given to memcmp: its masked
-            // load of a dangling pointer is slow on some CPUs.)
-            Some((input, n, digest)) if *n == data.len() && (data.is_empty() || input[..*n] == data[..]) => *digest,
+            Some((last, n, digest)) if *n == input.len() && last[..*n] == *input => *digest,
             _ => {
-                let digest: [u8; 20] = Sha1::digest(&data).into();
-                if data.len() <= SHA1_REUSED_INPUT {
-                    let mut input = [0u8; SHA1_REUSED_INPUT];
-                    input[..data.len()].copy_from_slice(&data);
-                    self.last_digest = Some((input, data.len(), digest));
+                let digest: [u8; 20] = Sha1::digest(input).into();
+                if input.len() <= SHA1_REUSED_INPUT {
+                    let mut last = [0u8; SHA1_REUSED_INPUT];
+                    last[..input.len()].copy_from_slice(input);
+                    self.last_digest = Some((last, input.len(), digest));
                 }
                 digest
             }
         };
         self.scratch = data;
-        self.write_string(destination, &digest, bcl, bcr)?;
-        Ok(c)
+        Ok(digest)
     }
 
     #[inline(never)]
@@ -1476,13 +1540,12 @@ impl<'a> Machine<'a> {
         let n = usize::from(id_len);
         self.read_bytes(id_start, bcl, bcr, &mut id[..n])?;
         let partial = &id[..n];
-        let states = self.states;
-        let state = match states.lookup_padded(&id, n) {
+        let state = match self.lookups.lookup(self.states, &id, n) {
             Ok(s) => s,
             Err(LookupError::NotUnique) => return self.fail_with(Reason::IdNotUnique, partial),
             Err(_) => return self.fail_with(Reason::StateNotFound, partial),
         };
-        let length = if state_length == 0 { state.len() as u16 } else { state_length };
+        let length = if state_length == 0 { state.len as u16 } else { state_length };
         let address = if state_address == 0 { state.address } else { state_address };
         let instruction = if state_instruction == 0 { state.instruction } else { state_instruction };
         self.charge(1 + u64::from(length))?;
@@ -1491,15 +1554,19 @@ impl<'a> Machine<'a> {
         }
         let begin = usize::from(state_begin);
         let end = begin + usize::from(length);
-        if end > state.len() {
+        if end > state.len {
             return self.fail_with(Reason::StateTooShort, partial);
         }
         if length > 0 {
-            let (buffer, at) = state.bytes_in(&mut self.unpacked);
-            let Some(bytes) = buffer.get(at + begin..at + end) else {
-                return self.fail_with(Reason::StateTooShort, partial);
-            };
-            self.write_string(address, bytes, bcl, bcr)?;
+            if let Some(plain) = state.plain {
+                self.write_string(address, &plain[begin..end], bcl, bcr)?;
+            } else {
+                let (buffer, at) = state.state.bytes_in(&mut self.unpacked);
+                let Some(bytes) = buffer.get(at + begin..at + end) else {
+                    return self.fail_with(Reason::StateTooShort, partial);
+                };
+                self.write_string(address, bytes, bcl, bcr)?;
+            }
         }
         if instruction == 0 {
             Ok(c)
@@ -2035,6 +2102,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn digests_of_no_byte_and_of_one_byte_are_sha1s() {
+        assert_eq!(SHA1_OF_NOTHING, <[u8; 20]>::from(Sha1::digest([])));
+        for b in 0..=255u8 {
+            assert_eq!(sha1_of_byte(b), <[u8; 20]>::from(Sha1::digest([b])), "byte {b}");
+        }
+    }
+
+    /// Writes a byte at a time under byte copying rules (RFC 3320 §8.4).
+    fn naive_write(mem: &mut [u8], start: u16, data: &[u8], bcl: u16, bcr: u16) -> Option<u16> {
+        let mut a = start;
+        for &b in data {
+            *mem.get_mut(usize::from(a))? = b;
+            a = Machine::next(a, bcl, bcr);
+        }
+        Some(a)
+    }
+
+    #[test]
+    fn a_string_written_across_the_buffer_end_matches_the_byte_walk() {
+        let states = StateHandler::new(0);
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = |n: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % u64::from(n)) as u16
+        };
+        let near = |r: u16, k: u16| r.wrapping_add(k).wrapping_sub(12);
+        let mut wrapped = 0;
+        for round in 0..4000 {
+            let size = if round % 3 == 0 { 65536 } else { 40000 };
+            let bcr = rand(65536);
+            let bcl = if round % 5 == 0 { bcr } else { bcr.wrapping_sub(1 + rand(40)) };
+            let start = match round % 4 {
+                0 => near(bcr, rand(24)),
+                1 => near(0, rand(24)),
+                2 => near(size as u16, rand(24)),
+                _ => rand(65536),
+            };
+            let data: Vec<u8> = (0..rand(70)).map(|i| i as u8 ^ 0x5a).collect();
+            let mut want = vec![7u8; size];
+            let want_end = naive_write(&mut want, start, &data, bcl, bcr);
+            let mut mem = vec![7u8; size];
+            let (input, mut out, mut cache) = ([], Vec::new(), DecodeCache::default());
+            let mut m = Machine::new(&mut mem, &mut cache, &states, &input, &mut out, 16, 0);
+            let got_end = m.write_string(start, &data, bcl, bcr).ok();
+            assert_eq!(got_end, want_end, "start {start} len {} bcl {bcl} bcr {bcr} size {size}", data.len());
+            assert!(mem == want, "start {start} len {} bcl {bcl} bcr {bcr} size {size}", data.len());
+            wrapped += usize::from(want_end.is_some_and(|e| e != start.wrapping_add(data.len() as u16)));
+        }
+        // The cases that wrap are many, not a few by chance.
+        assert!(wrapped > 150, "{wrapped}");
     }
 
     #[test]

@@ -146,8 +146,11 @@ fn state_created_directly_opens_a_tracked_compartment() {
 #[test]
 fn the_least_recently_used_compartments_go_past_max_state_bytes() {
     let mut d = big_endpoint(131072);
-    // Room for three 1000-byte states (1064 accounted bytes each).
-    d.set_limits(Limits { max_compartments: 100, max_state_bytes: 3 * 1064 + 500 });
+    // Room for three 1000-byte states (1064 accounted bytes each by
+    // RFC 3320 §6.2; the limit counts the real bytes they take).
+    let real = 1000 + sigcomp::state::STATE_OVERHEAD_BYTES;
+    let limit = 3 * real + 500;
+    d.set_limits(Limits { max_compartments: 100, max_state_bytes: limit });
     let ids: Vec<_> = (1..=3).map(|c| deliver(&mut d, &saving_msg(c as u8, 1000), c).created[0]).collect();
     assert_eq!(d.metrics().state_bytes, 3 * 1064);
     let a = deliver(&mut d, &saving_msg(4, 1000), 4);
@@ -158,7 +161,8 @@ fn the_least_recently_used_compartments_go_past_max_state_bytes() {
     // its own oldest items (as a smaller SMS would), never the new one.
     let created: Vec<_> = (10..14).map(|t| deliver(&mut d, &saving_msg(t, 1000), 4).created[0]).collect();
     assert_eq!(d.metrics().compartments, 1);
-    assert!(d.metrics().state_bytes <= 3 * 1064 + 500);
+    assert!(d.states().real_state_bytes() <= limit);
+    assert_eq!(d.metrics().state_bytes, 3 * 1064);
     assert!(reachable(&d, &created[3]) && !reachable(&d, &created[0]));
     assert_eq!(d.take_evicted(), vec![CompartmentId(1), CompartmentId(2), CompartmentId(3)]);
     // An item larger than the whole budget is refused.
@@ -176,7 +180,8 @@ fn metrics_count_states_evictions_and_dropped_identifiers() {
     deliver(&mut d, &saving_msg(2, 300), 2);
     let m = d.metrics();
     assert_eq!((m.compartments, m.state_bytes, m.evicted_compartments), (2, 200 + 64 + 300 + 64, 0));
-    assert_eq!(m.resident_bytes, stored + 500);
+    // The values and each entry's measured overhead.
+    assert_eq!(m.resident_bytes, stored + 500 + 2 * sigcomp::state::STATE_OVERHEAD_BYTES);
     let out = d.decompress(&msg(&announcing_code()), Transport::Message).unwrap();
     let dropped = out.pending.returned_parameters.as_ref().unwrap().local_states_dropped as u64;
     assert_eq!(d.metrics().announced_ids_dropped, dropped);
@@ -242,4 +247,38 @@ fn creating_a_packed_item_again_unpacks_its_pack_once() {
     for (id, v) in ids.iter().zip(&values) {
         assert_eq!(&d.states().get(id).unwrap().value()[..], &v[..]);
     }
+}
+
+#[test]
+fn zero_length_states_are_bounded_by_the_real_bytes_they_take() {
+    use sigcomp::state::STATE_OVERHEAD_BYTES;
+    let mut d = Decompressor::new(Params { dms: 131072, sms: 131072, cpb: 128, version: 2 }).unwrap();
+    // Room for 1000 zero-length items; counting 64 bytes each (RFC 3320
+    // §6.2) would have let 7000 in.
+    let limit = 1000 * STATE_OVERHEAD_BYTES;
+    d.set_limits(Limits { max_compartments: 100_000, max_state_bytes: limit });
+    let dictionaries = d.metrics().resident_bytes;
+    for i in 0..20_000u32 {
+        let before = d.metrics().resident_bytes;
+        let created = d.states_mut().create(CompartmentId(u64::from(i / 64)), i as u16, (i >> 16) as u16, 6, &[], 1);
+        assert!(matches!(created, sigcomp::state::CreateOutcome::Created(_)), "{created:?}");
+        let real = d.states().real_state_bytes();
+        assert!(real <= limit, "{i}: {real} bytes");
+        let after = d.metrics().resident_bytes;
+        assert_eq!(after, dictionaries + real, "{i}");
+        if i < 1000 {
+            assert_eq!(after, before + STATE_OVERHEAD_BYTES, "{i}");
+        }
+    }
+    // Whole compartments (64 items) go, least recently used first.
+    let entries = d.states().entry_count();
+    assert!((1000 - 64..=1000).contains(&entries), "{entries}");
+    assert!(d.metrics().evicted_compartments > 250);
+    // Closing the last compartment (32 items) gives their bytes back.
+    let last = CompartmentId(19_999 / 64);
+    let held = d.states().compartment(last).unwrap().entries.len();
+    assert_eq!(held, 32);
+    d.close_compartment(last);
+    assert_eq!(d.metrics().resident_bytes, dictionaries + (entries - held) * STATE_OVERHEAD_BYTES);
+    assert_eq!(d.states().real_state_bytes(), (entries - held) * STATE_OVERHEAD_BYTES);
 }
