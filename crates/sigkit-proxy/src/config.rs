@@ -225,8 +225,10 @@ pub struct SigcompConfig {
     /// At most this many compartments; the least recently used is closed
     /// beyond it.
     pub max_compartments: usize,
-    /// At most this many bytes of state over all compartments (RFC 3320
-    /// §6.2 accounting).
+    /// At most this many bytes of state over all compartments, in real
+    /// memory: each state's bytes and 400 for its entry and index (RFC
+    /// 3320 §6.2 counts 64, which an adversary's empty states would
+    /// multiply).
     pub max_state_bytes: usize,
     /// A compartment with no message for this many seconds is closed
     /// (besides ending with its registration).
