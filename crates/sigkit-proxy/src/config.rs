@@ -644,7 +644,8 @@ messages_per_source_per_s = 50
                 "at most 1024",
             ),
             (
-                "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n[tcp]\nidle_timeout_s = 0\n".into(),
+                "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n[tcp]\nidle_timeout_s = 0\n"
+                    .into(),
                 "sigkit.toml:4: tcp.idle_timeout_s:",
                 "at least 1",
             ),

@@ -235,7 +235,11 @@ impl Table {
 
     /// The live connection to close first ([`Activity::eviction_key`]).
     fn least_recently_active(&self) -> Option<u64> {
-        self.by_id.iter().filter(|(_, e)| e.queue.is_some()).min_by_key(|(_, e)| e.activity.eviction_key()).map(|(&id, _)| id)
+        self.by_id
+            .iter()
+            .filter(|(_, e)| e.queue.is_some())
+            .min_by_key(|(_, e)| e.activity.eviction_key())
+            .map(|(&id, _)| id)
     }
 }
 
@@ -386,10 +390,7 @@ impl Connections {
             buffered_bytes: buffered,
             closed: Closed::ALL.iter().map(|c| (c.name(), read(&self.closed[c.index()]))).collect(),
             refused: Refused::ALL.iter().zip(&self.refused).map(|(r, n)| (r.name(), read(n))).collect(),
-            accept_errors: AcceptError::ALL
-                .iter()
-                .map(|e| (e.name(), read(&self.accept_errors[e.index()])))
-                .collect(),
+            accept_errors: AcceptError::ALL.iter().map(|e| (e.name(), read(&self.accept_errors[e.index()]))).collect(),
         }
     }
 }

@@ -343,12 +343,7 @@ fn tcp(e: &mut DescriptorEncoder<'_>, t: &TcpSnapshot) -> fmt::Result {
         counts.iter().map(|(name, n)| (label(key, name), *n)).collect()
     };
     gauge(e, "sigkit_proxy_tcp_connections", "Terminals' TCP connections open.", t.connections as f64)?;
-    gauge(
-        e,
-        "sigkit_proxy_tcp_max_connections",
-        "The cap on them (tcp.max_connections).",
-        t.max_connections as f64,
-    )?;
+    gauge(e, "sigkit_proxy_tcp_max_connections", "The cap on them (tcp.max_connections).", t.max_connections as f64)?;
     gauge(
         e,
         "sigkit_proxy_tcp_sources",
@@ -714,5 +709,31 @@ mod tests {
         assert!(t.contains("sigkit_proxy_handling_seconds_count 4\n"), "{t}");
         assert!(t.contains("sigkit_proxy_flows 7"), "{t}");
         assert!(t.ends_with("# EOF\n"), "{t}");
+    }
+
+    /// The TCP connections' series come with the runtime's snapshot only.
+    #[test]
+    fn the_tcp_series_are_encoded_from_the_runtimes_snapshot() {
+        let tcp = TcpSnapshot {
+            connections: 3,
+            max_connections: 8,
+            closed: vec![("idle", 2), ("cap", 0)],
+            refused: vec![("per_source", 1)],
+            accept_errors: vec![("emfile", 5)],
+            ..TcpSnapshot::default()
+        };
+        let t = text_with_tcp(&[Snapshot::default()], &tcp);
+        for series in [
+            "sigkit_proxy_tcp_connections 3\n",
+            "sigkit_proxy_tcp_max_connections 8\n",
+            "sigkit_proxy_tcp_connections_closed_total{reason=\"idle\"} 2\n",
+            "sigkit_proxy_tcp_connections_closed_total{reason=\"cap\"} 0\n",
+            "sigkit_proxy_tcp_connections_refused_total{reason=\"per_source\"} 1\n",
+            "sigkit_proxy_tcp_accept_errors_total{kind=\"emfile\"} 5\n",
+        ] {
+            assert!(t.contains(series), "{series} missing from\n{t}");
+        }
+        assert!(t.ends_with("# EOF\n"), "{t}");
+        assert!(!text(&[Snapshot::default()]).contains("sigkit_proxy_tcp_"));
     }
 }

@@ -34,7 +34,9 @@ async fn answering_upstream() -> u16 {
 }
 
 /// The proxy in front of an answering upstream with `tcp` changed.
-async fn proxy_with(tcp: impl Fn(&mut sigkit_proxy::config::TcpConfig)) -> (sigkit_proxy::runtime::Running, SocketAddr) {
+async fn proxy_with(
+    tcp: impl Fn(&mut sigkit_proxy::config::TcpConfig),
+) -> (sigkit_proxy::runtime::Running, SocketAddr) {
     let upstream = answering_upstream().await;
     let proxy = start_proxy(|port| {
         let mut c: ProxyConfig = proxy_config(port, upstream);
