@@ -724,8 +724,8 @@ mod tests {
         };
         let t = text_with_tcp(&[Snapshot::default()], &tcp);
         for series in [
-            "sigkit_proxy_tcp_connections 3\n",
-            "sigkit_proxy_tcp_max_connections 8\n",
+            "sigkit_proxy_tcp_connections 3.0\n",
+            "sigkit_proxy_tcp_max_connections 8.0\n",
             "sigkit_proxy_tcp_connections_closed_total{reason=\"idle\"} 2\n",
             "sigkit_proxy_tcp_connections_closed_total{reason=\"cap\"} 0\n",
             "sigkit_proxy_tcp_connections_refused_total{reason=\"per_source\"} 1\n",
