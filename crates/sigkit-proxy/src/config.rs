@@ -147,6 +147,9 @@ pub struct ProxyConfig {
     /// state is kept, RFC 5049 §6); past it a new registration is not,
     /// until one ends. Split evenly among the shards.
     pub max_registrations: usize,
+    /// Terminals' TCP connections: how many, how much each buffers, how
+    /// long one may stay silent.
+    pub tcp: TcpConfig,
     /// The file the configuration was read from, so that a bad value is
     /// reported with its line ([`ProxyConfig::from_toml`] sets it).
     #[serde(skip)]
@@ -178,6 +181,8 @@ impl ConfigSource {
             defence: Keys,
             #[serde(default)]
             overload: Keys,
+            #[serde(default)]
+            tcp: Keys,
         }
         let span = match key.split_once('.') {
             None => toml::from_str::<Keys>(&self.text).ok()?.get(key)?.span(),
@@ -187,6 +192,7 @@ impl ConfigSource {
                     "sigcomp" => t.sigcomp,
                     "defence" => t.defence,
                     "overload" => t.overload,
+                    "tcp" => t.tcp,
                     _ => return None,
                 };
                 keys.get(name)?.span()
@@ -274,6 +280,62 @@ pub struct DefenceConfig {
     pub unknown_sources_percent: u8,
 }
 
+/// Terminals' TCP connections (docs/deploy.md, "TCP limits"). A
+/// connection costs a descriptor, a few kB while idle, and what it buffers
+/// toward its next message; these bound all three.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpConfig {
+    /// At most this many connections; a new one beyond it closes the least
+    /// recently active (those that never carried a whole message first).
+    pub max_connections: usize,
+    /// At most this many from one source IP address (IPv6: one /64); a new
+    /// one beyond it is refused.
+    pub max_connections_per_source: usize,
+    /// Bytes a connection may hold toward its next message (the SIP or
+    /// SigComp message it is receiving); a connection past it is closed.
+    pub max_buffered_bytes: usize,
+    /// A connection that sent no byte for this many seconds is closed. SIP
+    /// over TCP keeps a connection for a registration's lifetime and RFC
+    /// 5626 §4.4.1 has terminals send a CRLF keep-alive at most every 840
+    /// seconds by default, so it must stay above that.
+    pub idle_timeout_s: u64,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            max_connections: 32_768,
+            max_connections_per_source: 128,
+            max_buffered_bytes: 1 << 16,
+            idle_timeout_s: 900,
+        }
+    }
+}
+
+impl TcpConfig {
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_s)
+    }
+
+    /// The first key whose value cannot be used, and why.
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        for (key, v) in [
+            ("max_connections", self.max_connections as u64),
+            ("max_connections_per_source", self.max_connections_per_source as u64),
+            ("idle_timeout_s", self.idle_timeout_s),
+        ] {
+            if v == 0 {
+                return Err((key, "must be at least 1".into()));
+            }
+        }
+        if self.max_buffered_bytes < 1024 {
+            return Err(("max_buffered_bytes", format!("{} is below 1024", self.max_buffered_bytes)));
+        }
+        Ok(())
+    }
+}
+
 impl Default for ProxyConfig {
     fn default() -> Self {
         ProxyConfig {
@@ -297,6 +359,7 @@ impl Default for ProxyConfig {
             max_pending_registers_per_source: 32,
             max_pending_state_bytes: 64 << 20,
             max_registrations: 1_000_000,
+            tcp: TcpConfig::default(),
             source: None,
         }
     }
@@ -478,6 +541,9 @@ impl ProxyConfig {
         if let Err((key, reason)) = self.overload.check(self.stateful) {
             return bad(&format!("overload.{key}"), reason);
         }
+        if let Err((key, reason)) = self.tcp.check() {
+            return bad(&format!("tcp.{key}"), reason);
+        }
         Ok(())
     }
 
@@ -579,6 +645,12 @@ messages_per_source_per_s = 50
                 "sigkit.toml:3: shards:",
                 "at most 1024",
             ),
+            (
+                "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n[tcp]\nidle_timeout_s = 0\n"
+                    .into(),
+                "sigkit.toml:4: tcp.idle_timeout_s:",
+                "at least 1",
+            ),
         ];
         for (text, prefix, reason) in cases {
             let e = ProxyConfig::from_toml("sigkit.toml", &text).unwrap().validate().unwrap_err();
@@ -660,6 +732,11 @@ mod example_file {
             [q.d2_sigma0, q.d2_sigma1, q.d2_alpha, q.d2_beta, q.d2_mu, q.d2_mean_mu0, q.d2_mean_mu1, q.d2_mean_sigma]
         );
         assert_eq!(o.transaction_timeout_s, q.transaction_timeout_s);
+        let (t, u) = (&c.tcp, &d.tcp);
+        assert_eq!(
+            (t.max_connections, t.max_connections_per_source, t.max_buffered_bytes, t.idle_timeout_s),
+            (u.max_connections, u.max_connections_per_source, u.max_buffered_bytes, u.idle_timeout_s)
+        );
         let (e, f) = (&c.defence, &d.defence);
         assert_eq!(
             (e.cycles_per_source_per_s, e.cycles_burst, e.messages_per_source_per_s, e.messages_burst, e.max_sources),

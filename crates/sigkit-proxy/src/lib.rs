@@ -11,6 +11,7 @@
 
 pub mod compartments;
 pub mod config;
+pub mod connections;
 pub mod core;
 pub mod defence;
 pub mod metrics;

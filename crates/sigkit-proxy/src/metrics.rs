@@ -219,16 +219,43 @@ impl Snapshot {
     }
 }
 
+/// What the terminals' TCP connections read at a scrape
+/// ([`crate::connections`]): the proxy's, not a shard's.
+#[derive(Debug, Clone, Default)]
+pub struct TcpSnapshot {
+    /// Connections open (those being closed included: they still hold a
+    /// descriptor), and the cap on them.
+    pub connections: usize,
+    pub max_connections: usize,
+    /// Source addresses (IPv6: /64 prefixes) with a connection open.
+    pub sources: usize,
+    /// Bytes the connections hold toward their next message.
+    pub buffered_bytes: usize,
+    /// Counts by reason or kind, every one listed.
+    pub closed: Vec<(&'static str, u64)>,
+    pub refused: Vec<(&'static str, u64)>,
+    pub accept_errors: Vec<(&'static str, u64)>,
+}
+
 /// The shards' snapshots, added up, in the Prometheus text exposition
 /// format (OpenMetrics 1.0, which Prometheus reads; counters end in
 /// `_total`).
 pub fn text(shards: &[Snapshot]) -> String {
+    exposition(shards, None)
+}
+
+/// [`text`] with the TCP connections' series.
+pub fn text_with_tcp(shards: &[Snapshot], tcp: &TcpSnapshot) -> String {
+    exposition(shards, Some(tcp.clone()))
+}
+
+fn exposition(shards: &[Snapshot], tcp: Option<TcpSnapshot>) -> String {
     let mut sum = Snapshot::default();
     for s in shards {
         sum.add(s);
     }
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(Exposition(sum)));
+    registry.register_collector(Box::new(Exposition(sum, tcp)));
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
@@ -292,17 +319,64 @@ fn by_reason(counts: &[u64; 32]) -> Vec<(Labels, u64)> {
         .collect()
 }
 
-/// The summed snapshot, encoded at each scrape.
+/// The summed snapshot, and the TCP connections' when the runtime has
+/// them, encoded at each scrape.
 #[derive(Debug)]
-struct Exposition(Snapshot);
+struct Exposition(Snapshot, Option<TcpSnapshot>);
 
 impl Collector for Exposition {
     fn encode(&self, mut e: DescriptorEncoder<'_>) -> fmt::Result {
         traffic(&mut e, &self.0)?;
         sigcomp(&mut e, &self.0)?;
         defence_and_limits(&mut e, &self.0)?;
-        transactions_and_overload(&mut e, &self.0)
+        transactions_and_overload(&mut e, &self.0)?;
+        match &self.1 {
+            Some(t) => tcp(&mut e, t),
+            None => Ok(()),
+        }
     }
+}
+
+/// The terminals' TCP connections and their caps (`[tcp]`).
+fn tcp(e: &mut DescriptorEncoder<'_>, t: &TcpSnapshot) -> fmt::Result {
+    let series = |key: &'static str, counts: &[(&'static str, u64)]| -> Vec<(Labels, u64)> {
+        counts.iter().map(|(name, n)| (label(key, name), *n)).collect()
+    };
+    gauge(e, "sigkit_proxy_tcp_connections", "Terminals' TCP connections open.", t.connections as f64)?;
+    gauge(e, "sigkit_proxy_tcp_max_connections", "The cap on them (tcp.max_connections).", t.max_connections as f64)?;
+    gauge(
+        e,
+        "sigkit_proxy_tcp_sources",
+        "Source addresses (IPv6: /64 prefixes) with a TCP connection open.",
+        t.sources as f64,
+    )?;
+    gauge(
+        e,
+        "sigkit_proxy_tcp_buffered_bytes",
+        "Bytes the TCP connections hold toward their next message (each under tcp.max_buffered_bytes).",
+        t.buffered_bytes as f64,
+    )?;
+    counters(
+        e,
+        "sigkit_proxy_tcp_connections_closed",
+        "TCP connections closed, by reason: peer (the terminal closed it), idle (tcp.idle_timeout_s), buffer \
+         (tcp.max_buffered_bytes), framing, cap (room for a new one at tcp.max_connections), descriptors (room \
+         for a new one when accepting failed for want of a descriptor), stuck (the terminal read nothing).",
+        &series("reason", &t.closed),
+    )?;
+    counters(
+        e,
+        "sigkit_proxy_tcp_connections_refused",
+        "New TCP connections refused, by reason (per_source: tcp.max_connections_per_source).",
+        &series("reason", &t.refused),
+    )?;
+    counters(
+        e,
+        "sigkit_proxy_tcp_accept_errors",
+        "Failed accepts on the terminals' TCP listeners, by kind (emfile, enfile: out of descriptors; the loop \
+         backs off).",
+        &series("kind", &t.accept_errors),
+    )
 }
 
 /// Messages and bytes each way, and the handling time.
@@ -635,5 +709,31 @@ mod tests {
         assert!(t.contains("sigkit_proxy_handling_seconds_count 4\n"), "{t}");
         assert!(t.contains("sigkit_proxy_flows 7"), "{t}");
         assert!(t.ends_with("# EOF\n"), "{t}");
+    }
+
+    /// The TCP connections' series come with the runtime's snapshot only.
+    #[test]
+    fn the_tcp_series_are_encoded_from_the_runtimes_snapshot() {
+        let tcp = TcpSnapshot {
+            connections: 3,
+            max_connections: 8,
+            closed: vec![("idle", 2), ("cap", 0)],
+            refused: vec![("per_source", 1)],
+            accept_errors: vec![("emfile", 5)],
+            ..TcpSnapshot::default()
+        };
+        let t = text_with_tcp(&[Snapshot::default()], &tcp);
+        for series in [
+            "sigkit_proxy_tcp_connections 3.0\n",
+            "sigkit_proxy_tcp_max_connections 8.0\n",
+            "sigkit_proxy_tcp_connections_closed_total{reason=\"idle\"} 2\n",
+            "sigkit_proxy_tcp_connections_closed_total{reason=\"cap\"} 0\n",
+            "sigkit_proxy_tcp_connections_refused_total{reason=\"per_source\"} 1\n",
+            "sigkit_proxy_tcp_accept_errors_total{kind=\"emfile\"} 5\n",
+        ] {
+            assert!(t.contains(series), "{series} missing from\n{t}");
+        }
+        assert!(t.ends_with("# EOF\n"), "{t}");
+        assert!(!text(&[Snapshot::default()]).contains("sigkit_proxy_tcp_"));
     }
 }

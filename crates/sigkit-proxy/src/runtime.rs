@@ -15,7 +15,8 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, watch};
 
 use crate::config::{ProxyConfig, SipTransport};
-use crate::core::{is_sigcomp_first_byte, metrics_text, LocalAddrs, Peer, Proxy, Shard, Side, Transmit};
+use crate::connections::{AcceptError, Activity, Closed, Connections, Queued};
+use crate::core::{is_sigcomp_first_byte, LocalAddrs, Peer, Proxy, Shard, Side, Transmit};
 
 /// Longest SIP message or SigComp message the proxy takes (RFC 3320 §4.2.2
 /// leaves the bound to the implementation; SIP messages are a few KiB).
@@ -54,21 +55,14 @@ struct Shared {
     /// compartments ([`Shard`]), so messages of different terminals are
     /// handled in parallel.
     shards: Vec<Mutex<Proxy>>,
-    /// TCP connections to terminals: their writers.
-    conns: Mutex<HashMap<u64, ConnWriter>>,
+    /// TCP connections to terminals: their writers and caps.
+    conns: Connections,
     next_conn: AtomicU64,
     /// The terminal-side UDP sockets by local address.
     udp: HashMap<SocketAddr, Arc<UdpSocket>>,
     upstream: Arc<UdpSocket>,
     /// The instance written in every shard's flow tokens.
     instance: u64,
-}
-
-/// The writing side of one terminal's TCP connection.
-struct ConnWriter {
-    queue: mpsc::Sender<Vec<u8>>,
-    /// Ends the connection's reader (and so the connection).
-    close: Arc<tokio::sync::Notify>,
 }
 
 /// Messages queued for one terminal's TCP connection before it counts as
@@ -95,8 +89,7 @@ impl Shared {
                 datagrams.push(t);
                 continue;
             }
-            let Ok(mut conns) = self.conns.lock() else { continue };
-            let Some((id, writer)) = t.to.conn.and_then(|c| Some((c, conns.get(&c)?))) else {
+            let Some(id) = t.to.conn else {
                 tracing::debug!(to = %t.to.addr, "no TCP connection to the terminal");
                 continue;
             };
@@ -106,17 +99,13 @@ impl Shared {
                 frame_for_stream(&bytes, &mut framed);
                 bytes = framed;
             }
-            match writer.queue.try_send(bytes) {
-                Ok(()) => {}
-                Err(mpsc::error::TrySendError::Full(_)) => {
+            match self.conns.queue(id, bytes) {
+                Queued::Yes => {}
+                Queued::Stuck => {
                     tracing::warn!(to = %t.to.addr, queued = CONN_QUEUE, "terminal not reading: closing its connection");
-                    writer.close.notify_one();
-                    conns.remove(&id);
                     proxy.record_stuck_connection();
                 }
-                Err(mpsc::error::TrySendError::Closed(_)) => {
-                    conns.remove(&id);
-                }
+                Queued::Gone => tracing::debug!(to = %t.to.addr, "the terminal's TCP connection is gone"),
             }
         }
         datagrams
@@ -269,9 +258,12 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         .map(|index| Proxy::sharded(&config, addrs.clone(), Shard { index, count, instance }).map(Mutex::new))
         .collect::<Result<Vec<_>, _>>()
         .map_err(io::Error::other)?;
+    if !tcp.is_empty() {
+        check_descriptor_limit(config.tcp.max_connections);
+    }
     let shared = Arc::new(Shared {
         shards,
-        conns: Mutex::new(HashMap::new()),
+        conns: Connections::new(config.tcp.clone()),
         next_conn: AtomicU64::new(1),
         udp: udp.clone(),
         upstream: upstream_socket.clone(),
@@ -393,99 +385,294 @@ async fn shard_worker(shared: Arc<Shared>, index: u32, mut queue: mpsc::Receiver
     }
 }
 
-async fn tcp_accept(shared: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
-    let local = listener.local_addr().ok();
-    loop {
-        let (stream, from) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(_) => continue,
-            },
-            _ = stop.changed() => return,
-        };
-        let _ = stream.set_nodelay(true);
-        let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
-        let peer = Peer { transport: SipTransport::Tcp, addr: from, local, conn: Some(id) };
-        tokio::spawn(tcp_conn(shared.clone(), stream, peer, stop.clone()));
+/// The wait before accepting again after a failure the next connection
+/// does not cause (out of descriptors or memory): from 10 ms, doubling to
+/// 1 s, so a loop that cannot accept sleeps instead of spinning on the
+/// listener, which stays readable while connections wait in its backlog.
+#[derive(Debug)]
+struct AcceptBackoff(Duration);
+
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+impl Default for AcceptBackoff {
+    fn default() -> Self {
+        AcceptBackoff(ACCEPT_BACKOFF_MIN)
     }
 }
 
-/// One terminal's TCP connection. Its first byte tells SigComp from plain
-/// SIP for the whole connection (RFC 5049 §4): SigComp messages are
-/// delimited by record marking (RFC 3320 §4.2.2), plain SIP messages by
-/// their Content-Length (RFC 3261 §18.3).
-async fn tcp_conn(shared: Arc<Shared>, stream: TcpStream, peer: Peer, mut stop: watch::Receiver<bool>) {
-    let id = peer.conn.unwrap_or(0);
-    let (mut rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(CONN_QUEUE);
-    let close = Arc::new(tokio::sync::Notify::new());
-    if let Ok(mut c) = shared.conns.lock() {
-        c.insert(id, ConnWriter { queue: tx, close: close.clone() });
+impl AcceptBackoff {
+    fn next(&mut self) -> Duration {
+        let wait = self.0;
+        self.0 = (self.0 * 2).min(ACCEPT_BACKOFF_MAX);
+        wait
     }
+
+    fn reset(&mut self) {
+        self.0 = ACCEPT_BACKOFF_MIN;
+    }
+}
+
+/// Descriptors kept for what is not a terminal's connection: the UDP
+/// sockets, listeners, metrics scrapes, the runtime's own.
+const DESCRIPTOR_RESERVE: u64 = 64;
+
+/// Raises the soft descriptor limit to the hard one (a connection is a
+/// descriptor; the usual soft limit, 1024, is far below what a proxy
+/// holds), and warns when `max_connections` does not fit under it: the
+/// accept loop then meets EMFILE before the cap and frees a descriptor by
+/// closing the least recently active connection.
+fn check_descriptor_limit(max_connections: usize) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = Rlimit { current: limit.maximum, maximum: limit.maximum };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) => limit.current = limit.maximum,
+            Err(e) => tracing::debug!(error = %e, "descriptor limit not raised"),
+        }
+    }
+    let Some(current) = limit.current else { return };
+    if max_connections as u64 + DESCRIPTOR_RESERVE > current {
+        tracing::warn!(
+            descriptors = current,
+            max_connections,
+            "tcp.max_connections does not fit under the descriptor limit (ulimit -n): at the limit a new \
+             connection closes the least recently active one"
+        );
+    }
+}
+
+async fn tcp_accept(shared: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+    let local = listener.local_addr().ok();
+    let mut backoff = AcceptBackoff::default();
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = stop.changed() => return,
+        };
+        let (stream, from) = match accepted {
+            Ok(x) => {
+                backoff.reset();
+                x
+            }
+            Err(e) => {
+                let kind = AcceptError::of(&e);
+                shared.conns.count_accept_error(kind);
+                if !kind.persists() {
+                    continue;
+                }
+                tracing::debug!(error = %e, "accept failed: backing off");
+                // Out of descriptors: closing a connection frees one, and
+                // the accept may go again as soon as its task has ended.
+                let released = shared.conns.released.notified();
+                tokio::pin!(released);
+                released.as_mut().enable();
+                let freed = matches!(kind, AcceptError::ProcessDescriptors | AcceptError::SystemDescriptors)
+                    && shared.conns.close_least_recently_active(Closed::Descriptors);
+                let wait = backoff.next();
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = released, if freed => {}
+                    _ = stop.changed() => return,
+                }
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel::<Vec<u8>>(CONN_QUEUE);
+        let close = Arc::new(tokio::sync::Notify::new());
+        let Ok(activity) = shared.conns.admit(id, from, tx.clone(), close.clone()) else {
+            tracing::debug!(%from, "source at tcp.max_connections_per_source: connection refused");
+            continue;
+        };
+        let peer = Peer { transport: SipTransport::Tcp, addr: from, local, conn: Some(id) };
+        let conn = Conn { peer, queue: tx, close, activity };
+        tokio::spawn(tcp_conn(shared.clone(), stream, conn, rx, stop.clone()));
+    }
+}
+
+/// One admitted connection, as its task holds it.
+struct Conn {
+    peer: Peer,
+    /// Its writer's queue (keep-alive answers go there).
+    queue: mpsc::Sender<Vec<u8>>,
+    /// Ends the reader when another task closes the connection.
+    close: Arc<tokio::sync::Notify>,
+    activity: Arc<Activity>,
+}
+
+/// What a connection's bytes are read as: decided by its first byte for
+/// the whole connection (RFC 5049 §4).
+enum Framing {
+    Unknown,
+    /// Record marking (RFC 3320 §4.2.2).
+    Sigcomp(Deframer),
+    /// SIP messages delimited by their Content-Length (RFC 3261 §18.3):
+    /// the bytes of the next one so far.
+    Plain(Vec<u8>),
+}
+
+/// Bytes read from a connection at a time, into a buffer on the stack that
+/// lives only while they are framed: an idle connection holds none.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// A plain-SIP buffer emptied with more capacity than this gives it back,
+/// so a connection holds a large message's room only while receiving one.
+const KEEP_CAPACITY: usize = 4096;
+
+/// One terminal's TCP connection: its bytes framed into messages handed to
+/// the shards, until the terminal closes it, it stays silent for
+/// `tcp.idle_timeout_s`, its partial message passes `tcp.max_buffered_bytes`,
+/// its framing breaks, or another task closes it.
+async fn tcp_conn(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    conn: Conn,
+    mut queue: mpsc::Receiver<Vec<u8>>,
+    stop: watch::Receiver<bool>,
+) {
+    let id = conn.peer.conn.unwrap_or(0);
+    let (rd, mut wr) = stream.into_split();
     let writer = tokio::spawn(async move {
-        while let Some(bytes) = rx.recv().await {
+        while let Some(bytes) = queue.recv().await {
             if wr.write_all(&bytes).await.is_err() {
                 break;
             }
         }
     });
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut sigcomp: Option<bool> = None;
-    let mut deframer = Deframer::new(MAX_MESSAGE);
-    let mut plain: Vec<u8> = Vec::new();
-    let mut frames = Vec::new();
-    'read: loop {
-        let n = tokio::select! {
-            r = rd.read(&mut buf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            },
-            _ = stop.changed() => break,
-            _ = close.notified() => break,
-        };
-        let data = &buf[..n];
-        let is_sigcomp = *sigcomp.get_or_insert_with(|| is_sigcomp_first_byte(data[0]));
-        let mut out = Vec::new();
-        if is_sigcomp {
-            frames.clear();
-            deframer.push(data, &mut frames);
-            for f in frames.drain(..) {
-                match f {
-                    Frame::Message(m) => out.extend(shared.handle(Side::Terminal, peer, &m, true)),
-                    _ => {
-                        tracing::debug!(conn = id, "SigComp framing error: closing the connection");
-                        shared.flush(out).await;
-                        break 'read;
-                    }
-                }
-            }
-        } else {
-            plain.extend_from_slice(data);
-            loop {
-                match sigkit_sip::Message::parse_stream_frame(&plain) {
-                    Ok(Some(len)) => {
-                        let msg: Vec<u8> = plain.drain(..len).collect();
-                        out.extend(shared.handle(Side::Terminal, peer, &msg, false));
-                    }
-                    Ok(None) if plain.len() <= MAX_MESSAGE => break,
-                    _ => {
-                        tracing::debug!(conn = id, "bad SIP framing: closing the connection");
-                        shared.flush(out).await;
-                        break 'read;
-                    }
-                }
-            }
-        }
-        shared.flush(out).await;
+    if let Some(why) = read_messages(&shared, &rd, &conn, stop).await {
+        tracing::debug!(conn = id, reason = why.name(), "TCP connection closed");
+        shared.conns.count_closed(why);
     }
-    if let Ok(mut c) = shared.conns.lock() {
-        c.remove(&id);
-    }
+    // The descriptor is free once both halves are dropped.
+    drop(rd);
+    writer.abort();
+    let _ = writer.await;
+    shared.conns.release(id);
     let n = shared.shard_count();
-    if let Some(Ok(mut p)) = shared.shards.get(Shard::of_terminal(peer.addr, n) as usize).map(|m| m.lock()) {
+    if let Some(Ok(mut p)) = shared.shards.get(Shard::of_terminal(conn.peer.addr, n) as usize).map(|m| m.lock()) {
         p.connection_closed(id);
     }
-    writer.abort();
+}
+
+/// Reads and handles a connection's messages until it must close: why,
+/// or `None` when another task closed it (and counted why) or the proxy
+/// stops.
+async fn read_messages(
+    shared: &Shared,
+    rd: &tokio::net::tcp::OwnedReadHalf,
+    conn: &Conn,
+    mut stop: watch::Receiver<bool>,
+) -> Option<Closed> {
+    let idle = shared.conns.idle_timeout();
+    let mut framing = Framing::Unknown;
+    loop {
+        tokio::select! {
+            r = tokio::time::timeout(idle, rd.readable()) => match r {
+                Err(_) => return Some(Closed::Idle),
+                Ok(Err(_)) => return Some(Closed::Peer),
+                Ok(Ok(())) => {}
+            },
+            _ = stop.changed() => return None,
+            _ = conn.close.notified() => return None,
+        }
+        let (out, end) = {
+            let mut buf = [0u8; READ_CHUNK];
+            match rd.try_read(&mut buf) {
+                Ok(0) => return Some(Closed::Peer),
+                Ok(n) => {
+                    conn.activity.touch();
+                    take_bytes(shared, conn, &mut framing, &buf[..n])
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(_) => return Some(Closed::Peer),
+            }
+        };
+        shared.flush(out).await;
+        if end.is_some() {
+            return end;
+        }
+    }
+}
+
+/// Frames `data`, read from `conn`, and hands each whole message to its
+/// shard: the datagrams they produced, and why the connection must close
+/// if it must.
+fn take_bytes(shared: &Shared, conn: &Conn, framing: &mut Framing, data: &[u8]) -> (Vec<Transmit>, Option<Closed>) {
+    let cap = shared.conns.max_buffered_bytes();
+    if matches!(framing, Framing::Unknown) {
+        *framing = if is_sigcomp_first_byte(data[0]) {
+            // Unbounded here: the cap is checked below with its own reason.
+            Framing::Sigcomp(Deframer::new(0))
+        } else {
+            Framing::Plain(Vec::new())
+        };
+    }
+    let mut out = Vec::new();
+    let handle = |out: &mut Vec<Transmit>, msg: &[u8], sigcomp: bool| {
+        conn.activity.prove();
+        out.extend(shared.handle(Side::Terminal, conn.peer, msg, sigcomp));
+    };
+    let (end, buffered) = match framing {
+        Framing::Unknown => (None, 0),
+        Framing::Sigcomp(deframer) => {
+            let mut frames = Vec::new();
+            deframer.push(data, &mut frames);
+            let mut end = None;
+            for f in frames {
+                match f {
+                    Frame::Message(m) => handle(&mut out, &m, true),
+                    Frame::FramingError => end = Some(Closed::Framing),
+                }
+            }
+            if end.is_none() && deframer.incomplete() > cap {
+                end = Some(Closed::Buffer);
+            }
+            (end, deframer.incomplete())
+        }
+        Framing::Plain(plain) => {
+            plain.extend_from_slice(data);
+            let end = loop {
+                answer_keep_alives(plain, &conn.queue);
+                match sigkit_sip::Message::parse_stream_frame(plain) {
+                    Ok(Some(len)) => {
+                        let msg: Vec<u8> = plain.drain(..len).collect();
+                        handle(&mut out, &msg, false);
+                    }
+                    Ok(None) if plain.len() <= cap => break None,
+                    Ok(None) => break Some(Closed::Buffer),
+                    Err(_) => break Some(Closed::Framing),
+                }
+            };
+            if plain.is_empty() && plain.capacity() > KEEP_CAPACITY {
+                *plain = Vec::new();
+            }
+            (end, plain.len())
+        }
+    };
+    conn.activity.set_buffered(buffered);
+    (out, end)
+}
+
+/// Takes the CRLF keep-alives at the start of `plain` and answers each
+/// double-CRLF ping with a CRLF pong (RFC 5626 §3.5.1, §4.4.1); a lone
+/// CRLF before a message is an empty line the SIP parser skips (RFC 3261
+/// §7.5).
+fn answer_keep_alives(plain: &mut Vec<u8>, queue: &mpsc::Sender<Vec<u8>>) {
+    let mut pings = 0;
+    while plain[pings * 4..].starts_with(b"\r\n\r\n") {
+        pings += 1;
+    }
+    if pings == 0 {
+        return;
+    }
+    plain.drain(..pings * 4);
+    for _ in 0..pings {
+        // A terminal whose queue is full is not reading its pongs either.
+        let _ = queue.try_send(b"\r\n".to_vec());
+    }
 }
 
 async fn timer(shared: Arc<Shared>, every: Duration, mut stop: watch::Receiver<bool>) {
@@ -509,11 +696,23 @@ async fn timer(shared: Arc<Shared>, every: Duration, mut stop: watch::Receiver<b
 
 /// `GET /metrics` in the Prometheus text format; anything else is 404.
 async fn metrics_server(shared: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
+    let mut backoff = AcceptBackoff::default();
     loop {
         let (mut stream, _) = tokio::select! {
             r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(_) => continue,
+                Ok(x) => {
+                    backoff.reset();
+                    x
+                }
+                Err(e) => {
+                    if AcceptError::of(&e).persists() {
+                        tokio::select! {
+                            _ = tokio::time::sleep(backoff.next()) => {}
+                            _ = stop.changed() => return,
+                        }
+                    }
+                    continue;
+                }
             },
             _ = stop.changed() => return,
         };
@@ -531,9 +730,8 @@ async fn metrics_server(shared: Arc<Shared>, listener: TcpListener, mut stop: wa
             }
             let wanted = req.starts_with(b"GET /metrics ") || req.starts_with(b"GET /metrics?");
             let body = if wanted {
-                let guards: Vec<_> = shared.shards.iter().filter_map(|m| m.lock().ok()).collect();
-                let shards: Vec<&Proxy> = guards.iter().map(|g| &**g).collect();
-                metrics_text(&shards)
+                let snapshots: Vec<_> = shared.shards.iter().filter_map(|m| Some(m.lock().ok()?.snapshot())).collect();
+                crate::metrics::text_with_tcp(&snapshots, &shared.conns.snapshot())
             } else {
                 String::from("not found\n")
             };
