@@ -688,8 +688,6 @@ impl Proxy {
             Err(e) => e.failure.cycles,
         };
         self.budgets.settle(admitted, cycles, took);
-        let (known, unknown) = self.budgets.spent();
-        self.metrics.decompression_ns = [known, unknown].map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64);
         match received {
             Ok(Received::Message(incoming)) => {
                 self.metrics.sigcomp_bytes_in += bytes.len() as u64;
@@ -1638,6 +1636,7 @@ impl Proxy {
             flow_identifiers: identifiers.len(),
             flow_identifier_bytes: identifiers.iter().sum(),
             budgeted_sources: self.budgets.sources(),
+            decompression: <[Duration; 2]>::from(self.budgets.spent()),
         }
     }
 }

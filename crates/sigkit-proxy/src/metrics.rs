@@ -35,9 +35,6 @@ pub struct ProxyMetrics {
     pub sigcomp_bytes_out: u64,
     /// SigComp messages refused unread, by [`Refusal::index`].
     pub refused: [u64; Refusal::ALL.len()],
-    /// Decompression time spent on known and on unknown sources
-    /// ([`Standing`]), in nanoseconds.
-    pub decompression_ns: [u64; 2],
     pub bad_sip: u64,
     pub states_accepted: u64,
     pub states_declined: u64,
@@ -120,9 +117,6 @@ impl ProxyMetrics {
         for (a, b) in self.refused.iter_mut().zip(o.refused) {
             *a += b;
         }
-        for (a, b) in self.decompression_ns.iter_mut().zip(o.decompression_ns) {
-            *a += b;
-        }
         self.bad_sip += o.bad_sip;
         self.states_accepted += o.states_accepted;
         self.states_declined += o.states_declined;
@@ -166,6 +160,9 @@ pub struct Snapshot {
     pub flows: usize,
     pub flow_identifiers: usize,
     pub flow_identifier_bytes: usize,
+    /// Decompression time spent on known and on unknown sources
+    /// ([`crate::defence::Standing`]).
+    pub decompression: [Duration; 2],
     /// Source addresses whose budgets are tracked (`defence.max_sources`).
     pub budgeted_sources: usize,
 }
@@ -216,6 +213,9 @@ impl Snapshot {
         self.flow_identifiers += o.flow_identifiers;
         self.flow_identifier_bytes += o.flow_identifier_bytes;
         self.budgeted_sources += o.budgeted_sources;
+        for (a, b) in self.decompression.iter_mut().zip(o.decompression) {
+            *a += b;
+        }
     }
 }
 
@@ -514,8 +514,8 @@ fn defence_and_limits(e: &mut DescriptorEncoder<'_>, s: &Snapshot) -> fmt::Resul
         "Time spent decompressing, by source: known (a registration, or a registered terminal's messages, on its \
          flow) or unknown.",
         &[
-            (label("source", "known"), Duration::from_nanos(m.decompression_ns[0]).as_secs_f64()),
-            (label("source", "unknown"), Duration::from_nanos(m.decompression_ns[1]).as_secs_f64()),
+            (label("source", "known"), s.decompression[0].as_secs_f64()),
+            (label("source", "unknown"), s.decompression[1].as_secs_f64()),
         ],
     )?;
     gauge(

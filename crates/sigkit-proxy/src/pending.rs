@@ -104,8 +104,9 @@ pub struct PendingRegisters {
     /// Each with its bytes and its state's.
     held: HashMap<String, (HeldRegister, usize, usize)>,
     /// Branches in deadline order: every REGISTER is held for the same
-    /// time, so the order they came in is the order they time out (stale
-    /// entries, answered already, are skipped).
+    /// time, so the order they came in is the order they time out. Entries
+    /// of REGISTERs answered already are stale; the first entry is always
+    /// a live one ([`PendingRegisters::drop_stale_front`]).
     order: VecDeque<(Instant, String)>,
     per_source: HashMap<IpAddr, usize>,
     /// Bytes of the held REGISTERs' SigComp state, under the byte cap.
@@ -176,26 +177,42 @@ impl PendingRegisters {
                 self.per_source.remove(&held.source);
             }
         }
+        self.drop_stale_front();
         Some(held)
+    }
+
+    /// Whether the `order` entry (`at`, `branch`) is the one of a REGISTER
+    /// still held (not answered, not replaced by a retransmission's).
+    fn is_live(&self, at: Instant, branch: &str) -> bool {
+        self.held.get(branch).is_some_and(|(h, ..)| h.deadline == at)
+    }
+
+    /// Pops the stale entries before the first live one, so that finding
+    /// the next deadline does not walk past the answered REGISTERs.
+    fn drop_stale_front(&mut self) {
+        while let Some((at, branch)) = self.order.front() {
+            if self.is_live(*at, branch) {
+                break;
+            }
+            self.order.pop_front();
+        }
     }
 
     /// When the next held REGISTER times out.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.order.iter().find(|(_, b)| self.held.contains_key(b)).map(|(at, _)| *at)
+        self.order.front().map(|(at, _)| *at)
     }
 
     /// The REGISTERs whose time is up, no longer held.
     pub fn expire(&mut self, now: Instant) -> Vec<HeldRegister> {
         let mut late = Vec::new();
-        while let Some((at, branch)) = self.order.front() {
-            let live = self.held.get(branch).is_some_and(|(h, ..)| h.deadline == *at);
-            if live && *at > now {
+        // The first entry is live (drop_stale_front after every removal).
+        while let Some((at, _)) = self.order.front() {
+            if *at > now {
                 break;
             }
             let Some((_, branch)) = self.order.pop_front() else { break };
-            if live {
-                late.extend(self.remove(&branch));
-            }
+            late.extend(self.remove(&branch));
         }
         late
     }

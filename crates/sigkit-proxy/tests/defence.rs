@@ -226,12 +226,13 @@ async fn a_flood_from_many_sources_is_held_to_the_unknown_share() {
     let refused = |p: &sigkit_proxy::Proxy| p.metrics().refused;
     let sum = |all: Vec<[u64; 4]>| all.into_iter().fold([0; 4], |a, r| std::array::from_fn(|i| a[i] + r[i]));
     let before = sum(proxy.inspect(refused));
-    let spent_before: Vec<[u64; 2]> = proxy.inspect(|p| p.metrics().decompression_ns);
+    let unknown_spent = |p: &sigkit_proxy::Proxy| p.snapshot().decompression[1].as_nanos() as u64;
+    let spent_before: Vec<u64> = proxy.inspect(unknown_spent);
     let (flooded, sent) = tokio::join!(offered_load(&mut terminals, &uri, 100, span), flood_for(span));
     let after = sum(proxy.inspect(refused));
-    let spent_after: Vec<[u64; 2]> = proxy.inspect(|p| p.metrics().decompression_ns);
+    let spent_after: Vec<u64> = proxy.inspect(unknown_spent);
     let refused: [u64; 4] = std::array::from_fn(|i| after[i] - before[i]);
-    let unknown_ns: u64 = spent_after.iter().zip(&spent_before).map(|(a, b)| a[1] - b[1]).sum();
+    let unknown_ns: u64 = spent_after.iter().zip(&spent_before).map(|(a, b)| a - b).sum();
     eprintln!(
         "many sources: {sent} sent, refused (messages, cycles, overall, unknown) {refused:?}, \
          {:.0} ms spent on them; answered {quiet} quiet, {flooded} flooded",
