@@ -5,23 +5,80 @@
 //! index ([`StateHandler::lookup_padded`]) is constant-time, but with
 //! millions of states stored it spans hundreds of megabytes: a message
 //! reading thousands of distinct states in turn misses the caches and the
-//! TLB on every lookup (112–147 ns a cycle were measured). A message can
-//! only name the states whose identifiers lie in its 64 KiB of memory (new
-//! ones cost charged cycles to write or input), so the lookups it repeats
-//! are a few thousand at most: kept here, in a table sized by what the
-//! message reads rather than by the store, each is found again in the
-//! caches. The store cannot change while a message runs (the UDVM holds
-//! it shared), so a remembered answer stays right.
+//! TLB on every lookup. A message can only name the states whose
+//! identifiers lie in its 64 KiB of memory (new ones cost charged cycles
+//! to write or input), so the lookups it repeats are a few thousand at
+//! most: kept here, each is found again without the store. The store
+//! cannot change while a message runs (the UDVM holds it shared), so a
+//! remembered answer stays right.
+//!
+//! The answers are kept in the order they were first asked for, and the
+//! one after the last answer given is tried first. A decoder loop, or an
+//! adversary's unrolled round of STATE-ACCESSes, asks in the same order
+//! each time round, so its lookups walk the answers in memory order, which
+//! the hardware prefetches; any other order goes through a small hash
+//! index of the whole partial identifier (with a random key, so that a
+//! peer cannot make its identifiers share a slot).
+//!
+//! A lookup the message has not made before goes to the store, and with
+//! millions of states that is a cache miss or two from main memory. When
+//! the instructions that follow are STATE-ACCESSes too (an unrolled run),
+//! the UDVM reads their partial identifiers ahead ([`Upcoming`]) and the
+//! memo looks them all up in one tight loop, so that their misses overlap
+//! rather than follow one another. An answer looked up ahead is right for
+//! its identifier whatever the message does next; if the message does not
+//! use a batch it was given, it gets no more for the rest of the message,
+//! so at most one batch per message is looked up for nothing.
 
-use std::collections::HashMap;
-
-use crate::state::{id_prefix_key, LookupError, PrefixHash, State, StateHandler};
+use crate::state::{LookupError, State, StateHandler};
 
 /// Lookups remembered per message, at most: the distinct 6-byte
 /// identifiers 64 KiB of memory holds (10,922), rounded up. Past this a
-/// lookup goes to the store each time (about 72 bytes an entry: at most
-/// about 1 MiB a message).
+/// lookup goes to the store each time (64 bytes an answer and 8 an index
+/// slot: at most about 1.2 MiB a message).
 const MAX_REMEMBERED: usize = 16_384;
+
+/// Index slots when the first answer is kept.
+const FIRST_SLOTS: usize = 64;
+
+/// Partial identifiers read ahead, at most, when a lookup is not
+/// remembered.
+pub const LOOKAHEAD: usize = 16;
+
+/// The partial identifiers of the STATE-ACCESSes that follow the one being
+/// run, in order (zero-padded, with their lengths).
+pub struct Upcoming {
+    ids: [[u8; 20]; LOOKAHEAD],
+    lens: [u8; LOOKAHEAD],
+    n: usize,
+}
+
+impl Default for Upcoming {
+    fn default() -> Self {
+        Upcoming { ids: [[0; 20]; LOOKAHEAD], lens: [0; LOOKAHEAD], n: 0 }
+    }
+}
+
+impl Upcoming {
+    /// Adds one (6 to 20 bytes, the rest of `id` zero); false when full.
+    pub fn push(&mut self, id: [u8; 20], len: usize) -> bool {
+        if self.n == LOOKAHEAD {
+            return false;
+        }
+        self.ids[self.n] = id;
+        self.lens[self.n] = len as u8;
+        self.n += 1;
+        true
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.n == LOOKAHEAD
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&[u8; 20], usize)> {
+        self.ids[..self.n].iter().zip(self.lens[..self.n].iter().map(|&l| usize::from(l)))
+    }
+}
 
 /// A partial identifier of 6 to 20 bytes, zero-padded, and its length.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -31,24 +88,16 @@ struct Key {
     len: u8,
 }
 
-impl std::hash::Hash for Key {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        // The first 6 bytes, as the store's index hashes them (with a
-        // random key: a peer cannot grind identifiers into one bucket).
-        h.write_u64(self.words[0] >> 16);
-    }
-}
-
 impl Key {
     fn new(id: &[u8; 20], len: usize) -> Key {
         let word = |i: usize| {
             let mut w = [0u8; 8];
             w.copy_from_slice(&id[i..i + 8]);
-            u64::from_be_bytes(w)
+            u64::from_le_bytes(w)
         };
         let mut tail = [0u8; 4];
         tail.copy_from_slice(&id[16..]);
-        Key { words: [word(0), word(8)], tail: u32::from_be_bytes(tail), len: len as u8 }
+        Key { words: [word(0), word(8)], tail: u32::from_le_bytes(tail), len: len as u8 }
     }
 }
 
@@ -65,10 +114,51 @@ pub struct Found<'a> {
     pub plain: Option<&'a [u8]>,
 }
 
+/// One remembered lookup.
+struct Answer<'a> {
+    key: Key,
+    found: Result<Found<'a>, LookupError>,
+}
+
 /// The lookups of one message.
 #[derive(Default)]
 pub struct LookupMemo<'a> {
-    found: HashMap<Key, Result<Found<'a>, LookupError>, PrefixHash>,
+    /// In the order first asked for.
+    answers: Vec<Answer<'a>>,
+    /// Open addressing over `answers`: an answer's position + 1, 0 for an
+    /// empty slot; a power of two long, at most half full.
+    slots: Vec<u32>,
+    /// The answer tried first: the one after the last given.
+    next: usize,
+    /// The index hash's random key, drawn with the first slot.
+    seed: [u64; 2],
+    /// The answers of the last batch looked up ahead, and the furthest
+    /// answer given since: a batch is used when the one given reaches its
+    /// last.
+    batch: std::ops::Range<usize>,
+    furthest: usize,
+    /// Set once a batch went unused: no more for this message.
+    no_lookahead: bool,
+}
+
+/// The store's answer, as a STATE-ACCESS uses it.
+#[inline]
+fn look_up_in<'a>(states: &'a StateHandler, id: &[u8; 20], len: usize) -> Result<Found<'a>, LookupError> {
+    states.lookup_padded(id, len).map(|state| Found {
+        state,
+        len: state.len(),
+        address: state.address,
+        instruction: state.instruction,
+        plain: state.plain_value(),
+    })
+}
+
+/// The high and low halves of a 128-bit product, folded (as wyhash and
+/// foldhash mix).
+#[inline]
+fn fold_multiply(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
 }
 
 impl<'a> LookupMemo<'a> {
@@ -76,31 +166,162 @@ impl<'a> LookupMemo<'a> {
     /// (6 to 20, the rest zero), remembered.
     #[inline]
     pub fn lookup(&mut self, states: &'a StateHandler, id: &[u8; 20], len: usize) -> Result<Found<'a>, LookupError> {
+        match self.remembered(id, len) {
+            Some(found) => found,
+            None => self.look_up(states, id, len, &Upcoming::default()),
+        }
+    }
+
+    /// The remembered answer for the first `len` bytes of `id`, if any.
+    #[inline]
+    pub fn remembered(&mut self, id: &[u8; 20], len: usize) -> Option<Result<Found<'a>, LookupError>> {
         let key = Key::new(id, len);
-        debug_assert_eq!(key.words[0] >> 16, id_prefix_key(id));
-        if let Some(found) = self.found.get(&key) {
-            return *found;
+        if let Some(a) = self.answers.get(self.next) {
+            if a.key == key {
+                self.furthest = self.furthest.max(self.next);
+                self.next += 1;
+                return Some(a.found);
+            }
         }
-        let found = states.lookup_padded(id, len).map(|state| Found {
-            state,
-            len: state.len(),
-            address: state.address,
-            instruction: state.instruction,
-            plain: state.plain_value(),
-        });
-        if self.found.len() < MAX_REMEMBERED {
-            self.found.insert(key, found);
+        let at = self.position(&key)?;
+        self.furthest = self.furthest.max(at);
+        self.next = at + 1;
+        Some(self.answers[at].found)
+    }
+
+    /// Whether identifiers read ahead would be looked up: no batch of this
+    /// message went unused.
+    pub fn reads_ahead(&self) -> bool {
+        !self.no_lookahead
+    }
+
+    /// The store's answer for an identifier not remembered, and the
+    /// answers for `upcoming` with it, remembered in that order so that
+    /// the lookups after this one find them as predicted.
+    #[inline(never)]
+    pub fn look_up(
+        &mut self,
+        states: &'a StateHandler,
+        id: &[u8; 20],
+        len: usize,
+        upcoming: &Upcoming,
+    ) -> Result<Found<'a>, LookupError> {
+        if self.batch.end > 0 && self.furthest + 1 < self.batch.end {
+            self.no_lookahead = true;
         }
+        let found = look_up_in(states, id, len);
+        if self.answers.len() >= MAX_REMEMBERED {
+            self.next = self.answers.len();
+            return found;
+        }
+        self.remember(Key::new(id, len), found);
+        let at = self.answers.len() - 1;
+        if !self.no_lookahead && upcoming.n > 0 {
+            // The store first, in a loop of its own: each lookup's misses
+            // do not wait on the last one's.
+            let mut ahead: [Option<Result<Found<'a>, LookupError>>; LOOKAHEAD] = [None; LOOKAHEAD];
+            for (slot, (id, len)) in ahead.iter_mut().zip(upcoming.iter()) {
+                *slot = Some(look_up_in(states, id, len));
+            }
+            let start = self.answers.len();
+            for (found, (id, len)) in ahead.into_iter().zip(upcoming.iter()) {
+                let key = Key::new(id, len);
+                if let Some(found) = found {
+                    if self.answers.len() < MAX_REMEMBERED && self.position(&key).is_none() {
+                        self.remember(key, found);
+                    }
+                }
+            }
+            self.batch = start..self.answers.len();
+        }
+        self.furthest = self.furthest.max(at);
+        self.next = at + 1;
         found
+    }
+
+    /// Where `key`'s answer is, if remembered.
+    #[inline]
+    fn position(&self, key: &Key) -> Option<usize> {
+        let mut slot = self.first_slot(key);
+        loop {
+            let taken = *self.slots.get(slot)?;
+            if taken == 0 {
+                return None;
+            }
+            let at = taken as usize - 1;
+            if self.answers[at].key == *key {
+                return Some(at);
+            }
+            slot = (slot + 1) & (self.slots.len() - 1);
+        }
+    }
+
+    /// The slot `key`'s probe starts at (0 while there are no slots).
+    #[inline]
+    fn first_slot(&self, key: &Key) -> usize {
+        if self.slots.is_empty() {
+            return 0;
+        }
+        let h = fold_multiply(key.words[0] ^ self.seed[0], key.words[1] ^ self.seed[1]);
+        let h = fold_multiply(h ^ (u64::from(key.tail) << 8 | u64::from(key.len)), self.seed[1] | 1);
+        h as usize & (self.slots.len() - 1)
+    }
+
+    fn remember(&mut self, key: Key, found: Result<Found<'a>, LookupError>) {
+        self.answers.push(Answer { key, found });
+        if self.answers.len() * 2 > self.slots.len() {
+            self.grow();
+        } else {
+            self.place(self.answers.len() - 1);
+        }
+    }
+
+    /// Doubles the index (or makes its first slots) and places every
+    /// answer again.
+    fn grow(&mut self) {
+        if self.slots.is_empty() {
+            use std::hash::BuildHasher;
+            let random = std::collections::hash_map::RandomState::new();
+            self.seed = [random.hash_one(0u64), random.hash_one(1u64)];
+        }
+        let n = (self.slots.len() * 2).max(FIRST_SLOTS);
+        self.slots.clear();
+        self.slots.resize(n, 0);
+        for at in 0..self.answers.len() {
+            self.place(at);
+        }
+    }
+
+    /// Puts answer `at` in the first free slot of its probe.
+    fn place(&mut self, at: usize) {
+        let mask = self.slots.len() - 1;
+        let mut slot = self.first_slot(&self.answers[at].key);
+        while self.slots[slot] != 0 {
+            slot = (slot + 1) & mask;
+        }
+        self.slots[slot] = at as u32 + 1;
     }
 
     /// Lookups remembered.
     pub fn len(&self) -> usize {
-        self.found.len()
+        self.answers.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.found.is_empty()
+        self.answers.is_empty()
+    }
+
+    /// The longest run of taken slots: what an unpredicted lookup probes
+    /// at most.
+    #[cfg(test)]
+    fn longest_probe(&self) -> usize {
+        let (mut longest, mut run) = (0, 0);
+        // Twice round, for a run that wraps past the last slot.
+        for &s in self.slots.iter().chain(&self.slots) {
+            run = if s == 0 { 0 } else { run + 1 };
+            longest = longest.max(run);
+        }
+        longest.min(self.slots.len())
     }
 }
 
@@ -115,8 +336,22 @@ mod tests {
         p
     }
 
+    fn check<'a>(states: &'a StateHandler, memo: &mut LookupMemo<'a>, p: &[u8; 20], len: usize, context: &str) {
+        let want = states.lookup_padded(p, len);
+        let got = memo.lookup(states, p, len);
+        match (want, got) {
+            (Ok(w), Ok(g)) => {
+                assert!(std::ptr::eq(w, g.state), "{context}");
+                assert_eq!((g.len, g.address, g.instruction), (w.len(), w.address, w.instruction));
+                assert_eq!(g.plain, Some(&w.value()[..]));
+            }
+            (Err(w), Err(g)) => assert_eq!(w, g, "{context}"),
+            (w, g) => panic!("{context}: store {w:?}, memo {:?}", g.map(|f| f.state)),
+        }
+    }
+
     #[test]
-    fn a_remembered_lookup_answers_as_the_store_does() {
+    fn a_remembered_lookup_answers_as_the_store_does_in_any_order() {
         let mut states = StateHandler::new(131072);
         let mut ids = Vec::new();
         for a in 0..200u16 {
@@ -127,21 +362,18 @@ mod tests {
             }
         }
         let mut memo = LookupMemo::default();
-        for round in 0..2 {
-            for id in &ids {
+        // In order twice (the second time as predicted), then backwards
+        // and by a stride (through the index).
+        let orders: [Vec<usize>; 4] = [
+            (0..ids.len()).collect(),
+            (0..ids.len()).collect(),
+            (0..ids.len()).rev().collect(),
+            (0..ids.len()).map(|i| i * 7 % ids.len()).collect(),
+        ];
+        for (round, order) in orders.iter().enumerate() {
+            for &i in order {
                 for len in [6usize, 9, 12, 20] {
-                    let p = padded(&id.0[..len]);
-                    let want = states.lookup_padded(&p, len);
-                    let got = memo.lookup(&states, &p, len);
-                    match (want, got) {
-                        (Ok(w), Ok(g)) => {
-                            assert!(std::ptr::eq(w, g.state));
-                            assert_eq!((g.len, g.address, g.instruction), (w.len(), w.address, w.instruction));
-                            assert_eq!(g.plain, Some(&w.value()[..]));
-                        }
-                        (Err(w), Err(g)) => assert_eq!(w, g),
-                        (w, g) => panic!("round {round}: store {w:?}, memo {:?}", g.map(|f| f.state)),
-                    }
+                    check(&states, &mut memo, &padded(&ids[i].0[..len]), len, &format!("round {round}, state {i}"));
                 }
             }
             // A partial identifier no state has is remembered as not found.
@@ -149,5 +381,76 @@ mod tests {
             assert_eq!(memo.lookup(&states, &p, 6).map(|f| f.len), Err(LookupError::NotFound));
         }
         assert_eq!(memo.len(), ids.len() * 4 + 1);
+    }
+
+    #[test]
+    fn identifiers_read_ahead_are_answered_as_predicted_until_a_batch_goes_unused() {
+        let mut states = StateHandler::new(131072);
+        let ids: Vec<[u8; 20]> = (0..40u16)
+            .map(|a| match states.create(CompartmentId(1), a, 0, 6, &[a as u8], 1) {
+                crate::state::CreateOutcome::Created(id) => padded(&id.0[..6]),
+                o => panic!("{o:?}"),
+            })
+            .collect();
+        let mut memo = LookupMemo::default();
+        let mut upcoming = Upcoming::default();
+        for id in &ids[1..=LOOKAHEAD] {
+            upcoming.push(*id, 6);
+        }
+        assert!(!upcoming.push(ids[0], 6), "full at {LOOKAHEAD}");
+        assert!(memo.remembered(&ids[0], 6).is_none());
+        check_found(&states, memo.look_up(&states, &ids[0], 6, &upcoming), &ids[0]);
+        assert_eq!(memo.len(), 1 + LOOKAHEAD);
+        // The batch, in order: each is the one predicted.
+        for id in &ids[1..=LOOKAHEAD] {
+            let before = memo.next;
+            check_found(&states, memo.remembered(id, 6).expect("looked up ahead"), id);
+            assert_eq!(memo.next, before + 1);
+        }
+        // A batch used: the next miss may read ahead again; this one is
+        // not used (the message goes elsewhere), and the miss after that
+        // reads no further.
+        assert!(memo.reads_ahead());
+        let (a, b) = (LOOKAHEAD + 1, LOOKAHEAD + 2);
+        let mut unused = Upcoming::default();
+        unused.push(ids[b], 6);
+        check_found(&states, memo.look_up(&states, &ids[a], 6, &unused), &ids[a]);
+        let c = LOOKAHEAD + 3;
+        assert!(memo.remembered(&ids[c], 6).is_none());
+        let mut more = Upcoming::default();
+        more.push(ids[c + 1], 6);
+        check_found(&states, memo.look_up(&states, &ids[c], 6, &more), &ids[c]);
+        assert!(!memo.reads_ahead());
+        assert!(memo.remembered(&ids[c + 1], 6).is_none(), "no lookup ahead once a batch went unused");
+    }
+
+    fn check_found(states: &StateHandler, got: Result<Found<'_>, LookupError>, id: &[u8; 20]) {
+        let want = states.lookup_padded(id, 6).expect("stored");
+        let got = got.expect("found");
+        assert!(std::ptr::eq(want, got.state));
+        assert_eq!(got.plain, Some(&want.value()[..]));
+    }
+
+    #[test]
+    fn identifiers_sharing_their_first_bytes_do_not_share_a_probe() {
+        // The store indexes the first 6 bytes; the memo must not, or a
+        // message naming thousands of partial identifiers that differ
+        // only after them would probe them all on every lookup.
+        let states = StateHandler::new(131072);
+        let mut memo = LookupMemo::default();
+        for i in 0..MAX_REMEMBERED as u32 {
+            let mut id = [0x5Au8; 20];
+            id[6..10].copy_from_slice(&i.to_be_bytes());
+            for b in &mut id[10..] {
+                *b = 0;
+            }
+            assert_eq!(memo.lookup(&states, &id, 10).map(|f| f.len), Err(LookupError::NotFound));
+        }
+        assert_eq!(memo.len(), MAX_REMEMBERED);
+        assert!(memo.longest_probe() < 64, "a probe of {} slots", memo.longest_probe());
+        // Past the cap, lookups are answered and not kept.
+        let id = padded(&[1, 2, 3, 4, 5, 6]);
+        assert_eq!(memo.lookup(&states, &id, 6).map(|f| f.len), Err(LookupError::NotFound));
+        assert_eq!(memo.len(), MAX_REMEMBERED);
     }
 }

@@ -1167,11 +1167,6 @@ impl Bucket {
     }
 }
 
-/// The index key of a (padded) partial identifier.
-pub(crate) fn id_prefix_key(id: &[u8; 20]) -> u64 {
-    prefix_key(id)
-}
-
 /// The index key of an identifier of at least [`PREFIX_LEN`] bytes.
 fn prefix_key(id: &[u8]) -> u64 {
     id[..PREFIX_LEN].iter().fold(0u64, |k, &b| (k << 8) | u64::from(b))

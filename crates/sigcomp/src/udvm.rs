@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use sha1::{Digest, Sha1};
 
-use crate::lookup_memo::LookupMemo;
+use crate::lookup_memo::{LookupMemo, Upcoming};
 use crate::nack::{Failure, Reason};
 use crate::state::{LookupError, StateHandler, UnpackCache};
 
@@ -1539,8 +1539,18 @@ impl<'a> Machine<'a> {
         let mut id = [0u8; 20];
         let n = usize::from(id_len);
         self.read_bytes(id_start, bcl, bcr, &mut id[..n])?;
+        let found = match self.lookups.remembered(&id, n) {
+            Some(found) => found,
+            None => {
+                let mut upcoming = Upcoming::default();
+                if self.lookups.reads_ahead() {
+                    self.upcoming_state_ids(c, bcl, bcr, &mut upcoming);
+                }
+                self.lookups.look_up(self.states, &id, n, &upcoming)
+            }
+        };
         let partial = &id[..n];
-        let state = match self.lookups.lookup(self.states, &id, n) {
+        let state = match found {
             Ok(s) => s,
             Err(LookupError::NotUnique) => return self.fail_with(Reason::IdNotUnique, partial),
             Err(_) => return self.fail_with(Reason::StateNotFound, partial),
@@ -1572,6 +1582,36 @@ impl<'a> Machine<'a> {
             Ok(c)
         } else {
             self.jump_target(instruction)
+        }
+    }
+
+    /// The partial identifiers of the STATE-ACCESSes from `c` on, while
+    /// they follow one another, as memory holds them now (a lookup made
+    /// ahead is right for its identifier whatever the message then does;
+    /// see [`crate::lookup_memo`]). Reading stops at anything that would
+    /// fail.
+    fn upcoming_state_ids(&self, mut c: u16, bcl: u16, bcr: u16, upcoming: &mut Upcoming) {
+        while !upcoming.is_full() && self.byte(c) == Ok(op::STATE_ACCESS) {
+            let mut p = c.wrapping_add(1);
+            let Ok(start) = self.multi(&mut p) else { return };
+            let Ok(len) = self.multi(&mut p) else { return };
+            if !(6..=20).contains(&len) {
+                return;
+            }
+            for _ in 0..4 {
+                if self.multi_operand(&mut p).is_err() {
+                    return;
+                }
+            }
+            let mut id = [0u8; 20];
+            if self.read_bytes(start, bcl, bcr, &mut id[..usize::from(len)]).is_err() {
+                return;
+            }
+            upcoming.push(id, usize::from(len));
+            if p <= c {
+                return;
+            }
+            c = p;
         }
     }
 
