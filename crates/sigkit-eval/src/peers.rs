@@ -51,7 +51,13 @@ request_route {
         if (is_method("ACK")) {
             if (t_check_trans()) {
                 t_relay();
+                exit;
             }
+            # The ACK of a 2xx is a transaction of its own (RFC 3261
+            # §17.1.1.3). Without a route set (a UAS that does not copy
+            # Record-Route into its 200, as SIPp 3.6's built-in uas does not)
+            # it goes by its Request-URI, as the BYE after it does.
+            forward();
             exit;
         }
         t_relay();
