@@ -295,10 +295,11 @@ pub struct TcpConfig {
     /// Bytes a connection may hold toward its next message (the SIP or
     /// SigComp message it is receiving); a connection past it is closed.
     pub max_buffered_bytes: usize,
-    /// A connection that sent no byte for this many seconds is closed. SIP
-    /// over TCP keeps a connection for a registration's lifetime and RFC
-    /// 5626 §4.4.1 has terminals send a CRLF keep-alive at most every 840
-    /// seconds by default, so it must stay above that.
+    /// A connection that sent no byte for this many seconds is closed,
+    /// unless a registration made over it still lasts (then at the first
+    /// timeout after it expires). RFC 5626 §4.4.1 has terminals send a
+    /// CRLF keep-alive at most every 840 seconds by default, so it must
+    /// stay above that.
     pub idle_timeout_s: u64,
 }
 

@@ -1602,6 +1602,15 @@ impl Proxy {
 
     /// A terminal's TCP connection closed: its flow is gone (RFC 5626
     /// §5.2: a flow that fails is not reused).
+    /// Until when a registration made over TCP connection `conn` lasts,
+    /// if one does: the connection is then how the registrar's requests
+    /// reach the terminal (RFC 5626 §5.3, RFC 3261 §18.3), and idleness
+    /// alone does not close it.
+    pub fn connection_registered_until(&self, conn: u64) -> Option<Instant> {
+        let peer = self.by_conn.get(&conn)?;
+        self.flows.get(self.flow_tokens.get(peer)?)?.registered_until
+    }
+
     pub fn connection_closed(&mut self, conn: u64) {
         self.sent_over_tcp.remove(&conn);
         let Some(p) = self.by_conn.get(&conn).copied() else { return };

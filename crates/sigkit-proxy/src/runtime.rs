@@ -571,6 +571,7 @@ async fn read_messages(
     loop {
         tokio::select! {
             r = tokio::time::timeout(idle, rd.readable()) => match r {
+                Err(_) if registered_for(shared, conn).is_some() => continue,
                 Err(_) => return Some(Closed::Idle),
                 Ok(Err(_)) => return Some(Closed::Peer),
                 Ok(Ok(())) => {}
@@ -595,6 +596,17 @@ async fn read_messages(
             return end;
         }
     }
+}
+
+/// How long a registration made over `conn` still lasts, if one does: an
+/// idle connection is kept until then (and closed at the first idle
+/// timeout after it).
+fn registered_for(shared: &Shared, conn: &Conn) -> Option<Duration> {
+    let id = conn.peer.conn?;
+    let n = shared.shard_count();
+    let shard = shared.shards.get(Shard::of_terminal(conn.peer.addr, n) as usize)?;
+    let until = shard.lock().ok()?.connection_registered_until(id)?;
+    until.checked_duration_since(Instant::now()).filter(|d| !d.is_zero())
 }
 
 /// Frames `data`, read from `conn`, and hands each whole message to its

@@ -16,7 +16,8 @@ use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream, UdpSocket};
 
-/// An upstream answering every request but ACK with 200.
+/// An upstream answering every request but ACK with 200; a REGISTER's 200
+/// lists its Contact for `REGISTERED_S` (RFC 3261 §10.3 step 8).
 async fn answering_upstream() -> u16 {
     let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let port = socket.local_addr().unwrap().port();
@@ -25,7 +26,14 @@ async fn answering_upstream() -> u16 {
         while let Ok((n, from)) = socket.recv_from(&mut buf).await {
             let Ok(msg) = Message::parse(&buf[..n]) else { continue };
             if msg.is_request() && msg.method() != Some("ACK") {
-                let ok = sigkit_sip::proxy::build_response(&msg, 200, "OK", Some("up"), &[]).unwrap();
+                let contact = match msg.contacts() {
+                    Ok(sigkit_sip::Contacts::List(list)) if msg.method() == Some("REGISTER") => {
+                        list.first().map(|c| format!("<{}>;expires={REGISTERED_S}", c.uri))
+                    }
+                    _ => None,
+                };
+                let extra: Vec<(&str, &str)> = contact.iter().map(|c| ("Contact", c.as_str())).collect();
+                let ok = sigkit_sip::proxy::build_response(&msg, 200, "OK", Some("up"), &extra).unwrap();
                 let _ = socket.send_to(&ok, from).await;
             }
         }
@@ -151,6 +159,44 @@ async fn a_silent_connection_is_closed_at_the_idle_timeout_and_a_kept_alive_one_
     let text = metrics(&proxy).await;
     assert_eq!(metric(&text, r#"sigkit_proxy_tcp_connections_closed_total{reason="idle"}"#), Some(1.0), "{text}");
     assert_eq!(metric(&text, "sigkit_proxy_tcp_connections"), Some(1.0), "{text}");
+    proxy.stop().await;
+}
+
+/// How long the upstream's registrations last.
+const REGISTERED_S: u64 = 4;
+
+/// A connection that carried a registration is how the registrar reaches
+/// its terminal (RFC 5626 §5.3): idleness does not close it while the
+/// registration lasts, and does once it has expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_connection_outlives_the_idle_timeout_until_its_registration_expires() {
+    let (proxy, addr) = proxy_with(|t| t.idle_timeout_s = 1).await;
+    let mut registered = connect_from(1, addr).await;
+    let mut silent = connect_from(1, addr).await;
+    let local = registered.local_addr().unwrap();
+    let register = format!(
+        "REGISTER sip:127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/TCP {local};branch=z9hG4bKreg1\r\n\
+         Max-Forwards: 70\r\nFrom: <sip:alice@127.0.0.1>;tag=a1\r\nTo: <sip:alice@127.0.0.1>\r\n\
+         Call-ID: reg-1\r\nCSeq: 1 REGISTER\r\nContact: <sip:alice@{local};transport=tcp>\r\n\
+         Content-Length: 0\r\n\r\n"
+    );
+    let started = Instant::now();
+    registered.write_all(register.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(3), registered.read(&mut buf)).await.unwrap().unwrap();
+    assert!(buf[..n].starts_with(b"SIP/2.0 200"), "{}", String::from_utf8_lossy(&buf[..n]));
+    assert!(closed_within(&mut silent, Duration::from_secs(4)).await, "the unregistered connection was not closed");
+    // Past two idle timeouts, silent all along, and still open.
+    let closed = closed_within(&mut registered, Duration::from_millis(2200)).await;
+    assert!(!closed, "closed while registered: {}", metrics(&proxy).await);
+    assert!(started.elapsed() < Duration::from_secs(REGISTERED_S), "the check ran past the registration");
+    // The registration expires; the next idle timeout closes it.
+    assert!(
+        closed_within(&mut registered, Duration::from_secs(REGISTERED_S + 2)).await,
+        "still open after the registration expired"
+    );
+    let text = metrics(&proxy).await;
+    assert_eq!(metric(&text, r#"sigkit_proxy_tcp_connections_closed_total{reason="idle"}"#), Some(2.0), "{text}");
     proxy.stop().await;
 }
 
