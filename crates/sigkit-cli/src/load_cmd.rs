@@ -297,12 +297,19 @@ fn pair(s: &str) -> Option<(&str, &str)> {
 /// [`scenario::MAX_SCENARIO_BYTES`]: a larger file is refused unread.
 fn read_scenario_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
     let limit = scenario::MAX_SCENARIO_BYTES;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    file.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    let bytes = read_at_most(path, limit)?;
     if bytes.len() > limit {
         return Err(scenario::ScenarioError::TooLarge { bytes: bytes.len() }.to_string());
     }
+    Ok(bytes)
+}
+
+/// At most `limit` + 1 bytes of `path`: one past the limit says it is
+/// over, and a device or a growing log is never read whole.
+fn read_at_most(path: &std::path::Path, limit: usize) -> Result<Vec<u8>, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
     Ok(bytes)
 }
 
@@ -331,7 +338,8 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
     };
     let injection = match &args.inject {
         Some(path) => {
-            let bytes = std::fs::read(path).map_err(|e| format!("-inf {}: {e}", path.display()))?;
+            let bytes = read_at_most(path, sigkit_loadgen::inject::MAX_INJECTION_BYTES)
+                .map_err(|e| format!("-inf {}: {e}", path.display()))?;
             Some(Arc::new(
                 Injection::parse(&scenario::decode_text(&bytes))
                     .map_err(|e| format!("-inf {}: {e}", path.display()))?,

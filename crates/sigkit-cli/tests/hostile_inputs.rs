@@ -230,6 +230,17 @@ fn load_refuses_scenarios_past_its_bounds() {
     refused(&load_sf(&dir, "big.xml", &big), 2, "over the 16777216 it may have");
 }
 
+/// An injection file that never ends (a device) was read whole before its
+/// size was checked: now reading stops one byte past the bound.
+#[test]
+fn load_refuses_an_endless_injection_file() {
+    let out = within(
+        sigkit().args(["load", "-sn", "uac", "-inf", "/dev/zero", "-m", "1", "-timeout", "10s", "127.0.0.1:9"]),
+        Duration::from_secs(60),
+    );
+    refused(&out, 2, "the injection file is over 67108864 bytes");
+}
+
 /// 40,000 labels, each the target of a jump (80,000 elements, 13 MB):
 /// reading looked up each element's line by scanning the text from its
 /// start, 78 s before the first call (and `-timeout` starts with the
@@ -311,6 +322,43 @@ fn report_draws_extreme_numbers_and_refuses_malformed_json() {
     refused(&run("nan.json", r#"{"load_steps": [{"offered_cps": NaN}]}"#), 2, "not a report input");
     refused(&run("inf.json", r#"{"load_steps": [{"offered_cps": 1e400}]}"#), 2, "number out of range");
     refused(&run("empty.json", r#"{"load_steps": []}"#), 2, "nothing to plot");
+}
+
+/// A results file given to `sigkit report` was opened to write (given a
+/// schema if it had none) and read whole: a cell of 20 MB, or a table of a
+/// million rows and one, is now refused before it is held, exit 2.
+#[test]
+fn report_refuses_a_results_file_past_its_bounds() {
+    let dir = scratch("report-db");
+    let db = |name: &str, rows: &str| {
+        let path = dir.join(name);
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, kind TEXT, command TEXT, started_at REAL, \
+             finished_at REAL, config TEXT, machine TEXT, summary TEXT);
+             INSERT INTO runs VALUES (1, 'load', 'sigkit load', 0, 1, '{{}}', '{{}}', '{{}}');
+             CREATE TABLE load_steps (run_id, offered_cps, calls_per_s);
+             {rows}"
+        ))
+        .unwrap();
+        drop(conn);
+        let out = within(
+            sigkit().args(["report", path.to_str().unwrap(), "-o"]).arg(dir.join(format!("{name}.out"))),
+            Duration::from_secs(120),
+        );
+        (out, path)
+    };
+    let (out, path) =
+        db("big-cell.sqlite", &format!("INSERT INTO load_steps VALUES (1, '{}', 1);", "x".repeat(20 << 20)));
+    refused(&out, 2, "string or blob too big");
+    let before = std::fs::read(&path).unwrap();
+    let (out, _) = db(
+        "many-rows.sqlite",
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x <= 1000000) \
+         INSERT INTO load_steps SELECT 1, x, x FROM n;",
+    );
+    refused(&out, 2, "table load_steps has more than 1000000 rows to read");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the report changed its input");
 }
 
 /// `sigkit results` on files that are not results files: refused (exit 1)

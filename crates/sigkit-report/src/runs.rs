@@ -496,7 +496,9 @@ pub fn read_results_run(path: &Path, run: RunId) -> Result<ReportInput, ReportEr
 /// Every run of a results file (or only `only`) that has something to plot.
 fn from_results_file(path: &Path, only: Option<RunId>) -> Result<ReportInput, ReportError> {
     let store_error = |e: sigkit_results::StoreError| ReportError::Json(path.to_path_buf(), e.to_string());
-    let store = Store::open(path).map_err(store_error)?;
+    // Read only: a report changes no file, and the reader's bounds apply
+    // (sigkit_results::MAX_ROWS_READ, MAX_VALUE_BYTES).
+    let store = Store::open_read_only(path).map_err(store_error)?;
     let tables = store.tables().map_err(store_error)?;
     let mut runs = store.runs().map_err(store_error)?;
     runs.retain(|r| only.is_none_or(|id| r.id == id));

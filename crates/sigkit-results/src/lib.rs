@@ -50,7 +50,18 @@ pub enum StoreError {
     NoTable(String),
     #[error("writing: {0}")]
     Io(#[from] std::io::Error),
+    #[error("table {table} has more than {max} rows to read")]
+    TooManyRows { table: String, max: usize },
 }
+
+/// Rows [`Store::rows`] reads of one table at most: what a report can
+/// draw, far above what `sigkit eval` writes, and a bound on the memory a
+/// crafted file can make a reader take.
+pub const MAX_ROWS_READ: usize = 1_000_000;
+
+/// Bytes of one string or blob a file opened to read may hold (SQLite's
+/// own default is a billion).
+pub const MAX_VALUE_BYTES: i32 = 16 << 20;
 
 /// A run's key in the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -197,6 +208,7 @@ impl Store {
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         let conn =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)?;
         // Reads the schema: a file that is not SQLite fails here.
         let has_runs: bool = conn.query_row(
             "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs')",
@@ -332,6 +344,9 @@ impl Store {
         })?;
         let mut out = Vec::new();
         for row in rows {
+            if out.len() == MAX_ROWS_READ {
+                return Err(StoreError::TooManyRows { table: "runs".into(), max: MAX_ROWS_READ });
+            }
             let (id, kind, command, started_at, finished_at, config, machine, summary) = row?;
             out.push(RunInfo {
                 id: RunId(id),
@@ -400,9 +415,12 @@ impl Store {
         let n = columns.len();
         let map = |r: &rusqlite::Row<'_>| (0..n).map(|i| r.get::<_, SqlValue>(i)).collect::<Result<Vec<_>, _>>();
         let rows = match run {
-            Some(run) => stmt.query_map([run.0], map)?.collect::<Result<Vec<_>, _>>()?,
-            None => stmt.query_map([], map)?.collect::<Result<Vec<_>, _>>()?,
+            Some(run) => stmt.query_map([run.0], map)?.take(MAX_ROWS_READ + 1).collect::<Result<Vec<_>, _>>()?,
+            None => stmt.query_map([], map)?.take(MAX_ROWS_READ + 1).collect::<Result<Vec<_>, _>>()?,
         };
+        if rows.len() > MAX_ROWS_READ {
+            return Err(StoreError::TooManyRows { table: table.to_string(), max: MAX_ROWS_READ });
+        }
         Ok((columns, rows))
     }
 
