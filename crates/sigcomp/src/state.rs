@@ -788,14 +788,9 @@ impl StateHandler {
     /// them: no copy of its own.
     pub fn lookup_padded(&self, id: &[u8; 20], len: usize) -> Result<&State, LookupError> {
         let wanted = IdPrefix::new(id, len);
-        let state = match self.items.buckets.get(&prefix_key(id)) {
-            None => return Err(LookupError::NotFound),
-            // Nearly every bucket holds one item (its 48 bits are shared
-            // by chance once in 2^24 pairs).
-            Some(Bucket::One(s)) if wanted.begins(&s.state.id) => &s.state,
-            Some(Bucket::One(_)) => return Err(LookupError::NotFound),
-            Some(Bucket::Many(v)) => unique(v.iter().filter(|s| wanted.begins(&s.state.id)))?,
-        };
+        // Nearly every key has one item (its 48 bits are shared by chance
+        // once in 2^24 pairs).
+        let state = unique(self.items.with_key(prefix_key(id)).filter(|s| wanted.begins(&s.state.id)))?;
         access_length_checked(state, len)
     }
 
@@ -1000,7 +995,7 @@ impl StateHandler {
         let c = self.compartments.get(&compartment)?;
         let held = |id: &StateId| id.0.starts_with(partial) && c.position(id).is_some();
         let id = if partial.len() >= PREFIX_LEN {
-            only(self.items.bucket(partial).iter().map(|s| s.state.id).filter(held))
+            only(self.items.with_key(prefix_key(partial)).map(|s| s.state.id).filter(held))
         } else {
             only(c.entries.iter().map(|e| e.id).filter(held))
         }?;
@@ -1111,61 +1106,28 @@ const PREFIX_LEN: usize = 6;
 /// identifier: a lookup by a partial identifier hashes those and compares
 /// the few items sharing them (identifiers are SHA-1 digests: two items
 /// share 48 bits by chance once in 2^24 pairs).
+///
+/// Each item has a slot of its own in `slots`, and the index holds slot
+/// numbers, 16 bytes an item: with a million items the index fits the
+/// last-level cache, and a lookup that must go to main memory misses
+/// once, on the item itself (the items in the index's own table took 80
+/// bytes each, and a lookup missed on the table and then on the item's
+/// slot in it).
 #[derive(Debug, Default)]
 struct Items {
-    buckets: HashMap<u64, Bucket, PrefixHash>,
+    /// Every item; a freed slot is reused.
+    slots: Vec<Option<Stored>>,
+    free: Vec<u32>,
+    /// Index key → the slot of its one item, or ([`SHARED`] set) which
+    /// list of `shared` holds the slots of its several.
+    index: HashMap<u64, u32, PrefixHash>,
+    shared: Vec<Vec<u32>>,
+    shared_free: Vec<u32>,
     len: usize,
 }
 
-/// The items sharing one index key. Nearly always one, held in the table
-/// itself: a vector per item would cost an allocation of four items' room
-/// (the smallest a vector grows to) for each item stored.
-#[derive(Debug)]
-enum Bucket {
-    One(Stored),
-    /// Two or more.
-    Many(Vec<Stored>),
-}
-
-impl Bucket {
-    fn as_slice(&self) -> &[Stored] {
-        match self {
-            Bucket::One(s) => std::slice::from_ref(s),
-            Bucket::Many(v) => v,
-        }
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [Stored] {
-        match self {
-            Bucket::One(s) => std::slice::from_mut(s),
-            Bucket::Many(v) => v,
-        }
-    }
-
-    fn push(&mut self, stored: Stored) {
-        let items = match std::mem::replace(self, Bucket::Many(Vec::new())) {
-            Bucket::One(first) => vec![first, stored],
-            Bucket::Many(mut v) => {
-                v.push(stored);
-                v
-            }
-        };
-        *self = Bucket::Many(items);
-    }
-
-    /// Removes the item at `i`; false if the bucket is left empty.
-    fn remove(&mut self, i: usize) -> bool {
-        // A bucket of many has two or more items: one is left at least.
-        let Bucket::Many(v) = self else { return false };
-        v.swap_remove(i);
-        if let [_] = v.as_slice() {
-            if let Some(last) = v.pop() {
-                *self = Bucket::One(last);
-            }
-        }
-        true
-    }
-}
+/// Marks an index entry naming a list of slots rather than one slot.
+const SHARED: u32 = 1 << 31;
 
 /// The index key of an identifier of at least [`PREFIX_LEN`] bytes.
 fn prefix_key(id: &[u8]) -> u64 {
@@ -1173,26 +1135,78 @@ fn prefix_key(id: &[u8]) -> u64 {
 }
 
 impl Items {
-    /// The items whose identifiers begin with `id`'s first
-    /// [`PREFIX_LEN`] bytes (`id` has at least that many).
-    fn bucket(&self, id: &[u8]) -> &[Stored] {
-        self.buckets.get(&prefix_key(id)).map_or(&[], Bucket::as_slice)
+    fn stored(&self, slot: u32) -> Option<&Stored> {
+        self.slots.get(slot as usize)?.as_ref()
+    }
+
+    /// The slots of the items whose identifiers begin with the index key
+    /// `key`.
+    #[inline]
+    fn slots_of(&self, key: u64) -> &[u32] {
+        match self.index.get_key_value(&key) {
+            None => &[],
+            Some((_, e)) if e & SHARED == 0 => std::slice::from_ref(e),
+            Some((_, e)) => self.shared.get((e & !SHARED) as usize).map_or(&[], Vec::as_slice),
+        }
+    }
+
+    /// The items whose identifiers begin with the index key `key`.
+    #[inline]
+    fn with_key(&self, key: u64) -> impl Iterator<Item = &Stored> {
+        self.slots_of(key).iter().filter_map(|&i| self.stored(i))
+    }
+
+    /// The slot of the item `id`.
+    fn slot_of(&self, id: &StateId) -> Option<u32> {
+        self.slots_of(prefix_key(&id.0)).iter().copied().find(|&i| self.stored(i).is_some_and(|s| s.state.id == *id))
     }
 
     fn get(&self, id: &StateId) -> Option<&Stored> {
-        self.bucket(&id.0).iter().find(|s| s.state.id == *id)
+        self.stored(self.slot_of(id)?)
     }
 
     fn get_mut(&mut self, id: &StateId) -> Option<&mut Stored> {
-        self.buckets.get_mut(&prefix_key(&id.0))?.as_mut_slice().iter_mut().find(|s| s.state.id == *id)
+        let i = self.slot_of(id)?;
+        self.slots.get_mut(i as usize)?.as_mut()
     }
 
     /// Adds an item whose identifier is not stored yet.
     fn insert(&mut self, stored: Stored) {
-        match self.buckets.entry(prefix_key(&stored.state.id.0)) {
-            std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().push(stored),
+        let key = prefix_key(&stored.state.id.0);
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(stored);
+                i
+            }
+            None => {
+                self.slots.push(Some(stored));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        match self.index.entry(key) {
             std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(Bucket::One(stored));
+                v.insert(slot);
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let e = *o.get();
+                if e & SHARED != 0 {
+                    if let Some(list) = self.shared.get_mut((e & !SHARED) as usize) {
+                        list.push(slot);
+                    }
+                } else {
+                    let list = vec![e, slot];
+                    let at = match self.shared_free.pop() {
+                        Some(at) => {
+                            self.shared[at as usize] = list;
+                            at
+                        }
+                        None => {
+                            self.shared.push(list);
+                            (self.shared.len() - 1) as u32
+                        }
+                    };
+                    *o.get_mut() = SHARED | at;
+                }
             }
         }
         self.len += 1;
@@ -1200,11 +1214,23 @@ impl Items {
 
     fn remove(&mut self, id: &StateId) {
         let key = prefix_key(&id.0);
-        let Some(bucket) = self.buckets.get_mut(&key) else { return };
-        let Some(i) = bucket.as_slice().iter().position(|s| s.state.id == *id) else { return };
-        if !bucket.remove(i) {
-            self.buckets.remove(&key);
+        let Some(slot) = self.slot_of(id) else { return };
+        let Some(&e) = self.index.get(&key) else { return };
+        if e & SHARED == 0 {
+            self.index.remove(&key);
+        } else {
+            let at = (e & !SHARED) as usize;
+            let Some(list) = self.shared.get_mut(at) else { return };
+            list.retain(|&i| i != slot);
+            if let [last] = list.as_slice() {
+                let last = *last;
+                self.shared[at] = Vec::new();
+                self.shared_free.push(at as u32);
+                self.index.insert(key, last);
+            }
         }
+        self.slots[slot as usize] = None;
+        self.free.push(slot);
         self.len -= 1;
     }
 
@@ -1213,7 +1239,7 @@ impl Items {
     }
 
     fn values(&self) -> impl Iterator<Item = &Stored> {
-        self.buckets.values().flat_map(Bucket::as_slice)
+        self.slots.iter().flatten()
     }
 }
 
@@ -1427,10 +1453,10 @@ mod tests {
             })
             .collect();
         assert_eq!(h.item_count(), 10_000);
-        let largest = h.items.buckets.values().map(|b| b.as_slice().len()).max().unwrap();
+        let largest = h.items.index.keys().map(|&k| h.items.slots_of(k).len()).max().unwrap();
         assert!(largest <= 2, "a bucket of {largest} items");
         for id in &ids {
-            assert_eq!(h.items.bucket(&id.0[..6]).len(), 1);
+            assert_eq!(h.items.with_key(prefix_key(&id.0[..6])).count(), 1);
             assert_eq!(h.lookup(&id.0[..6]).unwrap().id, *id);
         }
     }
@@ -1581,7 +1607,7 @@ mod tests {
             items.insert(stored(last));
         }
         assert_eq!(items.len(), 4);
-        assert_eq!(items.bucket(&[9; 6]).len(), 4);
+        assert_eq!(items.with_key(prefix_key(&[9; 6])).count(), 4);
         for last in [2, 0, 3] {
             let mut id = StateId([9; 20]);
             id.0[19] = last;
@@ -1591,9 +1617,18 @@ mod tests {
         }
         let mut left = StateId([9; 20]);
         left.0[19] = 1;
-        assert!(matches!(items.buckets.values().next(), Some(Bucket::One(s)) if s.state.id == left));
+        // One item left: the index names its slot again, not a list.
+        assert_eq!(items.index.len(), 1);
+        let e = *items.index.values().next().unwrap();
+        assert_eq!(e & SHARED, 0);
+        assert_eq!(items.stored(e).map(|s| s.state.id), Some(left));
         items.remove(&left);
-        assert_eq!((items.len(), items.buckets.len()), (0, 0));
+        assert_eq!((items.len(), items.index.len(), items.values().count()), (0, 0, 0));
+        // Freed slots and lists are reused.
+        for last in 0..4 {
+            items.insert(stored(last));
+        }
+        assert_eq!((items.slots.len(), items.shared.len()), (4, 1));
     }
 
     #[test]
