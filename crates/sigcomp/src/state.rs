@@ -384,10 +384,10 @@ impl Limits {
 /// keeps). Measured as the growth of the resident set when 1,048,576
 /// zero-length items, 2048 per compartment, are stored (tests/real_memory.rs,
 /// `STATES=1048576 cargo test --release -p sigcomp --test real_memory --
-/// --nocapture`): 356 bytes an item on x86-64 with glibc, with the index
-/// of all items half full; right after it doubles it is 7/16 full, about
-/// 25 bytes more an item, hence 400. An item several compartments hold is
-/// counted in each (more than it takes).
+/// --nocapture`): 308 bytes an item on x86-64 with glibc. Right after the
+/// index of all items or its vector of item slots doubles, each item
+/// takes up to about 80 bytes more, hence 400. An item several
+/// compartments hold is counted in each (more than it takes).
 pub const STATE_OVERHEAD_BYTES: usize = 400;
 
 /// Evicted compartments kept for [`StateHandler::take_evicted`]; an
