@@ -685,9 +685,7 @@ fn sent_kind(start: &str) -> Option<Sent> {
 /// §12.2.1.1). Against a UAS reached directly the messages are those of
 /// SIPp's `uac`.
 pub const UAC_XML: &str = include_str!("../scenarios/uac.xml");
-/// SIPp's built-in `uas` (`sipp -sd uas`), with the request's Record-Route
-/// copied into the 180 and the 200 as RFC 3261 §12.1.1 requires (SIPp
-/// 3.6 leaves it out; later versions copy it into the 200).
+/// SIPp's built-in `uas` (`sipp -sd uas`), unchanged in behaviour.
 pub const UAS_XML: &str = include_str!("../scenarios/uas.xml");
 /// REGISTER with digest authentication (RFC 3261 §22, RFC 2617): the
 /// client answers the 401 challenge.
