@@ -34,8 +34,8 @@ use crate::state::{LookupError, State, StateHandler};
 
 /// Lookups remembered per message, at most: the distinct 6-byte
 /// identifiers 64 KiB of memory holds (10,922), rounded up. Past this a
-/// lookup goes to the store each time (64 bytes an answer and 8 an index
-/// slot: at most about 1.2 MiB a message).
+/// lookup goes to the store each time (64 bytes an answer and 8 of index,
+/// two 4-byte slots: at most about 1.2 MiB a message).
 const MAX_REMEMBERED: usize = 16_384;
 
 /// Index slots when the first answer is kept.
