@@ -50,7 +50,7 @@ pub const LOOKAHEAD: usize = 16;
 /// costs more than the misses it would overlap (a message of 100
 /// STATE-ACCESSes of packed states, 4,000 items stored, took about 95 ns
 /// a cycle reading ahead and about 50 without).
-pub const LOOKAHEAD_MIN_ITEMS: usize = 1 << 16;
+const LOOKAHEAD_MIN_ITEMS: usize = 1 << 16;
 
 /// The partial identifiers of the STATE-ACCESSes that follow the one being
 /// run, in order (zero-padded, with their lengths).
@@ -174,8 +174,8 @@ fn fold_multiply(a: u64, b: u64) -> u64 {
 impl<'a> LookupMemo<'a> {
     /// [`StateHandler::lookup_padded`] of the first `len` bytes of `id`
     /// (6 to 20, the rest zero), remembered.
-    #[inline]
-    pub fn lookup(&mut self, states: &'a StateHandler, id: &[u8; 20], len: usize) -> Result<Found<'a>, LookupError> {
+    #[cfg(test)]
+    fn lookup(&mut self, states: &'a StateHandler, id: &[u8; 20], len: usize) -> Result<Found<'a>, LookupError> {
         match self.remembered(id, len) {
             Some(found) => found,
             None => self.look_up(states, id, len, &Upcoming::NONE),
@@ -205,9 +205,15 @@ impl<'a> LookupMemo<'a> {
         Some(self.answers[at].found)
     }
 
-    /// Whether identifiers read ahead would be looked up: no batch of this
-    /// message went unused.
-    pub fn reads_ahead(&self) -> bool {
+    /// Whether identifiers read ahead would be looked up: the store is
+    /// large enough for its lookups to miss the caches, and no batch of
+    /// this message went unused.
+    pub fn reads_ahead(&self, states: &StateHandler) -> bool {
+        self.takes_batches() && states.item_count() >= LOOKAHEAD_MIN_ITEMS
+    }
+
+    /// Whether no batch of this message went unused.
+    fn takes_batches(&self) -> bool {
         !self.no_lookahead
     }
 
@@ -232,20 +238,18 @@ impl<'a> LookupMemo<'a> {
         }
         self.remember(Key::new(id, len), found);
         let at = self.answers.len() - 1;
-        if !self.no_lookahead && upcoming.n > 0 {
+        if self.takes_batches() && upcoming.n > 0 {
             // The store first, in a loop of its own: each lookup's misses
             // do not wait on the last one's.
-            let mut ahead: [Option<Result<Found<'a>, LookupError>>; LOOKAHEAD] = [None; LOOKAHEAD];
+            let mut ahead: [Result<Found<'a>, LookupError>; LOOKAHEAD] = [Err(LookupError::NotFound); LOOKAHEAD];
             for (slot, (id, len)) in ahead.iter_mut().zip(upcoming.iter()) {
-                *slot = Some(look_up_in(states, id, len));
+                *slot = look_up_in(states, id, len);
             }
             let start = self.answers.len();
             for (found, (id, len)) in ahead.into_iter().zip(upcoming.iter()) {
                 let key = Key::new(id, len);
-                if let Some(found) = found {
-                    if self.answers.len() < MAX_REMEMBERED && self.position(&key).is_none() {
-                        self.remember(key, found);
-                    }
+                if self.answers.len() < MAX_REMEMBERED && self.position(&key).is_none() {
+                    self.remember(key, found);
                 }
             }
             self.batch = start..self.answers.len();
@@ -322,12 +326,9 @@ impl<'a> LookupMemo<'a> {
     }
 
     /// Lookups remembered.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.answers.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.answers.is_empty()
     }
 
     /// The longest run of taken slots: what an unpredicted lookup probes
@@ -429,7 +430,7 @@ mod tests {
         // A batch used: the next miss may read ahead again; this one is
         // not used (the message goes elsewhere), and the miss after that
         // reads no further.
-        assert!(memo.reads_ahead());
+        assert!(memo.takes_batches());
         let (a, b) = (LOOKAHEAD + 1, LOOKAHEAD + 2);
         let mut unused = Upcoming::default();
         unused.push(ids[b], 6);
@@ -439,7 +440,7 @@ mod tests {
         let mut more = Upcoming::default();
         more.push(ids[c + 1], 6);
         check_found(&states, memo.look_up(&states, &ids[c], 6, &more), &ids[c]);
-        assert!(!memo.reads_ahead());
+        assert!(!memo.takes_batches());
         assert!(memo.remembered(&ids[c + 1], 6).is_none(), "no lookup ahead once a batch went unused");
     }
 

@@ -1123,7 +1123,6 @@ struct Items {
     index: HashMap<u64, u32, PrefixHash>,
     shared: Vec<Vec<u32>>,
     shared_free: Vec<u32>,
-    len: usize,
 }
 
 /// Marks an index entry naming a list of slots rather than one slot.
@@ -1209,7 +1208,6 @@ impl Items {
                 }
             }
         }
-        self.len += 1;
     }
 
     fn remove(&mut self, id: &StateId) {
@@ -1231,11 +1229,10 @@ impl Items {
         }
         self.slots[slot as usize] = None;
         self.free.push(slot);
-        self.len -= 1;
     }
 
     fn len(&self) -> usize {
-        self.len
+        self.slots.len() - self.free.len()
     }
 
     fn values(&self) -> impl Iterator<Item = &Stored> {

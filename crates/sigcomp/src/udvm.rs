@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use sha1::{Digest, Sha1};
 
-use crate::lookup_memo::{LookupMemo, Upcoming, LOOKAHEAD_MIN_ITEMS};
+use crate::lookup_memo::{LookupMemo, Upcoming};
 use crate::nack::{Failure, Reason};
 use crate::state::{LookupError, StateHandler, UnpackCache};
 
@@ -1541,7 +1541,7 @@ impl<'a> Machine<'a> {
         self.read_bytes(id_start, bcl, bcr, &mut id[..n])?;
         let found = match self.lookups.remembered(&id, n) {
             Some(found) => found,
-            None if self.lookups.reads_ahead() && self.states.item_count() >= LOOKAHEAD_MIN_ITEMS => {
+            None if self.lookups.reads_ahead(self.states) => {
                 let mut upcoming = Upcoming::NONE;
                 self.upcoming_state_ids(c, bcl, bcr, &mut upcoming);
                 self.lookups.look_up(self.states, &id, n, &upcoming)
