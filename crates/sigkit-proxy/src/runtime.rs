@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use sigcomp::wire::{frame_for_stream, Deframer, Frame};
@@ -133,6 +133,11 @@ impl Shared {
 
     fn shard_count(&self) -> u32 {
         self.shards.len() as u32
+    }
+
+    /// The proxy of the shard that holds `terminal`'s flows, locked.
+    fn terminal_shard(&self, terminal: SocketAddr) -> Option<MutexGuard<'_, Proxy>> {
+        self.shards.get(Shard::of_terminal(terminal, self.shard_count()) as usize)?.lock().ok()
     }
 
     /// The shard a message belongs to: its terminal's address, or what
@@ -551,8 +556,7 @@ async fn tcp_conn(
     writer.abort();
     let _ = writer.await;
     shared.conns.release(id);
-    let n = shared.shard_count();
-    if let Some(Ok(mut p)) = shared.shards.get(Shard::of_terminal(conn.peer.addr, n) as usize).map(|m| m.lock()) {
+    if let Some(mut p) = shared.terminal_shard(conn.peer.addr) {
         p.connection_closed(id);
     }
 }
@@ -571,7 +575,7 @@ async fn read_messages(
     loop {
         tokio::select! {
             r = tokio::time::timeout(idle, rd.readable()) => match r {
-                Err(_) if registered_for(shared, conn).is_some() => continue,
+                Err(_) if still_registered(shared, conn) => continue,
                 Err(_) => return Some(Closed::Idle),
                 Ok(Err(_)) => return Some(Closed::Peer),
                 Ok(Ok(())) => {}
@@ -598,15 +602,12 @@ async fn read_messages(
     }
 }
 
-/// How long a registration made over `conn` still lasts, if one does: an
-/// idle connection is kept until then (and closed at the first idle
-/// timeout after it).
-fn registered_for(shared: &Shared, conn: &Conn) -> Option<Duration> {
-    let id = conn.peer.conn?;
-    let n = shared.shard_count();
-    let shard = shared.shards.get(Shard::of_terminal(conn.peer.addr, n) as usize)?;
-    let until = shard.lock().ok()?.connection_registered_until(id)?;
-    until.checked_duration_since(Instant::now()).filter(|d| !d.is_zero())
+/// Whether a registration made over `conn` still lasts: an idle
+/// connection is kept until it expires (and closed at the first idle
+/// timeout after that).
+fn still_registered(shared: &Shared, conn: &Conn) -> bool {
+    let until = conn.peer.conn.and_then(|id| shared.terminal_shard(conn.peer.addr)?.connection_registered_until(id));
+    until.is_some_and(|t| t > Instant::now())
 }
 
 /// Frames `data`, read from `conn`, and hands each whole message to its
