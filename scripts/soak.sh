@@ -100,8 +100,15 @@ done
 kill -0 "$proxy_pid" 2>/dev/null || { echo "soak.sh: sigkit proxy did not start:" >&2; cat "$out/proxy.log" >&2; exit 2; }
 
 uac() { "$sigkit" load --sigcomp --p "$uac_port" --rsa "127.0.0.1:$proxy_port" --nostdin --quiet --json "$@"; }
-# The terminal registers (digest, "secret") through the proxy.
-uac --sn register --s alice --au alice --ap secret --m 1 "127.0.0.1:$kport" > "$out/register.json"
+# The terminal registers (digest, "secret") through the proxy, for longer
+# than the capacity steps and the soak last together: the generator does
+# not refresh its registration (RFC 3261 §10.2.4) while it makes calls, and
+# when it runs out the proxy closes the terminal's compartments and treats
+# it as an unknown source (RFC 5049 §6), which is not what a soak measures.
+expires=$((duration + 3600))
+sed "s/^\( *Expires:\) 3600/\1 $expires/" "$root/crates/sigkit-loadgen/scenarios/register.xml" > "$out/register.xml"
+grep -q "Expires: $expires" "$out/register.xml" || { echo "soak.sh: could not set the registration's Expires" >&2; exit 2; }
+uac --sf "$out/register.xml" --s alice --au alice --ap secret --m 1 "127.0.0.1:$kport" > "$out/register.json"
 python3 - "$out/register.json" <<'EOF' || { echo "soak.sh: the terminal did not register" >&2; exit 2; }
 import json, sys
 s = json.load(open(sys.argv[1]))["summary"]

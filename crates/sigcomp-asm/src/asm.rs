@@ -259,9 +259,15 @@ impl Program {
     /// shorter than in `prev`.
     fn pass(&self, prev: &Pass, grow: bool) -> (Pass, Image, Errors) {
         let mut errors = Errors::default();
-        let n = self.items.len();
+        let addr = self.layout(prev, &mut errors);
+        let (pass, image) = self.encode(prev, addr, grow, &mut errors);
+        (pass, image, errors)
+    }
 
-        // ---- layout
+    /// The address of every item, laid out with `prev`'s operand sizes
+    /// and symbol values.
+    fn layout(&self, prev: &Pass, errors: &mut Errors) -> Vec<i64> {
+        let n = self.items.len();
         let env = Env::new(&self.items, &self.defs, &prev.addr, &prev.zeros);
         let mut addr = vec![0i64; n];
         let mut pc: i64 = 0;
@@ -319,8 +325,13 @@ impl Program {
             // keep every address within a sane range even for absurd input
             pc = pc.min(MEMORY * 2);
         }
+        addr
+    }
 
-        // ---- encoding
+    /// Every item encoded at `addr` with the symbol values of that layout;
+    /// with `grow`, no operand shorter than in `prev`.
+    fn encode(&self, prev: &Pass, addr: Vec<i64>, grow: bool, errors: &mut Errors) -> (Pass, Image) {
+        let n = self.items.len();
         let env = Env::new(&self.items, &self.defs, &addr, &prev.zeros);
         let mut image = Image::new();
         let mut sizes = Vec::with_capacity(n);
@@ -427,7 +438,7 @@ impl Program {
         }
         zeros.sort_unstable();
         zeros.dedup();
-        (Pass { addr, sizes, zeros }, image, errors)
+        (Pass { addr, sizes, zeros }, image)
     }
 
     fn finish(&self, pass: &Pass, image: Image) -> Assembly {

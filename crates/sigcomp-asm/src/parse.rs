@@ -183,6 +183,38 @@ fn err(pos: Pos, kind: ErrorKind, message: impl Into<String>) -> AsmError {
     AsmError { line: pos.line, column: pos.col, kind, message: message.into() }
 }
 
+/// The number starting at `chars[i]` (decimal, or `0x` hexadecimal or
+/// `0b` binary, at most 2^32 − 1), and the index after it.
+fn lex_number(chars: &[char], i: usize, pos: Pos) -> Result<(i64, usize), AsmError> {
+    let (radix, digits_from) = match (chars[i], chars.get(i + 1)) {
+        ('0', Some('x')) => (16, i + 2),
+        ('0', Some('b')) => (2, i + 2),
+        _ => (10, i),
+    };
+    let mut j = digits_from;
+    while j < chars.len() && (chars[j].is_ascii_alphanumeric() || chars[j] == '_') {
+        j += 1;
+    }
+    let text: String = chars[digits_from..j].iter().collect();
+    let what = match radix {
+        16 => "hexadecimal",
+        2 => "binary",
+        _ => "decimal",
+    };
+    if text.is_empty() {
+        return Err(err(pos, ErrorKind::Syntax, format!("{what} number without digits")));
+    }
+    if let Some(bad) = text.chars().find(|ch| !ch.is_digit(radix)) {
+        return Err(err(pos, ErrorKind::Syntax, format!("invalid character '{bad}' in {what} number")));
+    }
+    let v = u64::from_str_radix(&text, radix)
+        .ok()
+        .and_then(|v| i64::try_from(v).ok())
+        .filter(|v| *v <= 0xFFFF_FFFF)
+        .ok_or_else(|| err(pos, ErrorKind::Syntax, "number too large"))?;
+    Ok((v, j))
+}
+
 fn lex(src: &str) -> Result<Vec<Token>, AsmError> {
     let chars: Vec<char> = src.chars().collect();
     let mut toks = Vec::new();
@@ -238,33 +270,8 @@ fn lex(src: &str) -> Result<Vec<Token>, AsmError> {
                 Tok::Op(if c == '<' { BinOp::Shl } else { BinOp::Shr })
             }
             '0'..='9' => {
-                let (radix, digits_from) = match (c, chars.get(i + 1)) {
-                    ('0', Some('x')) => (16, i + 2),
-                    ('0', Some('b')) => (2, i + 2),
-                    _ => (10, i),
-                };
-                let mut j = digits_from;
-                while j < chars.len() && (chars[j].is_ascii_alphanumeric() || chars[j] == '_') {
-                    j += 1;
-                }
-                let text: String = chars[digits_from..j].iter().collect();
-                let what = match radix {
-                    16 => "hexadecimal",
-                    2 => "binary",
-                    _ => "decimal",
-                };
-                if text.is_empty() {
-                    return Err(err(pos, ErrorKind::Syntax, format!("{what} number without digits")));
-                }
-                if let Some(bad) = text.chars().find(|ch| !ch.is_digit(radix)) {
-                    return Err(err(pos, ErrorKind::Syntax, format!("invalid character '{bad}' in {what} number")));
-                }
-                let v = u64::from_str_radix(&text, radix)
-                    .ok()
-                    .and_then(|v| i64::try_from(v).ok())
-                    .filter(|v| *v <= 0xFFFF_FFFF)
-                    .ok_or_else(|| err(pos, ErrorKind::Syntax, "number too large"))?;
-                i = j - 1;
+                let (v, end) = lex_number(&chars, i, pos)?;
+                i = end - 1;
                 Tok::Num(v)
             }
             'a'..='z' | '_' => {

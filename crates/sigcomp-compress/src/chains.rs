@@ -132,13 +132,13 @@ impl Default for MatchFinder {
 }
 
 impl Clone for MatchFinder {
-    /// A copy with room to grow ([`crate::lzss::with_room_to_grow`]); the
+    /// A copy with room to grow ([`crate::history::with_room_to_grow`]); the
     /// encoder's buffers are not copied.
     fn clone(&self) -> Self {
         MatchFinder {
-            data: crate::lzss::with_room_to_grow(&self.data, self.data.len()),
+            data: crate::history::with_room_to_grow(&self.data, self.data.len()),
             head: self.head.clone(),
-            prev: crate::lzss::with_room_to_grow(&self.prev, self.data.len()),
+            prev: crate::history::with_room_to_grow(&self.prev, self.data.len()),
             hashed: self.hashed,
             known: self.known.clone(),
             known_at: self.known_at,

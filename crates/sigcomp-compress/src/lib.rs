@@ -39,8 +39,11 @@ pub mod bytecode;
 #[cfg(any(feature = "deflate", feature = "lz77"))]
 pub mod chains;
 pub mod compressor;
+mod config;
 pub mod dictionary;
 pub mod endpoint;
+mod finder;
+mod history;
 pub mod lzss;
 mod peer_model;
 

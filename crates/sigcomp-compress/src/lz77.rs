@@ -77,20 +77,6 @@ pub fn encode_after(
     // run, `in_run` (with the length of that run, since a run of 128 needs
     // a new control byte).
     const INF: u32 = u32::MAX / 2;
-    #[derive(Clone, Copy)]
-    enum Step {
-        None,
-        /// A literal after the state `from_run` (true: inside a run) at i − 1.
-        Literal {
-            from_run: bool,
-        },
-        /// A match of `len` from `distance` after the cheaper state at i − len.
-        Copy {
-            len: u16,
-            distance: u16,
-            from_run: bool,
-        },
-    }
     let mut after_match = vec![(INF, Step::None); n + 1];
     let mut in_run = vec![(INF, Step::None, 0usize); n + 1];
     after_match[0].0 = 0;
@@ -155,10 +141,35 @@ pub fn encode_after(
     }
     finder.keep_scratch(scratch);
     // Walk back from the cheaper end state, then emit in order.
-    enum Token {
-        Literal,
-        Copy { len: usize, distance: usize },
-    }
+    let tokens = walk_back(&after_match, &in_run, n);
+    write_tokens(&tokens, message, out);
+}
+
+/// How the cheapest encoding of a message prefix ends.
+#[derive(Clone, Copy)]
+enum Step {
+    None,
+    /// A literal after the state `from_run` (true: inside a run) at i − 1.
+    Literal {
+        from_run: bool,
+    },
+    /// A match of `len` from `distance` after the cheaper state at i − len.
+    Copy {
+        len: u16,
+        distance: u16,
+        from_run: bool,
+    },
+}
+
+/// One token of the chosen encoding.
+enum Token {
+    Literal,
+    Copy { len: usize, distance: usize },
+}
+
+/// The tokens of the cheapest encoding of a message of `n` bytes, from
+/// the states of the shortest-path pass.
+fn walk_back(after_match: &[(u32, Step)], in_run: &[(u32, Step, usize)], n: usize) -> Vec<Token> {
     let mut tokens = Vec::with_capacity(n);
     let mut i = n;
     let mut in_a_run = in_run[n].0 < after_match[n].0;
@@ -178,7 +189,12 @@ pub fn encode_after(
         }
     }
     tokens.reverse();
+    tokens
+}
 
+/// Writes `tokens` of `message`: a copy as its length and distance, a run
+/// of up to 128 literals after its control byte.
+fn write_tokens(tokens: &[Token], message: &[u8], out: &mut Vec<u8>) {
     let mut pos = 0;
     let mut t = 0;
     while t < tokens.len() {
@@ -201,7 +217,7 @@ pub fn encode_after(
             }
         }
     }
-    debug_assert_eq!(pos, n);
+    debug_assert_eq!(pos, message.len());
 }
 
 /// The ranges of match ends that have begun, for the least key (cost,

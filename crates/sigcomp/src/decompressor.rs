@@ -9,11 +9,12 @@
 
 use sha1::{Digest, Sha1};
 
-use crate::dict;
+pub use crate::feedback::Feedback;
+use crate::feedback::{RequestedFeedback, ReturnedParameters};
 use crate::nack::{Failure, Nack, Reason};
 use crate::params::{ParamError, Params};
-use crate::state::{CompartmentId, CreateOutcome, Limits, StateHandler, StateId, UnpackCache};
-use crate::udvm::{DecodeCache, Machine, RequestedFeedback, ReturnedParameters, StateRequest};
+use crate::state::{CompartmentId, CreateOutcome, Limits, State, StateHandler, StateId, UnpackCache};
+use crate::udvm::{DecodeCache, Machine, StateRequest};
 use crate::wire::{destination_address, Body, Header};
 
 /// How the message arrived: it sets the UDVM memory size (RFC 3320 §7).
@@ -44,20 +45,6 @@ pub struct Decompressed {
     pub output_seen: bool,
     pub cycles: u64,
     pub pending: Pending,
-}
-
-/// Feedback a compartment has received, kept for the compressor that sends
-/// in the reverse direction (RFC 3320 §6.3).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Feedback {
-    /// Item to echo back to the peer in our next message's header.
-    pub requested_item: Option<Vec<u8>>,
-    pub no_state: bool,
-    pub no_local_states: bool,
-    /// The peer's parameters and locally available states.
-    pub peer_parameters: Option<ReturnedParameters>,
-    /// The last returned feedback item the peer sent us.
-    pub returned_item: Option<Vec<u8>>,
 }
 
 /// What accepting a message did.
@@ -120,8 +107,8 @@ impl Decompressor {
     /// presence (RFC 5112) dictionaries as locally available state.
     pub fn new(params: Params) -> Result<Decompressor, ParamError> {
         let mut d = Decompressor::bare(params)?;
-        d.states.add_local(dict::sip_sdp_state());
-        d.states.add_local(dict::presence_state());
+        d.states.add_local(State::sip_sdp_dictionary());
+        d.states.add_local(State::presence_dictionary());
         Ok(d)
     }
 

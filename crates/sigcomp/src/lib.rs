@@ -39,6 +39,9 @@
 
 pub mod decompressor;
 pub mod dict;
+pub mod error;
+pub mod feedback;
+mod keyed_hash;
 pub mod lookup_memo;
 pub mod nack;
 pub mod params;

@@ -30,7 +30,8 @@
 //! use a batch it was given, it gets no more for the rest of the message,
 //! so at most one batch per message is looked up for nothing.
 
-use crate::state::{LookupError, State, StateHandler};
+use crate::keyed_hash::{fold_multiply, random_seed};
+use crate::state::{LookupError, State, StateHandler, MAX_BATCH};
 
 /// Lookups remembered per message, at most: the distinct 6-byte
 /// identifiers 64 KiB of memory holds (10,922), rounded up. Past this a
@@ -44,6 +45,9 @@ const FIRST_SLOTS: usize = 256;
 /// Partial identifiers read ahead, at most, when a lookup is not
 /// remembered.
 pub const LOOKAHEAD: usize = 16;
+
+// The store looks up the one not remembered and those read ahead at once.
+const _: () = assert!(LOOKAHEAD < MAX_BATCH);
 
 /// Items stored below which nothing is read ahead: the store's index and
 /// items then stay in the caches, and decoding the STATE-ACCESSes ahead
@@ -154,21 +158,20 @@ pub struct LookupMemo<'a> {
 /// The store's answer, as a STATE-ACCESS uses it.
 #[inline]
 fn look_up_in<'a>(states: &'a StateHandler, id: &[u8; 20], len: usize) -> Result<Found<'a>, LookupError> {
-    states.lookup_padded(id, len).map(|state| Found {
-        state,
-        len: state.len(),
-        address: state.address,
-        instruction: state.instruction,
-        plain: state.plain_value(),
-    })
+    states.lookup_padded(id, len).map(Found::of)
 }
 
-/// The high and low halves of a 128-bit product, folded (as wyhash and
-/// foldhash mix).
-#[inline]
-fn fold_multiply(a: u64, b: u64) -> u64 {
-    let p = u128::from(a) * u128::from(b);
-    (p as u64) ^ ((p >> 64) as u64)
+impl<'a> Found<'a> {
+    #[inline]
+    fn of(state: &'a State) -> Found<'a> {
+        Found {
+            state,
+            len: state.len(),
+            address: state.address,
+            instruction: state.instruction,
+            plain: state.plain_value(),
+        }
+    }
 }
 
 impl<'a> LookupMemo<'a> {
@@ -231,32 +234,46 @@ impl<'a> LookupMemo<'a> {
         if self.batch.end > 0 && self.furthest + 1 < self.batch.end {
             self.no_lookahead = true;
         }
-        let found = look_up_in(states, id, len);
         if self.answers.len() >= MAX_REMEMBERED {
             self.next = self.answers.len();
+            return look_up_in(states, id, len);
+        }
+        if !self.takes_batches() || upcoming.n == 0 {
+            let found = look_up_in(states, id, len);
+            self.remember(Key::new(id, len), found);
+            self.given(self.answers.len() - 1);
             return found;
         }
+        // This one and those read ahead, with their misses overlapped.
+        let mut asked = [([0u8; 20], 0u8); MAX_BATCH];
+        asked[0] = (*id, len as u8);
+        for (slot, (id, len)) in asked[1..].iter_mut().zip(upcoming.iter()) {
+            *slot = (*id, len as u8);
+        }
+        let n = 1 + upcoming.n;
+        let mut answers = [Err(LookupError::NotFound); MAX_BATCH];
+        states.lookup_batch(&asked[..n], &mut answers[..n]);
+        let found = answers[0].map(Found::of);
         self.remember(Key::new(id, len), found);
         let at = self.answers.len() - 1;
-        if self.takes_batches() && upcoming.n > 0 {
-            // The store first, in a loop of its own: each lookup's misses
-            // do not wait on the last one's.
-            let mut ahead: [Result<Found<'a>, LookupError>; LOOKAHEAD] = [Err(LookupError::NotFound); LOOKAHEAD];
-            for (slot, (id, len)) in ahead.iter_mut().zip(upcoming.iter()) {
-                *slot = look_up_in(states, id, len);
+        let start = self.answers.len();
+        for ((id, len), answer) in asked[1..n].iter().zip(&answers[1..n]) {
+            let key = Key::new(id, usize::from(*len));
+            if self.answers.len() < MAX_REMEMBERED && self.position(&key).is_none() {
+                self.remember(key, answer.map(Found::of));
             }
-            let start = self.answers.len();
-            for (found, (id, len)) in ahead.into_iter().zip(upcoming.iter()) {
-                let key = Key::new(id, len);
-                if self.answers.len() < MAX_REMEMBERED && self.position(&key).is_none() {
-                    self.remember(key, found);
-                }
-            }
-            self.batch = start..self.answers.len();
         }
+        self.batch = start..self.answers.len();
+        self.given(at);
+        found
+    }
+
+    /// Notes that the answer at `at` was given: the next lookup tries the
+    /// one after it first.
+    #[inline]
+    fn given(&mut self, at: usize) {
         self.furthest = self.furthest.max(at);
         self.next = at + 1;
-        found
     }
 
     /// Where `key`'s answer is, if remembered.
@@ -303,9 +320,7 @@ impl<'a> LookupMemo<'a> {
     /// answer again.
     fn grow(&mut self) {
         if self.slots.is_empty() {
-            use std::hash::BuildHasher;
-            let random = std::collections::hash_map::RandomState::new();
-            self.seed = [random.hash_one(0u64), random.hash_one(1u64)];
+            self.seed = random_seed();
         }
         let n = (self.slots.len() * 2).max(FIRST_SLOTS);
         self.slots.clear();

@@ -6,338 +6,25 @@
 //! and an item is dropped when no compartment and no local owner holds it
 //! any more (RFC 3320 §6.2 step 4).
 
-use std::borrow::Cow;
+mod compartment;
+mod item;
+mod store;
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::fmt;
 use std::sync::Arc;
 
-use sha1::{Digest, Sha1};
+use crate::feedback::Feedback;
 
-use crate::decompressor::Feedback;
+pub use compartment::{Compartment, Entry};
+pub use item::{State, StateId, UnpackCache};
+pub use store::{LookupError, MAX_BATCH};
 
-/// A 20-byte state identifier (RFC 3320 §9.4.9).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StateId(pub [u8; 20]);
-
-impl StateId {
-    pub fn as_bytes(&self) -> &[u8; 20] {
-        &self.0
-    }
-
-    pub fn to_hex(&self) -> String {
-        let mut s = String::with_capacity(40);
-        for b in self.0 {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s
-    }
-
-    pub fn from_hex(s: &str) -> Option<StateId> {
-        if s.len() != 40 || !s.is_ascii() {
-            return None;
-        }
-        let mut id = [0u8; 20];
-        for (i, b) in id.iter_mut().enumerate() {
-            *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-        }
-        Some(StateId(id))
-    }
-
-    /// SHA-1 over state_length, state_address, state_instruction,
-    /// minimum_access_length and state_value (RFC 3320 §9.4.9).
-    pub fn compute(address: u16, instruction: u16, min_access_len: u16, value: &[u8]) -> StateId {
-        let mut h = Sha1::new();
-        let len = value.len() as u16;
-        let mut head = [0u8; 8];
-        head[0..2].copy_from_slice(&len.to_be_bytes());
-        head[2..4].copy_from_slice(&address.to_be_bytes());
-        head[4..6].copy_from_slice(&instruction.to_be_bytes());
-        head[6..8].copy_from_slice(&min_access_len.to_be_bytes());
-        h.update(head);
-        h.update(value);
-        StateId(h.finalize().into())
-    }
-}
-
-impl fmt::Debug for StateId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "StateId({})", self.to_hex())
-    }
-}
-
-impl fmt::Display for StateId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
-    }
-}
-
-/// An item of state (RFC 3320 §3.3.3).
-#[derive(Debug, Clone)]
-pub struct State {
-    pub id: StateId,
-    pub address: u16,
-    pub instruction: u16,
-    pub min_access_len: u16,
-    value: Value,
-}
-
-/// A state item's bytes. RFC 3320 says what a state holds, not how it is
-/// kept: an idle compartment's items are kept packed
-/// ([`StateHandler::pack_compartment`]) and read back on access.
-#[derive(Debug, Clone)]
-enum Value {
-    /// Shared between every compartment that holds the item.
-    Plain(Arc<[u8]>),
-    /// Bytes `offset..offset + len` of a pack's unpacked contents.
-    Packed { pack: Arc<Pack>, offset: u32, len: u32 },
-}
-
-/// Several items' values, concatenated and LZ4-compressed against the
-/// SIP/SDP dictionary (RFC 3485), which every SigComp endpoint for SIP
-/// holds and whose strings the values of SIP states are made of.
-#[derive(Debug)]
-struct Pack {
-    lz4: Box<[u8]>,
-    len: u32,
-    /// The items packed, in order ([`StateHandler::keep_unpacked`]).
-    ids: Box<[StateId]>,
-}
-
-impl Pack {
-    /// `None` if packing would not save at least an eighth, or (never seen;
-    /// a guard, so that [`Pack::unpack`] cannot fail later) if the packed
-    /// bytes do not unpack to `plain`.
-    fn new(plain: &[u8]) -> Option<Pack> {
-        let dict = crate::dict::sip_sdp_state();
-        let lz4 = lz4_flex::block::compress_with_dict(plain, dict.plain_bytes());
-        if lz4.len() > plain.len() - plain.len() / 8 {
-            return None;
-        }
-        let pack = Pack { lz4: lz4.into_boxed_slice(), len: u32::try_from(plain.len()).ok()?, ids: Box::new([]) };
-        (pack.unpack() == plain).then_some(pack)
-    }
-
-    fn unpack(&self) -> Vec<u8> {
-        let dict = crate::dict::sip_sdp_state();
-        // Checked against the plain bytes when packed (Pack::new), and the
-        // packed bytes never change afterwards: this cannot fail.
-        lz4_flex::block::decompress_with_dict(&self.lz4, self.len as usize, dict.plain_bytes()).unwrap_or_default()
-    }
-}
-
-/// The packs one decompression has unpacked ([`State::bytes_in`]). A
-/// STATE-ACCESS costs the UDVM 1 + length cycles (RFC 3320 §9.4.5), however
-/// large the state: without this, a message reading a byte of a packed item
-/// in a loop would cost an unpacking per cycle or two. Every pack read is
-/// unpacked once per message and kept until the message ends: at most the
-/// bytes those compartments' items took before they were packed.
-#[derive(Debug, Default)]
-pub struct UnpackCache {
-    /// By the pack's address (the `Arc<Pack>` kept beside, so it stays
-    /// valid while the cache lives).
-    packs: HashMap<usize, (Arc<Pack>, Arc<[u8]>)>,
-    unpacks: usize,
-}
-
-impl UnpackCache {
-    fn unpacked(&mut self, pack: &Arc<Pack>) -> Arc<[u8]> {
-        let key = Arc::as_ptr(pack) as usize;
-        if let Some((_, bytes)) = self.packs.get(&key) {
-            return bytes.clone();
-        }
-        let bytes: Arc<[u8]> = pack.unpack().into();
-        self.unpacks += 1;
-        self.packs.insert(key, (pack.clone(), bytes.clone()));
-        bytes
-    }
-
-    /// Packs unpacked so far.
-    pub fn unpacks(&self) -> usize {
-        self.unpacks
-    }
-}
-
-impl PartialEq for State {
-    fn eq(&self, other: &State) -> bool {
-        self.id == other.id && self.same_item(other)
-    }
-}
-
-impl Eq for State {}
-
-impl State {
-    pub fn new(address: u16, instruction: u16, min_access_len: u16, value: &[u8]) -> State {
-        State {
-            id: StateId::compute(address, instruction, min_access_len, value),
-            address,
-            instruction,
-            min_access_len,
-            value: Value::Plain(value.into()),
-        }
-    }
-
-    /// As [`State::new`], keeping `value` as the item's bytes instead of
-    /// a copy of them.
-    pub fn from_shared(address: u16, instruction: u16, min_access_len: u16, value: Arc<[u8]>) -> State {
-        State {
-            id: StateId::compute(address, instruction, min_access_len, &value),
-            address,
-            instruction,
-            min_access_len,
-            value: Value::Plain(value),
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        match &self.value {
-            Value::Plain(v) => v.len(),
-            Value::Packed { len, .. } => *len as usize,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The item's bytes: borrowed, or unpacked if the item is packed.
-    pub fn value(&self) -> Cow<'_, [u8]> {
-        match &self.value {
-            Value::Plain(v) => Cow::Borrowed(v),
-            Value::Packed { pack, offset, len } => {
-                let all = pack.unpack();
-                let (at, n) = (*offset as usize, *len as usize);
-                Cow::Owned(all.get(at..at + n).unwrap_or_default().to_vec())
-            }
-        }
-    }
-
-    /// The item's bytes as a shared buffer (the item's own, if not packed).
-    pub fn shared_value(&self) -> Arc<[u8]> {
-        match &self.value {
-            Value::Plain(v) => v.clone(),
-            Value::Packed { .. } => self.value().into(),
-        }
-    }
-
-    /// The item's bytes for a reader that may read packed items again and
-    /// again: the buffer holding them and the offset they start at (the
-    /// item's own buffer at 0 if plain; the unpacked pack, unpacked once
-    /// per `cache`, if packed). The buffer may hold more after the item:
-    /// read at most [`State::len`] bytes from the offset.
-    pub fn bytes_in(&self, cache: &mut UnpackCache) -> (Arc<[u8]>, usize) {
-        match &self.value {
-            Value::Plain(v) => (v.clone(), 0),
-            Value::Packed { pack, offset, .. } => (cache.unpacked(pack), *offset as usize),
-        }
-    }
-
-    /// Whether the item is kept packed ([`StateHandler::pack_compartment`]).
-    pub fn is_packed(&self) -> bool {
-        matches!(self.value, Value::Packed { .. })
-    }
-
-    /// The item's bytes if kept plain, borrowed.
-    pub fn plain_value(&self) -> Option<&[u8]> {
-        match &self.value {
-            Value::Plain(v) => Some(v),
-            Value::Packed { .. } => None,
-        }
-    }
-
-    /// The bytes of a state that is never packed (the dictionaries).
-    fn plain_bytes(&self) -> &[u8] {
-        match &self.value {
-            Value::Plain(v) => v,
-            Value::Packed { .. } => &[],
-        }
-    }
-
-    fn same_item(&self, other: &State) -> bool {
-        self.address == other.address
-            && self.instruction == other.instruction
-            && self.min_access_len == other.min_access_len
-            && self.value() == other.value()
-    }
-}
+use item::{held_bytes, Pack, Value};
+use store::{prefix_key, Items, Stored, PREFIX_LEN};
 
 /// An application's name for a compartment (RFC 3320 §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CompartmentId(pub u64);
-
-/// Why a partial identifier did not select a state item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LookupError {
-    NotFound,
-    NotUnique,
-    /// Found, but the item's minimum_access_length exceeds the identifier.
-    TooShortForAccess,
-}
-
-#[derive(Debug)]
-struct Stored {
-    state: State,
-    /// Compartments holding this item (local items are never dropped).
-    holders: u32,
-    local: bool,
-}
-
-/// One compartment's entry for a state item it created.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
-    pub id: StateId,
-    pub priority: u16,
-    /// Creation order: lower was created earlier.
-    pub order: u64,
-    pub cost: u32,
-}
-
-/// What is remembered per compartment (RFC 3320 §6.2, §6.3).
-#[derive(Debug, Clone, Default)]
-pub struct Compartment {
-    pub sms: u32,
-    pub used: u32,
-    pub entries: Vec<Entry>,
-    /// Feedback received under this compartment
-    /// ([`crate::Decompressor::feedback`]): it goes with the compartment.
-    /// Boxed: most compartments of a compressor's model of its peer never
-    /// hold any, and a compartment is a slot of the handler's table.
-    pub(crate) feedback: Option<Box<Feedback>>,
-    /// When the compartment was last used: its key in
-    /// [`StateHandler`]'s least-recently-used order.
-    last_used: u64,
-    /// Indexes of the entries, kept only while there are more than
-    /// [`SCAN_ENTRIES`]: below that a scan costs no more than a lookup,
-    /// and an idle SIP compartment (a handful of entries) would otherwise
-    /// carry a hash table and a B-tree node, more than half a kilobyte.
-    index: Option<Box<EntryIndex>>,
-}
-
-/// Entries a compartment scans for an item or its eviction victim; past
-/// this many it indexes them ([`EntryIndex`]), so that the cost of a
-/// creation, refresh or free stays flat however many small items a peer
-/// creates: RFC 3320 §9.4.6 and §9.4.7 charge such a request the same few
-/// cycles whatever the compartment holds.
-const SCAN_ENTRIES: usize = 16;
-
-/// A compartment's entries indexed.
-#[derive(Debug, Clone, Default)]
-struct EntryIndex {
-    /// Position in `entries` of each item: a creation finds an item it
-    /// refreshes, and a free request the items it names, without a scan.
-    positions: HashMap<StateId, usize>,
-    /// The entries in retention order ([`Compartment::eviction_victim`]):
-    /// (priority + 1 mod 2^16, order), unique since orders are.
-    retention: BTreeMap<(u16, u64), StateId>,
-}
-
-impl EntryIndex {
-    fn of(entries: &[Entry]) -> EntryIndex {
-        EntryIndex {
-            positions: entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect(),
-            retention: entries.iter().map(|e| (Compartment::retention_key(e), e.id)).collect(),
-        }
-    }
-}
 
 /// Bounds on what all compartments together may hold; past them the
 /// least recently used compartments are closed (RFC 3320 §4.1 and
@@ -393,80 +80,6 @@ pub const STATE_OVERHEAD_BYTES: usize = 400;
 /// Evicted compartments kept for [`StateHandler::take_evicted`]; an
 /// application that never takes them loses the oldest past this many.
 pub const MAX_UNTAKEN_EVICTIONS: usize = 65_536;
-
-impl Compartment {
-    /// RFC 3320 §6.2 step 5 with RFC 4896 §5.1: 65535 < 0 < 1 < … < 65534,
-    /// and among equals the oldest goes first. `spare` is never chosen.
-    fn eviction_victim(&self, spare: Option<StateId>) -> Option<usize> {
-        match &self.index {
-            Some(index) => {
-                let id = index.retention.values().find(|id| Some(**id) != spare)?;
-                index.positions.get(id).copied()
-            }
-            None => self
-                .entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| Some(e.id) != spare)
-                .min_by_key(|(_, e)| Compartment::retention_key(e))
-                .map(|(i, _)| i),
-        }
-    }
-
-    fn retention_key(e: &Entry) -> (u16, u64) {
-        (e.priority.wrapping_add(1), e.order)
-    }
-
-    fn position(&self, id: &StateId) -> Option<usize> {
-        match &self.index {
-            Some(index) => index.positions.get(id).copied(),
-            None => self.entries.iter().position(|e| e.id == *id),
-        }
-    }
-
-    fn push(&mut self, e: Entry) {
-        if let Some(index) = &mut self.index {
-            index.positions.insert(e.id, self.entries.len());
-            index.retention.insert(Compartment::retention_key(&e), e.id);
-        }
-        self.entries.push(e);
-        self.used += e.cost;
-        if self.index.is_none() && self.entries.len() > SCAN_ENTRIES {
-            self.index = Some(Box::new(EntryIndex::of(&self.entries)));
-        }
-    }
-
-    /// Removes the entry at `i` (the last entry takes its place).
-    fn remove(&mut self, i: usize) -> Entry {
-        let e = self.entries.swap_remove(i);
-        self.used -= e.cost;
-        let Some(index) = &mut self.index else { return e };
-        // Dropped at half the threshold, not at it: a peer hovering around
-        // the threshold cannot make every request rebuild the index.
-        if self.entries.len() <= SCAN_ENTRIES / 2 {
-            self.index = None;
-            return e;
-        }
-        index.positions.remove(&e.id);
-        if let Some(moved) = self.entries.get(i) {
-            index.positions.insert(moved.id, i);
-        }
-        index.retention.remove(&Compartment::retention_key(&e));
-        e
-    }
-
-    /// RFC 4896 §5.2 and §6: a new priority and age for the entry at `i`.
-    fn refresh(&mut self, i: usize, priority: u16, order: u64) {
-        let Some(e) = self.entries.get_mut(i) else { return };
-        let old = Compartment::retention_key(e);
-        e.priority = priority;
-        e.order = order;
-        if let Some(index) = &mut self.index {
-            index.retention.remove(&old);
-            index.retention.insert(Compartment::retention_key(e), e.id);
-        }
-    }
-}
 
 /// Outcome of one state creation request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -590,7 +203,7 @@ impl StateHandler {
     fn open(&mut self, id: CompartmentId) -> &mut Compartment {
         self.mark_used(id);
         let default_sms = self.default_sms;
-        self.compartments.entry(id).or_insert_with(|| Compartment { sms: default_sms, ..Compartment::default() })
+        self.compartments.entry(id).or_insert_with(|| Compartment::new(default_sms, 0))
     }
 
     /// [`StateHandler::open`] without the compartment: an open one is
@@ -615,7 +228,7 @@ impl StateHandler {
             }
         }
         self.lru.insert(now, id);
-        let c = Compartment { sms: self.default_sms, last_used: now, ..Compartment::default() };
+        let c = Compartment::new(self.default_sms, now);
         self.compartments.insert(id, c);
     }
 
@@ -775,8 +388,7 @@ impl StateHandler {
         // those.
         let partial = &partial[..partial.len().min(20)];
         if partial.len() < PREFIX_LEN {
-            let state = unique(self.items.values().filter(|s| s.state.id.0.starts_with(partial)))?;
-            return access_length_checked(state, partial.len());
+            return self.items.lookup_short(partial);
         }
         let mut padded = [0u8; 20];
         padded[..partial.len()].copy_from_slice(partial);
@@ -786,12 +398,17 @@ impl StateHandler {
     /// [`StateHandler::lookup`] of the first `len` bytes of `id` (6 to 20;
     /// the bytes after them are zero), as the UDVM's STATE-ACCESS holds
     /// them: no copy of its own.
+    #[inline]
     pub fn lookup_padded(&self, id: &[u8; 20], len: usize) -> Result<&State, LookupError> {
-        let wanted = IdPrefix::new(id, len);
-        // Nearly every key has one item (its 48 bits are shared by chance
-        // once in 2^24 pairs).
-        let state = unique(self.items.with_key(prefix_key(id)).filter(|s| wanted.begins(&s.state.id)))?;
-        access_length_checked(state, len)
+        self.items.lookup_padded(id, len)
+    }
+
+    /// [`StateHandler::lookup_padded`] of each of `ids` (each padded, with
+    /// its length; at most [`MAX_BATCH`]) into `found`, with their cache
+    /// misses overlapped: the same answers, sooner when the store is too
+    /// large for the caches.
+    pub fn lookup_batch<'s>(&'s self, ids: &[([u8; 20], u8)], found: &mut [Result<&'s State, LookupError>]) {
+        self.items.lookup_batch(ids, found);
     }
 
     pub fn compartment(&self, id: CompartmentId) -> Option<&Compartment> {
@@ -1022,273 +639,6 @@ fn only(mut matches: impl Iterator<Item = StateId>) -> Option<StateId> {
     matches.next().is_none().then_some(id)
 }
 
-/// Bytes `values` take in memory: plain ones at their length, each pack
-/// once at its packed length.
-fn held_bytes<'a>(values: impl Iterator<Item = &'a Value>) -> usize {
-    let mut packs: std::collections::HashSet<*const Pack> = std::collections::HashSet::new();
-    let mut total = 0;
-    for v in values {
-        match v {
-            Value::Plain(v) => total += v.len(),
-            Value::Packed { pack, .. } => {
-                if packs.insert(Arc::as_ptr(pack)) {
-                    total += pack.lz4.len();
-                }
-            }
-        }
-    }
-    total
-}
-
-/// A partial identifier of 6 to 20 bytes, zero-padded to 20 and held as
-/// two words with a mask of its length, so that testing an identifier
-/// is a few word operations rather than a byte loop or a call: a
-/// STATE-ACCESS of an empty state is charged one cycle (RFC 3320 §9.4.5),
-/// so the lookup is most of that cycle's cost.
-struct IdPrefix {
-    low: u128,
-    high: u32,
-    low_mask: u128,
-    high_mask: u32,
-}
-
-impl IdPrefix {
-    /// The first `len` bytes of `padded` (6 to 20; the rest are zero).
-    #[inline]
-    fn new(padded: &[u8; 20], len: usize) -> IdPrefix {
-        let (low, high) = id_words(padded);
-        let low_mask = if len >= 16 { u128::MAX } else { (1u128 << (8 * len)) - 1 };
-        let high_mask = if len >= 20 { u32::MAX } else { (1u32 << (8 * len.saturating_sub(16))) - 1 };
-        IdPrefix { low, high, low_mask, high_mask }
-    }
-
-    /// Whether `id` begins with this partial identifier.
-    #[inline]
-    fn begins(&self, id: &StateId) -> bool {
-        let (low, high) = id_words(&id.0);
-        (low & self.low_mask) == self.low && (high & self.high_mask) == self.high
-    }
-}
-
-/// `state`, if a partial identifier of `len` bytes may access it
-/// (RFC 3320 §6.2: minimum_access_length).
-fn access_length_checked(state: &State, len: usize) -> Result<&State, LookupError> {
-    if usize::from(state.min_access_len) > len {
-        return Err(LookupError::TooShortForAccess);
-    }
-    Ok(state)
-}
-
-/// An identifier's bytes as two little-endian words.
-#[inline]
-fn id_words(id: &[u8; 20]) -> (u128, u32) {
-    let mut low = [0u8; 16];
-    low.copy_from_slice(&id[..16]);
-    let mut high = [0u8; 4];
-    high.copy_from_slice(&id[16..]);
-    (u128::from_le_bytes(low), u32::from_le_bytes(high))
-}
-
-/// The one item of `matches`, if there is exactly one.
-fn unique<'s>(mut matches: impl Iterator<Item = &'s Stored>) -> Result<&'s State, LookupError> {
-    let first = matches.next().ok_or(LookupError::NotFound)?;
-    if matches.next().is_some() {
-        return Err(LookupError::NotUnique);
-    }
-    Ok(&first.state)
-}
-
-/// Bytes of an identifier the items are indexed by: the shortest partial
-/// identifier RFC 3320 §7.2 and §9.4.5 allow.
-const PREFIX_LEN: usize = 6;
-
-/// The stored items, by the first [`PREFIX_LEN`] bytes of their
-/// identifier: a lookup by a partial identifier hashes those and compares
-/// the few items sharing them (identifiers are SHA-1 digests: two items
-/// share 48 bits by chance once in 2^24 pairs).
-///
-/// Each item has a slot of its own in `slots`, and the index holds slot
-/// numbers, 16 bytes an item: with a million items the index fits the
-/// last-level cache, and a lookup that must go to main memory misses
-/// once, on the item itself (the items in the index's own table took 80
-/// bytes each, and a lookup missed on the table and then on the item's
-/// slot in it).
-#[derive(Debug, Default)]
-struct Items {
-    /// Every item; a freed slot is reused.
-    slots: Vec<Option<Stored>>,
-    free: Vec<u32>,
-    /// Index key → the slot of its one item, or ([`SHARED`] set) which
-    /// list of `shared` holds the slots of its several.
-    index: HashMap<u64, u32, PrefixHash>,
-    shared: Vec<Vec<u32>>,
-    shared_free: Vec<u32>,
-}
-
-/// Marks an index entry naming a list of slots rather than one slot.
-const SHARED: u32 = 1 << 31;
-
-/// The index key of an identifier of at least [`PREFIX_LEN`] bytes.
-fn prefix_key(id: &[u8]) -> u64 {
-    id[..PREFIX_LEN].iter().fold(0u64, |k, &b| (k << 8) | u64::from(b))
-}
-
-impl Items {
-    fn stored(&self, slot: u32) -> Option<&Stored> {
-        self.slots.get(slot as usize)?.as_ref()
-    }
-
-    /// The slots of the items whose identifiers begin with the index key
-    /// `key`.
-    #[inline]
-    fn slots_of(&self, key: u64) -> &[u32] {
-        match self.index.get_key_value(&key) {
-            None => &[],
-            Some((_, e)) if e & SHARED == 0 => std::slice::from_ref(e),
-            Some((_, e)) => self.shared.get((e & !SHARED) as usize).map_or(&[], Vec::as_slice),
-        }
-    }
-
-    /// The items whose identifiers begin with the index key `key`.
-    #[inline]
-    fn with_key(&self, key: u64) -> impl Iterator<Item = &Stored> {
-        self.slots_of(key).iter().filter_map(|&i| self.stored(i))
-    }
-
-    /// The slot of the item `id`.
-    fn slot_of(&self, id: &StateId) -> Option<u32> {
-        self.slots_of(prefix_key(&id.0)).iter().copied().find(|&i| self.stored(i).is_some_and(|s| s.state.id == *id))
-    }
-
-    fn get(&self, id: &StateId) -> Option<&Stored> {
-        self.stored(self.slot_of(id)?)
-    }
-
-    fn get_mut(&mut self, id: &StateId) -> Option<&mut Stored> {
-        let i = self.slot_of(id)?;
-        self.slots.get_mut(i as usize)?.as_mut()
-    }
-
-    /// Adds an item whose identifier is not stored yet.
-    fn insert(&mut self, stored: Stored) {
-        let key = prefix_key(&stored.state.id.0);
-        let slot = match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize] = Some(stored);
-                i
-            }
-            None => {
-                self.slots.push(Some(stored));
-                (self.slots.len() - 1) as u32
-            }
-        };
-        match self.index.entry(key) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(slot);
-            }
-            std::collections::hash_map::Entry::Occupied(mut o) => {
-                let e = *o.get();
-                if e & SHARED != 0 {
-                    if let Some(list) = self.shared.get_mut((e & !SHARED) as usize) {
-                        list.push(slot);
-                    }
-                } else {
-                    let list = vec![e, slot];
-                    let at = match self.shared_free.pop() {
-                        Some(at) => {
-                            self.shared[at as usize] = list;
-                            at
-                        }
-                        None => {
-                            self.shared.push(list);
-                            (self.shared.len() - 1) as u32
-                        }
-                    };
-                    *o.get_mut() = SHARED | at;
-                }
-            }
-        }
-    }
-
-    fn remove(&mut self, id: &StateId) {
-        let key = prefix_key(&id.0);
-        let Some(slot) = self.slot_of(id) else { return };
-        let Some(&e) = self.index.get(&key) else { return };
-        if e & SHARED == 0 {
-            self.index.remove(&key);
-        } else {
-            let at = (e & !SHARED) as usize;
-            let Some(list) = self.shared.get_mut(at) else { return };
-            list.retain(|&i| i != slot);
-            if let [last] = list.as_slice() {
-                let last = *last;
-                self.shared[at] = Vec::new();
-                self.shared_free.push(at as u32);
-                self.index.insert(key, last);
-            }
-        }
-        self.slots[slot as usize] = None;
-        self.free.push(slot);
-    }
-
-    fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
-    }
-
-    fn values(&self) -> impl Iterator<Item = &Stored> {
-        self.slots.iter().flatten()
-    }
-}
-
-/// Hashes an index key with a random key of its own: a folded 128-bit
-/// multiply (as wyhash and foldhash do), which spreads every key bit over
-/// the low bits the table uses. The keys are digests of state a peer
-/// chose; without the random key a peer could grind states into one
-/// bucket.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PrefixHash {
-    k0: u64,
-    k1: u64,
-}
-
-impl Default for PrefixHash {
-    fn default() -> Self {
-        use std::hash::BuildHasher;
-        let random = std::collections::hash_map::RandomState::new();
-        PrefixHash { k0: random.hash_one(0u64), k1: random.hash_one(1u64) | 1 }
-    }
-}
-
-impl std::hash::BuildHasher for PrefixHash {
-    type Hasher = PrefixHasher;
-    fn build_hasher(&self) -> PrefixHasher {
-        PrefixHasher { key: *self, value: 0 }
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct PrefixHasher {
-    key: PrefixHash,
-    value: u64,
-}
-
-impl std::hash::Hasher for PrefixHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.value = self.value.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.value ^= v;
-    }
-
-    fn finish(&self) -> u64 {
-        let p = u128::from(self.value ^ self.key.k0) * u128::from(self.key.k1);
-        (p as u64) ^ ((p >> 64) as u64)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1299,7 +649,7 @@ mod tests {
     #[test]
     fn an_idle_compartments_items_are_packed_and_read_back_unchanged() {
         let mut h = StateHandler::new(8192);
-        let dict = crate::dict::sip_sdp_state();
+        let dict = State::sip_sdp_dictionary();
         h.add_local(dict.clone());
         let sip = |n: usize| -> Vec<u8> {
             (0..n)
@@ -1435,30 +785,6 @@ mod tests {
     }
 
     #[test]
-    fn a_lookup_compares_a_bucket_not_the_store() {
-        // The cost of STATE-ACCESS must not grow with the states stored
-        // (RFC 3320 §9.4.5 charges 1 + length cycles): with 10,000 items a
-        // lookup by a 6-byte identifier compares only the items of its
-        // bucket, and a bucket holds items sharing 48 bits of a digest.
-        let mut h = StateHandler::new(8192);
-        let ids: Vec<StateId> = (0u32..10_000)
-            .map(|i| {
-                let s = State::new(0, 0, 6, &i.to_be_bytes());
-                let id = s.id;
-                h.add_local(s);
-                id
-            })
-            .collect();
-        assert_eq!(h.item_count(), 10_000);
-        let largest = h.items.index.keys().map(|&k| h.items.slots_of(k).len()).max().unwrap();
-        assert!(largest <= 2, "a bucket of {largest} items");
-        for id in &ids {
-            assert_eq!(h.items.with_key(prefix_key(&id.0[..6])).count(), 1);
-            assert_eq!(h.lookup(&id.0[..6]).unwrap().id, *id);
-        }
-    }
-
-    #[test]
     fn lookup_tells_items_sharing_the_indexed_prefix_apart() {
         let mut h = StateHandler::new(8192);
         let with_id = |id: [u8; 20], value: &[u8]| {
@@ -1493,40 +819,6 @@ mod tests {
         h.close_compartment(A);
         assert_eq!(h.lookup(&id.0[..6]), Err(LookupError::NotFound));
         assert_eq!(h.item_count(), 2);
-    }
-
-    /// The indexes of a compartment agree with its entries, and the
-    /// indexed retention order is RFC 3320 §6.2 step 5's.
-    fn check_indexes(c: &Compartment) {
-        match &c.index {
-            None => assert!(c.entries.len() <= SCAN_ENTRIES),
-            Some(index) => {
-                assert!(c.entries.len() > SCAN_ENTRIES / 2);
-                assert_eq!(index.positions.len(), c.entries.len());
-                assert_eq!(index.retention.len(), c.entries.len());
-                for (i, e) in c.entries.iter().enumerate() {
-                    assert_eq!(index.positions.get(&e.id), Some(&i));
-                    assert_eq!(index.retention.get(&Compartment::retention_key(e)), Some(&e.id));
-                }
-            }
-        }
-        assert_eq!(c.used, c.entries.iter().map(|e| e.cost).sum::<u32>());
-        for (i, e) in c.entries.iter().enumerate() {
-            assert_eq!(c.position(&e.id), Some(i));
-        }
-        let naive =
-            c.entries.iter().enumerate().min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order)).map(|(i, _)| i);
-        assert_eq!(c.eviction_victim(None), naive);
-        if let Some(first) = naive.map(|i| c.entries[i].id) {
-            let without = c
-                .entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.id != first)
-                .min_by_key(|(_, e)| (e.priority.wrapping_add(1), e.order))
-                .map(|(i, _)| i);
-            assert_eq!(c.eviction_victim(Some(first)), without);
-        }
     }
 
     /// Random creations, refreshes, frees and SMS changes in three
@@ -1568,8 +860,8 @@ mod tests {
                 }
             }
             for k in h.compartments.values() {
-                check_indexes(k);
-                if k.index.is_some() {
+                k.check_indexes();
+                if k.is_indexed() {
                     indexed += 1;
                 } else {
                     scanned += 1;
@@ -1589,43 +881,6 @@ mod tests {
         // under the threshold after an SMS shrinks.
         let (scanned, indexed) = random_requests(40);
         assert!(scanned > 0 && indexed > 0, "{scanned} {indexed}");
-    }
-
-    #[test]
-    fn items_sharing_an_index_key_are_kept_apart() {
-        let mut items = Items::default();
-        let stored = |last: u8| {
-            let mut state = State::new(0, 0, 6, &[last]);
-            state.id = StateId([9; 20]);
-            state.id.0[19] = last;
-            Stored { state, holders: 1, local: false }
-        };
-        for last in 0..4 {
-            items.insert(stored(last));
-        }
-        assert_eq!(items.len(), 4);
-        assert_eq!(items.with_key(prefix_key(&[9; 6])).count(), 4);
-        for last in [2, 0, 3] {
-            let mut id = StateId([9; 20]);
-            id.0[19] = last;
-            assert!(items.get(&id).is_some());
-            items.remove(&id);
-            assert!(items.get(&id).is_none());
-        }
-        let mut left = StateId([9; 20]);
-        left.0[19] = 1;
-        // One item left: the index names its slot again, not a list.
-        assert_eq!(items.index.len(), 1);
-        let e = *items.index.values().next().unwrap();
-        assert_eq!(e & SHARED, 0);
-        assert_eq!(items.stored(e).map(|s| s.state.id), Some(left));
-        items.remove(&left);
-        assert_eq!((items.len(), items.index.len(), items.values().count()), (0, 0, 0));
-        // Freed slots and lists are reused.
-        for last in 0..4 {
-            items.insert(stored(last));
-        }
-        assert_eq!((items.slots.len(), items.shared.len()), (4, 1));
     }
 
     #[test]

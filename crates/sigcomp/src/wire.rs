@@ -2,7 +2,7 @@
 //! marking of stream transports (RFC 3320 §4.2.2). Parsing and emitting
 //! only; no behaviour.
 
-use crate::nack::{Failure, Reason};
+use crate::error::{Failure, Reason};
 
 /// The variable part of a SigComp header after the returned feedback item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,11 @@
 //! Reading the UDP and TCP packets of a capture (pcap or pcapng), over
 //! IPv4 or IPv6.
 //!
-//! `rohc_tcp::capture::read_capture` keeps TCP packets only (what TAROC
+//! `taroc::capture::read_capture` keeps TCP packets only (what TAROC
 //! compresses); SIP also runs over UDP, so this reader keeps every UDP and
 //! TCP packet and, for TCP/IPv4 ones, the whole IPv4 packet for TAROC. The
 //! file walk and the link layers are shared with it
-//! (`rohc_tcp::capture::read_frames` and `ip_of`).
+//! (`taroc::capture::read_frames` and `ip_of`).
 //!
 //! Link types read: Ethernet (with 802.1Q/802.1ad tags), Linux cooked
 //! capture v1 and v2 (`tshark -i any`), raw IP (DLT_RAW, LINKTYPE_IPV4,
@@ -19,12 +19,12 @@ use std::time::Duration;
 
 use etherparse::{NetSlice, SlicedPacket, TransportSlice};
 use pcap_file::DataLink;
-use rohc_tcp::capture::{ip_of, read_frames, CaptureFormat, UnsupportedLink};
 use serde::Serialize;
+use taroc::capture::{ip_of, read_frames, CaptureFormat, UnsupportedLink};
 
 /// Why bytes are not a readable capture: the container walk is
-/// `rohc_tcp::capture`'s, which both readers share.
-pub use rohc_tcp::capture::CaptureError;
+/// `taroc::capture`'s, which both readers share.
+pub use taroc::capture::CaptureError;
 
 /// UDP or TCP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -211,7 +211,7 @@ impl Capture {
                 // Ethernet's 60-octet minimum pads short frames: cut at the
                 // IPv4 total length.
                 let mut packet = ip[..ip_total].to_vec();
-                if !rohc_tcp::checksums_ok(&packet) && rohc_tcp::fix_checksums(&mut packet).is_ok() {
+                if !taroc::checksums_ok(&packet) && taroc::fix_checksums(&mut packet).is_ok() {
                     self.checksums_fixed += 1;
                 }
                 Some(packet)

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use sigcomp::{CompartmentId, Params, State, Transport};
-use sigcomp_compress::{Config, Endpoint, EndpointConfig, Received};
+use sigcomp_compress::{Config, Endpoint, EndpointConfig, EndpointError, Received};
 
 /// The one compartment each receiving side keeps for its peer: a flow is
 /// one pair of endpoints.
@@ -61,9 +61,9 @@ pub struct FlowDecoder {
 impl FlowDecoder {
     /// Decoders offering `params` (what the receiving endpoints offered;
     /// a larger state memory than theirs only keeps more states).
-    pub fn new(params: Params, transport: Transport) -> Result<FlowDecoder, String> {
+    pub fn new(params: Params, transport: Transport) -> Result<FlowDecoder, EndpointError> {
         let config = EndpointConfig::new(params, params, Config { transport, ..Config::default() });
-        let mk = || Endpoint::new(config).map_err(|e| e.to_string());
+        let mk = || Endpoint::new(config);
         Ok(FlowDecoder { receivers: [mk()?, mk()?], transport, now: Instant::now(), counts: DecodeCounts::default() })
     }
 

@@ -122,7 +122,7 @@ pub fn take_apart(
     b: SocketAddr,
     segments: Vec<Segment>,
     decoder_params: sigcomp::Params,
-) -> Result<Flow, String> {
+) -> Result<Flow, sigcomp_compress::EndpointError> {
     let transport = match protocol {
         Protocol::Udp => Transport::Message,
         Protocol::Tcp => Transport::Stream,

@@ -51,8 +51,8 @@ use sigcomp_compress::Config;
 use sigkit_eval::ran::{one_way_delay, per_message_delays};
 use sigkit_sip::Message;
 
+pub use ::taroc::Mode as TarocMode;
 pub use capture::{read_capture, Capture, CaptureError, Protocol, Segment};
-pub use rohc_tcp::Mode as TarocMode;
 pub use simulate::Variant;
 
 /// The link rates of the report, kbit/s: the low end of a UMTS signalling
@@ -82,7 +82,7 @@ pub struct Options {
     /// What the decompressors decoding the capture's own SigComp offer.
     pub decoder_params: Params,
     pub taroc_mode: TarocMode,
-    /// TAROC with cross-direction inference (rohc-tcp's O-mode extension).
+    /// TAROC with cross-direction inference (taroc's O-mode extension).
     pub taroc_infer: bool,
     /// SIP flows reported at most; later flows are counted, not analysed.
     pub max_flows: usize,
@@ -247,7 +247,7 @@ pub enum AnalyzeError {
     #[error(transparent)]
     Capture(#[from] CaptureError),
     #[error("SigComp endpoint set-up: {0}")]
-    Endpoint(String),
+    Endpoint(#[from] sigcomp_compress::EndpointError),
 }
 
 /// Analyses the capture held in `data`.
@@ -271,8 +271,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
             flows_not_analysed += 1;
             continue;
         }
-        let mut flow =
-            flows::take_apart(protocol, a, b, segments, options.decoder_params).map_err(AnalyzeError::Endpoint)?;
+        let mut flow = flows::take_apart(protocol, a, b, segments, options.decoder_params)?;
         if !flow.is_sip() {
             other_flows += 1;
             continue;
@@ -314,6 +313,28 @@ fn summarize(sip: &[u8]) -> (String, Option<String>) {
         _ => "?".into(),
     };
     (summary, call_id)
+}
+
+/// The one-way delay of messages of `sizes` at each of the RAN rates, and
+/// the improvement over the baseline's `base_sizes`.
+fn ran_points(sizes: &[usize], base_sizes: &[usize], options: &Options) -> Vec<RanPoint> {
+    options
+        .rates_kbps
+        .iter()
+        .map(|&kbps| {
+            let delay_s = one_way_delay(sizes, kbps, options.rtt);
+            let baseline_delay_s = one_way_delay(base_sizes, kbps, options.rtt);
+            let improvement_s = baseline_delay_s - delay_s;
+            RanPoint {
+                kbps,
+                delay_s,
+                baseline_delay_s,
+                improvement_s,
+                improvement_pct: if baseline_delay_s > 0.0 { improvement_s / baseline_delay_s * 100.0 } else { 0.0 },
+                message_delays_s: per_message_delays(sizes, kbps, options.rtt),
+            }
+        })
+        .collect()
 }
 
 /// A variant before its RAN delays: name, headers counted, baseline name,
@@ -369,8 +390,7 @@ fn report_flow(id: usize, flow: &flows::Flow, start: Duration, options: &Options
     let inputs: Vec<(usize, &[u8])> = flow.messages.iter().map(|m| (m.direction, m.sip.as_slice())).collect();
     let mut simulated = Vec::new();
     for v in &options.variants {
-        let s = simulate::simulate(&inputs, *v, transport, options.params, options.compressor)
-            .map_err(AnalyzeError::Endpoint)?;
+        let s = simulate::simulate(&inputs, *v, transport, options.params, options.compressor)?;
         variants.push((v.name(), "none", "sip", s.sizes.clone(), s.sent_plain, s.first_failure.clone()));
         simulated.push((v.name(), s));
     }
@@ -401,27 +421,7 @@ fn report_flow(id: usize, flow: &flows::Flow, start: Duration, options: &Options
             let base_sizes = by_name.iter().find(|(n, _)| n == baseline).map_or(&sip_sizes, |(_, s)| s);
             let bytes: usize = sizes.iter().sum();
             let base_bytes: usize = base_sizes.iter().sum();
-            let ran = options
-                .rates_kbps
-                .iter()
-                .map(|&kbps| {
-                    let delay_s = one_way_delay(&sizes, kbps, options.rtt);
-                    let baseline_delay_s = one_way_delay(base_sizes, kbps, options.rtt);
-                    let improvement_s = baseline_delay_s - delay_s;
-                    RanPoint {
-                        kbps,
-                        delay_s,
-                        baseline_delay_s,
-                        improvement_s,
-                        improvement_pct: if baseline_delay_s > 0.0 {
-                            improvement_s / baseline_delay_s * 100.0
-                        } else {
-                            0.0
-                        },
-                        message_delays_s: per_message_delays(&sizes, kbps, options.rtt),
-                    }
-                })
-                .collect();
+            let ran = ran_points(&sizes, base_sizes, options);
             VariantReport {
                 name,
                 headers,

@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde::Serialize;
 use sigcomp::wire::{frame_for_stream, Deframer, Frame};
 use sigcomp::{CompartmentId, Params, Transport};
-use sigcomp_compress::{Algorithm, Config, Endpoint, EndpointConfig, Mechanism, Received};
+use sigcomp_compress::{Algorithm, Config, Endpoint, EndpointConfig, EndpointError, Mechanism, Received};
 
 const PEER: CompartmentId = CompartmentId(1);
 
@@ -60,9 +60,9 @@ pub fn simulate(
     transport: Transport,
     params: Params,
     base: Config,
-) -> Result<Simulated, String> {
+) -> Result<Simulated, EndpointError> {
     let config = Config { mechanism: variant.mechanism, algorithm: variant.algorithm, transport, ..base };
-    let mk = || Endpoint::new(EndpointConfig::new(params, params, config)).map_err(|e| e.to_string());
+    let mk = || Endpoint::new(EndpointConfig::new(params, params, config));
     let mut ends = [mk()?, mk()?];
     let stream = transport == Transport::Stream;
     let mut deframers = [Deframer::new(1 << 20), Deframer::new(1 << 20)];

@@ -1,8 +1,8 @@
-//! TAROC (draft-ietf-rohc-tcp-taroc-04, the `rohc-tcp` crate) over a TCP
+//! TAROC (draft-ietf-rohc-tcp-taroc-04, the `taroc` crate) over a TCP
 //! flow's packets, without link faults: the header bytes each packet
 //! would have taken.
 //!
-//! `rohc_tcp::replay::replay` gives a flow's totals; the per-message RAN
+//! `taroc::replay::replay` gives a flow's totals; the per-message RAN
 //! delay needs each packet's compressed header size, so the packets also
 //! run here through the same scheme pair one by one, each direction with
 //! its own compressor and decompressor and the decompressor's feedback
@@ -11,9 +11,9 @@
 //! telling each other what crossed. The two totals agree (a test checks
 //! it).
 
-use rohc_tcp::replay::{replay, LinkConfig};
-use rohc_tcp::{Mode, Packet, Scheme};
 use serde::Serialize;
+use taroc::replay::{replay, LinkConfig};
+use taroc::{Mode, Packet, Scheme};
 
 /// TAROC on one flow.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -30,7 +30,7 @@ pub struct TarocRun {
     pub not_compressed: usize,
     /// Packets the decompressor did not give back identical: must be 0.
     pub mismatches: usize,
-    /// `rohc_tcp::replay`'s totals for the same packets.
+    /// `taroc::replay`'s totals for the same packets.
     pub replay_header_bytes_after: u64,
     pub replay_delivered: usize,
     pub replay_undetected: usize,

@@ -93,7 +93,7 @@ fn sip_over_tcp_from_a_load_run() {
     assert_eq!(t.packets, f.packets, "every TCP/IPv4 packet compressed");
     assert_eq!(t.mismatches, 0);
     assert!(t.header_bytes_after * 2 < t.header_bytes_before, "{} -> {}", t.header_bytes_before, t.header_bytes_after);
-    // The per-packet run and rohc_tcp::replay agree.
+    // The per-packet run and taroc::replay agree.
     assert_eq!(t.header_bytes_after, t.replay_header_bytes_after);
     assert_eq!((t.replay_delivered, t.replay_undetected), (t.packets, 0));
     // Headers charged to messages: every data segment's once.
@@ -114,7 +114,7 @@ fn taroc_with_inference_on_the_real_sip_over_tcp_capture() {
     let (t0, t) = (only_flow(&plain).taroc.as_ref().unwrap(), only_flow(&inferring).taroc.as_ref().unwrap());
     assert_eq!((t.packets, t.mismatches), (t0.packets, 0));
     // The per-packet run, whose ends tell each other what crossed, and
-    // rohc_tcp::replay agree.
+    // taroc::replay agree.
     assert_eq!(t.header_bytes_after, t.replay_header_bytes_after);
     assert_eq!((t.replay_delivered, t.replay_undetected), (t.packets, 0));
     assert!(

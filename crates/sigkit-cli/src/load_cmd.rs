@@ -319,23 +319,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
     if args.users.is_some() {
         return Err("-users (SIPp's user-based mode) is not supported yet; use -r, -l and -m".into());
     }
-    let scenario = match (&args.scenario_file, &args.flow) {
-        (Some(_), Some(_)) => return Err("-sf and --flow: one scenario at a time".into()),
-        (None, Some(dir)) => {
-            let (ue, pcscf) =
-                sigkit_loadgen::corpus::flow_scenarios(dir).map_err(|e| format!("--flow {}: {e}", dir.display()))?;
-            match args.scenario.as_str() {
-                "uac" => ue,
-                "uas" => pcscf,
-                other => return Err(format!("--flow with -sn {other}: -sn uac (the UE) or uas (the P-CSCF)")),
-            }
-        }
-        (Some(path), None) => {
-            let bytes = read_scenario_file(path).map_err(|e| format!("-sf {}: {e}", path.display()))?;
-            scenario::parse(&scenario::decode_text(&bytes)).map_err(|e| format!("-sf {}: {e}", path.display()))?
-        }
-        (None, None) => scenario::built_in(&args.scenario).map_err(|e| format!("-sn: {e}"))?,
-    };
+    let scenario = scenario_of(args)?;
     let injection = match &args.inject {
         Some(path) => {
             let bytes = read_at_most(path, sigkit_loadgen::inject::MAX_INJECTION_BYTES)
@@ -371,9 +355,82 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
         return Err("-r: the rate must be a number, 0 or more".into());
     }
     let report_every = dur("-fd", &args.report_every, 1.0)?.max(Duration::from_millis(10));
+    let pattern = pattern_of(args, client, rate_period, report_every)?;
+    // A server stops after -m calls only if it is given some.
+    let max_calls = args.max_calls.filter(|&m| client || m != 0);
+    let arrivals = match args.arrivals.as_str() {
+        "uniform" => Arrivals::Uniform,
+        "poisson" => Arrivals::Poisson,
+        other => return Err(format!("--arrivals {other}: uniform or poisson")),
+    };
+    let duration_limit = match (&args.timeout, &args.duration) {
+        (Some(t), _) => Some(dur("-timeout", t, 1.0)?),
+        (None, Some(d)) => Some(dur("--duration", d, 1.0)?),
+        _ => None,
+    };
+    let t1 = Duration::from_millis(args.t1.max(1));
+    let service_model = service_model_of(args, client, t1)?;
+    Ok(LoadConfig {
+        role: if client { Role::Uac } else { Role::Uas },
+        scenario: Some(Arc::new(scenario)),
+        injection,
+        local: SocketAddr::new(ip, port),
+        remote,
+        next_hop,
+        service: args.service.clone(),
+        transport,
+        rate: args.rate,
+        rate_period,
+        pattern,
+        arrivals,
+        max_calls,
+        max_concurrent: args.limit,
+        hold: dur("-d", &args.hold, 0.001)?,
+        duration: duration_limit,
+        timers: sigkit_sip_timers(t1),
+        report_every,
+        base_cseq: args.base_cseq,
+        media_port: args.media_port,
+        recv_timeout: args.recv_timeout.as_deref().map(|v| dur("-recv_timeout", v, 0.001)).transpose()?,
+        call_timeout: args.call_timeout.as_deref().map(|v| dur("--call-timeout", v, 1.0)).transpose()?,
+        auth_user: args.auth_user.clone(),
+        auth_password: args.auth_password.clone(),
+        control_port: args.control_port,
+        sut_pids: args.sut_pid.clone(),
+        sigcomp: args.sigcomp,
+        service_model,
+        ..LoadConfig::default()
+    })
+}
+
+/// The scenario the arguments name: a file (`-sf`), a flow of the corpus
+/// (`--flow`), or a built-in one (`-sn`).
+fn scenario_of(args: &LoadArgs) -> Result<scenario::Scenario, String> {
+    Ok(match (&args.scenario_file, &args.flow) {
+        (Some(_), Some(_)) => return Err("-sf and --flow: one scenario at a time".into()),
+        (None, Some(dir)) => {
+            let (ue, pcscf) =
+                sigkit_loadgen::corpus::flow_scenarios(dir).map_err(|e| format!("--flow {}: {e}", dir.display()))?;
+            match args.scenario.as_str() {
+                "uac" => ue,
+                "uas" => pcscf,
+                other => return Err(format!("--flow with -sn {other}: -sn uac (the UE) or uas (the P-CSCF)")),
+            }
+        }
+        (Some(path), None) => {
+            let bytes = read_scenario_file(path).map_err(|e| format!("-sf {}: {e}", path.display()))?;
+            scenario::parse(&scenario::decode_text(&bytes)).map_err(|e| format!("-sf {}: {e}", path.display()))?
+        }
+        (None, None) => scenario::built_in(&args.scenario).map_err(|e| format!("-sn: {e}"))?,
+    })
+}
+
+/// The arrival pattern the arguments describe (`--steps`, `--ramp`,
+/// `--burst`, `--surge`, SIPp's `-rate_increase`, or a constant rate).
+fn pattern_of(args: &LoadArgs, client: bool, rate_period: Duration, report_every: Duration) -> Result<Pattern, String> {
+    let dur = |name: &str, v: &str, unit: f64| duration(v, unit).ok_or_else(|| format!("{name} {v}: not a duration"));
     let per_s = |r: f64| r / rate_period.as_secs_f64();
-    let mut max_calls = args.max_calls;
-    let pattern = if let Some(s) = &args.steps {
+    Ok(if let Some(s) = &args.steps {
         let v: Vec<f64> = s.split(':').filter_map(|x| x.trim().parse().ok()).collect();
         let [start, end, step] = v[..] else { return Err(format!("--steps {s}: START:END:STEP calls/s")) };
         if start < 0.0 || end < 0.0 || step == 0.0 || (end - start) / step < 0.0 {
@@ -442,22 +499,16 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
             return Err("-r: the rate must be positive".into());
         }
         Pattern::Constant
-    };
-    if !client && max_calls == Some(0) {
-        max_calls = None;
-    }
-    let arrivals = match args.arrivals.as_str() {
-        "uniform" => Arrivals::Uniform,
-        "poisson" => Arrivals::Poisson,
-        other => return Err(format!("--arrivals {other}: uniform or poisson")),
-    };
-    let duration_limit = match (&args.timeout, &args.duration) {
-        (Some(t), _) => Some(dur("-timeout", t, 1.0)?),
-        (None, Some(d)) => Some(dur("--duration", d, 1.0)?),
-        _ => None,
-    };
-    let t1 = Duration::from_millis(args.t1.max(1));
-    let service_model = match args.capacity {
+    })
+}
+
+/// The service model of a server given `--capacity`.
+fn service_model_of(
+    args: &LoadArgs,
+    client: bool,
+    t1: Duration,
+) -> Result<Option<sigkit_loadgen::ServiceModel>, String> {
+    Ok(match args.capacity {
         None => None,
         Some(_) if client => return Err("--capacity limits a server: a scenario that answers calls".into()),
         Some(capacity_tps) => {
@@ -477,38 +528,87 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
             model.check().map_err(|e| format!("--capacity: {e}"))?;
             Some(model)
         }
-    };
-    Ok(LoadConfig {
-        role: if client { Role::Uac } else { Role::Uas },
-        scenario: Some(Arc::new(scenario)),
-        injection,
-        local: SocketAddr::new(ip, port),
-        remote,
-        next_hop,
-        service: args.service.clone(),
-        transport,
-        rate: args.rate,
-        rate_period,
-        pattern,
-        arrivals,
-        max_calls,
-        max_concurrent: args.limit,
-        hold: dur("-d", &args.hold, 0.001)?,
-        duration: duration_limit,
-        timers: sigkit_sip_timers(t1),
-        report_every,
-        base_cseq: args.base_cseq,
-        media_port: args.media_port,
-        recv_timeout: args.recv_timeout.as_deref().map(|v| dur("-recv_timeout", v, 0.001)).transpose()?,
-        call_timeout: args.call_timeout.as_deref().map(|v| dur("--call-timeout", v, 1.0)).transpose()?,
-        auth_user: args.auth_user.clone(),
-        auth_password: args.auth_password.clone(),
-        control_port: args.control_port,
-        sut_pids: args.sut_pid.clone(),
-        sigcomp: args.sigcomp,
-        service_model,
-        ..LoadConfig::default()
     })
+}
+
+/// Reads the keyboard (in character mode) on a thread of its own and
+/// turns keys into commands for the run: SIPp's + - * / p q Q, and Ctrl-C.
+fn read_keys(control: sigkit_loadgen::Control) {
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin();
+        let mut b = [0u8; 1];
+        while let Ok(1) = stdin.read(&mut b) {
+            let cmd = match b[0] {
+                3 => Some(sigkit_loadgen::ControlCommand::QuitNow),
+                c => sigkit_loadgen::control::key(c as char),
+            };
+            if let Some(cmd) = cmd {
+                if !control.send(cmd) {
+                    return;
+                }
+            }
+        }
+    });
+}
+
+/// The run's summary as text: calls, failures by cause, the server and
+/// system under test, transactions, response times and steps.
+fn print_summary(report: &sigkit_loadgen::RunReport) {
+    let s = &report.summary;
+    println!(
+        "{}: {} successful, {} failed calls in {:.2} s: {:.1} calls/s; set-up p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms; {} retransmissions",
+        s.role,
+        s.successful_calls,
+        s.failed_calls,
+        s.elapsed_s,
+        s.calls_per_s,
+        s.setup_ms.p50,
+        s.setup_ms.p95,
+        s.setup_ms.p99,
+        s.retransmissions
+    );
+    for (cause, n) in &s.failures {
+        println!("  failed: {cause}: {n}");
+    }
+    if s.calls_in_progress > 0 {
+        println!("  still in progress at the end: {}", s.calls_in_progress);
+    }
+    if let Some(c) = &s.service {
+        println!(
+            "  server of limited capacity: {} arrived, {} dropped (queue full), {} new and {} repeated served, {:.1} s busy{}",
+            c.arrived,
+            c.dropped,
+            c.served_new,
+            c.served_repeat,
+            c.busy_s,
+            if c.oc > 0 { format!(", RFC 7339 oc {} at the end", c.oc) } else { String::new() }
+        );
+    }
+    if let Some(u) = &s.sut {
+        println!("  system under test: {:.1} % CPU, {} KiB resident at most", u.cpu_percent, u.rss_kib);
+    }
+    for (method, t) in &s.transactions_ms {
+        let (f, p) = (&t.final_ms, &t.provisional_ms);
+        print!(
+            "  {method} transactions: final p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({})",
+            f.p50, f.p95, f.p99, f.count
+        );
+        if p.count > 0 {
+            print!("; provisional p50 {:.2} ms, p95 {:.2} ms ({})", p.p50, p.p95, p.count);
+        }
+        println!();
+    }
+    for (name, p) in &s.rtd_ms {
+        println!("  rtd {name}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples)", p.p50, p.p95, p.p99, p.count);
+    }
+    if report.steps.len() > 1 {
+        for st in &report.steps {
+            println!(
+                "  step {} at {:.1} calls/s: {} attempted, {} successful, {} failed; set-up p95 {:.2} ms",
+                st.step, st.offered_cps, st.attempted, st.successful, st.failed, st.setup_ms.p95
+            );
+        }
+    }
 }
 
 /// RFC 3261's timers with T1 as given (T2 at least T1).
@@ -582,22 +682,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
         if keyboard {
             raw = Some(RawTerminal::enter());
             eprintln!("sigkit load: keys: + - * / change the rate, p pauses, q quits, Q quits now");
-            let control = prepared.control();
-            std::thread::spawn(move || {
-                let mut stdin = std::io::stdin();
-                let mut b = [0u8; 1];
-                while let Ok(1) = stdin.read(&mut b) {
-                    let cmd = match b[0] {
-                        3 => Some(sigkit_loadgen::ControlCommand::QuitNow),
-                        c => sigkit_loadgen::control::key(c as char),
-                    };
-                    if let Some(cmd) = cmd {
-                        if !control.send(cmd) {
-                            return;
-                        }
-                    }
-                }
-            });
+            read_keys(prepared.control());
         }
         let mut progress = prepared.progress();
         let bar = bar.then(progress_bar);
@@ -669,63 +754,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
             Err(e) => return usage(e),
         }
     } else {
-        println!(
-            "{}: {} successful, {} failed calls in {:.2} s: {:.1} calls/s; set-up p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms; {} retransmissions",
-            s.role,
-            s.successful_calls,
-            s.failed_calls,
-            s.elapsed_s,
-            s.calls_per_s,
-            s.setup_ms.p50,
-            s.setup_ms.p95,
-            s.setup_ms.p99,
-            s.retransmissions
-        );
-        for (cause, n) in &s.failures {
-            println!("  failed: {cause}: {n}");
-        }
-        if s.calls_in_progress > 0 {
-            println!("  still in progress at the end: {}", s.calls_in_progress);
-        }
-        if let Some(c) = &s.service {
-            println!(
-                "  server of limited capacity: {} arrived, {} dropped (queue full), {} new and {} repeated served, {:.1} s busy{}",
-                c.arrived,
-                c.dropped,
-                c.served_new,
-                c.served_repeat,
-                c.busy_s,
-                if c.oc > 0 { format!(", RFC 7339 oc {} at the end", c.oc) } else { String::new() }
-            );
-        }
-        if let Some(u) = &s.sut {
-            println!("  system under test: {:.1} % CPU, {} KiB resident at most", u.cpu_percent, u.rss_kib);
-        }
-        for (method, t) in &s.transactions_ms {
-            let (f, p) = (&t.final_ms, &t.provisional_ms);
-            print!(
-                "  {method} transactions: final p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({})",
-                f.p50, f.p95, f.p99, f.count
-            );
-            if p.count > 0 {
-                print!("; provisional p50 {:.2} ms, p95 {:.2} ms ({})", p.p50, p.p95, p.count);
-            }
-            println!();
-        }
-        for (name, p) in &s.rtd_ms {
-            println!(
-                "  rtd {name}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples)",
-                p.p50, p.p95, p.p99, p.count
-            );
-        }
-        if report.steps.len() > 1 {
-            for st in &report.steps {
-                println!(
-                    "  step {} at {:.1} calls/s: {} attempted, {} successful, {} failed; set-up p95 {:.2} ms",
-                    st.step, st.offered_cps, st.attempted, st.successful, st.failed, st.setup_ms.p95
-                );
-            }
-        }
+        print_summary(&report);
     }
     if s.failed_calls > 0 {
         ExitCode::from(1)

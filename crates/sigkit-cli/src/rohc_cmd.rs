@@ -2,16 +2,16 @@
 //! (draft-ietf-rohc-tcp-taroc-04, "TCP-Aware RObust Header Compression")
 //! and its baselines VJ, none and IDEAL, over an emulated link with loss,
 //! bit errors and reordering; prints what each scheme sent and what came
-//! out. The work is `rohc_tcp::capture` and `rohc_tcp::replay`.
+//! out. The work is `taroc::capture` and `taroc::replay`.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use rohc_tcp::capture::{read_capture, write_pcap, Capture, CaptureFormat};
-use rohc_tcp::replay::{replay_bounded, LinkConfig, Report, MAX_CONNECTIONS};
-use rohc_tcp::{Mode, Scheme};
+use taroc::capture::{read_capture, write_pcap, Capture, CaptureFormat};
+use taroc::replay::{replay_bounded, LinkConfig, Report, MAX_CONNECTIONS};
+use taroc::{Mode, Scheme};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ModeArg {

@@ -2,19 +2,19 @@
 //! link with each header compression scheme, the study of Appendix A of
 //! "TCP-Aware RObust Header Compression (TAROC)",
 //! draft-ietf-rohc-tcp-taroc-04, printed beside the draft's figures. The
-//! work is `rohc_tcp::throughput`; this command parses arguments, runs
+//! work is `taroc::throughput`; this command parses arguments, runs
 //! the grid on every core and prints.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use rohc_tcp::replay::scheme_name;
-use rohc_tcp::throughput::{
+use taroc::replay::scheme_name;
+use taroc::throughput::{
     draft_mtu, draft_table, simulate, DamagedFrames, LinkCounts, RunReport, Summary, TcpVariant, ThroughputConfig,
     DRAFT_BERS, NS_PER_S,
 };
-use rohc_tcp::{ContextRecovery, Mode, Scheme};
+use taroc::{ContextRecovery, Mode, Scheme};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum VariantArg {

@@ -1,4 +1,4 @@
-//! `sigkit rohc` end to end on real captures (crates/rohc-tcp/tests/data,
+//! `sigkit rohc` end to end on real captures (crates/taroc/tests/data,
 //! HTTP transfers on 127.0.0.1): exact round trips without faults, no
 //! undetected corruption under bit errors, the JSON report's fields, the
 //! written pcap, and bad files.
@@ -11,7 +11,7 @@ fn sigkit() -> Command {
 }
 
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../rohc-tcp/tests/data").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../taroc/tests/data").join(name)
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -28,8 +28,7 @@
 //! retransmitted response is not counted again.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -39,27 +38,19 @@ use std::time::{Duration, Instant};
 use sigkit_sip::transaction::Timers;
 use sigkit_sip::{HeaderName, Message};
 
+mod call;
+mod template;
+mod timers;
+
 use crate::auth;
 use crate::inject::Injection;
 use crate::metrics::Recorder;
-use crate::scenario::{Expect, Keyword, Pause, Scenario, Segment, Sent, StepKind, Template};
+use crate::scenario::{Expect, Keyword, Pause, Scenario, Sent, StepKind};
 
-/// The transport a run uses (SIPp's `-t u1` and `-t t1`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum Transport {
-    Udp,
-    Tcp,
-}
+use call::{ip_text, Call, Env, Lingering, Retrans, RetransKind, Txn, ENGINES, MAX_LINGERING, MAX_TXNS};
+use template::{format_message, top_via_branch, Ctx};
 
-impl Transport {
-    /// As `[transport]` and Via write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::Udp => "UDP",
-            Transport::Tcp => "TCP",
-        }
-    }
-}
+pub use crate::transport::Transport;
 
 /// What the engine needs to know besides the scenario.
 #[derive(Debug, Clone)]
@@ -146,143 +137,6 @@ impl Outbox {
     }
 }
 
-/// FxHash (rustc's): Call-IDs are hashed once per message, and the peers
-/// that choose them are the run's own.
-#[derive(Default, Clone, Copy)]
-pub struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FxBuild = BuildHasherDefault<FxHasher>;
-
-/// What is being sent again, and until when.
-#[derive(Debug, Clone, Copy)]
-struct Retrans {
-    /// The next retransmission (None over TCP, or after a provisional).
-    next: Option<Instant>,
-    interval: Duration,
-    /// Timer B/F (a request), or the end of 2xx retransmission.
-    deadline: Option<Instant>,
-    kind: RetransKind,
-    /// The send step.
-    step: usize,
-    /// Whether reaching the deadline fails the call.
-    fails: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RetransKind {
-    Invite,
-    NonInvite,
-    Response,
-}
-
-/// A client transaction in progress (RFC 3261 §17.1): the request went at
-/// `sent`; no final response yet.
-#[derive(Debug, Clone)]
-struct Txn {
-    branch: Vec<u8>,
-    /// Index into [`Engine`]'s `methods`.
-    method: usize,
-    sent: Instant,
-    provisional_seen: bool,
-}
-
-/// Client transactions a call times at once (an INVITE's with the PRACKs
-/// and UPDATEs inside it); beyond it the oldest is no longer timed.
-const MAX_TXNS: usize = 8;
-
-#[derive(Debug, Default)]
-struct Call {
-    live: bool,
-    gen: u32,
-    /// The deadline the heap holds for this call (with `gen`).
-    scheduled: Option<Instant>,
-    number: u64,
-    call_id: Vec<u8>,
-    peer: Option<SocketAddr>,
-    index: usize,
-    load_step: usize,
-    started: Option<Instant>,
-    invite_sent: Option<Instant>,
-    ringing_seen: bool,
-    answered_seen: bool,
-    cseq: u32,
-    last_recv_step: Option<usize>,
-    last_recv_invite: bool,
-    sent_since_recv: bool,
-    last_msg: Vec<u8>,
-    /// The header lines of `last_msg`: kind, name and line (without CRLF).
-    last_index: Vec<(HeaderName, Range<u32>, Range<u32>)>,
-    last_sent: Vec<u8>,
-    last_sent_what: Option<usize>,
-    /// The top Via branch of the last request sent: a response in its
-    /// transaction is never a retransmission of an earlier one.
-    pending_branch: Vec<u8>,
-    /// Client transactions awaiting their final response.
-    txns: Vec<Txn>,
-    peer_tag: Vec<u8>,
-    /// The Via lines of the last request of each method received
-    /// (`[last_Via_of_METHOD:]`).
-    vias_of: Vec<(String, Vec<u8>)>,
-    routes: Vec<u8>,
-    next_url: Vec<u8>,
-    challenge: Option<(bool, auth::DigestParams)>,
-    rtd_start: Vec<Instant>,
-    field_line: usize,
-    retrans: Option<Retrans>,
-    pause_until: Option<Instant>,
-    recv_deadline: Option<Instant>,
-    call_deadline: Option<Instant>,
-    timewait: bool,
-}
-
-/// Strings of the run that messages use.
-#[derive(Debug)]
-struct Env {
-    local_ip: String,
-    local_ip_type: &'static str,
-    local_port: String,
-    remote_ip: String,
-    remote_ip_type: &'static str,
-    remote_port: String,
-    service: String,
-    transport: &'static str,
-    pid: String,
-    /// `pid`, then `.N` for the process's N-th engine after its first, in
-    /// Call-IDs and branches: SIPp's `[call_id]` is call number, pid and
-    /// address, unique for one run per process, but `sigkit capacity`
-    /// runs many in one process, and a stateful proxy would take a new
-    /// run's calls for retransmissions of an earlier run's (RFC 3261
-    /// §17.2.3 matches by branch, §12 dialogs by Call-ID and tags).
-    run_id: String,
-    media_port: u16,
-    auth_user: String,
-    auth_password: String,
-    started: Instant,
-}
-
-/// Engines made by this process so far (see `Env::run_id`).
-static ENGINES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-fn ip_text(a: SocketAddr) -> (String, &'static str) {
-    match a {
-        SocketAddr::V4(v) => (v.ip().to_string(), "4"),
-        SocketAddr::V6(v) => (format!("[{}]", v.ip()), "6"),
-    }
-}
-
 /// The engine: every call of one scenario.
 pub struct Engine {
     scenario: Arc<Scenario>,
@@ -291,7 +145,14 @@ pub struct Engine {
     injection: Option<Arc<Injection>>,
     calls: Vec<Call>,
     free: Vec<u32>,
-    by_id: HashMap<Vec<u8>, u32, FxBuild>,
+    by_id: HashMap<Vec<u8>, u32, foldhash::fast::RandomState>,
+    /// Server calls that have ended, by Call-ID: their last response, kept
+    /// for 64·T1 to answer a retransmission of the request it answered
+    /// ([`Lingering`]).
+    lingering: HashMap<Vec<u8>, Lingering, foldhash::fast::RandomState>,
+    /// Call-IDs of `lingering` in the order they end (every one is kept
+    /// equally long, so this is the order they expire in).
+    lingering_order: VecDeque<(Instant, Vec<u8>)>,
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     outbox: Outbox,
     body: Vec<u8>,
@@ -369,6 +230,8 @@ impl Engine {
             calls: Vec::new(),
             free: Vec::new(),
             by_id: HashMap::default(),
+            lingering: HashMap::default(),
+            lingering_order: VecDeque::new(),
             timers: BinaryHeap::new(),
             outbox: Outbox::default(),
             body: Vec::new(),
@@ -550,7 +413,9 @@ impl Engine {
                 let opens = !self.client
                     && msg.method().is_some_and(|m| m != "ACK" && Some(m) == self.scenario.first_request());
                 if !opens {
-                    self.recorder.out_of_call();
+                    if !self.answer_lingering(now, &msg, call_id.as_bytes()) {
+                        self.recorder.out_of_call();
+                    }
                     return;
                 }
                 let slot = self.new_call(now, 0);
@@ -945,7 +810,54 @@ impl Engine {
             let ls = c.load_step;
             self.recorder.call_succeeded(ls, now);
         }
+        self.linger(slot, now);
         self.release(slot);
+    }
+
+    /// A server call ending with a response: the response is kept for
+    /// Timer J, 64·T1 (RFC 3261 §17.2.2: a non-INVITE server transaction
+    /// answers retransmissions of its request that long after its final
+    /// response), so that a BYE sent again because its 200 OK was lost is
+    /// answered after the call, and its timewait, are over.
+    pub(super) fn linger(&mut self, slot: usize, now: Instant) {
+        let c = &self.calls[slot];
+        let answered = c.last_sent_what.is_some_and(
+            |k| matches!(&self.scenario.steps[k].kind, StepKind::Send(s) if matches!(s.what, Sent::Response(_))),
+        );
+        if self.client || !answered || c.last_sent.is_empty() {
+            return;
+        }
+        let Some(cseq) = Message::parse(&c.last_msg).ok().and_then(|m| m.cseq().ok()) else { return };
+        let until = now + self.config.timers.t1 * 64;
+        let entry = Lingering {
+            cseq: cseq.number,
+            method: cseq.method.to_string(),
+            response: c.last_sent.clone(),
+            to: self.destination(slot),
+            until,
+        };
+        // The expired ones, and past the cap the oldest.
+        while self.lingering_order.front().is_some_and(|(t, _)| *t <= now)
+            || self.lingering_order.len() >= MAX_LINGERING
+        {
+            let Some((_, id)) = self.lingering_order.pop_front() else { break };
+            self.lingering.remove(&id);
+        }
+        let id = c.call_id.clone();
+        self.lingering_order.push_back((until, id.clone()));
+        self.lingering.insert(id, entry);
+    }
+
+    /// Answers, from [`Engine::linger`]'s keep, a request of a call that
+    /// has ended; whether it was one.
+    fn answer_lingering(&mut self, now: Instant, msg: &Message<'_>, call_id: &[u8]) -> bool {
+        let Some(l) = self.lingering.get(call_id).filter(|l| l.until > now) else { return false };
+        let same = msg.is_request() && msg.cseq().is_ok_and(|c| c.number == l.cseq && c.method == l.method);
+        if same {
+            self.outbox.push(l.to, &l.response);
+            self.recorder.retransmission_received();
+        }
+        same
     }
 
     fn fail(&mut self, slot: usize, cause: &str, timeout: bool) {
@@ -1052,128 +964,6 @@ impl Engine {
         };
     }
 
-    fn reschedule(&mut self, slot: usize) {
-        let c = &mut self.calls[slot];
-        if !c.live {
-            return;
-        }
-        let next = [
-            c.retrans.and_then(|r| r.next),
-            c.retrans.and_then(|r| r.deadline),
-            c.pause_until,
-            c.recv_deadline,
-            c.call_deadline,
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        let Some(at) = next else { return };
-        if c.scheduled.is_some_and(|s| s <= at) {
-            // An earlier wake-up is already due; it reschedules.
-            return;
-        }
-        c.scheduled = Some(at);
-        self.timers.push(Reverse((at, slot as u32, c.gen)));
-    }
-
-    /// When [`Engine::handle_timeout`] is next due.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.peek().map(|Reverse((at, _, _))| *at)
-    }
-
-    /// Runs what is due at `now`: retransmissions, timeouts, pauses.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(&Reverse((at, slot, gen))) = self.timers.peek() {
-            if at > now {
-                break;
-            }
-            self.timers.pop();
-            let slot = slot as usize;
-            let c = &mut self.calls[slot];
-            if !c.live || c.gen != gen || c.scheduled != Some(at) {
-                continue;
-            }
-            c.scheduled = None;
-            self.on_call_timer(slot, now);
-            self.reschedule(slot);
-        }
-    }
-
-    fn on_call_timer(&mut self, slot: usize, now: Instant) {
-        let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
-        let c = &mut self.calls[slot];
-        if due(c.call_deadline) {
-            self.fail(slot, "call_timeout", true);
-            return;
-        }
-        if due(c.recv_deadline) {
-            c.recv_deadline = None;
-            let target = match &self.scenario.steps.get(c.index).map(|s| &s.kind) {
-                Some(StepKind::Recv(r)) => r.ontimeout,
-                _ => None,
-            };
-            match target {
-                Some(t) => {
-                    c.index = t;
-                    self.advance(slot, now);
-                    if !self.calls[slot].live {
-                        return;
-                    }
-                }
-                None => {
-                    self.fail(slot, "recv_timeout", true);
-                    return;
-                }
-            }
-        }
-        let c = &mut self.calls[slot];
-        if let Some(mut rt) = c.retrans {
-            if due(rt.deadline) && !rt.fails {
-                // A non-2xx response sent again on `retrans` stops after
-                // 64·T1 without failing the call.
-                c.retrans = None;
-            } else if due(rt.deadline) {
-                let cause = match (&self.scenario.steps[rt.step].kind, rt.kind) {
-                    (_, RetransKind::Response) => "ack_timeout".to_string(),
-                    (StepKind::Send(s), _) => match &s.what {
-                        Sent::Request(m) => format!("{}_timeout", lower(m)),
-                        Sent::Response(_) => "timeout".to_string(),
-                    },
-                    _ => "timeout".to_string(),
-                };
-                self.fail(slot, &cause, true);
-                return;
-            }
-            if due(rt.next) {
-                rt.interval = match rt.kind {
-                    // Timer A doubles without bound (§17.1.1.2); Timer E
-                    // and 2xx retransmission stop doubling at T2.
-                    RetransKind::Invite => rt.interval * 2,
-                    RetransKind::NonInvite | RetransKind::Response => (rt.interval * 2).min(self.config.timers.t2),
-                };
-                rt.next = Some(now + rt.interval);
-                c.retrans = Some(rt);
-                let to = self.destination(slot);
-                let c = &self.calls[slot];
-                self.outbox.push(to, &c.last_sent);
-                self.recorder.retransmitted(c.load_step);
-            }
-        }
-        let c = &mut self.calls[slot];
-        if due(c.pause_until) {
-            c.pause_until = None;
-            if c.timewait {
-                self.release(slot);
-                return;
-            }
-            let i = c.index;
-            self.apply_rtd(slot, i, now);
-            let next = self.scenario.steps.get(i).and_then(|s| s.next).unwrap_or(i + 1);
-            self.calls[slot].index = next;
-            self.advance(slot, now);
-        }
-    }
-
     /// Ends every call still in progress (the run is over): they are
     /// counted as neither successful nor failed; returns how many.
     pub fn abandon_all(&mut self) -> usize {
@@ -1184,207 +974,6 @@ impl Engine {
         self.timers.clear();
         n
     }
-}
-
-/// What a message template reads.
-struct Ctx<'a> {
-    env: &'a Env,
-    call: &'a Call,
-    step: usize,
-    fields: Option<&'a [String]>,
-    now: Instant,
-}
-
-/// Formats `template` into `out`: the body first (into `body`), so that
-/// `[len]` is known when the headers are written. A header line that comes
-/// out empty (an absent `[last_*]`, no `[routes]`) is left out.
-fn format_message(ctx: &Ctx<'_>, template: &Template, body: &mut Vec<u8>, scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
-    body.clear();
-    for line in &template.body {
-        write_line(ctx, line, 0, body, scratch);
-        body.extend_from_slice(b"\r\n");
-    }
-    for line in &template.head {
-        let start = out.len();
-        write_line(ctx, line, body.len(), out, scratch);
-        if out.len() > start {
-            out.extend_from_slice(b"\r\n");
-        }
-    }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(body);
-}
-
-/// The header lines of the call's last message named `name` (or its
-/// compact form), each with its continuation lines.
-fn header_lines<'m>(c: &'m Call, name: &'m str) -> impl Iterator<Item = &'m [u8]> + 'm {
-    let want = HeaderName::from_name(name.as_bytes());
-    c.last_index.iter().filter_map(move |(kind, n, line)| {
-        let hit = if want == HeaderName::Other {
-            *kind == HeaderName::Other
-                && c.last_msg[n.start as usize..n.end as usize].eq_ignore_ascii_case(name.as_bytes())
-        } else {
-            *kind == want
-        };
-        hit.then(|| &c.last_msg[line.start as usize..line.end as usize])
-    })
-}
-
-/// The branch parameter of the first Via line of `msg` (empty if none).
-fn top_via_branch(msg: &[u8]) -> &[u8] {
-    for line in msg.split(|&b| b == b'\n').skip(1) {
-        if line == b"\r" || line.is_empty() {
-            break;
-        }
-        let name_end = line.iter().position(|&b| b == b':').unwrap_or(0);
-        let name = trim(&line[..name_end]);
-        if name.eq_ignore_ascii_case(b"via") || name == b"v" {
-            let Some(at) = line.windows(7).position(|w| w.eq_ignore_ascii_case(b"branch=")) else { return &[] };
-            let v = &line[at + 7..];
-            let end = v.iter().position(|&b| matches!(b, b';' | b',' | b' ' | b'\r' | b'\t')).unwrap_or(v.len());
-            return &v[..end];
-        }
-    }
-    &[]
-}
-
-fn trim(b: &[u8]) -> &[u8] {
-    let s = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let e = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(s, |e| e + 1);
-    &b[s..e]
-}
-
-/// Writes one line's segments; returns early (dropping the rest of the
-/// line) where a `[last_*]` header is absent, as SIPp does.
-fn write_line(ctx: &Ctx<'_>, segs: &[Segment], len: usize, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
-    for seg in segs {
-        match seg {
-            Segment::Literal(b) => out.extend_from_slice(b),
-            Segment::Keyword(k) => {
-                if !write_keyword(ctx, k, len, out, scratch) {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-fn write_keyword(ctx: &Ctx<'_>, k: &Keyword, len: usize, out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> bool {
-    let env = ctx.env;
-    let c = ctx.call;
-    match k {
-        Keyword::CallId => out.extend_from_slice(&c.call_id),
-        Keyword::Branch(off) => {
-            let _ = write!(out, "z9hG4bK-{}-{}-{}", env.run_id, c.number, ctx.step as i64 + i64::from(*off));
-        }
-        Keyword::Cseq(off) => {
-            let _ = write!(out, "{}", i64::from(c.cseq) + i64::from(*off));
-        }
-        Keyword::LocalIp | Keyword::MediaIp => out.extend_from_slice(env.local_ip.as_bytes()),
-        Keyword::LocalIpType | Keyword::MediaIpType => out.extend_from_slice(env.local_ip_type.as_bytes()),
-        Keyword::LocalPort => out.extend_from_slice(env.local_port.as_bytes()),
-        Keyword::RemoteIp => out.extend_from_slice(env.remote_ip.as_bytes()),
-        Keyword::RemoteIpType => out.extend_from_slice(env.remote_ip_type.as_bytes()),
-        Keyword::RemotePort => out.extend_from_slice(env.remote_port.as_bytes()),
-        Keyword::MediaPort(off) => {
-            let _ = write!(out, "{}", i64::from(env.media_port) + i64::from(*off));
-        }
-        Keyword::Service => out.extend_from_slice(env.service.as_bytes()),
-        Keyword::Len => {
-            let _ = write!(out, "{len}");
-        }
-        Keyword::CallNumber => {
-            let _ = write!(out, "{}", c.number);
-        }
-        Keyword::Transport => out.extend_from_slice(env.transport.as_bytes()),
-        Keyword::Pid => out.extend_from_slice(env.pid.as_bytes()),
-        Keyword::ClockTick => {
-            let _ = write!(out, "{}", (ctx.now - env.started).as_millis());
-        }
-        Keyword::PeerTagParam => {
-            if !c.peer_tag.is_empty() {
-                out.extend_from_slice(b";tag=");
-                out.extend_from_slice(&c.peer_tag);
-            }
-        }
-        Keyword::Routes => {
-            if !c.routes.is_empty() {
-                out.extend_from_slice(b"Route: ");
-                out.extend_from_slice(&c.routes);
-            }
-        }
-        Keyword::NextUrl => {
-            if c.next_url.is_empty() {
-                let _ = write!(out, "sip:{}@{}:{}", env.service, env.remote_ip, env.remote_port);
-            } else {
-                out.extend_from_slice(&c.next_url);
-            }
-        }
-        Keyword::Last { name, with_name } => {
-            let mut any = false;
-            for (i, line) in header_lines(c, name).enumerate() {
-                any = true;
-                if *with_name {
-                    if i > 0 {
-                        out.extend_from_slice(b"\r\n");
-                    }
-                    out.extend_from_slice(line);
-                } else {
-                    if i > 0 {
-                        out.extend_from_slice(b", ");
-                    }
-                    let colon = line.iter().position(|&b| b == b':').map_or(line.len(), |p| p + 1);
-                    out.extend_from_slice(trim(&line[colon..]));
-                }
-            }
-            return any;
-        }
-        Keyword::ViaOf(method) => {
-            let Some((_, v)) = c.vias_of.iter().find(|(m, _)| m == method) else { return false };
-            out.extend_from_slice(v);
-        }
-        Keyword::LastRequestUri => {
-            let first = c.last_msg.split(|&b| b == b'\n').next().unwrap_or(&[]);
-            match first.split(|&b| b == b' ').nth(1) {
-                Some(uri) if first.ends_with(b"SIP/2.0\r") || first.ends_with(b"SIP/2.0") => out.extend_from_slice(uri),
-                _ => return false,
-            }
-        }
-        Keyword::LastCseqNumber => {
-            let Some(line) = header_lines(c, "CSeq").next() else { return false };
-            let colon = line.iter().position(|&b| b == b':').map_or(line.len(), |p| p + 1);
-            let v = trim(&line[colon..]);
-            out.extend(v.iter().take_while(|b| b.is_ascii_digit()));
-        }
-        Keyword::Field(n) => {
-            if let Some(v) = ctx.fields.and_then(|f| f.get(*n)) {
-                out.extend_from_slice(v.as_bytes());
-            }
-        }
-        Keyword::Authentication { username, password } => {
-            let Some((proxy, challenge)) = &c.challenge else { return false };
-            let mut text = |segs: &[Segment], default: &str| -> String {
-                if segs.is_empty() {
-                    return default.to_string();
-                }
-                scratch.clear();
-                let mut inner = Vec::new();
-                write_line(ctx, segs, len, scratch, &mut inner);
-                String::from_utf8_lossy(scratch).into_owned()
-            };
-            let user = text(username, &env.auth_user);
-            let pass = text(password, &env.auth_password);
-            // The request line written so far gives the method and URI.
-            let first = out.split(|&b| b == b'\r').next().unwrap_or(&[]);
-            let mut words = first.split(|&b| b == b' ');
-            let method = String::from_utf8_lossy(words.next().unwrap_or(&[])).into_owned();
-            let uri = String::from_utf8_lossy(words.next().unwrap_or(&[])).into_owned();
-            let cnonce = format!("{:x}{:x}", c.number, env.started.elapsed().as_nanos() as u64);
-            let line = auth::authorization(*proxy, challenge, &user, &pass, &method, &uri, &cnonce);
-            out.extend_from_slice(line.as_bytes());
-        }
-    }
-    true
 }
 
 #[cfg(test)]

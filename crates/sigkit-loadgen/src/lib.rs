@@ -45,6 +45,7 @@ pub mod scenario;
 pub mod service;
 pub mod sigcomp_layer;
 pub mod sut;
+pub mod transport;
 mod xml_limits;
 
 pub use control::ControlCommand;
@@ -54,5 +55,5 @@ pub use metrics::{Interval, Percentiles, Recorder, StepReport, Summary, SutUsage
 pub use pattern::{Arrivals, Pattern, RateController};
 pub use runtime::{run, Control, LoadConfig, LoadError, Prepared, Progress, Role, RunReport};
 pub use scenario::{Scenario, ScenarioError};
-pub use service::{ServiceCounts, ServiceModel};
+pub use service::{ServiceCounts, ServiceModel, ServiceModelError};
 pub use sigkit_sip::transaction::Timers;

@@ -420,7 +420,7 @@ impl Prepared {
         let sampler = SutSampler::new(config.sut_pids.clone());
         sampler.check().map_err(LoadError::NoSut)?;
         if let Some(model) = &config.service_model {
-            model.check().map_err(LoadError::Service)?;
+            model.check().map_err(|e| LoadError::Service(e.to_string()))?;
             if client {
                 return Err(LoadError::Service("it limits a server: a scenario that answers calls (a UAS)".into()));
             }
@@ -481,8 +481,11 @@ impl Prepared {
             }
             None => None,
         };
-        let sigcomp =
-            if config.sigcomp { Some(SigcompLayer::new(config.transport).map_err(LoadError::Sigcomp)?) } else { None };
+        let sigcomp = if config.sigcomp {
+            Some(SigcompLayer::new(config.transport).map_err(|e| LoadError::Sigcomp(e.to_string()))?)
+        } else {
+            None
+        };
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let (progress_tx, _) = watch::channel(Progress::default());
         Ok(Prepared { config, scenario, net, local, control_socket, control_tx, control_rx, progress_tx, sigcomp })
@@ -588,6 +591,128 @@ impl Run {
             ControlCommand::QuitNow => self.quit_now = true,
         }
     }
+
+    /// Places the calls due at `now`, at most [`STARTS_PER_TURN`] (a
+    /// client): SIPp's -l leaves a call unplaced while that many are
+    /// active, and -m stops after that many.
+    fn start_calls(&mut self, now: Instant) {
+        let mut n = 0;
+        while n < STARTS_PER_TURN && self.max_calls.is_none_or(|m| self.started < m) {
+            let Some(step) = self.rate.poll(now) else { break };
+            n += 1;
+            if self.limit.is_some_and(|l| self.engine.active() >= l) {
+                // SIPp's -l: the call is not placed.
+                self.engine.call_offered(step);
+                continue;
+            }
+            self.engine.start_call(now, step);
+            self.started += 1;
+        }
+    }
+
+    /// Whether the run's calls are over: a client's once it has placed
+    /// all it will and none is active; a server's once -m calls ended, or
+    /// it was told to quit and none is active.
+    fn calls_done(&mut self, client: bool, start: Instant, now: Instant) -> bool {
+        if client {
+            let placed_all = self.max_calls.is_some_and(|m| self.started >= m) || self.rate.finished();
+            if placed_all || self.quitting {
+                let end = last_step_end(&self.rate, start).unwrap_or(now).min(now);
+                self.engine.recorder.load_ended(end);
+            }
+            (placed_all || self.quitting) && self.engine.active() == 0
+        } else {
+            let ended = self.engine.recorder.total.successful + self.engine.recorder.total.failed;
+            self.max_calls.is_some_and(|m| ended >= m) || self.quitting && self.engine.active() == 0
+        }
+    }
+}
+
+/// The run's rows every `-fd`, with the system under test's usage.
+struct Reports {
+    sampler: SutSampler,
+    every: Duration,
+    /// When the next row is due, and when the last one ended.
+    next: Instant,
+    last: Instant,
+    intervals: Vec<Interval>,
+}
+
+impl Reports {
+    fn new(config: &LoadConfig, start: Instant) -> Reports {
+        let mut sampler = SutSampler::new(config.sut_pids.clone());
+        sampler.sample(start);
+        let every = config.report_every.max(Duration::from_millis(10));
+        Reports { sampler, every, next: start + every, last: start, intervals: Vec::new() }
+    }
+
+    /// The row of the interval ending `now`.
+    fn add(&mut self, run: &mut Run, start: Instant, now: Instant) {
+        let sut = self.sampler.sample(now);
+        self.intervals.push(interval_row(run, start, self.last, now, sut));
+        self.last = now;
+        self.next = now + self.every;
+    }
+
+    /// The last row, at the run's end: only if calls moved since the last
+    /// one (or there is none).
+    fn close(&mut self, run: &mut Run, start: Instant, now: Instant) {
+        let i = &run.engine.recorder.interval;
+        if now > self.last && (i.attempted + i.successful + i.failed > 0 || self.intervals.is_empty()) {
+            let sut = self.sampler.sample(now);
+            self.intervals.push(interval_row(run, start, self.last, now, sut));
+        }
+    }
+}
+
+/// The run's summary: `from` is when it began for its calls (a server's
+/// first message), `now` its end.
+fn summary_of(
+    config: &LoadConfig,
+    scenario: &str,
+    run: &Run,
+    from: Instant,
+    now: Instant,
+    in_progress: u64,
+    reports: &Reports,
+) -> Summary {
+    let client = run.engine.is_client();
+    let elapsed =
+        run.engine.recorder.last_success.map_or_else(|| now - from, |t| t - from).max(Duration::from_millis(1));
+    Summary::of(
+        if client { "uac" } else { "uas" },
+        scenario,
+        match config.transport {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+        },
+        &run.engine.recorder,
+        elapsed,
+        if client { config.offered_cps() } else { 0.0 },
+        in_progress,
+        reports.sampler.overall(),
+    )
+}
+
+/// The engine's part of the run's configuration.
+fn engine_config(config: &LoadConfig, local: SocketAddr) -> EngineConfig {
+    EngineConfig {
+        local,
+        remote: config.remote,
+        next_hop: config.next_hop,
+        service: config.service.clone(),
+        transport: config.transport,
+        hold: config.hold,
+        timers: config.timers,
+        base_cseq: config.base_cseq,
+        media_port: config.media_port,
+        recv_timeout: config.recv_timeout,
+        call_timeout: config.call_timeout,
+        auth_user: config.auth_user.clone(),
+        auth_password: config.auth_password.clone(),
+        pid: std::process::id(),
+        seed: config.seed,
+    }
 }
 
 async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Result<RunReport, LoadError> {
@@ -604,23 +729,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
     } = p;
     drop(control_tx);
     let start = Instant::now();
-    let engine_config = EngineConfig {
-        local,
-        remote: config.remote,
-        next_hop: config.next_hop,
-        service: config.service.clone(),
-        transport: config.transport,
-        hold: config.hold,
-        timers: config.timers,
-        base_cseq: config.base_cseq,
-        media_port: config.media_port,
-        recv_timeout: config.recv_timeout,
-        call_timeout: config.call_timeout,
-        auth_user: config.auth_user.clone(),
-        auth_password: config.auth_password.clone(),
-        pid: std::process::id(),
-        seed: config.seed,
-    };
+    let engine_config = engine_config(&config, local);
     let engine = Engine::new(Arc::clone(&scenario), engine_config, config.injection.clone(), start);
     let client = engine.is_client();
     let rate = RateController::new(config.pattern.clone(), config.arrivals, config.offered_cps(), start, config.seed);
@@ -634,13 +743,8 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         quitting: false,
         quit_now: false,
     };
-    let mut sampler = SutSampler::new(config.sut_pids.clone());
-    sampler.sample(start);
+    let mut reports = Reports::new(&config, start);
     let end = config.duration.map(|d| start + d);
-    let every = config.report_every.max(Duration::from_millis(10));
-    let mut next_report = start + every;
-    let mut last_report = start;
-    let mut intervals = Vec::new();
     let mut buf: Vec<u8> = vec![0; 65536];
     let mut plain: Vec<u8> = Vec::with_capacity(65536);
     let mut ctl_buf = vec![0u8; 2048];
@@ -659,47 +763,22 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
                 deliver(&mut run.engine, &mut sigcomp, now, from, &bytes, &mut plain);
             }
         }
-        // New calls.
         if client && !run.quitting {
-            let mut n = 0;
-            while n < STARTS_PER_TURN && config.max_calls.is_none_or(|m| run.started < m) {
-                let Some(step) = run.rate.poll(now) else { break };
-                n += 1;
-                if run.limit.is_some_and(|l| run.engine.active() >= l) {
-                    // SIPp's -l: the call is not placed.
-                    run.engine.call_offered(step);
-                    continue;
-                }
-                run.engine.start_call(now, step);
-                run.started += 1;
-            }
+            run.start_calls(now);
         }
         run.engine.handle_timeout(now);
         flush(&mut run.engine, &mut net, &mut sigcomp, &mut outbox).await;
-        if now >= next_report {
-            let sut = sampler.sample(now);
-            intervals.push(interval_row(&mut run, start, last_report, now, sut));
-            last_report = now;
-            next_report = now + every;
-            let _ = progress_tx.send(progress(&run, start, now, intervals.last(), false));
+        if now >= reports.next {
+            reports.add(&mut run, start, now);
+            let _ = progress_tx.send(progress(&run, start, now, reports.intervals.last(), false));
         }
-        let calls_done = if client {
-            let placed_all = config.max_calls.is_some_and(|m| run.started >= m) || run.rate.finished();
-            if placed_all || run.quitting {
-                let end = last_step_end(&run.rate, start).unwrap_or(now).min(now);
-                run.engine.recorder.load_ended(end);
-            }
-            (placed_all || run.quitting) && run.engine.active() == 0
-        } else {
-            let ended = run.engine.recorder.total.successful + run.engine.recorder.total.failed;
-            config.max_calls.is_some_and(|m| ended >= m) || run.quitting && run.engine.active() == 0
-        };
+        let calls_done = run.calls_done(client, start, now);
         if calls_done || run.quit_now || end.is_some_and(|e| now >= e) || stop.as_ref().is_some_and(|s| *s.borrow()) {
             break;
         }
         let starting = if client && !run.quitting { run.rate.next_due() } else { None };
         let serving = service.as_ref().and_then(|q| q.poll_timeout());
-        let wake = [starting, run.engine.poll_timeout(), serving, Some(next_report), end].into_iter().flatten().min();
+        let wake = [starting, run.engine.poll_timeout(), serving, Some(reports.next), end].into_iter().flatten().min();
         let wake = wake.unwrap_or(now + Duration::from_secs(1));
         tokio::select! {
             got = net.recv(&mut buf) => {
@@ -741,40 +820,15 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         }
     }
     let now = Instant::now();
-    if now > last_report
-        && (run.engine.recorder.interval.attempted
-            + run.engine.recorder.interval.successful
-            + run.engine.recorder.interval.failed
-            > 0
-            || intervals.is_empty())
-    {
-        let sut = sampler.sample(now);
-        intervals.push(interval_row(&mut run, start, last_report, now, sut));
-    }
+    reports.close(&mut run, start, now);
     let in_progress = run.engine.abandon_all() as u64;
     let from = if client { start } else { first_message.unwrap_or(start) };
-    let elapsed =
-        run.engine.recorder.last_success.map_or_else(|| now - from, |t| t - from).max(Duration::from_millis(1));
-    let role = if client { "uac" } else { "uas" };
-    let summary = Summary::of(
-        role,
-        &scenario.name,
-        match config.transport {
-            Transport::Udp => "udp",
-            Transport::Tcp => "tcp",
-        },
-        &run.engine.recorder,
-        elapsed,
-        if client { config.offered_cps() } else { 0.0 },
-        in_progress,
-        sampler.overall(),
-    );
-    let mut summary = summary;
+    let mut summary = summary_of(&config, &scenario.name, &run, from, now, in_progress, &reports);
     summary.sigcomp = sigcomp.as_ref().map(|l| l.counts);
     summary.service = service.as_ref().map(|q| q.counts());
     let steps = step_rows(&run, start, now, in_progress);
-    let _ = progress_tx.send(progress(&run, start, now, intervals.last(), true));
-    Ok(RunReport { summary, intervals, steps, local: Some(local) })
+    let _ = progress_tx.send(progress(&run, start, now, reports.intervals.last(), true));
+    Ok(RunReport { summary, intervals: reports.intervals, steps, local: Some(local) })
 }
 
 fn deliver(

@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::xml_limits::LineIndex;
+use crate::xml_limits::{LimitError, LineIndex};
 pub use crate::xml_limits::{MAX_DEPTH, MAX_ELEMENTS, MAX_SCENARIO_BYTES};
 
 /// Why a scenario or injection file could not be used.
@@ -57,6 +57,17 @@ pub enum ScenarioError {
     NoSuchBuiltIn(String),
     #[error("{0}")]
     Injection(String),
+}
+
+impl From<LimitError> for ScenarioError {
+    fn from(e: LimitError) -> ScenarioError {
+        match e {
+            LimitError::TooLarge { bytes } => ScenarioError::TooLarge { bytes },
+            LimitError::TooDeep { line } => ScenarioError::TooDeep { line },
+            LimitError::TooManyElements { line } => ScenarioError::TooManyElements { line },
+            LimitError::EntityDeclaration { line, name } => ScenarioError::EntityDeclaration { line, name },
+        }
+    }
 }
 
 /// A compiled scenario.
@@ -501,30 +512,10 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
         let bad = |why: String| ScenarioError::Bad { line, element: element.into(), why };
         let kind = match element {
             "send" => {
-                let text: String = node.children().filter(|c| c.is_text()).filter_map(|c| c.text()).collect();
-                for child in node.children().filter(|c| c.is_element()) {
-                    check_action(child, &line_of)?;
-                }
-                let (template, fields) = Template::compile(&text, line)?;
+                let (send, fields) = send_step(node, line, &line_of)?;
                 fields_used = fields_used.max(fields as usize);
-                if template.head.is_empty() {
-                    return Err(bad("the message is empty".into()));
-                }
-                let what = sent_kind(&template.start_literal()).ok_or_else(|| {
-                    bad("the first line is neither a request line (METHOD uri SIP/2.0) nor a status line".into())
-                })?;
-                if template.keywords().any(|k| {
-                    matches!(
-                        k,
-                        Keyword::Last { .. }
-                            | Keyword::LastRequestUri
-                            | Keyword::LastCseqNumber
-                            | Keyword::PeerTagParam
-                    )
-                }) {
-                    needs_last = true;
-                }
-                if let Sent::Request(m) = &what {
+                needs_last |= reads_last_message(&send.template);
+                if let Sent::Request(m) = &send.what {
                     if m != "ACK" && sent_set.insert(m.clone()) {
                         sent_since_recv.push(m.clone());
                         if m == "CANCEL" && sent_set.insert("INVITE".into()) {
@@ -532,24 +523,13 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
                         }
                     }
                 }
-                let retrans = ms_attr(node, "retrans", line)?;
-                StepKind::Send(Send { template, retrans, what })
+                StepKind::Send(send)
             }
             "recv" => {
                 for child in node.children().filter(|c| c.is_element()) {
                     check_action(child, &line_of)?;
                 }
-                let expect = match (node.attribute("response"), node.attribute("request")) {
-                    (Some(r), None) => Expect::Response(
-                        r.trim()
-                            .parse()
-                            .ok()
-                            .filter(|c| (100..700).contains(c))
-                            .ok_or_else(|| bad(format!("response=\"{r}\" is not a status code")))?,
-                    ),
-                    (None, Some(m)) if !m.trim().is_empty() => Expect::Request(m.trim().to_string()),
-                    _ => return Err(bad("needs exactly one of response=\"CODE\" or request=\"METHOD\"".into())),
-                };
+                let expect = expect_of(node, line)?;
                 if !sent_since_recv.is_empty() {
                     methods = Arc::from(std::mem::take(&mut sent_since_recv));
                     sent_set.clear();
@@ -573,24 +553,7 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
                 }
                 StepKind::Recv(recv)
             }
-            "pause" => {
-                let ms = ms_attr(node, "milliseconds", line)?;
-                let min = ms_attr(node, "min", line)?;
-                let max = ms_attr(node, "max", line)?;
-                let mean = ms_attr(node, "mean", line)?;
-                let pause =
-                    match (node.attribute("distribution"), ms, min, max, mean) {
-                        (None | Some("fixed"), Some(d), _, _, _) => Pause::Fixed(d),
-                        (None | Some("fixed"), None, None, None, None) => Pause::Default,
-                        (None | Some("uniform"), None, Some(a), Some(b), _) if a <= b => Pause::Uniform(a, b),
-                        (Some("exponential"), _, _, _, Some(m)) => Pause::Exponential(m),
-                        _ => return Err(bad(
-                            "supported: milliseconds=\"N\", min/max (uniform), distribution=\"exponential\" mean=\"N\""
-                                .into(),
-                        )),
-                    };
-                StepKind::Pause(pause)
-            }
+            "pause" => StepKind::Pause(pause_of(node, line)?),
             "timewait" => StepKind::Timewait(ms_attr(node, "milliseconds", line)?.unwrap_or(Duration::ZERO)),
             "nop" => {
                 for child in node.children().filter(|c| c.is_element()) {
@@ -617,6 +580,89 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
             node.attribute("rtd").filter(|v| *v != "false").map(|v| rtd_index(v).ok_or_else(too_many)).transpose()?;
         steps.push(Step { kind, next: None, start_rtd, rtd, line });
     }
+    resolve_jumps(&mut steps, &labels, jumps)?;
+    if !steps.iter().any(|s| matches!(s.kind, StepKind::Send(_) | StepKind::Recv(_))) {
+        return Err(ScenarioError::Empty);
+    }
+    Ok(Scenario { name, steps, rtds, needs_last_message: needs_last, fields_used })
+}
+
+/// A `<send>` step: its message template compiled (with the number of
+/// injection fields it reads), what it sends, and its retransmission
+/// interval.
+fn send_step(
+    node: roxmltree::Node,
+    line: u32,
+    line_of: &impl Fn(roxmltree::Node) -> u32,
+) -> Result<(Send, u32), ScenarioError> {
+    let bad = |why: &str| ScenarioError::Bad { line, element: "send".into(), why: why.into() };
+    let text: String = node.children().filter(|c| c.is_text()).filter_map(|c| c.text()).collect();
+    for child in node.children().filter(|c| c.is_element()) {
+        check_action(child, line_of)?;
+    }
+    let (template, fields) = Template::compile(&text, line)?;
+    if template.head.is_empty() {
+        return Err(bad("the message is empty"));
+    }
+    let what = sent_kind(&template.start_literal())
+        .ok_or_else(|| bad("the first line is neither a request line (METHOD uri SIP/2.0) nor a status line"))?;
+    let retrans = ms_attr(node, "retrans", line)?;
+    Ok((Send { template, retrans, what }, fields))
+}
+
+/// What a `<recv>` waits for: a response code or a request method.
+fn expect_of(node: roxmltree::Node, line: u32) -> Result<Expect, ScenarioError> {
+    let bad = |why: String| ScenarioError::Bad { line, element: "recv".into(), why };
+    match (node.attribute("response"), node.attribute("request")) {
+        (Some(r), None) => Ok(Expect::Response(
+            r.trim()
+                .parse()
+                .ok()
+                .filter(|c| (100..700).contains(c))
+                .ok_or_else(|| bad(format!("response=\"{r}\" is not a status code")))?,
+        )),
+        (None, Some(m)) if !m.trim().is_empty() => Ok(Expect::Request(m.trim().to_string())),
+        _ => Err(bad("needs exactly one of response=\"CODE\" or request=\"METHOD\"".into())),
+    }
+}
+
+/// A `<pause>`'s length: fixed (`milliseconds`, or the default), uniform
+/// between `min` and `max`, or exponential of `mean`.
+fn pause_of(node: roxmltree::Node, line: u32) -> Result<Pause, ScenarioError> {
+    let ms = ms_attr(node, "milliseconds", line)?;
+    let min = ms_attr(node, "min", line)?;
+    let max = ms_attr(node, "max", line)?;
+    let mean = ms_attr(node, "mean", line)?;
+    Ok(match (node.attribute("distribution"), ms, min, max, mean) {
+        (None | Some("fixed"), Some(d), _, _, _) => Pause::Fixed(d),
+        (None | Some("fixed"), None, None, None, None) => Pause::Default,
+        (None | Some("uniform"), None, Some(a), Some(b), _) if a <= b => Pause::Uniform(a, b),
+        (Some("exponential"), _, _, _, Some(m)) => Pause::Exponential(m),
+        _ => {
+            return Err(ScenarioError::Bad {
+                line,
+                element: "pause".into(),
+                why: "supported: milliseconds=\"N\", min/max (uniform), distribution=\"exponential\" mean=\"N\"".into(),
+            })
+        }
+    })
+}
+
+/// Whether a template reads the last message received (`[last_*]` and the
+/// keywords taken from it), which the engine then keeps.
+fn reads_last_message(template: &Template) -> bool {
+    template.keywords().any(|k| {
+        matches!(k, Keyword::Last { .. } | Keyword::LastRequestUri | Keyword::LastCseqNumber | Keyword::PeerTagParam)
+    })
+}
+
+/// Points each `next` and `ontimeout` at its label's step: `jumps` are
+/// (step, label, whether ontimeout).
+fn resolve_jumps(
+    steps: &mut [Step],
+    labels: &HashMap<String, usize>,
+    jumps: Vec<(usize, String, bool)>,
+) -> Result<(), ScenarioError> {
     for (at, label, ontimeout) in jumps {
         let target = *labels.get(&label).ok_or(ScenarioError::UnknownLabel(label))?;
         if ontimeout {
@@ -627,10 +673,7 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
             steps[at].next = Some(target);
         }
     }
-    if !steps.iter().any(|s| matches!(s.kind, StepKind::Send(_) | StepKind::Recv(_))) {
-        return Err(ScenarioError::Empty);
-    }
-    Ok(Scenario { name, steps, rtds, needs_last_message: needs_last, fields_used })
+    Ok(())
 }
 
 /// Actions inside a step: `log` and `exec` are accepted and ignored (they

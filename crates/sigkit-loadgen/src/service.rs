@@ -79,21 +79,30 @@ impl Default for ServiceModel {
 }
 
 impl ServiceModel {
-    /// What is out of range: (field, reason).
-    pub fn check(&self) -> Result<(), String> {
+    /// The first field out of range, if any.
+    pub fn check(&self) -> Result<(), ServiceModelError> {
         if !(self.capacity_tps.is_finite() && self.capacity_tps > 0.0) {
-            return Err(format!("capacity {}: a positive number of transactions/s", self.capacity_tps));
+            return Err(ServiceModelError::Capacity(self.capacity_tps));
         }
         if !(0.0..=1.0).contains(&self.repeat_cost) {
-            return Err(format!("repeat cost {}: a share of a new transaction's, 0 to 1", self.repeat_cost));
+            return Err(ServiceModelError::RepeatCost(self.repeat_cost));
         }
-        if let Some(t) = self.oc_target {
-            if !(t > 0.0 && t <= 1.0) {
-                return Err(format!("oc target {t}: a busy share, above 0 and at most 1"));
-            }
+        match self.oc_target {
+            Some(t) if !(t > 0.0 && t <= 1.0) => Err(ServiceModelError::OcTarget(t)),
+            _ => Ok(()),
         }
-        Ok(())
     }
+}
+
+/// A [`ServiceModel`] field out of range.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum ServiceModelError {
+    #[error("capacity {0}: a positive number of transactions/s")]
+    Capacity(f64),
+    #[error("repeat cost {0}: a share of a new transaction's, 0 to 1")]
+    RepeatCost(f64),
+    #[error("oc target {0}: a busy share, above 0 and at most 1")]
+    OcTarget(f64),
 }
 
 /// What the server did.

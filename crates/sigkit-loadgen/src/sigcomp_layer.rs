@@ -28,7 +28,7 @@ use sigcomp::wire::frame_for_stream;
 use sigcomp::{CompartmentId, Params, Transport as SigTransport};
 use sigcomp_compress::{Config, Endpoint, EndpointConfig, Mechanism, Received};
 
-use crate::engine::Transport;
+use crate::transport::Transport;
 
 /// Counts of what the layer did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -88,7 +88,7 @@ fn compartment(a: SocketAddr) -> CompartmentId {
 
 impl SigcompLayer {
     /// The layer of a run over `transport`.
-    pub fn new(transport: Transport) -> Result<SigcompLayer, String> {
+    pub fn new(transport: Transport) -> Result<SigcompLayer, sigcomp_compress::EndpointError> {
         let transport = match transport {
             Transport::Udp => SigTransport::Message,
             Transport::Tcp => SigTransport::Stream,
@@ -97,7 +97,7 @@ impl SigcompLayer {
         // and state memory 2048; 8192 of each, as the proxy's terminals.
         let params = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
         let config = Config { mechanism: Mechanism::Dynamic, transport, ..Config::default() };
-        let endpoint = Endpoint::new(EndpointConfig::new(params, params, config)).map_err(|e| e.to_string())?;
+        let endpoint = Endpoint::new(EndpointConfig::new(params, params, config))?;
         Ok(SigcompLayer {
             endpoint,
             transport,

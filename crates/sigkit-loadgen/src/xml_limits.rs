@@ -8,8 +8,6 @@
 //! names sipp.dtd and nothing more), so the bounds are far from any real
 //! scenario and close enough to keep a crafted file's cost small.
 
-use crate::scenario::ScenarioError;
-
 /// The largest scenario file read, in bytes.
 pub const MAX_SCENARIO_BYTES: usize = 16 << 20;
 
@@ -20,15 +18,24 @@ pub const MAX_DEPTH: usize = 64;
 /// may hold.
 pub const MAX_ELEMENTS: usize = 100_000;
 
+/// A bound a scenario file went past ([`check`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LimitError {
+    TooLarge { bytes: usize },
+    TooDeep { line: u32 },
+    TooManyElements { line: u32 },
+    EntityDeclaration { line: u32, name: String },
+}
+
 /// Refuses a file over [`MAX_SCENARIO_BYTES`], nested deeper than
 /// [`MAX_DEPTH`] (roxmltree's parser recurses once per level, and
 /// thousands of levels overflow the stack), with more than
 /// [`MAX_ELEMENTS`] elements, or declaring a DTD entity: each reference to
 /// an entity is a copy of its text, so a few hundred kilobytes of nested
 /// references (the "billion laughs") expand to gigabytes.
-pub(crate) fn check(xml: &str) -> Result<(), ScenarioError> {
+pub(crate) fn check(xml: &str) -> Result<(), LimitError> {
     if xml.len() > MAX_SCENARIO_BYTES {
-        return Err(ScenarioError::TooLarge { bytes: xml.len() });
+        return Err(LimitError::TooLarge { bytes: xml.len() });
     }
     let lines = LineIndex::new(xml);
     let mut depth = 0usize;
@@ -41,10 +48,10 @@ pub(crate) fn check(xml: &str) -> Result<(), ScenarioError> {
                 depth += 1;
                 elements += 1;
                 if depth > MAX_DEPTH {
-                    return Err(ScenarioError::TooDeep { line: lines.line_of(span.start()) });
+                    return Err(LimitError::TooDeep { line: lines.line_of(span.start()) });
                 }
                 if elements > MAX_ELEMENTS {
-                    return Err(ScenarioError::TooManyElements { line: lines.line_of(span.start()) });
+                    return Err(LimitError::TooManyElements { line: lines.line_of(span.start()) });
                 }
             }
             xmlparser::Token::ElementEnd {
@@ -54,7 +61,7 @@ pub(crate) fn check(xml: &str) -> Result<(), ScenarioError> {
                 depth = depth.saturating_sub(1);
             }
             xmlparser::Token::EntityDeclaration { name, span, .. } => {
-                return Err(ScenarioError::EntityDeclaration {
+                return Err(LimitError::EntityDeclaration {
                     line: lines.line_of(span.start()),
                     name: name.as_str().to_string(),
                 });
@@ -100,7 +107,7 @@ mod tests {
     fn an_entity_declaration_is_refused_with_its_line() {
         let xml = "<?xml version=\"1.0\"?>\n<!DOCTYPE scenario [\n<!ENTITY a \"aaaa\">\n]>\n<scenario/>";
         let e = check(xml).unwrap_err();
-        assert_eq!(e, ScenarioError::EntityDeclaration { line: 3, name: "a".into() });
+        assert_eq!(e, LimitError::EntityDeclaration { line: 3, name: "a".into() });
         // SIPp's DOCTYPE, without an internal subset, passes.
         assert_eq!(check("<!DOCTYPE scenario SYSTEM \"sipp.dtd\">\n<scenario/>"), Ok(()));
     }
@@ -109,6 +116,6 @@ mod tests {
     fn elements_are_counted_whatever_their_depth() {
         let flat = |n: usize| format!("<scenario>{}</scenario>", "<nop/>".repeat(n));
         assert_eq!(check(&flat(MAX_ELEMENTS - 1)), Ok(()));
-        assert_eq!(check(&flat(MAX_ELEMENTS)), Err(ScenarioError::TooManyElements { line: 1 }));
+        assert_eq!(check(&flat(MAX_ELEMENTS)), Err(LimitError::TooManyElements { line: 1 }));
     }
 }

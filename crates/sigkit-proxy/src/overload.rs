@@ -8,7 +8,7 @@
 //! answer are retransmitted (Timer E) and add to its load; and that the
 //! server in front of it can see the congestion implicitly and handle it.
 //! Its detectors run here, sans-IO, on the proxy's own transactions toward
-//! the upstream; the detector code is `sigkit_sim::detect`, the one the
+//! the upstream; the detector code is `sigkit_overload::detect`, the one the
 //! simulator runs:
 //!
 //! * D1 (§4.2.2): the 95th percentile of the final response delay (fRpD)
@@ -38,9 +38,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use sigkit_sim::detect::{AnomalyIndicator, DelayDetector, MeanTest, VarianceTest};
-use sigkit_sim::scenario::{D1Config, D2Config, D2MeanConfig};
-use sigkit_sim::via::T1Signal;
+use sigkit_overload::config::{D1Config, D2Config, D2MeanConfig};
+use sigkit_overload::detect::{AnomalyIndicator, DelayDetector, MeanTest, VarianceTest};
+use sigkit_overload::via::T1Signal;
 
 /// Which handler sheds load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]

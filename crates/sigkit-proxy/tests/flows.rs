@@ -196,3 +196,36 @@ async fn an_expired_registration_closes_the_compartment() {
     assert_eq!(compartments(&proxy), 0, "the compartment outlived its registration");
     proxy.stop().await;
 }
+
+/// A terminal that goes on sending after its registration ran out (it
+/// did not refresh it, RFC 3261 §10.2.4) loses the states the proxy kept
+/// for it: its first request after that names a state the proxy dropped,
+/// is NACKed (RFC 4077) and sent again. From then on the proxy declines
+/// its state (RFC 5049 §6), so it never acknowledges one, and the
+/// terminal's compressor, which uses a state only once acknowledged
+/// (RFC 3321 §5.1), names none: every request is answered at once, and
+/// no more NACKs come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_past_its_registration_is_nacked_once_and_then_served() {
+    let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let server_port = server.local_addr().unwrap().port();
+    let _server = answer_everything(server);
+    let proxy = start_proxy(|port| proxy_config(port, server_port)).await;
+    let mut alice = Terminal::new("alice", proxy.terminal_addrs[0].1, false, true).await;
+    alice.register("secret", 1).await.unwrap();
+    let uri = format!("sip:bob@127.0.0.1:{server_port}");
+    // Registered: the proxy keeps and acknowledges the terminal's states.
+    for _ in 0..3 {
+        assert_eq!(alice.options(&uri).await, Ok(200));
+    }
+    assert_eq!(alice.nacks, 0);
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    assert_eq!(sum(&proxy, |p| p.registered_count()), 0);
+    let resends = alice.resends;
+    for _ in 0..20 {
+        assert_eq!(alice.options(&uri).await, Ok(200));
+    }
+    assert!(alice.nacks <= 1, "{} NACKs after the registration ran out", alice.nacks);
+    assert!(alice.resends - resends <= 1, "{} requests sent again", alice.resends - resends);
+    proxy.stop().await;
+}

@@ -1,7 +1,7 @@
 //! The capacity our search found, alone: published capacities of other
 //! systems are context ([`crate::published`]), not rows beside it.
 
-use crate::html::{num, strings, Figure, Section, Table};
+use crate::page::{num, strings, Figure, Section, Table};
 use crate::Capacity;
 
 pub(crate) fn capacity_section(c: &Capacity) -> Section {

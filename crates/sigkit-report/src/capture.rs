@@ -5,7 +5,7 @@
 //! way of sending them, TCP/IP and TAROC headers included for TCP flows.
 
 use crate::charts::{Chart, Series, Style};
-use crate::html::{num, strings, Figure, Section, Table};
+use crate::page::{num, strings, Figure, Section, Table};
 use crate::CaptureFlow;
 
 /// Lines on one plot at most: past it only the LZSS variants are drawn

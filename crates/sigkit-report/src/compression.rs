@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::charts::{Chart, Series, Style, MAX_SERIES};
-use crate::html::{num, slug, strings, Figure, Section, Table};
+use crate::page::{num, slug, strings, Figure, Section, Table};
 use crate::{seeds, FlowCompression, ReportInput, SeedChart, SeedPoint};
 
 /// A message's label short enough for a bar group: a response's status

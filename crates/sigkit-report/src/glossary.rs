@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::html::escape;
+use crate::page::escape;
 
 /// (term as it appears, what it means). Whole words only, case as given.
 const TERMS: &[(&str, &str)] = &[

@@ -1,74 +1,12 @@
-//! The page: sections of figures (a plot, a note and the table of its
-//! numbers) built from a [`ReportInput`] by one module per section, and
-//! written as one HTML file that reads at 1400 px and at 800 px.
+//! The page: the sections (one module each) composed from a
+//! [`ReportInput`], and written as one HTML file that reads at 1400 px and
+//! at 800 px.
 
 use std::fmt::Write as _;
 
-use crate::charts::Chart;
 use crate::glossary::Terms;
+use crate::page::{escape, strings, Section, Table};
 use crate::{ReportInput, SeedChart};
-
-pub(crate) struct Table {
-    /// What the table holds, as its fold's summary.
-    pub caption: String,
-    pub head: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    pub fn new(caption: impl Into<String>, head: Vec<String>, rows: Vec<Vec<String>>) -> Table {
-        Table { caption: caption.into(), head, rows }
-    }
-}
-
-pub(crate) struct Figure {
-    pub chart: Option<Chart>,
-    pub text: String,
-    pub table: Option<Table>,
-}
-
-impl Figure {
-    pub fn chart(chart: Chart, text: impl Into<String>) -> Figure {
-        Figure { chart: Some(chart), text: text.into(), table: None }
-    }
-
-    pub fn table(table: Table, text: impl Into<String>) -> Figure {
-        Figure { chart: None, text: text.into(), table: Some(table) }
-    }
-
-    pub fn with_table(self, table: Table) -> Figure {
-        Figure { table: Some(table), ..self }
-    }
-}
-
-pub(crate) struct Section {
-    pub id: &'static str,
-    pub title: String,
-    pub text: String,
-    pub figures: Vec<Figure>,
-}
-
-pub(crate) fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-pub(crate) fn strings<const N: usize>(a: [&str; N]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
-}
-
-/// A number with `d` decimals, or empty for NaN.
-pub(crate) fn num(v: f64, d: usize) -> String {
-    if v.is_finite() {
-        format!("{v:.d$}")
-    } else {
-        String::new()
-    }
-}
-
-/// A file-name-safe id.
-pub(crate) fn slug(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect()
-}
 
 pub(crate) fn sections(input: &ReportInput) -> Vec<Section> {
     let mut out = Vec::new();
@@ -272,12 +210,6 @@ pub(crate) fn page(input: &ReportInput, sections: &[Section], svgs: &[String]) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_escaped_and_ids_are_file_safe() {
-        assert_eq!(escape("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
-        assert_eq!(slug("3gpp video/call"), "3gpp-video-call");
-    }
 
     #[test]
     fn long_tables_fold_and_every_table_scrolls_in_its_own_box() {

@@ -28,6 +28,7 @@ mod findings;
 mod glossary;
 mod html;
 mod load;
+mod page;
 mod published;
 mod ran;
 mod reproduction;

@@ -4,7 +4,7 @@
 //! 5xx), each step's rate over its own duration and the run's tail apart.
 
 use crate::charts::{wide_spread, Chart, Series, Style, MAX_SERIES};
-use crate::html::{num, strings, Figure, Section, Table};
+use crate::page::{num, strings, Figure, Section, Table};
 use crate::{LoadStep, ReportInput};
 
 fn load_series(steps: &[LoadStep]) -> Vec<(String, Vec<&LoadStep>)> {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::charts::{Chart, Series, Style};
-use crate::html::{num, strings, Figure, Section, Table};
+use crate::page::{num, strings, Figure, Section, Table};
 use crate::{seeds, ReportInput, SeedChart, SeedPoint};
 
 pub(crate) fn seed_series(points: &[SeedPoint], chart: SeedChart) -> Vec<Series> {

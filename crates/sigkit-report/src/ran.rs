@@ -5,7 +5,7 @@
 
 use crate::charts::Series;
 use crate::charts::{Chart, Style};
-use crate::html::{num, strings, Figure, Section, Table};
+use crate::page::{num, strings, Figure, Section, Table};
 use crate::published::{seed_note, seed_series};
 use crate::{seeds, RanMethod, RanRow, ReportInput, SeedChart};
 

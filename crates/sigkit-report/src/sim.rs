@@ -3,7 +3,7 @@
 //! and pending transactions over time, averaged over the seeds.
 
 use crate::charts::{Chart, Series, Style, MAX_SERIES};
-use crate::html::{num, strings, Figure, Section, Table};
+use crate::page::{num, strings, Figure, Section, Table};
 use crate::{seeds, SimStudy};
 
 pub(crate) fn sim_section(studies: &[SimStudy]) -> Section {

@@ -21,7 +21,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod detect;
 pub mod kernel;
 pub mod memory;
 pub mod metrics;
@@ -29,14 +28,14 @@ mod model;
 pub mod plot;
 pub mod rng;
 pub mod scenario;
-pub mod via;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-pub use memory::{MemoryEstimate, DEFAULT_BUDGET_BYTES};
+pub use memory::{MemoryError, MemoryEstimate, DEFAULT_BUDGET_BYTES};
 pub use metrics::{SecondRow, SeedSummary};
 pub use scenario::{HandlerKind, Scenario, ScenarioError, Trigger};
+pub use sigkit_overload::{detect, via};
 
 /// One seed's run: its summary and its per-second rows.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -34,13 +34,9 @@ pub struct MemoryEstimate {
 impl MemoryEstimate {
     /// Refuses an estimate over `budget` bytes, naming what it would need
     /// and the keys that set it.
-    pub fn check(&self, budget: u64) -> Result<(), String> {
+    pub fn check(&self, budget: u64) -> Result<(), MemoryError> {
         if self.transactions_per_seed > f64::from(u32::MAX) {
-            return Err(format!(
-                "a seed would start about {:.3e} transactions, more than the 2^32 a run numbers; lower \
-                 duration, drain, sources.*.rate, registration.clients or presence.watchers",
-                self.transactions_per_seed
-            ));
+            return Err(MemoryError::TooManyTransactions { transactions: self.transactions_per_seed });
         }
         if self.bytes <= budget as f64 {
             return Ok(());
@@ -52,17 +48,30 @@ impl MemoryEstimate {
         if self.presence_transactions > 0.0 {
             keys.extend(["presence.watchers", "presence.presentities"]);
         }
-        Err(format!(
-            "the run would need about {:.1} GiB ({:.3e} transactions a seed, {:.1} GiB each, the seeds' \
-             per-second rows besides), over the budget of {:.1} GiB; lower {} or --seeds, or raise \
-             --memory-budget-mib",
-            self.bytes / GIB,
-            self.transactions_per_seed,
-            self.bytes_per_seed / GIB,
-            budget as f64 / GIB,
-            keys.join(", ")
-        ))
+        Err(MemoryError::OverBudget {
+            gib: self.bytes / GIB,
+            transactions: self.transactions_per_seed,
+            seed_gib: self.bytes_per_seed / GIB,
+            budget_gib: budget as f64 / GIB,
+            keys: keys.join(", "),
+        })
     }
+}
+
+/// Why a run would not fit in memory ([`MemoryEstimate::check`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MemoryError {
+    #[error(
+        "a seed would start about {transactions:.3e} transactions, more than the 2^32 a run numbers; lower \
+         duration, drain, sources.*.rate, registration.clients or presence.watchers"
+    )]
+    TooManyTransactions { transactions: f64 },
+    #[error(
+        "the run would need about {gib:.1} GiB ({transactions:.3e} transactions a seed, {seed_gib:.1} GiB each, the \
+         seeds' per-second rows besides), over the budget of {budget_gib:.1} GiB; lower {keys} or --seeds, or raise \
+         --memory-budget-mib"
+    )]
+    OverBudget { gib: f64, transactions: f64, seed_gib: f64, budget_gib: f64, keys: String },
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -147,11 +156,11 @@ mod tests {
         assert!((61_600.0..75_000.0).contains(&e.transactions_per_seed), "{e:?}");
         assert_eq!(e.check(DEFAULT_BUDGET_BYTES), Ok(()));
         let long = Scenario::from_toml_str(&STEADY.replace("duration = 700.0", "duration = 1e6")).unwrap();
-        let err = long.memory_estimate(1, 2).check(DEFAULT_BUDGET_BYTES).unwrap_err();
+        let err = long.memory_estimate(1, 2).check(DEFAULT_BUDGET_BYTES).unwrap_err().to_string();
         assert!(err.contains("GiB") && err.contains("duration") && err.contains("sources.*.rate"), "{err}");
         let clients = format!("{STEADY}[registration]\nclients = 1000000\n");
         let err = Scenario::from_toml_str(&clients).unwrap().memory_estimate(1, 2).check(DEFAULT_BUDGET_BYTES);
-        assert!(err.unwrap_err().contains("registration.clients"));
+        assert!(err.unwrap_err().to_string().contains("registration.clients"));
     }
 
     /// Every scenario shipped, 100 seeds eight at a time, stays within the

@@ -318,45 +318,11 @@ pub(crate) fn finish(
             None => {}
         }
     }
-    let last = rec.proxies - 1;
     let rows: Vec<SecondRow> = buckets
         .iter_mut()
         .zip(&rec.seconds)
         .enumerate()
-        .map(|(t, (b, s))| {
-            let ended = b.answered + b.timed_out;
-            SecondRow {
-                seed,
-                t: t as u64,
-                started: b.started,
-                answered: b.answered,
-                ok: b.ok,
-                rejected: b.rejected,
-                timed_out: b.timed_out,
-                success_ratio: (ended > 0).then(|| b.answered as f64 / ended as f64),
-                frpd_mean: (!b.delays.is_empty()).then(|| b.delays.iter().sum::<f64>() / b.delays.len() as f64),
-                frpd_p95: percentile(&mut b.delays, 0.95),
-                transmissions_mean: (b.started > 0).then(|| b.transmissions as f64 / b.started as f64),
-                goodput: s.goodput,
-                uac_retransmissions: s.uac_retransmissions,
-                proxy_retransmissions: s.proxy_retransmissions,
-                drops: s.drops_bottleneck,
-                utilisation_upstream: (rec.proxies >= 2).then(|| s.utilisation.get(last - 1).copied().unwrap_or(0.0)),
-                utilisation: s.utilisation.get(last).copied().unwrap_or(0.0),
-                uac_pending: s.uac_pending,
-                upstream_pending: s.upstream_pending,
-                d1_p95: s.detectors.d1_p95,
-                d1_congested: s.detectors.d1_congested,
-                kappa: s.detectors.kappa,
-                d2_congested: s.detectors.d2_congested,
-                d2_mean_congested: s.detectors.d2_mean_congested,
-                t1_next: s.detectors.t1_next,
-                oc: s.detectors.oc,
-                rejections: s.rejections,
-                registrations_active: s.registrations,
-                subscriptions_active: s.subscriptions,
-            }
-        })
+        .map(|(t, (b, s))| second_row(seed, t as u64, b, s, rec.proxies))
         .collect();
     let [from, to] = sc.collapse_window;
     let window: Vec<&SecondRow> = rows.iter().filter(|r| (r.t as f64) >= from && ((r.t + 1) as f64) <= to).collect();
@@ -392,19 +358,63 @@ pub(crate) fn finish(
         registrations_active_window_min: window.iter().filter_map(|r| r.registrations_active).min(),
         events: tests.events,
         subscriptions_active_end: rows.last().and_then(|r| r.subscriptions_active),
-        window_background_ok_ratio: {
-            let in_window = |t: &&&TxnRecord| {
-                let s = to_secs(t.start);
-                t.background && s >= from && s < to
-            };
-            let ended = recorded
-                .iter()
-                .filter(in_window)
-                .filter(|t| t.final_at.is_some() || t.start + from_secs(64.0 * sc.timers.t1) <= horizon)
-                .count();
-            let ok = recorded.iter().filter(in_window).filter(|t| t.code == 200).count();
-            ok as f64 / ended.max(1) as f64
-        },
+        window_background_ok_ratio: background_ok_ratio(sc, &recorded, horizon),
     };
     (summary, rows)
+}
+
+/// One second's row: the transactions that started in it (`b`) and what
+/// the recorder sampled (`s`).
+fn second_row(seed: u64, t: u64, b: &mut Bucket, s: &Second, proxies: usize) -> SecondRow {
+    let last = proxies - 1;
+    let ended = b.answered + b.timed_out;
+    SecondRow {
+        seed,
+        t,
+        started: b.started,
+        answered: b.answered,
+        ok: b.ok,
+        rejected: b.rejected,
+        timed_out: b.timed_out,
+        success_ratio: (ended > 0).then(|| b.answered as f64 / ended as f64),
+        frpd_mean: (!b.delays.is_empty()).then(|| b.delays.iter().sum::<f64>() / b.delays.len() as f64),
+        frpd_p95: percentile(&mut b.delays, 0.95),
+        transmissions_mean: (b.started > 0).then(|| b.transmissions as f64 / b.started as f64),
+        goodput: s.goodput,
+        uac_retransmissions: s.uac_retransmissions,
+        proxy_retransmissions: s.proxy_retransmissions,
+        drops: s.drops_bottleneck,
+        utilisation_upstream: (proxies >= 2).then(|| s.utilisation.get(last - 1).copied().unwrap_or(0.0)),
+        utilisation: s.utilisation.get(last).copied().unwrap_or(0.0),
+        uac_pending: s.uac_pending,
+        upstream_pending: s.upstream_pending,
+        d1_p95: s.detectors.d1_p95,
+        d1_congested: s.detectors.d1_congested,
+        kappa: s.detectors.kappa,
+        d2_congested: s.detectors.d2_congested,
+        d2_mean_congested: s.detectors.d2_mean_congested,
+        t1_next: s.detectors.t1_next,
+        oc: s.detectors.oc,
+        rejections: s.rejections,
+        registrations_active: s.registrations,
+        subscriptions_active: s.subscriptions,
+    }
+}
+
+/// Of the background transactions that started in the collapse window and
+/// ended (answered, or past the UAC's Timer F within the run), the share
+/// answered 200.
+fn background_ok_ratio(sc: &Scenario, recorded: &[&TxnRecord], horizon: Nanos) -> f64 {
+    let [from, to] = sc.collapse_window;
+    let in_window = |t: &&&TxnRecord| {
+        let s = to_secs(t.start);
+        t.background && s >= from && s < to
+    };
+    let ended = recorded
+        .iter()
+        .filter(in_window)
+        .filter(|t| t.final_at.is_some() || t.start + from_secs(64.0 * sc.timers.t1) <= horizon)
+        .count();
+    let ok = recorded.iter().filter(in_window).filter(|t| t.code == 200).count();
+    ok as f64 / ended.max(1) as f64
 }

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use sigkit_overload::config::{D1Config, D2Config, D2MeanConfig};
+
 /// Why a scenario could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
@@ -272,98 +274,6 @@ pub struct Detectors {
     pub d2_mean: D2MeanConfig,
 }
 
-/// D1, delay-based detection (thesis §4.2.2, Figure 4.18).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct D1Config {
-    /// m: seconds of fRpD samples the percentile covers.
-    #[serde(default = "defaults::d1_window")]
-    pub window: f64,
-    /// w: seconds between evaluations.
-    #[serde(default = "defaults::one")]
-    pub interval: f64,
-    /// t: the 95th percentile above which the next hop is congested.
-    #[serde(default = "defaults::half")]
-    pub threshold: f64,
-    /// The percentile (0.95).
-    #[serde(default = "defaults::percentile")]
-    pub percentile: f64,
-}
-
-impl Default for D1Config {
-    fn default() -> Self {
-        D1Config { window: defaults::d1_window(), interval: 1.0, threshold: 0.5, percentile: defaults::percentile() }
-    }
-}
-
-/// D2, pending-transaction-based detection: κ = ΔPT/Δλ and Wald's
-/// sequential test of its standard deviation (thesis §4.2.3, eq. 4.13–4.15).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct D2Config {
-    /// Seconds between κ observations.
-    #[serde(default = "defaults::one")]
-    pub interval: f64,
-    /// μ of κ in the non-congested state (thesis: 0.056).
-    #[serde(default = "defaults::d2_mu")]
-    pub mu: f64,
-    /// σκ,0 (thesis: 0.962).
-    #[serde(default = "defaults::d2_sigma0")]
-    pub sigma0: f64,
-    /// σκ,1 (thesis: 20.392).
-    #[serde(default = "defaults::d2_sigma1")]
-    pub sigma1: f64,
-    #[serde(default = "defaults::alpha")]
-    pub alpha: f64,
-    #[serde(default = "defaults::beta")]
-    pub beta: f64,
-}
-
-impl Default for D2Config {
-    fn default() -> Self {
-        D2Config {
-            interval: 1.0,
-            mu: defaults::d2_mu(),
-            sigma0: defaults::d2_sigma0(),
-            sigma1: defaults::d2_sigma1(),
-            alpha: defaults::alpha(),
-            beta: defaults::beta(),
-        }
-    }
-}
-
-/// D2's lab variant: Wald's sequential test of κ's mean with known σ
-/// (thesis §5.2.3, Wald chapter 7), on the same κ observations.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct D2MeanConfig {
-    /// μ0: κ's mean when not congested (lab: 0.589).
-    #[serde(default = "defaults::d2m_mu0")]
-    pub mu0: f64,
-    /// μ1: κ's mean when congested (lab: 100.067).
-    #[serde(default = "defaults::d2m_mu1")]
-    pub mu1: f64,
-    /// The known σ (lab, not congested: 6.780).
-    #[serde(default = "defaults::d2m_sigma")]
-    pub sigma: f64,
-    #[serde(default = "defaults::alpha")]
-    pub alpha: f64,
-    #[serde(default = "defaults::beta")]
-    pub beta: f64,
-}
-
-impl Default for D2MeanConfig {
-    fn default() -> Self {
-        D2MeanConfig {
-            mu0: defaults::d2m_mu0(),
-            mu1: defaults::d2m_mu1(),
-            sigma: defaults::d2m_sigma(),
-            alpha: defaults::alpha(),
-            beta: defaults::beta(),
-        }
-    }
-}
-
 /// What the upstream proxy does about its congested next hop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -514,41 +424,8 @@ mod defaults {
     pub fn link_delay() -> f64 {
         0.0003
     }
-    pub fn d1_window() -> f64 {
-        5.0
-    }
     pub fn one() -> f64 {
         1.0
-    }
-    pub fn half() -> f64 {
-        0.5
-    }
-    pub fn percentile() -> f64 {
-        0.95
-    }
-    pub fn d2_mu() -> f64 {
-        0.056
-    }
-    pub fn d2_sigma0() -> f64 {
-        0.962
-    }
-    pub fn d2_sigma1() -> f64 {
-        20.392
-    }
-    pub fn alpha() -> f64 {
-        0.1
-    }
-    pub fn beta() -> f64 {
-        0.05
-    }
-    pub fn d2m_mu0() -> f64 {
-        0.589
-    }
-    pub fn d2m_mu1() -> f64 {
-        100.067
-    }
-    pub fn d2m_sigma() -> f64 {
-        6.780
     }
     pub fn t1_validity() -> f64 {
         60.0
@@ -634,22 +511,19 @@ impl Scenario {
         Ok(scenario)
     }
 
-    /// Checks ranges and consistency.
+    /// Checks ranges and consistency: the first field out of range is the
+    /// error.
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(invalid(field, format!("must be a positive number, not {v}")))
-            }
-        }
-        fn share(field: &str, v: f64) -> Result<(), ScenarioError> {
-            if v.is_finite() && (0.0..=1.0).contains(&v) {
-                Ok(())
-            } else {
-                Err(invalid(field, format!("must lie in [0, 1], not {v}")))
-            }
-        }
+        self.validate_run()?;
+        self.validate_proxies()?;
+        self.validate_links_and_sources()?;
+        self.validate_detectors()?;
+        self.validate_handler()?;
+        self.validate_workloads()
+    }
+
+    /// The run's length, its collapse window and the SIP timers.
+    fn validate_run(&self) -> Result<(), ScenarioError> {
         positive("duration", self.duration)?;
         if !(self.drain.is_finite() && self.drain >= 0.0) {
             return Err(invalid("drain", format!("must be 0 or more, not {}", self.drain)));
@@ -672,6 +546,11 @@ impl Scenario {
         if !(1..=64).contains(&t.max_transmissions) {
             return Err(invalid("timers.max_transmissions", "must lie in 1..=64"));
         }
+        Ok(())
+    }
+
+    /// The proxies and their buffers.
+    fn validate_proxies(&self) -> Result<(), ScenarioError> {
         if self.proxies.is_empty() {
             return Err(invalid("proxies", "at least one proxy is needed"));
         }
@@ -704,6 +583,11 @@ impl Scenario {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The links and the call sources.
+    fn validate_links_and_sources(&self) -> Result<(), ScenarioError> {
         if !(self.links.delay.is_finite() && self.links.delay >= 0.0) {
             return Err(invalid("links.delay", format!("must be 0 or more seconds, not {}", self.links.delay)));
         }
@@ -725,6 +609,11 @@ impl Scenario {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The overload detectors (the SIP overload thesis §4.3).
+    fn validate_detectors(&self) -> Result<(), ScenarioError> {
         let d = &self.detectors;
         positive("detectors.d1.window", d.d1.window)?;
         positive("detectors.d1.interval", d.d1.interval)?;
@@ -753,6 +642,11 @@ impl Scenario {
         if d.d2_mean.mu1.partial_cmp(&d.d2_mean.mu0) != Some(std::cmp::Ordering::Greater) {
             return Err(invalid("detectors.d2_mean.mu1", "must exceed mu0"));
         }
+        Ok(())
+    }
+
+    /// The overload handler.
+    fn validate_handler(&self) -> Result<(), ScenarioError> {
         let h = &self.handler;
         if h.kind != HandlerKind::None && self.proxies.len() < 2 {
             return Err(invalid("handler.kind", "a handler needs two proxies: one upstream of the overloaded one"));
@@ -773,6 +667,11 @@ impl Scenario {
         positive("handler.oc_target", h.oc_target)?;
         positive("handler.oc_interval", h.oc_interval)?;
         share("handler.oc_min_admit", h.oc_min_admit)?;
+        Ok(())
+    }
+
+    /// The presence and registration workloads.
+    fn validate_workloads(&self) -> Result<(), ScenarioError> {
         if let Some(p) = &self.presence {
             if p.watchers == 0 || p.presentities == 0 || u64::from(p.watchers) * u64::from(p.presentities) > 1_000_000 {
                 return Err(invalid("presence.watchers", "watchers × presentities must lie in 1..=1000000"));
@@ -801,6 +700,24 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+}
+
+/// Checks that `field`, `v`, is a positive number.
+fn positive(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(invalid(field, format!("must be a positive number, not {v}")))
+    }
+}
+
+/// Checks that `field`, `v`, is a share: a number in [0, 1].
+fn share(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.is_finite() && (0.0..=1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(invalid(field, format!("must lie in [0, 1], not {v}")))
     }
 }
 

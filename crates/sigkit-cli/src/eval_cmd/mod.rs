@@ -209,12 +209,9 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let kamailio_cfg = match &args.kamailio_cfg {
-        None => peers::KAMAILIO_CFG.to_string(),
-        Some(file) => match std::fs::read_to_string(file) {
-            Ok(text) => text,
-            Err(e) => return fail(format!("--kamailio-cfg {}: {e}", file.display())),
-        },
+    let kamailio_cfg = match kamailio_cfg(&args) {
+        Ok(text) => text,
+        Err(e) => return fail(e),
     };
     // Every path of the run is absolute from here: Kamailio runs in its
     // own folder, and the report names where it is.
@@ -239,18 +236,7 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     };
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let steps = Steps::new(args.quick);
-    let run_config = serde_json::json!({
-        "title": "sigkit eval",
-        "series": path.series(),
-        "capacity_series": "capacity search, built-in UAS",
-        "load_path": path.key(),
-        "load_steps": {"start": steps.start, "end": steps.end, "step": steps.step, "dwell_s": steps.dwell.as_secs_f64()},
-        "corpus": args.corpus.as_ref().map_or_else(|| "built in".to_string(), |c| c.display().to_string()),
-        "quick": args.quick,
-        "algorithm": config.algorithm.name(),
-        "mechanism": config.mechanism.name(),
-        "dms": params.dms, "sms": params.sms, "cpb": params.cpb,
-    });
+    let run_config = run_config(&args, &path, &steps, config, params);
     let id = match store.begin_run("eval", &command, &run_config) {
         Ok(r) => r,
         Err(e) => return fail(e),
@@ -308,10 +294,7 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     }
     let Run { store, id, problems, .. } = run;
     drop(store);
-    let written = serde_json::to_string_pretty(&summary)
-        .map_err(|e| e.to_string())
-        .and_then(|json| std::fs::write(out.join("summary.json"), json).map_err(|e| e.to_string()));
-    if let Err(e) = written {
+    if let Err(e) = write_summary(&out, &summary) {
         return fail(e);
     }
 
@@ -336,6 +319,43 @@ pub fn eval(args: EvalArgs) -> ExitCode {
         "interrupted" => ExitCode::from(EXIT_INTERRUPTED),
         _ => ExitCode::from(EXIT_INCOMPLETE),
     }
+}
+
+/// The Kamailio configuration the run's load path uses: `--kamailio-cfg`,
+/// or the built-in one.
+fn kamailio_cfg(args: &EvalArgs) -> Result<String, String> {
+    match &args.kamailio_cfg {
+        None => Ok(peers::KAMAILIO_CFG.to_string()),
+        Some(file) => std::fs::read_to_string(file).map_err(|e| format!("--kamailio-cfg {}: {e}", file.display())),
+    }
+}
+
+/// What the results file records of the run's configuration.
+fn run_config(
+    args: &EvalArgs,
+    path: &LoadPath,
+    steps: &Steps,
+    config: sigcomp_compress::Config,
+    params: sigcomp::Params,
+) -> serde_json::Value {
+    serde_json::json!({
+        "title": "sigkit eval",
+        "series": path.series(),
+        "capacity_series": "capacity search, built-in UAS",
+        "load_path": path.key(),
+        "load_steps": {"start": steps.start, "end": steps.end, "step": steps.step, "dwell_s": steps.dwell.as_secs_f64()},
+        "corpus": args.corpus.as_ref().map_or_else(|| "built in".to_string(), |c| c.display().to_string()),
+        "quick": args.quick,
+        "algorithm": config.algorithm.name(),
+        "mechanism": config.mechanism.name(),
+        "dms": params.dms, "sms": params.sms, "cpb": params.cpb,
+    })
+}
+
+/// `summary.json` in `out`.
+fn write_summary(out: &Path, summary: &Summary) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(summary).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("summary.json"), json).map_err(|e| e.to_string())
 }
 
 /// The report of `run` with its `other_runs` (the like-for-like load runs

@@ -454,3 +454,60 @@ fn two_runs_in_one_process_never_share_a_call_id_or_branch() {
         Message::parse(&drain(&mut again).pop().unwrap().1).unwrap().top_via().unwrap().branch().unwrap().to_string();
     assert_ne!(b.top_via().unwrap().branch().unwrap(), c);
 }
+
+#[test]
+fn a_bye_sent_again_after_the_call_ended_is_answered_until_timer_j() {
+    // The UAS's 200 to the BYE is lost: the BYE comes again after the
+    // call, and its timewait, are over. RFC 3261 §17.2.2 keeps the server
+    // transaction for 64·T1, answering with the same 200; after that the
+    // request is out of any call.
+    let t0 = Instant::now();
+    let mut a = uac_with(built_in("uac").unwrap(), None, Duration::from_millis(100), t0);
+    let mut b = uas(t0);
+    a.start_call(t0, 0);
+    let (mut bye, mut ok) = (None, None);
+    let mut now = t0;
+    loop {
+        let mut moved = false;
+        for (_, m) in drain(&mut a) {
+            if m.starts_with(b"BYE ") {
+                bye = Some(m.clone());
+            }
+            b.on_message(now, addr(UAC), &m);
+            moved = true;
+        }
+        for (_, m) in drain(&mut b) {
+            if text(&m).contains("CSeq: 2 BYE") || (text(&m).starts_with("SIP/2.0 200") && text(&m).contains(" BYE")) {
+                ok = Some(m.clone());
+            }
+            a.on_message(now, addr(UAS), &m);
+            moved = true;
+        }
+        if moved {
+            continue;
+        }
+        let Some(next) = [a.poll_timeout(), b.poll_timeout()].into_iter().flatten().min() else { break };
+        if next > t0 + Duration::from_secs(10) {
+            break;
+        }
+        now = next.max(now);
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+    }
+    let (bye, ok) = (bye.expect("the UAC sent a BYE"), ok.expect("the UAS answered it"));
+    let later = t0 + Duration::from_secs(10);
+    b.handle_timeout(later);
+    assert_eq!((b.recorder.total.successful, b.active(), b.live()), (1, 0, 0), "the call and its timewait are over");
+    let out_of_call = b.recorder.total.out_of_call;
+    b.on_message(later, addr(UAC), &bye);
+    let again = drain(&mut b);
+    assert_eq!(again.len(), 1, "the BYE is answered again");
+    assert_eq!(again[0].1, ok, "with the same 200");
+    assert_eq!(b.recorder.total.out_of_call, out_of_call);
+    // Past 64·T1 (32 s) after the call ended, nothing answers it.
+    let much_later = t0 + Duration::from_secs(60);
+    b.handle_timeout(much_later);
+    b.on_message(much_later, addr(UAC), &bye);
+    assert!(drain(&mut b).is_empty());
+    assert_eq!(b.recorder.total.out_of_call, out_of_call + 1);
+}

@@ -1,0 +1,194 @@
+//! What a compressor is configured with: the algorithm, the RFC 3321
+//! mechanism, the transport and the effort; and how compressing fails.
+
+use sigcomp::Transport;
+
+use crate::bytecode::{self, Image};
+use crate::dictionary::Priorities;
+use crate::lzss::Effort;
+
+/// Compression algorithm (its bytecode fragment and encoder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// The modified LZSS of the 2005 SigComp performance thesis §7.8.4.
+    Lzss,
+    /// Deflate (RFC 1951) tokens, fixed Huffman codes.
+    #[cfg(feature = "deflate")]
+    Deflate,
+    /// LZ77 tokens.
+    #[cfg(feature = "lz77")]
+    Lz77,
+}
+
+impl Algorithm {
+    /// Every algorithm this build has.
+    pub const ALL: &'static [Algorithm] = &[
+        Algorithm::Lzss,
+        #[cfg(feature = "deflate")]
+        Algorithm::Deflate,
+        #[cfg(feature = "lz77")]
+        Algorithm::Lz77,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Lzss => "lzss",
+            #[cfg(feature = "deflate")]
+            Algorithm::Deflate => "deflate",
+            #[cfg(feature = "lz77")]
+            Algorithm::Lz77 => "lz77",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Algorithm> {
+        Algorithm::ALL.iter().copied().find(|a| a.name() == s)
+    }
+
+    /// The assembled bytecode (mechanism program for `mechanism` + this
+    /// algorithm's fragment).
+    pub fn image(self, mechanism: Mechanism) -> &'static Image {
+        use bytecode::images as i;
+        use Mechanism::*;
+        match (self, mechanism) {
+            (Algorithm::Lzss, Basic) => &i::LZSS_BASIC,
+            (Algorithm::Lzss, Static) => &i::LZSS_STATIC,
+            (Algorithm::Lzss, Dynamic) => &i::LZSS_DYNAMIC,
+            (Algorithm::Lzss, Shared) => &i::LZSS_SHARED,
+            #[cfg(feature = "deflate")]
+            (Algorithm::Deflate, Basic) => &i::DEFLATE_BASIC,
+            #[cfg(feature = "deflate")]
+            (Algorithm::Deflate, Static) => &i::DEFLATE_STATIC,
+            #[cfg(feature = "deflate")]
+            (Algorithm::Deflate, Dynamic) => &i::DEFLATE_DYNAMIC,
+            #[cfg(feature = "deflate")]
+            (Algorithm::Deflate, Shared) => &i::DEFLATE_SHARED,
+            #[cfg(feature = "lz77")]
+            (Algorithm::Lz77, Basic) => &i::LZ77_BASIC,
+            #[cfg(feature = "lz77")]
+            (Algorithm::Lz77, Static) => &i::LZ77_STATIC,
+            #[cfg(feature = "lz77")]
+            (Algorithm::Lz77, Dynamic) => &i::LZ77_DYNAMIC,
+            #[cfg(feature = "lz77")]
+            (Algorithm::Lz77, Shared) => &i::LZ77_SHARED,
+        }
+    }
+}
+
+/// How much state the compressor builds at the peer (the 2005 SigComp performance thesis §9.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mechanism {
+    /// Bytecode uploaded in every message; nothing saved.
+    Basic,
+    /// The bytecode is saved as state and named in later headers.
+    Static,
+    /// Each message saves the decompressor's memory (bytecode, dictionary
+    /// part, history); later messages continue from the newest one the
+    /// peer has acknowledged.
+    Dynamic,
+    /// Dynamic, plus messages received from the peer are used as history
+    /// (RFC 3321 shared mode): each side saves what it sends.
+    Shared,
+}
+
+impl Mechanism {
+    pub const ALL: [Mechanism; 4] = [Mechanism::Basic, Mechanism::Static, Mechanism::Dynamic, Mechanism::Shared];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Basic => "basic",
+            Mechanism::Static => "static",
+            Mechanism::Dynamic => "dynamic",
+            Mechanism::Shared => "shared",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Mechanism> {
+        Mechanism::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    pub(crate) fn saves_snapshots(self) -> bool {
+        matches!(self, Mechanism::Dynamic | Mechanism::Shared)
+    }
+}
+
+/// Compressor settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub algorithm: Algorithm,
+    pub mechanism: Mechanism,
+    /// Message-based (UDP): states are used only once acknowledged.
+    /// Stream-based (TCP): states are usable once sent.
+    pub transport: Transport,
+    /// Longest match: 18, 66 or 258 bytes (LZSS; the 2005 SigComp performance thesis §9.3).
+    pub lookahead: usize,
+    /// Part of the SIP/SDP dictionary in the window; None for none. With a
+    /// user dictionary ([`crate::Compressor::set_user_dictionary`]) that one is
+    /// loaded instead.
+    pub dictionary: Option<Priorities>,
+    pub effort: Effort,
+    /// Also run the peer's decompressor on every message (RFC 3320 §5.1)
+    /// and check it against what the compressor computes: the output, the
+    /// states it creates, the cycles within the bound. Off, an LZSS
+    /// message is not run at all (the other algorithms always are); the
+    /// tests turn it on.
+    pub verify: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            algorithm: Algorithm::Lzss,
+            mechanism: Mechanism::Shared,
+            transport: Transport::Message,
+            lookahead: 258,
+            dictionary: Priorities::new(1, 5),
+            effort: Effort::default(),
+            verify: false,
+        }
+    }
+}
+
+/// Why a message could not be compressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompressError {
+    /// The lookahead is not 18, 66 or 258 (or another 2^k + 2).
+    BadLookahead(usize),
+    /// The peer's parameters are not ones RFC 3320 §3.3 allows (from a
+    /// caller; announcements and NACKs are validated before they are used).
+    PeerParams(sigcomp::params::ParamError),
+    /// The peer's memory is too small for this bytecode.
+    PeerTooSmall { dms: u32 },
+    /// The message, compressed, does not fit the peer's memory or cycles:
+    /// the model decompressor failed.
+    DoesNotFit(sigcomp::Failure),
+    /// The model decompressed something else (a bug; never sent).
+    Mismatch,
+    /// The SigComp header cannot be written (RFC 3320 §7): a malformed
+    /// returned feedback item, or bytecode over 4095 bytes.
+    Emit(sigcomp::wire::EmitError),
+}
+
+impl std::fmt::Display for CompressError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CompressError::BadLookahead(n) => write!(f, "look-ahead {n} is not 18, 66 or 258"),
+            CompressError::PeerParams(e) => write!(f, "the peer's parameters: {e}"),
+            CompressError::PeerTooSmall { dms } => {
+                write!(f, "a decompression memory of {dms} bytes is too small for the bytecode")
+            }
+            CompressError::DoesNotFit(fl) => {
+                write!(f, "the compressed message would fail at the peer: {fl}")
+            }
+            CompressError::Mismatch => f.write_str("model decompression differs from the input"),
+            CompressError::Emit(e) => write!(f, "the SigComp header cannot be written: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CompressError {}
+
+impl From<sigcomp::wire::EmitError> for CompressError {
+    fn from(e: sigcomp::wire::EmitError) -> CompressError {
+        CompressError::Emit(e)
+    }
+}

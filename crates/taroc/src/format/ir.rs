@@ -1,0 +1,183 @@
+//! IR and IR-DYN packets: a context's static and dynamic chains in full.
+
+use super::common::*;
+use super::fields::*;
+use crate::crc::*;
+use crate::packet::{Ipv6Part, RawOptions, TcpIpHeader};
+
+/// The static chain: addresses and ports; for IPv6 also the flow label
+/// (RFC 3095 §5.7.7.3's IPv6 static chain: version, flow label, next
+/// header, addresses; the next header is always TCP here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StaticPart {
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub ipv6: Option<Ipv6Part>,
+}
+
+impl StaticPart {
+    pub fn of(h: &TcpIpHeader) -> StaticPart {
+        StaticPart { src: h.src, dst: h.dst, src_port: h.src_port, dst_port: h.dst_port, ipv6: h.ipv6 }
+    }
+
+    pub fn apply(&self, h: &mut TcpIpHeader) {
+        h.src = self.src;
+        h.dst = self.dst;
+        h.src_port = self.src_port;
+        h.dst_port = self.dst_port;
+        h.ipv6 = self.ipv6;
+    }
+}
+
+/// An IR or IR-DYN packet.
+#[derive(Debug, Clone, Copy)]
+pub struct IrPacket<'a> {
+    pub cid: u8,
+    /// Present in IR, absent in IR-DYN.
+    pub static_part: Option<StaticPart>,
+    pub msn: u16,
+    /// The header with its true TCP checksum (unfolded); the static fields
+    /// are zero in an IR-DYN.
+    pub header: TcpIpHeader,
+    pub strides: (u16, u16),
+    /// CRC-8 of the original IP and TCP headers as they are on the wire.
+    pub crc: u8,
+    pub payload: &'a [u8],
+}
+
+impl<'a> IrPacket<'a> {
+    /// Emits the packet. An IPv6 header's static chain (type
+    /// [`TYPE_IR_V6`]) is `0110` · flow label 20 bits · next header 1 ·
+    /// source address 16 · destination address 16 · ports 4 (RFC 3095
+    /// §5.7.7.3); its dynamic chain has traffic class 1 and hop limit 1
+    /// where IPv4's has TOS, IP-ID, flags+fragment offset and TTL (6).
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        let h = &self.header;
+        emit_cid(self.cid, out);
+        match self.static_part {
+            Some(StaticPart { ipv6: Some(v6), src_port, dst_port, .. }) => {
+                out.push(TYPE_IR_V6);
+                out.extend_from_slice(&(6 << 28 | (v6.flow_label & 0xf_ffff) << 8 | 6).to_be_bytes());
+                out.extend_from_slice(&v6.src);
+                out.extend_from_slice(&v6.dst);
+                out.extend_from_slice(&src_port.to_be_bytes());
+                out.extend_from_slice(&dst_port.to_be_bytes());
+            }
+            Some(s) => {
+                out.push(TYPE_IR);
+                out.extend_from_slice(&s.src);
+                out.extend_from_slice(&s.dst);
+                out.extend_from_slice(&s.src_port.to_be_bytes());
+                out.extend_from_slice(&s.dst_port.to_be_bytes());
+            }
+            None => out.push(TYPE_IR_DYN),
+        }
+        out.extend_from_slice(&self.msn.to_be_bytes());
+        out.push(h.tos);
+        if h.ipv6.is_none() {
+            out.extend_from_slice(&h.ip_id.to_be_bytes());
+            out.extend_from_slice(&h.flags_frag.to_be_bytes());
+        }
+        out.push(h.ttl);
+        out.extend_from_slice(&h.seq.to_be_bytes());
+        out.extend_from_slice(&h.ack.to_be_bytes());
+        out.push(((h.tcp_len() / 4) as u8) << 4 | (h.tcp_res & 0x0f));
+        out.push(h.tcp_flags);
+        out.extend_from_slice(&h.window.to_be_bytes());
+        out.extend_from_slice(&fold_checksum(h.checksum, h, self.msn, self.strides).to_be_bytes());
+        out.extend_from_slice(&h.urgent.to_be_bytes());
+        out.extend_from_slice(&self.strides.0.to_be_bytes());
+        out.extend_from_slice(&self.strides.1.to_be_bytes());
+        out.extend_from_slice(h.options.as_slice());
+        out.push(self.crc);
+        out.extend_from_slice(self.payload);
+    }
+
+    /// Parses an IR or IR-DYN (after the Add-CID octet); an IR-DYN's
+    /// dynamic chain is IPv6's if `ipv6_context` (the context's static
+    /// part, which the decompressor holds, is IPv6).
+    pub fn parse(cid: u8, data: &'a [u8], ipv6_context: bool) -> Result<IrPacket<'a>, FormatError> {
+        let ty = *data.first().ok_or(FormatError::Empty)?;
+        let mut at = 1;
+        let static_part = match ty {
+            TYPE_IR => {
+                let s = data.get(1..13).ok_or(FormatError::Truncated)?;
+                at = 13;
+                Some(StaticPart {
+                    src: [s[0], s[1], s[2], s[3]],
+                    dst: [s[4], s[5], s[6], s[7]],
+                    src_port: u16::from_be_bytes([s[8], s[9]]),
+                    dst_port: u16::from_be_bytes([s[10], s[11]]),
+                    ipv6: None,
+                })
+            }
+            TYPE_IR_V6 => {
+                let s = data.get(1..41).ok_or(FormatError::Truncated)?;
+                at = 41;
+                let first = be32(s);
+                if first >> 28 != 6 {
+                    return Err(FormatError::Reserved("IPv6 static chain version"));
+                }
+                if first & 0xff != 6 {
+                    return Err(FormatError::Reserved("IPv6 next header"));
+                }
+                let mut v6 = Ipv6Part { src: [0; 16], dst: [0; 16], flow_label: (first >> 8) & 0xf_ffff };
+                v6.src.copy_from_slice(&s[4..20]);
+                v6.dst.copy_from_slice(&s[20..36]);
+                Some(StaticPart {
+                    src: [0; 4],
+                    dst: [0; 4],
+                    src_port: u16::from_be_bytes([s[36], s[37]]),
+                    dst_port: u16::from_be_bytes([s[38], s[39]]),
+                    ipv6: Some(v6),
+                })
+            }
+            TYPE_IR_DYN => None,
+            t => return Err(FormatError::UnknownType(t)),
+        };
+        let v6 = static_part.map_or(ipv6_context, |s| s.ipv6.is_some());
+        // The IP part of the dynamic chain: MSN, TOS, IP-ID, flags+fragment
+        // offset, TTL (8 octets); IPv6: MSN, traffic class, hop limit (4).
+        let (dyn_len, b) = if v6 { (24, 4) } else { (28, 8) };
+        let d = data.get(at..at + dyn_len).ok_or(FormatError::Truncated)?;
+        let u16_at = |i: usize| u16::from_be_bytes([d[i], d[i + 1]]);
+        let doff = (d[b + 8] >> 4) as usize;
+        if doff < 5 {
+            return Err(FormatError::Reserved("data offset"));
+        }
+        let opt_len = doff * 4 - 20;
+        let opts = data.get(at + dyn_len..at + dyn_len + opt_len).ok_or(FormatError::Truncated)?;
+        let crc = *data.get(at + dyn_len + opt_len).ok_or(FormatError::Truncated)?;
+        let (ip_id, flags_frag, ttl) = if v6 { (0, 0, d[3]) } else { (u16_at(3), u16_at(5), d[7]) };
+        let mut h = TcpIpHeader {
+            tos: d[2],
+            ip_id,
+            flags_frag,
+            ttl,
+            src: [0; 4],
+            dst: [0; 4],
+            // An IR-DYN's IPv6 addresses come from the context; marked IPv6
+            // here so the folded checksum and lengths are IPv6's.
+            ipv6: v6.then_some(Ipv6Part { src: [0; 16], dst: [0; 16], flow_label: 0 }),
+            src_port: 0,
+            dst_port: 0,
+            seq: be32(&d[b..]),
+            ack: be32(&d[b + 4..]),
+            tcp_res: d[b + 8] & 0x0f,
+            tcp_flags: d[b + 9],
+            window: u16_at(b + 10),
+            checksum: u16_at(b + 12),
+            urgent: u16_at(b + 14),
+            options: RawOptions::from_slice(opts).map_err(|_| FormatError::OptionsLength(opt_len))?,
+        };
+        let msn = u16_at(0);
+        let strides = (u16_at(b + 16), u16_at(b + 18));
+        if let Some(s) = static_part {
+            s.apply(&mut h);
+        }
+        h.checksum = fold_checksum(h.checksum, &h, msn, strides);
+        Ok(IrPacket { cid, static_part, msn, header: h, strides, crc, payload: &data[at + dyn_len + 1 + opt_len..] })
+    }
+}

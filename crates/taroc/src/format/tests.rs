@@ -1,0 +1,198 @@
+use super::*;
+use crate::crc::*;
+use crate::packet::RawOptions;
+use crate::packet::TcpOption;
+
+#[test]
+fn crc16_check_value() {
+    // CRC-16/CCITT-FALSE of "123456789" (odd: the last octet alone),
+    // and of an even length.
+    assert_eq!(crc16(b"123456789"), 0x29b1);
+    assert_eq!(crc16(b"12345678"), 0xa12b);
+    // fold_checksum's octet by octet parts sum to the CRC-16 of the
+    // values' octets.
+    let mut h = crate::packet::TcpIpHeader::new([1, 2, 3, 4], 5, [6, 7, 8, 9], 10);
+    let mut x = 0x9e37_79b9u32;
+    for _ in 0..2000 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let (msn, strides) = (x as u16, ((x >> 3) as u16, (x >> 16) as u16));
+        (h.tos, h.ip_id, h.flags_frag, h.ttl) = ((x >> 7) as u8, (x >> 11) as u16, (x >> 5) as u16, (x >> 24) as u8);
+        let mut d = Vec::new();
+        for v in [&msn.to_be_bytes()[..], &[h.tos], &h.ip_id.to_be_bytes(), &h.flags_frag.to_be_bytes(), &[h.ttl]] {
+            d.extend_from_slice(v);
+        }
+        d.extend_from_slice(&strides.0.to_be_bytes());
+        d.extend_from_slice(&strides.1.to_be_bytes());
+        assert_eq!(fold_checksum(0x1234, &h, msn, strides), 0x1234 ^ crc16(&d));
+    }
+}
+
+#[test]
+fn rohc_crc_check_values() {
+    // RFC 3095 §5.9.2's CRCs, "123456789" (CRC-3/ROHC, CRC-7/ROHC, CRC-8/ROHC).
+    assert_eq!((crc3(b"123456789"), crc7(b"123456789"), crc8(b"123456789")), (0x6, 0x53, 0xd0));
+    // Four octets a step and one at a time agree at every length.
+    let data: Vec<u8> = (0..64u32).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8).collect();
+    for (t, init) in [(&CRC3_TABLE, 0x7), (&CRC7_TABLE, 0x7f), (&CRC8_TABLE, 0xff)] {
+        for len in 0..data.len() {
+            let one_at_a_time = data[..len].iter().fold(init, |c, &b| t[0][(c ^ b) as usize]);
+            assert_eq!(crc_with(t, init, &data[..len]), one_at_a_time, "{len} octets");
+        }
+    }
+    // CRC-3's and CRC-7's folds by 7 octets agree with the octet at a
+    // time at every length and alignment.
+    let data: Vec<u8> = (0..300u32).map(|i| (i.wrapping_mul(2246822519) >> 9) as u8).collect();
+    for (crc, t, init) in [(crc3 as fn(&[u8]) -> u8, &CRC3_TABLE, 0x7), (crc7, &CRC7_TABLE, 0x7f)] {
+        for start in 0..8 {
+            for len in 0..data.len() - start {
+                let part = &data[start..start + len];
+                let one_at_a_time = part.iter().fold(init, |c, &b| t[0][(c ^ b) as usize]);
+                assert_eq!(crc(part), one_at_a_time, "{len} octets from {start}");
+            }
+        }
+    }
+}
+
+/// A bulk sender's segment: SEQ as `seq`, timestamps as `ts`, nothing
+/// else changing.
+fn bulk_segment(seq: (u8, u32), ts: [(u8, u32); 2]) -> CoPacket<'static> {
+    CoPacket { msn: (0x59, 7), ip_id: (4, 0), seq, ..CoPacket::short_family(0, ts, 0xbeef, crc3(b"header"), b"data") }
+}
+
+#[test]
+fn short_format_round_trips_in_two_octets_and_the_checksum() {
+    let co = bulk_segment((8, 0xa), [(4, 0x15), (4, 0x2a)]);
+    let mut out = Vec::new();
+    co.emit(OptShape { ts: true, ipv6: false }, b"header", &mut out).unwrap();
+    // 16 bits of base, 4 of MSN, 4 of MSN-scaled SEQ, 16 of timestamps,
+    // 16 of checksum.
+    assert_eq!(out.len(), 7 + 4);
+    assert_eq!(out[0] >> 6, 0b00);
+    // The general format has no MSN-scaled ACK.
+    let general = CoPacket { seq: (1, 0x1a), ack: (8, 1), ip: Some((0, 64, 0)), ..co };
+    assert_eq!(
+        general.emit(OptShape { ts: true, ipv6: false }, b"header", &mut Vec::new()),
+        Err(FormatError::Reserved("MSN-scaled ACK in the general format"))
+    );
+    let back = CoPacket::parse(0, &out, OptShape { ts: true, ipv6: false }).unwrap();
+    assert_eq!(format!("{back:?}"), format!("{co:?}"));
+    assert_eq!(
+        CoPacket::parse(0, &out, OptShape { ts: false, ipv6: false }).unwrap_err(),
+        FormatError::Reserved("timestamps without a timestamp option")
+    );
+}
+
+#[test]
+fn compact_format_carries_a_bulk_segment_in_two_octets_and_the_checksum() {
+    let shape = OptShape { ts: true, ipv6: false };
+    let segment = bulk_segment((SEL_COMPACT_SCALED, 0xd), [(0, 0), (0, 0)]);
+    let with_ts = bulk_segment((SEL_COMPACT_SCALED, 0xd), [(4, 0x15), (4, 0x2a)]);
+    let ack = CoPacket { seq: (0, 0), ack: (SEL_COMPACT_SCALED, 0x6), payload: b"", ..segment };
+    for (co, len) in [(segment, 4 + 4), (with_ts, 6 + 4), (ack, 4)] {
+        let mut out = Vec::new();
+        co.emit(shape, b"header", &mut out).unwrap();
+        assert_eq!(out.len(), len);
+        assert_eq!(out[0] >> 6, 0b01);
+        let back = CoPacket::parse(0, &out, shape).unwrap();
+        // The compact format sends 6 bits of MSN and 3 of m − MSN.
+        let mask = |(sel, bits): (u8, u32)| (sel, if sel == SEL_COMPACT_SCALED { bits & 7 } else { bits });
+        let expected = CoPacket { msn: (0x59 & 0x3f, 6), seq: mask(co.seq), ack: mask(co.ack), ..co };
+        assert_eq!(format!("{back:?}"), format!("{expected:?}"));
+    }
+    // PSH, a window change, or an IP-ID that is not the MSN's offset
+    // leave it in the short format (which carries MSN_SCALED's bits).
+    for co in [
+        CoPacket { psh: true, ..segment },
+        CoPacket { window: WindowField::Short(3), ..segment },
+        CoPacket { ip_id: (5, 0), ..segment },
+    ] {
+        let mut out = Vec::new();
+        co.emit(shape, b"header", &mut out).unwrap();
+        assert_eq!(out[0] >> 6, 0b00, "{co:?}");
+        let back = CoPacket::parse(0, &out, shape).unwrap();
+        assert_eq!(back.seq, (SEL_MSN_SCALED, 0xd));
+    }
+}
+
+#[test]
+fn feedback_round_trips() {
+    for kind in [FeedbackKind::Ack, FeedbackKind::Nack, FeedbackKind::StaticNack] {
+        let f = Feedback { cid: 7, kind, reliable: true, msn: 0xbeef, checksum: 0x1234 };
+        let mut out = Vec::new();
+        f.emit(&mut out);
+        assert_eq!(out.len(), 1 + Feedback::LEN);
+        assert_eq!(Feedback::parse(&out).unwrap(), f);
+    }
+    assert_eq!(Feedback::parse(&[0xf6, 0, 0, 0, 0]), Err(FormatError::Reserved("feedback kind")));
+}
+
+#[test]
+fn co_round_trips_with_every_optional_part() {
+    let opts = RawOptions::build(&[TcpOption::Nop, TcpOption::Nop, TcpOption::Timestamp { val: 1, ecr: 2 }]).unwrap();
+    for options in [
+        CoOptions::Compact { ts: [(1, 0xab), (3, 0xdeadbeef)], sack_n: 2, sack: [(5, 70000), (1, 2), (0, 0), (0, 0)] },
+        CoOptions::Raw(opts),
+    ] {
+        let co = CoPacket {
+            cid: 3,
+            msn: (0x5a, 7),
+            ip_id: (3, 0xffff),
+            seq: (5, 0xf),
+            ack: (4, 0x89abcdef),
+            window: WindowField::Irregular(0x1234),
+            psh: true,
+            flags: Some((0x1, 0x18)),
+            ip: Some((0xb8, 63, 0x4000)),
+            urgent: Some(9),
+            strides: Some((1460, 2920)),
+            options,
+            checksum: 0xcafe,
+            crc: (crc7(b"header"), 7),
+            payload: b"payload",
+        };
+        let mut out = Vec::new();
+        co.emit(OptShape { ts: true, ipv6: false }, b"header", &mut out).unwrap();
+        let (cid, rest) = split_cid(&out).unwrap();
+        let back = CoPacket::parse(cid, rest, OptShape { ts: true, ipv6: false }).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{co:?}"));
+    }
+}
+
+#[test]
+fn opt_info_separates_skeleton_from_values() {
+    let o = RawOptions::build(&[
+        TcpOption::Nop,
+        TcpOption::Nop,
+        TcpOption::Timestamp { val: 10, ecr: 20 },
+        TcpOption::Nop,
+        TcpOption::Nop,
+        TcpOption::Sack(vec![(100, 200), (300, 400)]),
+    ])
+    .unwrap();
+    let info = OptInfo::of(&o);
+    assert_eq!((info.shape(), info.sack_n), (OptShape { ts: true, ipv6: false }, 2));
+    assert_eq!(info.ts(&o), (10, 20));
+    assert_eq!(info.sack(&o, 1), (300, 400));
+    assert_eq!(info.skeleton.as_slice(), &[1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(info.fill((10, 20), &[(100, 200), (300, 400)]), Some(o));
+    let no_sack =
+        RawOptions::build(&[TcpOption::Nop, TcpOption::Nop, TcpOption::Timestamp { val: 1, ecr: 2 }]).unwrap();
+    assert_eq!(OptInfo::of(&no_sack).skeleton, info.skeleton);
+    // A SACK option that is not the tail stays in the skeleton.
+    let inner = RawOptions::build(&[TcpOption::Sack(vec![(1, 2)]), TcpOption::Nop, TcpOption::Nop]).unwrap();
+    assert_eq!(OptInfo::of(&inner).skeleton, inner);
+}
+
+/// 40 option bytes hold up to 40 options (NOPs are one byte each).
+#[test]
+fn opt_info_takes_forty_one_byte_options() {
+    let nops = RawOptions::build(&vec![TcpOption::Nop; 40]).unwrap();
+    assert_eq!(OptInfo::of(&nops).skeleton, nops);
+    let mut list = vec![TcpOption::Nop; 30];
+    list.push(TcpOption::Timestamp { val: 7, ecr: 9 });
+    let o = RawOptions::build(&list).unwrap();
+    let info = OptInfo::of(&o);
+    assert_eq!((info.ts_at, info.ts(&o)), (Some(32), (7, 9)));
+}

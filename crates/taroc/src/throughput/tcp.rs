@@ -1,0 +1,396 @@
+//! The TCP ends of the study: a sender with the draft's variants of
+//! congestion control and loss recovery, and a cumulative-ACK receiver.
+
+use std::collections::BTreeMap;
+
+/// Nanoseconds per second: simulated time is counted in integer
+/// nanoseconds so runs are exact and reproducible.
+pub const NS_PER_S: u64 = 1_000_000_000;
+
+pub(super) const MS: u64 = 1_000_000;
+
+/// The TCP congestion control of the sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TcpVariant {
+    Tahoe,
+    Reno,
+    NewReno,
+}
+
+impl TcpVariant {
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpVariant::Tahoe => "tahoe",
+            TcpVariant::Reno => "reno",
+            TcpVariant::NewReno => "newreno",
+        }
+    }
+}
+
+/// What the wireless link does with a frame that has bit errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DamagedFrames {
+    /// A link-layer frame check discards it and signals the decompressor
+    /// (RFC 1144 §4).
+    Discard,
+    /// It reaches the decompressor, whose checks must catch it.
+    Deliver,
+}
+
+/// The sender's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SenderConfig {
+    pub variant: TcpVariant,
+    /// Segment payload size in octets.
+    pub mss: u32,
+    /// The receiver's advertised window in octets.
+    pub rwnd: u32,
+    pub initial_rto_ns: u64,
+    pub min_rto_ns: u64,
+    pub max_rto_ns: u64,
+    /// G of RFC 6298 §2.
+    pub clock_granularity_ns: u64,
+}
+
+impl SenderConfig {
+    /// RFC 6298's timer (1 s initial and minimum, 60 s maximum, 10 ms
+    /// clock) and a window of 20 segments.
+    pub fn new(variant: TcpVariant, mss: u32) -> SenderConfig {
+        let mss = mss.max(1);
+        SenderConfig {
+            variant,
+            mss,
+            rwnd: mss.saturating_mul(20),
+            initial_rto_ns: NS_PER_S,
+            min_rto_ns: NS_PER_S,
+            max_rto_ns: 60 * NS_PER_S,
+            clock_granularity_ns: 10 * MS,
+        }
+    }
+}
+
+/// A segment to send: `len` octets from stream offset `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub offset: u64,
+    pub len: u32,
+    pub retransmission: bool,
+}
+
+/// What the sender did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    pub segments_sent: u64,
+    pub retransmissions: u64,
+    pub fast_retransmits: u64,
+    pub timeouts: u64,
+    pub rtt_samples: u64,
+}
+
+/// A sans-IO TCP sender of an endless byte stream, in stream offsets
+/// (the first byte is offset 0). The caller delivers ACKs with
+/// [`on_ack`](TcpSender::on_ack), sends what
+/// [`poll_send`](TcpSender::poll_send) returns, and calls
+/// [`on_timer`](TcpSender::on_timer) at
+/// [`timer_deadline`](TcpSender::timer_deadline).
+#[derive(Debug, Clone)]
+pub struct TcpSender {
+    cfg: SenderConfig,
+    snd_una: u64,
+    snd_nxt: u64,
+    /// One past the highest octet ever sent.
+    snd_max: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    dupacks: u32,
+    in_recovery: bool,
+    /// NewReno: a partial ACK already reset the timer in this recovery.
+    partial_acked: bool,
+    /// `snd_max` at the last loss (RFC 6582 `recover`).
+    recover: Option<u64>,
+    /// Retransmit the segment at `snd_una` before anything else.
+    retransmit_now: bool,
+    srtt_ns: Option<f64>,
+    rttvar_ns: f64,
+    rto_ns: u64,
+    /// Consecutive expiries without new data acknowledged.
+    backoffs: u32,
+    timer: Option<u64>,
+    /// The timed segment: its end offset and when it was sent.
+    timed: Option<(u64, u64)>,
+    stats: SenderStats,
+}
+
+impl TcpSender {
+    pub fn new(cfg: SenderConfig) -> TcpSender {
+        let mss = cfg.mss.max(1) as u64;
+        let cfg = SenderConfig { mss: mss as u32, ..cfg };
+        TcpSender {
+            cfg,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            // RFC 5681 §3.1, equation (1).
+            cwnd: (4 * mss).min((2 * mss).max(4380)),
+            // "Arbitrarily high": the receiver's window bounds it.
+            ssthresh: u64::MAX / 4,
+            dupacks: 0,
+            in_recovery: false,
+            partial_acked: false,
+            recover: None,
+            retransmit_now: false,
+            srtt_ns: None,
+            rttvar_ns: 0.0,
+            rto_ns: cfg.initial_rto_ns.clamp(1, cfg.max_rto_ns.max(1)),
+            backoffs: 0,
+            timer: None,
+            timed: None,
+            stats: SenderStats::default(),
+        }
+    }
+
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+
+    pub fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+
+    pub fn snd_max(&self) -> u64 {
+        self.snd_max
+    }
+
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+
+    pub fn rto_ns(&self) -> u64 {
+        self.rto_ns
+    }
+
+    pub fn stats(&self) -> SenderStats {
+        self.stats
+    }
+
+    /// When the retransmission timer expires, if it runs.
+    pub fn timer_deadline(&self) -> Option<u64> {
+        self.timer
+    }
+
+    pub(super) fn mss(&self) -> u64 {
+        self.cfg.mss as u64
+    }
+
+    pub(super) fn flight(&self) -> u64 {
+        self.snd_max - self.snd_una
+    }
+
+    /// The next segment to send at `now`, if the window allows one.
+    pub fn poll_send(&mut self, now: u64) -> Option<Segment> {
+        let mss = self.mss();
+        if self.retransmit_now {
+            self.retransmit_now = false;
+            return Some(self.emit(now, self.snd_una, true));
+        }
+        let window = self.cwnd.min(self.cfg.rwnd as u64);
+        if self.snd_nxt + mss > self.snd_una + window {
+            return None;
+        }
+        let offset = self.snd_nxt;
+        // Below snd_max: go-back-N after a timeout (or Tahoe's fast
+        // retransmit) sends again what was sent before.
+        let retransmission = offset < self.snd_max;
+        self.snd_nxt += mss;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        Some(self.emit(now, offset, retransmission))
+    }
+
+    pub(super) fn emit(&mut self, now: u64, offset: u64, retransmission: bool) -> Segment {
+        self.stats.segments_sent += 1;
+        if retransmission {
+            self.stats.retransmissions += 1;
+            // Karn: no sample across a retransmission.
+            self.timed = None;
+        } else if self.timed.is_none() {
+            self.timed = Some((offset + self.mss(), now));
+        }
+        // RFC 6298 §5.1.
+        if self.timer.is_none() {
+            self.timer = Some(now + self.rto_ns);
+        }
+        Segment { offset, len: self.cfg.mss, retransmission }
+    }
+
+    /// An ACK arrived acknowledging every octet before `ack`.
+    pub fn on_ack(&mut self, now: u64, ack: u64) {
+        let mss = self.mss();
+        if ack > self.snd_max {
+            return;
+        }
+        if ack > self.snd_una {
+            let acked = ack - self.snd_una;
+            if let Some((end, at)) = self.timed {
+                if ack >= end {
+                    self.sample(now.saturating_sub(at));
+                    self.timed = None;
+                }
+            }
+            self.snd_una = ack;
+            self.snd_nxt = self.snd_nxt.max(ack);
+            self.dupacks = 0;
+            self.backoffs = 0;
+            let mut restart_timer = true;
+            if self.in_recovery {
+                match self.cfg.variant {
+                    TcpVariant::NewReno if self.recover.is_some_and(|r| ack < r) => {
+                        // RFC 6582 §3.2 step 5: a partial ACK.
+                        self.retransmit_now = true;
+                        self.cwnd = self.cwnd.saturating_sub(acked);
+                        if acked >= mss {
+                            self.cwnd += mss;
+                        }
+                        self.cwnd = self.cwnd.max(mss);
+                        restart_timer = !self.partial_acked;
+                        self.partial_acked = true;
+                    }
+                    TcpVariant::NewReno => {
+                        // Full ACK (step 3, option 1).
+                        self.cwnd = self.ssthresh.min(self.flight() + mss);
+                        self.in_recovery = false;
+                    }
+                    _ => {
+                        // RFC 5681 §3.2 step 6.
+                        self.cwnd = self.ssthresh;
+                        self.in_recovery = false;
+                    }
+                }
+            } else if self.cwnd < self.ssthresh {
+                self.cwnd += acked.min(mss);
+            } else {
+                self.cwnd += (mss * mss / self.cwnd).max(1);
+            }
+            if self.snd_una >= self.snd_max {
+                self.timer = None;
+            } else if restart_timer {
+                self.timer = Some(now + self.rto_ns);
+            }
+        } else if ack == self.snd_una && self.snd_max > self.snd_una {
+            self.dupacks += 1;
+            if self.in_recovery {
+                // RFC 5681 §3.2 step 4: each further duplicate inflates.
+                self.cwnd += mss;
+                return;
+            }
+            if self.dupacks == 3 && self.recover.is_none_or(|r| ack > r) {
+                self.stats.fast_retransmits += 1;
+                self.ssthresh = (self.flight() / 2).max(2 * mss);
+                self.recover = Some(self.snd_max);
+                self.timed = None;
+                match self.cfg.variant {
+                    TcpVariant::Tahoe => {
+                        self.cwnd = mss;
+                        self.snd_nxt = self.snd_una;
+                    }
+                    TcpVariant::Reno | TcpVariant::NewReno => {
+                        self.retransmit_now = true;
+                        self.cwnd = self.ssthresh + 3 * mss;
+                        self.in_recovery = true;
+                        self.partial_acked = false;
+                    }
+                }
+                self.timer = Some(now + self.rto_ns);
+            }
+        }
+    }
+
+    /// The retransmission timer's expiry (RFC 6298 §5.4–5.6, RFC 5681
+    /// §3.1): ignored before the deadline.
+    pub fn on_timer(&mut self, now: u64) {
+        let Some(deadline) = self.timer else { return };
+        if now < deadline {
+            return;
+        }
+        let mss = self.mss();
+        self.stats.timeouts += 1;
+        if self.backoffs == 0 {
+            self.ssthresh = (self.flight() / 2).max(2 * mss);
+        }
+        self.backoffs += 1;
+        self.cwnd = mss;
+        self.recover = Some(self.snd_max);
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.retransmit_now = false;
+        self.snd_nxt = self.snd_una;
+        self.timed = None;
+        self.rto_ns = (self.rto_ns.saturating_mul(2)).min(self.cfg.max_rto_ns);
+        self.timer = None;
+    }
+
+    pub(super) fn sample(&mut self, r_ns: u64) {
+        let r = r_ns as f64;
+        self.stats.rtt_samples += 1;
+        let srtt = match self.srtt_ns {
+            None => {
+                self.rttvar_ns = r / 2.0;
+                r
+            }
+            Some(s) => {
+                self.rttvar_ns = 0.75 * self.rttvar_ns + 0.25 * (s - r).abs();
+                0.875 * s + 0.125 * r
+            }
+        };
+        self.srtt_ns = Some(srtt);
+        let rto = srtt + (self.cfg.clock_granularity_ns as f64).max(4.0 * self.rttvar_ns);
+        self.rto_ns = (rto as u64).clamp(self.cfg.min_rto_ns, self.cfg.max_rto_ns.max(self.cfg.min_rto_ns));
+    }
+}
+
+/// A TCP receiver that acknowledges every segment at once, keeps
+/// out-of-order segments, and delivers in order.
+#[derive(Debug, Clone, Default)]
+pub struct TcpReceiver {
+    rcv_nxt: u64,
+    /// Out-of-order data: start → end.
+    ooo: BTreeMap<u64, u64>,
+    pub duplicate_segments: u64,
+    pub out_of_order_segments: u64,
+}
+
+impl TcpReceiver {
+    pub fn new() -> TcpReceiver {
+        TcpReceiver::default()
+    }
+
+    /// Octets delivered in order to the application.
+    pub fn delivered(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    /// A segment of `len` octets at `offset` arrived; returns the ACK.
+    pub fn on_segment(&mut self, offset: u64, len: u32) -> u64 {
+        let end = offset + len as u64;
+        if end <= self.rcv_nxt {
+            self.duplicate_segments += 1;
+        } else if offset > self.rcv_nxt {
+            self.out_of_order_segments += 1;
+            let e = self.ooo.entry(offset).or_insert(end);
+            *e = (*e).max(end);
+        } else {
+            self.rcv_nxt = end;
+            while let Some((&s, &e)) = self.ooo.first_key_value() {
+                if s > self.rcv_nxt {
+                    break;
+                }
+                self.ooo.pop_first();
+                self.rcv_nxt = self.rcv_nxt.max(e);
+            }
+        }
+        self.rcv_nxt
+    }
+}
