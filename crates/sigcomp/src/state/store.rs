@@ -49,8 +49,9 @@ pub(super) fn prefix_key(id: &[u8]) -> u64 {
     id[..PREFIX_LEN].iter().fold(0u64, |k, &b| (k << 8) | u64::from(b))
 }
 
-/// Identifiers [`Items::lookup_batch`] takes at once, at most.
-pub const MAX_BATCH: usize = 17;
+/// Identifiers [`Items::lookup_batch`] takes at once, at most: a missed
+/// one and the 32 read after it (`crate::lookup_memo::LOOKAHEAD`).
+pub const MAX_BATCH: usize = 33;
 
 /// The stored items, by the first [`PREFIX_LEN`] bytes of their
 /// identifier.
