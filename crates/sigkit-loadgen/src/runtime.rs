@@ -659,8 +659,7 @@ impl Reports {
     fn close(&mut self, run: &mut Run, start: Instant, now: Instant) {
         let i = &run.engine.recorder.interval;
         if now > self.last && (i.attempted + i.successful + i.failed > 0 || self.intervals.is_empty()) {
-            let sut = self.sampler.sample(now);
-            self.intervals.push(interval_row(run, start, self.last, now, sut));
+            self.add(run, start, now);
         }
     }
 }

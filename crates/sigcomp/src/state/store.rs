@@ -105,8 +105,15 @@ impl Items {
 
     /// The slot of the item `id`.
     fn slot_of(&self, id: &StateId) -> Option<u32> {
-        let (_, v) = self.entry_of(prefix_key(&id.0))?;
-        self.slots_named(v).find(|&i| self.stored(i).is_some_and(|s| s.state.id == *id))
+        self.entry_and_slot_of(id).map(|(_, _, slot)| slot)
+    }
+
+    /// The index position and value of the entry of `id`'s key, and the
+    /// slot of the item `id`.
+    fn entry_and_slot_of(&self, id: &StateId) -> Option<(usize, u32, u32)> {
+        let (at, v) = self.entry_of(prefix_key(&id.0))?;
+        let slot = self.slots_named(v).find(|&i| self.stored(i).is_some_and(|s| s.state.id == *id))?;
+        Some((at, v, slot))
     }
 
     pub(super) fn get(&self, id: &StateId) -> Option<&Stored> {
@@ -157,8 +164,7 @@ impl Items {
     }
 
     pub(super) fn remove(&mut self, id: &StateId) {
-        let Some(slot) = self.slot_of(id) else { return };
-        let Some((at, v)) = self.entry_of(prefix_key(&id.0)) else { return };
+        let Some((at, v, slot)) = self.entry_and_slot_of(id) else { return };
         if v & SHARED == 0 {
             self.index.remove_at(at);
         } else {
