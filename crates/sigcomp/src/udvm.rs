@@ -16,6 +16,7 @@ use sha1::{Digest, Sha1};
 mod bits;
 mod buffer;
 mod decode;
+mod decoded;
 mod huffman;
 mod memory;
 mod operand;
@@ -425,7 +426,9 @@ impl<'a> Machine<'a> {
 
     /// Runs the decoded instruction in entry `i`. Its memory operands are
     /// read now, in operand order, as decoding them would have. Each arm
-    /// loads only its own operands from the entry.
+    /// loads only its own operands from the entry; the arms' bodies are in
+    /// `udvm/decoded.rs`, inlined here so that the dispatch stays one
+    /// jump table.
     #[inline(always)]
     fn exec(&mut self, pc: u16, i: usize) -> Res<u16> {
         let (opcode, next) = (self.decoded[i].opcode, self.decoded[i].next);
@@ -438,155 +441,23 @@ impl<'a> Machine<'a> {
             | op::SUBTRACT
             | op::MULTIPLY
             | op::DIVIDE
-            | op::REMAINDER => {
-                let o = self.decoded[i].ops;
-                let a = o[0].address();
-                let m = self.word(a)?;
-                let n = self.value(o[1])?;
-                self.charge(1)?;
-                let r = match opcode {
-                    op::AND => m & n,
-                    op::OR => m | n,
-                    op::LSHIFT => m.checked_shl(u32::from(n)).unwrap_or(0),
-                    op::RSHIFT => m.checked_shr(u32::from(n)).unwrap_or(0),
-                    op::ADD => m.wrapping_add(n),
-                    op::SUBTRACT => m.wrapping_sub(n),
-                    op::MULTIPLY => m.wrapping_mul(n),
-                    op::DIVIDE => match m.checked_div(n) {
-                        Some(v) => v,
-                        None => return fail(Reason::DivByZero),
-                    },
-                    _ => match m.checked_rem(n) {
-                        Some(v) => v,
-                        None => return fail(Reason::DivByZero),
-                    },
-                };
-                self.set_word(a, r)?;
-                Ok(next)
-            }
-            op::NOT => {
-                let o = self.decoded[i].ops;
-                let a = o[0].address();
-                let m = self.word(a)?;
-                self.charge(1)?;
-                self.set_word(a, !m)?;
-                Ok(next)
-            }
-            op::LOAD => {
-                let o = self.decoded[i].ops;
-                let address = self.value(o[0])?;
-                let value = self.value(o[1])?;
-                self.charge(1)?;
-                self.set_word(address, value)?;
-                Ok(next)
-            }
-            op::PUSH => {
-                let o = self.decoded[i].ops;
-                let v = self.value(o[0])?;
-                self.charge(1)?;
-                self.push(v)?;
-                Ok(next)
-            }
-            op::POP => {
-                let o = self.decoded[i].ops;
-                let address = self.value(o[0])?;
-                self.charge(1)?;
-                let v = self.pop()?;
-                self.set_word(address, v)?;
-                Ok(next)
-            }
-            op::COPY => {
-                let o = self.decoded[i].ops;
-                let position = self.value(o[0])?;
-                let length = self.value(o[1])?;
-                let destination = self.value(o[2])?;
-                self.charge(1 + u64::from(length))?;
-                let (bcl, bcr) = self.bounds()?;
-                self.copy(position, length, destination, bcl, bcr)?;
-                Ok(next)
-            }
-            op::COPY_LITERAL | op::COPY_OFFSET => {
-                let o = self.decoded[i].ops;
-                let first = self.value(o[0])?;
-                let length = self.value(o[1])?;
-                let dref = o[2].address();
-                let destination = self.word(dref)?;
-                self.charge(1 + u64::from(length))?;
-                let (bcl, bcr) = self.bounds()?;
-                let position =
-                    if opcode == op::COPY_LITERAL { first } else { offset_back(destination, first, bcl, bcr) };
-                let after = self.copy(position, length, destination, bcl, bcr)?;
-                if length > 0 {
-                    self.set_word(dref, after)?;
-                }
-                Ok(next)
-            }
-            op::JUMP => {
-                let o = self.decoded[i].ops;
-                let a = pc.wrapping_add(self.value(o[0])?);
-                self.charge(1)?;
-                self.jump_target(a)
-            }
-            op::COMPARE => {
-                let o = self.decoded[i].ops;
-                let v1 = self.value(o[0])?;
-                let v2 = self.value(o[1])?;
-                let a1 = pc.wrapping_add(self.value(o[2])?);
-                let a2 = pc.wrapping_add(self.value(o[3])?);
-                let a3 = pc.wrapping_add(self.value(o[4])?);
-                self.charge(1)?;
-                let t = match v1.cmp(&v2) {
-                    std::cmp::Ordering::Less => a1,
-                    std::cmp::Ordering::Equal => a2,
-                    std::cmp::Ordering::Greater => a3,
-                };
-                self.jump_target(t)
-            }
-            op::CALL => {
-                let o = self.decoded[i].ops;
-                let a = pc.wrapping_add(self.value(o[0])?);
-                self.charge(1)?;
-                self.push(next)?;
-                self.jump_target(a)
-            }
+            | op::REMAINDER => self.exec_arithmetic(opcode, i, next),
+            op::NOT => self.exec_not(i, next),
+            op::LOAD => self.exec_load(i, next),
+            op::PUSH => self.exec_push(i, next),
+            op::POP => self.exec_pop(i, next),
+            op::COPY => self.exec_copy(i, next),
+            op::COPY_LITERAL | op::COPY_OFFSET => self.exec_copy_literal_or_offset(opcode, i, next),
+            op::JUMP => self.exec_jump(pc, i),
+            op::COMPARE => self.exec_compare(pc, i),
+            op::CALL => self.exec_call(pc, i, next),
             op::RETURN => {
                 self.charge(1)?;
                 let a = self.pop()?;
                 self.jump_target(a)
             }
-            op::INPUT_BITS => {
-                let o = self.decoded[i].ops;
-                let length = self.value(o[0])?;
-                let destination = self.value(o[1])?;
-                let a = pc.wrapping_add(self.value(o[2])?);
-                self.charge(1)?;
-                let order = self.bit_order()?;
-                if length > 16 {
-                    return fail(Reason::TooManyBitsRequested);
-                }
-                let p = order & 1 != 0;
-                self.check_p(p);
-                if self.bits_available() < usize::from(length) {
-                    return self.jump_target(a);
-                }
-                let v = self.take_bits(u32::from(length), p, order & 4 != 0);
-                self.set_word(destination, v)?;
-                self.credit_bits(u64::from(length));
-                Ok(next)
-            }
-            op::OUTPUT => {
-                let o = self.decoded[i].ops;
-                let start = self.value(o[0])?;
-                let length = self.value(o[1])?;
-                self.charge(1 + u64::from(length))?;
-                if self.output.len() + usize::from(length) > MAX_OUTPUT {
-                    return fail(Reason::OutputOverflow);
-                }
-                let (bcl, bcr) = self.bounds()?;
-                read_string(self.mem, start, length, bcl, bcr, self.output)?;
-                self.output_seen = true;
-                Ok(next)
-            }
+            op::INPUT_BITS => self.exec_input_bits(pc, i, next),
+            op::OUTPUT => self.exec_output(i, next),
             op::INPUT_HUFFMAN => self.input_huffman(pc, self.decoded[i].ops[0].address()),
             // Only the opcodes above are ever kept decoded.
             _ => fail(Reason::InternalError),

@@ -250,15 +250,20 @@ pub fn version(program: &str) -> String {
 /// response times are not kept: SIPp's clock ticks in whole milliseconds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SippCalls {
-    /// Calls SIPp counted as successful and as failed.
+    /// Calls SIPp counted as successful.
     pub successful: u64,
+    /// Calls SIPp counted as failed.
     pub failed: u64,
+    /// Calls still open when the run was ended at its limit: a transaction
+    /// SIPp was still sending again (a lost BYE's 200, say), which could
+    /// have run on for 64·T1 (RFC 3261 §17.1.2.2).
+    pub unfinished: u64,
 }
 
 /// Runs SIPp's built-in UAC (`-sn uac`, no hold) from a free UDP port of
 /// 127.0.0.1 to `target` through the outbound proxy `via`, `calls` calls
-/// at `rate` calls/s, in `dir` (its log and traces); it is ended after
-/// `limit` if it has not finished by then.
+/// at `rate` calls/s, in `dir` (its log and traces). At `limit` the calls
+/// still open are ended and counted as [`SippCalls::unfinished`].
 pub fn sipp_uac(
     dir: &Path,
     target: SocketAddr,
@@ -273,18 +278,27 @@ pub fn sipp_uac(
     let run_dir = dir.join(format!("sipp-uac-{port}"));
     std::fs::create_dir_all(&run_dir).map_err(|e| PeerError::Io(run_dir.display().to_string(), e))?;
     let mut cmd = Command::new("sipp");
+    // No `-timeout`: SIPp 3.6 lets it wait for the calls still open (up to
+    // 32 s each), where 3.7 aborts them; the limit is kept here instead.
     cmd.args(["-sn", "uac", "-i", "127.0.0.1", "-p", &port.to_string()])
         .args(["-r", &format!("{rate}"), "-m", &calls.to_string(), "-d", "0"])
-        .args(["-rsa", &via.to_string(), "-nostdin", "-trace_err"])
-        .args(["-timeout", &format!("{}s", limit.as_secs().max(1)), &target.to_string()]);
+        .args(["-rsa", &via.to_string(), "-nostdin", "-trace_err", &target.to_string()]);
     let mut peer = spawn(cmd, &run_dir, "sipp-uac.log", via)?;
-    let deadline = Instant::now() + limit + Duration::from_secs(5);
+    let deadline = Instant::now() + limit;
+    let mut ended = false;
     loop {
         if let Ok(Some(_)) = peer.child.try_wait() {
             break;
         }
-        if Instant::now() > deadline {
-            return Err(not_ready("SIPp's UAC", &peer, limit.as_secs()));
+        let now = Instant::now();
+        if now > deadline + Duration::from_secs(5) {
+            return Err(not_ready("SIPp's UAC", &peer, limit.as_secs() + 5));
+        }
+        if now > deadline && !ended {
+            // SIGTERM makes SIPp print its final screen, with the calls
+            // still open as its current calls, and exit.
+            let _ = Command::new("kill").args(["-TERM", &peer.child.id().to_string()]).status();
+            ended = true;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -293,17 +307,22 @@ pub fn sipp_uac(
 }
 
 /// SIPp's totals from its final screen: the last "Successful call" and
-/// "Failed call" rows' cumulative column.
+/// "Failed call" rows' cumulative column, and the last "Current Calls"
+/// row's periodic one (the calls open when it ended).
 fn sipp_totals(screen: &str) -> SippCalls {
-    let total = |label: &str| {
+    let last = |label: &str, column: usize| {
         screen
             .lines()
             .filter(|l| l.contains(label))
-            .filter_map(|l| l.split('|').nth(2).and_then(|c| c.trim().parse().ok()))
+            .filter_map(|l| l.split('|').nth(column).and_then(|c| c.trim().parse().ok()))
             .next_back()
             .unwrap_or(0)
     };
-    SippCalls { successful: total("Successful call"), failed: total("Failed call") }
+    SippCalls {
+        successful: last("Successful call", 2),
+        failed: last("Failed call", 2),
+        unfinished: last("Current Calls", 1),
+    }
 }
 
 #[cfg(test)]
@@ -315,9 +334,10 @@ mod tests {
         let screen = "  Successful call    |        0                  |        12  \n\
                       Failed call        |        0                  |        0   \n\
                       ------ [+] Final statistics\n\
+                      Current Calls      |        3                  |            \n\
                       Successful call    |        3                  |        30  \n\
                       Failed call        |        1                  |        2   \n";
         let totals = sipp_totals(screen);
-        assert_eq!((totals.successful, totals.failed), (30, 2));
+        assert_eq!((totals.successful, totals.failed, totals.unfinished), (30, 2, 3));
     }
 }

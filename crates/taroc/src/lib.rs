@@ -29,7 +29,9 @@
 //! [`throughput`] is the draft's Appendix A study: a discrete-event
 //! simulation of a bulk TCP transfer (Tahoe, Reno, NewReno) across a lossy
 //! narrowband link with each scheme on it, and the draft's throughput
-//! tables ([`throughput::DRAFT_TABLES`]) to compare with.
+//! tables ([`throughput::DRAFT_TABLES`]) to compare with. [`capture`] reads
+//! and writes pcap and pcapng files. Both are features, on by default: the
+//! header compressor alone builds with `default-features = false`.
 //!
 //! ## The TAROC control mechanism (TAROC-C, §5)
 //!
@@ -284,6 +286,7 @@
 #![forbid(unsafe_code)]
 
 mod bits;
+#[cfg(feature = "capture")]
 pub mod capture;
 pub mod compressor;
 mod crc;
@@ -295,6 +298,7 @@ pub mod packet;
 pub mod replay;
 pub mod scheme;
 pub mod synth;
+#[cfg(feature = "throughput")]
 pub mod throughput;
 pub mod vj;
 mod vsw;

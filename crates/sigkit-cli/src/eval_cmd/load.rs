@@ -191,7 +191,9 @@ pub fn sipp_steps(
             "duration_s": dwell,
             "attempted": calls,
             "successful": run.successful,
-            "failed": run.failed,
+            // A call still open at the limit did not complete in time.
+            "failed": run.failed + run.unfinished,
+            "unfinished": run.unfinished,
             "calls_per_s": run.successful as f64 / dwell,
         }));
         rate += steps.step;

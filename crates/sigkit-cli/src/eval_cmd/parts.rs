@@ -193,8 +193,12 @@ pub fn direct_loads(
         load::SIPP_SERIES
     );
     for s in &sipp {
+        let unfinished = match s["unfinished"].as_u64() {
+            Some(n) if n > 0 => format!(" ({n} still open at the step's limit)"),
+            _ => String::new(),
+        };
         println!(
-            "  {:>6.0} calls/s offered: {} of {} successful, {} failed",
+            "  {:>6.0} calls/s offered: {} of {} successful, {} failed{unfinished}",
             s["offered_cps"].as_f64().unwrap_or(f64::NAN),
             s["successful"],
             s["attempted"],
