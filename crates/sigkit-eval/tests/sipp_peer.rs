@@ -20,7 +20,8 @@ fn calls_still_open_at_the_limit_are_counted_not_an_error() {
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
     let target = silent.local_addr().unwrap();
     let dir = std::env::temp_dir().join(format!("sigkit-sipp-peer-{}", std::process::id()));
-    let calls = peers::sipp_uac(&dir, target, target, 10.0, 2, Duration::from_secs(2)).expect("a run ended at its limit");
+    let calls =
+        peers::sipp_uac(&dir, target, target, 10.0, 2, Duration::from_secs(2)).expect("a run ended at its limit");
     assert_eq!(calls, peers::SippCalls { successful: 0, failed: 0, unfinished: 2 });
     let _ = std::fs::remove_dir_all(&dir);
 }
