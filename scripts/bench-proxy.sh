@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Throughput, added latency and memory of `sigkit proxy` (the SigComp edge proxy), all on 127.0.0.1, printed as
-# one table. It builds `sigkit` and the load generator (crates/sigkit-proxy/examples/proxy_load.rs), then runs it:
+# one table. It builds `sigkit` and the load generator (crates/sigkit-loadgen/examples/proxy_load/), then runs it:
 #   1. 1000 terminals (UDP sockets, each its own SigComp endpoint: dynamic mechanism, LZSS) register through a
 #      `sigkit proxy` process to a responder thread of the generator, then send OPTIONS (~700 B) open loop at
 #      stepped offered rates until 1 % or more go unanswered; at 50 % and 90 % of the highest good rate a probe
@@ -28,6 +28,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v kamailio >/dev/null || { echo "kamailio not installed: pass --no-kamailio" >&2; }
 cargo build --release -q -p sigkit-cli
-cargo build --release -q -p sigkit-proxy --example proxy_load
+cargo build --release -q -p sigkit-loadgen --example proxy_load
 exec timeout 600 target/release/examples/proxy_load --sigkit target/release/sigkit \
   --rates 1000,2000,3000,4000,5000,6000,7000,8000,10000,12000,15000,20000,25000,30000,40000,50000 "$@"

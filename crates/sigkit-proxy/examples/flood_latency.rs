@@ -8,9 +8,10 @@
 //! cargo run --release -p sigkit-proxy --example flood_latency -- --sigkit target/release/sigkit
 //! ```
 //!
-//! Flags: `--sigkit PATH`, `--seconds N` (per run, default 10), `--rate R`
-//! (the terminals' OPTIONS per second, default 200), `--terminals N`
-//! (default 10), `--only sha1|jump`.
+//! Flags (`--help`): `--sigkit PATH`, `--seconds N` (per run, default 10),
+//! `--rate R` (the terminals' OPTIONS per second, default 200),
+//! `--terminals N` (default 10), `--only sha1|jump`. Exit status 2 for
+//! bad arguments, 1 when the `sigkit` binary is missing.
 //!
 //! - `sha1`: 10 addresses each send 60 messages a second of 135 bytes
 //!   whose bytecode loops on SHA-1 of 0 and 1 bytes, the digest written
@@ -36,6 +37,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::builder::RangedU64ValueParser;
+use clap::{Parser, ValueEnum};
 use responder::start_responder;
 use sigcomp::{CompartmentId, Params, Transport};
 use sigcomp_compress::{Algorithm, Config, Endpoint, EndpointConfig, Mechanism, Received};
@@ -44,34 +47,47 @@ use sigkit_sip::Message;
 /// The terminals' one compartment, the proxy's.
 const PROXY: CompartmentId = CompartmentId(1);
 
+/// Registered SigComp terminals' round trips through `sigkit proxy` under
+/// a looping-bytecode flood, with the default and with lifted budgets.
+#[derive(Parser, Debug)]
+#[command(name = "flood_latency", args_override_self = true)]
 struct Args {
+    /// The `sigkit` binary (cargo build --release -p sigkit-cli).
+    #[arg(long, default_value = "target/release/sigkit")]
     sigkit: PathBuf,
+    /// Length of each run (s).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     seconds: u64,
+    /// The terminals' OPTIONS per second.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
     rate: u64,
+    /// Terminals, sending in turn.
+    #[arg(long, default_value_t = 10, value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
     terminals: usize,
-    only: Option<String>,
+    /// Only this flood.
+    #[arg(long, value_enum)]
+    only: Option<FloodName>,
 }
 
-fn parse_args() -> Args {
-    let mut a = Args { sigkit: "target/release/sigkit".into(), seconds: 10, rate: 200, terminals: 10, only: None };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut v = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
-        match flag.as_str() {
-            "--sigkit" => a.sigkit = v().into(),
-            "--seconds" => a.seconds = v().parse().expect("--seconds N"),
-            "--rate" => a.rate = v().parse().expect("--rate R"),
-            "--terminals" => a.terminals = v().parse().expect("--terminals N"),
-            "--only" => a.only = Some(v()),
-            other => panic!("unknown flag {other}"),
+/// The floods, by the bytecode they loop on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum FloodName {
+    Sha1,
+    Jump,
+}
+
+impl FloodName {
+    fn label(self) -> &'static str {
+        match self {
+            FloodName::Sha1 => "sha1",
+            FloodName::Jump => "jump",
         }
     }
-    a
 }
 
 /// A flood: bytecode, sources, messages per second from each.
 struct Flood {
-    name: &'static str,
+    name: FloodName,
     message: Vec<u8>,
     sources: u8,
     per_source_per_s: u64,
@@ -88,8 +104,8 @@ fn floods() -> Vec<Flood> {
                 MULTILOAD (64, 2, 1000, 1010)\n:loop\nSHA-1 (200, 1, 1005)\nSHA-1 (200, 0, 1005)\nJUMP (loop)\n";
     let jump = "at (128)\n:loop\nINPUT-BYTES (1, 64, done)\nCOPY (200, 120, 400)\nJUMP (loop)\n:done\nJUMP (done)\n";
     vec![
-        Flood { name: "sha1", message: message(sha1, 135), sources: 10, per_source_per_s: 60 },
-        Flood { name: "jump", message: message(jump, 117), sources: 100, per_source_per_s: 100 },
+        Flood { name: FloodName::Sha1, message: message(sha1, 135), sources: 10, per_source_per_s: 60 },
+        Flood { name: FloodName::Jump, message: message(jump, 117), sources: 100, per_source_per_s: 100 },
     ]
 }
 
@@ -296,7 +312,7 @@ fn run(args: &Args, dir: &Path, upstream: SocketAddr, flood: &Flood, lifted: boo
         "{:5} flood, budgets {:7}: flood {:.0}/s; round trips p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms; \
          answered {answered:.1} % of {}; proxy CPU {cpu:.0} %; refused messages {:.0}, cycles {:.0}, overall {:.0}, \
          unknown sources {:.0}",
-        flood.name,
+        flood.name.label(),
         if lifted { "lifted" } else { "default" },
         sent.load(Ordering::Relaxed) as f64 / elapsed,
         percentile(&times, 0.5),
@@ -310,13 +326,17 @@ fn run(args: &Args, dir: &Path, upstream: SocketAddr, flood: &Flood, lifted: boo
     );
 }
 
-fn main() {
-    let args = parse_args();
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    if !args.sigkit.exists() {
+        eprintln!("{}: build it first (cargo build --release -p sigkit-cli)", args.sigkit.display());
+        return std::process::ExitCode::from(1);
+    }
     let dir = std::env::temp_dir().join(format!("sigkit-flood-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let upstream = start_responder();
     for flood in floods() {
-        if args.only.as_deref().is_some_and(|o| o != flood.name) {
+        if args.only.is_some_and(|o| o != flood.name) {
             continue;
         }
         // Interleaved: default, lifted, default.
@@ -325,4 +345,5 @@ fn main() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+    std::process::ExitCode::SUCCESS
 }
