@@ -10,7 +10,13 @@ pub enum Body<'a> {
     /// len = 01/10/11: a partial state identifier of 6, 9 or 12 bytes.
     StateId(&'a [u8]),
     /// len = 00: uploaded bytecode and its 4-bit destination field.
-    Bytecode { code: &'a [u8], destination_bits: u8 },
+    Bytecode {
+        /// The bytecode, code_len bytes (0 for a NACK, RFC 4077 §3.1).
+        code: &'a [u8],
+        /// The destination field: the bytecode goes to (field + 1) · 64
+        /// ([`destination_address`]); a NACK's version.
+        destination_bits: u8,
+    },
 }
 
 /// A parsed SigComp message (RFC 3320 Figure 3).
@@ -18,6 +24,7 @@ pub enum Body<'a> {
 pub struct Header<'a> {
     /// The returned feedback item including its length byte (Figure 4).
     pub returned_feedback: Option<&'a [u8]>,
+    /// The partial state identifier or the uploaded bytecode.
     pub body: Body<'a>,
     /// The "remaining SigComp message": the compressed data.
     pub remaining: &'a [u8],
@@ -278,6 +285,8 @@ impl Deframer {
         Deframer { max_message, ..Deframer::default() }
     }
 
+    /// Whether a framing error (or a message over `max_message`) has
+    /// broken the stream: no further message is returned from it.
     pub fn is_broken(&self) -> bool {
         self.broken
     }
