@@ -98,23 +98,37 @@ pub const MAX_CODE_LEN: usize = 4095;
 pub enum EmitError {
     /// Bytecode longer than the 12-bit code_len field can say: at most
     /// [`MAX_CODE_LEN`] bytes (RFC 3320 §7.3).
-    CodeTooLong { len: usize },
+    CodeTooLong {
+        /// The bytecode's length in bytes.
+        len: usize,
+    },
     /// No bytecode: a code_len of 0 marks a NACK (RFC 4077 §3.1), not an
     /// upload.
     EmptyCode,
     /// A destination the 4-bit field cannot encode: 128 to 1024 in steps of
     /// 64 (RFC 3320 §7.3; the encoding 0000 is reserved).
-    BadDestination { destination: u16 },
+    BadDestination {
+        /// The address asked for.
+        destination: u16,
+    },
     /// A partial state identifier of other than 6, 9 or 12 bytes (the len
     /// field, RFC 3320 §7.2).
-    BadPartialIdLength { len: usize },
+    BadPartialIdLength {
+        /// The identifier's length in bytes.
+        len: usize,
+    },
     /// An empty returned feedback item: it holds at least its first byte
     /// (RFC 3320 §7.1).
     EmptyReturnedFeedback,
     /// A returned feedback item whose size is not what its first byte says:
     /// 1 byte when the first bit is 0, else 1 + returned_feedback_length
     /// (the low 7 bits), so 1 to 128 bytes (RFC 3320 §7.1, Figure 4).
-    ReturnedFeedbackLength { expected: usize, actual: usize },
+    ReturnedFeedbackLength {
+        /// The size its first byte gives, in bytes.
+        expected: usize,
+        /// The item's size as given, in bytes.
+        actual: usize,
+    },
 }
 
 impl std::fmt::Display for EmitError {
