@@ -224,7 +224,7 @@ pub struct MessageReport {
     /// The method of a request; the status code and CSeq method of a
     /// response ("200 INVITE").
     pub summary: String,
-    /// Its Call-ID, if its headers parse.
+    /// Its Call-ID, if its headers parse and hold one.
     pub call_id: Option<String>,
     /// Its size as SIP, bytes.
     pub sip_bytes: usize,
