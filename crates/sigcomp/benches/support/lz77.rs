@@ -23,7 +23,6 @@
 
 // A setup failure here is a bug to see at once: unwrap panics with it.
 #![allow(clippy::unwrap_used)]
-
 #![allow(dead_code)]
 
 use sigcomp::state::StateId;
