@@ -26,14 +26,23 @@ use OperandKind::{Address as A, Literal as L, Multitype as M, Reference as R};
 /// `group` after the fixed operands.
 #[derive(Debug)]
 pub struct InstrDef {
+    /// The mnemonic, upper case with hyphens (RFC 3320 §9).
     pub name: &'static str,
+    /// The opcode byte, 0..=35 (RFC 3320 §9, Figure 11).
     pub opcode: u8,
+    /// The operands every occurrence has, in order.
     pub fixed: &'static [OperandKind],
+    /// For a variadic instruction, the index in `fixed` of its literal
+    /// count operand; None otherwise.
     pub count_at: Option<usize>,
+    /// The operands repeated `count` times after `fixed`; empty unless
+    /// variadic.
     pub group: &'static [OperandKind],
 }
 
 impl InstrDef {
+    /// Whether the instruction ends with a counted repetition of `group`
+    /// (MULTILOAD, SWITCH, INPUT-HUFFMAN).
     pub fn is_variadic(&self) -> bool {
         !self.group.is_empty()
     }

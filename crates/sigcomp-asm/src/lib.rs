@@ -66,9 +66,14 @@ pub enum ErrorKind {
 /// An assembly error, located at a 1-based line and column (in characters).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AsmError {
+    /// Line of the source the error is on, from 1.
     pub line: u32,
+    /// Column on that line, in characters, from 1.
     pub column: u32,
+    /// What kind of mistake it is.
     pub kind: ErrorKind,
+    /// The mistake in words, as [`Display`](fmt::Display) shows it after
+    /// the position.
     pub message: String,
 }
 
@@ -176,11 +181,21 @@ pub enum UploadError {
     NoInstruction,
     /// An address below 32 is written, but the UDVM sets addresses 0-31
     /// itself (the useful values, RFC 3320 §7.2).
-    UsefulValuesWritten { address: u16 },
+    UsefulValuesWritten {
+        /// The lowest such address written.
+        address: u16,
+    },
     /// A non-zero byte below the first instruction: the upload starts at
     /// the instruction, and the UDVM initialises the memory below to zero
     /// (RFC 3320 §7.3).
-    NonZeroBelowEntry { address: u16, value: u8, entry: u16 },
+    NonZeroBelowEntry {
+        /// The lowest address below `entry` holding a non-zero byte.
+        address: u16,
+        /// The byte there.
+        value: u8,
+        /// The address of the first instruction.
+        entry: u16,
+    },
     /// The SigComp header cannot carry the bytecode: the first instruction
     /// is not at a multiple of 64 from 128 to 1024, or the bytecode is over
     /// 4095 bytes (RFC 3320 §7.3).

@@ -9,6 +9,9 @@
 //! compressed data), so the run exercises the assembler's output, not the
 //! RFC's dump.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 use common::*;
 

@@ -30,6 +30,9 @@
 //! (`-- --warm-up-time 1 --measurement-time 2`, or a name filter);
 //! `-- --table-only` prints the table alone.
 
+// A setup failure here is a bug to see at once: unwrap panics with it.
+#![allow(clippy::unwrap_used)]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -29,21 +29,32 @@ pub enum Transport {
 /// What the application must decide on before state is created.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Pending {
+    /// The state creation and free requests of the message, in the order
+    /// the bytecode made them (RFC 3320 §9.4.9).
     pub requests: Vec<StateRequest>,
     /// The returned feedback item from the message header (RFC 3320 §7.1),
     /// for our compressor.
     pub returned_feedback: Option<Vec<u8>>,
+    /// What the peer asks us to return or stop doing (RFC 3320 Figure 12);
+    /// None to keep what was asked before (RFC 4896 §9.2).
     pub requested_feedback: Option<RequestedFeedback>,
+    /// The peer's parameters and locally available states (RFC 3320
+    /// Figure 13), if the message gave them.
     pub returned_parameters: Option<ReturnedParameters>,
 }
 
 /// A successfully decompressed message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decompressed {
+    /// The decompressed message (RFC 3320 §9.4.8), at most
+    /// [`MAX_OUTPUT`](crate::udvm::MAX_OUTPUT) bytes.
     pub output: Vec<u8>,
     /// Whether the bytecode produced a message at all (RFC 3320 §9.4.8).
     pub output_seen: bool,
+    /// UDVM cycles used (RFC 3320 §8.6).
     pub cycles: u64,
+    /// State requests and feedback, applied only by
+    /// [`Decompressor::accept`].
     pub pending: Pending,
 }
 
@@ -54,6 +65,8 @@ pub struct Accepted {
     pub created: Vec<StateId>,
     /// Creation requests the state handler turned down (SMS 0, clash).
     pub rejected: usize,
+    /// Items the message's STATE-FREE requests removed from the
+    /// compartment (RFC 3320 §9.4.7).
     pub freed: Vec<StateId>,
     /// Other compartments closed to keep within the [`Limits`], least
     /// recently used first (also returned by
@@ -125,14 +138,17 @@ impl Decompressor {
         })
     }
 
+    /// The parameters this endpoint offers.
     pub fn params(&self) -> &Params {
         &self.params
     }
 
+    /// The state handler: every compartment's state and feedback.
     pub fn states(&self) -> &StateHandler {
         &self.states
     }
 
+    /// The state handler, to add local state or close compartments.
     pub fn states_mut(&mut self) -> &mut StateHandler {
         &mut self.states
     }

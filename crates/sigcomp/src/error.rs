@@ -4,38 +4,75 @@
 
 use std::fmt;
 
-/// RFC 4077 §3.2 reason codes.
+/// RFC 4077 §3.2 reason codes (Figure 2), each with its code as
+/// discriminant; the variants' docs follow the RFC's descriptions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Reason {
+    /// A state referenced (by STATE-ACCESS or the message header's partial
+    /// identifier) is not found, or fewer identifier bytes were given than its
+    /// minimum access length; details: the identifier.
     StateNotFound = 1,
+    /// The message took more UDVM cycles than it was allocated
+    /// (RFC 3320 §8.6); details: the cycles per bit, one byte.
     CyclesExhausted = 2,
+    /// DECOMPRESSION-FAILURE was executed.
     UserRequested = 3,
+    /// A read or write outside the UDVM memory.
     Segfault = 4,
+    /// More than four state creation or free requests in one message.
     TooManyStateRequests = 5,
+    /// A state identifier length below 6 or above 20.
     InvalidStateIdLength = 6,
+    /// State priority 65535 in a creation request.
     InvalidStatePriority = 7,
+    /// The decompressed message is larger than this endpoint takes.
     OutputOverflow = 8,
+    /// POP or RETURN with `stack_fill` 0.
     StackUnderflow = 9,
+    /// INPUT-BITS or INPUT-HUFFMAN with one of `input_bit_order`'s upper
+    /// 13 bits set.
     BadInputBitorder = 10,
+    /// DIVIDE or REMAINDER by 0.
     DivByZero = 11,
+    /// SWITCH's j at or above its number of branches.
     SwitchValueTooHigh = 12,
+    /// INPUT-BITS or INPUT-HUFFMAN asking for more than 16 bits.
     TooManyBitsRequested = 13,
+    /// An operand that does not resolve to an integer (a literal or
+    /// reference beginning 11111111).
     InvalidOperand = 14,
+    /// The input matches none of INPUT-HUFFMAN's bit codes.
     HuffmanNoMatch = 15,
+    /// The message has too few bytes to be a valid SigComp message.
     MessageTooShort = 16,
+    /// The header's code location is 0.
     InvalidCodeLocation = 17,
+    /// The uploaded bytecode does not fit in the UDVM memory; details:
+    /// the decompression memory size, two bytes, big-endian.
     BytecodesTooLarge = 18,
+    /// A byte that is not an instruction executed as one.
     InvalidOpcode = 19,
+    /// A state access with `state_length` 0 and a non-zero
+    /// `state_begin`.
     InvalidStateProbe = 20,
+    /// A partial state identifier that matches more than one state item;
+    /// details: the identifier.
     IdNotUnique = 21,
+    /// MULTILOAD writing over itself.
     MultiloadOverwritten = 22,
+    /// STATE-ACCESS copying beyond the end of the state item; details: the
+    /// partial identifier requested.
     StateTooShort = 23,
+    /// An unexpected condition in the decompressor.
     InternalError = 24,
+    /// A framing error on a stream (unquoted 0xFF 0x80..=0xFE, RFC 3320
+    /// §4.2.2); the NACK's message hash is then all zeros.
     FramingError = 25,
 }
 
 impl Reason {
+    /// Every reason, in code order (`ALL[i]` has code `i + 1`).
     pub const ALL: [Reason; 25] = [
         Reason::StateNotFound,
         Reason::CyclesExhausted,
@@ -69,6 +106,7 @@ impl Reason {
         self as u8
     }
 
+    /// The reason with this NACK code (1..=25); None for any other.
     pub fn from_code(code: u8) -> Option<Reason> {
         Reason::ALL.get(usize::from(code).wrapping_sub(1)).copied()
     }
@@ -104,6 +142,8 @@ impl Reason {
         }
     }
 
+    /// The reason RFC 4077 names `name` (exact, upper case); None for an
+    /// unknown name.
     pub fn from_name(name: &str) -> Option<Reason> {
         Reason::ALL.iter().copied().find(|r| r.name() == name)
     }
@@ -118,6 +158,7 @@ impl fmt::Display for Reason {
 /// Why and where a message failed to decompress (RFC 3320 §8.7).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
+    /// The RFC 4077 reason code.
     pub reason: Reason,
     /// Opcode at the PC when the failure occurred; 0 before execution began.
     pub opcode: u8,

@@ -40,12 +40,18 @@ pub struct ReturnedParameters {
 pub const MAX_ANNOUNCED_STATES: usize = 16;
 
 impl ReturnedParameters {
+    /// The peer's cycles_per_bit; None when the parameters byte was not
+    /// included.
     pub fn cycles_per_bit(&self) -> Option<u16> {
         (self.params_byte != 0).then(|| crate::params::decode_cpb(self.params_byte >> 6))
     }
+    /// The peer's decompression_memory_size in bytes; None when the
+    /// parameters byte was not included.
     pub fn decompression_memory_size(&self) -> Option<u32> {
         (self.params_byte != 0).then(|| crate::params::decode_memory_size(self.params_byte >> 3))
     }
+    /// The peer's state_memory_size in bytes (0: it keeps no state); None
+    /// when the parameters byte was not included.
     pub fn state_memory_size(&self) -> Option<u32> {
         (self.params_byte != 0).then(|| crate::params::decode_memory_size(self.params_byte))
     }
@@ -57,7 +63,11 @@ impl ReturnedParameters {
 pub struct Feedback {
     /// Item to echo back to the peer in our next message's header.
     pub requested_item: Option<Vec<u8>>,
+    /// S-bit from the peer: it no longer wants state saved for it here
+    /// (RFC 3320 §9.4.9).
     pub no_state: bool,
+    /// I-bit from the peer: it will not access our locally available
+    /// states.
     pub no_local_states: bool,
     /// The peer's parameters and locally available states.
     pub peer_parameters: Option<ReturnedParameters>,

@@ -86,6 +86,7 @@ impl Upcoming {
         true
     }
 
+    /// Whether it holds [`LOOKAHEAD`] identifiers, all it can.
     pub fn is_full(&self) -> bool {
         self.n == LOOKAHEAD
     }
@@ -120,9 +121,13 @@ impl Key {
 /// it again reads nothing of the store.
 #[derive(Debug, Clone, Copy)]
 pub struct Found<'a> {
+    /// The item found.
     pub state: &'a State,
+    /// Its state_length in bytes.
     pub len: usize,
+    /// Its state_address.
     pub address: u16,
+    /// Its state_instruction.
     pub instruction: u16,
     /// The value's bytes if kept plain (a packed one is read through the
     /// message's [`crate::state::UnpackCache`]).

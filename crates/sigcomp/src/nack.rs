@@ -17,11 +17,16 @@ use crate::state::{CompartmentId, StateId};
 /// A SigComp NACK (RFC 4077 §3.1), version 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Nack {
+    /// Why the message failed (RFC 4077 §3.2).
     pub reason: Reason,
+    /// The opcode of the instruction that failed; 0 if none had run.
     pub opcode: u8,
+    /// The address of the instruction that failed; 0 if none had run.
     pub pc: u16,
     /// SHA-1 of the SigComp message that failed (all zeros for FRAMING_ERROR).
     pub message_sha1: [u8; 20],
+    /// The reason's error details (RFC 4077 Figure 2): a state identifier,
+    /// the cycles per bit or the memory size; empty for the other reasons.
     pub details: Vec<u8>,
     /// Returned feedback item carried in the NACK's header, if any.
     pub returned_feedback: Option<Vec<u8>>,
@@ -34,7 +39,10 @@ pub enum NackParseError {
     NotNack,
     /// A NACK version this implementation does not know.
     UnknownVersion(u8),
+    /// Fewer than the 24 bytes of reason, opcode, PC and SHA-1 after the
+    /// header (RFC 4077 §3.1).
     Truncated,
+    /// A reason code outside RFC 4077 §3.2's 1..=25; holds the code.
     UnknownReason(u8),
 }
 
@@ -52,6 +60,9 @@ impl fmt::Display for NackParseError {
 impl std::error::Error for NackParseError {}
 
 impl Nack {
+    /// The NACK reporting `failure` of the message whose SHA-1 is
+    /// `message_sha1` (zeroed for FRAMING_ERROR, RFC 4077 §3.2), without
+    /// returned feedback.
     pub fn from_failure(failure: &Failure, message_sha1: [u8; 20]) -> Nack {
         let message_sha1 = if failure.reason == Reason::FramingError { [0; 20] } else { message_sha1 };
         Nack {
@@ -120,6 +131,7 @@ impl Nack {
 /// naming the message's SHA-1 can be traced back (RFC 4077 §2.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SentRecord {
+    /// The compartment the message was sent under.
     pub compartment: CompartmentId,
     /// States the message accessed at the peer (header or STATE-ACCESS).
     pub states_used: Vec<StateId>,
@@ -130,6 +142,7 @@ pub struct SentRecord {
 /// What a received NACK means for the compressor (RFC 4077 §2.3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NackReport {
+    /// The NACK received.
     pub nack: Nack,
     /// The sent message the NACK refers to, if it is still remembered.
     pub record: Option<SentRecord>,
@@ -183,10 +196,12 @@ impl SentLog {
         SentLog { capacity: capacity.max(1), records: VecDeque::new() }
     }
 
+    /// The messages remembered, at most the capacity.
     pub fn len(&self) -> usize {
         self.records.len()
     }
 
+    /// Whether no message is remembered.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }

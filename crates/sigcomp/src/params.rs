@@ -90,6 +90,8 @@ pub fn encode_cpb(cpb: u16) -> Option<u8> {
     }
 }
 
+/// The cycles_per_bit the 2-bit field encodes: 16, 32, 64 or 128
+/// (RFC 3320 §3.3.1); bits above the lowest two are ignored.
 pub fn decode_cpb(bits: u8) -> u16 {
     16 << (bits & 3)
 }
@@ -103,6 +105,9 @@ pub fn encode_memory_size(size: u32) -> Option<u8> {
     }
 }
 
+/// The state or decompression memory size the 3-bit field encodes: 0, or
+/// 2048 to 131072 bytes (RFC 3320 §3.3.1); bits above the lowest three are
+/// ignored.
 pub fn decode_memory_size(bits: u8) -> u32 {
     match bits & 7 {
         0 => 0,

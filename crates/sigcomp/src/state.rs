@@ -84,6 +84,7 @@ pub const MAX_UNTAKEN_EVICTIONS: usize = 65_536;
 /// Outcome of one state creation request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CreateOutcome {
+    /// A new entry in the compartment for this item.
     Created(StateId),
     /// The item already existed in this compartment: priority and age updated.
     Refreshed(StateId),
@@ -120,6 +121,8 @@ pub struct StateHandler {
 }
 
 impl StateHandler {
+    /// A handler with no state and [`Limits::default`]; a compartment opened
+    /// without its SMS set gets `default_sms` bytes.
     pub fn new(default_sms: u32) -> StateHandler {
         StateHandler { default_sms, ..StateHandler::default() }
     }
@@ -267,6 +270,7 @@ impl StateHandler {
         }
     }
 
+    /// The item with this full identifier, local or held by a compartment.
     pub fn get(&self, id: &StateId) -> Option<&State> {
         self.items.get(id).map(|s| &s.state)
     }
@@ -411,10 +415,12 @@ impl StateHandler {
         self.items.lookup_batch(ids, found);
     }
 
+    /// The compartment's entries and accounting, if it is open.
     pub fn compartment(&self, id: CompartmentId) -> Option<&Compartment> {
         self.compartments.get(&id)
     }
 
+    /// The open compartments, in no particular order.
     pub fn compartment_ids(&self) -> impl Iterator<Item = CompartmentId> + '_ {
         self.compartments.keys().copied()
     }

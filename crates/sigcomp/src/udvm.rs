@@ -53,9 +53,17 @@ pub const MAX_OUTPUT: usize = 65536;
 /// (RFC 4896 §4.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateRequest {
+    /// state_address: where a STATE-ACCESS of the item puts its value
+    /// (RFC 3320 §3.3.3).
     pub address: u16,
+    /// state_instruction: where execution continues after a STATE-ACCESS
+    /// of the item; 0 to continue after it (RFC 3320 §9.4.5).
     pub instruction: u16,
+    /// minimum_access_length: the fewest identifier bytes that reach the
+    /// item, 6..=20 (RFC 3320 §9.4.6).
     pub min_access_len: u16,
+    /// state_retention_priority: lower is freed first, below 65535
+    /// (RFC 3320 §6.2).
     pub priority: u16,
     /// Shared with the state item made from it: the bytes are copied out
     /// of UDVM memory once.
@@ -65,6 +73,7 @@ pub struct CreateRequest {
 /// State requests in the order the bytecode made them (RFC 3320 §9.4.9).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateRequest {
+    /// A STATE-CREATE or END-MESSAGE creation request (RFC 3320 §9.4.6).
     Create(CreateRequest),
     /// Partial identifier of the item to free (6–20 bytes).
     Free(Vec<u8>),
@@ -73,14 +82,19 @@ pub enum StateRequest {
 /// What a successful run hands to the dispatcher at END-MESSAGE.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Outcome {
+    /// UDVM cycles used (RFC 3320 §8.6).
     pub cycles: u64,
     /// Whether OUTPUT ran at all (a 0-byte message differs from no message,
     /// RFC 3320 §9.4.8).
     pub output_seen: bool,
+    /// State creation and free requests, at most four of each (RFC 3320
+    /// §9.4.6, §9.4.7).
     pub requests: Vec<StateRequest>,
     /// None when requested_feedback_location was 0 (RFC 4896 §9.2: keep the
     /// earlier feedback).
     pub requested_feedback: Option<RequestedFeedback>,
+    /// The returned parameters END-MESSAGE points at (RFC 3320 Figure 13);
+    /// None when returned_parameters_location was 0.
     pub returned_parameters: Option<ReturnedParameters>,
 }
 

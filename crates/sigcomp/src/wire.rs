@@ -10,7 +10,13 @@ pub enum Body<'a> {
     /// len = 01/10/11: a partial state identifier of 6, 9 or 12 bytes.
     StateId(&'a [u8]),
     /// len = 00: uploaded bytecode and its 4-bit destination field.
-    Bytecode { code: &'a [u8], destination_bits: u8 },
+    Bytecode {
+        /// The bytecode, code_len bytes (0 for a NACK, RFC 4077 §3.1).
+        code: &'a [u8],
+        /// The destination field: the bytecode goes to (field + 1) · 64
+        /// ([`destination_address`]); a NACK's version.
+        destination_bits: u8,
+    },
 }
 
 /// A parsed SigComp message (RFC 3320 Figure 3).
@@ -18,6 +24,7 @@ pub enum Body<'a> {
 pub struct Header<'a> {
     /// The returned feedback item including its length byte (Figure 4).
     pub returned_feedback: Option<&'a [u8]>,
+    /// The partial state identifier or the uploaded bytecode.
     pub body: Body<'a>,
     /// The "remaining SigComp message": the compressed data.
     pub remaining: &'a [u8],
@@ -91,23 +98,37 @@ pub const MAX_CODE_LEN: usize = 4095;
 pub enum EmitError {
     /// Bytecode longer than the 12-bit code_len field can say: at most
     /// [`MAX_CODE_LEN`] bytes (RFC 3320 §7.3).
-    CodeTooLong { len: usize },
+    CodeTooLong {
+        /// The bytecode's length in bytes.
+        len: usize,
+    },
     /// No bytecode: a code_len of 0 marks a NACK (RFC 4077 §3.1), not an
     /// upload.
     EmptyCode,
     /// A destination the 4-bit field cannot encode: 128 to 1024 in steps of
     /// 64 (RFC 3320 §7.3; the encoding 0000 is reserved).
-    BadDestination { destination: u16 },
+    BadDestination {
+        /// The address asked for.
+        destination: u16,
+    },
     /// A partial state identifier of other than 6, 9 or 12 bytes (the len
     /// field, RFC 3320 §7.2).
-    BadPartialIdLength { len: usize },
+    BadPartialIdLength {
+        /// The identifier's length in bytes.
+        len: usize,
+    },
     /// An empty returned feedback item: it holds at least its first byte
     /// (RFC 3320 §7.1).
     EmptyReturnedFeedback,
     /// A returned feedback item whose size is not what its first byte says:
     /// 1 byte when the first bit is 0, else 1 + returned_feedback_length
     /// (the low 7 bits), so 1 to 128 bytes (RFC 3320 §7.1, Figure 4).
-    ReturnedFeedbackLength { expected: usize, actual: usize },
+    ReturnedFeedbackLength {
+        /// The size its first byte gives, in bytes.
+        expected: usize,
+        /// The item's size as given, in bytes.
+        actual: usize,
+    },
 }
 
 impl std::fmt::Display for EmitError {
@@ -278,6 +299,8 @@ impl Deframer {
         Deframer { max_message, ..Deframer::default() }
     }
 
+    /// Whether a framing error (or a message over `max_message`) has
+    /// broken the stream: no further message is returned from it.
     pub fn is_broken(&self) -> bool {
         self.broken
     }

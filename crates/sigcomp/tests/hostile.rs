@@ -2,6 +2,9 @@
 //! is a message (or a series of them) that made the decompressor keep
 //! memory outside its bounds or spend time outside its cycle budget.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use sigcomp::udvm::{op, MAX_ANNOUNCED_STATES};
 use sigcomp::wire::emit_bytecode_message;
 use sigcomp::{CompartmentId, Decompressor, Limits, Params, Transport};

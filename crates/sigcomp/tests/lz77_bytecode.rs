@@ -3,6 +3,9 @@
 //! the `decompress` benchmark measures is checked here to give back the
 //! original INVITE byte for byte.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 #[path = "../benches/support/lz77.rs"]
 mod lz77;
 

@@ -15,6 +15,9 @@
 //! (re)writes `fuzz/seeds/`; without the variable the test checks that the
 //! committed seeds are current.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

@@ -30,11 +30,14 @@ pub use taroc::capture::CaptureError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
+    /// UDP (RFC 3261 §18: one message per datagram).
     Udp,
+    /// TCP (RFC 3261 §18.3: a byte stream framed by Content-Length).
     Tcp,
 }
 
 impl Protocol {
+    /// "udp" or "tcp", as the report writes it.
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Udp => "udp",
@@ -46,9 +49,13 @@ impl Protocol {
 /// The TCP fields reassembly needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpFields {
+    /// The sequence number.
     pub seq: u32,
+    /// SYN set: the stream starts after this sequence number.
     pub syn: bool,
+    /// FIN set.
     pub fin: bool,
+    /// RST set.
     pub rst: bool,
 }
 
@@ -59,12 +66,17 @@ pub struct Segment {
     pub frame: usize,
     /// Since 1970-01-01 00:00:00 UTC, as the capture says.
     pub timestamp: Duration,
+    /// UDP or TCP.
     pub protocol: Protocol,
+    /// Source address and port.
     pub src: SocketAddr,
+    /// Destination address and port.
     pub dst: SocketAddr,
     /// IP header (with extension headers or options) plus UDP or TCP header.
     pub header_len: usize,
+    /// For TCP: the fields reassembly needs.
     pub tcp: Option<TcpFields>,
+    /// The UDP or TCP payload.
     pub payload: Vec<u8>,
     /// For TCP over IPv4: the IPv4 packet, link layer and padding removed,
     /// checksums repaired (see [`Capture::checksums_fixed`]), for TAROC.
@@ -90,6 +102,7 @@ pub struct Skipped {
 }
 
 impl Skipped {
+    /// Frames skipped for any reason.
     pub fn total(&self) -> usize {
         self.not_ip + self.not_udp_tcp + self.ip_fragments + self.truncated + self.unsupported_link + self.malformed
     }
@@ -104,7 +117,9 @@ pub struct Capture {
     pub link_types: Vec<String>,
     /// Frames in the file.
     pub frames: usize,
+    /// The UDP datagrams and TCP segments, in capture order.
     pub segments: Vec<Segment>,
+    /// Frames not among `segments`, by why.
     pub skipped: Skipped,
     /// TCP/IPv4 packets whose checksums were wrong in the capture and were
     /// repaired: a capture on the sending host (always on loopback) holds

@@ -21,18 +21,28 @@ pub enum Decoded {
     /// The SIP message it carried.
     Message(Vec<u8>),
     /// A NACK (RFC 4077) for a message the other side sent.
-    Nack { reason: String },
+    Nack {
+        /// The NACK's RFC 4077 reason name.
+        reason: String,
+    },
     /// Decompression failed, with the RFC 4077 reason (e.g.
     /// STATE_NOT_FOUND for a state created before the capture began).
-    Failed { reason: String },
+    Failed {
+        /// The RFC 4077 reason name.
+        reason: String,
+    },
 }
 
 /// Counts of the SigComp messages found in a flow.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DecodeCounts {
+    /// SigComp messages handed to the decoders.
     pub messages: usize,
+    /// Those that decompressed to a message.
     pub decoded: usize,
+    /// Those that were NACKs (RFC 4077).
     pub nacks: usize,
+    /// Those that failed to decompress.
     pub failed: usize,
     /// Failures by RFC 4077 reason name, in order of first appearance.
     pub failures: Vec<(String, usize)>,
@@ -55,6 +65,7 @@ pub struct FlowDecoder {
     receivers: [Endpoint; 2],
     transport: Transport,
     now: Instant,
+    /// What the decoders met so far, both directions together.
     pub counts: DecodeCounts,
 }
 

@@ -72,19 +72,26 @@ pub struct Unusable {
 
 /// A flow and its messages.
 pub struct Flow {
+    /// UDP or TCP.
     pub protocol: Protocol,
     /// The first sender.
     pub a: SocketAddr,
+    /// The other end.
     pub b: SocketAddr,
+    /// Its datagrams or segments, in capture order.
     pub segments: Vec<Segment>,
+    /// The SIP messages taken out of them, in the order they completed.
     pub messages: Vec<FlowMessage>,
+    /// What could not be read as SIP.
     pub unusable: Unusable,
+    /// The decompressors of the SigComp messages in the flow.
     pub decoder: FlowDecoder,
     /// Per direction (TCP).
     pub reassembly: [ReassemblyCounts; 2],
 }
 
 impl Flow {
+    /// 0 for a segment from `a`, 1 for one from `b`.
     pub fn direction_of(&self, s: &Segment) -> usize {
         usize::from(s.src != self.a)
     }

@@ -70,6 +70,7 @@ pub const MAX_MESSAGES: usize = 50_000;
 /// How to analyse.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// The RAN link rates to report, kbit/s ([`DEFAULT_RATES_KBPS`]).
     pub rates_kbps: Vec<f64>,
     /// The signalling link's round-trip time (equation 2.1).
     pub rtt: Duration,
@@ -81,6 +82,7 @@ pub struct Options {
     pub compressor: Config,
     /// What the decompressors decoding the capture's own SigComp offer.
     pub decoder_params: Params,
+    /// TAROC's mode of operation, U, O or R (the TAROC draft §5.5).
     pub taroc_mode: TarocMode,
     /// TAROC with cross-direction inference (taroc's O-mode extension).
     pub taroc_infer: bool,
@@ -116,7 +118,9 @@ impl Default for Options {
 /// The whole analysis of a capture.
 #[derive(Debug, Clone, Serialize)]
 pub struct Analysis {
+    /// What the capture held.
     pub capture: CaptureSummary,
+    /// The options the analysis ran with.
     pub settings: Settings,
     /// The SIP flows, in order of their first packet.
     pub flows: Vec<FlowReport>,
@@ -127,30 +131,46 @@ pub struct Analysis {
     pub flows_not_analysed: usize,
 }
 
+/// What the capture held, as read.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaptureSummary {
     /// "pcap" or "pcapng".
     pub format: &'static str,
+    /// Link types seen, in order of first appearance.
     pub link_types: Vec<String>,
+    /// Frames in the file.
     pub frames: usize,
     /// UDP datagrams and TCP segments read.
     pub udp_tcp_packets: usize,
+    /// Frames not used, by why.
     pub skipped: capture::Skipped,
+    /// TCP/IPv4 packets whose checksums were repaired
+    /// ([`Capture::checksums_fixed`]).
     pub checksums_fixed: usize,
 }
 
+/// The options an analysis ran with, as the report shows them.
 #[derive(Debug, Clone, Serialize)]
 pub struct Settings {
+    /// The RAN link rates, kbit/s.
     pub rates_kbps: Vec<f64>,
+    /// The round-trip time of equation 2.1, ms.
     pub rtt_ms: f64,
+    /// Decompression memory size of the simulated endpoints, bytes
+    /// (RFC 3320 §3.3.1).
     pub dms: u32,
+    /// State memory size of the simulated endpoints, bytes.
     pub sms: u32,
+    /// Cycles per bit of the simulated endpoints.
     pub cpb: u16,
+    /// TAROC's mode: "u", "o", "r", or "o-infer" with inference.
     pub taroc_mode: String,
+    /// The SigComp variants' names ([`Variant::name`]).
     pub variants: Vec<String>,
-    /// The bounds the analysis ran under ([`Options::max_flows`],
-    /// [`Options::max_messages`]).
+    /// SIP flows reported at most ([`Options::max_flows`]).
     pub max_flows: usize,
+    /// SIP messages reported at most, over every flow
+    /// ([`Options::max_messages`]).
     pub max_messages: usize,
 }
 
@@ -159,19 +179,25 @@ pub struct Settings {
 pub struct FlowReport {
     /// 1, 2, ... in order of first packet.
     pub id: usize,
+    /// UDP or TCP.
     pub protocol: Protocol,
     /// The first sender (direction "a->b").
     pub a: String,
+    /// The other end, address and port.
     pub b: String,
+    /// Its UDP datagrams or TCP segments.
     pub packets: usize,
+    /// Its SIP messages, at most [`Options::max_messages`] over all flows.
     pub messages: Vec<MessageReport>,
     /// Distinct Call-IDs.
     pub calls: usize,
+    /// Bytes of its SIP messages (as decoded, for those sent as SigComp).
     pub sip_bytes: usize,
     /// Bytes the messages took above UDP/TCP in the capture.
     pub captured_bytes: usize,
     /// The SigComp messages already in the capture.
     pub sigcomp_in_capture: decode::DecodeCounts,
+    /// What could not be read as SIP.
     pub unusable: flows::Unusable,
     /// Per direction, for TCP.
     pub reassembly: Option<[reassembly::ReassemblyCounts; 2]>,
@@ -187,17 +213,23 @@ pub struct FlowReport {
 /// One message of a flow.
 #[derive(Debug, Clone, Serialize)]
 pub struct MessageReport {
+    /// 1, 2, ... within its flow.
     pub index: usize,
     /// "a->b" or "b->a".
     pub direction: &'static str,
+    /// The capture's frame (from 1) that completed the message.
     pub frame: usize,
     /// Seconds since the capture's first packet.
     pub time_s: f64,
     /// The method of a request; the status code and CSeq method of a
     /// response ("200 INVITE").
     pub summary: String,
+    /// Its Call-ID, if its headers parse and hold one.
     pub call_id: Option<String>,
+    /// Its size as SIP, bytes.
     pub sip_bytes: usize,
+    /// Bytes it took above UDP/TCP in the capture (the SigComp message, if
+    /// it came as one).
     pub captured_bytes: usize,
     /// It came as SigComp and was decoded.
     pub came_as_sigcomp: bool,
@@ -219,23 +251,31 @@ pub struct VariantReport {
     pub baseline: String,
     /// Bytes per message.
     pub sizes: Vec<usize>,
+    /// Bytes of every message together.
     pub bytes: usize,
     /// bytes / the baseline's bytes.
     pub ratio: f64,
     /// Messages sent plain because SigComp failed on them.
     pub sent_plain: usize,
+    /// The first SigComp failure, "message N: why"; None if none.
     pub failure: Option<String>,
     /// Equation 2.1 at each rate of [`Settings::rates_kbps`].
     pub ran: Vec<RanPoint>,
 }
 
+/// A variant's RAN delay at one link rate (equation 2.1).
 #[derive(Debug, Clone, Serialize)]
 pub struct RanPoint {
+    /// The link rate, kbit/s.
     pub kbps: f64,
     /// The flow's one-way RAN delay, seconds.
     pub delay_s: f64,
+    /// The baseline variant's one-way delay, seconds.
     pub baseline_delay_s: f64,
+    /// Baseline delay − this delay, seconds.
     pub improvement_s: f64,
+    /// The improvement as a percentage of the baseline delay (0 when
+    /// that is 0).
     pub improvement_pct: f64,
     /// Each message's delay, seconds.
     pub message_delays_s: Vec<f64>,
@@ -244,8 +284,10 @@ pub struct RanPoint {
 /// Why a capture could not be analysed.
 #[derive(Debug, thiserror::Error)]
 pub enum AnalyzeError {
+    /// The bytes are not a readable capture.
     #[error(transparent)]
     Capture(#[from] CaptureError),
+    /// A SigComp endpoint could not be set up with the options' parameters.
     #[error("SigComp endpoint set-up: {0}")]
     Endpoint(#[from] sigcomp_compress::EndpointError),
 }

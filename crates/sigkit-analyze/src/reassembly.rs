@@ -37,6 +37,7 @@ pub struct ReassemblyCounts {
     pub missing_bytes: u64,
 }
 
+/// One direction's reassembler: segments in, the in-order stream out.
 #[derive(Debug, Clone, Default)]
 pub struct Reassembler {
     /// Sequence number of stream offset 0.
@@ -47,10 +48,12 @@ pub struct Reassembler {
     pub deliveries: Vec<Delivery>,
     /// Segments ahead of the stream, by offset: (bytes, segment index).
     waiting: BTreeMap<u64, (Vec<u8>, usize)>,
+    /// What reassembly met so far.
     pub counts: ReassemblyCounts,
 }
 
 impl Reassembler {
+    /// A reassembler that has seen no segment.
     pub fn new() -> Reassembler {
         Reassembler::default()
     }

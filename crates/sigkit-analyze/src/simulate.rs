@@ -18,7 +18,9 @@ const PEER: CompartmentId = CompartmentId(1);
 /// One SigComp configuration to try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Variant {
+    /// How state is used: basic, static, dynamic or shared.
     pub mechanism: Mechanism,
+    /// The compression algorithm the bytecode runs.
     pub algorithm: Algorithm,
 }
 

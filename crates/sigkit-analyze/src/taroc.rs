@@ -23,8 +23,11 @@ pub struct TarocRun {
     /// a packet TAROC does not take (IPv6, IPv4 options, fragments).
     #[serde(skip)]
     pub per_segment: Vec<Option<(usize, usize)>>,
+    /// Packets TAROC compressed.
     pub packets: usize,
+    /// Their TCP/IP header bytes as captured.
     pub header_bytes_before: u64,
+    /// Their header bytes as TAROC sent them.
     pub header_bytes_after: u64,
     /// Packets TAROC does not take.
     pub not_compressed: usize,
@@ -32,7 +35,9 @@ pub struct TarocRun {
     pub mismatches: usize,
     /// `taroc::replay`'s totals for the same packets.
     pub replay_header_bytes_after: u64,
+    /// Packets `taroc::replay` delivered identical.
     pub replay_delivered: usize,
+    /// Packets `taroc::replay` delivered with a wrong header: must be 0.
     pub replay_undetected: usize,
 }
 

@@ -45,8 +45,12 @@ pub struct D2Config {
     /// σκ,1 (thesis: 20.392).
     #[serde(default = "defaults::d2_sigma1")]
     pub sigma1: f64,
+    /// α: the largest probability of an error of the first kind, "congested"
+    /// while σκ ≤ σκ,0 (thesis §4.2.3: 0.1).
     #[serde(default = "defaults::alpha")]
     pub alpha: f64,
+    /// β: the largest probability of an error of the second kind, "not
+    /// congested" while σκ ≥ σκ,1 (thesis §4.2.3: 0.05).
     #[serde(default = "defaults::beta")]
     pub beta: f64,
 }
@@ -78,8 +82,12 @@ pub struct D2MeanConfig {
     /// The known σ (lab, not congested: 6.780).
     #[serde(default = "defaults::d2m_sigma")]
     pub sigma: f64,
+    /// α: the largest probability of "congested" while κ's mean is μ0
+    /// (0.1, as for D2).
     #[serde(default = "defaults::alpha")]
     pub alpha: f64,
+    /// β: the largest probability of "not congested" while κ's mean is μ1
+    /// (0.05, as for D2).
     #[serde(default = "defaults::beta")]
     pub beta: f64,
 }

@@ -30,6 +30,7 @@ pub struct DelayDetector {
 }
 
 impl DelayDetector {
+    /// A detector with no samples, not congested.
     pub fn new(config: D1Config) -> DelayDetector {
         DelayDetector { config, samples: VecDeque::new(), last_p95: None, congested: false }
     }
@@ -116,6 +117,8 @@ pub struct VarianceTest {
 }
 
 impl VarianceTest {
+    /// A test with no observations, not congested, its bounds (eq. 4.13,
+    /// 4.14) computed from `c`.
     pub fn new(c: &D2Config) -> VarianceTest {
         let d = 1.0 / (c.sigma0 * c.sigma0) - 1.0 / (c.sigma1 * c.sigma1);
         VarianceTest {
@@ -137,6 +140,8 @@ impl VarianceTest {
         (self.intercept_accept + step, self.intercept_reject + step)
     }
 
+    /// Adds (κ − μ)² to the sum and compares it with the bounds of this
+    /// iteration (eq. 4.15); a decision restarts the test.
     pub fn observe(&mut self, kappa: f64) -> Verdict {
         self.observations += 1;
         self.m += 1;
@@ -168,12 +173,17 @@ pub struct MeanTest {
     slope: f64,
     m: u32,
     sum: f64,
+    /// The last decision (false before any).
     pub congested: bool,
+    /// Decisions "congested" taken.
     pub alarms: u64,
+    /// Observations made.
     pub observations: u64,
 }
 
 impl MeanTest {
+    /// A test with no observations, not congested, its bounds computed
+    /// from `c`.
     pub fn new(c: &D2MeanConfig) -> MeanTest {
         let scale = c.sigma * c.sigma / (c.mu1 - c.mu0);
         MeanTest {
@@ -188,6 +198,8 @@ impl MeanTest {
         }
     }
 
+    /// Adds κ to the sum and compares it with this iteration's acceptance
+    /// and rejection numbers; a decision restarts the test.
     pub fn observe(&mut self, kappa: f64) -> Verdict {
         self.observations += 1;
         self.m += 1;

@@ -10,7 +10,10 @@
 /// H1's signal: "use T1 = `t1_ms` toward me for `validity_ms`".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct T1Signal {
+    /// The retransmission timer T1 (RFC 3261 §17.1.1.1) to use toward the
+    /// sender, in ms (`oc_t1`, above 0).
     pub t1_ms: u32,
+    /// How long the raised T1 holds, in ms (`oc_t1_validity`).
     pub validity_ms: u32,
 }
 
@@ -43,8 +46,12 @@ impl T1Signal {
 /// requests for `validity_ms` (RFC 7339 §5.10.1, §5.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OcSignal {
+    /// Percentage of new requests to reject, 0..=100 (`oc`, RFC 7339 §5.10.1).
     pub oc: u8,
+    /// How long `oc` holds, in ms (`oc-validity`, RFC 7339 §4).
     pub validity_ms: u32,
+    /// The sequence number that orders the sender's signals (`oc-seq`, its
+    /// integer part; RFC 7339 §4).
     pub seq: u64,
 }
 

@@ -36,22 +36,39 @@ use serde_json::{Map, Value};
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// SQLite failed (opening, a statement, a limit).
     #[error("SQLite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A table or column name that is not a plain identifier (at most 64
+    /// characters), or `runs` as a series table.
     #[error("{0} is not a table or column name (letters, digits and '_', starting with a letter)")]
     BadName(String),
+    /// A row that serializes to something other than a map; holds what it
+    /// was.
     #[error("a row must serialize to a map of fields, not {0}")]
     NotARow(&'static str),
+    /// A row, configuration or summary JSON could not be serialized, or a
+    /// run's stored JSON could not be read.
     #[error("serializing: {0}")]
     Serialize(#[from] serde_json::Error),
+    /// No run with this id is recorded.
     #[error("no run {0}")]
     NoRun(i64),
+    /// The table named does not exist (for a file opened to read: not a
+    /// results file, without `runs`).
     #[error("no table {0}")]
     NoTable(String),
+    /// Writing the CSV (or a caller's callback) failed.
     #[error("writing: {0}")]
     Io(#[from] std::io::Error),
+    /// A table holds more than [`MAX_ROWS_READ`] rows to read.
     #[error("table {table} has more than {max} rows to read")]
-    TooManyRows { table: String, max: usize },
+    TooManyRows {
+        /// The table read.
+        table: String,
+        /// The bound, [`MAX_ROWS_READ`].
+        max: usize,
+    },
 }
 
 /// Rows [`Store::rows`] reads of one table at most: what a report can
@@ -76,14 +93,22 @@ impl std::fmt::Display for RunId {
 /// One recorded run, as listed by [`Store::runs`].
 #[derive(Debug, Clone, Serialize)]
 pub struct RunInfo {
+    /// The run's key, in the order runs began.
     pub id: RunId,
+    /// What ran: the subcommand (`load`, `eval`, `sim` …).
     pub kind: String,
+    /// The command line, as given to [`Store::begin_run`].
     pub command: String,
     /// Seconds since the Unix epoch.
     pub started_at: f64,
+    /// Seconds since the Unix epoch; None while the run has not finished
+    /// (or never did).
     pub finished_at: Option<f64>,
+    /// The run's configuration, as JSON.
     pub config: Value,
+    /// The [`Machine`] it ran on, as JSON.
     pub machine: Value,
+    /// The summary given to [`Store::finish_run`]; None before then.
     pub summary: Option<Value>,
 }
 
@@ -91,11 +116,19 @@ pub struct RunInfo {
 /// from two runs.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Machine {
+    /// The host's name (`/proc/sys/kernel/hostname`); empty if unreadable.
     pub hostname: String,
+    /// The first CPU's "model name" in `/proc/cpuinfo`; empty if unreadable.
     pub cpu_model: String,
+    /// The CPUs this process may use (at least 1).
     pub cores: usize,
+    /// Total memory in KiB (`MemTotal` of `/proc/meminfo`); None if
+    /// unreadable.
     pub memory_kib: Option<u64>,
+    /// The kernel release (`/proc/sys/kernel/osrelease`); empty if
+    /// unreadable.
     pub kernel: String,
+    /// The version of the sigkit-results crate the run was recorded with.
     pub sigkit_version: String,
 }
 

@@ -1,5 +1,8 @@
 //! The results store on a real SQLite file.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use proptest::prelude::*;
 use serde::Serialize;
 use sigkit_results::{Machine, RunId, Store, StoreError};

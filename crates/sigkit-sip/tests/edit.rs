@@ -1,5 +1,8 @@
 //! The proxy rewrites (Editor) and the responses the proxy builds itself.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use sigkit_sip::{proxy, EditError, Editor, HeaderName, Message, ParseError};

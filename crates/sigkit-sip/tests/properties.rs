@@ -1,6 +1,9 @@
 //! Properties: no input makes the parser, the views or the editor panic, and
 //! every corpus message survives parse -> edit -> emit -> parse.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use proptest::prelude::*;

@@ -24,5 +24,10 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
-criterion_main!(benches);
+// criterion_group! makes `benches` a `pub fn` and takes no doc comment:
+// in a private module it is not public API.
+mod group {
+    use super::*;
+    criterion_group!(benches, bench);
+}
+criterion_main!(group::benches);

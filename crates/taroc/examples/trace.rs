@@ -5,6 +5,9 @@
 //! (a capture's packets are split in two directions by the first packet's
 //! source).
 
+// A development aid: bad input panics with the error rather than exiting.
+#![allow(clippy::unwrap_used)]
+
 use taroc::synth::{bulk_transfer, sip_over_tcp, Dir, FlowOptions};
 use taroc::{Compressor, CompressorConfig, Decompressor, DecompressorConfig, Mode, Packet};
 

@@ -32,14 +32,31 @@ use crate::packet::{checksums_ok, fix_checksums, is_ipv6_extension_header, Packe
 /// Why bytes are not a readable capture.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
+    /// The file has no bytes.
     #[error("empty file")]
     Empty,
+    /// The first four bytes are neither a pcap nor a pcapng magic number;
+    /// holds them.
     #[error("not a pcap or pcapng capture (magic number {0:02x?})")]
     NotACapture([u8; 4]),
+    /// A header or record `pcap-file` refuses.
     #[error("bad {format} file: {source}")]
-    Malformed { format: &'static str, source: PcapError },
+    Malformed {
+        /// `"pcap"` or `"pcapng"`.
+        format: &'static str,
+        /// What `pcap-file` found wrong.
+        source: PcapError,
+    },
+    /// The file ends inside a header or record.
     #[error("{format} capture cut short after {records} records")]
-    Truncated { format: &'static str, records: usize },
+    Truncated {
+        /// `"pcap"` or `"pcapng"`.
+        format: &'static str,
+        /// Packets read whole before the cut.
+        records: usize,
+    },
+    /// A pcapng packet (its number, from 1) names an interface (the
+    /// second field) no Interface Description Block before it describes.
     #[error("packet {0} of the pcapng file names interface {1}, which the file does not describe")]
     UnknownInterface(usize, u32),
 }
@@ -47,7 +64,9 @@ pub enum CaptureError {
 /// The file format of a capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaptureFormat {
+    /// The classic libpcap format (microsecond or nanosecond timestamps).
     Pcap,
+    /// pcapng (blocks, one link type per interface).
     PcapNg,
 }
 
@@ -78,6 +97,7 @@ pub struct Skipped {
 }
 
 impl Skipped {
+    /// Frames skipped for any reason.
     pub fn total(&self) -> usize {
         self.not_tcp_ipv4 + self.truncated + self.unsupported_link + self.unsupported_tcp_ipv4
     }
@@ -86,12 +106,16 @@ impl Skipped {
 /// The TCP/IPv4 and TCP/IPv6 packets of a capture, in capture order.
 #[derive(Debug, Clone)]
 pub struct Capture {
+    /// Whether the file is pcap or pcapng.
     pub format: CaptureFormat,
     /// Link types seen, in order of first appearance.
     pub link_types: Vec<DataLink>,
     /// Frames in the file.
     pub frames: usize,
+    /// The TCP/IPv4 and TCP/IPv6 packets TAROC compresses, in capture
+    /// order.
     pub packets: Vec<CapturedPacket>,
+    /// The frames not among `packets`, by why.
     pub skipped: Skipped,
     /// Packets whose IPv4 or TCP checksum was wrong in the capture
     /// (checksum offload) and was repaired.
@@ -105,6 +129,7 @@ const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 /// One link-layer frame of a capture, as the file holds it.
 #[derive(Debug, Clone, Copy)]
 pub struct Frame<'a> {
+    /// The link type of the frame's interface.
     pub link: DataLink,
     /// Since 1970-01-01 00:00:00 UTC, as the capture says.
     pub timestamp: Duration,

@@ -24,6 +24,8 @@ use encode::encode_co;
 /// Compressor parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CompressorConfig {
+    /// The mode of operation, U, O or R (§5.5); the decompressor's must
+    /// match.
     pub mode: Mode,
     /// K of W = K·MAX(…) (§5.6.1: "a practical range of K is around 1~2",
     /// "K=1 is good enough for most cases"), in eighths: 8 is K = 1.
@@ -82,6 +84,7 @@ impl Default for CompressorConfig {
 }
 
 impl CompressorConfig {
+    /// The defaults with `mode`.
     pub fn with_mode(mode: Mode) -> Self {
         CompressorConfig { mode, ..Default::default() }
     }
@@ -116,8 +119,10 @@ pub enum CompressorState {
 /// Why a packet was not compressed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CompressError {
+    /// The packet is not a TCP/IP packet TAROC compresses.
     #[error(transparent)]
     Parse(#[from] ParseError),
+    /// A field does not fit the compressed format.
     #[error(transparent)]
     Format(#[from] FormatError),
 }
@@ -125,8 +130,10 @@ pub enum CompressError {
 /// Why feedback was not applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum FeedbackError {
+    /// The bytes are not a feedback packet (§5.5).
     #[error(transparent)]
     Format(#[from] FormatError),
+    /// Feedback for a CID with no context here; holds the CID.
     #[error("feedback for context {0}, which does not exist")]
     UnknownContext(u8),
 }
@@ -134,7 +141,9 @@ pub enum FeedbackError {
 /// What was sent for one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Compressed {
+    /// The context's CID, 0..=15.
     pub cid: u8,
+    /// IR, IR-DYN or compressed.
     pub kind: PacketKind,
     /// Bytes of the output that are header (the rest is the payload).
     pub header_len: usize,
@@ -405,6 +414,7 @@ pub struct Compressor {
 }
 
 impl Compressor {
+    /// A compressor with no contexts; `max_contexts` is held to 1..=16.
     pub fn new(config: CompressorConfig) -> Compressor {
         let n = config.max_contexts.clamp(1, MAX_CONTEXTS);
         Compressor {
@@ -432,6 +442,7 @@ impl Compressor {
         self.sent.take()
     }
 
+    /// The parameters it was made with.
     pub fn config(&self) -> &CompressorConfig {
         &self.config
     }

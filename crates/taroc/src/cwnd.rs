@@ -9,8 +9,13 @@ use crate::wlsb::diff32;
 /// The three states of both algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CcState {
+    /// SLOW-START: cwnd grows by what each new segment (or ACK) advances.
     SlowStart,
+    /// CONGESTION-AVOIDANCE: cwnd grows by about one MSS per window.
     CongestionAvoidance,
+    /// FAST-RECOVERY: cwnd halved after a loss (SEQ: a segment more than
+    /// 3·MSS behind CMAXSN; ACK: a fourth duplicate ACK), until new data
+    /// (SEQ) or a new ACK (ACK) ends it.
     FastRecovery,
 }
 
@@ -39,6 +44,8 @@ impl TrackerParams {
         (4 * self.mss).min((2 * self.mss).max(4380))
     }
 
+    /// `w` held within §5.1.4's MIN and MAX boundaries (MIN wins when MAX
+    /// is below it).
     pub fn clamp(&self, w: u32) -> u32 {
         w.clamp(self.min_window(), self.max_window.max(self.min_window()))
     }
@@ -59,19 +66,24 @@ fn jump_limit(state: CcState, cwnd: u32) -> u64 {
 /// Algorithm SEQ (§5.1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SeqTracker {
+    /// The congestion state the sequence numbers suggest.
     pub state: CcState,
+    /// The estimated congestion window in bytes, within MIN and MAX.
     pub cwnd: u32,
+    /// The estimated slow-start threshold in bytes, within MIN and MAX.
     pub ssthresh: u32,
     /// Current maximum sequence number (CMAXSN).
     pub cmaxsn: u32,
     /// Current minimum sequence number (CMINSN): CMAXSN − cwnd once the
     /// span exceeds cwnd.
     pub cminsn: u32,
+    /// Whether a segment has been seen (CMAXSN holds a real number).
     pub started: bool,
     params: TrackerParams,
 }
 
 impl SeqTracker {
+    /// Before any segment: slow start, cwnd IW, ssthresh ISSTHRESH (§5.1.2).
     pub fn new(params: TrackerParams) -> SeqTracker {
         SeqTracker {
             state: CcState::SlowStart,
@@ -158,18 +170,23 @@ impl SeqTracker {
 /// Algorithm ACK (§5.1.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AckTracker {
+    /// The congestion state the acknowledgment numbers suggest.
     pub state: CcState,
+    /// The estimated congestion window in bytes, within MIN and MAX.
     pub cwnd: u32,
+    /// The estimated slow-start threshold in bytes, within MIN and MAX.
     pub ssthresh: u32,
     /// Current maximum acknowledgment number (CMAXACK).
     pub cmaxack: u32,
     /// Duplicate ACKs seen (NDUPACKS).
     pub ndupacks: u32,
+    /// Whether an ACK has been seen (CMAXACK holds a real number).
     pub started: bool,
     params: TrackerParams,
 }
 
 impl AckTracker {
+    /// Before any ACK: slow start, cwnd IW, ssthresh ISSTHRESH (§5.1.3).
     pub fn new(params: TrackerParams) -> AckTracker {
         AckTracker {
             state: CcState::SlowStart,

@@ -19,6 +19,8 @@ use crate::{Mode, PacketKind, Record};
 /// Decompressor parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecompressorConfig {
+    /// The mode of operation, U, O or R (§5.5); the compressor's must
+    /// match.
     pub mode: Mode,
     /// N: consecutive failures that send the context back to No Context
     /// (§5.4.2 c; §5.6.2: "a practical range of N is around 8~10").
@@ -43,6 +45,7 @@ impl Default for DecompressorConfig {
 }
 
 impl DecompressorConfig {
+    /// The defaults with `mode`.
     pub fn with_mode(mode: Mode) -> Self {
         DecompressorConfig { mode, ..Default::default() }
     }
@@ -56,25 +59,34 @@ impl DecompressorConfig {
 /// The decompressor states (§5.2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecompressorState {
+    /// No (dynamic) context: only IR or IR-DYN can be decompressed.
     NoContext,
+    /// A verified reference: compressed packets are decompressed.
     FullContext,
 }
 
 /// Why no packet was emitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecompressError {
+    /// The bytes are not a well-formed compressed packet.
     #[error(transparent)]
     Format(#[from] FormatError),
+    /// A compressed packet for a context in No Context (§5.2.2); holds
+    /// the CID.
     #[error("compressed packet for context {0}, which is in No Context")]
     NoContext(u8),
+    /// An IR-DYN for a context that never received an IR; holds the CID.
     #[error("IR-DYN for context {0}, whose static part is unknown")]
     NoStaticContext(u8),
+    /// The header decoded fails its CRC (§5.4): the packet is dropped and
+    /// counts as a failure.
     #[error("the reconstructed header fails its CRC; dropped")]
     Verification,
     /// The header passed its CRC, so the context decoded it, but the
     /// packet fails its checksums: the link damaged the payload.
     #[error("the header passes its CRC but the packet fails its checksum (payload damaged); dropped")]
     PayloadDamaged,
+    /// The decoded header cannot be written as a packet.
     #[error(transparent)]
     Emit(#[from] EmitError),
 }
@@ -82,7 +94,9 @@ pub enum DecompressError {
 /// What one compressed packet became.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decompressed {
+    /// The context's CID, 0..=15.
     pub cid: u8,
+    /// IR, IR-DYN or compressed.
     pub kind: PacketKind,
     /// Bytes of the compressed packet that were header.
     pub header_len: usize,
@@ -126,6 +140,7 @@ pub struct Decompressor {
 }
 
 impl Decompressor {
+    /// A decompressor with every context in No Context.
     pub fn new(config: DecompressorConfig) -> Decompressor {
         Decompressor {
             config,
@@ -151,6 +166,7 @@ impl Decompressor {
         self.delivered.take()
     }
 
+    /// The state of context `cid` (No Context for a CID never seen).
     pub fn state(&self, cid: u8) -> DecompressorState {
         match self.contexts.get(cid as usize) {
             Some(c) if c.full => DecompressorState::FullContext,

@@ -97,6 +97,7 @@ const FLOWS: usize = 32;
 pub struct CrossedPacket {
     /// The packet's own direction.
     pub flow: StaticPart,
+    /// Its master sequence number in its own context.
     pub msn: u16,
     /// The ACK number that acknowledges it whole: SEQ plus the payload
     /// length, plus one each for SYN and FIN.
@@ -193,10 +194,13 @@ impl CrossedPackets {
 /// A chained packet's fields as sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChainedPacket<'a> {
+    /// The context's CID, 0..=15 (an Add-CID octet unless 0).
     pub cid: u8,
     /// The MSN's LSB.
     pub msn: u8,
+    /// The CRC-3 over the original header.
     pub crc: u8,
+    /// The TCP PSH flag.
     pub psh: bool,
     /// IP-ID equal to the reference's (else IP-ID − MSN is).
     pub ip_id_unchanged: bool,
@@ -208,6 +212,7 @@ pub struct ChainedPacket<'a> {
     pub tsval_delta: Option<u16>,
     /// The folded checksum ([`fold_checksum`](crate::format::fold_checksum)).
     pub checksum: u16,
+    /// The TCP payload, sent after the header.
     pub payload: &'a [u8],
 }
 
@@ -237,6 +242,8 @@ impl<'a> ChainedPacket<'a> {
         bits.div_ceil(8) as usize
     }
 
+    /// Appends the packet (Add-CID octet, header, payload) to `out`; fails
+    /// for a TSval change above [`MAX_TSVAL_DELTA`].
     pub fn emit(&self, out: &mut Vec<u8>) -> Result<(), FormatError> {
         if self.tsval_delta.is_some_and(|d| d as u32 > MAX_TSVAL_DELTA) {
             return Err(FormatError::Reserved("TSval change"));

@@ -326,8 +326,11 @@ pub enum Mode {
 /// The kind of a compressed packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PacketKind {
+    /// IR: the static and dynamic chains (§5.2.1), the whole header.
     Ir,
+    /// IR-DYN: the dynamic chain only, against the context's static part.
     IrDyn,
+    /// A compressed packet (CO): fields encoded against the VSW.
     Co,
 }
 

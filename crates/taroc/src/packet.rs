@@ -23,30 +23,60 @@ use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice};
 /// Why bytes are not a compressible IPv4/TCP or IPv6/TCP packet.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
+    /// The bytes are not an IPv4 header (`etherparse`'s reason), or, for
+    /// [`fix_checksums`], not a 20-byte IPv4 header carrying TCP.
     #[error("not an IPv4 header: {0}")]
     Ipv4(String),
+    /// An IPv4 header longer than 20 bytes.
     #[error("IPv4 header with options (IHL {ihl}); only 20-byte IPv4 headers are compressed")]
-    Ipv4Options { ihl: u8 },
+    Ipv4Options {
+        /// The IHL field, in 32-bit words (above 5).
+        ihl: u8,
+    },
+    /// IPv4 carrying another protocol; holds its number.
     #[error("IPv4 protocol {0} is not TCP")]
     NotTcp(u8),
+    /// An IPv4 fragment: MF set or a non-zero offset.
     #[error("IPv4 fragment (MF set or offset non-zero)")]
     Fragment,
+    /// The IPv4 total length is not the frame's length.
     #[error("IPv4 total length {total} disagrees with the {frame}-byte frame")]
-    Length { total: u16, frame: usize },
+    Length {
+        /// The header's total length field.
+        total: u16,
+        /// The frame's length in bytes.
+        frame: usize,
+    },
+    /// The IPv4 header checksum does not verify.
     #[error("IPv4 header checksum is wrong")]
     Ipv4Checksum,
+    /// The bytes after the IP header are not a TCP header.
     #[error("not a TCP header: {0}")]
     Tcp(String),
+    /// The bytes are shorter than an IPv6 header, or, for
+    /// [`fix_checksums`], not a 40-byte IPv6 header carrying TCP.
     #[error("not an IPv6 header: {0}")]
     Ipv6(String),
+    /// An IPv6 extension header (other than Fragment) before TCP.
     #[error("IPv6 extension header {next_header}; only TCP directly after the IPv6 header is compressed")]
-    Ipv6ExtensionHeader { next_header: u8 },
+    Ipv6ExtensionHeader {
+        /// The extension header's type ([`is_ipv6_extension_header`]).
+        next_header: u8,
+    },
+    /// An IPv6 Fragment header (next header 44).
     #[error("IPv6 fragment (fragment header)")]
     Ipv6Fragment,
+    /// IPv6 carrying another protocol; holds its next header.
     #[error("IPv6 next header {0} is not TCP")]
     Ipv6NotTcp(u8),
+    /// The IPv6 payload length is not the frame's length less 40.
     #[error("IPv6 payload length {payload} disagrees with the {frame}-byte frame")]
-    Ipv6Length { payload: u16, frame: usize },
+    Ipv6Length {
+        /// The header's payload length field.
+        payload: u16,
+        /// The frame's length in bytes.
+        frame: usize,
+    },
 }
 
 /// IPv6 extension headers (RFC 8200 §4; IANA's "IPv6 Extension Header
@@ -60,8 +90,12 @@ pub fn is_ipv6_extension_header(next_header: u8) -> bool {
 /// Why a header cannot be emitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EmitError {
+    /// TCP options longer than 40 bytes or not a multiple of 4; holds
+    /// the length.
     #[error("TCP options of {0} bytes: at most 40, a multiple of 4")]
     OptionsLength(usize),
+    /// The packet would not fit the 16-bit length field; holds its
+    /// length in bytes.
     #[error("packet of {0} bytes exceeds the IPv4 total length (or IPv6 payload length) field")]
     TooLong(usize),
 }
@@ -69,13 +103,18 @@ pub enum EmitError {
 /// Raw TCP options (at most 40 bytes, a multiple of 4), kept byte for byte.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RawOptions {
+    /// The options in the first `len` bytes; zeros after them.
     pub bytes: [u8; 40],
+    /// Their length in bytes: 0 to 40, a multiple of 4.
     pub len: u8,
 }
 
 impl RawOptions {
+    /// No options.
     pub const EMPTY: RawOptions = RawOptions { bytes: [0; 40], len: 0 };
 
+    /// The options `s`, byte for byte; fails unless `s` is at most 40
+    /// bytes, a multiple of 4.
     pub fn from_slice(s: &[u8]) -> Result<RawOptions, EmitError> {
         if s.len() > 40 || !s.len().is_multiple_of(4) {
             return Err(EmitError::OptionsLength(s.len()));
@@ -86,6 +125,7 @@ impl RawOptions {
         Ok(o)
     }
 
+    /// The options' `len` bytes.
     pub fn as_slice(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
     }
@@ -204,12 +244,23 @@ pub enum TcpOption {
     /// SACK blocks (kind 5, RFC 2018): (left edge, right edge).
     Sack(Vec<(u32, u32)>),
     /// Timestamps (kind 8, RFC 7323).
-    Timestamp { val: u32, ecr: u32 },
+    Timestamp {
+        /// TSval: the sender's timestamp clock.
+        val: u32,
+        /// TSecr: the TSval echoed back.
+        ecr: u32,
+    },
     /// Any other option, kept verbatim.
-    Other { kind: u8, data: Vec<u8> },
+    Other {
+        /// The option's kind.
+        kind: u8,
+        /// Its bytes after the kind and length octets.
+        data: Vec<u8>,
+    },
 }
 
 impl TcpOption {
+    /// Appends the option's bytes (kind, length, value) to `out`.
     pub fn emit(&self, out: &mut Vec<u8>) {
         match self {
             TcpOption::Eol => out.push(0),
@@ -241,7 +292,9 @@ impl TcpOption {
 /// 128-bit addresses and the flow label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Ipv6Part {
+    /// The source address.
     pub src: [u8; 16],
+    /// The destination address.
     pub dst: [u8; 16],
     /// 20 bits.
     pub flow_label: u32,
@@ -264,30 +317,48 @@ pub struct TcpIpHeader {
     pub ttl: u8,
     /// IPv4 addresses (zero for IPv6).
     pub src: [u8; 4],
+    /// IPv4 destination address (zero for IPv6).
     pub dst: [u8; 4],
     /// `Some` for an IPv6 header: its addresses and flow label.
     pub ipv6: Option<Ipv6Part>,
+    /// TCP source port.
     pub src_port: u16,
+    /// TCP destination port.
     pub dst_port: u16,
+    /// TCP sequence number.
     pub seq: u32,
+    /// TCP acknowledgment number (meaningful with ACK set).
     pub ack: u32,
     /// The low nibble of TCP octet 12: three reserved bits and NS.
     pub tcp_res: u8,
     /// TCP octet 13: CWR ECE URG ACK PSH RST SYN FIN.
     pub tcp_flags: u8,
+    /// TCP receive window, unscaled.
     pub window: u16,
+    /// TCP checksum, as held (computed by
+    /// [`TcpIpHeader::emit_with_checksum`]).
     pub checksum: u16,
+    /// TCP urgent pointer.
     pub urgent: u16,
+    /// TCP options, byte for byte.
     pub options: RawOptions,
 }
 
+/// TCP flag FIN: no more data from the sender.
 pub const FLAG_FIN: u8 = 0x01;
+/// TCP flag SYN: synchronize sequence numbers.
 pub const FLAG_SYN: u8 = 0x02;
+/// TCP flag RST: reset the connection.
 pub const FLAG_RST: u8 = 0x04;
+/// TCP flag PSH: push the data to the application.
 pub const FLAG_PSH: u8 = 0x08;
+/// TCP flag ACK: the acknowledgment number is valid.
 pub const FLAG_ACK: u8 = 0x10;
+/// TCP flag URG: the urgent pointer is valid.
 pub const FLAG_URG: u8 = 0x20;
+/// TCP flag ECE: ECN-Echo (RFC 3168).
 pub const FLAG_ECE: u8 = 0x40;
+/// TCP flag CWR: congestion window reduced (RFC 3168).
 pub const FLAG_CWR: u8 = 0x80;
 
 /// IPv4 DF bit within [`TcpIpHeader::flags_frag`].
@@ -350,6 +421,7 @@ impl TcpIpHeader {
         self.ip_len() + self.tcp_len()
     }
 
+    /// Never: a header has at least the IP and TCP fixed parts.
     pub fn is_empty(&self) -> bool {
         false
     }
@@ -426,7 +498,9 @@ impl TcpIpHeader {
 /// A parsed packet: its headers and its payload.
 #[derive(Debug, Clone, Copy)]
 pub struct Packet<'a> {
+    /// The IP and TCP headers.
     pub header: TcpIpHeader,
+    /// The TCP payload: the rest of the frame.
     pub payload: &'a [u8],
 }
 

@@ -56,6 +56,8 @@ pub struct LinkConfig {
     pub reorder_depth: usize,
     /// Probability that a packet is reordered, when `reorder_depth` > 0.
     pub reorder_prob: f64,
+    /// Seed of the fault draws: the same seed gives every scheme the same
+    /// faults.
     pub seed: u64,
 }
 
@@ -68,6 +70,7 @@ impl Default for LinkConfig {
 /// What one scheme did to the packets.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Report {
+    /// The scheme's name ([`scheme_name`]: `taroc-u`, `vj`, `ideal` …).
     pub scheme: String,
     /// Packets offered to the compressor.
     pub packets: usize,
@@ -110,7 +113,9 @@ pub struct Report {
     /// Over the loss episodes that ended: packets sent after the loss until
     /// the next correct decompression (0: the very next packet decompressed).
     pub recovery_total: u64,
+    /// The most packets one ended episode took to recover.
     pub recovery_max: u64,
+    /// Loss episodes that ended (a correct decompression came).
     pub recovered_events: usize,
     /// Over the loss episodes: the packets that arrived undamaged but
     /// were refused (context damage), against the window they began with.
@@ -118,16 +123,19 @@ pub struct Report {
     /// Packets refused undamaged outside any loss episode (reordering's,
     /// or a compressor's own doing): context damage no loss explains.
     pub context_damage_outside_episodes: usize,
-    /// Feedback packets and octets the decompressors sent.
+    /// Feedback packets the decompressors sent.
     pub feedback_packets: usize,
+    /// Octets of those feedback packets.
     pub feedback_bytes: u64,
 }
 
 impl Report {
+    /// Original IP + TCP header octets per packet sent.
     pub fn mean_header_before(&self) -> f64 {
         self.header_bytes_before as f64 / self.sent().max(1) as f64
     }
 
+    /// Header octets as sent, per packet sent.
     pub fn mean_header_after(&self) -> f64 {
         self.header_bytes_after as f64 / self.sent().max(1) as f64
     }
@@ -137,6 +145,8 @@ impl Report {
         self.packets - self.compress_errors
     }
 
+    /// Packets per ended loss episode until the next correct
+    /// decompression.
     pub fn recovery_mean(&self) -> f64 {
         self.recovery_total as f64 / self.recovered_events.max(1) as f64
     }

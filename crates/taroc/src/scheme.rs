@@ -48,8 +48,9 @@ pub trait HeaderCompressor {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ContextRecovery {
     /// Context-damaged packets over every episode (one a run ends in
-    /// counted until its end), and the most in one episode.
+    /// counted until its end).
     pub total: u64,
+    /// The most context-damaged packets in one episode.
     pub max: u64,
     /// Episodes whose context damage exceeded the compressor's window (in
     /// packets) as the packet that began them left it; only episodes that

@@ -38,6 +38,8 @@ pub struct FlowOptions {
     pub sack: bool,
     /// IPv4 only (IPv6 has no IP-ID).
     pub ip_id: IpIdStyle,
+    /// Seed of the initial sequence numbers, IP-IDs, flow labels and
+    /// payload bytes: the same options give the same packets.
     pub seed: u64,
     /// IPv6 (2001:db8::10 and 2001:db8:20::40, a flow label per direction)
     /// rather than IPv4 (192.168.1.10 and 10.20.30.40).
@@ -50,8 +52,9 @@ impl Default for FlowOptions {
     }
 }
 
-/// The synthesised IPv6 hosts' addresses (RFC 3849 documentation prefix).
+/// The synthesised IPv6 client's address (RFC 3849 documentation prefix).
 pub const CLIENT_V6: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10];
+/// The server's IPv6 address, beside [`CLIENT_V6`].
 pub const SERVER_V6: [u8; 16] = [0x20, 0x01, 0x0d, 0xb8, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40];
 
 struct Host {
@@ -71,10 +74,13 @@ pub struct FlowBuilder {
     rng: u64,
     /// Milliseconds: the timestamp clock.
     pub clock_ms: u32,
+    /// The packets built so far, each with its direction, in order.
     pub packets: Vec<(Dir, Vec<u8>)>,
 }
 
 impl FlowBuilder {
+    /// A flow between the client (Forward sender) and the server, no
+    /// packets yet, the clock at 1,000,000 ms.
     pub fn new(opts: FlowOptions, client_port: u16, server_port: u16) -> FlowBuilder {
         let mut rng = opts.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         let mut host = |addr: [u8; 4], port: u16, peer: [u8; 4], peer_port: u16, v6: ([u8; 16], [u8; 16])| {
@@ -186,6 +192,7 @@ impl FlowBuilder {
         self.send(Dir::Forward, FLAG_ACK, &[], &[]);
     }
 
+    /// Advances the timestamp clock by `ms` milliseconds.
     pub fn tick(&mut self, ms: u32) {
         self.clock_ms = self.clock_ms.wrapping_add(ms);
     }

@@ -120,7 +120,9 @@ pub use tcp::*;
 /// draft's Appendix A.1 topology.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ThroughputConfig {
+    /// The header compression scheme on the wireless link.
     pub scheme: Scheme,
+    /// The sender's TCP.
     pub variant: TcpVariant,
     /// Wireless link bandwidth, bits per second, each direction.
     pub link_bps: u64,
@@ -130,9 +132,14 @@ pub struct ThroughputConfig {
     pub mtu: u16,
     /// Simulated time; goodput is what the receiver delivered by then.
     pub seconds: f64,
+    /// Seed of the bit errors and initial sequence numbers: a run is a
+    /// function of its configuration.
     pub seed: u64,
+    /// Fixed host ↔ router bandwidth, bits per second, each direction.
     pub wired_bps: u64,
+    /// Fixed host ↔ router one-way delay, nanoseconds.
     pub wired_delay_ns: u64,
+    /// Wireless one-way delay, nanoseconds.
     pub wireless_delay_ns: u64,
     /// The router's drop-tail queue toward the wireless link, packets.
     pub router_queue: usize,
@@ -140,6 +147,8 @@ pub struct ThroughputConfig {
     pub mobile_queue: usize,
     /// The receiver's advertised window, segments.
     pub receiver_window: u32,
+    /// Whether damaged frames are discarded by the link or reach the
+    /// decompressor.
     pub damaged_frames: DamagedFrames,
     /// The RTO's lower bound: RFC 6298 §2.4's 1 s by default (the ns-2
     /// of the draft's time had none).
@@ -197,14 +206,19 @@ impl ThroughputConfig {
 /// A set-up [`simulate`] refuses.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 pub enum ConfigError {
+    /// An MTU outside 41..=1500; holds it.
     #[error("MTU {0} is outside 41..=1500")]
     Mtu(u16),
+    /// A BER that is not finite or outside [0, 0.5]; holds it.
     #[error("bit error rate {0} is outside [0, 0.5]")]
     Ber(f64),
+    /// A simulated time that is not finite or outside (0, 1e6] s; holds it.
     #[error("simulated time {0} s is outside (0, 1e6]")]
     Seconds(f64),
+    /// A wired or wireless bandwidth of 0 or above 10 Gb/s.
     #[error("bandwidths must be between 1 b/s and 10 Gb/s")]
     Bandwidth,
+    /// A receiver window or queue of 0 packets.
     #[error("the receiver window and the queues must hold at least one packet")]
     Window,
 }
@@ -232,6 +246,8 @@ pub struct LinkCounts {
     pub undetected: u64,
     /// Packets emitted with the original header and a damaged payload.
     pub payload_undetected: u64,
+    /// Feedback frames put on this direction of the link (for the
+    /// opposite direction's compressor).
     pub feedback_frames: u64,
     /// Feedback frames damaged on the link.
     pub feedback_damaged: u64,
@@ -276,7 +292,9 @@ struct Episode {
 pub struct RunReport {
     /// Octets delivered in order to the receiving application per second.
     pub goodput: f64,
+    /// Octets delivered in order to the receiving application in all.
     pub delivered_bytes: u64,
+    /// The TCP sender's counters.
     pub sender: SenderStats,
     /// Router → mobile host (data).
     pub forward: LinkCounts,
@@ -698,15 +716,20 @@ impl Sim {
 /// Mean and spread of a figure over seeds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Summary {
+    /// The number of values.
     pub n: usize,
+    /// Their arithmetic mean (0 for none).
     pub mean: f64,
     /// Sample standard deviation (0 for one value).
     pub std_dev: f64,
+    /// The least value (0 for none).
     pub min: f64,
+    /// The greatest value (0 for none).
     pub max: f64,
 }
 
 impl Summary {
+    /// The summary of `values`; all zero for none.
     pub fn of(values: &[f64]) -> Summary {
         let n = values.len();
         if n == 0 {

@@ -75,6 +75,7 @@ pub struct VjCompressor {
 }
 
 impl VjCompressor {
+    /// A compressor with no connection slots in use.
     pub fn new() -> Self {
         Self::default()
     }
@@ -215,6 +216,7 @@ pub struct VjDecompressor {
 }
 
 impl VjDecompressor {
+    /// A decompressor with every connection slot empty, not tossing.
     pub fn new() -> Self {
         VjDecompressor { slots: vec![None; VJ_SLOTS], last_conn: None, toss: false }
     }

@@ -19,11 +19,14 @@
 /// profile's STATIC (the value equals every reference).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lsb {
+    /// Bits sent, 0..=32.
     pub k: u32,
+    /// Interpretation offset: the interval starts `p` below the reference.
     pub p: i64,
 }
 
 impl Lsb {
+    /// `k` bits with offset `p`.
     pub const fn new(k: u32, p: i64) -> Lsb {
         Lsb { k, p }
     }
@@ -38,19 +41,24 @@ impl Lsb {
 /// The least and greatest signed difference `v - v_ref` over the VSW.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Spread {
+    /// The least difference seen.
     pub min: i64,
+    /// The greatest difference seen.
     pub max: i64,
 }
 
 impl Spread {
+    /// No difference seen: `min` above `max`, covered by no encoding.
     pub const EMPTY: Spread = Spread { min: i64::MAX, max: i64::MIN };
 
+    /// Takes difference `d` into the spread.
     #[inline]
     pub fn add(&mut self, d: i64) {
         self.min = self.min.min(d);
         self.max = self.max.max(d);
     }
 
+    /// Whether no difference has been added.
     pub fn is_empty(&self) -> bool {
         self.min > self.max
     }

@@ -2,6 +2,9 @@
 //! checksums, whatever it is fed; bit errors on the
 //! link never become undetected corruption.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::sync::OnceLock;

@@ -2,6 +2,9 @@
 //! mode and through the baselines, and the state machine's reactions
 //! (long jumps, NACKs, R-mode's VSW, several flows).
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{run_scheme, run_taroc, run_taroc_with, Queue, Rng};

@@ -1,4 +1,7 @@
 //! Helpers shared by the integration tests.
+
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
 #![allow(dead_code)]
 
 use std::path::PathBuf;

@@ -10,18 +10,29 @@ use crate::feedback::Feedback;
 /// One compartment's entry for a state item it created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
+    /// The item's identifier in the store of all items.
     pub id: StateId,
+    /// The state_retention_priority it was created (or last refreshed)
+    /// with in this compartment (RFC 3320 §6.2 step 5).
     pub priority: u16,
     /// Creation order: lower was created earlier.
     pub order: u64,
+    /// What it counts against the compartment's SMS: its length + 64
+    /// bytes (RFC 3320 §6.2).
     pub cost: u32,
 }
 
 /// What is remembered per compartment (RFC 3320 §6.2, §6.3).
 #[derive(Debug, Clone, Default)]
 pub struct Compartment {
+    /// state_memory_size: the bytes of state it may hold (RFC 3320
+    /// §3.3.1).
     pub sms: u32,
+    /// The bytes of state it holds, the sum of its entries' costs; at most
+    /// `sms`.
     pub used: u32,
+    /// Its entries, one per item it created, in no particular order (a
+    /// removal moves the last into the gap).
     pub entries: Vec<Entry>,
     /// Feedback received under this compartment
     /// ([`crate::Decompressor::feedback`]): it goes with the compartment.

@@ -14,10 +14,12 @@ use sha1::{Digest, Sha1};
 pub struct StateId(pub [u8; 20]);
 
 impl StateId {
+    /// The identifier's 20 bytes.
     pub fn as_bytes(&self) -> &[u8; 20] {
         &self.0
     }
 
+    /// The identifier as 40 lower-case hexadecimal digits.
     pub fn to_hex(&self) -> String {
         let mut s = String::with_capacity(40);
         for b in self.0 {
@@ -26,6 +28,8 @@ impl StateId {
         s
     }
 
+    /// The identifier written as 40 hexadecimal digits (either case);
+    /// None for anything else.
     pub fn from_hex(s: &str) -> Option<StateId> {
         if s.len() != 40 || !s.is_ascii() {
             return None;
@@ -68,9 +72,16 @@ impl fmt::Display for StateId {
 /// An item of state (RFC 3320 §3.3.3).
 #[derive(Debug, Clone)]
 pub struct State {
+    /// state_identifier: the SHA-1 of the other fields ([`StateId::compute`]).
     pub id: StateId,
+    /// state_address: where STATE-ACCESS copies the value by default
+    /// (RFC 3320 §9.4.5).
     pub address: u16,
+    /// state_instruction: where execution continues after STATE-ACCESS;
+    /// 0 to continue after the instruction (RFC 3320 §9.4.5).
     pub instruction: u16,
+    /// minimum_access_length: the fewest identifier bytes that select the
+    /// item, 6..=20 (RFC 3320 §3.3.3).
     pub min_access_len: u16,
     pub(super) value: Value,
 }
@@ -177,6 +188,8 @@ impl State {
         STATE.get_or_init(|| State::new(0, 0, 6, crate::dict::PRESENCE)).clone()
     }
 
+    /// An item of `value` (a copy, kept plain) with its identifier
+    /// computed (RFC 3320 §9.4.9).
     pub fn new(address: u16, instruction: u16, min_access_len: u16, value: &[u8]) -> State {
         State {
             id: StateId::compute(address, instruction, min_access_len, value),
@@ -199,6 +212,7 @@ impl State {
         }
     }
 
+    /// state_length: the value's length in bytes, packed or not.
     pub fn len(&self) -> usize {
         match &self.value {
             Value::Plain(v) => v.len(),
@@ -206,6 +220,7 @@ impl State {
         }
     }
 
+    /// Whether the value has no bytes.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

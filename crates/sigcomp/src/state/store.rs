@@ -25,7 +25,10 @@ use crate::keyed_hash::{fold_multiply, random_seed};
 /// Why a partial identifier did not select a state item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LookupError {
+    /// No item's identifier begins with it (STATE_NOT_FOUND, RFC 4077
+    /// §3.2).
     NotFound,
+    /// The identifiers of more than one item begin with it (ID_NOT_UNIQUE).
     NotUnique,
     /// Found, but the item's minimum_access_length exceeds the identifier.
     TooShortForAccess,

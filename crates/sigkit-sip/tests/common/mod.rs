@@ -1,5 +1,8 @@
 //! The SIP call-flow corpus of the repository (`corpus/*/NN-*.sip`).
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 
 #[allow(dead_code)]

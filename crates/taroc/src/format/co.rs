@@ -9,8 +9,11 @@ use crate::packet::{RawOptions, FLAG_PSH};
 /// The window field of a compressed packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WindowField {
+    /// Not sent: the reference's.
     Static,
+    /// The general format's [`WINDOW_LSB`] bits.
     Lsb(u32),
+    /// All 16 bits (the general format with V set).
     Irregular(u16),
     /// The short format's [`WINDOW_SHORT`] bits.
     Short(u32),
@@ -21,7 +24,15 @@ pub enum WindowField {
 pub enum CoOptions {
     /// The reference's skeleton, with these timestamps (selector, bits)
     /// and `sack_n` tail SACK blocks (left edge − ACK, right − left).
-    Compact { ts: [(u8, u32); 2], sack_n: u8, sack: [(u32, u32); 4] },
+    Compact {
+        /// TSval and TSecr, each as its 2-bit selector and bits.
+        ts: [(u8, u32); 2],
+        /// Tail SACK blocks sent, 0..=4.
+        sack_n: u8,
+        /// The first `sack_n` hold each block's left edge − ACK and
+        /// right − left edge.
+        sack: [(u32, u32); 4],
+    },
     /// The whole list, verbatim.
     Raw(RawOptions),
 }
@@ -29,20 +40,29 @@ pub enum CoOptions {
 /// A compressed (CO) packet's fields as sent, before decoding.
 #[derive(Debug, Clone, Copy)]
 pub struct CoPacket<'a> {
+    /// The context's CID, 0..=15.
     pub cid: u8,
     /// MSN bits and their width (4, 7 or 16).
     pub msn: (u32, u32),
+    /// The IP-ID's selector ([`IPID_TABLE`]) and bits.
     pub ip_id: (u8, u32),
+    /// SEQ's selector ([`SEQ_TABLE`]) and bits.
     pub seq: (u8, u32),
+    /// ACK's selector ([`SEQ_TABLE`]) and bits.
     pub ack: (u8, u32),
+    /// The window, if sent.
     pub window: WindowField,
+    /// The TCP PSH flag.
     pub psh: bool,
     /// Reserved nibble and flags octet, when they differ from the references'.
     pub flags: Option<(u8, u8)>,
     /// TOS, TTL, IP flags and fragment offset.
     pub ip: Option<(u8, u8, u16)>,
+    /// The urgent pointer, when it differs from the references'.
     pub urgent: Option<u16>,
+    /// SEQ and ACK strides, when they differ from the references'.
     pub strides: Option<(u16, u16)>,
+    /// The options, compact or verbatim.
     pub options: CoOptions,
     /// The folded checksum ([`fold_checksum`]).
     pub checksum: u16,
@@ -51,6 +71,7 @@ pub struct CoPacket<'a> {
     /// CRC-7 in the general one. [`CoPacket::emit`] computes it from the
     /// header.
     pub crc: (u8, u8),
+    /// The TCP payload, after the header.
     pub payload: &'a [u8],
 }
 

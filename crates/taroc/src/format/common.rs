@@ -6,14 +6,20 @@ use crate::bits::Truncated;
 /// Why bytes are not a well-formed compressed or feedback packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {
+    /// The packet ends inside a field.
     #[error("packet truncated")]
     Truncated,
+    /// No bytes at all.
     #[error("empty packet")]
     Empty,
+    /// A first octet that begins no packet type here; holds it.
     #[error("unknown packet type {0:#04x}")]
     UnknownType(u8),
+    /// A field holds a value the format reserves (or cannot carry); names
+    /// the field.
     #[error("reserved value in field {0}")]
     Reserved(&'static str),
+    /// An options length over 40 bytes or not a multiple of 4; holds it.
     #[error("TCP options of {0} bytes (at most 40, a multiple of 4)")]
     OptionsLength(usize),
 }

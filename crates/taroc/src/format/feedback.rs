@@ -20,16 +20,23 @@ pub enum FeedbackKind {
 /// a packet sent earlier") from one whose MSN was corrupted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Feedback {
+    /// The context's CID, 0..=15.
     pub cid: u8,
+    /// ACK, NACK or STATIC-NACK (the KK bits).
     pub kind: FeedbackKind,
+    /// R: R-mode's ACK(R)/NACK(R) rather than O-mode's.
     pub reliable: bool,
+    /// The MSN of the packet it refers to.
     pub msn: u16,
+    /// The TCP checksum of that packet.
     pub checksum: u16,
 }
 
 impl Feedback {
+    /// Octets of a feedback packet without the Add-CID octet.
     pub const LEN: usize = 5;
 
+    /// Appends the packet, with its Add-CID octet unless CID 0, to `out`.
     pub fn emit(&self, out: &mut Vec<u8>) {
         emit_cid(self.cid, out);
         let k = match self.kind {
@@ -42,6 +49,8 @@ impl Feedback {
         out.extend_from_slice(&self.checksum.to_be_bytes());
     }
 
+    /// Reads a feedback packet (with its Add-CID octet, if any); bytes
+    /// after its five octets are ignored.
     pub fn parse(data: &[u8]) -> Result<Feedback, FormatError> {
         let (cid, data) = split_cid(data)?;
         let b = data.get(..5).ok_or(FormatError::Truncated)?;

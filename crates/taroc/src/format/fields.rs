@@ -25,6 +25,7 @@ pub enum SeqEnc {
 }
 
 impl SeqEnc {
+    /// The bits the encoding sends: k of its W-LSB, or 32.
     pub const fn bits(&self) -> u32 {
         match self {
             SeqEnc::Lsb(l) | SeqEnc::FixedPayload(l) | SeqEnc::MsnScaled(l) => l.k,
@@ -93,6 +94,7 @@ pub enum IpIdEnc {
 }
 
 impl IpIdEnc {
+    /// The bits the encoding sends: k of its W-LSB, or 16.
     pub const fn bits(&self) -> u32 {
         match self {
             IpIdEnc::Offset(l) | IpIdEnc::Raw(l) => l.k,
@@ -161,10 +163,14 @@ pub const WINDOW_SHORT: Lsb = Lsb::new(6, 31);
 /// the same number of full-sized segments), fixed payload LSB(8,15),
 /// LSB(20,1023).
 pub const SHORT_SEQ: [u8; 4] = [0, 8, 6, 3];
+/// The short format's ACK selectors (its AA bits), as for
+/// [`SHORT_SEQ`].
 pub const SHORT_ACK: [u8; 4] = [0, 8, 6, 3];
 
 /// MSN widths (the profile's MSN-LSB(4,-1), MSN-LSB(7,-1), MSN-IRREGULAR(16)).
 pub const MSN_K: [u32; 3] = [4, 7, 16];
+/// The MSN's W-LSB offset: −1, so the interval is MSN_ref + 1 to
+/// MSN_ref + 2^k (the MSN only moves ahead).
 pub const MSN_P: i64 = -1;
 /// window = C(LSB(12,63)) (profile §6.3).
 pub const WINDOW_LSB: Lsb = Lsb::new(12, 63);
@@ -178,6 +184,8 @@ pub const WINDOW_LSB: Lsb = Lsb::new(12, 63);
 /// a SACK option anywhere else stays in the skeleton, values and all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OptInfo {
+    /// The options with TSval and TSecr zeroed and a tail SACK option
+    /// (and its two NOPs) cut off.
     pub skeleton: RawOptions,
     /// Offset of the timestamp option's TSval, if any.
     pub ts_at: Option<u8>,
@@ -186,6 +194,8 @@ pub struct OptInfo {
 }
 
 impl OptInfo {
+    /// The skeleton and varying parts of `o` (malformed options are all
+    /// skeleton).
     pub fn of(o: &RawOptions) -> OptInfo {
         let mut info = OptInfo { skeleton: *o, ts_at: None, sack_n: 0 };
         let bytes = o.as_slice();
@@ -234,11 +244,15 @@ impl OptInfo {
         info
     }
 
+    /// The layout these options give a compressed packet (IPv4: the caller
+    /// sets `ipv6`).
     pub fn shape(&self) -> OptShape {
         OptShape { ts: self.ts_at.is_some(), ipv6: false }
     }
 
     #[inline]
+    /// TSval and TSecr of `o` (whose info this is); (0, 0) without a
+    /// timestamp option.
     pub fn ts(&self, o: &RawOptions) -> (u32, u32) {
         match self.ts_at {
             Some(at) => {
@@ -291,6 +305,8 @@ pub(crate) fn be32(b: &[u8]) -> u32 {
 /// context is IPv6, whose packets carry no IP-ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OptShape {
+    /// The reference's options have a timestamp option.
     pub ts: bool,
+    /// The context is IPv6 (no IP-ID field).
     pub ipv6: bool,
 }

@@ -10,18 +10,25 @@ use crate::packet::{Ipv6Part, RawOptions, TcpIpHeader};
 /// header, addresses; the next header is always TCP here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StaticPart {
+    /// IPv4 source address (zero for IPv6).
     pub src: [u8; 4],
+    /// IPv4 destination address (zero for IPv6).
     pub dst: [u8; 4],
+    /// TCP source port.
     pub src_port: u16,
+    /// TCP destination port.
     pub dst_port: u16,
+    /// For IPv6: the addresses and flow label.
     pub ipv6: Option<Ipv6Part>,
 }
 
 impl StaticPart {
+    /// The static fields of `h`.
     pub fn of(h: &TcpIpHeader) -> StaticPart {
         StaticPart { src: h.src, dst: h.dst, src_port: h.src_port, dst_port: h.dst_port, ipv6: h.ipv6 }
     }
 
+    /// Sets the static fields of `h` to these.
     pub fn apply(&self, h: &mut TcpIpHeader) {
         h.src = self.src;
         h.dst = self.dst;
@@ -34,16 +41,20 @@ impl StaticPart {
 /// An IR or IR-DYN packet.
 #[derive(Debug, Clone, Copy)]
 pub struct IrPacket<'a> {
+    /// The context's CID, 0..=15.
     pub cid: u8,
     /// Present in IR, absent in IR-DYN.
     pub static_part: Option<StaticPart>,
+    /// The packet's master sequence number in its context.
     pub msn: u16,
     /// The header with its true TCP checksum (unfolded); the static fields
     /// are zero in an IR-DYN.
     pub header: TcpIpHeader,
+    /// Fixed-payload strides of SEQ and ACK (§6.1; 0: none).
     pub strides: (u16, u16),
     /// CRC-8 of the original IP and TCP headers as they are on the wire.
     pub crc: u8,
+    /// The TCP payload, after the header.
     pub payload: &'a [u8],
 }
 

@@ -6,12 +6,16 @@ use crate::scheme::Scheme;
 /// The TCP of a table of the draft.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DraftTcp {
+    /// Tahoe (the 384 kb/s table, A.3.1).
     Tahoe,
+    /// Reno (the 64 kb/s table, A.3.3).
     Reno,
+    /// SACK (the 114 and 9.6 kb/s tables, A.3.2 and A.3.4).
     Sack,
 }
 
 impl DraftTcp {
+    /// The name as the draft writes it: "Tahoe", "Reno", "Sack".
     pub fn name(self) -> &'static str {
         match self {
             DraftTcp::Tahoe => "Tahoe",
@@ -34,12 +38,19 @@ impl DraftTcp {
 /// One row of a draft table: throughput in Byte/s per scheme.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DraftRow {
+    /// The wireless link's bit error rate.
     pub ber: f64,
+    /// The MTU the draft used at that BER, octets.
     pub mtu: u16,
+    /// NONE: no header compression.
     pub none: u32,
+    /// VJHC: RFC 1144.
     pub vjhc: u32,
+    /// IPHC: RFC 2507 without TWICE (not simulated here).
     pub iphc: u32,
+    /// TAROC.
     pub taroc: u32,
+    /// IDEAL: 4-octet headers that add no errors.
     pub ideal: u32,
 }
 
@@ -61,7 +72,9 @@ impl DraftRow {
 pub struct DraftTable {
     /// The section, e.g. "A.3.1".
     pub section: &'static str,
+    /// The wireless link's bandwidth, bits per second.
     pub link_bps: u64,
+    /// The sender's TCP.
     pub tcp: DraftTcp,
     /// By increasing BER (the 9.6 kb/s table lists 3e-8 before 1e-8).
     pub rows: &'static [DraftRow],

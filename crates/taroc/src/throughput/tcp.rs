@@ -12,12 +12,16 @@ pub(super) const MS: u64 = 1_000_000;
 /// The TCP congestion control of the sender.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TcpVariant {
+    /// Fast retransmit, then slow start from one segment.
     Tahoe,
+    /// Fast retransmit and fast recovery (RFC 5681 §3.2).
     Reno,
+    /// Reno with partial ACKs retransmitting within recovery (RFC 6582).
     NewReno,
 }
 
 impl TcpVariant {
+    /// The lower-case name: "tahoe", "reno", "newreno".
     pub fn name(self) -> &'static str {
         match self {
             TcpVariant::Tahoe => "tahoe",
@@ -40,13 +44,17 @@ pub enum DamagedFrames {
 /// The sender's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SenderConfig {
+    /// Congestion control and loss recovery.
     pub variant: TcpVariant,
     /// Segment payload size in octets.
     pub mss: u32,
     /// The receiver's advertised window in octets.
     pub rwnd: u32,
+    /// The RTO before any RTT sample, nanoseconds (RFC 6298 §2.1).
     pub initial_rto_ns: u64,
+    /// The RTO's lower bound, nanoseconds (RFC 6298 §2.4).
     pub min_rto_ns: u64,
+    /// The RTO's upper bound, nanoseconds, backoff included.
     pub max_rto_ns: u64,
     /// G of RFC 6298 §2.
     pub clock_granularity_ns: u64,
@@ -72,18 +80,26 @@ impl SenderConfig {
 /// A segment to send: `len` octets from stream offset `offset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment {
+    /// Stream offset of its first octet.
     pub offset: u64,
+    /// Payload octets, at most the MSS.
     pub len: u32,
+    /// Whether these octets were sent before.
     pub retransmission: bool,
 }
 
 /// What the sender did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SenderStats {
+    /// Segments sent, retransmissions included.
     pub segments_sent: u64,
+    /// Segments sent again.
     pub retransmissions: u64,
+    /// Losses detected by three duplicate ACKs.
     pub fast_retransmits: u64,
+    /// Retransmission timer expiries.
     pub timeouts: u64,
+    /// Round-trip times measured (RFC 6298 §3: never of a retransmission).
     pub rtt_samples: u64,
 }
 
@@ -122,6 +138,8 @@ pub struct TcpSender {
 }
 
 impl TcpSender {
+    /// A sender at offset 0 with RFC 5681's initial window and no timer
+    /// running; an MSS of 0 is taken as 1.
     pub fn new(cfg: SenderConfig) -> TcpSender {
         let mss = cfg.mss.max(1) as u64;
         let cfg = SenderConfig { mss: mss as u32, ..cfg };
@@ -149,30 +167,37 @@ impl TcpSender {
         }
     }
 
+    /// The congestion window, octets.
     pub fn cwnd(&self) -> u64 {
         self.cwnd
     }
 
+    /// The slow-start threshold, octets.
     pub fn ssthresh(&self) -> u64 {
         self.ssthresh
     }
 
+    /// The oldest unacknowledged offset.
     pub fn snd_una(&self) -> u64 {
         self.snd_una
     }
 
+    /// One past the highest offset ever sent.
     pub fn snd_max(&self) -> u64 {
         self.snd_max
     }
 
+    /// Whether fast recovery is in progress.
     pub fn in_recovery(&self) -> bool {
         self.in_recovery
     }
 
+    /// The current retransmission timeout, nanoseconds, backoff included.
     pub fn rto_ns(&self) -> u64 {
         self.rto_ns
     }
 
+    /// The counters so far.
     pub fn stats(&self) -> SenderStats {
         self.stats
     }
@@ -358,11 +383,14 @@ pub struct TcpReceiver {
     rcv_nxt: u64,
     /// Out-of-order data: start → end.
     ooo: BTreeMap<u64, u64>,
+    /// Segments wholly below the next expected offset (already received).
     pub duplicate_segments: u64,
+    /// Segments beyond the next expected offset (a gap before them).
     pub out_of_order_segments: u64,
 }
 
 impl TcpReceiver {
+    /// A receiver expecting offset 0, nothing buffered.
     pub fn new() -> TcpReceiver {
         TcpReceiver::default()
     }
