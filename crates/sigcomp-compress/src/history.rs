@@ -197,6 +197,7 @@ impl History {
     /// Inserts position `pos`, whose three bytes hash to `h`, into its
     /// chain if it is the next one to insert and has its link's room;
     /// returns whether it did.
+    #[cfg(any(feature = "deflate", feature = "lz77"))]
     #[inline(always)]
     pub(crate) fn insert_next(&mut self, pos: usize, h: usize) -> bool {
         let next = self.hashed == pos && pos < self.prev.len();
@@ -212,10 +213,14 @@ impl History {
     #[inline(always)]
     pub(crate) fn hash_up_to(&mut self, end: usize) {
         let p = self.hashed;
-        // One position, a parse's step before a search: inline and without
-        // the set-up of the batch below, which cost more than the
-        // insertion itself.
-        if end == p + 1 && p + 3 <= self.data.len() && self.insert_next(p, hash3(&self.data[p..p + 3])) {
+        if end == p + 1 && p + 3 <= self.data.len() && p < self.prev.len() {
+            // One position, a parse's step before a search: inline and
+            // without the set-up of the batch below, which cost more than
+            // the insertion itself.
+            let h = hash3(&self.data[p..p + 3]);
+            self.prev[p] = self.head[h];
+            self.head[h] = p as u32;
+            self.hashed = end;
             return;
         }
         self.hash_batch_up_to(end);

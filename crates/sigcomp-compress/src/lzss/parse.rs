@@ -53,11 +53,7 @@ pub(super) fn optimal_parse(message: &[u8], matches: &[(usize, usize)], format: 
 }
 
 /// [`optimal_parse`]'s choice at every position (`scratch.choice`: the
-/// length taken, 0 for a literal), from `scratch.matches`. Kept out of
-/// its one caller, `MatchFinder::encode`: inlined there (as a change of
-/// code-generation units may do) the whole encoder ran 10 % more
-/// instructions on the Open SigComp workload.
-#[inline(never)]
+/// length taken, 0 for a literal), from `scratch.matches`.
 pub(super) fn optimal_choice(message: &[u8], format: LzssFormat, scratch: &mut Scratch) {
     let n = message.len();
     let Scratch { matches, cost, next_rise, choice } = scratch;
