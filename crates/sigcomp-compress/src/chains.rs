@@ -1,51 +1,22 @@
 //! The match finder of the Deflate and LZ77 encoders: hash chains over a
 //! linear copy of the history (everything written to the circular buffer,
-//! oldest first), kept between messages as the LZSS encoder's are
-//! ([`crate::lzss::MatchFinder`]). Where LZSS needs only the longest match
-//! at a position, these formats price a copy by its distance too (Deflate)
-//! or take every length (LZ77), so [`MatchFinder::matches_at`] lists every
-//! match that beats the shorter ones, each at its nearest distance. Both
-//! encoders continue a copy that reaches its limit without a search
-//! (`MatchFinder::continue_capped`): the longest match stays exact, and
-//! a shorter one may be listed at a farther distance than a search finds,
-//! which costs Deflate at most a byte a message on the corpus.
+//! oldest first), kept between messages by the same code as the LZSS
+//! encoder's ([`crate::lzss::MatchFinder`]; `history.rs`). Where LZSS needs
+//! only the longest match at a position, these formats price a copy by its
+//! distance too (Deflate) or take every length (LZ77), so
+//! [`MatchFinder::matches_at`] lists every match that beats the shorter
+//! ones, each at its nearest distance. Both encoders continue a copy that
+//! reaches its limit without a search (`MatchFinder::continue_capped`): the
+//! longest match stays exact, and a shorter one may be listed at a farther
+//! distance than a search finds, which costs Deflate at most a byte a
+//! message on the corpus.
 //!
 //! Kept or rebuilt, the chains give the same matches: a search stops at the
 //! first candidate further back than the circular buffer reaches, and every
 //! position within reach is in its chain, newest first, in both.
 
-/// 4096 chain heads (16 KiB, as the LZSS finder's): every new compartment
-/// copies them from the template finder, and they stay in the L1 cache.
-/// 2^15 heads gave the same matches on the corpus at 8 times the copy.
-const HASH_BITS: u32 = 12;
-const HASH_SIZE: usize = 1 << HASH_BITS;
-const NIL: u32 = u32::MAX;
-
-#[inline]
-fn hash3(b: &[u8]) -> usize {
-    // Multiplicative (Fibonacci) hashing of the next three bytes (one
-    // bounds check for the three).
-    let b = &b[..3];
-    let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize & (HASH_SIZE - 1)
-}
-
-/// Length of the common prefix of `a` and `b` (equal lengths), 8 bytes at
-/// a time: the first differing byte is the lowest set byte of the XOR of
-/// two little-endian words.
-#[inline]
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let mut n = 0;
-    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        let diff =
-            u64::from_le_bytes(x.try_into().expect("8 bytes")) ^ u64::from_le_bytes(y.try_into().expect("8 bytes"));
-        if diff != 0 {
-            return n + diff.trailing_zeros() as usize / 8;
-        }
-        n += 8;
-    }
-    n + a[n..].iter().zip(&b[n..]).take_while(|(x, y)| x == y).count()
-}
+pub use crate::history::HistoryMark;
+use crate::history::{common_prefix, History, NIL};
 
 /// The length of the match of `here` (a position's bytes up to its limit)
 /// against the copy at `c` in `data`, given that its first `known` bytes
@@ -67,13 +38,6 @@ pub struct Match {
     pub distance: usize,
 }
 
-/// A point in the history to return to ([`MatchFinder::mark`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HistoryMark {
-    len: usize,
-    hashed: usize,
-}
-
 /// Buffers an encoder's parse reuses from one message to the next (kept
 /// in its finder, which lives as long as the compressor).
 #[derive(Debug, Clone, Default)]
@@ -91,15 +55,12 @@ pub struct ParseScratch {
     pub choice: Vec<u32>,
 }
 
-/// Hash chains over the history, kept between messages.
+/// The history (everything written to the circular buffer, oldest
+/// first) with hash chains over it, kept between messages, and what the
+/// last search found.
 #[derive(Debug)]
 pub struct MatchFinder {
-    data: Vec<u8>,
-    /// A fixed-size array, so a hash indexes it without a bounds check.
-    head: Box<[u32; HASH_SIZE]>,
-    prev: Vec<u32>,
-    /// Positions below this are in the chains.
-    hashed: usize,
+    history: History,
     /// Where the matches the last search found are in its `out`, and the
     /// position after it: at that position each of their distances is
     /// known to match one byte less, which the next search need not
@@ -109,8 +70,6 @@ pub struct MatchFinder {
     /// The longest match the last search could find: a known match
     /// shorter than that ended at a differing byte.
     known_limit: usize,
-    /// Whole rebuilds done (for tests and reports).
-    pub rebuilds: usize,
     /// The encoder's buffers ([`MatchFinder::take_scratch`]).
     scratch: ParseScratch,
 }
@@ -118,32 +77,24 @@ pub struct MatchFinder {
 impl Default for MatchFinder {
     fn default() -> Self {
         MatchFinder {
-            data: Vec::new(),
-            head: Box::new([NIL; HASH_SIZE]),
-            prev: Vec::new(),
-            hashed: 0,
+            history: History::default(),
             known: 0..0,
             known_at: usize::MAX,
             known_limit: 0,
-            rebuilds: 0,
             scratch: ParseScratch::default(),
         }
     }
 }
 
 impl Clone for MatchFinder {
-    /// A copy with room to grow ([`crate::history::with_room_to_grow`]); the
+    /// A copy of the history with room to grow for the next messages; the
     /// encoder's buffers are not copied.
     fn clone(&self) -> Self {
         MatchFinder {
-            data: crate::history::with_room_to_grow(&self.data, self.data.len()),
-            head: self.head.clone(),
-            prev: crate::history::with_room_to_grow(&self.prev, self.data.len()),
-            hashed: self.hashed,
+            history: self.history.clone(),
             known: self.known.clone(),
             known_at: self.known_at,
             known_limit: self.known_limit,
-            rebuilds: self.rebuilds,
             scratch: ParseScratch::default(),
         }
     }
@@ -156,10 +107,12 @@ impl MatchFinder {
     /// chains are the ones [`MatchFinder::prepare`] and the first search
     /// build over `window`: positions are inserted in the same order.
     pub fn over(window: &[u8]) -> MatchFinder {
-        let mut f = MatchFinder::default();
-        f.prepare(window);
-        f.mark();
-        f
+        MatchFinder { history: History::over(window), ..MatchFinder::default() }
+    }
+
+    /// Whole rebuilds of the chains done (for tests and reports).
+    pub fn rebuilds(&self) -> usize {
+        self.history.rebuilds
     }
 
     /// The parse buffers of the previous message (empty ones at first),
@@ -175,7 +128,7 @@ impl MatchFinder {
 
     /// The history, oldest byte first.
     pub fn history(&self) -> &[u8] {
-        &self.data
+        &self.history.data
     }
 
     /// Makes the history end with `window` (the circular buffer in
@@ -183,101 +136,35 @@ impl MatchFinder {
     /// previous message's buffer), rebuilt over `window` otherwise.
     pub fn prepare(&mut self, window: &[u8]) {
         self.known_at = usize::MAX;
-        let (w, l) = (window.len(), self.data.len());
-        if l >= w && self.data[l - w..] == *window {
-            // History beyond twice the window is dropped, chains kept.
-            if l > 2 * w.max(1024) {
-                self.slide(l - w);
-            }
-            return;
-        }
-        self.rebuilds += 1;
-        self.data.clear();
-        self.data.extend_from_slice(window);
-        self.head.fill(NIL);
-        self.prev.clear();
-        self.hashed = 0;
-    }
-
-    /// Forgets the oldest `drop` bytes: the chains keep the later
-    /// positions, renumbered.
-    fn slide(&mut self, drop: usize) {
-        let d = u32::try_from(drop).unwrap_or(u32::MAX);
-        let shift = |p: &mut u32| *p = if *p == NIL || *p < d { NIL } else { *p - d };
-        self.data.drain(..drop.min(self.data.len()));
-        self.head.iter_mut().for_each(shift);
-        self.prev.drain(..drop.min(self.prev.len()));
-        self.prev.iter_mut().for_each(shift);
-        self.hashed = self.hashed.saturating_sub(drop);
+        // No byte patched in place: kept chains must find what rebuilt
+        // ones find (the module's note).
+        self.history.prepare(window, 0);
     }
 
     /// Appends bytes the bytecode writes to the buffer before the message
     /// (a shared state).
     pub fn append(&mut self, bytes: &[u8]) {
         self.known_at = usize::MAX;
-        self.data.extend_from_slice(bytes);
+        self.history.append(bytes);
     }
 
     /// Appends `bytes` and hashes the history (the message of a trial
     /// chosen after a rollback).
     pub fn append_hashed(&mut self, bytes: &[u8]) {
         self.known_at = usize::MAX;
-        self.data.extend_from_slice(bytes);
-        self.hash_up_to(self.data.len());
+        self.history.append_hashed(bytes);
     }
 
     /// Where the history ends now, for [`MatchFinder::rollback`]; the
     /// history so far is hashed first, so trials share its chains.
     pub fn mark(&mut self) -> HistoryMark {
-        self.hash_up_to(self.data.len());
-        HistoryMark { len: self.data.len(), hashed: self.hashed }
+        self.history.mark()
     }
 
-    /// Forgets everything appended since `mark`, chains included (each
-    /// insertion saved the head it replaced in its own link, so the heads
-    /// are restored in reverse order).
+    /// Forgets everything appended since `mark`, chains included.
     pub fn rollback(&mut self, mark: HistoryMark) {
-        if mark.len > self.data.len() || mark.hashed > self.hashed {
-            return;
-        }
         self.known_at = usize::MAX;
-        for p in (mark.hashed..self.hashed).rev() {
-            self.head[hash3(&self.data[p..])] = self.prev[p];
-        }
-        self.hashed = mark.hashed;
-        self.data.truncate(mark.len);
-        self.prev.truncate(mark.len);
-    }
-
-    /// Inserts every position below `end` that has three bytes after it.
-    #[inline(always)]
-    fn hash_up_to(&mut self, end: usize) {
-        let end = end.min(self.data.len().saturating_sub(2));
-        let p = self.hashed;
-        if p + 1 == end && p < self.prev.len() {
-            // One position, the usual step of a parse: inline.
-            let h = hash3(&self.data[p..p + 3]);
-            self.prev[p] = self.head[h];
-            self.head[h] = p as u32;
-            self.hashed = end;
-        } else if p < end {
-            self.insert(end);
-        }
-    }
-
-    /// Inserts positions `hashed..end` (`end` at most the history's length
-    /// less 2) into the chains.
-    fn insert(&mut self, end: usize) {
-        if self.prev.len() < self.data.len() {
-            self.prev.resize(self.data.len(), NIL);
-        }
-        let (data, head) = (&self.data[..end + 2], &mut self.head);
-        for (p, (link, w)) in self.prev[self.hashed..end].iter_mut().zip(data[self.hashed..].windows(3)).enumerate() {
-            let h = hash3(w);
-            *link = head[h];
-            head[h] = (self.hashed + p) as u32;
-        }
-        self.hashed = end;
+        self.history.rollback(mark);
     }
 
     /// The matches at history position `pos` (at least 3 bytes long, at
@@ -315,38 +202,35 @@ impl MatchFinder {
         matches: &mut Vec<Match>,
         starts: &mut Vec<u32>,
     ) {
-        self.hash_up_to(positions.start);
+        self.history.hash_up_to(positions.start);
         // The chain head of the next position is loaded before this
         // position's chain is walked: its address does not depend on the
         // walk, so the load is not held up behind the walk's branches.
         // Inserting this position changes it only where both positions
         // hash alike.
-        let mut next = self.chain_start(positions.start);
+        let mut next = self.history.chain_start(positions.start);
         for pos in positions {
             starts.push(matches.len() as u32);
             let Some((h, head)) = next else {
                 self.known_at = usize::MAX;
-                next = self.chain_start(pos + 1);
+                next = self.history.chain_start(pos + 1);
                 continue;
             };
-            next = self.chain_start(pos + 1);
+            next = self.history.chain_start(pos + 1);
             if !(continue_capped && self.continue_capped(pos, max_len, matches).is_some()) {
                 self.search_from(pos, head, max_distance, max_len, max_chain, matches);
             }
             // The position goes into its chain before the next search, as
             // `hash_up_to` would put it, with the hash the search used.
-            if self.hashed == pos && pos < self.prev.len() {
-                self.prev[pos] = self.head[h];
-                self.head[h] = pos as u32;
-                self.hashed = pos + 1;
+            if self.history.insert_next(pos, h) {
                 if let Some((hn, cn)) = &mut next {
                     if *hn == h {
                         *cn = pos as u32;
                     }
                 }
             } else {
-                self.hash_up_to(pos + 1);
-                next = self.chain_start(pos + 1);
+                self.history.hash_up_to(pos + 1);
+                next = self.history.chain_start(pos + 1);
             }
         }
         starts.push(matches.len() as u32);
@@ -365,14 +249,14 @@ impl MatchFinder {
         continue_capped: bool,
         out: &mut Vec<Match>,
     ) -> usize {
-        self.hash_up_to(pos);
+        self.history.hash_up_to(pos);
         if continue_capped {
             if let Some(found) = self.continue_capped(pos, max_len, out) {
                 return found;
             }
         }
         let first = out.len();
-        match self.chain_start(pos) {
+        match self.history.chain_start(pos) {
             Some((_, head)) => self.search_from(pos, head, max_distance, max_len, max_chain, out),
             None => self.known_at = usize::MAX,
         }
@@ -387,7 +271,7 @@ impl MatchFinder {
     /// shorter length may have a farther distance than the search would
     /// give. `None` where the last search's matches do not continue so.
     fn continue_capped(&mut self, pos: usize, max_len: usize, out: &mut Vec<Match>) -> Option<usize> {
-        let data = &self.data;
+        let data = &self.history.data;
         let first = out.len();
         if pos + 3 > data.len() || self.known_at != pos || self.known.end != first || self.known.is_empty() {
             return None;
@@ -419,15 +303,6 @@ impl MatchFinder {
         Some(out.len() - first)
     }
 
-    /// The hash of the three bytes at `pos` and the newest position in
-    /// their chain (`None` where fewer than three bytes are left).
-    #[inline(always)]
-    fn chain_start(&self, pos: usize) -> Option<(usize, u32)> {
-        let b = self.data.get(pos..pos + 3)?;
-        let h = hash3(b);
-        Some((h, self.head[h]))
-    }
-
     /// The chain search at `pos` (hashed up to it, at least three bytes
     /// before the end), walking the chain from `head`.
     #[inline(always)]
@@ -440,7 +315,7 @@ impl MatchFinder {
         max_chain: usize,
         out: &mut Vec<Match>,
     ) {
-        let (data, prev) = (&self.data[..], &self.prev[..]);
+        let (data, prev) = (&self.history.data[..], &self.history.prev[..]);
         let first = out.len();
         // The last search's matches, if they end `out` still: `k` is the
         // first of them not nearer than the candidate, and `kd` its
@@ -550,7 +425,7 @@ mod tests {
             window.extend_from_slice(&msg);
             window.drain(..msg.len());
         }
-        assert_eq!(kept.rebuilds, 1, "one build, then the chains are kept");
+        assert_eq!(kept.rebuilds(), 1, "one build, then the chains are kept");
     }
 
     #[test]

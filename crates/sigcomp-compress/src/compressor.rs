@@ -43,6 +43,20 @@ struct Snapshot {
     shared_loaded: Option<StateId>,
 }
 
+/// Whether [`Compressor::compress`] announces the message as our shared
+/// state (RFC 3321 shared mode): the peer may then compress against it.
+/// Only the shared mechanism announces; the others take both as
+/// [`AnnounceMessage::No`]. The bytecode's own announcement
+/// ([`Compressor::announce_own_bytecode`]) does not depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnnounceMessage {
+    /// The message is announced as our shared state; the caller then
+    /// creates that state locally ([`Compressed::announced`]).
+    AsSharedState,
+    /// The message is not announced.
+    No,
+}
+
 /// What one compressed message was, for reports.
 #[derive(Debug, Clone, Default)]
 pub struct Compressed {
@@ -419,13 +433,13 @@ impl Compressor {
 
     /// Compresses one application message. `returned_feedback` is the item
     /// the peer asked us to echo (it goes into the header, RFC 3320 §7.1).
-    /// `announce` asks for the message to be announced as our shared state
-    /// (the caller then creates it locally, see [`Compressed::announced`]).
+    /// `announce` says whether the message is announced as our shared
+    /// state ([`AnnounceMessage`]).
     pub fn compress(
         &mut self,
         message: &[u8],
         returned_feedback: Option<&[u8]>,
-        announce: bool,
+        announce: AnnounceMessage,
     ) -> Result<Compressed, CompressError> {
         self.unpack_states();
         match self.compress_stateful(message, returned_feedback, announce) {
@@ -501,7 +515,7 @@ impl Compressor {
         &mut self,
         message: &[u8],
         returned_feedback: Option<&[u8]>,
-        announce: bool,
+        announce: AnnounceMessage,
     ) -> Result<Compressed, CompressError> {
         let (base, base_memory) = self.newest_usable_snapshot().unzip();
         let mut window = std::mem::take(&mut self.window);
@@ -605,7 +619,7 @@ impl Compressor {
     /// The flags and items after the flags byte other than the shared
     /// state's (asm/mechanism.asm): the feedback request, the announced
     /// entries, the request to save the bytecode.
-    fn header_items(&mut self, message: &[u8], announce: bool, snapshot: bool) -> HeaderItems {
+    fn header_items(&mut self, message: &[u8], announce: AnnounceMessage, snapshot: bool) -> HeaderItems {
         let mech = self.config.mechanism;
         let stream = self.kept_once_sent();
         let mut flags = 0u8;
@@ -624,7 +638,8 @@ impl Compressor {
             items.push(seq);
         }
         // Hashed only if announced (the endpoint then stores this State).
-        let own_shared = (announce && mech == Mechanism::Shared).then(|| State::new(0, 0, 6, message));
+        let own_shared = (announce == AnnounceMessage::AsSharedState && mech == Mechanism::Shared)
+            .then(|| State::new(0, 0, 6, message));
         // Up to two entries for the returned parameters' list.
         let mut entries: Vec<StateId> = Vec::new();
         if let Some(own) = &own_shared {

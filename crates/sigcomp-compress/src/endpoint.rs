@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use sigcomp::nack::NackReport;
 use sigcomp::{CompartmentId, Decompressor, Failure, Limits, Nack, Params, Pending, Reason, State, StateId, Transport};
 
-use crate::compressor::{CompressError, Compressed, Compressor, Config, Mechanism};
+use crate::compressor::{AnnounceMessage, CompressError, Compressed, Compressor, Config, Mechanism};
 
 /// How an endpoint behaves toward every peer.
 #[derive(Debug, Clone, Copy)]
@@ -783,7 +783,7 @@ impl Endpoint {
         // first; older ones stay while there is room, so a peer whose view
         // lags (acknowledgements and announcements delayed over UDP) still
         // finds the one it names.
-        let announce = self.config.compressor.mechanism == Mechanism::Shared && {
+        let room_for_own = self.config.compressor.mechanism == Mechanism::Shared && {
             let cost = message.len() as u32 + 64;
             let (used, sms, ours) = match self.decompressor.states().compartment(compartment) {
                 Some(c) => {
@@ -794,6 +794,7 @@ impl Endpoint {
             };
             used - ours + cost <= sms
         };
+        let announce = if room_for_own { AnnounceMessage::AsSharedState } else { AnnounceMessage::No };
         let out = self.compressor_mut(compartment)?.compress(message, returned.as_deref(), announce)?;
         if let Some(c) = self.compartments.get_mut(&compartment) {
             if returned.is_some() {

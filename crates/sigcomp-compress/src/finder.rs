@@ -47,9 +47,9 @@ impl Finder {
 
     pub(crate) fn rebuilds(&self) -> usize {
         match self {
-            Finder::Lzss(f) => f.rebuilds,
+            Finder::Lzss(f) => f.rebuilds(),
             #[cfg(any(feature = "deflate", feature = "lz77"))]
-            Finder::Chains(f) => f.rebuilds,
+            Finder::Chains(f) => f.rebuilds(),
         }
     }
 

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use sigcomp::{Params, Transport};
-use sigcomp_compress::{Algorithm, Compressor, Config, Mechanism};
+use sigcomp_compress::{Algorithm, AnnounceMessage, Compressor, Config, Mechanism};
 
 #[test]
 fn every_algorithm_adopts_a_prepared_finder_and_compresses_the_same() {
@@ -24,8 +24,8 @@ fn every_algorithm_adopts_a_prepared_finder_and_compresses_the_same() {
             assert!(adopted.holds_scratch(), "{algorithm:?} {mechanism:?}: finder not adopted");
             let mut own = Compressor::new(config, peer, peer).unwrap();
             for (k, m) in flow.iter().enumerate() {
-                let a = adopted.compress(&m.bytes, None, false).unwrap();
-                let b = own.compress(&m.bytes, None, false).unwrap();
+                let a = adopted.compress(&m.bytes, None, AnnounceMessage::No).unwrap();
+                let b = own.compress(&m.bytes, None, AnnounceMessage::No).unwrap();
                 assert_eq!(a.message, b.message, "{algorithm:?} {mechanism:?} message {k}");
             }
             // A finder of another algorithm's kind is not taken.

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use sigcomp::{Params, Transport};
-use sigcomp_compress::{Algorithm, Compressor, Config, Mechanism};
+use sigcomp_compress::{Algorithm, AnnounceMessage, Compressor, Config, Mechanism};
 
 #[test]
 fn computed_runs_match_model_runs_over_the_corpus() {
@@ -48,7 +48,7 @@ fn no_algorithm_runs_the_model_unless_verifying() {
             let mut c = Compressor::new(config, peer, peer).unwrap();
             let flow = read_flow("3gpp-video-call");
             for m in &flow {
-                c.compress(&m.bytes, None, false).unwrap();
+                c.compress(&m.bytes, None, AnnounceMessage::No).unwrap();
             }
             assert_eq!(c.model_runs(), 0, "{algorithm:?} {mechanism:?}");
         }

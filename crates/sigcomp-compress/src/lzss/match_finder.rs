@@ -1,75 +1,35 @@
-//! Hash chains over the history, kept between messages, and the matches
-//! they find at every position of a message.
+//! The LZSS match finder: the longest match at every position of a
+//! message, found over the hash chains of the history kept between
+//! messages ([`crate::history`]).
 
 use super::format::{Effort, LzssFormat};
 use super::parse::{greedy_parse, optimal_choice, write_choice, write_tokens, Scratch};
 use crate::bits::BitWriter;
-use crate::history::with_room_to_grow;
+pub use crate::history::HistoryMark;
+use crate::history::{common_prefix, hash3, History, NIL};
 
-pub(super) const HASH_BITS: u32 = 12;
+/// How many bytes of the window may differ from the end of the history
+/// and be patched in place instead of rebuilding the chains: the
+/// shared-state header the bytecode writes over the message start. Stale
+/// chain entries are harmless here, as every candidate is compared byte
+/// by byte before use.
+const MAX_PATCHED: usize = 16;
 
-pub(super) const HASH_SIZE: usize = 1 << HASH_BITS;
-
-pub(super) const NIL: u32 = u32::MAX;
-
-#[inline]
-pub(super) fn hash3(b: &[u8]) -> usize {
-    // Multiplicative (Fibonacci) hashing of the next three bytes, the key
-    // the 2005 SigComp performance thesis §7.8.5 uses (one bounds check for
-    // the three).
-    let b = &b[..3];
-    let k = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-    (k.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize & (HASH_SIZE - 1)
-}
-
-/// A point in the history to return to ([`MatchFinder::mark`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HistoryMark {
-    len: usize,
-    hashed: usize,
-}
-
-/// A linear copy of the history (everything written to the circular
-/// buffer, oldest first) with hash chains over it, kept between messages.
-#[derive(Debug)]
+/// The history (everything written to the circular buffer, oldest first)
+/// with hash chains over it, kept between messages, and the buffers of
+/// the encoder's parse.
+#[derive(Debug, Default)]
 pub struct MatchFinder {
-    pub(super) data: Vec<u8>,
-    /// A fixed-size array, so a hash indexes it without a bounds check.
-    pub(super) head: Box<[u32; HASH_SIZE]>,
-    pub(super) prev: Vec<u32>,
-    /// Positions below this are in the chains.
-    pub(super) hashed: usize,
-    /// Whole rebuilds done (for tests and reports).
-    pub rebuilds: usize,
+    pub(super) history: History,
     /// The encoder's buffers, kept for the next message.
     pub(super) scratch: Scratch,
 }
 
-impl Default for MatchFinder {
-    fn default() -> Self {
-        MatchFinder {
-            data: Vec::new(),
-            head: Box::new([NIL; HASH_SIZE]),
-            prev: Vec::new(),
-            hashed: 0,
-            rebuilds: 0,
-            scratch: Scratch::default(),
-        }
-    }
-}
-
 impl Clone for MatchFinder {
-    /// A copy with room to grow ([`with_room_to_grow`]); the encoder's
-    /// buffers are not copied.
+    /// A copy of the history with room to grow for the next messages; the
+    /// encoder's buffers are not copied.
     fn clone(&self) -> Self {
-        MatchFinder {
-            data: with_room_to_grow(&self.data, self.data.len()),
-            head: self.head.clone(),
-            prev: with_room_to_grow(&self.prev, self.data.len()),
-            hashed: self.hashed,
-            rebuilds: self.rebuilds,
-            scratch: Scratch::default(),
-        }
+        MatchFinder { history: self.history.clone(), scratch: Scratch::default() }
     }
 }
 
@@ -78,10 +38,12 @@ impl MatchFinder {
     /// template that new compartments with the same fresh window clone
     /// (a copy of the chains) instead of hashing the same bytes again.
     pub fn over(window: &[u8]) -> MatchFinder {
-        let mut f = MatchFinder::default();
-        f.prepare(window);
-        f.mark();
-        f
+        MatchFinder { history: History::over(window), ..MatchFinder::default() }
+    }
+
+    /// Whole rebuilds of the chains done (for tests and reports).
+    pub fn rebuilds(&self) -> usize {
+        self.history.rebuilds
     }
 
     /// Makes the history end with `window` (the circular buffer in
@@ -90,120 +52,32 @@ impl MatchFinder {
     /// over the message start, are patched in place) nothing is rehashed;
     /// otherwise the chains are rebuilt over the window.
     pub fn prepare(&mut self, window: &[u8]) {
-        let w = window.len();
-        let l = self.data.len();
-        if l >= w {
-            let tail = &mut self.data[l - w..];
-            // The usual case, equal, costs one memcmp; counting is for the rest.
-            let same = *tail == *window || {
-                let diffs = tail.iter().zip(window).filter(|(a, b)| a != b).count();
-                // Stale chain entries are harmless: every candidate is
-                // compared byte by byte before use.
-                if diffs <= 16 {
-                    tail.copy_from_slice(window);
-                }
-                diffs <= 16
-            };
-            if same {
-                // History beyond twice the window is dropped, chains kept.
-                if l > 2 * w.max(1024) {
-                    self.slide(l - w);
-                }
-                return;
-            }
-        }
-        self.rebuilds += 1;
-        self.data.clear();
-        self.data.extend_from_slice(window);
-        self.head.fill(NIL);
-        self.prev.clear();
-        self.hashed = 0;
-    }
-
-    /// Forgets the oldest `drop` bytes of the history: the chains keep the
-    /// positions after them, renumbered, and lose the ones before — the
-    /// chains a rebuild over the rest would give, without hashing it again.
-    pub(super) fn slide(&mut self, drop: usize) {
-        let d = u32::try_from(drop).unwrap_or(u32::MAX);
-        let shift = |p: &mut u32| *p = if *p == NIL || *p < d { NIL } else { *p - d };
-        self.data.drain(..drop.min(self.data.len()));
-        self.head.iter_mut().for_each(shift);
-        self.prev.drain(..drop.min(self.prev.len()));
-        self.prev.iter_mut().for_each(shift);
-        self.hashed = self.hashed.saturating_sub(drop);
+        self.history.prepare(window, MAX_PATCHED);
     }
 
     /// Appends bytes the bytecode writes to the buffer before the message
     /// (a shared state, the announced-state header).
     pub fn append(&mut self, bytes: &[u8]) {
-        self.data.extend_from_slice(bytes);
+        self.history.append(bytes);
     }
 
     /// Where the history ends now, for [`MatchFinder::rollback`]. The
     /// history so far is hashed first, so trials share its chains.
     pub fn mark(&mut self) -> HistoryMark {
-        self.hash_up_to(self.data.len());
-        HistoryMark { len: self.data.len(), hashed: self.hashed }
+        self.history.mark()
     }
 
     /// Forgets everything appended since `mark` (a trial encoding), chains
-    /// included, as if it had never been added: the head entries are
-    /// restored in reverse order of insertion (each insertion saved the old
-    /// head in its own link).
+    /// included, as if it had never been added.
     pub fn rollback(&mut self, mark: HistoryMark) {
-        if mark.len > self.data.len() || mark.hashed > self.hashed {
-            return;
-        }
-        for p in (mark.hashed..self.hashed).rev() {
-            self.head[hash3(&self.data[p..])] = self.prev[p];
-        }
-        self.hashed = mark.hashed;
-        self.data.truncate(mark.len);
-        self.prev.truncate(mark.len);
+        self.history.rollback(mark);
     }
 
     /// Appends `bytes` to the history and hashes it, as [`MatchFinder::encode`]
     /// would, without encoding (the message of a trial chosen after a
     /// rollback).
     pub fn append_hashed(&mut self, bytes: &[u8]) {
-        self.data.extend_from_slice(bytes);
-        self.hash_up_to(self.data.len());
-    }
-
-    #[inline(always)]
-    pub(super) fn hash_up_to(&mut self, end: usize) {
-        let p = self.hashed;
-        if end == p + 1 && p + 3 <= self.data.len() && p < self.prev.len() {
-            // One position, the encoder's step before a search: inline and
-            // without the set-up of the batch below, which cost more than
-            // the insertion itself.
-            let h = hash3(&self.data[p..p + 3]);
-            self.prev[p] = self.head[h];
-            self.head[h] = p as u32;
-            self.hashed = end;
-            return;
-        }
-        self.hash_batch_up_to(end);
-    }
-
-    /// [`MatchFinder::hash_up_to`] for any number of positions.
-    #[inline(never)]
-    pub(super) fn hash_batch_up_to(&mut self, end: usize) {
-        let end = end.min(self.data.len().saturating_sub(2));
-        if self.prev.len() < self.data.len() {
-            self.prev.resize(self.data.len(), NIL);
-        }
-        if self.hashed >= end {
-            return;
-        }
-        let from = self.hashed;
-        let head = &mut self.head;
-        for ((p, link), key) in (from..end).zip(&mut self.prev[from..end]).zip(self.data[from..end + 2].windows(3)) {
-            let h = hash3(key);
-            *link = head[h];
-            head[h] = p as u32;
-        }
-        self.hashed = end;
+        self.history.append_hashed(bytes);
     }
 
     /// [`MatchFinder::longest`] where it needs no chain search: too near the
@@ -217,7 +91,7 @@ impl MatchFinder {
         effort: Effort,
         known: (usize, usize),
     ) -> Option<(usize, usize)> {
-        let data = &self.data;
+        let data = &self.history.data;
         if pos + LzssFormat::MIN_MATCH > data.len() {
             return Some((0, 0));
         }
@@ -249,12 +123,12 @@ impl MatchFinder {
         if let Some(m) = self.without_search(pos, max_len, reach, effort, known) {
             return m;
         }
-        let data = &self.data;
+        let History { data, head, prev, .. } = &self.history;
         let limit = (data.len() - pos).min(max_len);
         let oldest = pos.saturating_sub(reach);
         let max_chain = effort.max_chain;
         let (mut best_len, mut best_dist) = (0, 0);
-        let mut cand = self.head[hash3(&data[pos..])];
+        let mut cand = head[hash3(&data[pos..])];
         let mut last = pos;
         let mut steps = 0;
         while cand != NIL && steps < max_chain {
@@ -277,7 +151,7 @@ impl MatchFinder {
                     }
                 }
             }
-            cand = self.prev[c];
+            cand = prev[c];
         }
         if best_len >= LzssFormat::MIN_MATCH {
             (best_len, best_dist)
@@ -312,8 +186,8 @@ impl MatchFinder {
         effort: Effort,
         matches: &mut Vec<(usize, usize)>,
     ) {
-        let start = self.data.len();
-        self.data.extend_from_slice(message);
+        let start = self.history.data.len();
+        self.history.append(message);
         // COPY-OFFSET counts back circularly (RFC 3320 §8.4): a distance
         // beyond the buffer would wrap onto the wrong byte.
         let reach = format.max_offset().min(buffer_size);
@@ -334,7 +208,7 @@ impl MatchFinder {
             let m = match self.without_search(pos, max_len, reach, effort, known) {
                 Some(m) => m,
                 None => {
-                    self.hash_up_to(pos);
+                    self.history.hash_up_to(pos);
                     self.longest(pos, reach, max_len, effort, known)
                 }
             };
@@ -349,8 +223,9 @@ impl MatchFinder {
                 // position.
                 let d = m.1;
                 let agreed = pos - 1 + m.0;
-                let agree_end = if agreed < self.data.len() {
-                    agreed + common_prefix(&self.data[agreed - d..self.data.len() - d], &self.data[agreed..])
+                let data = &self.history.data;
+                let agree_end = if agreed < data.len() {
+                    agreed + common_prefix(&data[agreed - d..data.len() - d], &data[agreed..])
                 } else {
                     agreed
                 };
@@ -367,7 +242,7 @@ impl MatchFinder {
                 known = (m.0.saturating_sub(1), m.1);
             }
         }
-        self.hash_up_to(self.data.len());
+        self.history.hash_up_to(self.history.data.len());
     }
 
     /// Encodes `message` after the current history, appends it to the
@@ -391,21 +266,4 @@ impl MatchFinder {
         }
         self.scratch = scratch;
     }
-}
-
-/// Length of the common prefix of `a` and `b` (equal lengths), 8 bytes at
-/// a time: the first differing byte is the lowest set byte of the XOR of
-/// two little-endian words.
-#[inline]
-pub(super) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let mut n = 0;
-    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        let diff =
-            u64::from_le_bytes(x.try_into().expect("8 bytes")) ^ u64::from_le_bytes(y.try_into().expect("8 bytes"));
-        if diff != 0 {
-            return n + diff.trailing_zeros() as usize / 8;
-        }
-        n += 8;
-    }
-    n + a[n..].iter().zip(&b[n..]).take_while(|(x, y)| x == y).count()
 }

@@ -2,6 +2,7 @@ use super::format::*;
 use super::match_finder::*;
 use super::parse::*;
 use super::*;
+use crate::history::{common_prefix, hash3, NIL};
 
 fn round_trip(window: &[u8], msg: &[u8], f: LzssFormat) -> usize {
     let mut bw = BitWriter::default();
@@ -44,14 +45,14 @@ fn offsets_stay_within_the_window() {
 /// The match search before the 8-byte extension: the same chain walk,
 /// bytes compared one at a time.
 fn reference_longest(f: &MatchFinder, pos: usize, reach: usize, max_len: usize, max_chain: usize) -> (usize, usize) {
-    let data = &f.data;
+    let data = &f.history.data;
     if pos + LzssFormat::MIN_MATCH > data.len() {
         return (0, 0);
     }
     let limit = (data.len() - pos).min(max_len);
     let oldest = pos.saturating_sub(reach);
     let (mut best_len, mut best_dist) = (0, 0);
-    let mut cand = f.head[hash3(&data[pos..])];
+    let mut cand = f.history.head[hash3(&data[pos..])];
     let mut last = pos;
     let mut steps = 0;
     while cand != NIL && steps < max_chain {
@@ -66,7 +67,7 @@ fn reference_longest(f: &MatchFinder, pos: usize, reach: usize, max_len: usize, 
             best_len = l;
             best_dist = pos - c;
         }
-        cand = f.prev[c];
+        cand = f.history.prev[c];
     }
     if best_len >= LzssFormat::MIN_MATCH {
         (best_len, best_dist)
@@ -83,15 +84,15 @@ fn reference_matches(
     format: LzssFormat,
     effort: Effort,
 ) -> Vec<(usize, usize)> {
-    let start = f.data.len();
-    f.data.extend_from_slice(message);
+    let start = f.history.data.len();
+    f.history.append(message);
     let reach = format.max_offset().min(buffer_size);
     let mut matches = Vec::new();
     for i in 0..message.len() {
-        f.hash_up_to(start + i);
+        f.history.hash_up_to(start + i);
         matches.push(reference_longest(f, start + i, reach, format.max_match(), effort.max_chain));
     }
-    f.hash_up_to(f.data.len());
+    f.history.hash_up_to(f.history.data.len());
     matches
 }
 
@@ -182,9 +183,9 @@ fn assert_same_as_reference(
     assert_eq!(matches, want_matches, "{format:?}");
     let (want, cost) = reference_parse(message, &matches, format);
     assert_eq!(optimal_parse(message, &matches, format), want, "{format:?}");
-    assert_eq!(finder.data, reference.data);
-    assert_eq!(finder.head, reference.head);
-    assert_eq!(finder.prev, reference.prev);
+    assert_eq!(finder.history.data, reference.history.data);
+    assert_eq!(finder.history.head, reference.history.head);
+    assert_eq!(finder.history.prev, reference.history.prev);
     cost.windows(2).any(|w| w[0] < w[1])
 }
 
@@ -240,6 +241,12 @@ fn fast_encoder_gives_the_reference_tokens_on_the_corpus() {
     assert!(rises > 0 && rises < messages, "{rises} of {messages}");
 }
 
+/// The history and its chains, links past the hashed positions left out.
+fn chains_of(f: &MatchFinder) -> (&[u8], &[u32], &[u32], usize) {
+    let h = &f.history;
+    (&h.data, &h.head[..], &h.prev[..h.hashed], h.hashed)
+}
+
 #[test]
 fn rollback_restores_the_history_and_its_chains() {
     // A trial encoding rolled back leaves the finder exactly as before;
@@ -256,17 +263,11 @@ fn rollback_restores_the_history_and_its_chains() {
             let mut bw = BitWriter::default();
             finder.encode(message, 4096, format, Effort::default(), &mut bw);
             finder.rollback(mark);
-            assert_eq!(
-                (&finder.data, &finder.head, &finder.prev[..finder.hashed], finder.hashed),
-                (&before.data, &before.head, &before.prev[..before.hashed], before.hashed)
-            );
+            assert_eq!(chains_of(&finder), chains_of(&before));
             let mut encoded = finder.clone();
             encoded.encode(message, 4096, format, Effort::default(), &mut BitWriter::default());
             finder.append_hashed(message);
-            assert_eq!(
-                (&finder.data, &finder.head, &finder.prev[..finder.hashed], finder.hashed),
-                (&encoded.data, &encoded.head, &encoded.prev[..encoded.hashed], encoded.hashed)
-            );
+            assert_eq!(chains_of(&finder), chains_of(&encoded));
         }
     }
 }
@@ -286,7 +287,7 @@ fn nice_length_stops_only_at_long_genuine_matches() {
             let mut finder = MatchFinder::default();
             finder.prepare(&dict[dict.len() - buffer..]);
             for message in &flow {
-                let start = finder.data.len();
+                let start = finder.history.data.len();
                 let mut exhaustive = finder.clone();
                 let want = exhaustive.find_matches(message, buffer, format, Effort::exhaustive(512, true));
                 let got = finder.find_matches(message, buffer, format, effort);
@@ -296,13 +297,13 @@ fn nice_length_stops_only_at_long_genuine_matches() {
                     if l > 0 {
                         let p = start + i;
                         assert!(d >= 1 && d <= reach && d <= p, "distance {d}");
-                        assert_eq!(finder.data[p - d..p - d + l], finder.data[p..p + l]);
+                        assert_eq!(finder.history.data[p - d..p - d + l], finder.history.data[p..p + l]);
                     }
                 }
                 let tokens = optimal_parse(message, &got, format);
                 let mut bw = BitWriter::default();
                 write_tokens(message, &tokens, format, &mut bw);
-                let window = &exhaustive.data[start.saturating_sub(buffer)..start];
+                let window = &exhaustive.history.data[start.saturating_sub(buffer)..start];
                 assert_eq!(decode(window, &bw.finish(), format).as_deref(), Some(&message[..]));
             }
         }
@@ -323,7 +324,7 @@ fn unbounded_chains_find_the_longest_nearest_match() {
             let mut finder = MatchFinder::default();
             finder.prepare(&dict[dict.len() - buffer..]);
             for message in flow {
-                let history = finder.data.clone();
+                let history = finder.history.data.clone();
                 let want = brute_force_matches(&history, message, format.max_offset().min(buffer), format.max_match());
                 let matches = finder.find_matches(message, buffer, format, effort);
                 assert_eq!(matches, want);
