@@ -402,7 +402,6 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
         sut_pids: args.sut_pid.clone(),
         sigcomp: args.sigcomp,
         service_model,
-        ..LoadConfig::default()
     })
 }
 
