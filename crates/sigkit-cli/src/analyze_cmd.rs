@@ -102,7 +102,7 @@ fn options(args: &AnalyzeArgs) -> Result<Options, String> {
     let algorithms = if args.algorithm.is_empty() {
         sigcomp_compress::Algorithm::ALL.to_vec()
     } else {
-        args.algorithm.iter().map(|a| parse_algorithm(a)).collect::<Result<_, _>>()?
+        args.algorithm.iter().map(|a| parse_algorithm(a)).collect::<Result<_, _>>().map_err(|e| e.to_string())?
     };
     o.variants = algorithms
         .iter()

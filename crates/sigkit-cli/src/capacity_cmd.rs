@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 use sigkit_eval::capacity::{Bound, CapacitySearch, Estimate, Outcome, ServiceLevel, StepResult, Strategy};
-use sigkit_loadgen::{LoadConfig, Prepared, Role};
+use sigkit_loadgen::{EngineConfig, LoadConfig, Prepared, Role};
 
 #[derive(Args)]
 pub struct CapacityArgs {
@@ -124,9 +124,12 @@ pub async fn step(rate: f64, secs: f64, target: Option<SocketAddr>, through: Opt
     };
     let uac = LoadConfig {
         role: Role::Uac,
-        local: step_local(target, through),
-        remote: Some(target),
-        next_hop: through,
+        engine: EngineConfig {
+            local: step_local(target, through),
+            remote: Some(target),
+            next_hop: through,
+            ..LoadConfig::default().engine
+        },
         rate,
         max_calls: Some(calls),
         // Calls still in progress this long after the last start are
@@ -165,7 +168,7 @@ fn step_local(target: SocketAddr, through: Option<SocketAddr>) -> SocketAddr {
     static STEPS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let loopback = target.ip().is_loopback() && through.is_none_or(|t| t.ip().is_loopback());
     if !loopback || !target.is_ipv4() {
-        return LoadConfig::default().local;
+        return LoadConfig::default().engine.local;
     }
     let n = STEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     SocketAddr::from(([127, 0, 0, 2 + (n % 250) as u8], 0))

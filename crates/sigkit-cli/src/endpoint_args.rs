@@ -81,7 +81,7 @@ impl EndpointArgs {
     /// The compressor configuration (other settings at their defaults) and
     /// both endpoints' parameters, or the usage error to print.
     pub fn resolve(&self) -> Result<(Config, Params), String> {
-        let algorithm = parse_algorithm(&self.algo)?;
+        let algorithm = parse_algorithm(&self.algo).map_err(|e| e.to_string())?;
         let Some(mechanism) = Mechanism::parse(&self.mechanism) else {
             return Err(format!("unknown mechanism {:?} (basic, static, dynamic or shared)", self.mechanism));
         };

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Args;
 use sigkit_loadgen::engine::Transport;
-use sigkit_loadgen::{scenario, Arrivals, Injection, LoadConfig, Pattern, Role};
+use sigkit_loadgen::{scenario, Arrivals, EngineConfig, Injection, LoadConfig, Pattern, Role};
 
 /// SIPp's single-dash long flags, which clap spells with two dashes.
 const SIPP_FLAGS: &[&str] = &[
@@ -374,32 +374,34 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
         role: if client { Role::Uac } else { Role::Uas },
         scenario: Some(Arc::new(scenario)),
         injection,
-        local: SocketAddr::new(ip, port),
-        remote,
-        next_hop,
-        service: args.service.clone(),
-        transport,
+        engine: EngineConfig {
+            local: SocketAddr::new(ip, port),
+            remote,
+            next_hop,
+            service: args.service.clone(),
+            transport,
+            hold: dur("-d", &args.hold, 0.001)?,
+            timers: sigkit_sip_timers(t1),
+            base_cseq: args.base_cseq,
+            media_port: args.media_port,
+            recv_timeout: args.recv_timeout.as_deref().map(|v| dur("-recv_timeout", v, 0.001)).transpose()?,
+            call_timeout: args.call_timeout.as_deref().map(|v| dur("--call-timeout", v, 1.0)).transpose()?,
+            auth_user: args.auth_user.clone(),
+            auth_password: args.auth_password.clone(),
+            ..LoadConfig::default().engine
+        },
         rate: args.rate,
         rate_period,
         pattern,
         arrivals,
         max_calls,
         max_concurrent: args.limit,
-        hold: dur("-d", &args.hold, 0.001)?,
         duration: duration_limit,
-        timers: sigkit_sip_timers(t1),
         report_every,
-        base_cseq: args.base_cseq,
-        media_port: args.media_port,
-        recv_timeout: args.recv_timeout.as_deref().map(|v| dur("-recv_timeout", v, 0.001)).transpose()?,
-        call_timeout: args.call_timeout.as_deref().map(|v| dur("--call-timeout", v, 1.0)).transpose()?,
-        auth_user: args.auth_user.clone(),
-        auth_password: args.auth_password.clone(),
         control_port: args.control_port,
         sut_pids: args.sut_pid.clone(),
         sigcomp: args.sigcomp,
         service_model,
-        ..LoadConfig::default()
     })
 }
 

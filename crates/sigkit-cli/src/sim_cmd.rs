@@ -221,7 +221,10 @@ pub fn sim(args: SimArgs) -> ExitCode {
     }
     if let Some(path) = &args.svg {
         let title = format!("{}: seed {}", scenario.name, runs[0].summary.seed);
-        if let Err(e) = std::fs::write(path, sigkit_sim::plot::seconds_svg(&title, &runs[0].seconds)) {
+        let written = sigkit_sim::plot::seconds_svg(&title, &runs[0].seconds)
+            .map_err(|e| e.to_string())
+            .and_then(|svg| std::fs::write(path, svg).map_err(|e| e.to_string()));
+        if let Err(e) = written {
             return fail(format!("{}: {e}", path.display()), 1);
         }
     }

@@ -1,5 +1,5 @@
-//! `sigkit sim` end to end: tables, JSON, the results file and CSV, and a
-//! bad scenario's error.
+//! `sigkit sim` end to end: tables, JSON, the results file, CSV and the
+//! SVG plot, and a bad scenario's error.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -40,11 +40,30 @@ fn sim_prints_the_collapse_count_and_records_every_second() {
     let out = sigkit()
         .args(["sim", scenario.to_str().unwrap(), "--seeds", "2", "--db", db.to_str().unwrap(), "--csv"])
         .arg(dir.join("csv"))
+        .arg("--svg")
+        .arg(dir.join("seed.svg"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("tiny-surge"), "{stdout}");
+
+    // The first seed's plot: its title, a panel per quantity, each with
+    // its line and the time axis.
+    let svg = std::fs::read_to_string(dir.join("seed.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+    for text in [
+        "tiny-surge: seed 1",
+        "success rate (by transaction start)",
+        "request transmissions per transaction",
+        "utilisation of the overloaded proxy",
+        "pending transactions at the UAC",
+        "simulated time, s",
+    ] {
+        assert!(svg.contains(&format!(">\n{text}\n</text>")), "{text} missing");
+    }
+    let lines = svg.lines().filter(|l| l.starts_with("<polyline") && l.contains("stroke=\"#C0392B\"")).count();
+    assert!(lines >= 4, "{lines} lines");
     let line = stdout.lines().find(|l| l.starts_with("collapsed")).expect("a collapse line");
     assert!(line.ends_with("/ 2"), "{line}");
 

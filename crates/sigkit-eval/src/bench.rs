@@ -61,19 +61,23 @@ pub enum CompartmentPolicy {
 
 impl CompartmentPolicy {
     /// Parses `flow`, `never` or a positive message count.
-    pub fn parse(s: &str) -> Result<CompartmentPolicy, String> {
+    pub fn parse(s: &str) -> Result<CompartmentPolicy, CompartmentPolicyError> {
         match s {
             "flow" => Ok(CompartmentPolicy::PerFlow),
             "never" => Ok(CompartmentPolicy::Never),
             _ => match s.parse::<u64>() {
-                Ok(0) | Err(_) => {
-                    Err(format!("--compartment-every {s:?} is not a positive number of messages, `flow` or `never`"))
-                }
+                Ok(0) | Err(_) => Err(CompartmentPolicyError(s.to_string())),
                 Ok(n) => Ok(CompartmentPolicy::Every(n)),
             },
         }
     }
 }
+
+/// A `--compartment-every` value that is neither `flow`, `never` nor a
+/// positive message count.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--compartment-every {0:?} is not a positive number of messages, `flow` or `never`")]
+pub struct CompartmentPolicyError(pub String);
 
 /// How long a speed run lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -668,7 +672,7 @@ mod tests {
         assert_eq!(CompartmentPolicy::parse("10"), Ok(CompartmentPolicy::Every(10)));
         assert_eq!(CompartmentPolicy::parse("flow"), Ok(CompartmentPolicy::PerFlow));
         assert_eq!(CompartmentPolicy::parse("never"), Ok(CompartmentPolicy::Never));
-        assert!(CompartmentPolicy::parse("0").is_err());
+        assert_eq!(CompartmentPolicy::parse("0"), Err(CompartmentPolicyError("0".into())));
         assert!(CompartmentPolicy::parse("-3").is_err());
         assert!(CompartmentPolicy::parse("ten").is_err());
     }

@@ -142,28 +142,28 @@ pub struct FlowMessage {
     pub bytes: Vec<u8>,
 }
 
-#[derive(Debug)]
+/// Why a flow or a corpus could not be read.
+#[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
+    #[error("{path}: {1}", path = .0.display())]
     Io(PathBuf, std::io::Error),
+    #[error("{}: file name is not NN-<ue|pcscf>-<name>.sip", .0.display())]
     BadName(PathBuf),
-    Malformed { file: PathBuf, message: String, why: String },
+    /// A file that is not one SIP message.
+    #[error("{} (message {message}): {why}", .file.display())]
+    Malformed {
+        file: PathBuf,
+        message: String,
+        #[source]
+        why: SipCheckError,
+    },
+    /// Two files of a flow with one number, which would leave their order
+    /// to chance.
+    #[error("{} (message {message}): its number {index:02} is also used by {}", .file.display(), .other.display())]
+    DuplicateNumber { file: PathBuf, message: String, index: u32, other: PathBuf },
+    #[error("{}: no .sip messages in the flow", .0.display())]
     Empty(PathBuf),
 }
-
-impl fmt::Display for CorpusError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CorpusError::Io(p, e) => write!(f, "{}: {e}", p.display()),
-            CorpusError::BadName(p) => write!(f, "{}: file name is not NN-<ue|pcscf>-<name>.sip", p.display()),
-            CorpusError::Malformed { file, message, why } => {
-                write!(f, "{} (message {message}): {why}", file.display())
-            }
-            CorpusError::Empty(p) => write!(f, "{}: no .sip messages in the flow", p.display()),
-        }
-    }
-}
-
-impl std::error::Error for CorpusError {}
 
 fn parse_name(path: &Path) -> Option<(u32, Side, String)> {
     let stem = path.file_name()?.to_str()?.strip_suffix(".sip")?;
@@ -178,13 +178,45 @@ fn parse_name(path: &Path) -> Option<(u32, Side, String)> {
     (!name.is_empty()).then_some((n, side, name))
 }
 
+/// Why a corpus file is not one SIP message ([`check_sip`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SipCheckError {
+    /// SIP messages are UTF-8 text (RFC 3261 §7.3.1).
+    #[error("not UTF-8 text: {0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
+    /// The header section ends with an empty line (RFC 3261 §7).
+    #[error("no empty line (CRLF CRLF) after the headers")]
+    NoEmptyLine,
+    /// The first line is neither a Request-Line (RFC 3261 §7.1) nor a
+    /// Status-Line (§7.2).
+    #[error("start line {0:?} is neither a request nor a status line")]
+    StartLine(String),
+    /// Lines end in CRLF (RFC 3261 §7).
+    #[error("a header line ends in a bare LF or CR")]
+    BareLineEnd,
+    /// A header line is `name: value` (RFC 3261 §7.3).
+    #[error("header line {0:?} has no colon")]
+    NoColon(String),
+    /// Content-Length is a decimal number (RFC 3261 §20.14).
+    #[error("Content-Length {0:?} is not a number")]
+    ContentLengthNotNumber(String),
+    /// Content-Length is the body's size in bytes (RFC 3261 §20.14).
+    #[error("Content-Length says {declared} but the body has {body} bytes")]
+    ContentLengthMismatch {
+        /// The header's value.
+        declared: usize,
+        /// The bytes after the empty line.
+        body: usize,
+    },
+}
+
 /// Checks that `bytes` is one SIP message (RFC 3261 §7): a start line,
 /// header lines ending in CRLF, an empty line, and a body whose length
 /// matches Content-Length when the header is present.
-pub fn check_sip(bytes: &[u8]) -> Result<(), String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 text: {e}"))?;
+pub fn check_sip(bytes: &[u8]) -> Result<(), SipCheckError> {
+    let text = std::str::from_utf8(bytes)?;
     let Some(head_end) = text.find("\r\n\r\n") else {
-        return Err("no empty line (CRLF CRLF) after the headers".into());
+        return Err(SipCheckError::NoEmptyLine);
     };
     let head = &text[..head_end];
     let body = &bytes[head_end + 4..];
@@ -194,24 +226,24 @@ pub fn check_sip(bytes: &[u8]) -> Result<(), String> {
     let is_response =
         start.starts_with("SIP/2.0 ") && start.get(8..11).is_some_and(|c| c.bytes().all(|b| b.is_ascii_digit()));
     if !is_request && !is_response {
-        return Err(format!("start line {start:?} is neither a request nor a status line"));
+        return Err(SipCheckError::StartLine(start.to_string()));
     }
     if head.contains('\n') && head.split("\r\n").any(|l| l.contains('\n') || l.contains('\r')) {
-        return Err("a header line ends in a bare LF or CR".into());
+        return Err(SipCheckError::BareLineEnd);
     }
     for l in head.split("\r\n").skip(1) {
         if l.starts_with(' ') || l.starts_with('\t') {
             continue; // folded continuation
         }
-        if !l.contains(':') {
-            return Err(format!("header line {l:?} has no colon"));
-        }
-        let (name, value) = l.split_once(':').unwrap_or_default();
+        let Some((name, value)) = l.split_once(':') else {
+            return Err(SipCheckError::NoColon(l.to_string()));
+        };
         let name = name.trim();
         if name.eq_ignore_ascii_case("content-length") || name == "l" {
-            let n: usize = value.trim().parse().map_err(|_| format!("Content-Length {value:?} is not a number"))?;
-            if n != body.len() {
-                return Err(format!("Content-Length says {n} but the body has {} bytes", body.len()));
+            let declared: usize =
+                value.trim().parse().map_err(|_| SipCheckError::ContentLengthNotNumber(value.to_string()))?;
+            if declared != body.len() {
+                return Err(SipCheckError::ContentLengthMismatch { declared, body: body.len() });
             }
         }
     }
@@ -256,10 +288,11 @@ fn parse_flow(
     msgs.sort_by_key(|m| m.index);
     // Two files with one number would leave the order to chance.
     if let Some(w) = msgs.windows(2).find(|w| w[0].index == w[1].index) {
-        return Err(CorpusError::Malformed {
+        return Err(CorpusError::DuplicateNumber {
             file: w[1].file.clone(),
             message: w[1].name.clone(),
-            why: format!("its number {:02} is also used by {}", w[1].index, w[0].file.display()),
+            index: w[1].index,
+            other: w[0].file.clone(),
         });
     }
     Ok(msgs)
@@ -281,10 +314,23 @@ mod tests {
     fn sip_checks() {
         let ok = b"OPTIONS sip:a@b SIP/2.0\r\nContent-Length: 2\r\n\r\nhi";
         assert!(check_sip(ok).is_ok());
-        assert!(check_sip(b"OPTIONS sip:a@b SIP/2.0\r\nContent-Length: 3\r\n\r\nhi").is_err());
-        assert!(check_sip(b"OPTIONS sip:a@b SIP/2.0\nVia: x\n\n").is_err());
-        assert!(check_sip(b"hello\r\n\r\n").is_err());
+        assert_eq!(
+            check_sip(b"OPTIONS sip:a@b SIP/2.0\r\nContent-Length: 3\r\n\r\nhi"),
+            Err(SipCheckError::ContentLengthMismatch { declared: 3, body: 2 })
+        );
+        assert_eq!(check_sip(b"OPTIONS sip:a@b SIP/2.0\nVia: x\n\n"), Err(SipCheckError::NoEmptyLine));
+        assert_eq!(check_sip(b"hello\r\n\r\n"), Err(SipCheckError::StartLine("hello".into())));
+        assert_eq!(check_sip(b"OPTIONS sip:a@b SIP/2.0\r\nVia\r\n\r\n"), Err(SipCheckError::NoColon("Via".into())));
+        assert!(matches!(
+            check_sip(b"OPTIONS sip:a@b SIP/2.0\r\nl: x\r\n\r\n"),
+            Err(SipCheckError::ContentLengthNotNumber(_))
+        ));
+        assert!(matches!(check_sip(b"OPTIONS \xff SIP/2.0\r\n\r\n"), Err(SipCheckError::NotUtf8(_))));
+        assert_eq!(check_sip(b"OPTIONS sip:a@b SIP/2.0\r\nVia: x\nTo: y\r\n\r\n"), Err(SipCheckError::BareLineEnd));
         assert!(check_sip(b"SIP/2.0 200 OK\r\nVia: x\r\n\r\n").is_ok());
+        // The message says what is wrong and by how much.
+        let e = check_sip(b"OPTIONS sip:a@b SIP/2.0\r\nContent-Length: 3\r\n\r\nhi").unwrap_err();
+        assert_eq!(e.to_string(), "Content-Length says 3 but the body has 2 bytes");
     }
 
     #[test]

@@ -158,14 +158,47 @@ pub const PLANNED_ALGORITHMS: &[&str] = &["lzss", "deflate", "lz77"];
 
 /// Parses an algorithm name; an unknown or not-yet-available one is an
 /// error saying which ones exist.
-pub fn parse_algorithm(name: &str) -> Result<sigcomp_compress::Algorithm, String> {
+pub fn parse_algorithm(name: &str) -> Result<sigcomp_compress::Algorithm, AlgorithmError> {
     if let Some(a) = ALGORITHMS.iter().find(|a| a.name() == name) {
         return Ok(*a);
     }
-    let available: Vec<&str> = ALGORITHMS.iter().map(|a| a.name()).collect();
     if PLANNED_ALGORITHMS.contains(&name) {
-        Err(format!("algorithm {name} is not available yet in sigcomp-compress (available: {})", available.join(", ")))
+        Err(AlgorithmError::NotAvailable(name.to_string()))
     } else {
-        Err(format!("unknown algorithm {name:?} (available: {})", available.join(", ")))
+        Err(AlgorithmError::Unknown(name.to_string()))
+    }
+}
+
+/// An algorithm name [`parse_algorithm`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AlgorithmError {
+    /// One of [`PLANNED_ALGORITHMS`] this build does not have.
+    #[error("algorithm {0} is not available yet in sigcomp-compress (available: {available})", available = available_algorithms())]
+    NotAvailable(String),
+    #[error("unknown algorithm {0:?} (available: {available})", available = available_algorithms())]
+    Unknown(String),
+}
+
+/// The names of [`ALGORITHMS`], comma-separated.
+fn available_algorithms() -> String {
+    ALGORITHMS.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn algorithm_names_refused_say_which_exist() {
+        assert_eq!(parse_algorithm("lzss"), Ok(sigcomp_compress::Algorithm::Lzss));
+        let e = parse_algorithm("zip").unwrap_err();
+        assert_eq!(e, AlgorithmError::Unknown("zip".into()));
+        assert!(e.to_string().starts_with("unknown algorithm \"zip\" (available: lzss"), "{e}");
+        for planned in PLANNED_ALGORITHMS {
+            match parse_algorithm(planned) {
+                Ok(a) => assert_eq!(a.name(), *planned),
+                Err(e) => assert_eq!(e, AlgorithmError::NotAvailable(planned.to_string())),
+            }
+        }
     }
 }

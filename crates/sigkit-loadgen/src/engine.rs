@@ -52,21 +52,26 @@ use template::{format_message, top_via_branch, Ctx};
 
 pub use crate::transport::Transport;
 
-/// What the engine needs to know besides the scenario.
+/// What the engine needs to know besides the scenario; a load run's
+/// ([`crate::LoadConfig::engine`]) too.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// The address written into messages (`[local_ip]`, `[local_port]`).
     pub local: SocketAddr,
     /// The peer (`[remote_ip]`, `[remote_port]`), where a client's calls go.
     pub remote: Option<SocketAddr>,
-    /// Where a client's messages are sent when not to `remote` (SIPp's
-    /// `-rsa`).
+    /// An outbound proxy a client's messages go through instead of
+    /// straight to `remote` (SIPp's `-rsa`).
     pub next_hop: Option<SocketAddr>,
-    /// `[service]` (SIPp's `-s`).
+    /// `[service]`, the user part of the request URI (SIPp's `-s`).
     pub service: String,
+    /// UDP or TCP (SIPp's `-t u1`, `-t t1`).
     pub transport: Transport,
-    /// A `<pause/>` without its own length (SIPp's `-d`).
+    /// The length of a `<pause/>` without its own: the call's hold time
+    /// (SIPp's `-d`).
     pub hold: Duration,
+    /// T1, T2 and T4, which set the retransmission intervals and
+    /// transaction timeouts (RFC 3261 §17.1.1.1, Table 4).
     pub timers: Timers,
     /// The first `[cseq]` of each call (SIPp's `-base_cseq`).
     pub base_cseq: u32,
@@ -77,13 +82,14 @@ pub struct EngineConfig {
     pub recv_timeout: Option<Duration>,
     /// A call not over after this long fails.
     pub call_timeout: Option<Duration>,
-    /// Digest user and password (SIPp's `-au`, `-ap`); the user defaults
-    /// to the service.
+    /// Digest user (SIPp's `-au`); None: the service.
     pub auth_user: Option<String>,
+    /// Digest password (SIPp's `-ap`).
     pub auth_password: String,
     /// `[pid]`, and part of each Call-ID and branch.
     pub pid: u32,
-    /// Seed of the random numbers (random pauses, random injection lines).
+    /// Seed of the random numbers: random pauses and random injection
+    /// lines (and a load run's Poisson arrivals and service times).
     pub seed: u64,
 }
 

@@ -19,13 +19,8 @@
 //! ```no_run
 //! # async fn f() -> Result<(), sigkit_loadgen::LoadError> {
 //! use sigkit_loadgen::{LoadConfig, Role};
-//! let config = LoadConfig {
-//!     role: Role::Uac,
-//!     remote: Some("127.0.0.1:5060".parse().unwrap()),
-//!     rate: 100.0,
-//!     max_calls: Some(1000),
-//!     ..LoadConfig::default()
-//! };
+//! let mut config = LoadConfig { role: Role::Uac, rate: 100.0, max_calls: Some(1000), ..LoadConfig::default() };
+//! config.engine.remote = Some("127.0.0.1:5060".parse().unwrap());
 //! let report = sigkit_loadgen::run(config, None).await?;
 //! println!("{} calls/s", report.summary.calls_per_s);
 //! # Ok(()) }

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sigcomp::wire::{Deframer, Frame};
-use sigkit_sip::transaction::Timers;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -22,7 +21,7 @@ use crate::inject::Injection;
 use crate::metrics::{Interval, StepReport, Summary, Tail};
 use crate::pattern::{Arrivals, Pattern, RateController, StepSpan};
 use crate::scenario::{self, Scenario, ScenarioError};
-use crate::service::{ServiceModel, ServiceQueue};
+use crate::service::{ServiceModel, ServiceModelError, ServiceQueue};
 use crate::sigcomp_layer::{is_sigcomp_first_byte, SigcompLayer};
 use crate::sut::SutSampler;
 
@@ -42,13 +41,11 @@ pub struct LoadConfig {
     pub scenario: Option<Arc<Scenario>>,
     /// Values for `[fieldN]` (SIPp's `-inf`).
     pub injection: Option<Arc<Injection>>,
-    pub local: SocketAddr,
-    /// Where a UAC sends its calls (`[remote_ip]:[remote_port]`).
-    pub remote: Option<SocketAddr>,
-    /// An outbound proxy the UAC sends through (SIPp's `-rsa`).
-    pub next_hop: Option<SocketAddr>,
-    pub service: String,
-    pub transport: Transport,
+    /// What the engine writes into messages and how it times calls. Its
+    /// `local` is where the run binds (port 0: a free one; the engine is
+    /// given the address bound), and its `seed` draws the run's Poisson
+    /// arrivals and service times too.
+    pub engine: EngineConfig,
     /// Calls started per `rate_period` (SIPp's `-r` and `-rp`).
     pub rate: f64,
     pub rate_period: Duration,
@@ -58,19 +55,10 @@ pub struct LoadConfig {
     pub max_calls: Option<u64>,
     /// Calls in progress at most (SIPp's `-l`).
     pub max_concurrent: Option<usize>,
-    /// Hold time of a `<pause/>` (SIPp's `-d`).
-    pub hold: Duration,
     /// The whole run stops after this long (SIPp's `-timeout`).
     pub duration: Option<Duration>,
-    pub timers: Timers,
     /// An [`Interval`] row every this long (SIPp's `-fd`).
     pub report_every: Duration,
-    pub base_cseq: u32,
-    pub media_port: u16,
-    pub recv_timeout: Option<Duration>,
-    pub call_timeout: Option<Duration>,
-    pub auth_user: Option<String>,
-    pub auth_password: String,
     /// A UDP control socket on this port of the local address (SIPp's
     /// `-cp`); 0 picks a free port.
     pub control_port: Option<u16>,
@@ -78,8 +66,6 @@ pub struct LoadConfig {
     pub sut_pids: Vec<u32>,
     /// Compress with SigComp toward the peer and decompress what comes.
     pub sigcomp: bool,
-    /// Seed of the random numbers (Poisson arrivals, random pauses).
-    pub seed: u64,
     /// A UAS behind a server of limited capacity: what arrives is queued
     /// and served at the model's rate before the UAS sees it (over UDP).
     pub service_model: Option<ServiceModel>,
@@ -91,31 +77,23 @@ impl Default for LoadConfig {
             role: Role::Uac,
             scenario: None,
             injection: None,
-            local: SocketAddr::from(([127, 0, 0, 1], 0)),
-            remote: None,
-            next_hop: None,
-            service: "service".into(),
-            transport: Transport::Udp,
+            engine: EngineConfig {
+                // A run binds a socket: any free port unless asked.
+                local: SocketAddr::from(([127, 0, 0, 1], 0)),
+                seed: 0x5eed_1234,
+                ..EngineConfig::default()
+            },
             rate: 10.0,
             rate_period: Duration::from_secs(1),
             pattern: Pattern::Constant,
             arrivals: Arrivals::Uniform,
             max_calls: None,
             max_concurrent: None,
-            hold: Duration::ZERO,
             duration: None,
-            timers: Timers::default(),
             report_every: Duration::from_secs(1),
-            base_cseq: 1,
-            media_port: 6000,
-            recv_timeout: None,
-            call_timeout: None,
-            auth_user: None,
-            auth_password: "password".into(),
             control_port: None,
             sut_pids: Vec::new(),
             sigcomp: false,
-            seed: 0x5eed_1234,
             service_model: None,
         }
     }
@@ -146,9 +124,16 @@ pub enum LoadError {
     #[error("--sut-pid {0}: no such process readable in /proc")]
     NoSut(u32),
     #[error("SigComp: {0}")]
-    Sigcomp(String),
+    Sigcomp(#[from] sigcomp_compress::EndpointError),
     #[error("service model: {0}")]
-    Service(String),
+    Service(#[from] ServiceModelError),
+    /// The service model stands for the server's capacity.
+    #[error("service model: it limits a server: a scenario that answers calls (a UAS)")]
+    ServiceOnClient,
+    /// Over TCP nothing is retransmitted (RFC 3261 §17.1.1.2), and the
+    /// model reads plain SIP to know a transaction.
+    #[error("service model: plain SIP over UDP only")]
+    ServiceNotPlainUdp,
     #[error("socket: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -414,25 +399,24 @@ impl Prepared {
         if client && !(config.rate.is_finite() && config.rate > 0.0 || config.pattern != Pattern::Constant) {
             return Err(LoadError::BadRate);
         }
-        if client && config.remote.is_none() {
+        if client && config.engine.remote.is_none() {
             return Err(LoadError::NoRemote);
         }
         let sampler = SutSampler::new(config.sut_pids.clone());
         sampler.check().map_err(LoadError::NoSut)?;
         if let Some(model) = &config.service_model {
-            model.check().map_err(|e| LoadError::Service(e.to_string()))?;
+            model.check()?;
             if client {
-                return Err(LoadError::Service("it limits a server: a scenario that answers calls (a UAS)".into()));
+                return Err(LoadError::ServiceOnClient);
             }
-            if config.transport != Transport::Udp || config.sigcomp {
-                // Over TCP nothing is retransmitted (RFC 3261 §17.1.1.2),
-                // and the model reads plain SIP to know a transaction.
-                return Err(LoadError::Service("plain SIP over UDP only".into()));
+            if config.engine.transport != Transport::Udp || config.sigcomp {
+                return Err(LoadError::ServiceNotPlainUdp);
             }
         }
-        let (net, local) = match config.transport {
+        let (net, local) = match config.engine.transport {
             Transport::Udp => {
-                let s = bind_udp(config.local).map_err(|source| LoadError::Bind { addr: config.local, source })?;
+                let s = bind_udp(config.engine.local)
+                    .map_err(|source| LoadError::Bind { addr: config.engine.local, source })?;
                 let local = s.local_addr()?;
                 (Net::Udp(s), local)
             }
@@ -440,13 +424,15 @@ impl Prepared {
                 let (tx, rx) = mpsc::channel(4096);
                 let mut net = TcpNet { rx, writers: HashMap::new(), only: None, closed: 0 };
                 let local = if client {
-                    let to = config.next_hop.or(config.remote).ok_or(LoadError::NoRemote)?;
-                    let socket = if config.local.is_ipv4() {
+                    let to = config.engine.next_hop.or(config.engine.remote).ok_or(LoadError::NoRemote)?;
+                    let socket = if config.engine.local.is_ipv4() {
                         tokio::net::TcpSocket::new_v4()?
                     } else {
                         tokio::net::TcpSocket::new_v6()?
                     };
-                    socket.bind(config.local).map_err(|source| LoadError::Bind { addr: config.local, source })?;
+                    socket
+                        .bind(config.engine.local)
+                        .map_err(|source| LoadError::Bind { addr: config.engine.local, source })?;
                     let stream: TcpStream =
                         socket.connect(to).await.map_err(|source| LoadError::Connect { addr: to, source })?;
                     let local = stream.local_addr()?;
@@ -456,9 +442,9 @@ impl Prepared {
                     tokio::spawn(tcp_reader(to, r, tx));
                     local
                 } else {
-                    let listener = TcpListener::bind(config.local)
+                    let listener = TcpListener::bind(config.engine.local)
                         .await
-                        .map_err(|source| LoadError::Bind { addr: config.local, source })?;
+                        .map_err(|source| LoadError::Bind { addr: config.engine.local, source })?;
                     let local = listener.local_addr()?;
                     tokio::spawn(async move {
                         while let Ok((stream, peer)) = listener.accept().await {
@@ -476,16 +462,12 @@ impl Prepared {
         };
         let control_socket = match config.control_port {
             Some(port) => {
-                let addr = SocketAddr::new(config.local.ip(), port);
+                let addr = SocketAddr::new(config.engine.local.ip(), port);
                 Some(UdpSocket::bind(addr).await.map_err(|source| LoadError::Bind { addr, source })?)
             }
             None => None,
         };
-        let sigcomp = if config.sigcomp {
-            Some(SigcompLayer::new(config.transport).map_err(|e| LoadError::Sigcomp(e.to_string()))?)
-        } else {
-            None
-        };
+        let sigcomp = if config.sigcomp { Some(SigcompLayer::new(config.engine.transport)?) } else { None };
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let (progress_tx, _) = watch::channel(Progress::default());
         Ok(Prepared { config, scenario, net, local, control_socket, control_tx, control_rx, progress_tx, sigcomp })
@@ -681,7 +663,7 @@ fn summary_of(
     Summary::of(
         if client { "uac" } else { "uas" },
         scenario,
-        match config.transport {
+        match config.engine.transport {
             Transport::Udp => "udp",
             Transport::Tcp => "tcp",
         },
@@ -691,27 +673,6 @@ fn summary_of(
         in_progress,
         reports.sampler.overall(),
     )
-}
-
-/// The engine's part of the run's configuration.
-fn engine_config(config: &LoadConfig, local: SocketAddr) -> EngineConfig {
-    EngineConfig {
-        local,
-        remote: config.remote,
-        next_hop: config.next_hop,
-        service: config.service.clone(),
-        transport: config.transport,
-        hold: config.hold,
-        timers: config.timers,
-        base_cseq: config.base_cseq,
-        media_port: config.media_port,
-        recv_timeout: config.recv_timeout,
-        call_timeout: config.call_timeout,
-        auth_user: config.auth_user.clone(),
-        auth_password: config.auth_password.clone(),
-        pid: std::process::id(),
-        seed: config.seed,
-    }
 }
 
 async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Result<RunReport, LoadError> {
@@ -728,10 +689,12 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
     } = p;
     drop(control_tx);
     let start = Instant::now();
-    let engine_config = engine_config(&config, local);
+    // The address bound, which with port 0 is not the one asked for.
+    let engine_config = EngineConfig { local, ..config.engine.clone() };
     let engine = Engine::new(Arc::clone(&scenario), engine_config, config.injection.clone(), start);
     let client = engine.is_client();
-    let rate = RateController::new(config.pattern.clone(), config.arrivals, config.offered_cps(), start, config.seed);
+    let rate =
+        RateController::new(config.pattern.clone(), config.arrivals, config.offered_cps(), start, config.engine.seed);
     let mut run = Run {
         engine,
         rate,
@@ -749,7 +712,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
     let mut ctl_buf = vec![0u8; 2048];
     let mut first_message: Option<Instant> = None;
     let mut outbox = Outbox::default();
-    let mut service = config.service_model.clone().map(|m| ServiceQueue::new(m, config.seed, start));
+    let mut service = config.service_model.clone().map(|m| ServiceQueue::new(m, config.engine.seed, start));
     let mut served: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
     loop {
         let now = Instant::now();

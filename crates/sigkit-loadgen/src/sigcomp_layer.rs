@@ -26,7 +26,7 @@ use std::time::Instant;
 use sha1::{Digest, Sha1};
 use sigcomp::wire::frame_for_stream;
 use sigcomp::{CompartmentId, Params, Transport as SigTransport};
-use sigcomp_compress::{Config, Endpoint, EndpointConfig, Mechanism, Received};
+use sigcomp_compress::{CompressError, Config, Endpoint, EndpointConfig, Mechanism, Received};
 
 use crate::transport::Transport;
 
@@ -42,6 +42,15 @@ pub struct SigcompCounts {
     pub resent: u64,
     pub bytes_before: u64,
     pub bytes_after: u64,
+}
+
+/// A message the layer could not compress for `to`, with the compressor's
+/// reason (such as a peer's memory too small for it, RFC 3320 §7).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("compressing a message for {to}: {source}")]
+pub struct CompressFailed {
+    pub to: SocketAddr,
+    pub source: CompressError,
 }
 
 /// The SigComp endpoint of a run.
@@ -156,7 +165,7 @@ impl SigcompLayer {
     /// it goes on the wire (over TCP escaped and delimited, RFC 3320
     /// §4.2.2); over a TCP connection the peer opened with plain SIP,
     /// `message` unchanged.
-    pub fn compress(&mut self, now: Instant, to: SocketAddr, message: &[u8]) -> Result<Vec<u8>, String> {
+    pub fn compress(&mut self, now: Instant, to: SocketAddr, message: &[u8]) -> Result<Vec<u8>, CompressFailed> {
         if self.stream() && self.plain_peers.contains(&to) {
             return Ok(message.to_vec());
         }
@@ -167,8 +176,14 @@ impl SigcompLayer {
         out
     }
 
-    fn compress_edited(&mut self, now: Instant, to: SocketAddr, sip: &[u8], resent: bool) -> Result<Vec<u8>, String> {
-        let out = self.endpoint.compress(now, compartment(to), sip).map_err(|e| e.to_string())?;
+    fn compress_edited(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        sip: &[u8],
+        resent: bool,
+    ) -> Result<Vec<u8>, CompressFailed> {
+        let out = self.endpoint.compress(now, compartment(to), sip).map_err(|source| CompressFailed { to, source })?;
         if self.stream() {
             if self.recent.len() >= RECENT {
                 self.recent.pop_front();

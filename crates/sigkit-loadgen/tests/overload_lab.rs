@@ -17,7 +17,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sigkit_loadgen::{scenario, Interval, LoadConfig, Pattern, Prepared, Role, ServiceCounts, ServiceModel};
+use sigkit_loadgen::{
+    scenario, EngineConfig, Interval, LoadConfig, Pattern, Prepared, Role, ServiceCounts, ServiceModel,
+};
 use sigkit_proxy::config::TransportAddr;
 use sigkit_proxy::overload::{Handler, OverloadConfig};
 use sigkit_proxy::{ProxyConfig, SipTransport};
@@ -86,8 +88,11 @@ async fn lab(overload: OverloadConfig) -> Lab {
     let uac = LoadConfig {
         role: Role::Uac,
         scenario: Some(Arc::new(scenario::built_in("message").unwrap())),
-        remote: Some(uas_addr),
-        next_hop: Some(proxy.terminal_addrs[0].1),
+        engine: EngineConfig {
+            remote: Some(uas_addr),
+            next_hop: Some(proxy.terminal_addrs[0].1),
+            ..LoadConfig::default().engine
+        },
         rate: BASE,
         pattern: Pattern::Surge {
             base: BASE,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sigkit_loadgen::{LoadConfig, Prepared, Role};
+use sigkit_loadgen::{EngineConfig, LoadConfig, Prepared, Role};
 
 /// Whether the test may go on without `tool` (never in CI, where `.ci/run`
 /// installs it).
@@ -76,11 +76,14 @@ const CALLS: u64 = 20;
 fn uac(remote: SocketAddr, next_hop: Option<SocketAddr>) -> LoadConfig {
     LoadConfig {
         role: Role::Uac,
-        remote: Some(remote),
-        next_hop,
+        engine: EngineConfig {
+            remote: Some(remote),
+            next_hop,
+            hold: Duration::from_millis(50),
+            ..LoadConfig::default().engine
+        },
         rate: 20.0,
         max_calls: Some(CALLS),
-        hold: Duration::from_millis(50),
         duration: Some(Duration::from_secs(60)),
         ..LoadConfig::default()
     }

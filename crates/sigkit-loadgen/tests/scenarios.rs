@@ -4,7 +4,7 @@
 //! REGISTER with digest authentication against Kamailio, the UDP control
 //! socket changing the rate of a running load, stepped load, and SigComp
 //! over UDP and TCP, between our own UAC and UAS and through `sigkit
-//! proxy` and Kamailio.
+//! proxy` and Kamailio; a service model where it cannot work is refused.
 
 mod support;
 
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sigkit_loadgen::engine::Transport;
-use sigkit_loadgen::{scenario, Injection, LoadConfig, Pattern, Prepared, Role};
+use sigkit_loadgen::{scenario, EngineConfig, Injection, LoadConfig, LoadError, Pattern, Prepared, Role, ServiceModel};
 use support::*;
 
 const CALLS: u64 = 10;
@@ -20,10 +20,13 @@ const CALLS: u64 = 10;
 fn uac_to(port: u16) -> LoadConfig {
     LoadConfig {
         role: Role::Uac,
-        remote: Some(localhost(port)),
+        engine: EngineConfig {
+            remote: Some(localhost(port)),
+            hold: Duration::from_millis(20),
+            ..LoadConfig::default().engine
+        },
         rate: 20.0,
         max_calls: Some(CALLS),
-        hold: Duration::from_millis(20),
         duration: Some(Duration::from_secs(60)),
         ..LoadConfig::default()
     }
@@ -32,7 +35,7 @@ fn uac_to(port: u16) -> LoadConfig {
 fn our_uas(transport: Transport, calls: u64) -> LoadConfig {
     LoadConfig {
         role: Role::Uas,
-        transport,
+        engine: EngineConfig { transport, ..LoadConfig::default().engine },
         max_calls: Some(calls),
         duration: Some(Duration::from_secs(60)),
         ..LoadConfig::default()
@@ -69,7 +72,8 @@ async fn calls_over_tcp_with_sipp_both_ways() {
     // Our UAC over one TCP connection to SIPp's UAS.
     let port = free_port();
     let sipp = sipp_background(&dir, &["-sn", "uas", "-t", "t1", "-i", "127.0.0.1", "-p", &port.to_string()]);
-    let config = LoadConfig { transport: Transport::Tcp, ..uac_to(port) };
+    let mut config = uac_to(port);
+    config.engine.transport = Transport::Tcp;
     let s = sigkit_loadgen::run(config, None).await.unwrap().summary;
     assert_eq!((s.successful_calls, s.failed_calls, s.transport), (CALLS, 0, "tcp"), "{s:?}");
     assert_eq!(s.retransmissions, 0, "no retransmission over TCP");
@@ -125,14 +129,14 @@ async fn register_with_digest_authentication_against_kamailio() {
     let _k = kamailio(&dir, kport);
     // Kamailio's processes, sampled as the system under test.
     let main_pid: u32 = std::fs::read_to_string(dir.join("k.pid")).unwrap().trim().parse().unwrap();
-    let config = LoadConfig {
+    let mut config = LoadConfig {
         scenario: Some(Arc::new(scenario::built_in("register").unwrap())),
-        service: "alice".into(),
-        auth_password: "secret".into(),
         sut_pids: vec![main_pid],
         report_every: Duration::from_millis(100),
         ..uac_to(kport)
     };
+    config.engine.service = "alice".into();
+    config.engine.auth_password = "secret".into();
     let report = sigkit_loadgen::run(config, None).await.unwrap();
     let s = report.summary;
     assert_eq!((s.successful_calls, s.failed_calls), (CALLS, 0), "{s:?}");
@@ -143,13 +147,13 @@ async fn register_with_digest_authentication_against_kamailio() {
     // credentials.
     assert_eq!(kamailio_saw(&dir, "REGISTER"), 2 * CALLS);
     // The wrong password: Kamailio challenges again, which fails the call.
-    let config = LoadConfig {
+    let mut config = LoadConfig {
         scenario: Some(Arc::new(scenario::built_in("register").unwrap())),
-        service: "bob".into(),
-        auth_password: "wrong".into(),
         max_calls: Some(2),
         ..uac_to(kport)
     };
+    config.engine.service = "bob".into();
+    config.engine.auth_password = "wrong".into();
     let s = sigkit_loadgen::run(config, None).await.unwrap().summary;
     assert_eq!((s.successful_calls, s.failed_calls), (0, 2), "{s:?}");
     assert_eq!(s.failures.get("register_401"), Some(&2), "{s:?}");
@@ -234,7 +238,7 @@ async fn a_steps_rate_is_over_its_own_duration_and_the_tail_is_apart() {
     let uas_addr = server.local_addr();
     let (stop_uas, stopped) = tokio::sync::watch::channel(false);
     let uas = tokio::spawn(server.run(Some(stopped)));
-    let config = LoadConfig {
+    let mut config = LoadConfig {
         pattern: Pattern::Steps {
             start: 50.0,
             end: 100.0,
@@ -243,9 +247,9 @@ async fn a_steps_rate_is_over_its_own_duration_and_the_tail_is_apart() {
             pause: Duration::ZERO,
         },
         max_calls: None,
-        hold: Duration::from_millis(1500),
         ..uac_to(uas_addr.port())
     };
+    config.engine.hold = Duration::from_millis(1500);
     let report = sigkit_loadgen::run(config, None).await.unwrap();
     let _ = stop_uas.send(true);
     let _ = uas.await;
@@ -274,7 +278,7 @@ async fn a_steps_rate_is_over_its_own_duration_and_the_tail_is_apart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_step_counts_its_own_timeouts_and_retransmissions() {
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let config = LoadConfig {
+    let mut config = LoadConfig {
         pattern: Pattern::Steps {
             start: 10.0,
             end: 20.0,
@@ -283,12 +287,12 @@ async fn each_step_counts_its_own_timeouts_and_retransmissions() {
             pause: Duration::ZERO,
         },
         max_calls: None,
-        timers: sigkit_loadgen::Timers {
-            t1: Duration::from_millis(10),
-            t2: Duration::from_millis(40),
-            t4: Duration::from_millis(50),
-        },
         ..uac_to(silent.local_addr().unwrap().port())
+    };
+    config.engine.timers = sigkit_loadgen::Timers {
+        t1: Duration::from_millis(10),
+        t2: Duration::from_millis(40),
+        t4: Duration::from_millis(50),
     };
     let report = sigkit_loadgen::run(config, None).await.unwrap();
     drop(silent);
@@ -344,8 +348,9 @@ async fn sigcomp_through_proxy_and_kamailio(name: &str, transport: Transport) {
     })
     .await
     .unwrap();
-    let config =
-        LoadConfig { next_hop: Some(proxy.terminal_addrs[0].1), sigcomp: true, transport, ..uac_to(uas_addr.port()) };
+    let mut config = LoadConfig { sigcomp: true, ..uac_to(uas_addr.port()) };
+    config.engine.next_hop = Some(proxy.terminal_addrs[0].1);
+    config.engine.transport = transport;
     let report = sigkit_loadgen::run(config, None).await;
     proxy.stop().await;
     let s = report.unwrap().summary;
@@ -375,7 +380,8 @@ async fn sigcomp_over_tcp_between_our_uac_and_uas() {
     let server = Prepared::bind(LoadConfig { sigcomp: true, ..our_uas(Transport::Tcp, CALLS) }).await.unwrap();
     let addr = server.local_addr();
     let ours = tokio::spawn(server.run(None));
-    let config = LoadConfig { sigcomp: true, transport: Transport::Tcp, ..uac_to(addr.port()) };
+    let mut config = LoadConfig { sigcomp: true, ..uac_to(addr.port()) };
+    config.engine.transport = Transport::Tcp;
     let s = sigkit_loadgen::run(config, None).await.unwrap().summary;
     assert_eq!((s.successful_calls, s.failed_calls, s.transport), (CALLS, 0, "tcp"), "{s:?}");
     assert_eq!(s.retransmissions, 0, "{s:?}");
@@ -415,4 +421,18 @@ async fn a_corpus_flow_replays_over_udp_with_sigcomp_on_both_sides() {
     assert_eq!((c.compressed, d.decompressed), (6 * CALLS, 6 * CALLS), "{c:?} {d:?}");
     assert_eq!((d.compressed, c.decompressed), (8 * CALLS, 8 * CALLS), "{c:?} {d:?}");
     assert!(c.bytes_after * 4 < c.bytes_before, "dynamic compression over the calls: {c:?}");
+}
+
+/// A server of limited capacity stands behind a UAS speaking plain SIP
+/// over UDP; anywhere else it is refused before anything is bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_model_is_refused_where_it_cannot_work() {
+    let model = Some(ServiceModel::default());
+    let uac = LoadConfig { service_model: model.clone(), ..uac_to(5060) };
+    let e = Prepared::bind(uac).await.err().expect("a UAC behind a service model is refused");
+    assert!(matches!(e, LoadError::ServiceOnClient), "{e}");
+    let uas = LoadConfig { service_model: model, ..our_uas(Transport::Tcp, CALLS) };
+    let e = Prepared::bind(uas).await.err().expect("a TCP UAS behind a service model is refused");
+    assert!(matches!(e, LoadError::ServiceNotPlainUdp), "{e}");
+    assert_eq!(e.to_string(), "service model: plain SIP over UDP only");
 }

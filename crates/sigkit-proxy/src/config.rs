@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use sigcomp::params::ParamError;
 use sigcomp::{Limits, Params};
-use sigcomp_compress::{Algorithm, Config as CompressorConfig, Mechanism};
+use sigcomp_compress::{Algorithm, Config as CompressorConfig, EndpointError, Mechanism};
 
 /// The transport of a listening or upstream address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -414,29 +414,36 @@ impl Default for DefenceConfig {
 }
 
 /// A configuration that cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// The file is not valid TOML or has an unknown key or a bad value;
     /// the message names the line.
+    #[error("{0}")]
     File(String),
     /// A key's value is outside what the proxy supports. `at` is the file
     /// and line of the value when it came from a file.
+    #[error("{}{key}: {reason}", file_line(.at))]
     Value { key: String, at: Option<(String, usize)>, reason: String },
-    /// Something the configuration lacks, or the SigComp endpoint refused.
-    Invalid(String),
+    /// No `listen` address: the proxy would have no socket toward
+    /// terminals.
+    #[error("no listen address (listen = [\"udp:0.0.0.0:5060\"])")]
+    NoListen,
+    /// No `upstream`: the proxy would have nowhere to send requests.
+    #[error("no upstream (upstream = \"udp:127.0.0.1:5070\")")]
+    NoUpstream,
+    /// The `sigcomp` table's parameters are not ones RFC 3320 §3.3.1
+    /// allows.
+    #[error("sigcomp: {0}")]
+    SigcompParams(#[source] ParamError),
+    /// The SigComp endpoint refused the `sigcomp` table.
+    #[error("sigcomp: {0}")]
+    Sigcomp(#[from] EndpointError),
 }
 
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::File(m) | ConfigError::Invalid(m) => f.write_str(m),
-            ConfigError::Value { key, at: Some((file, line)), reason } => write!(f, "{file}:{line}: {key}: {reason}"),
-            ConfigError::Value { key, at: None, reason } => write!(f, "{key}: {reason}"),
-        }
-    }
+/// `FILE:LINE: ` before a value's error, when it came from a file.
+fn file_line(at: &Option<(String, usize)>) -> String {
+    at.as_ref().map_or_else(String::new, |(file, line)| format!("{file}:{line}: "))
 }
-
-impl std::error::Error for ConfigError {}
 
 impl ProxyConfig {
     /// Parses a configuration file's text; `name` names it in errors.
@@ -468,10 +475,10 @@ impl ProxyConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |key: &str, reason: String| Err(self.bad_value(key, reason));
         if self.listen.is_empty() {
-            return Err(ConfigError::Invalid("no listen address (listen = [\"udp:0.0.0.0:5060\"])".into()));
+            return Err(ConfigError::NoListen);
         }
         let Some(upstream) = self.upstream else {
-            return Err(ConfigError::Invalid("no upstream (upstream = \"udp:127.0.0.1:5070\")".into()));
+            return Err(ConfigError::NoUpstream);
         };
         // The runtime has one UDP socket toward the upstream; a TCP
         // upstream would need connections, their framing (RFC 3261
@@ -495,7 +502,7 @@ impl ProxyConfig {
                 ParamError::DecompressionMemorySize(_) => "dms",
                 ParamError::StateMemorySize(_) => "sms",
                 ParamError::CyclesPerBit(_) => "cpb",
-                ParamError::Version0 => return Err(ConfigError::Invalid(format!("sigcomp: {e}"))),
+                ParamError::Version0 => return Err(ConfigError::SigcompParams(e)),
             };
             return bad(&format!("{prefix}{key}"), e.to_string());
         }
@@ -673,6 +680,17 @@ messages_per_source_per_s = 50
         assert!(e.starts_with("sigkit.toml:2: upstream: tcp:127.0.0.1:5070") && e.contains("not supported"), "{e}");
         let text = text.replace("tcp:", "udp:");
         ProxyConfig::from_toml("sigkit.toml", &text).unwrap().validate().unwrap();
+    }
+
+    /// What the configuration lacks is named, with an example of the key.
+    #[test]
+    fn a_missing_listen_address_or_upstream_is_named() {
+        let e = ProxyConfig::from_toml("sigkit.toml", "upstream = \"udp:127.0.0.1:5070\"\n").unwrap().validate();
+        assert_eq!(e, Err(ConfigError::NoListen));
+        assert!(ConfigError::NoListen.to_string().starts_with("no listen address (listen = "));
+        let e = ProxyConfig::from_toml("sigkit.toml", "listen = [\"udp:127.0.0.1:5060\"]\n").unwrap().validate();
+        assert_eq!(e, Err(ConfigError::NoUpstream));
+        assert!(ConfigError::NoUpstream.to_string().starts_with("no upstream (upstream = "));
     }
 }
 

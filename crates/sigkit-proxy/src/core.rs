@@ -296,7 +296,7 @@ impl Proxy {
             hot_compartments: config.sigcomp.hot_compartments.div_ceil(n),
             ..EndpointConfig::new(config.local_params(), config.assumed_peer(), config.compressor())
         };
-        let endpoint = Endpoint::new(endpoint_config).map_err(|e| ConfigError::Invalid(format!("sigcomp: {e}")))?;
+        let endpoint = Endpoint::new(endpoint_config)?;
         Ok(Proxy {
             endpoint,
             cpb: u64::from(config.sigcomp.cpb),

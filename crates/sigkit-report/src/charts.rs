@@ -196,20 +196,33 @@ pub(crate) fn size(chart: &Chart) -> (u32, u32) {
     (SIZE.0, SIZE.1 + if rows > 0 { rows * LEGEND_ROW + 12 } else { 0 })
 }
 
-pub(crate) fn write_png(chart: &Chart, path: &Path) -> Result<(), String> {
+/// Why plotters could not draw a chart: its backend failed (the PNG file
+/// could not be written or encoded) or it could not lay out the text or
+/// the plotting area.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DrawError(Box<dyn std::error::Error + Send + Sync>);
+
+impl<E: std::error::Error + Send + Sync + 'static> From<DrawingAreaErrorKind<E>> for DrawError {
+    fn from(e: DrawingAreaErrorKind<E>) -> DrawError {
+        DrawError(Box::new(e))
+    }
+}
+
+pub(crate) fn write_png(chart: &Chart, path: &Path) -> Result<(), DrawError> {
     register_font();
     let root = BitMapBackend::new(path, size(chart)).into_drawing_area();
     draw(&root, chart)?;
-    root.present().map_err(|e| e.to_string())
+    Ok(root.present()?)
 }
 
-pub(crate) fn svg(chart: &Chart) -> Result<String, String> {
+pub(crate) fn svg(chart: &Chart) -> Result<String, DrawError> {
     register_font();
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, size(chart)).into_drawing_area();
         draw(&root, chart)?;
-        root.present().map_err(|e| e.to_string())?;
+        root.present()?;
     }
     Ok(out)
 }
@@ -231,15 +244,17 @@ fn plottable(chart: &Chart) -> Chart {
     chart
 }
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), DrawError>
+where
+    DB::ErrorType: 'static,
+{
     let chart = &plottable(chart);
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    root.fill(&WHITE)?;
     let points = || chart.series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| !chart.log_y || p.1 > 0.0);
     let (mut x0, mut x1) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
     if !x0.is_finite() {
         // No data: an empty frame that says so.
-        root.draw(&Text::new(format!("{}: no data", chart.title), (40, 40), (FONT_FAMILY, 20).into_font()))
-            .map_err(|e| e.to_string())?;
+        root.draw(&Text::new(format!("{}: no data", chart.title), (40, 40), (FONT_FAMILY, 20).into_font()))?;
         return Ok(());
     }
     let (plot, legend) = root.split_vertically(SIZE.1);
@@ -324,27 +339,25 @@ fn trim(v: f64) -> String {
 }
 
 /// The legend, below the plotting area, where it covers no data.
-fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), DrawError>
+where
+    DB::ErrorType: 'static,
+{
     let (layout, _) = legend_layout(chart);
     let font = (FONT_FAMILY, LEGEND_FONT).into_font().color(&BLACK);
     for ((s, color), (row, x)) in chart.series.iter().zip(colors(chart)).zip(layout) {
         let (x, y) = (x as i32, (4 + row * LEGEND_ROW + LEGEND_ROW / 2) as i32);
         match s.style {
             Style::Line => {
-                area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2))).map_err(e)?;
-                area.draw(&Circle::new((x + 12, y), 3, color.filled())).map_err(e)?;
+                area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2)))?;
+                area.draw(&Circle::new((x + 12, y), 3, color.filled()))?;
             }
-            Style::Measured => area.draw(&TriangleMarker::new((x + 12, y), 7, color.stroke_width(2))).map_err(e)?,
-            Style::Published => {
-                area.draw(&Rectangle::new([(x + 6, y - 6), (x + 18, y + 6)], color.stroke_width(2))).map_err(e)?
-            }
-            Style::Reference => {
-                area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], GREY.stroke_width(1))).map_err(e)?
-            }
-            Style::Bar => area.draw(&Rectangle::new([(x + 4, y - 7), (x + 20, y + 7)], color.filled())).map_err(e)?,
+            Style::Measured => area.draw(&TriangleMarker::new((x + 12, y), 7, color.stroke_width(2)))?,
+            Style::Published => area.draw(&Rectangle::new([(x + 6, y - 6), (x + 18, y + 6)], color.stroke_width(2)))?,
+            Style::Reference => area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], GREY.stroke_width(1)))?,
+            Style::Bar => area.draw(&Rectangle::new([(x + 4, y - 7), (x + 20, y + 7)], color.filled()))?,
         }
-        area.draw(&Text::new(s.name.clone(), (x + 32, y - 8), font.clone())).map_err(e)?;
+        area.draw(&Text::new(s.name.clone(), (x + 32, y - 8), font.clone()))?;
     }
     Ok(())
 }
@@ -355,22 +368,21 @@ fn plot_on<DB, X, Y>(
     x: X,
     y: Y,
     x_format: &dyn Fn(&f64) -> String,
-) -> Result<(), String>
+) -> Result<(), DrawError>
 where
     DB: DrawingBackend,
+    DB::ErrorType: 'static,
     X: AsRangedCoord<Value = f64>,
     X::CoordDescType: ValueFormatter<f64>,
     Y: AsRangedCoord<Value = f64>,
     Y::CoordDescType: ValueFormatter<f64>,
 {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let mut ctx = ChartBuilder::on(root)
         .caption(&chart.title, (FONT_FAMILY, 22))
         .margin(14)
         .x_label_area_size(48)
         .y_label_area_size(72)
-        .build_cartesian_2d(x, y)
-        .map_err(e)?;
+        .build_cartesian_2d(x, y)?;
     let n_x = match &chart.categories {
         Some(c) => c.len().max(1),
         None if chart.integer_x => 30,
@@ -388,8 +400,7 @@ where
         .axis_desc_style((FONT_FAMILY, 16))
         .light_line_style(RGBColor(238, 238, 238))
         .bold_line_style(RGBColor(210, 210, 210))
-        .draw()
-        .map_err(e)?;
+        .draw()?;
     let colors = colors(chart);
     let bars = chart.series.iter().filter(|s| s.style == Style::Bar).count().max(1);
     let mut bar = 0;
@@ -399,29 +410,28 @@ where
         let points = s.points.iter().copied().filter(|p| !chart.log_y || p.1 > 0.0);
         match s.style {
             Style::Line => {
-                ctx.draw_series(LineSeries::new(points.clone(), color.stroke_width(2))).map_err(e)?;
+                ctx.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
                 // A dot per value where values are few (steps, bit rates);
                 // a time series of hundreds is a line.
                 if s.points.len() <= 60 {
-                    ctx.draw_series(points.map(|p| Circle::new(p, 3, color.filled()))).map_err(e)?;
+                    ctx.draw_series(points.map(|p| Circle::new(p, 3, color.filled())))?;
                 }
             }
             Style::Measured => {
-                ctx.draw_series(points.map(|p| TriangleMarker::new(p, 7, color.stroke_width(2)))).map_err(e)?;
+                ctx.draw_series(points.map(|p| TriangleMarker::new(p, 7, color.stroke_width(2))))?;
             }
             Style::Published => {
                 // A published series of many steps (a table) reads better
                 // joined; a few values read off a figure are not a curve.
                 if s.points.len() > 4 {
-                    ctx.draw_series(LineSeries::new(points.clone(), color.mix(0.5).stroke_width(1))).map_err(e)?;
+                    ctx.draw_series(LineSeries::new(points.clone(), color.mix(0.5).stroke_width(1)))?;
                 }
                 ctx.draw_series(
                     points.map(|p| EmptyElement::at(p) + Rectangle::new([(-6, -6), (6, 6)], color.stroke_width(2))),
-                )
-                .map_err(e)?;
+                )?;
             }
             Style::Reference => {
-                ctx.draw_series(LineSeries::new(points, GREY.stroke_width(1))).map_err(e)?;
+                ctx.draw_series(LineSeries::new(points, GREY.stroke_width(1)))?;
             }
             Style::Bar => {
                 // The group of category k spans k ± 0.4; bar `bar` of
@@ -430,8 +440,7 @@ where
                 let left = -0.4 + w * bar as f64;
                 ctx.draw_series(points.map(|(k, v)| {
                     Rectangle::new([(k + left + w * 0.06, base), (k + left + w * 0.94, v)], color.filled())
-                }))
-                .map_err(e)?;
+                }))?;
                 bar += 1;
             }
         }
@@ -608,6 +617,12 @@ mod tests {
         for (i, a) in colors.iter().enumerate() {
             assert!(colors[i + 1..].iter().all(|b| b != a), "colour {i} repeats");
         }
+    }
+
+    #[test]
+    fn a_png_that_cannot_be_written_is_an_error() {
+        let e = write_png(&chart(false), Path::new("/nonexistent/sigkit-report/t.png")).unwrap_err();
+        assert!(e.to_string().contains("No such file or directory"), "{e}");
     }
 
     #[test]

@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use charts::FONT_FAMILY;
+pub use charts::{DrawError, FONT_FAMILY};
 pub use sigkit_eval::published::MeasuredCompression;
 
 /// The series names of `sigkit eval`'s load runs through Kamailio, by
@@ -421,8 +421,9 @@ pub enum ReportError {
     Io(PathBuf, std::io::Error),
     #[error("{0}: not a report input: {1}")]
     Json(PathBuf, String),
+    /// The chart of this id could not be drawn.
     #[error("drawing {0}: {1}")]
-    Draw(String, String),
+    Draw(String, #[source] DrawError),
     #[error("{0}: {1} with nothing to plot (no load steps, capacity, compression, RAN-delay or capture rows)")]
     NothingToPlot(PathBuf, &'static str),
 }

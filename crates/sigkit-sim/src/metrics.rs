@@ -5,8 +5,8 @@
 //! with its collapse verdict.
 
 use serde::{Deserialize, Serialize};
+use sigkit_overload::detect::percentile;
 
-use crate::detect::percentile;
 use crate::kernel::{from_secs, to_secs, Nanos, SECOND};
 use crate::scenario::Scenario;
 

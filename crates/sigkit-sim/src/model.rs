@@ -7,12 +7,13 @@ mod overload;
 
 use std::collections::VecDeque;
 
-use crate::detect::{AnomalyIndicator, DelayDetector, MeanTest, VarianceTest};
+use sigkit_overload::detect::{AnomalyIndicator, DelayDetector, MeanTest, VarianceTest};
+use sigkit_overload::via::{OcSignal, T1Signal};
+
 use crate::kernel::{from_secs, to_secs, EventList, Nanos, SECOND};
 use crate::metrics::{Recorder, TestCounts, TxnRecord};
 use crate::rng::{Stream, StreamId};
 use crate::scenario::{HandlerKind, ProxyConfig, Scenario, Trigger};
-use crate::via::{OcSignal, T1Signal};
 
 /// Node numbers: 0 is the UAC, 1..=P the proxies, P+1 the UAS; link `i`
 /// joins node `i` and node `i + 1`.

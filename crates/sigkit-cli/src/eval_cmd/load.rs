@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use sigkit_eval::peers::{self, Peer};
-use sigkit_loadgen::{LoadConfig, Pattern, Prepared, Role};
+use sigkit_loadgen::{EngineConfig, LoadConfig, Pattern, Prepared, Role};
 use sigkit_proxy::config::TransportAddr;
 use sigkit_proxy::{ProxyConfig, SipTransport};
 
@@ -238,8 +238,7 @@ async fn load(
     let next_hop = proxy.as_ref().map_or(upstream, |p| p.terminal_addrs[0].1);
     let uac = LoadConfig {
         role: Role::Uac,
-        remote: Some(uas_addr),
-        next_hop: Some(next_hop),
+        engine: EngineConfig { remote: Some(uas_addr), next_hop: Some(next_hop), ..LoadConfig::default().engine },
         rate: start,
         pattern: Pattern::Steps { start, end, step, dwell, pause: Duration::ZERO },
         duration: Some(Duration::from_secs_f64(secs + 10.0)),
