@@ -1,5 +1,6 @@
 //! `sigkit asm` and `sigkit disasm` through the real binary: outputs, the
 //! SigComp message they make and read, errors and exit codes.
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! policies, threads, the memory bench and argument errors, checked on the
 //! real binary with small bounded runs. Nothing here asserts a speed: how
 //! fast sigkit is gets measured by the bench itself (BENCHMARKS.md).
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! `sigkit decompress FILE`: one message, `--hex`, `--stream`, failures and
 //! bad arguments, through the real binary.
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 mod common;
 

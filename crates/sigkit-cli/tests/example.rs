@@ -7,6 +7,7 @@
 //!
 //! To rewrite the file after changing anything here:
 //! `SIGKIT_REGENERATE_EXAMPLES=1 cargo test -p sigkit-cli --test example up_to_date`
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 mod common;
 

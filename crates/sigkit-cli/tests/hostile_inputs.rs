@@ -3,6 +3,7 @@
 //! command panic, abort on an allocation or run for minutes: every one now
 //! gives its result, or an error message and the command's documented exit
 //! code. The inputs are made here, at their smallest telling size.
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

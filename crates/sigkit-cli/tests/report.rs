@@ -3,6 +3,7 @@
 //! `--json` output, one from its `--db` results file) and a `sigkit
 //! capacity --json` search, drawn in one report with their real values;
 //! and inputs with nothing to plot refused.
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 use std::net::UdpSocket;
 use std::path::Path;

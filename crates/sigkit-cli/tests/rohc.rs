@@ -2,6 +2,7 @@
 //! HTTP transfers on 127.0.0.1): exact round trips without faults, no
 //! undetected corruption under bit errors, the JSON report's fields, the
 //! written pcap, and bad files.
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -1,5 +1,6 @@
 //! `sigkit sim` end to end: tables, JSON, the results file, CSV and the
 //! SVG plot, and a bad scenario's error.
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,6 +1,7 @@
 //! Helpers shared by the CLI tests: running the real `sigkit` binary and
 //! building small SigComp messages with `sigcomp::wire`.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 use std::io::Write;
 use std::path::PathBuf;
