@@ -95,12 +95,19 @@ use crate::pending::{HeldRegister, PendingLimits};
 const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(32);
 
 pub struct Proxy {
+    /// Its addresses, `sigcomp-id`, flow tokens and branches.
     identity: Identity,
+    /// Terminals' flows.
     flows: Flows,
+    /// Compartments, registrations and held REGISTERs.
     registrar: Registrar,
+    /// Stateful mode's transactions.
     transactions: Transactions,
+    /// The SigComp endpoint toward terminals and its budgets.
     compression: Compression,
+    /// Overload control toward the upstream.
     overload: Overload,
+    /// What is ready to send ([`Proxy::poll_transmit`]).
     out: VecDeque<Transmit>,
     metrics: ProxyMetrics,
 }

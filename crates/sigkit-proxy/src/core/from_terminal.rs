@@ -159,9 +159,8 @@ impl Proxy {
     /// A URI of the proxy on the terminal side of flow `token`
     /// ([`Identity::terminal_uri`]).
     pub(super) fn terminal_uri(&self, token: u64) -> String {
-        let flow = self.flows.get(token);
-        let sigcomp = flow.is_some_and(|f| f.encoding.is_sigcomp());
-        self.identity.terminal_uri(token, flow.map(|f| &f.peer), sigcomp)
+        let peer = self.flows.get(token).map(|f| &f.peer);
+        self.identity.terminal_uri(token, peer, self.flows.encoding(token))
     }
 
     /// A REGISTER from a terminal, forwarded: held for its final answer,

@@ -9,7 +9,7 @@ use sha1::{Digest, Sha1};
 use sigkit_sip::proxy::{format_via, route_uri};
 use sigkit_sip::Message;
 
-use super::peer::{LocalAddrs, Peer};
+use super::peer::{Encoding, LocalAddrs, Peer};
 use super::shard::{host_matches, parse_flow_token, Shard, BRANCH_PREFIX};
 use crate::compartments::ProxyName;
 use crate::config::{ProxyConfig, SipTransport};
@@ -83,18 +83,18 @@ impl Identity {
 
     /// The proxy's `sigcomp-id` where the terminal speaks SigComp (RFC 5049
     /// §6.1).
-    pub(super) fn sigcomp_id_for(&self, sigcomp: bool) -> Option<&str> {
-        sigcomp.then_some(self.sigcomp_id.as_str())
+    pub(super) fn sigcomp_id_for(&self, encoding: Encoding) -> Option<&str> {
+        encoding.is_sigcomp().then_some(self.sigcomp_id.as_str())
     }
 
     /// A URI of the proxy on the terminal side of flow `token` over `peer`
     /// (with `comp=sigcomp` and the proxy's `sigcomp-id` where the terminal
     /// speaks SigComp, RFC 3486 §5, RFC 5049 §6.1), naming the flow.
-    pub(super) fn terminal_uri(&self, token: u64, peer: Option<&Peer>, sigcomp: bool) -> String {
+    pub(super) fn terminal_uri(&self, token: u64, peer: Option<&Peer>, encoding: Encoding) -> String {
         let transport = peer.map_or(SipTransport::Udp, |p| p.transport);
         let local = self.route_terminal.unwrap_or_else(|| self.terminal_addr(transport, peer.and_then(|p| p.local)));
         let tcp = (transport == SipTransport::Tcp).then_some("tcp");
-        let id = self.sigcomp_id_for(sigcomp);
+        let id = self.sigcomp_id_for(encoding);
         self.with_flow_token(token, &route_uri(&host_of(local), Some(local.port()), tcp, id))
     }
 
@@ -117,9 +117,9 @@ impl Identity {
 
     /// The proxy's Via toward a terminal at `to`, with `branch` (and the
     /// proxy's `sigcomp-id` where the terminal speaks SigComp).
-    pub(super) fn terminal_via(&self, to: &Peer, branch: &str, sigcomp: bool) -> String {
+    pub(super) fn terminal_via(&self, to: &Peer, branch: &str, encoding: Encoding) -> String {
         let local = self.terminal_addr(to.transport, to.local);
-        let id = self.sigcomp_id_for(sigcomp);
+        let id = self.sigcomp_id_for(encoding);
         format_via(to.transport.via_token(), &host_of(local), Some(local.port()), branch, id, false)
     }
 

@@ -180,7 +180,7 @@ mod tests {
             "{others}Contact: <sip:u@10.0.0.9:5080>;expires=300\r\nContact: <sip:u@10.0.0.9:5090>;expires=600\r\n"
         );
         assert_eq!(expiry(&mine, &ok), Some(600));
-        assert_eq!(expiry(&mine, &format!("Expires: 120\r\nContact: <sip:u@10.0.0.9:5080>\r\n")), Some(120));
+        assert_eq!(expiry(&mine, "Expires: 120\r\nContact: <sip:u@10.0.0.9:5080>\r\n"), Some(120));
         assert_eq!(expiry(&mine, "Contact: <sip:U@10.0.0.9:5080>\r\n"), Some(0), "another user");
         assert_eq!(expiry(&mine, "Contact: <sip:u@10.0.0.9:5080>\r\n"), Some(3600));
         // Every binding of the terminal's removed, or `*`: ended.

@@ -162,7 +162,7 @@ impl Proxy {
         encoding: Encoding,
     ) -> Result<Vec<u8>, EditError> {
         let method = msg.method().unwrap_or("");
-        let via = self.identity.terminal_via(to, &self.identity.branch_for(msg), encoding.is_sigcomp());
+        let via = self.identity.terminal_via(to, &self.identity.branch_for(msg), encoding);
         let mut e = Editor::new(msg);
         e.remove_leading_routes_if(|na| na.sip_uri().is_ok_and(|u| self.identity.is_ours(u.host, u.port)))?;
         e.prepend_via(&via)?;
