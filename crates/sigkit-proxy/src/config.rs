@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{AddrParseError, SocketAddr};
+use std::ops::Range;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 use sigcomp::params::ParamError;
 use sigcomp::{Limits, Params};
 use sigcomp_compress::{Algorithm, Config as CompressorConfig, EndpointError, Mechanism};
@@ -38,17 +40,28 @@ pub struct TransportAddr {
     pub addr: SocketAddr,
 }
 
-impl FromStr for TransportAddr {
-    type Err = String;
+/// Why a [`TransportAddr`] could not be read from its text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportAddrError {
+    #[error("{0:?}: expected udp:HOST:PORT or tcp:HOST:PORT")]
+    Form(String),
+    #[error("{text:?}: transport {transport:?} is not udp or tcp")]
+    Transport { text: String, transport: String },
+    #[error("{text:?}: {source}")]
+    Addr { text: String, source: AddrParseError },
+}
 
-    fn from_str(s: &str) -> Result<TransportAddr, String> {
-        let (t, addr) = s.split_once(':').ok_or_else(|| format!("{s:?}: expected udp:HOST:PORT or tcp:HOST:PORT"))?;
+impl FromStr for TransportAddr {
+    type Err = TransportAddrError;
+
+    fn from_str(s: &str) -> Result<TransportAddr, TransportAddrError> {
+        let (t, addr) = s.split_once(':').ok_or_else(|| TransportAddrError::Form(s.to_string()))?;
         let transport = match t {
             "udp" => SipTransport::Udp,
             "tcp" => SipTransport::Tcp,
-            _ => return Err(format!("{s:?}: transport {t:?} is not udp or tcp")),
+            _ => return Err(TransportAddrError::Transport { text: s.to_string(), transport: t.to_string() }),
         };
-        let addr = addr.parse().map_err(|e| format!("{s:?}: {e}"))?;
+        let addr = addr.parse().map_err(|source| TransportAddrError::Addr { text: s.to_string(), source })?;
         Ok(TransportAddr { transport, addr })
     }
 }
@@ -66,7 +79,7 @@ impl fmt::Display for TransportAddr {
 impl<'de> Deserialize<'de> for TransportAddr {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<TransportAddr, D::Error> {
         let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        s.parse().map_err(D::Error::custom)
     }
 }
 
@@ -167,11 +180,10 @@ pub struct ConfigSource {
 }
 
 impl ConfigSource {
-    /// The line (from 1) of the value of `key` (`name` or `table.name`).
-    fn line_of(&self, key: &str) -> Option<usize> {
-        if self.overridden.iter().any(|k| k == key) {
-            return None;
-        }
+    /// Each key's value and where it is in the text: `name`, or
+    /// `table.name` for the keys of the tables (a table itself is not a
+    /// value here).
+    fn value_spans(&self) -> Vec<(String, Range<usize>)> {
         type Keys = BTreeMap<String, toml::Spanned<toml::Value>>;
         #[derive(Deserialize)]
         struct Tables {
@@ -184,21 +196,46 @@ impl ConfigSource {
             #[serde(default)]
             tcp: Keys,
         }
-        let span = match key.split_once('.') {
-            None => toml::from_str::<Keys>(&self.text).ok()?.get(key)?.span(),
-            Some((table, name)) => {
-                let t: Tables = toml::from_str(&self.text).ok()?;
-                let keys = match table {
-                    "sigcomp" => t.sigcomp,
-                    "defence" => t.defence,
-                    "overload" => t.overload,
-                    "tcp" => t.tcp,
-                    _ => return None,
-                };
-                keys.get(name)?.span()
+        let mut spans = Vec::new();
+        if let Ok(top) = toml::from_str::<Keys>(&self.text) {
+            spans.extend(top.into_iter().filter(|(_, v)| !v.get_ref().is_table()).map(|(k, v)| (k, v.span())));
+        }
+        if let Ok(t) = toml::from_str::<Tables>(&self.text) {
+            for (table, keys) in
+                [("sigcomp", t.sigcomp), ("defence", t.defence), ("overload", t.overload), ("tcp", t.tcp)]
+            {
+                spans.extend(keys.into_iter().map(|(k, v)| (format!("{table}.{k}"), v.span())));
             }
-        };
+        }
+        spans
+    }
+
+    /// The line (from 1) of the value of `key` (`name` or `table.name`).
+    fn line_of(&self, key: &str) -> Option<usize> {
+        if self.overridden.iter().any(|k| k == key) {
+            return None;
+        }
+        let (_, span) = self.value_spans().into_iter().find(|(k, _)| k == key)?;
         Some(line_at(&self.text, span.start))
+    }
+
+    /// The key whose value holds byte `offset` of the text.
+    fn key_at(&self, offset: usize) -> Option<String> {
+        self.value_spans().into_iter().find(|(_, span)| span.contains(&offset)).map(|(k, _)| k)
+    }
+
+    /// What TOML refused, with its line; and with its key when it is a
+    /// value the proxy could not read (a name it does not know, an
+    /// address), as [`ProxyConfig::validate`] reports the values it judges.
+    fn toml_error(&self, e: &toml::de::Error) -> ConfigError {
+        let Some(span) = e.span() else { return ConfigError::File(format!("{}: {}", self.name, e.message())) };
+        let line = line_at(&self.text, span.start);
+        match self.key_at(span.start) {
+            Some(key) => {
+                ConfigError::Value { key, at: Some((self.name.clone(), line)), reason: e.message().to_string() }
+            }
+            None => ConfigError::File(format!("{}:{line}: {}", self.name, e.message())),
+        }
     }
 }
 
@@ -219,10 +256,12 @@ pub struct SigcompConfig {
     /// cycles_per_bit: 16, 32, 64 or 128. It bounds every message's UDVM
     /// cycles (RFC 3320 §8.6).
     pub cpb: u16,
-    /// lzss, deflate or lz77.
-    pub algorithm: String,
+    /// lzss, deflate or lz77 (those this build of sigcomp-compress has).
+    #[serde(deserialize_with = "algorithm_named")]
+    pub algorithm: Algorithm,
     /// basic, static, dynamic or shared (RFC 3321).
-    pub mechanism: String,
+    #[serde(deserialize_with = "mechanism_named")]
+    pub mechanism: Mechanism,
     /// What a terminal is assumed to offer until it announces its own
     /// parameters: RFC 5049 §3 minimums by default.
     pub assumed_dms: u32,
@@ -245,6 +284,24 @@ pub struct SigcompConfig {
     /// unpack them at their next message. Split evenly among the worker
     /// threads' shards, like the limits.
     pub hot_compartments: usize,
+}
+
+/// One of `all` by its name; another name is refused with the names
+/// there are.
+fn one_of<'de, D: Deserializer<'de>, T: Copy>(d: D, all: &[T], name: fn(T) -> &'static str) -> Result<T, D::Error> {
+    let s = String::deserialize(d)?;
+    all.iter().copied().find(|&v| name(v) == s).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|&v| name(v)).collect();
+        D::Error::custom(format!("{s:?} is not one of {}", names.join(", ")))
+    })
+}
+
+fn algorithm_named<'de, D: Deserializer<'de>>(d: D) -> Result<Algorithm, D::Error> {
+    one_of(d, Algorithm::ALL, Algorithm::name)
+}
+
+fn mechanism_named<'de, D: Deserializer<'de>>(d: D) -> Result<Mechanism, D::Error> {
+    one_of(d, &Mechanism::ALL, Mechanism::name)
 }
 
 /// Limits on what the proxy spends decompressing: per source address, and
@@ -375,8 +432,8 @@ impl Default for SigcompConfig {
             dms: 16384,
             sms: 16384,
             cpb: 16,
-            algorithm: "lzss".into(),
-            mechanism: "dynamic".into(),
+            algorithm: Algorithm::Lzss,
+            mechanism: Mechanism::Dynamic,
             assumed_dms: 8192,
             assumed_sms: 2048,
             assumed_cpb: 16,
@@ -448,11 +505,8 @@ fn file_line(at: &Option<(String, usize)>) -> String {
 impl ProxyConfig {
     /// Parses a configuration file's text; `name` names it in errors.
     pub fn from_toml(name: &str, text: &str) -> Result<ProxyConfig, ConfigError> {
-        let mut config: ProxyConfig = toml::from_str(text).map_err(|e| match e.span() {
-            Some(s) => ConfigError::File(format!("{name}:{}: {}", line_at(text, s.start), e.message())),
-            None => ConfigError::File(format!("{name}: {}", e.message())),
-        })?;
         let source = ConfigSource { name: name.to_string(), text: text.to_string(), overridden: Vec::new() };
+        let mut config: ProxyConfig = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
         config.source = Some(Arc::new(source));
         Ok(config)
     }
@@ -512,13 +566,6 @@ impl ProxyConfig {
         if s.sms < 2048 {
             return bad("sigcomp.sms", format!("{} is below 2048, the SIP minimum (RFC 5049 §3.2)", s.sms));
         }
-        if Algorithm::parse(&s.algorithm).is_none() {
-            let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-            return bad("sigcomp.algorithm", format!("{:?} is not one of {}", s.algorithm, names.join(", ")));
-        }
-        if Mechanism::parse(&s.mechanism).is_none() {
-            return bad("sigcomp.mechanism", format!("{:?} is not one of basic, static, dynamic, shared", s.mechanism));
-        }
         if !self.sigcomp_id.starts_with("urn:") {
             return bad("sigcomp_id", format!("{:?} is not a URN (RFC 5049 §6.1)", self.sigcomp_id));
         }
@@ -570,11 +617,11 @@ impl ProxyConfig {
         }
     }
 
-    /// The compressor settings (valid after [`ProxyConfig::validate`]).
+    /// The compressor settings.
     pub fn compressor(&self) -> CompressorConfig {
         CompressorConfig {
-            algorithm: Algorithm::parse(&self.sigcomp.algorithm).unwrap_or(Algorithm::Lzss),
-            mechanism: Mechanism::parse(&self.sigcomp.mechanism).unwrap_or(Mechanism::Dynamic),
+            algorithm: self.sigcomp.algorithm,
+            mechanism: self.sigcomp.mechanism,
             ..CompressorConfig::default()
         }
     }
@@ -636,7 +683,6 @@ messages_per_source_per_s = 50
             (format!("{head}sms = 4096\ndms = 3000\n"), "sigkit.toml:6: sigcomp.dms:", "3000"),
             (format!("{head}cpb = 17\n"), "sigkit.toml:5: sigcomp.cpb:", "17"),
             (format!("{head}dms = 4096\n"), "sigkit.toml:5: sigcomp.dms:", "below 8192"),
-            (format!("{head}\nalgorithm = \"zstd\"\n"), "sigkit.toml:6: sigcomp.algorithm:", "zstd"),
             (format!("{head}assumed_cpb = 8\n"), "sigkit.toml:5: sigcomp.assumed_cpb:", "8"),
             (
                 "sigcomp_id = \"x\"\nlisten = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n".into(),
@@ -669,6 +715,47 @@ messages_per_source_per_s = 50
         let mut c = ProxyConfig::from_toml("sigkit.toml", &format!("{head}cpb = 17\n")).unwrap();
         c.source = None;
         assert!(c.validate().unwrap_err().to_string().starts_with("sigcomp.cpb: "));
+    }
+
+    /// A name the proxy does not know is refused as the file is read, with
+    /// its key, its line and the names there are; so is an address.
+    #[test]
+    fn bad_names_name_their_key_and_line_and_the_choices() {
+        let head = "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n\n[sigcomp]\n";
+        let cases = [
+            (
+                format!("{head}\nalgorithm = \"zstd\"\n"),
+                "sigkit.toml:6: sigcomp.algorithm: ",
+                "\"zstd\" is not one of lzss",
+            ),
+            (
+                format!("{head}mechanism = \"Shared\"\n"),
+                "sigkit.toml:5: sigcomp.mechanism: ",
+                "\"Shared\" is not one of basic, static, dynamic, shared",
+            ),
+            (
+                "upstream = \"udp:127.0.0.1\"\n".into(),
+                "sigkit.toml:1: upstream: ",
+                "\"udp:127.0.0.1\": invalid socket address syntax",
+            ),
+        ];
+        for (text, prefix, reason) in cases {
+            let e = ProxyConfig::from_toml("sigkit.toml", &text).unwrap_err().to_string();
+            assert!(e.starts_with(prefix) && e.contains(reason), "{e}\nfor\n{text}");
+        }
+        let text = format!("{head}algorithm = \"lzss\"\nmechanism = \"basic\"\n");
+        let c = ProxyConfig::from_toml("sigkit.toml", &text).unwrap();
+        assert_eq!((c.compressor().algorithm, c.compressor().mechanism), (Algorithm::Lzss, Mechanism::Basic));
+    }
+
+    #[test]
+    fn transport_addresses_say_what_is_wrong() {
+        assert_eq!("tcp:[::1]:5060".parse::<TransportAddr>().unwrap().to_string(), "tcp:[::1]:5060");
+        assert_eq!("5060".parse::<TransportAddr>(), Err(TransportAddrError::Form("5060".into())));
+        let e = "sctp:127.0.0.1:5060".parse::<TransportAddr>().unwrap_err();
+        assert_eq!(e, TransportAddrError::Transport { text: "sctp:127.0.0.1:5060".into(), transport: "sctp".into() });
+        assert_eq!(e.to_string(), "\"sctp:127.0.0.1:5060\": transport \"sctp\" is not udp or tcp");
+        assert!(matches!("udp:localhost:5060".parse::<TransportAddr>(), Err(TransportAddrError::Addr { .. })));
     }
 
     /// The proxy sends to its upstream over UDP only: a TCP upstream is

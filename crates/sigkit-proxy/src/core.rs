@@ -41,238 +41,75 @@
 //! Flows are soft state: one unused either way for `flow_idle_timeout_s`
 //! and without a live registration is forgotten, and at most `max_flows`
 //! are kept (the one idle longest goes first).
+//!
+//! `Proxy` composes one part per concern, each in its own file in `core/`
+//! that uses none of the others (only the message ends of `peer.rs` and
+//! the shard's tokens of `shard.rs`): `identity.rs` (what the proxy calls
+//! itself: addresses, `sigcomp-id`, flow tokens and branches), `flows.rs`,
+//! `registrar.rs` (compartments, registrations and held REGISTERs),
+//! `transactions.rs` (stateful mode), `compression.rs` (the SigComp
+//! endpoint and its budgets), besides overload control and the metrics.
+//! The steps that join them are `impl Proxy` blocks: here,
+//! `from_terminal.rs`, `toward_terminal.rs` and `stateful.rs`.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::fmt::Write as _;
-use std::net::{IpAddr, SocketAddr};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use sha1::{Digest, Sha1};
-use sigcomp::{CompartmentId, Transport};
+use sigcomp::CompartmentId;
 use sigcomp_compress::{Endpoint, EndpointConfig, Incoming, Received, ReceivedNack};
-use sigkit_sip::proxy::{build_response, format_via, is_dialog_forming, route_uri};
-use sigkit_sip::transaction::{ack_for, cancel_for, ClientTransaction, Reliability, ServerTransaction, State, Timers};
+use sigkit_sip::proxy::{build_response, is_dialog_forming};
+use sigkit_sip::transaction::Timers;
 use sigkit_sip::{EditError, Editor, HeaderName, Message};
 
+mod compression;
 mod flows;
+mod from_terminal;
+mod identity;
+mod peer;
+mod registrar;
 mod shard;
+mod stateful;
 mod toward_terminal;
 mod transactions;
 
-use shard::{host_matches, parse_flow_token, socket_addr, BRANCH_PREFIX};
+use compression::Compression;
+use flows::Flows;
+use identity::{Identity, RouteToken};
+use peer::App;
+pub use peer::{is_sigcomp_first_byte, Encoding, LocalAddrs, Peer, Side, Transmit};
+use registrar::{Registrar, Registration};
 pub use shard::{new_instance_id, Shard};
+use shard::{socket_addr, BRANCH_PREFIX};
+use transactions::Transactions;
 
-use crate::compartments::{Compartments, ProxyName, Terminal, MAX_IDENTIFIER_LEN};
+use crate::compartments::{ProxyName, Terminal};
 use crate::config::{ConfigError, ProxyConfig, SipTransport};
-use crate::defence::{Budgets, Standing};
+use crate::defence::Budgets;
 use crate::metrics::{ProxyMetrics, Snapshot};
 use crate::overload::{Admission, Overload, OverloadMetrics};
-use crate::pending::{HeldRegister, PendingLimits, PendingRegisters, MAX_CONTACTS};
-
-/// Whether a datagram or a TCP stream starting with `b` is SigComp
-/// (RFC 5049 §4: the five most significant bits are 11111).
-pub fn is_sigcomp_first_byte(b: u8) -> bool {
-    b & 0xF8 == 0xF8
-}
-
-/// Which side of the proxy a message crosses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Side {
-    Terminal,
-    Upstream,
-}
-
-/// The other end of a message: transport, address, the local socket it
-/// arrived on, and for TCP the connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Peer {
-    pub transport: SipTransport,
-    pub addr: SocketAddr,
-    pub local: Option<SocketAddr>,
-    pub conn: Option<u64>,
-}
-
-/// Bytes to send.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transmit {
-    pub side: Side,
-    pub to: Peer,
-    pub bytes: Vec<u8>,
-    /// A SigComp message (over TCP the runtime adds record marking,
-    /// RFC 3320 §4.2.2).
-    pub sigcomp: bool,
-}
-
-/// The proxy's sockets, as bound.
-#[derive(Debug, Clone)]
-pub struct LocalAddrs {
-    pub terminal: Vec<(SipTransport, SocketAddr)>,
-    /// Where the proxy sends to and receives from the upstream.
-    pub upstream: SocketAddr,
-    /// The upstream server.
-    pub upstream_peer: SocketAddr,
-}
-
-/// What a flow token names.
-#[derive(Debug, Clone)]
-struct Flow {
-    peer: Peer,
-    sigcomp: bool,
-    /// The terminal's SigComp identifier, once a request on this flow
-    /// named it ([`Terminal::Id`]).
-    terminal_id: Option<String>,
-    /// The last message from or to the terminal on this flow.
-    last_seen: Instant,
-    /// The end of the registration made through this flow: a registered
-    /// terminal's flow is kept for terminating requests however quiet it is.
-    registered_until: Option<Instant>,
-    /// A registered terminal's message came on this flow: its source is a
-    /// terminal the proxy knows ([`Standing`]).
-    trusted: bool,
-}
-
-/// A SIP message sent compressed over a TCP flow, kept until the flow's
-/// next few messages push it out, in case the terminal NACKs it.
-struct SentOverTcp {
-    /// SHA-1 of the SigComp message, as the NACK names it (RFC 4077 §3.1).
-    sha1: [u8; 20],
-    compartment: CompartmentId,
-    to: Peer,
-    sip: Vec<u8>,
-}
-
-/// A transaction of the stateful mode: the server transaction toward the
-/// terminal and the client transaction toward the upstream (RFC 3261
-/// §16.6 step 9), keyed by the proxy's branch, which is the same for a
-/// retransmission of the request ([`Proxy::branch_for`]).
-struct Transaction {
-    /// The CSeq method.
-    method: String,
-    server: ServerTransaction,
-    client: ClientTransaction,
-    /// The request as forwarded: sent again on Timer A or E, and the base
-    /// of the ACK of a non-2xx final response.
-    forwarded: Vec<u8>,
-    /// The request as the terminal sent it (decompressed): the base of a
-    /// 408 of the proxy's own.
-    received: Vec<u8>,
-    /// Where responses go: the terminal's flow and compartment, and
-    /// whether it speaks SigComp.
-    to: Peer,
-    app: App,
-    sigcomp: bool,
-    /// The last response sent to the terminal (plain SIP): sent again
-    /// when the terminal retransmits the request, or on Timer G.
-    last_response: Option<Vec<u8>>,
-    /// Timer C (§16.6 step 11): an INVITE answered only provisionally is
-    /// given up after it.
-    timer_c: Instant,
-    /// The CANCEL of this INVITE toward the upstream, once the terminal
-    /// cancelled it (§16.10).
-    cancel: Option<Cancel>,
-}
-
-/// The proxy's own CANCEL of an INVITE it forwarded (RFC 3261 §16.10).
-struct Cancel {
-    /// The CANCEL (§9.1: built from the INVITE as forwarded, so it carries
-    /// the proxy's branch).
-    request: Vec<u8>,
-    /// Its client transaction, started once the INVITE's has a provisional
-    /// response: §9.1 forbids a CANCEL before one.
-    client: Option<ClientTransaction>,
-}
-
-impl Transaction {
-    fn next_timeout(&self) -> Instant {
-        let cancel = self.cancel.as_ref().and_then(|c| c.client.as_ref()).and_then(ClientTransaction::poll_timeout);
-        [self.client.poll_timeout(), self.server.poll_timeout(), cancel]
-            .into_iter()
-            .flatten()
-            .fold(self.timer_c, Instant::min)
-    }
-}
-
-/// Timer C of a stateful proxy's INVITE transaction (RFC 3261 §16.6 step
-/// 11: greater than 3 minutes).
-const TIMER_C: Duration = Duration::from_secs(181);
-
-/// How many of a TCP flow's last compressed messages may be sent again
-/// after a NACK. A NACK answers the message that failed, and over TCP it
-/// comes back within a round trip, behind at most the few messages the
-/// proxy sent meanwhile (a provisional and a final response, a request).
-const RESEND_PER_FLOW: usize = 4;
-
-/// A flow token of the first Route entry naming the proxy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RouteToken {
-    /// None there.
-    Absent,
-    /// One this instance wrote.
-    Own(u64),
-    /// One another instance wrote (or this one before a restart).
-    Foreign,
-}
-
-/// The terminal end of a message toward a terminal: its flow token, and
-/// the compartment key (the terminal, the name it used for the proxy).
-#[derive(Debug, Clone)]
-struct App {
-    token: u64,
-    terminal: Terminal,
-    name: ProxyName,
-}
+use crate::pending::{HeldRegister, PendingLimits};
 
 /// Timer F (64 × T1, RFC 3261 §17.1.2.2): no final response by then, none
 /// comes.
 const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(32);
 
 pub struct Proxy {
-    endpoint: Endpoint,
-    cpb: u64,
-    sigcomp_id: String,
-    addrs: LocalAddrs,
-    route_terminal: Option<SocketAddr>,
-    route_upstream: Option<SocketAddr>,
-    /// Terminals' compartments and registrations.
-    compartments: Compartments,
-    /// The proxy's `sigcomp-id` as a name ([`ProxyName::ours`]).
-    our_name: ProxyName,
-    flows: HashMap<u64, Flow>,
-    flow_tokens: HashMap<Peer, u64>,
-    /// The newest flow from each transport address, and each TCP
-    /// connection's flow: found without a scan.
-    by_addr: HashMap<(SipTransport, SocketAddr), u64>,
-    by_conn: HashMap<u64, Peer>,
-    next_token: u64,
-    /// Flows by when they may be forgotten (entries are checked against
-    /// the flow when they come up: a flow used since is pushed again).
-    flow_deadlines: BinaryHeap<Reverse<(Instant, u64)>>,
-    flow_idle: Duration,
-    max_flows: usize,
-    max_registrations: usize,
-    /// This proxy's part of a sharded runtime ([`Shard`]).
-    shard: Shard,
-    /// REGISTERs awaiting the registrar's answer ([`crate::pending`]).
-    held: PendingRegisters,
-    budgets: Budgets,
+    /// Its addresses, `sigcomp-id`, flow tokens and branches.
+    identity: Identity,
+    /// Terminals' flows.
+    flows: Flows,
+    /// Compartments, registrations and held REGISTERs.
+    registrar: Registrar,
+    /// Stateful mode's transactions.
+    transactions: Transactions,
+    /// The SigComp endpoint toward terminals and its budgets.
+    compression: Compression,
+    /// Overload control toward the upstream.
     overload: Overload,
-    /// Each TCP connection's last compressed messages, by connection.
-    sent_over_tcp: HashMap<u64, VecDeque<SentOverTcp>>,
-    /// Transaction stateful toward the upstream (`stateful`).
-    stateful: bool,
-    transactions: HashMap<String, Transaction>,
-    /// No transaction timer is due before this.
-    transactions_due: Option<Instant>,
+    /// What is ready to send ([`Proxy::poll_transmit`]).
     out: VecDeque<Transmit>,
     metrics: ProxyMetrics,
-}
-
-fn side_index(side: Side) -> usize {
-    match side {
-        Side::Terminal => 0,
-        Side::Upstream => 1,
-    }
 }
 
 impl Proxy {
@@ -297,40 +134,23 @@ impl Proxy {
             ..EndpointConfig::new(config.local_params(), config.assumed_peer(), config.compressor())
         };
         let endpoint = Endpoint::new(endpoint_config)?;
+        let budgets = Budgets::new(config.defence.clone(), 1.0 / n as f64, Instant::now());
+        let held = PendingLimits {
+            max_registers: config.max_pending_registers.div_ceil(n),
+            max_per_source: config.max_pending_registers_per_source,
+            max_bytes: config.max_pending_state_bytes.div_ceil(n),
+        };
         Ok(Proxy {
-            endpoint,
-            cpb: u64::from(config.sigcomp.cpb),
-            sigcomp_id: config.sigcomp_id.clone(),
-            addrs,
-            route_terminal: config.route_terminal,
-            route_upstream: config.route_upstream,
-            compartments: Compartments::default(),
-            our_name: ProxyName::ours(&config.sigcomp_id),
-            flows: HashMap::new(),
-            flow_tokens: HashMap::new(),
-            by_addr: HashMap::new(),
-            by_conn: HashMap::new(),
-            next_token: 1,
-            flow_deadlines: BinaryHeap::new(),
-            flow_idle: config.flow_idle_timeout(),
-            max_flows: config.max_flows.div_ceil(n),
-            max_registrations: config.max_registrations.div_ceil(n),
-            shard,
-            held: PendingRegisters::new(PendingLimits {
-                max_registers: config.max_pending_registers.div_ceil(n),
-                max_per_source: config.max_pending_registers_per_source,
-                max_bytes: config.max_pending_state_bytes.div_ceil(n),
-            }),
-            budgets: Budgets::new(config.defence.clone(), 1.0 / n as f64, Instant::now()),
+            identity: Identity::new(config, addrs, shard),
+            flows: Flows::new(config.flow_idle_timeout(), config.max_flows.div_ceil(n), shard),
+            registrar: Registrar::new(held, config.max_registrations.div_ceil(n)),
+            transactions: Transactions::new(config.stateful),
+            compression: Compression::new(endpoint, config.sigcomp.cpb, budgets),
             overload: Overload::new(
                 config.overload.clone(),
                 0x9e37_79b9_7f4a_7c15 ^ u64::from(shard.index),
                 config.stateful,
             ),
-            sent_over_tcp: HashMap::new(),
-            stateful: config.stateful,
-            transactions: HashMap::new(),
-            transactions_due: None,
             out: VecDeque::new(),
             metrics: ProxyMetrics::default(),
         })
@@ -347,7 +167,7 @@ impl Proxy {
     }
 
     /// Counts one message's handling time (measured by the runtime, which
-    /// owns the clock; see [`HandlingTimes`]).
+    /// owns the clock; see [`crate::metrics::HandlingTimes`]).
     pub fn record_handling(&mut self, took: Duration) {
         self.metrics.handling.record(took);
     }
@@ -357,108 +177,129 @@ impl Proxy {
     }
 
     pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
+        &self.compression.endpoint
     }
 
-    fn send(&mut self, side: Side, to: Peer, bytes: Vec<u8>, sigcomp: bool) {
-        let i = side_index(side);
+    fn send(&mut self, side: Side, to: Peer, bytes: Vec<u8>, encoding: Encoding) {
+        let i = side.index();
         self.metrics.messages_out[i] += 1;
         self.metrics.bytes_out[i] += bytes.len() as u64;
-        self.out.push_back(Transmit { side, to, bytes, sigcomp });
+        self.out.push_back(Transmit { side, to, bytes, encoding });
     }
 
-    fn upstream_peer(&self) -> Peer {
-        Peer {
-            transport: SipTransport::Udp,
-            addr: self.addrs.upstream_peer,
-            local: Some(self.addrs.upstream),
-            conn: None,
-        }
+    /// Sends plain SIP to the upstream.
+    fn send_upstream(&mut self, bytes: Vec<u8>) {
+        let to = self.identity.upstream_peer();
+        self.send(Side::Upstream, to, bytes, Encoding::Plain);
     }
 
     /// Terminals with a live registration.
     pub fn registered_count(&self) -> usize {
-        self.compartments.registered_count()
+        self.registrar.compartments.registered_count()
     }
 
-    fn terminal_addr(&self, transport: SipTransport, local: Option<SocketAddr>) -> SocketAddr {
-        local
-            .filter(|l| self.addrs.terminal.iter().any(|(t, a)| *t == transport && a == l))
-            .or_else(|| self.addrs.terminal.iter().find(|(t, _)| *t == transport).map(|(_, a)| *a))
-            .unwrap_or(self.addrs.upstream)
+    /// Terminal flows remembered.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
     }
 
-    fn host_of(&self, addr: SocketAddr) -> String {
-        match addr.ip() {
-            IpAddr::V6(ip) => format!("[{ip}]"),
-            IpAddr::V4(ip) => ip.to_string(),
+    /// Transactions the stateful mode holds.
+    pub fn transaction_count(&self) -> usize {
+        self.transactions.len()
+    }
+
+    /// Whether the proxy is transaction stateful (`stateful`).
+    pub fn is_stateful(&self) -> bool {
+        self.transactions.is_stateful()
+    }
+
+    /// The flow token of `peer`, made on first sight (room made first by
+    /// forgetting the flow idle longest).
+    fn token(&mut self, now: Instant, peer: Peer, encoding: Encoding) -> u64 {
+        if let Some(t) = self.flows.touch(now, &peer, encoding) {
+            return t;
+        }
+        while self.flows.is_full() {
+            let Some(gone) = self.flows.evict() else { break };
+            self.flow_gone(gone);
+        }
+        self.flows.insert(now, peer, encoding)
+    }
+
+    /// Flow `t` was forgotten: so are the compartments and registration of
+    /// the terminal it named if nothing else can name that terminal (it
+    /// has no `sigcomp-id`).
+    fn flow_gone(&mut self, t: u64) {
+        for c in self.registrar.forget(&Terminal::Flow(t)) {
+            self.compression.endpoint.close_compartment(c);
         }
     }
 
-    /// A URI of the proxy on the terminal side of `flow` (with
-    /// `comp=sigcomp` and the proxy's `sigcomp-id` where the terminal
-    /// speaks SigComp, RFC 3486 §5, RFC 5049 §6.1), naming the flow.
-    fn terminal_uri(&self, token: u64) -> String {
-        let f = self.flows.get(&token);
-        let transport = f.map_or(SipTransport::Udp, |f| f.peer.transport);
-        let local = self.route_terminal.unwrap_or_else(|| self.terminal_addr(transport, f.and_then(|f| f.peer.local)));
-        let tcp = (transport == SipTransport::Tcp).then_some("tcp");
-        let id = f.is_some_and(|f| f.sigcomp).then_some(self.sigcomp_id.as_str());
-        self.with_flow_token(token, &route_uri(&self.host_of(local), Some(local.port()), tcp, id))
+    /// The compartment of `terminal` under `name`; past the terminal's cap
+    /// of names, the one it used longest ago closes.
+    fn compartment_for(&mut self, terminal: &Terminal, name: ProxyName) -> CompartmentId {
+        let (c, over) = self.registrar.compartment(terminal, name);
+        if let Some(old) = over {
+            self.compression.endpoint.close_compartment(old);
+        }
+        c
     }
 
-    fn upstream_uri(&self, token: u64) -> String {
-        let a = self.route_upstream.unwrap_or(self.addrs.upstream);
-        self.with_flow_token(token, &route_uri(&self.host_of(a), Some(a.port()), None, None))
+    /// A flow for a response to a UDP terminal the proxy has none for: one
+    /// it forgot (idle, or lost in a restart). Over UDP a response goes to
+    /// the address its Via names (RFC 3261 §18.2.2), flow or none; it
+    /// leaves from the proxy's first UDP socket toward terminals.
+    fn udp_flow_for_response(
+        &mut self,
+        now: Instant,
+        transport: SipTransport,
+        addr: SocketAddr,
+        encoding: Encoding,
+    ) -> Option<(u64, Peer)> {
+        if transport != SipTransport::Udp {
+            return None;
+        }
+        let local = self.identity.first_udp_terminal_socket()?;
+        let peer = Peer { transport, addr, local: Some(local), conn: None };
+        Some((self.token(now, peer, encoding), peer))
     }
 
-    /// `uri` (`sip:host...`) with the flow token as its user part.
-    fn with_flow_token(&self, token: u64, uri: &str) -> String {
-        format!("sip:t.{:012x}.{token}@{}", self.shard.instance, uri.strip_prefix("sip:").unwrap_or(uri))
+    /// Until when a registration made over TCP connection `conn` lasts,
+    /// if one does: the connection is then how the registrar's requests
+    /// reach the terminal (RFC 5626 §5.3, RFC 3261 §18.3), and idleness
+    /// alone does not close it.
+    pub fn connection_registered_until(&self, conn: u64) -> Option<Instant> {
+        self.flows.connection_registered_until(conn)
     }
 
-    /// Whether `uri` (a Route entry) names this proxy.
-    fn is_ours(&self, host: &str, port: Option<u16>) -> bool {
-        let port = port.unwrap_or(5060);
-        let ours = |a: SocketAddr| a.port() == port && host_matches(host, a.ip());
-        ours(self.addrs.upstream)
-            || self.addrs.terminal.iter().any(|(_, a)| ours(*a))
-            || self.route_terminal.is_some_and(ours)
-            || self.route_upstream.is_some_and(ours)
+    /// A terminal's TCP connection closed: its flow is gone (RFC 5626
+    /// §5.2: a flow that fails is not reused).
+    pub fn connection_closed(&mut self, conn: u64) {
+        self.compression.connection_closed(conn);
+        if let Some(t) = self.flows.close_connection(conn) {
+            self.flow_gone(t);
+        }
     }
 
     /// A message from a terminal: one datagram, or one message of a TCP
     /// connection (SigComp with its record marking removed, or plain SIP).
-    pub fn from_terminal(&mut self, now: Instant, from: Peer, bytes: &[u8], sigcomp: bool) {
+    pub fn from_terminal(&mut self, now: Instant, from: Peer, bytes: &[u8], encoding: Encoding) {
         self.metrics.messages_in[0] += 1;
         self.metrics.bytes_in[0] += bytes.len() as u64;
-        if !sigcomp {
+        if encoding == Encoding::Plain {
             self.sip_from_terminal(now, from, bytes, None);
             return;
         }
         // Charged the worst case before it runs (RFC 3320 §8.6), and its
         // cycles or measured time after ([`crate::defence`]).
-        let worst = (8 * bytes.len() as u64 + 1000) * self.cpb;
-        let admitted = match self.budgets.admit(now, from.addr.ip(), self.standing(&from), worst) {
-            Ok(a) => a,
+        let standing = self.flows.standing(&from);
+        let received = match self.compression.decompress(now, &from, standing, bytes) {
+            Ok(r) => r,
             Err(r) => {
                 self.metrics.refused[r.index()] += 1;
                 return;
             }
         };
-        let transport = match from.transport {
-            SipTransport::Udp => Transport::Message,
-            SipTransport::Tcp => Transport::Stream,
-        };
-        let started = Instant::now();
-        let received = self.endpoint.receive(bytes, transport);
-        let took = started.elapsed();
-        let cycles = match &received {
-            Ok(Received::Message(incoming)) => incoming.cycles(),
-            Ok(Received::Nack(_)) => 0,
-            Err(e) => e.failure.cycles,
-        };
-        self.budgets.settle(admitted, cycles, took);
         match received {
             Ok(Received::Message(incoming)) => {
                 self.metrics.sigcomp_bytes_in += bytes.len() as u64;
@@ -471,7 +312,7 @@ impl Proxy {
             Ok(Received::Nack(nack)) => self.nacked(now, from, nack),
             Err(e) => {
                 if let Some(nack) = e.nack {
-                    self.send(Side::Terminal, from, nack, true);
+                    self.send(Side::Terminal, from, nack, Encoding::SigComp);
                 }
                 tracing::debug!(from = %from.addr, reason = e.failure.reason.name(), "decompression failed");
             }
@@ -491,23 +332,20 @@ impl Proxy {
             return;
         }
         let (Some(c), Some(report), Some(conn)) = (nack.compartment, nack.report, from.conn) else { return };
-        let Some(sent) = self.sent_over_tcp.get_mut(&conn) else { return };
-        let sha1 = report.nack.message_sha1;
-        let Some(i) = sent.iter().position(|s| s.sha1 == sha1 && s.compartment == c) else { return };
-        let Some(s) = sent.remove(i) else { return };
+        let Some(s) = self.compression.nacked(conn, &report.nack.message_sha1, c) else { return };
         self.metrics.nack_resends += 1;
-        match self.endpoint.compress(now, c, &s.sip) {
+        match self.compression.endpoint.compress(now, c, &s.sip) {
             Ok(out) => {
-                self.compartments.to_terminal(c, out.uploaded_bytecode);
+                self.registrar.compartments.to_terminal(c, out.uploaded_bytecode);
                 self.metrics.sigcomp_sip_bytes_out += s.sip.len() as u64;
                 self.metrics.sigcomp_bytes_out += out.message.len() as u64;
-                self.send(Side::Terminal, s.to, out.message, true);
+                self.send(Side::Terminal, s.to, out.message, Encoding::SigComp);
             }
             Err(e) => {
                 // RFC 5049 §4: plain SIP is always understood.
                 tracing::warn!(error = %e, "compression after a NACK failed; sending plain SIP");
                 self.metrics.compress_failures += 1;
-                self.send(Side::Terminal, s.to, s.sip, false);
+                self.send(Side::Terminal, s.to, s.sip, Encoding::Plain);
             }
         }
     }
@@ -520,258 +358,16 @@ impl Proxy {
         match compartment.filter(|_| accept) {
             Some(c) => {
                 self.metrics.states_accepted += 1;
-                self.endpoint.accept(now, incoming, c);
+                self.compression.endpoint.accept(now, incoming, c);
             }
             None => {
                 self.metrics.states_declined += 1;
-                self.endpoint.discard(incoming);
+                self.compression.endpoint.discard(incoming);
             }
         }
         if let Some(c) = compartment {
-            self.compartments.from_terminal(c, uploaded);
+            self.registrar.compartments.from_terminal(c, uploaded);
         }
-    }
-
-    fn sip_from_terminal(&mut self, now: Instant, from: Peer, bytes: &[u8], incoming: Option<Incoming>) {
-        let sigcomp = incoming.is_some();
-        let Ok(msg) = Message::parse(bytes) else {
-            self.metrics.bad_sip += 1;
-            self.decide(now, incoming, None, false);
-            return;
-        };
-        let token = self.token(now, from, sigcomp);
-        if msg.is_request() {
-            self.request_from_terminal(now, from, &msg, token, incoming);
-        } else {
-            // A response of the terminal's (it is the UAS) to a request of
-            // the proxy's, whose Via named the proxy by its sigcomp-id: the
-            // terminal filed the request, and so its response, under that
-            // name (RFC 5049 §6.1, "Incoming requests", "Outgoing
-            // responses").
-            let terminal = self.terminal(None, token);
-            let c = sigcomp.then(|| self.compartment_for(&terminal, self.our_name));
-            let accept = self.compartments.is_registered(&terminal);
-            if accept {
-                self.trust(token);
-            }
-            self.decide(now, incoming, c, accept);
-            self.response_toward_upstream(&msg);
-        }
-    }
-
-    fn request_from_terminal(
-        &mut self,
-        now: Instant,
-        from: Peer,
-        msg: &Message<'_>,
-        token: u64,
-        incoming: Option<Incoming>,
-    ) {
-        if msg.top_via().is_err() {
-            self.metrics.bad_sip += 1;
-            self.decide(now, incoming, None, false);
-            return;
-        }
-        // RFC 5049 §6.1: the terminal is named by the Via's sigcomp-id,
-        // else the Contact's +sip.instance, else its flow; it filed this
-        // request under the name of the URI it sent it to.
-        let terminal = self.terminal(sigkit_sip::compartment::sigcomp_id(msg), token);
-        let name = ProxyName::of_request(msg).unwrap_or(self.our_name);
-        let compartment = incoming.is_some().then(|| self.compartment_for(&terminal, name));
-        let registered = self.compartments.is_registered(&terminal);
-        if registered {
-            self.trust(token);
-        }
-        let app = App { token, terminal, name };
-        let method = msg.method().unwrap_or("");
-        if self.stateful && self.absorbed(now, msg, method) {
-            self.decide(now, incoming, compartment, registered);
-            return;
-        }
-        // §16.10: a CANCEL of an INVITE the proxy holds a transaction for
-        // is answered here and cancels the proxy's own client transaction;
-        // one that matches nothing is forwarded statelessly, below.
-        if self.stateful && method == "CANCEL" {
-            let branch = self.branch_for(msg);
-            if self.transactions.get(&branch).is_some_and(|t| t.method == "INVITE") {
-                self.decide(now, incoming, compartment, registered);
-                self.cancel_invite(now, from, &app, msg, &branch);
-                return;
-            }
-        }
-        // Overload control sheds only requests that start something new
-        // (out of dialog, not ACK or CANCEL).
-        let sheddable = !matches!(method, "ACK" | "CANCEL") && !msg.to().is_ok_and(|t| t.tag().is_some());
-        if self.overload.admit(now, sheddable) == Admission::Reject {
-            let retry = self.overload.retry_after_s().to_string();
-            let reply =
-                build_response(msg, 503, "Service Unavailable", Some(&self.to_tag(msg)), &[("Retry-After", &retry)]);
-            self.decide(now, incoming, compartment, false);
-            if let Ok(reply) = reply {
-                self.reply_to_terminal(now, from, &app, reply);
-            }
-            return;
-        }
-        let branch = self.branch_for(msg);
-        let out = match self.edit_toward_upstream(msg, from, token, name, &branch) {
-            Ok(out) => out,
-            Err(err) => {
-                self.metrics.bad_sip += 1;
-                let reply = matches!(err, EditError::TooManyHops).then(|| self.too_many_hops(msg)).flatten();
-                self.decide(now, incoming, compartment, false);
-                if let Some(reply) = reply {
-                    self.reply_to_terminal(now, from, &app, reply);
-                }
-                return;
-            }
-        };
-        // RFC 5049 §6: a registered terminal's state is kept; an
-        // unregistered terminal's REGISTER's waits for the registrar's 2xx;
-        // nobody else's is kept. Every REGISTER is held for its answer,
-        // which may end or renew the registration.
-        if method == "REGISTER" {
-            self.hold_register(now, from, msg, &app, &branch, incoming, compartment, registered);
-        } else {
-            self.decide(now, incoming, compartment, registered);
-        }
-        if method != "ACK" {
-            self.overload.forwarded(now, &branch);
-        }
-        if self.stateful && !matches!(method, "ACK" | "CANCEL") {
-            self.start_transaction(now, msg, from, app, branch, &out);
-        }
-        let to = self.upstream_peer();
-        self.send(Side::Upstream, to, out, false);
-    }
-
-    /// `msg` as it goes to the upstream (RFC 3261 §16.6): `received` and
-    /// `rport` on the terminal's Via (§18.2.1, RFC 3581 §4), the Route
-    /// entries naming the proxy consumed, the proxy's Via (with overload
-    /// control's parameter and, so that the response comes back in the
-    /// compartment of this name, the name's), Path on a REGISTER (RFC 3327)
-    /// or a double Record-Route on a dialog-forming request, and
-    /// Max-Forwards decremented.
-    fn edit_toward_upstream(
-        &self,
-        msg: &Message<'_>,
-        from: Peer,
-        token: u64,
-        name: ProxyName,
-        branch: &str,
-    ) -> Result<Vec<u8>, EditError> {
-        let method = msg.method().unwrap_or("");
-        let up = self.addrs.upstream;
-        let mut via = format_via("UDP", &self.host_of(up), Some(up.port()), branch, None, false);
-        via.push_str(self.overload.via_param());
-        via.push_str(&name.via_param());
-        let mut e = Editor::new(msg);
-        e.fill_top_via(from.addr)?;
-        e.remove_leading_routes_if(|na| na.sip_uri().is_ok_and(|u| self.is_ours(u.host, u.port)))?;
-        e.prepend_via(&via)?;
-        if method == "REGISTER" {
-            e.prepend_path(&self.upstream_uri(token))?;
-        } else if is_dialog_forming(method) && !msg.to().is_ok_and(|t| t.tag().is_some()) {
-            // Double Record-Route: the upstream's side on top, the
-            // terminal's below (the terminal, as UAC, uses the reverse
-            // order).
-            e.prepend_record_route(&self.upstream_uri(token))?;
-            e.prepend_record_route(&self.terminal_uri(token))?;
-        }
-        e.decrement_max_forwards()?;
-        Ok(e.emit())
-    }
-
-    /// A REGISTER from a terminal, forwarded: held for its final answer,
-    /// which may start, renew or end the registration. RFC 5049 §6: a
-    /// registered terminal's state is kept at once; an unregistered
-    /// terminal's waits for the registrar's 2xx; past the caps of
-    /// [`crate::pending`] the REGISTER goes on and its state is declined.
-    #[allow(clippy::too_many_arguments)]
-    fn hold_register(
-        &mut self,
-        now: Instant,
-        from: Peer,
-        msg: &Message<'_>,
-        app: &App,
-        branch: &str,
-        incoming: Option<Incoming>,
-        compartment: Option<CompartmentId>,
-        registered: bool,
-    ) {
-        if let Some(old) = self.held.remove(branch) {
-            self.decide(now, old.incoming, old.compartment, false);
-        }
-        let contacts = match msg.contacts() {
-            Ok(sigkit_sip::Contacts::List(list)) => Some(
-                list.iter()
-                    .take(MAX_CONTACTS)
-                    .filter_map(|c| c.sip_uri().ok())
-                    .map(|u| (u.user.unwrap_or("").to_string(), u.host.to_ascii_lowercase(), u.port))
-                    .collect(),
-            ),
-            Ok(sigkit_sip::Contacts::Star) => None,
-            // Unreadable: the registrar judges it; nothing changes here.
-            Err(_) => Some(Vec::new()),
-        };
-        let source = from.addr.ip();
-        if self.held.admits(source).is_err() {
-            self.decide(now, incoming, compartment, registered);
-            return;
-        }
-        let incoming = match incoming {
-            Some(i) if registered => {
-                self.decide(now, Some(i), compartment, true);
-                None
-            }
-            Some(i) if !self.held.fits(&i) => {
-                self.decide(now, Some(i), compartment, false);
-                None
-            }
-            other => other,
-        };
-        let deadline = now + TRANSACTION_TIMEOUT;
-        let token = app.token;
-        let terminal = app.terminal.clone();
-        let held = HeldRegister { incoming, compartment, terminal, token, contacts, deadline, source };
-        if let Some(old) = self.held.insert(branch.to_string(), held) {
-            self.decide(now, old.incoming, old.compartment, false);
-        }
-    }
-
-    /// The flow token of the leading Route entries that name the proxy
-    /// (RFC 3261 §16.4): one this instance wrote, or another's.
-    fn our_route_token(&self, msg: &Message<'_>) -> RouteToken {
-        let Ok(routes) = msg.routes() else { return RouteToken::Absent };
-        let ours = routes.iter().filter_map(|na| na.sip_uri().ok()).take_while(|u| self.is_ours(u.host, u.port));
-        match ours.filter_map(|u| u.user.filter(|u| u.starts_with("t."))).next() {
-            None => RouteToken::Absent,
-            Some(user) => match parse_flow_token(user) {
-                Some((instance, t)) if instance == self.shard.instance => RouteToken::Own(t),
-                _ => RouteToken::Foreign,
-            },
-        }
-    }
-
-    /// A response going to the upstream: the proxy's Via off, the rest as is.
-    fn response_toward_upstream(&mut self, msg: &Message<'_>) {
-        let mut vias = msg.values(HeaderName::Via);
-        // Ours on top, and below it the Via the response goes back to.
-        let (Some(ours), Some(_)) = (vias.next(), vias.next()) else {
-            self.metrics.undeliverable += 1;
-            return;
-        };
-        if !ours.value_str().is_ok_and(|v| v.contains(BRANCH_PREFIX)) {
-            self.metrics.undeliverable += 1;
-            return;
-        }
-        let mut e = Editor::new(msg);
-        if e.remove_top_via().is_err() {
-            self.metrics.undeliverable += 1;
-            return;
-        }
-        let out = e.emit();
-        let to = self.upstream_peer();
-        self.send(Side::Upstream, to, out, false);
     }
 
     /// A message from the upstream server (plain SIP).
@@ -802,30 +398,34 @@ impl Proxy {
 
     /// The next time [`Proxy::handle_timeout`] has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let held = self.held.next_deadline();
-        let reg = self.compartments.next_expiry();
-        let flow = self.flow_deadlines.peek().map(|Reverse((at, _))| *at);
-        [held, reg, flow, self.endpoint.poll_timeout(), self.overload.poll_timeout(), self.transactions_due]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.registrar.next_deadline(),
+            self.flows.next_deadline(),
+            self.compression.endpoint.poll_timeout(),
+            self.overload.poll_timeout(),
+            self.transactions.next_due(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Ends what has timed out: held REGISTER states (no final answer),
-    /// expired registrations' compartments, idle compartments.
+    /// expired registrations' compartments, idle compartments and flows,
+    /// and the stateful mode's timers.
     pub fn handle_timeout(&mut self, now: Instant) {
-        for h in self.held.expire(now) {
+        for h in self.registrar.held.expire(now) {
             self.decide(now, h.incoming, h.compartment, false);
         }
-        for terminal in self.compartments.expire(now) {
-            for c in self.compartments.of(&terminal) {
-                self.close_compartment(c);
-            }
+        for c in self.registrar.expire(now) {
+            self.compression.endpoint.close_compartment(c);
         }
-        for c in self.endpoint.handle_timeout(now) {
-            self.forget_compartment(c);
+        for c in self.compression.endpoint.handle_timeout(now) {
+            self.registrar.compartments.forget(c);
         }
-        self.expire_flows(now);
+        while let Some(t) = self.flows.expire_next(now) {
+            self.flow_gone(t);
+        }
         self.overload.handle_timeout(now);
         self.run_transactions(now);
     }
@@ -835,15 +435,6 @@ impl Proxy {
         self.overload.metrics()
     }
 
-    fn close_compartment(&mut self, c: CompartmentId) {
-        self.endpoint.close_compartment(c);
-        self.forget_compartment(c);
-    }
-
-    fn forget_compartment(&mut self, c: CompartmentId) {
-        self.compartments.forget(c);
-    }
-
     /// The metrics in the Prometheus text exposition format.
     pub fn metrics_text(&self) -> String {
         metrics_text(&[self])
@@ -851,34 +442,35 @@ impl Proxy {
 
     /// What the metrics of this proxy (or shard) read now.
     pub fn snapshot(&self) -> Snapshot {
-        let identifiers: Vec<usize> =
-            self.flows.values().filter_map(|f| f.terminal_id.as_ref().map(String::len)).collect();
+        let (flow_identifiers, flow_identifier_bytes) = self.flows.identifiers();
+        let compartments = &self.registrar.compartments;
+        let held = &self.registrar.held;
         Snapshot {
             proxy: self.metrics.clone(),
-            endpoint: self.endpoint.metrics(),
-            registered: self.compartments.registered_count(),
-            uploads: self.compartments.uploads(),
-            reuploading: self.compartments.reuploading(),
+            endpoint: self.compression.endpoint.metrics(),
+            registered: compartments.registered_count(),
+            uploads: compartments.uploads(),
+            reuploading: compartments.reuploading(),
             overload: self.overload.metrics(),
             transactions: self.transactions.len(),
-            pending_registers: self.held.len(),
-            pending_register_bytes: self.held.bytes(),
-            pending_state_bytes: self.held.state_bytes(),
-            pending_refused: self.held.refused(),
+            pending_registers: held.len(),
+            pending_register_bytes: held.bytes(),
+            pending_state_bytes: held.state_bytes(),
+            pending_refused: held.refused(),
             flows: self.flows.len(),
-            flow_identifiers: identifiers.len(),
-            flow_identifier_bytes: identifiers.iter().sum(),
-            budgeted_sources: self.budgets.sources(),
-            decompression: <[Duration; 2]>::from(self.budgets.spent()),
+            flow_identifiers,
+            flow_identifier_bytes,
+            budgeted_sources: self.compression.budgeted_sources(),
+            decompression: self.compression.spent(),
         }
     }
 }
 
 /// The metrics of several shards, added up, in the Prometheus text
-/// exposition format ([`crate::metrics`]).
+/// exposition format ([`crate::exposition`]).
 pub fn metrics_text(shards: &[&Proxy]) -> String {
     let snapshots: Vec<Snapshot> = shards.iter().map(|p| p.snapshot()).collect();
-    crate::metrics::text(&snapshots)
+    crate::exposition::text(&snapshots)
 }
 
 #[cfg(test)]

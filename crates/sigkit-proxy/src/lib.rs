@@ -14,6 +14,7 @@ pub mod config;
 pub mod connections;
 pub mod core;
 pub mod defence;
+pub mod exposition;
 pub mod metrics;
 pub mod overload;
 pub mod pending;

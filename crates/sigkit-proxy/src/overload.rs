@@ -268,6 +268,28 @@ pub struct OverloadMetrics {
     pub t1_ms: u64,
 }
 
+impl OverloadMetrics {
+    /// Adds another shard's: counts and pending requests add up; of the
+    /// detectors' readings the most alarming is kept (an alarm of any
+    /// shard, the largest |κ|, delay, shed share and T1).
+    pub fn add_shard(&mut self, o: &OverloadMetrics) {
+        self.rejected += o.rejected;
+        self.timed_out += o.timed_out;
+        self.pending += o.pending;
+        self.delay_alarm |= o.delay_alarm;
+        self.oc_reduction = self.oc_reduction.max(o.oc_reduction);
+        self.delay_p95_us = self.delay_p95_us.max(o.delay_p95_us);
+        if o.d2_kappa.abs() > self.d2_kappa.abs() {
+            self.d2_kappa = o.d2_kappa;
+        }
+        self.d2_alarm |= o.d2_alarm;
+        self.d2_mean_alarm |= o.d2_mean_alarm;
+        self.d2_alarms += o.d2_alarms;
+        self.d2_mean_alarms += o.d2_mean_alarms;
+        self.t1_ms = self.t1_ms.max(o.t1_ms);
+    }
+}
+
 /// The overload state of one proxy shard.
 pub struct Overload {
     config: OverloadConfig,

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::{ProxyConfig, SipTransport};
 use crate::connections::{AcceptError, Activity, Closed, Connections, Queued};
-use crate::core::{is_sigcomp_first_byte, LocalAddrs, Peer, Proxy, Shard, Side, Transmit};
+use crate::core::{Encoding, LocalAddrs, Peer, Proxy, Shard, Side, Transmit};
 
 /// Longest SIP message or SigComp message the proxy takes (RFC 3320 §4.2.2
 /// leaves the bound to the implementation; SIP messages are a few KiB).
@@ -94,7 +94,7 @@ impl Shared {
                 continue;
             };
             let mut bytes = t.bytes;
-            if t.sigcomp {
+            if t.encoding == Encoding::SigComp {
                 let mut framed = Vec::with_capacity(bytes.len() + 8);
                 frame_for_stream(&bytes, &mut framed);
                 bytes = framed;
@@ -152,18 +152,18 @@ impl Shared {
 
     /// Hands one message to its shard's proxy; returns the datagrams to
     /// send (what goes over TCP is queued on its connection already).
-    fn handle(&self, side: Side, from: Peer, bytes: &[u8], sigcomp: bool) -> Vec<Transmit> {
-        self.handle_on(self.shard_of(side, from, bytes), side, from, bytes, sigcomp)
+    fn handle(&self, side: Side, from: Peer, bytes: &[u8], encoding: Encoding) -> Vec<Transmit> {
+        self.handle_on(self.shard_of(side, from, bytes), side, from, bytes, encoding)
     }
 
     /// [`Shared::handle`] on shard `index`.
-    fn handle_on(&self, index: u32, side: Side, from: Peer, bytes: &[u8], sigcomp: bool) -> Vec<Transmit> {
+    fn handle_on(&self, index: u32, side: Side, from: Peer, bytes: &[u8], encoding: Encoding) -> Vec<Transmit> {
         let Some(mut p) = self.shards.get(index as usize).and_then(|m| m.lock().ok()) else {
             return Vec::new();
         };
         let now = Instant::now();
         match side {
-            Side::Terminal => p.from_terminal(now, from, bytes, sigcomp),
+            Side::Terminal => p.from_terminal(now, from, bytes, encoding),
             Side::Upstream => p.from_upstream(now, from, bytes),
         }
         let out = std::iter::from_fn(|| p.poll_transmit()).collect();
@@ -339,7 +339,7 @@ struct Datagram {
     side: Side,
     from: Peer,
     bytes: Vec<u8>,
-    sigcomp: bool,
+    encoding: Encoding,
 }
 
 /// Datagrams waiting for one shard's worker. When it is full the receiver
@@ -373,7 +373,7 @@ async fn udp_loop(
         let from = Peer { transport: SipTransport::Udp, addr: from, local: Some(local), conn: None };
         let bytes = buf[..n].to_vec();
         let Some(queue) = queues.get(shared.shard_of(side, from, &bytes) as usize) else { continue };
-        let datagram = Datagram { side, from, sigcomp: is_sigcomp_first_byte(bytes[0]), bytes };
+        let datagram = Datagram { side, from, encoding: Encoding::of_first_byte(bytes[0]), bytes };
         tokio::select! {
             r = queue.send(datagram) => if r.is_err() { return },
             _ = stop.changed() => return,
@@ -385,7 +385,7 @@ async fn udp_loop(
 /// each produced before the next.
 async fn shard_worker(shared: Arc<Shared>, index: u32, mut queue: mpsc::Receiver<Datagram>) {
     while let Some(d) = queue.recv().await {
-        let out = shared.handle_on(index, d.side, d.from, &d.bytes, d.sigcomp);
+        let out = shared.handle_on(index, d.side, d.from, &d.bytes, d.encoding);
         shared.flush(out).await;
     }
 }
@@ -616,7 +616,7 @@ fn still_registered(shared: &Shared, conn: &Conn) -> bool {
 fn take_bytes(shared: &Shared, conn: &Conn, framing: &mut Framing, data: &[u8]) -> (Vec<Transmit>, Option<Closed>) {
     let cap = shared.conns.max_buffered_bytes();
     if matches!(framing, Framing::Unknown) {
-        *framing = if is_sigcomp_first_byte(data[0]) {
+        *framing = if Encoding::of_first_byte(data[0]) == Encoding::SigComp {
             // Unbounded here: the cap is checked below with its own reason.
             Framing::Sigcomp(Deframer::new(0))
         } else {
@@ -624,9 +624,9 @@ fn take_bytes(shared: &Shared, conn: &Conn, framing: &mut Framing, data: &[u8]) 
         };
     }
     let mut out = Vec::new();
-    let handle = |out: &mut Vec<Transmit>, msg: &[u8], sigcomp: bool| {
+    let handle = |out: &mut Vec<Transmit>, msg: &[u8], encoding: Encoding| {
         conn.activity.prove();
-        out.extend(shared.handle(Side::Terminal, conn.peer, msg, sigcomp));
+        out.extend(shared.handle(Side::Terminal, conn.peer, msg, encoding));
     };
     let (end, buffered) = match framing {
         Framing::Unknown => (None, 0),
@@ -636,7 +636,7 @@ fn take_bytes(shared: &Shared, conn: &Conn, framing: &mut Framing, data: &[u8]) 
             let mut end = None;
             for f in frames {
                 match f {
-                    Frame::Message(m) => handle(&mut out, &m, true),
+                    Frame::Message(m) => handle(&mut out, &m, Encoding::SigComp),
                     Frame::FramingError => end = Some(Closed::Framing),
                 }
             }
@@ -652,7 +652,7 @@ fn take_bytes(shared: &Shared, conn: &Conn, framing: &mut Framing, data: &[u8]) 
                 match sigkit_sip::Message::parse_stream_frame(plain) {
                     Ok(Some(len)) => {
                         let msg: Vec<u8> = plain.drain(..len).collect();
-                        handle(&mut out, &msg, false);
+                        handle(&mut out, &msg, Encoding::Plain);
                     }
                     Ok(None) if plain.len() <= cap => break None,
                     Ok(None) => break Some(Closed::Buffer),
@@ -744,14 +744,14 @@ async fn metrics_server(shared: Arc<Shared>, listener: TcpListener, mut stop: wa
             let wanted = req.starts_with(b"GET /metrics ") || req.starts_with(b"GET /metrics?");
             let body = if wanted {
                 let snapshots: Vec<_> = shared.shards.iter().filter_map(|m| Some(m.lock().ok()?.snapshot())).collect();
-                crate::metrics::text_with_tcp(&snapshots, &shared.conns.snapshot())
+                crate::exposition::text_with_tcp(&snapshots, &shared.conns.snapshot())
             } else {
                 String::from("not found\n")
             };
             let status = if wanted { "200 OK" } else { "404 Not Found" };
             let head = format!(
                 "HTTP/1.1 {status}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                if wanted { crate::metrics::CONTENT_TYPE } else { "text/plain" },
+                if wanted { crate::exposition::CONTENT_TYPE } else { "text/plain" },
                 body.len()
             );
             let _ = stream.write_all(head.as_bytes()).await;

@@ -1,89 +1,165 @@
-//! Terminals' flows: the token each message's entries carry, which
-//! terminal and compartment a message belongs to, and when an idle flow
-//! is forgotten (soft state; RFC 5626's flow tokens serve the same purpose).
+//! Terminals' flows: the token each message's entries carry, the terminal
+//! a flow learned, and when an idle flow is forgotten (soft state; RFC
+//! 5626's flow tokens serve the same purpose).
 
-use super::*;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
-impl Proxy {
-    /// The flow token of `peer`, made on first sight.
-    pub(super) fn token(&mut self, now: Instant, peer: Peer, sigcomp: bool) -> u64 {
-        if let Some(&t) = self.flow_tokens.get(&peer) {
-            if let Some(f) = self.flows.get_mut(&t) {
-                f.sigcomp |= sigcomp;
-                f.last_seen = now;
-            }
-            return t;
+use super::peer::{Encoding, Peer};
+use super::shard::Shard;
+use crate::compartments::{Terminal, MAX_IDENTIFIER_LEN};
+use crate::config::SipTransport;
+use crate::defence::Standing;
+
+/// What a flow token names.
+#[derive(Debug, Clone)]
+pub(super) struct Flow {
+    pub(super) peer: Peer,
+    /// SigComp once a SigComp message came on the flow.
+    pub(super) encoding: Encoding,
+    /// The terminal's SigComp identifier, once a request on this flow
+    /// named it ([`Terminal::Id`]).
+    pub(super) terminal_id: Option<String>,
+    /// The last message from or to the terminal on this flow.
+    last_seen: Instant,
+    /// The end of the registration made through this flow: a registered
+    /// terminal's flow is kept for terminating requests however quiet it is.
+    registered_until: Option<Instant>,
+    /// A registered terminal's message came on this flow: its source is a
+    /// terminal the proxy knows ([`Standing`]).
+    trusted: bool,
+}
+
+/// The flows, by token, by peer, by transport address and by TCP
+/// connection, and when each may be forgotten.
+pub(super) struct Flows {
+    flows: HashMap<u64, Flow>,
+    tokens: HashMap<Peer, u64>,
+    /// The newest flow from each transport address, and each TCP
+    /// connection's flow: found without a scan.
+    by_addr: HashMap<(SipTransport, SocketAddr), u64>,
+    by_conn: HashMap<u64, Peer>,
+    next: u64,
+    /// Flows by when they may be forgotten (entries are checked against
+    /// the flow when they come up: a flow used since is pushed again).
+    deadlines: BinaryHeap<Reverse<(Instant, u64)>>,
+    idle: Duration,
+    max: usize,
+    /// Tokens carry the shard's index (token mod count), so that a request
+    /// from the upstream finds its shard ([`Shard::of_upstream`]).
+    shard: Shard,
+}
+
+impl Flows {
+    pub(super) fn new(idle: Duration, max: usize, shard: Shard) -> Flows {
+        Flows {
+            flows: HashMap::new(),
+            tokens: HashMap::new(),
+            by_addr: HashMap::new(),
+            by_conn: HashMap::new(),
+            next: 1,
+            deadlines: BinaryHeap::new(),
+            idle,
+            max,
+            shard,
         }
-        while self.flows.len() >= self.max_flows {
-            if !self.evict_flow() {
-                break;
+    }
+
+    /// The token of `peer`'s flow, if it has one, which a message with
+    /// `encoding` used at `now`.
+    pub(super) fn touch(&mut self, now: Instant, peer: &Peer, encoding: Encoding) -> Option<u64> {
+        let t = *self.tokens.get(peer)?;
+        if let Some(f) = self.flows.get_mut(&t) {
+            if encoding.is_sigcomp() {
+                f.encoding = Encoding::SigComp;
             }
+            f.last_seen = now;
         }
-        let t = self.next_token * u64::from(self.shard.count.max(1)) + u64::from(self.shard.index);
-        self.next_token += 1;
-        self.flow_tokens.insert(peer, t);
+        Some(t)
+    }
+
+    /// Whether a new flow needs room made first ([`Flows::evict`]).
+    pub(super) fn is_full(&self) -> bool {
+        self.flows.len() >= self.max
+    }
+
+    /// A new flow for `peer` (which has none: [`Flows::touch`]); its token.
+    pub(super) fn insert(&mut self, now: Instant, peer: Peer, encoding: Encoding) -> u64 {
+        let t = self.next * u64::from(self.shard.count.max(1)) + u64::from(self.shard.index);
+        self.next += 1;
+        self.tokens.insert(peer, t);
         self.by_addr.insert((peer.transport, peer.addr), t);
         if let Some(c) = peer.conn {
             self.by_conn.insert(c, peer);
         }
-        let flow = Flow { peer, sigcomp, terminal_id: None, last_seen: now, registered_until: None, trusted: false };
-        self.flow_deadlines.push(Reverse((self.flow_deadline(&flow), t)));
+        let flow = Flow { peer, encoding, terminal_id: None, last_seen: now, registered_until: None, trusted: false };
+        self.deadlines.push(Reverse((self.deadline(&flow), t)));
         self.flows.insert(t, flow);
         // Entries of flows gone (TCP connections closed) wait for their
         // time in the heap; rebuilt, it holds only live flows again.
-        if self.flow_deadlines.len() > 2 * self.max_flows.max(self.flows.len()) + 64 {
-            let live = self.flows.iter().map(|(t, f)| Reverse((self.flow_deadline(f), *t))).collect();
-            self.flow_deadlines = live;
+        if self.deadlines.len() > 2 * self.max.max(self.flows.len()) + 64 {
+            let live = self.flows.iter().map(|(t, f)| Reverse((self.deadline(f), *t))).collect();
+            self.deadlines = live;
         }
         t
     }
 
     /// When `f` may be forgotten: idle long enough, and not registered.
-    pub(super) fn flow_deadline(&self, f: &Flow) -> Instant {
-        let idle = f.last_seen + self.flow_idle;
+    fn deadline(&self, f: &Flow) -> Instant {
+        let idle = f.last_seen + self.idle;
         f.registered_until.map_or(idle, |r| r.max(idle))
     }
 
-    /// Forgets the flow whose deadline comes first; false if none is left.
-    pub(super) fn evict_flow(&mut self) -> bool {
-        while let Some(Reverse((at, t))) = self.flow_deadlines.pop() {
+    /// Forgets the flow whose deadline comes first; its token, or `None`
+    /// if no flow is left.
+    pub(super) fn evict(&mut self) -> Option<u64> {
+        while let Some(Reverse((at, t))) = self.deadlines.pop() {
             let Some(f) = self.flows.get(&t) else { continue };
-            let deadline = self.flow_deadline(f);
+            let deadline = self.deadline(f);
             if deadline > at {
-                self.flow_deadlines.push(Reverse((deadline, t)));
+                self.deadlines.push(Reverse((deadline, t)));
                 continue;
             }
-            self.remove_flow(t);
-            return true;
+            self.remove(t);
+            return Some(t);
         }
-        false
+        None
     }
 
-    /// Forgets the flows past their deadline.
-    pub(super) fn expire_flows(&mut self, now: Instant) {
-        while let Some(&Reverse((at, t))) = self.flow_deadlines.peek() {
+    /// Forgets the next flow past its deadline at `now`; its token, or
+    /// `None` when none is.
+    pub(super) fn expire_next(&mut self, now: Instant) -> Option<u64> {
+        while let Some(&Reverse((at, t))) = self.deadlines.peek() {
             if at > now {
-                break;
+                return None;
             }
-            self.flow_deadlines.pop();
+            self.deadlines.pop();
             let Some(f) = self.flows.get(&t) else { continue };
-            let deadline = self.flow_deadline(f);
+            let deadline = self.deadline(f);
             if deadline > now {
-                self.flow_deadlines.push(Reverse((deadline, t)));
+                self.deadlines.push(Reverse((deadline, t)));
             } else {
-                self.remove_flow(t);
+                self.remove(t);
+                return Some(t);
             }
         }
+        None
     }
 
-    /// Forgets flow `t`, and the compartments and registration of the
-    /// terminal it named if nothing else can name that terminal (it has no
-    /// `sigcomp-id`).
-    pub(super) fn remove_flow(&mut self, t: u64) {
-        let Some(f) = self.flows.remove(&t) else { return };
+    /// When the next flow may be forgotten (perhaps later: see
+    /// [`Flows::expire_next`]).
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Forgets flow `t`; false if there was none.
+    pub(super) fn remove(&mut self, t: u64) -> bool {
+        let Some(f) = self.flows.remove(&t) else { return false };
         let p = f.peer;
-        if self.flow_tokens.get(&p) == Some(&t) {
-            self.flow_tokens.remove(&p);
+        if self.tokens.get(&p) == Some(&t) {
+            self.tokens.remove(&p);
         }
         if self.by_addr.get(&(p.transport, p.addr)) == Some(&t) {
             self.by_addr.remove(&(p.transport, p.addr));
@@ -93,18 +169,24 @@ impl Proxy {
                 self.by_conn.remove(&conn);
             }
         }
-        let legacy = Terminal::Flow(t);
-        self.compartments.unregister(&legacy);
-        for c in self.compartments.of(&legacy) {
-            self.close_compartment(c);
-        }
+        true
+    }
+
+    /// A terminal's TCP connection closed: its flow is gone (RFC 5626
+    /// §5.2: a flow that fails is not reused). The token of the flow
+    /// forgotten, if there was one.
+    pub(super) fn close_connection(&mut self, conn: u64) -> Option<u64> {
+        let p = self.by_conn.get(&conn).copied()?;
+        let removed = self.tokens.get(&p).copied().filter(|&t| self.remove(t));
+        self.by_conn.remove(&conn);
+        removed
     }
 
     /// Whether the proxy knows where a SigComp message comes from: its
     /// flow had a message's state accepted, or carries a registration.
     pub(super) fn standing(&self, from: &Peer) -> Standing {
         let known = self
-            .flow_tokens
+            .tokens
             .get(from)
             .and_then(|t| self.flows.get(t))
             .is_some_and(|f| f.trusted || f.registered_until.is_some());
@@ -123,9 +205,54 @@ impl Proxy {
         }
     }
 
-    /// Terminal flows remembered.
-    pub fn flow_count(&self) -> usize {
+    /// A message went to the terminal on flow `token` at `now`.
+    pub(super) fn sent_to(&mut self, token: u64, now: Instant) {
+        if let Some(f) = self.flows.get_mut(&token) {
+            f.last_seen = now;
+        }
+    }
+
+    /// The registration made through flow `token` lasts until `until`
+    /// (`None`: it ended).
+    pub(super) fn set_registered_until(&mut self, token: u64, until: Option<Instant>) {
+        if let Some(f) = self.flows.get_mut(&token) {
+            f.registered_until = until;
+        }
+    }
+
+    /// Until when a registration made over TCP connection `conn` lasts,
+    /// if one does.
+    pub(super) fn connection_registered_until(&self, conn: u64) -> Option<Instant> {
+        let peer = self.by_conn.get(&conn)?;
+        self.flows.get(self.tokens.get(peer)?)?.registered_until
+    }
+
+    pub(super) fn len(&self) -> usize {
         self.flows.len()
+    }
+
+    pub(super) fn get(&self, token: u64) -> Option<&Flow> {
+        self.flows.get(&token)
+    }
+
+    /// How messages on flow `token` are encoded toward its terminal (plain
+    /// SIP for a flow forgotten).
+    pub(super) fn encoding(&self, token: u64) -> Encoding {
+        self.flows.get(&token).map_or(Encoding::Plain, |f| f.encoding)
+    }
+
+    /// The newest flow from `addr` over `transport`, and its peer.
+    pub(super) fn by_addr(&self, transport: SipTransport, addr: SocketAddr) -> Option<(u64, Peer)> {
+        let t = *self.by_addr.get(&(transport, addr))?;
+        Some((t, self.flows.get(&t)?.peer))
+    }
+
+    /// Flows that learned their terminal's identifier, and its bytes.
+    pub(super) fn identifiers(&self) -> (usize, usize) {
+        self.flows
+            .values()
+            .filter_map(|f| f.terminal_id.as_ref().map(String::len))
+            .fold((0, 0), |(n, bytes), len| (n + 1, bytes + len))
     }
 
     /// The terminal a message on flow `token` comes from or goes to: the
@@ -148,59 +275,105 @@ impl Proxy {
             (None, _) => Terminal::Flow(token),
         }
     }
+}
 
-    /// The compartment of `terminal` under `name` ([`crate::compartments`]);
-    /// past the terminal's cap of names, the one it used longest ago
-    /// closes.
-    pub(super) fn compartment_for(&mut self, terminal: &Terminal, name: ProxyName) -> CompartmentId {
-        let (c, over) = self.compartments.get(terminal, name);
-        if let Some(old) = over {
-            self.close_compartment(old);
-        }
-        c
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IDLE: Duration = Duration::from_secs(60);
+
+    fn peer(port: u16, conn: Option<u64>) -> Peer {
+        let transport = if conn.is_some() { SipTransport::Tcp } else { SipTransport::Udp };
+        Peer { transport, addr: SocketAddr::from(([10, 0, 0, 9], port)), local: None, conn }
     }
 
-    pub(super) fn flow_by_addr(&self, transport: SipTransport, addr: SocketAddr) -> Option<(u64, Peer)> {
-        let t = *self.by_addr.get(&(transport, addr))?;
-        Some((t, self.flows.get(&t)?.peer))
+    fn flows(max: usize) -> Flows {
+        Flows::new(IDLE, max, Shard { index: 2, count: 3, instance: 1 })
     }
 
-    /// A flow for a response to a UDP terminal the proxy has none for: one
-    /// it forgot (idle, or lost in a restart). Over UDP a response goes to
-    /// the address its Via names (RFC 3261 §18.2.2), flow or none; it
-    /// leaves from the proxy's first UDP socket toward terminals.
-    pub(super) fn udp_flow_for_response(
-        &mut self,
-        now: Instant,
-        transport: SipTransport,
-        addr: SocketAddr,
-        sigcomp: bool,
-    ) -> Option<(u64, Peer)> {
-        if transport != SipTransport::Udp {
-            return None;
-        }
-        let local = self.addrs.terminal.iter().find(|(t, _)| *t == SipTransport::Udp).map(|(_, a)| *a)?;
-        let peer = Peer { transport, addr, local: Some(local), conn: None };
-        Some((self.token(now, peer, sigcomp), peer))
+    /// A token carries its shard's index; a flow once SigComp stays so.
+    #[test]
+    fn tokens_name_the_shard_and_a_flow_keeps_its_encoding() {
+        let now = Instant::now();
+        let mut f = flows(10);
+        let a = f.insert(now, peer(5080, None), Encoding::Plain);
+        let b = f.insert(now, peer(5081, None), Encoding::Plain);
+        assert_ne!(a, b);
+        assert!([a, b].iter().all(|t| t % 3 == 2), "{a} {b}");
+        assert_eq!(f.touch(now, &peer(5080, None), Encoding::SigComp), Some(a));
+        assert_eq!(f.touch(now, &peer(5080, None), Encoding::Plain), Some(a));
+        assert_eq!(f.encoding(a), Encoding::SigComp);
+        assert_eq!(f.encoding(b), Encoding::Plain);
+        assert_eq!(f.by_addr(SipTransport::Udp, peer(5081, None).addr), Some((b, peer(5081, None))));
+        assert_eq!(f.touch(now, &peer(5082, None), Encoding::Plain), None);
     }
 
-    /// A terminal's TCP connection closed: its flow is gone (RFC 5626
-    /// §5.2: a flow that fails is not reused).
-    /// Until when a registration made over TCP connection `conn` lasts,
-    /// if one does: the connection is then how the registrar's requests
-    /// reach the terminal (RFC 5626 §5.3, RFC 3261 §18.3), and idleness
-    /// alone does not close it.
-    pub fn connection_registered_until(&self, conn: u64) -> Option<Instant> {
-        let peer = self.by_conn.get(&conn)?;
-        self.flows.get(self.flow_tokens.get(peer)?)?.registered_until
+    /// Full, the flow idle longest goes first: one used since it came is
+    /// kept, and so is one with a registration until its end.
+    #[test]
+    fn eviction_takes_the_flow_idle_longest_and_spares_registrations() {
+        let t0 = Instant::now();
+        let mut f = flows(3);
+        let a = f.insert(t0, peer(1, None), Encoding::Plain);
+        let b = f.insert(t0 + Duration::from_secs(1), peer(2, None), Encoding::Plain);
+        let c = f.insert(t0 + Duration::from_secs(2), peer(3, None), Encoding::Plain);
+        assert!(f.is_full());
+        f.touch(t0 + Duration::from_secs(3), &peer(1, None), Encoding::Plain);
+        f.set_registered_until(b, Some(t0 + Duration::from_secs(3600)));
+        assert_eq!(f.evict(), Some(c));
+        assert_eq!(f.evict(), Some(a));
+        assert_eq!(f.evict(), Some(b));
+        assert_eq!(f.evict(), None);
+        assert_eq!(f.len(), 0);
     }
 
-    pub fn connection_closed(&mut self, conn: u64) {
-        self.sent_over_tcp.remove(&conn);
-        let Some(p) = self.by_conn.get(&conn).copied() else { return };
-        if let Some(&t) = self.flow_tokens.get(&p) {
-            self.remove_flow(t);
-        }
-        self.by_conn.remove(&conn);
+    /// Idle past the timeout, a flow expires; a registered one not before
+    /// its registration ends.
+    #[test]
+    fn flows_expire_when_idle_unless_registered() {
+        let t0 = Instant::now();
+        let mut f = flows(10);
+        let a = f.insert(t0, peer(1, None), Encoding::Plain);
+        let b = f.insert(t0, peer(2, None), Encoding::Plain);
+        f.set_registered_until(b, Some(t0 + 2 * IDLE));
+        assert_eq!(f.next_deadline(), Some(t0 + IDLE));
+        assert_eq!(f.expire_next(t0 + IDLE - Duration::from_secs(1)), None);
+        assert_eq!(f.expire_next(t0 + IDLE), Some(a));
+        assert_eq!(f.expire_next(t0 + IDLE), None);
+        assert_eq!(f.standing(&peer(2, None)), Standing::Known);
+        assert_eq!(f.expire_next(t0 + 2 * IDLE), Some(b));
+        assert_eq!(f.standing(&peer(2, None)), Standing::Unknown);
+    }
+
+    /// A closed TCP connection takes its flow with it.
+    #[test]
+    fn a_closed_connection_forgets_its_flow() {
+        let now = Instant::now();
+        let mut f = flows(10);
+        let t = f.insert(now, peer(5080, Some(7)), Encoding::SigComp);
+        f.set_registered_until(t, Some(now + IDLE));
+        assert_eq!(f.connection_registered_until(7), Some(now + IDLE));
+        assert_eq!(f.close_connection(7), Some(t));
+        assert_eq!(f.close_connection(7), None);
+        assert_eq!(f.connection_registered_until(7), None);
+        assert!(f.get(t).is_none() && f.by_addr(SipTransport::Tcp, peer(5080, None).addr).is_none());
+    }
+
+    /// An identifier longer than any URN a terminal needs is ignored: the
+    /// terminal is known by its flow, and nothing of the identifier is
+    /// kept. A flow remembers the identifier a message named.
+    #[test]
+    fn an_overlong_sigcomp_id_costs_no_more_than_a_flow() {
+        let mut f = flows(10);
+        let token = f.insert(Instant::now(), peer(5080, None), Encoding::SigComp);
+        let long = format!("urn:x:{}", "a".repeat(20_000));
+        assert_eq!(f.terminal(Some(&long), token), Terminal::Flow(token));
+        assert_eq!(f.get(token).unwrap().terminal_id, None);
+        let urn = "urn:uuid:00000000-0000-4000-8000-0000000000aa";
+        assert_eq!(f.terminal(Some(urn), token), Terminal::Id(urn.into()));
+        assert_eq!(f.terminal(Some(&long), token), Terminal::Id(urn.into()), "the flow's own identifier");
+        assert_eq!(f.terminal(None, token), Terminal::Id(urn.into()));
+        assert_eq!(f.identifiers(), (1, urn.len()));
     }
 }

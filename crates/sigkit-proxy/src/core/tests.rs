@@ -1,3 +1,5 @@
+use sigcomp::Transport;
+
 use super::*;
 
 #[test]
@@ -72,7 +74,7 @@ fn responses_go_to_the_compartment_their_via_names() {
         let mut upstream = Vec::new();
         for (n, t) in terminals.iter_mut().enumerate() {
             let out = t.compress(now, me, request(n, k, method).as_bytes()).unwrap();
-            proxy.from_terminal(now, from, &out.message, true);
+            proxy.from_terminal(now, from, &out.message, Encoding::SigComp);
             let tx = proxy.poll_transmit().expect("forwarded");
             assert_eq!(tx.side, Side::Upstream);
             upstream.push(tx.bytes);
@@ -81,9 +83,9 @@ fn responses_go_to_the_compartment_their_via_names() {
             let msg = Message::parse(req).unwrap();
             let contact = format!("<sip:u{n}@10.0.0.9:5080;comp=sigcomp>;expires=3600");
             let ok = build_response(&msg, 200, "OK", Some("up"), &[("Contact", &contact)]).unwrap();
-            proxy.from_upstream(now, proxy.upstream_peer(), &ok);
+            proxy.from_upstream(now, proxy.identity.upstream_peer(), &ok);
             let tx = proxy.poll_transmit().expect("answer to the terminal");
-            assert!(tx.sigcomp && tx.to == from);
+            assert!(tx.encoding == Encoding::SigComp && tx.to == from);
             let got = match terminals[n].receive(&tx.bytes, Transport::Message) {
                 Ok(Received::Message(incoming)) => terminals[n].accept(now, incoming, me).message,
                 other => panic!("terminal {n}, {method} {k}: {other:?}"),
@@ -132,15 +134,15 @@ fn compartments_are_keyed_by_instance_or_else_by_flow() {
             from.addr
         );
         let out = t.compress(now, me, request.as_bytes()).unwrap();
-        proxy.from_terminal(now, from, &out.message, true);
+        proxy.from_terminal(now, from, &out.message, Encoding::SigComp);
         let up = proxy.poll_transmit().expect("forwarded");
         let msg = Message::parse(&up.bytes).unwrap();
         let binding = format!("<sip:u@{};comp=sigcomp>;expires=3600", from.addr);
         let extra: &[(&str, &str)] = if method == "REGISTER" { &[("Contact", &binding)] } else { &[] };
         let ok = build_response(&msg, 200, "OK", Some("up"), extra).unwrap();
-        proxy.from_upstream(now, proxy.upstream_peer(), &ok);
+        proxy.from_upstream(now, proxy.identity.upstream_peer(), &ok);
         let tx = proxy.poll_transmit().expect("answer to the terminal");
-        assert!(tx.sigcomp && tx.to == from, "{method} {k}: {tx:?}");
+        assert!(tx.encoding == Encoding::SigComp && tx.to == from, "{method} {k}: {tx:?}");
         match t.receive(&tx.bytes, Transport::Message) {
             Ok(Received::Message(incoming)) => {
                 assert!(t.accept(now, incoming, me).message.starts_with(b"SIP/2.0 200"))
@@ -159,7 +161,7 @@ fn compartments_are_keyed_by_instance_or_else_by_flow() {
     exchange(&mut proxy, &mut a, "10.0.0.9:6000", "REGISTER", Some(urn));
     exchange(&mut proxy, &mut a, "10.0.0.9:6000", "OPTIONS", None);
     assert_eq!(compartments(&proxy), 1);
-    assert_eq!(proxy.compartments.of(&Terminal::Id(urn.into())).len(), 1);
+    assert_eq!(proxy.registrar.compartments.of(&Terminal::Id(urn.into())).len(), 1);
     // By flow: two terminals without identifiers, two compartments.
     let (mut b, mut d) = (terminal(), terminal());
     for _ in 0..3 {
@@ -168,22 +170,6 @@ fn compartments_are_keyed_by_instance_or_else_by_flow() {
     }
     assert_eq!(compartments(&proxy), 3);
     assert_eq!(proxy.registered_count(), 1);
-}
-
-/// An identifier longer than any URN a terminal needs is ignored: the
-/// terminal is known by its flow, and nothing of the identifier is kept.
-#[test]
-fn an_overlong_sigcomp_id_costs_no_more_than_a_flow() {
-    let mut proxy = udp_proxy();
-    let now = Instant::now();
-    let from = Peer { transport: SipTransport::Udp, addr: "10.0.0.9:5080".parse().unwrap(), local: None, conn: None };
-    let token = proxy.token(now, from, true);
-    let long = format!("urn:x:{}", "a".repeat(20_000));
-    assert_eq!(proxy.terminal(Some(&long), token), Terminal::Flow(token));
-    assert_eq!(proxy.flows[&token].terminal_id, None);
-    let urn = "urn:uuid:00000000-0000-4000-8000-0000000000aa";
-    assert_eq!(proxy.terminal(Some(urn), token), Terminal::Id(urn.into()));
-    assert_eq!(proxy.terminal(Some(&long), token), Terminal::Id(urn.into()), "the flow's own identifier");
 }
 
 #[test]
