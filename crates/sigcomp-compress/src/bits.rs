@@ -1,9 +1,8 @@
 //! Bit packing, most significant bit first (input_bit_order 0, RFC 3320 §8.2).
 
-/// Packs bit fields into bytes for the UDVM's INPUT-BITS and
-/// INPUT-HUFFMAN (RFC 3320 §8.2, §9.4.4) with input_bit_order 0: each field
-/// most significant bit first, each byte filled from its most significant
-/// bit.
+/// Packs bit fields into bytes for the UDVM's INPUT-BITS and INPUT-HUFFMAN
+/// (RFC 3320 §8.2, §9.4.3, §9.4.4) with input_bit_order 0: each field most
+/// significant bit first, each byte filled from its most significant bit.
 #[derive(Debug, Default, Clone)]
 pub struct BitWriter {
     bytes: Vec<u8>,

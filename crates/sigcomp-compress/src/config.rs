@@ -133,8 +133,8 @@ pub struct Config {
     /// Stream-based (TCP): states are usable once sent.
     pub transport: Transport,
     /// Longest match: 18, 66 or 258 bytes (LZSS; the 2005 SigComp performance thesis §9.2,
-    /// which found 258 best; the default). Deflate and LZ77 take their own
-    /// limits.
+    /// which found 258 best; the default). Deflate and LZ77 keep their own
+    /// formats' limits (`deflate::MAX_MATCH`, `lz77::MAX_MATCH`).
     pub lookahead: usize,
     /// Part of the SIP/SDP dictionary in the window; None for none. With a
     /// user dictionary ([`crate::Compressor::with_user_dictionary`],
