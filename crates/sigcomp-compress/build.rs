@@ -14,6 +14,13 @@
 //!   and the `set` names (`pub const NAME: u16`, the value; `u8` for the
 //!   flag bits, `flag_*`) of the full program (shared mechanism), so the
 //!   compressor names what the assembly defines instead of restating it.
+//!   Each constant carries a doc comment naming its label or `set` and the
+//!   program it comes from, since the crate denies `missing_docs`.
+
+// The unwraps are on `writeln!` into a String, whose `fmt::Write` never
+// returns an error; and in a build script a panic is the error report, as
+// the `expect`s and `panic!`s here are.
+#![allow(clippy::unwrap_used)]
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -65,17 +72,21 @@ fn select(src: &str, mechanism: &str) -> String {
     out
 }
 
-/// The labels and `set` names of `asm` as Rust constants.
+/// The labels and `set` names of `asm` (the fragment `path` spliced into
+/// the shared mechanism program) as documented Rust constants.
 fn symbols(asm: &sigcomp_asm::Assembly, path: &str) -> String {
+    let program = format!("`asm/mechanism.asm` (shared mechanism) with `{path}` spliced in");
     let mut out = String::new();
     for (l, a) in &asm.labels {
         let a = u16::try_from(*a).unwrap_or_else(|_| panic!("{path}: label {l} at {a}"));
+        writeln!(out, "/// UDVM address of the label `:{l}` in {program}.").unwrap();
         writeln!(out, "pub const {}: u16 = {a};", l.to_uppercase()).unwrap();
     }
     for (n, v) in &asm.constants {
         let ty = if n.starts_with("flag_") { "u8" } else { "u16" };
         let ok = if ty == "u8" { u8::try_from(*v).is_ok() } else { u16::try_from(*v).is_ok() };
         assert!(ok, "{path}: set ({n}, {v}) does not fit {ty}");
+        writeln!(out, "/// Value of `set ({n}, …)` in {program}.").unwrap();
         writeln!(out, "pub const {}: {ty} = {v};", n.to_uppercase()).unwrap();
     }
     out

@@ -1,5 +1,8 @@
 //! Bit packing, most significant bit first (input_bit_order 0, RFC 3320 §8.2).
 
+/// Packs bit fields into bytes for the UDVM's INPUT-BITS and INPUT-HUFFMAN
+/// (RFC 3320 §8.2, §9.4.3, §9.4.4) with input_bit_order 0: each field most
+/// significant bit first, each byte filled from its most significant bit.
 #[derive(Debug, Default, Clone)]
 pub struct BitWriter {
     bytes: Vec<u8>,
@@ -28,6 +31,8 @@ impl BitWriter {
         }
     }
 
+    /// The number of bits written so far (whole bytes and the pending
+    /// bits not yet forming one).
     pub fn bit_len(&self) -> usize {
         self.bytes.len() * 8 + self.nacc as usize
     }

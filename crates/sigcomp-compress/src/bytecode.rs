@@ -10,16 +10,43 @@ use sigcomp::{Params, State, StateId, Transport};
 pub struct Image {
     /// Memory from `init` (the code destination) up to the circular buffer.
     pub code: &'static [u8],
+    /// UDVM address of `:init`, the code destination the bytecode is
+    /// uploaded to: a multiple of 64 in 128..=1024 (RFC 3320 §7.3,
+    /// checked by build.rs).
     pub init: u16,
+    /// UDVM address of `:circular_buffer`, where the circular buffer
+    /// (RFC 3320 §8.4) begins, right after the code; `code` ends here.
     pub circular_buffer: u16,
+    /// Address of the word `:buffer_end`, which the compressor sets to the
+    /// first address past the circular buffer ([`Layout::buffer_end`]).
     pub buffer_end: u16,
+    /// Address of the word `:buffer_size`: the circular buffer's length in
+    /// bytes ([`Layout::buffer_size`]), subtracted when a shared state
+    /// appended to the buffer runs past its end.
     pub buffer_size: u16,
+    /// Address of the word `:dict_begin`: the offset into the dictionary
+    /// state of the part STATE-ACCESS loads (RFC 3320 §9.4.5).
     pub dict_begin: u16,
+    /// Address of the word `:dict_length`: how many dictionary bytes are
+    /// loaded into the buffer (0: none, STATE-ACCESS skipped).
     pub dict_length: u16,
+    /// Address of the word `:dict_end`: `circular_buffer` + the loaded
+    /// dictionary length, the initial `decompressed_pointer`.
     pub dict_end: u16,
+    /// Address of the word `:code_length`: the length in bytes of the code
+    /// saved as state by the static mechanism's STATE-CREATE.
     pub code_length: u16,
+    /// Address of the word `:announce_params`: the local endpoint's
+    /// cycles_per_bit/DMS/SMS byte and SigComp version, returned to the
+    /// peer with every message (RFC 3320 §9.4.9).
     pub announce_params: u16,
+    /// Address of the word `:snapshot_length`: bytes of UDVM memory from
+    /// address 64 that END-MESSAGE saves as the snapshot state
+    /// (`buffer_end` − 64; dynamic and shared mechanisms).
     pub snapshot_length: u16,
+    /// Address of `:dictionary_id`, the 6-byte partial state identifier of
+    /// the dictionary STATE-ACCESS loads (assembled as RFC 3485's,
+    /// replaced by a user dictionary's).
     pub dictionary_id: u16,
     /// Where a message that continues from a snapshot starts (the
     /// snapshot state's instruction).
@@ -65,8 +92,13 @@ pub mod lz77_symbols {
 /// Where the circular buffer lies in the peer's UDVM memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
+    /// First address of the buffer ([`Image::circular_buffer`]).
     pub circular_buffer: u16,
+    /// First address past the buffer: at most the UDVM memory the plan
+    /// allows and at most 65535.
     pub buffer_end: u16,
+    /// `buffer_end` − `circular_buffer`, in bytes; at least the plan's
+    /// minimum (256 for [`Layout::plan`]).
     pub buffer_size: u16,
 }
 

@@ -34,7 +34,11 @@ fn extend_known(data: &[u8], c: usize, here: &[u8], known: usize) -> usize {
 /// One match candidate: `len` bytes from `distance` back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Match {
+    /// Bytes the copy reproduces: at least 3, at most the search's
+    /// `max_len` (and the bytes left in the history).
     pub len: usize,
+    /// How many bytes back from the position the copy starts: at least 1,
+    /// at most the search's `max_distance`.
     pub distance: usize,
 }
 
@@ -239,7 +243,7 @@ impl MatchFinder {
     /// [`MatchFinder::matches_at`], appended to `out` (whatever it holds
     /// already); returns how many were appended. With `continue_capped`,
     /// inside a copy that reaches the limit only the longest match is
-    /// exact (see [`MatchFinder::continue_capped`]).
+    /// exact (see `MatchFinder::continue_capped`).
     pub fn push_matches(
         &mut self,
         pos: usize,

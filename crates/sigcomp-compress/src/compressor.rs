@@ -60,11 +60,21 @@ pub enum AnnounceMessage {
 /// What one compressed message was, for reports.
 #[derive(Debug, Clone, Default)]
 pub struct Compressed {
+    /// The SigComp message as sent (RFC 3320 §7: header, bytecode or
+    /// partial state identifier, then the compressed data).
     pub message: Vec<u8>,
     /// Bytes of the compressed payload (tokens), without header and flags.
     pub payload_len: usize,
+    /// The message carries bytecode (RFC 3320 §7.3): the mechanism
+    /// program for a fresh start, or the literal fallback.
     pub uploaded_bytecode: bool,
+    /// The state the header names instead of bytecode: the snapshot the
+    /// message continues from, or the bytecode saved as state; `None` when
+    /// bytecode is uploaded.
     pub used_state: Option<StateId>,
+    /// The peer's shared state (RFC 3321 shared mode) that the message
+    /// appends to the circular buffer (flag 0x80 of asm/mechanism.asm),
+    /// if any.
     pub used_shared: Option<StateId>,
     /// States the message asks the peer to create.
     pub requested: Vec<StateId>,
@@ -260,14 +270,20 @@ impl Compressor {
         })
     }
 
+    /// The settings this compressor was made with.
     pub fn config(&self) -> &Config {
         &self.config
     }
 
+    /// Where the circular buffer lies in the peer's UDVM memory, planned
+    /// from the peer's DMS and SMS when the compressor was made.
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
+    /// The bytecode this compressor uploads, filled in for the peer's
+    /// layout (possibly another compressor's copy, see
+    /// [`Compressor::share_bytecode`]).
     pub fn bytecode(&self) -> &Arc<Bytecode> {
         &self.bytecode
     }
@@ -291,10 +307,14 @@ impl Compressor {
         &self.peer
     }
 
+    /// The parameters this endpoint offers, which the bytecode returns to
+    /// the peer with every message (RFC 3320 §9.4.9).
     pub fn local(&self) -> &Params {
         &self.local
     }
 
+    /// The user-specific dictionary (RFC 3321 §3.3) loaded into the window
+    /// instead of the SIP/SDP dictionary of RFC 3485, if one was given.
     pub fn user_dictionary(&self) -> Option<&Arc<[u8]>> {
         self.user_dictionary.as_ref()
     }

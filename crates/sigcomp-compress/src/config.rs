@@ -30,6 +30,8 @@ impl Algorithm {
         Algorithm::Lz77,
     ];
 
+    /// The algorithm's name as the command line and reports spell it
+    /// (`lzss`, `deflate`, `lz77`); [`Algorithm::parse`] reads it back.
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Lzss => "lzss",
@@ -40,6 +42,8 @@ impl Algorithm {
         }
     }
 
+    /// The algorithm named `s` ([`Algorithm::name`]); `None` for an
+    /// unknown name or one whose Cargo feature this build lacks.
     pub fn parse(s: &str) -> Option<Algorithm> {
         Algorithm::ALL.iter().copied().find(|a| a.name() == s)
     }
@@ -91,8 +95,12 @@ pub enum Mechanism {
 }
 
 impl Mechanism {
+    /// The four mechanisms, from the least state at the peer to the most.
     pub const ALL: [Mechanism; 4] = [Mechanism::Basic, Mechanism::Static, Mechanism::Dynamic, Mechanism::Shared];
 
+    /// The mechanism's name as the command line and reports spell it
+    /// (`basic`, `static`, `dynamic`, `shared`); [`Mechanism::parse`] reads
+    /// it back.
     pub fn name(self) -> &'static str {
         match self {
             Mechanism::Basic => "basic",
@@ -102,6 +110,8 @@ impl Mechanism {
         }
     }
 
+    /// The mechanism named `s` ([`Mechanism::name`]); `None` for an
+    /// unknown name.
     pub fn parse(s: &str) -> Option<Mechanism> {
         Mechanism::ALL.into_iter().find(|m| m.name() == s)
     }
@@ -114,17 +124,24 @@ impl Mechanism {
 /// Compressor settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
+    /// The encoder and bytecode fragment messages are compressed with
+    /// (default LZSS).
     pub algorithm: Algorithm,
+    /// How much state the compressor builds at the peer (default shared).
     pub mechanism: Mechanism,
     /// Message-based (UDP): states are used only once acknowledged.
     /// Stream-based (TCP): states are usable once sent.
     pub transport: Transport,
-    /// Longest match: 18, 66 or 258 bytes (LZSS; the 2005 SigComp performance thesis §9.3).
+    /// Longest match: 18, 66 or 258 bytes (LZSS; the 2005 SigComp performance thesis §9.2,
+    /// which found 258 best; the default). Deflate and LZ77 keep their own
+    /// formats' limits (`deflate::MAX_MATCH`, `lz77::MAX_MATCH`).
     pub lookahead: usize,
     /// Part of the SIP/SDP dictionary in the window; None for none. With a
-    /// user dictionary ([`crate::Compressor::set_user_dictionary`]) that one is
-    /// loaded instead.
+    /// user dictionary ([`crate::Compressor::with_user_dictionary`],
+    /// [`crate::Endpoint::set_user_dictionary`]) that one is loaded instead.
     pub dictionary: Option<Priorities>,
+    /// How hard the encoder searches: LZSS uses all of it, Deflate and
+    /// LZ77 only its chain length.
     pub effort: Effort,
     /// Also run the peer's decompressor on every message (RFC 3320 §5.1)
     /// and check it against what the compressor computes: the output, the
@@ -157,7 +174,10 @@ pub enum CompressError {
     /// caller; announcements and NACKs are validated before they are used).
     PeerParams(sigcomp::params::ParamError),
     /// The peer's memory is too small for this bytecode.
-    PeerTooSmall { dms: u32 },
+    PeerTooSmall {
+        /// The peer's decompression memory size in bytes (RFC 3320 §3.3).
+        dms: u32,
+    },
     /// The message, compressed, does not fit the peer's memory or cycles:
     /// the model decompressor failed.
     DoesNotFit(sigcomp::Failure),

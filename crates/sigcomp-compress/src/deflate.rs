@@ -43,7 +43,11 @@ impl Default for DeflateParams {
 
 /// RFC 1951 §3.2.5: lengths 3..=258, distances 1..=32768.
 pub const MIN_MATCH: usize = 3;
+/// The longest copy a Deflate length code can express (RFC 1951 §3.2.5,
+/// code 285).
 pub const MAX_MATCH: usize = 258;
+/// The farthest back a Deflate distance code reaches (RFC 1951 §3.2.5);
+/// the encoder also stays within the circular buffer.
 pub const MAX_DISTANCE: usize = 32768;
 
 /// Bits appended least significant first (RFC 1951 §3.1.1).

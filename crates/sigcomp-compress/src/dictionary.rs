@@ -9,11 +9,14 @@ const STRING_START: [u16; 6] = [0x0D8C, 0x0CB2, 0x0920, 0x07B8, 0x0085, 0x0000];
 /// §9.4 measured them ("1-2", "1-3", …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Priorities {
+    /// The highest priority included (1 is the highest), 1..=`last`.
     pub first: u8,
+    /// The lowest priority included, `first`..=5.
     pub last: u8,
 }
 
 impl Priorities {
+    /// The priorities `first..=last`; `None` unless 1 ≤ first ≤ last ≤ 5.
     pub fn new(first: u8, last: u8) -> Option<Priorities> {
         (1 <= first && first <= last && last <= 5).then_some(Priorities { first, last })
     }

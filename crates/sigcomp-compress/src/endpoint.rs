@@ -115,11 +115,16 @@ impl std::error::Error for EndpointError {}
 /// itself a NACK, which is never answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReceiveError {
+    /// Why decompression failed: the RFC 4077 reason code and details,
+    /// the failing instruction, and the UDVM cycles spent before it.
     pub failure: Failure,
+    /// The NACK message to send to the peer (RFC 4077 §3.1); `None` for a
+    /// message that was itself a NACK.
     pub nack: Option<Vec<u8>>,
 }
 
 impl ReceiveError {
+    /// The RFC 4077 reason code of the failure.
     pub fn reason(&self) -> Reason {
         self.failure.reason
     }
@@ -146,6 +151,7 @@ pub enum Received {
 /// A NACK that arrived (RFC 4077 §2.3).
 #[derive(Debug, Clone)]
 pub struct ReceivedNack {
+    /// The reason code the peer gave (RFC 4077 §3.2).
     pub reason: Reason,
     /// The compartment whose message failed, if the NACK names a message
     /// this endpoint still remembers sending.
@@ -225,11 +231,14 @@ impl Incoming {
 pub struct Accepted {
     /// The decompressed message.
     pub message: Vec<u8>,
+    /// UDVM cycles the decompression took (RFC 3320 §8.6).
     pub cycles: u64,
     /// States created or refreshed in the compartment, in request order.
     pub created: Vec<StateId>,
     /// Creation requests turned down (SMS 0, identifier clash).
     pub rejected: usize,
+    /// States the message's STATE-FREE requests removed from the
+    /// compartment (RFC 3320 §9.4.7).
     pub freed: Vec<StateId>,
     /// Other compartments closed to stay within the limits.
     pub evicted: Vec<CompartmentId>,
@@ -242,9 +251,16 @@ pub struct EndpointMetrics {
     pub compartments: usize,
     /// State memory used by all compartments (RFC 3320 §6.2 accounting).
     pub state_bytes: usize,
+    /// SigComp messages passed to [`Endpoint::receive`], NACKs and
+    /// failures included.
     pub messages_received: u64,
+    /// Bytes of those messages (a stream's record marking removed).
     pub bytes_received: u64,
+    /// Messages the application accepted under a compartment
+    /// ([`Endpoint::accept`]).
     pub messages_accepted: u64,
+    /// Messages the application discarded ([`Endpoint::discard`]): their
+    /// state requests and feedback were dropped.
     pub messages_discarded: u64,
     /// Decompressed bytes of accepted and discarded messages.
     pub bytes_decompressed: u64,
@@ -252,19 +268,27 @@ pub struct EndpointMetrics {
     pub cycles: u64,
     /// Decompression failures by RFC 4077 reason code.
     pub failures: [u64; 32],
+    /// NACKs returned with a [`ReceiveError`] for the application to send
+    /// (RFC 4077 §2.2).
     pub nacks_sent: u64,
+    /// NACKs received from peers (RFC 4077 §2.3).
     pub nacks_received: u64,
-    /// The same NACKs by RFC 4077 reason code (a failure with no NACK,
-    /// e.g. of a message too short to identify, is in `failures` only).
+    /// `nacks_sent` by RFC 4077 reason code (the index); a failure with
+    /// no NACK (of a message that was itself a NACK) is in `failures` only.
     pub nacks_sent_by_reason: [u64; 32],
+    /// `nacks_received` by RFC 4077 reason code (the index).
     pub nacks_received_by_reason: [u64; 32],
+    /// Messages compressed by [`Endpoint::compress`].
     pub messages_sent: u64,
+    /// Bytes of those SigComp messages (without record marking).
     pub bytes_sent: u64,
     /// Uncompressed bytes of the messages sent.
     pub bytes_compressed_from: u64,
     /// Compartments closed to stay within the limits (the state
     /// handler's count).
     pub compartments_evicted: u64,
+    /// Compartments closed by [`Endpoint::handle_timeout`] after
+    /// [`EndpointConfig::idle_timeout`] without a message.
     pub compartments_timed_out: u64,
 }
 
@@ -293,6 +317,10 @@ struct Compartment {
     without_dictionary: bool,
 }
 
+/// A SigComp endpoint: one decompressor (RFC 3320 §4.2) for every
+/// compartment's incoming messages and a compressor per compartment for
+/// outgoing ones, with the feedback, shared states and NACKs between them
+/// (see the module documentation for the order of calls).
 pub struct Endpoint {
     config: EndpointConfig,
     decompressor: Decompressor,
@@ -407,6 +435,10 @@ impl Compartment {
 }
 
 impl Endpoint {
+    /// An endpoint with no compartments yet. Fails if `config.local` or
+    /// `config.assumed_peer` are not valid SigComp parameters (RFC 3320
+    /// §3.3), or if the compressor configuration leaves no room in the
+    /// assumed peer's memory.
     pub fn new(config: EndpointConfig) -> Result<Endpoint, EndpointError> {
         config.local.validate().map_err(EndpointError::LocalParams)?;
         config.assumed_peer.validate().map_err(EndpointError::AssumedPeerParams)?;
@@ -436,6 +468,8 @@ impl Endpoint {
         })
     }
 
+    /// The configuration the endpoint was made with (the hot-compartment
+    /// count as last set, at least 1).
     pub fn config(&self) -> &EndpointConfig {
         &self.config
     }
@@ -497,6 +531,8 @@ impl Endpoint {
         self.hot.retain(|c| *c != compartment);
     }
 
+    /// The decompressor shared by all compartments, with its state
+    /// handler (RFC 3320 §6).
     pub fn decompressor(&self) -> &Decompressor {
         &self.decompressor
     }
@@ -506,6 +542,8 @@ impl Endpoint {
         &mut self.decompressor
     }
 
+    /// The compressor of `compartment`, if the compartment is open and
+    /// has one (it is made at the first message sent or accepted).
     pub fn compressor(&self, compartment: CompartmentId) -> Option<&Compressor> {
         self.compartments.get(&compartment)?.compressor.as_deref()
     }
@@ -526,6 +564,8 @@ impl Endpoint {
         self.compartments.get(&compartment).map(|c| (c.transport, c.peer))
     }
 
+    /// The counters as of now, with the compartment count, state memory
+    /// and evictions read from the state handler.
     pub fn metrics(&self) -> EndpointMetrics {
         let states = self.decompressor.states();
         EndpointMetrics {

@@ -9,6 +9,9 @@
 //! sigcomp-asm and uploaded in a SigComp message to `sigcomp::Decompressor`
 //! (RFC 3320 §7: bytecode in the message, message-based transport).
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 
 use proptest::prelude::*;

@@ -40,7 +40,10 @@ pub use sigkit_overload::{detect, via};
 /// One seed's run: its summary and its per-second rows.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SeedRun {
+    /// The seed's outcome over the whole run and its collapse window.
     pub summary: SeedSummary,
+    /// One row per simulated second of `duration` (the drain is not
+    /// recorded), in time order.
     pub seconds: Vec<SecondRow>,
 }
 
@@ -66,8 +69,12 @@ pub fn threads() -> usize {
 /// The summary across seeds (what `sigkit sim` prints last).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Study {
+    /// The scenario's name.
     pub scenario: String,
+    /// Seeds run.
     pub seeds: u64,
+    /// Of those, runs that collapsed: fewer than `collapse_threshold` of
+    /// the window's transactions got a 200 (thesis §4.1.1).
     pub collapsed: u64,
     /// The thesis's success rate over the window, across seeds: min, mean, max.
     pub window_success_ratio: [f64; 3],
@@ -105,6 +112,8 @@ fn spread(values: impl Iterator<Item = f64> + Clone) -> [f64; 3] {
 }
 
 impl Study {
+    /// Summarises `runs`, one seed's outcome each (in any order), of
+    /// `scenario`.
     pub fn of(scenario: &Scenario, runs: &[SeedSummary]) -> Study {
         let n = runs.len().max(1) as f64;
         Study {

@@ -21,8 +21,11 @@ pub const DEFAULT_BUDGET_BYTES: u64 = 4 << 30;
 pub struct MemoryEstimate {
     /// Transactions one seed starts, at most (means with a margin).
     pub transactions_per_seed: f64,
-    /// Of those, the registration clients' and the subscriptions'.
+    /// Of those, the registration clients' (two a cycle: REGISTER, then
+    /// REGISTER with credentials; thesis §4.5.2).
     pub registration_transactions: f64,
+    /// Of those, the subscriptions' (a SUBSCRIBE and a NOTIFY a cycle;
+    /// thesis §4.5.1).
     pub presence_transactions: f64,
     /// Bytes one seed holds while it runs.
     pub bytes_per_seed: f64,
@@ -65,13 +68,30 @@ pub enum MemoryError {
         "a seed would start about {transactions:.3e} transactions, more than the 2^32 a run numbers; lower \
          duration, drain, sources.*.rate, registration.clients or presence.watchers"
     )]
-    TooManyTransactions { transactions: f64 },
+    /// A seed would start more transactions than the model's 32-bit
+    /// transaction numbers can name.
+    TooManyTransactions {
+        /// Transactions one seed would start (the estimate).
+        transactions: f64,
+    },
     #[error(
         "the run would need about {gib:.1} GiB ({transactions:.3e} transactions a seed, {seed_gib:.1} GiB each, the \
          seeds' per-second rows besides), over the budget of {budget_gib:.1} GiB; lower {keys} or --seeds, or raise \
          --memory-budget-mib"
     )]
-    OverBudget { gib: f64, transactions: f64, seed_gib: f64, budget_gib: f64, keys: String },
+    /// The estimate exceeds the memory budget.
+    OverBudget {
+        /// Estimated memory of the whole run, in GiB.
+        gib: f64,
+        /// Transactions one seed would start.
+        transactions: f64,
+        /// Estimated memory of one running seed, in GiB.
+        seed_gib: f64,
+        /// The budget, in GiB.
+        budget_gib: f64,
+        /// The scenario keys that drive the estimate, comma-separated.
+        keys: String,
+    },
 }
 
 const GIB: f64 = (1u64 << 30) as f64;

@@ -29,12 +29,25 @@ pub struct TxnRecord {
 /// The detectors' and handler's state at the end of a second.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DetectorSnapshot {
+    /// D1's last evaluation: the 95th percentile of the fRpD of the
+    /// transactions answered in its window, seconds (thesis §4.2.2);
+    /// `None` before a response came in a window.
     pub d1_p95: Option<f64>,
+    /// D1's last verdict: the next hop is congested.
     pub d1_congested: bool,
+    /// The last κ = ΔPT/Δλ observed at the upstream proxy (thesis §4.2.3);
+    /// `None` before the first.
     pub kappa: Option<f64>,
+    /// D2's last decision (Wald's test of κ's variance): congested.
     pub d2_congested: bool,
+    /// The mean-shift variant's last decision (thesis §5.2.3): congested.
     pub d2_mean_congested: bool,
+    /// T1 of new transactions from the upstream proxy toward the next hop,
+    /// seconds (raised by H1); `None` with a single proxy.
     pub t1_next: Option<f64>,
+    /// The RFC 7339 `oc` in force at the upstream proxy: the percentage of
+    /// new requests to reject (0..=100); `None` unless the handler is
+    /// `oc_loss`.
     pub oc: Option<u8>,
 }
 
@@ -152,6 +165,7 @@ impl Recorder {
 /// The metrics of one simulated second of one seed (table `sim_seconds`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SecondRow {
+    /// The seed of the run the row belongs to.
     pub seed: u64,
     /// The second's start, in seconds.
     pub t: u64,
@@ -176,7 +190,11 @@ pub struct SecondRow {
     pub transmissions_mean: Option<f64>,
     /// 200s the UAC received in this second.
     pub goodput: u64,
+    /// Requests the UAC sent again in this second (Timer E, RFC 3261
+    /// §17.1.2.2).
     pub uac_retransmissions: u64,
+    /// Requests the proxies sent again in this second (Timer E of their
+    /// client transactions), all proxies together.
     pub proxy_retransmissions: u64,
     /// Messages lost to full queues at the overloaded (last) proxy.
     pub drops: u64,
@@ -188,10 +206,16 @@ pub struct SecondRow {
     pub uac_pending: u64,
     /// The upstream proxy's client transactions in Trying.
     pub upstream_pending: Option<u64>,
+    /// D1's percentile at the second's end ([`DetectorSnapshot::d1_p95`]),
+    /// seconds.
     pub d1_p95: Option<f64>,
+    /// D1 found the next hop congested at its last evaluation.
     pub d1_congested: bool,
+    /// The last κ observed ([`DetectorSnapshot::kappa`]).
     pub kappa: Option<f64>,
+    /// D2's last decision was congested.
     pub d2_congested: bool,
+    /// D2's mean-shift variant's last decision was congested.
     pub d2_mean_congested: bool,
     /// T1 of new transactions toward the overloaded proxy, seconds.
     pub t1_next: Option<f64>,
@@ -210,6 +234,7 @@ pub struct SecondRow {
 /// One seed's outcome (table `sim_seeds`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SeedSummary {
+    /// The seed of the run (its random streams derive from it).
     pub seed: u64,
     /// Fewer than `collapse_threshold` of the window's transactions got a 200.
     pub collapsed: bool,
@@ -221,21 +246,46 @@ pub struct SeedSummary {
     pub window_goodput: f64,
     /// Mean busy share of the overloaded proxy in the window.
     pub window_utilisation: f64,
+    /// Transactions the UAC started in the recorded time (`duration`;
+    /// those started in the drain are not recorded).
     pub transactions: u64,
+    /// Of those, answered 200 (or 401, the challenge a first REGISTER
+    /// asks for).
     pub ok: u64,
+    /// Of those, answered 503 by the upstream proxy's handler.
     pub rejected: u64,
+    /// Of those, ended by the UAC's Timer F (64·T1) without a final
+    /// response.
     pub timed_out: u64,
+    /// The 95th percentile of the fRpD of every answered transaction,
+    /// seconds; `None` when none was answered.
     pub frpd_p95: Option<f64>,
+    /// Mean requests sent per transaction (RT), the first included.
     pub transmissions_mean: f64,
+    /// The most UAC transactions in Trying at the end of any second.
     pub max_uac_pending: u64,
+    /// The most client transactions in Trying at the upstream proxy at the
+    /// end of any second; `None` with a single proxy.
     pub max_upstream_pending: Option<u64>,
+    /// Messages lost to full queues at the overloaded (last) proxy over
+    /// the recorded time.
     pub drops: u64,
+    /// When D1 first found the next hop congested, seconds from the start;
+    /// `None` if it never did.
     pub d1_first_detection: Option<f64>,
+    /// D1 evaluations (one each `detectors.d1.interval`) that found the
+    /// next hop congested.
     pub d1_congested_evaluations: u64,
+    /// When D2 first decided congested, seconds from the start.
     pub d2_first_detection: Option<f64>,
+    /// D2's decisions "congested" (each ends one sequential test).
     pub d2_alarms: u64,
+    /// κ observations D2 took.
     pub d2_observations: u64,
+    /// When the mean-shift variant first decided congested, seconds from
+    /// the start.
     pub d2_mean_first_detection: Option<f64>,
+    /// The mean-shift variant's decisions "congested".
     pub d2_mean_alarms: u64,
     /// Registration clients registered at the end of the recorded time.
     pub registrations_active_end: Option<u64>,

@@ -11,12 +11,28 @@ pub use sigkit_overload::config::{D1Config, D2Config, D2MeanConfig};
 /// Why a scenario could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
+    /// The scenario file could not be read.
     #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        /// The file as given.
+        path: String,
+        /// What reading it reported.
+        source: std::io::Error,
+    },
+    /// The text is not TOML, or not the scenario's schema (an unknown key,
+    /// a value of the wrong type, a required key missing).
     #[error("bad scenario TOML: {0}")]
     Toml(#[from] toml::de::Error),
+    /// A value is out of range or inconsistent with another
+    /// ([`Scenario::validate`]), or an override could not be applied.
     #[error("bad scenario: {field}: {reason}")]
-    Invalid { field: String, reason: String },
+    Invalid {
+        /// The key at fault, dotted with array indices
+        /// (`proxies[1].parse_share`, `handler.trigger`).
+        field: String,
+        /// The range or rule it breaks, with the value found.
+        reason: String,
+    },
 }
 
 fn invalid(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
@@ -50,17 +66,22 @@ pub struct Scenario {
     /// rate of 0 to 0.35, the others at 1; Figure 4.36).
     #[serde(default = "defaults::collapse_threshold")]
     pub collapse_threshold: f64,
+    /// The RFC 3261 timers every UAC and proxy client transaction uses.
     #[serde(default)]
     pub timers: Timers,
     /// The proxies from the UAC side to the UAS side; the last is the one
     /// that overloads, the one before it detects and handles.
     pub proxies: Vec<ProxyConfig>,
+    /// Delay and loss of every link (all alike).
     #[serde(default)]
     pub links: LinkConfig,
     /// Poisson sources of new non-INVITE transactions at the UAC; they add up.
     pub sources: Vec<Source>,
+    /// The congestion detectors at the upstream proxy (thesis §4.2).
     #[serde(default)]
     pub detectors: Detectors,
+    /// What the upstream proxy does when its trigger fires (default:
+    /// nothing, plain RFC 3261).
     #[serde(default)]
     pub handler: Handler,
     /// A registration workload beside the sources (thesis §4.5.2).
@@ -174,6 +195,8 @@ impl Default for Timers {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProxyConfig {
+    /// A label for the reader of the scenario file (`proxy1`); the
+    /// simulation numbers proxies by position and does not use it.
     #[serde(default)]
     pub name: String,
     /// Transactions per second the processor serves at parse share 0.2: the
@@ -201,6 +224,7 @@ pub struct ProxyConfig {
     /// (queue 2 of Figure 3.7).
     #[serde(default = "defaults::retransmit_share")]
     pub retransmit_share: f64,
+    /// Capacities of the four queues (thesis Figure 3.7).
     #[serde(default)]
     pub buffers: Buffers,
 }
@@ -210,12 +234,20 @@ pub struct ProxyConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Buffers {
+    /// Queue 1, highest priority: messages from the network not parsed yet
+    /// (default 200; at least 1).
     #[serde(default = "defaults::buffer")]
     pub unparsed: usize,
+    /// Queue 2: the proxy's own retransmissions of requests (Timer E) and
+    /// of stored responses (default 200; at least 1).
     #[serde(default = "defaults::buffer")]
     pub retransmissions: usize,
+    /// Queue 3: parsed responses waiting to be routed (default 200; at
+    /// least 1).
     #[serde(default = "defaults::buffer")]
     pub responses: usize,
+    /// Queue 4, lowest priority: parsed requests waiting to be routed
+    /// (default 200; at least 1).
     #[serde(default = "defaults::buffer")]
     pub requests: usize,
 }
@@ -254,9 +286,15 @@ impl Default for LinkConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
+    /// Mean new transactions per second (exponential gaps); positive, at
+    /// most 100,000.
     pub rate: f64,
+    /// Seconds from the start of the run at which the source begins
+    /// (default 0).
     #[serde(default)]
     pub start: f64,
+    /// Seconds from the start of the run at which it stops, after `start`;
+    /// `None`, or a later time, stops it at the end of the drain.
     #[serde(default)]
     pub end: Option<f64>,
 }
@@ -266,10 +304,15 @@ pub struct Source {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Detectors {
+    /// D1, delay-based: the 95th percentile of fRpD against a threshold
+    /// (thesis §4.2.2).
     #[serde(default)]
     pub d1: D1Config,
+    /// D2, pending-transaction-based: Wald's sequential test of the
+    /// standard deviation of κ = ΔPT/Δλ (thesis §4.2.3).
     #[serde(default)]
     pub d2: D2Config,
+    /// D2's variant testing κ's mean with known σ (thesis §5.2.3).
     #[serde(default)]
     pub d2_mean: D2MeanConfig,
 }
@@ -314,8 +357,11 @@ pub enum Trigger {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Handler {
+    /// Which handler acts (default none); any but `none` needs at least
+    /// two proxies.
     #[serde(default)]
     pub kind: HandlerKind,
+    /// When it acts (default always); `via` only with `kind = "t1"`.
     #[serde(default)]
     pub trigger: Trigger,
     /// H1: the raised T1 in seconds (thesis: 1 s).

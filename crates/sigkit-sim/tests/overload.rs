@@ -2,6 +2,9 @@
 //! short runs: the collapse after a +40 tps surge and its avoidance by each
 //! handler (chapter 4), the RFC 3261 timers, and determinism per seed.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use sigkit_sim::{run_seed, run_seeds, HandlerKind, Scenario, SeedRun, Trigger};
 
 /// The thesis's two-proxy chain (§4.3.1): 80 tps, +40 tps for 10 s at 50 s;

@@ -13,6 +13,8 @@ pub struct LzssFormat {
 }
 
 impl LzssFormat {
+    /// The shortest copy a match token encodes, in bytes: the length
+    /// prefix code ([`length_code`], asm/lzss.asm) starts at 3.
     pub const MIN_MATCH: usize = 3;
 
     /// The format for a circular buffer of `buffer_size` bytes and a
@@ -26,10 +28,13 @@ impl LzssFormat {
         Some(LzssFormat { offset_bits, length_bits })
     }
 
+    /// The longest copy a token encodes, in bytes: 2 + 2^`length_bits`
+    /// (the look-ahead, the 2005 SigComp performance thesis §9.2, eq. 9.1).
     pub fn max_match(&self) -> usize {
         Self::MIN_MATCH + (1usize << self.length_bits) - 1
     }
 
+    /// The farthest back a copy starts, in bytes: 2^`offset_bits`.
     pub fn max_offset(&self) -> usize {
         1usize << self.offset_bits
     }
