@@ -39,9 +39,11 @@ pub struct StepResult {
     pub offered_cps: f64,
     /// Calls the step placed.
     pub attempted: u64,
-    /// Calls answered 200 and completed.
+    /// Calls that succeeded (answered 200 and set up).
     pub successful: u64,
-    /// Calls that ended in an error answer or a timeout.
+    /// Calls that did not succeed (`sigkit capacity` counts every attempted
+    /// call that did not, unanswered ones included); the service level
+    /// weighs them against `attempted`.
     pub failed: u64,
     /// 95th percentile of INVITE→200, ms; `None` with no answered call.
     pub setup_p95_ms: Option<f64>,
