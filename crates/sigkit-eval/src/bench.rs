@@ -30,6 +30,7 @@ pub struct BenchMessage {
     pub flow: String,
     /// Position of the flow in the sequence (flows are numbered from 0).
     pub flow_index: usize,
+    /// The message itself: its number, sender, name and bytes.
     pub message: FlowMessage,
 }
 
@@ -88,13 +89,19 @@ pub enum Limit {
     Duration(Duration),
 }
 
+/// How [`run_speed`] runs.
 #[derive(Debug, Clone, Copy)]
 pub struct SpeedOptions {
     /// Both endpoints' parameters (DMS, SMS, CPB).
     pub params: Params,
+    /// The compressor's algorithm, mechanism, transport and dictionary, the same
+    /// at both ends.
     pub config: Config,
+    /// Worker threads, each with its own UE and P-CSCF endpoints (at least 1).
     pub threads: usize,
+    /// When a worker starts a fresh compartment pair.
     pub compartments: CompartmentPolicy,
+    /// How long the run lasts.
     pub limit: Limit,
     /// Keep every sample per sequence position, for per-message medians.
     pub per_message: bool,
@@ -103,40 +110,58 @@ pub struct SpeedOptions {
 /// Percentiles of one kind of operation, in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Latency {
+    /// Median, microseconds.
     pub p50_us: f64,
+    /// 99th percentile, microseconds.
     pub p99_us: f64,
+    /// Mean, microseconds.
     pub mean_us: f64,
+    /// Largest, microseconds.
     pub max_us: f64,
 }
 
 /// Median times of one position of the sequence (with `per_message`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageTiming {
+    /// The flow the message belongs to.
     pub flow: String,
+    /// The message's number in its flow.
     pub index: u32,
+    /// The message's name as its flow gives it.
     pub name: String,
+    /// "ue->pcscf" or "pcscf->ue".
     pub direction: &'static str,
+    /// Its size as SIP, bytes.
     pub uncompressed: usize,
     /// Times this position was run.
     pub samples: usize,
+    /// Median time to compress it (framing included over TCP), microseconds.
     pub compress_us_p50: f64,
+    /// Median time to unframe, decompress and accept it, microseconds.
     pub decompress_us_p50: f64,
+    /// Longest time to compress it, microseconds.
     pub compress_us_max: f64,
+    /// Longest time to unframe, decompress and accept it, microseconds.
     pub decompress_us_max: f64,
 }
 
+/// What [`run_speed`] measured.
 #[derive(Debug, Clone)]
 pub struct SpeedReport {
+    /// Worker threads run.
     pub threads: usize,
-    /// Round trips run, in total and per worker.
+    /// Round trips run in total.
     pub messages: u64,
+    /// Round trips each worker ran, by worker.
     pub worker_messages: Vec<u64>,
     /// Compartment pairs started (each uploads bytecode and creates state).
     pub compartment_pairs: u64,
     /// Compartments still held by the workers' decompressors at the end:
     /// closed ones are gone, so at most two per worker.
     pub compartments_held_at_end: usize,
+    /// SIP bytes of every message run.
     pub uncompressed_bytes: u64,
+    /// SigComp bytes sent for them (record marking included over TCP).
     pub sigcomp_bytes: u64,
     /// SigComp bytes sent / SIP bytes, over the whole run.
     pub ratio: f64,
@@ -150,25 +175,52 @@ pub struct SpeedReport {
     pub round_trips_per_s_wall: f64,
     /// Messages / on-CPU time of the workers (endpoint creation included;
     /// time spent waiting for a core while other processes ran is not
-    /// counted): round trips per CPU-second, Open SigComp's measure (seed
-    /// 001 §2.1.1 gives CPU seconds). None without /proc.
+    /// counted): round trips per CPU-second, Open SigComp's measure (Open SigComp
+    /// §2.1.1 gives CPU seconds). None without /proc.
     pub round_trips_per_cpu_s: Option<f64>,
+    /// Wall-clock time of the whole run, seconds.
     pub wall_s: f64,
     /// Time the workers spent creating their endpoints at the start
     /// (summed), not counted in `round_trips_per_s`.
     pub setup_s: f64,
+    /// Compression times of every message: the sender's compress and, over TCP,
+    /// its framing (RFC 3320 §4.2.2).
     pub compress: Latency,
+    /// Decompression times of every message: the receiver's unframing, UDVM run
+    /// and state acceptance.
     pub decompress: Latency,
+    /// Per sequence position, with [`SpeedOptions::per_message`]; empty
+    /// otherwise.
     pub per_message: Vec<MessageTiming>,
 }
 
 /// Why a bench run stopped.
 #[derive(Debug)]
 pub enum BenchError {
+    /// The run could not start or a worker failed outside SigComp: no messages,
+    /// no threads, an endpoint that could not be built, a histogram that could
+    /// not be merged.
     Setup(String),
-    Compress { message: String, error: sigcomp_compress::CompressError },
-    Decompress { message: String, failure: sigcomp::Failure },
-    Mismatch { message: String },
+    /// The sender could not compress a message.
+    Compress {
+        /// The message: `flow/NN-sender-name`, or `compartment N: NN-sender-name`.
+        message: String,
+        /// Why compression failed.
+        error: sigcomp_compress::CompressError,
+    },
+    /// The receiver's UDVM failed on a message (RFC 3320 §8.7).
+    Decompress {
+        /// The message, named as for `Compress`.
+        message: String,
+        /// The decompression failure the receiver reported.
+        failure: sigcomp::Failure,
+    },
+    /// A message decompressed to other bytes than were sent, or a NACK or
+    /// stream frame came where a message was expected.
+    Mismatch {
+        /// The message, named as for `Compress`.
+        message: String,
+    },
 }
 
 impl std::fmt::Display for BenchError {
@@ -509,10 +561,14 @@ pub fn personalize(bytes: &[u8], n: u64) -> Vec<u8> {
     out
 }
 
+/// How [`run_memory`] runs.
 #[derive(Debug, Clone, Copy)]
 pub struct MemoryOptions {
+    /// Both endpoints' parameters (DMS, SMS, CPB; RFC 3320 §3.3).
     pub params: Params,
+    /// The compressor's algorithm, mechanism, transport and dictionary.
     pub config: Config,
+    /// Compartments the server carries a call in: one terminal each.
     pub compartments: u64,
     /// Make each compartment's call distinct ([`personalize`]); false runs
     /// byte-identical calls, whose states the handler stores once.
@@ -522,9 +578,12 @@ pub struct MemoryOptions {
     pub hot: usize,
 }
 
+/// What [`run_memory`] measured at the server endpoint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryReport {
+    /// Compartments carried.
     pub compartments: u64,
+    /// Messages of the flow each compartment carried.
     pub messages_per_compartment: usize,
     /// VmRSS once the corpus is loaded and the server endpoint exists.
     pub rss_before: Option<u64>,
@@ -536,8 +595,10 @@ pub struct MemoryReport {
     /// §6.2 accounting: each state's length + 64), averaged.
     pub state_bytes_per_compartment: f64,
     /// State items the server's handler stores (each once, shared by the
-    /// compartments holding it), and compartment entries pointing to them.
+    /// compartments holding it).
     pub distinct_state_items: usize,
+    /// Compartment entries in the server's state store that point to the stored
+    /// items.
     pub state_entries: usize,
     /// Bytes of state values the handler stores, locally available
     /// dictionaries included: what the sharing actually costs.
@@ -549,6 +610,7 @@ pub struct MemoryReport {
     pub model_state_bytes_per_compartment: f64,
     /// Bytes the models' values take in memory (packed when idle), averaged.
     pub model_resident_bytes_per_compartment: f64,
+    /// Wall-clock time of the whole run, seconds.
     pub elapsed_s: f64,
 }
 

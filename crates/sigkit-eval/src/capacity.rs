@@ -37,8 +37,13 @@ impl Default for ServiceLevel {
 pub struct StepResult {
     /// The offered call rate, calls/s.
     pub offered_cps: f64,
+    /// Calls the step placed.
     pub attempted: u64,
+    /// Calls that succeeded (answered 200 and set up).
     pub successful: u64,
+    /// Calls that did not succeed (`sigkit capacity` counts every attempted
+    /// call that did not, unanswered ones included); the service level
+    /// weighs them against `attempted`.
     pub failed: u64,
     /// 95th percentile of INVITE→200, ms; `None` with no answered call.
     pub setup_p95_ms: Option<f64>,
@@ -47,8 +52,12 @@ pub struct StepResult {
 /// Whether a step kept the service level, and if not, why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Verdict {
+    /// Both limits kept: at most `max_failed_ratio` of the attempted calls failed
+    /// and the p95 set-up delay is within `max_setup_p95`.
     Served,
+    /// More than `max_failed_ratio` of the attempted calls failed.
     TooManyFailures,
+    /// The p95 set-up delay exceeded `max_setup_p95`.
     TooSlow,
     /// No call was attempted or answered: the step says nothing good.
     NoCalls,
@@ -76,12 +85,30 @@ impl ServiceLevel {
 pub enum Strategy {
     /// The framework thesis's way: `start`, `start + step`, … up to `end`, stopping at
     /// the first step that is not served. The capacity is known to `step`.
-    Steps { start: f64, step: f64, end: f64 },
+    Steps {
+        /// The first rate, calls/s (above 0).
+        start: f64,
+        /// The increment between rates, calls/s (above 0).
+        step: f64,
+        /// The last rate tried, calls/s (at least `start`).
+        end: f64,
+    },
     /// Grow the rate by `growth` from `start` until a step is not served
     /// (or `max` is reached), then bisect between the last served and the
     /// first unserved rate until they are within `resolution` (a fraction
     /// of the served rate) of each other.
-    Bisect { start: f64, growth: f64, max: f64, resolution: f64 },
+    Bisect {
+        /// The first rate, calls/s (above 0).
+        start: f64,
+        /// The factor each served rate is multiplied by (above 1); an
+        /// unserved first rate is divided by it, down to 0.1 calls/s.
+        growth: f64,
+        /// The highest rate tried, calls/s (at least `start`).
+        max: f64,
+        /// How close the bracket must close, as a fraction of the served
+        /// rate (above 0; 0.02 by default).
+        resolution: f64,
+    },
 }
 
 impl Default for Strategy {
@@ -109,6 +136,7 @@ pub struct Outcome {
     pub capacity_cps: Option<f64>,
     /// Lowest unserved rate above it, calls/s.
     pub first_unserved_cps: Option<f64>,
+    /// Whether the capacity is bracketed or only bounded from one side.
     pub bound: Bound,
     /// Every step run, in order, with its verdict.
     pub steps: Vec<(StepResult, Verdict)>,
@@ -132,6 +160,11 @@ pub struct CapacitySearch {
 const LOWEST_RATE: f64 = 0.1;
 
 impl CapacitySearch {
+    /// A search by `strategy` against `level`. A strategy whose numbers cannot
+    /// make progress (a start or step not above 0, an end below the start, a
+    /// growth not above 1, a resolution not above 0) proposes no rate at all:
+    /// [`CapacitySearch::next_rate`] is `None` at once and the outcome is
+    /// [`Bound::BelowLowest`].
     pub fn new(strategy: Strategy, level: ServiceLevel) -> CapacitySearch {
         let first = match strategy {
             Strategy::Steps { start, step, end } if start > 0.0 && step > 0.0 && end >= start => Some(start),
@@ -205,9 +238,13 @@ impl CapacitySearch {
 /// Capacities from repeated searches, summarised.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Estimate {
+    /// Searches summarised (at least 1).
     pub repetitions: usize,
+    /// Mean of the capacities found, calls/s.
     pub mean_cps: f64,
+    /// Lowest capacity found, calls/s.
     pub min_cps: f64,
+    /// Highest capacity found, calls/s.
     pub max_cps: f64,
     /// Sample standard deviation; 0 with one repetition.
     pub stddev_cps: f64,

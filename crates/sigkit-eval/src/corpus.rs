@@ -112,11 +112,15 @@ pub fn flows(corpus: Option<&Path>) -> Result<Vec<FlowSource>, CorpusError> {
 /// Which end sends a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
+    /// The user's terminal (`ue` in a file name).
     Ue,
+    /// The P-CSCF, the IMS proxy the terminal signals through (`pcscf` in a file
+    /// name; 3GPP TS 24.228).
     Pcscf,
 }
 
 impl Side {
+    /// The sender as a file name spells it: "ue" or "pcscf".
     pub fn name(self) -> &'static str {
         match self {
             Side::Ue => "ue",
@@ -124,7 +128,8 @@ impl Side {
         }
     }
 
-    /// Direction label as a user reads it: "UE→P-CSCF".
+    /// The direction it sends in, as tables label it: "ue->pcscf" or
+    /// "pcscf->ue".
     pub fn direction(self) -> &'static str {
         match self {
             Side::Ue => "ue->pcscf",
@@ -133,34 +138,57 @@ impl Side {
     }
 }
 
+/// One message of a call flow, as its file holds it.
 #[derive(Debug, Clone)]
 pub struct FlowMessage {
+    /// Its number `NN` in the file name; messages run in this order.
     pub index: u32,
+    /// The end that sends it.
     pub sender: Side,
+    /// Its name: the file name after `NN-<sender>-`, without `.sip` ("INVITE",
+    /// "200-OK").
     pub name: String,
+    /// The file it was read from (under `corpus/` for the built-in corpus).
     pub file: PathBuf,
+    /// The SIP message, byte for byte as the file holds it.
     pub bytes: Vec<u8>,
 }
 
 /// Why a flow or a corpus could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
+    /// A file or directory could not be read.
     #[error("{path}: {1}", path = .0.display())]
     Io(PathBuf, std::io::Error),
+    /// A `.sip` file whose name does not give its number, sender and name.
     #[error("{}: file name is not NN-<ue|pcscf>-<name>.sip", .0.display())]
     BadName(PathBuf),
     /// A file that is not one SIP message.
     #[error("{} (message {message}): {why}", .file.display())]
     Malformed {
+        /// The file.
         file: PathBuf,
+        /// The message's name, from the file name.
         message: String,
+        /// What is wrong with it.
         #[source]
         why: SipCheckError,
     },
     /// Two files of a flow with one number, which would leave their order
     /// to chance.
     #[error("{} (message {message}): its number {index:02} is also used by {}", .file.display(), .other.display())]
-    DuplicateNumber { file: PathBuf, message: String, index: u32, other: PathBuf },
+    DuplicateNumber {
+        /// The later file in name order.
+        file: PathBuf,
+        /// Its message's name.
+        message: String,
+        /// The number both files carry.
+        index: u32,
+        /// The file that has the number too.
+        other: PathBuf,
+    },
+    /// A flow directory without `.sip` files, or a corpus without flow
+    /// directories.
     #[error("{}: no .sip messages in the flow", .0.display())]
     Empty(PathBuf),
 }

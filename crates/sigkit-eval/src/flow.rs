@@ -16,19 +16,31 @@ pub const PEER: CompartmentId = CompartmentId(1);
 /// One row of the per-message table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageReport {
+    /// The message's name as the corpus flow gives it ("INVITE", "200 OK").
     pub name: String,
+    /// "ue->pcscf" or "pcscf->ue".
     pub direction: &'static str,
+    /// Its size as SIP, bytes.
     pub uncompressed: usize,
     /// Compressed payload: the LZSS tokens, without header or bytecode.
     pub payload: usize,
     /// The SigComp message as sent (for a stream, with its record marking).
     pub sigcomp: usize,
+    /// Whether the message carried the decompressor's bytecode (RFC 3320 §7.3)
+    /// rather than naming a state that holds it.
     pub uploaded_bytecode: bool,
     /// State memory used at the receiver for this compartment afterwards.
     pub state_memory: u32,
+    /// `sigcomp / uncompressed`: below 1 the message shrank.
     pub ratio: f64,
+    /// Wall-clock time the sender took to compress it, microseconds (this
+    /// machine, release build).
     pub compress_us: f64,
+    /// Wall-clock time the receiver took to decompress it and save its states,
+    /// microseconds.
     pub decompress_us: f64,
+    /// UDVM cycles the receiver spent decompressing it (RFC 3320 §8.6 bounds them
+    /// by the cycles per bit).
     pub cycles: u64,
     /// The state the message's header names (a memory snapshot, or the
     /// saved bytecode), if any; None when it uploads bytecode.
@@ -40,22 +52,49 @@ pub struct MessageReport {
     pub created: Vec<sigcomp::StateId>,
 }
 
+/// A flow run between the two endpoints: the per-message table of the SigComp
+/// performance thesis's Appendix H and its totals.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowReport {
+    /// One row per message, in flow order.
     pub messages: Vec<MessageReport>,
+    /// Bytes of every message as SIP.
     pub uncompressed: usize,
+    /// Bytes of every SigComp message as sent, framing included on a stream.
     pub sigcomp: usize,
+    /// `sigcomp / uncompressed` over the flow (the uncompressed total taken as at
+    /// least 1).
     pub ratio: f64,
     /// The SigComp messages in order, as (sender, bytes on the wire).
     pub wire: Vec<(Side, Vec<u8>)>,
 }
 
+/// Why a flow could not be run to its end; every message must decompress to its
+/// original bytes.
 #[derive(Debug)]
 pub enum FlowError {
+    /// An endpoint could not be built from the parameters and configuration.
     Setup(EndpointError),
-    Compress { message: String, error: CompressError },
-    Decompress { message: String, failure: sigcomp::Failure },
-    Mismatch { message: String },
+    /// The sender could not compress a message.
+    Compress {
+        /// The message, as `NN-sender-name` (its index in the flow, its sender and name).
+        message: String,
+        /// Why compression failed.
+        error: CompressError,
+    },
+    /// The receiver's UDVM failed on a message (RFC 3320 §8.7).
+    Decompress {
+        /// The message, as `NN-sender-name`.
+        message: String,
+        /// The decompression failure the receiver reported.
+        failure: sigcomp::Failure,
+    },
+    /// A message decompressed to other bytes than were sent, or a stream
+    /// frame or NACK came where a message was expected.
+    Mismatch {
+        /// The message, as `NN-sender-name`.
+        message: String,
+    },
 }
 
 impl std::fmt::Display for FlowError {
@@ -175,6 +214,7 @@ pub enum AlgorithmError {
     /// One of [`PLANNED_ALGORITHMS`] this build does not have.
     #[error("algorithm {0} is not available yet in sigcomp-compress (available: {available})", available = available_algorithms())]
     NotAvailable(String),
+    /// A name that is neither available nor planned.
     #[error("unknown algorithm {0:?} (available: {available})", available = available_algorithms())]
     Unknown(String),
 }

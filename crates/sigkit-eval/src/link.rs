@@ -60,12 +60,21 @@ impl LinkConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transit {
     /// It arrives at the far end at `arrives`; its last bit left at `sent`.
-    Delivered { sent: Instant, arrives: Instant },
+    Delivered {
+        /// When its last bit left the link: serialisation done.
+        sent: Instant,
+        /// `sent` plus the link's latency.
+        arrives: Instant,
+    },
     /// It was lost; the link was busy with it until `sent`.
-    Lost { sent: Instant },
+    Lost {
+        /// When its serialisation ended.
+        sent: Instant,
+    },
 }
 
 impl Transit {
+    /// When it arrives at the far end; `None` when it was lost.
     pub fn arrives(&self) -> Option<Instant> {
         match self {
             Transit::Delivered { arrives, .. } => Some(*arrives),
@@ -88,10 +97,13 @@ pub struct Link {
 }
 
 impl Link {
+    /// A link of `config`, idle, with its loss generator seeded from
+    /// `config.seed`.
     pub fn new(config: LinkConfig) -> Link {
         Link { config, free_at: None, rng: SplitMix64(config.seed), offered: 0, lost: 0 }
     }
 
+    /// The settings it was made with.
     pub fn config(&self) -> &LinkConfig {
         &self.config
     }
@@ -147,9 +159,15 @@ impl SplitMix64 {
 /// Datagrams a [`LinkRelay`] handled, per direction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RelayStats {
+    /// Datagrams from the terminal that crossed the uplink and were sent
+    /// upstream.
     pub uplink_delivered: u64,
+    /// Datagrams from the terminal the uplink lost (drawn with its `loss`).
     pub uplink_lost: u64,
+    /// Datagrams from the upstream that crossed the downlink and were sent to the
+    /// terminal.
     pub downlink_delivered: u64,
+    /// Datagrams from the upstream the downlink lost.
     pub downlink_lost: u64,
     /// Downlink datagrams dropped because no terminal had sent anything
     /// yet (the relay learns the terminal's address from its first
@@ -220,6 +238,7 @@ impl LinkRelay {
         self.network_side
     }
 
+    /// What the relay has handled so far, per direction.
     pub fn stats(&self) -> RelayStats {
         *self.stats.lock().expect("stats lock")
     }

@@ -16,8 +16,12 @@ use pcap_file::DataLink;
 
 use crate::corpus::Side;
 
+/// The UE's IPv4 address inside the capture (private, RFC 1918).
 pub const UE_IP: [u8; 4] = [10, 0, 0, 1];
+/// The P-CSCF's IPv4 address inside the capture.
 pub const PCSCF_IP: [u8; 4] = [10, 0, 0, 2];
+/// Both ends' UDP or TCP port: SIP's (RFC 3261 §18), compressed or not (RFC 3486
+/// §3).
 pub const SIP_PORT: u16 = 5060;
 /// Locally administered unicast MAC addresses (IEEE 802 bit 1 of byte 0).
 const UE_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
@@ -36,7 +40,10 @@ const GAP: Duration = Duration::from_millis(1);
 /// The capture transport: UDP datagrams or one TCP connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PcapTransport {
+    /// One UDP datagram per SigComp message.
     Udp,
+    /// One TCP connection: the three-way handshake, then one segment per record-
+    /// marked SigComp message (RFC 3320 §4.2.2).
     Tcp,
 }
 

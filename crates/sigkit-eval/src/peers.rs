@@ -126,12 +126,30 @@ impl Drop for Peer {
 /// Why a peer did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum PeerError {
+    /// A file could not be made or the peer's program could not be started: what
+    /// (a path, or the command), and why.
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
+    /// The peer did not answer on its address within its readiness deadline.
     #[error("{what} did not become ready in {secs} s; its log:\n{log}")]
-    NotReady { what: &'static str, secs: u64, log: String },
+    NotReady {
+        /// The peer: "Kamailio", "SIPp", "SIPp's UAC".
+        what: &'static str,
+        /// The deadline it was given, seconds.
+        secs: u64,
+        /// Its log (stdout and stderr) so far.
+        log: String,
+    },
+    /// The peer exited before it became ready (a configuration it refused, say).
     #[error("{what} exited at start ({status}); its log:\n{log}")]
-    Exited { what: &'static str, status: std::process::ExitStatus, log: String },
+    Exited {
+        /// The peer: "Kamailio" or "SIPp".
+        what: &'static str,
+        /// How it exited.
+        status: std::process::ExitStatus,
+        /// Its log (stdout and stderr).
+        log: String,
+    },
 }
 
 fn spawn(mut cmd: Command, dir: &Path, log: &str, addr: SocketAddr) -> Result<Peer, PeerError> {

@@ -48,21 +48,33 @@ pub enum Measure {
 pub struct PublishedCompression {
     /// Names the measurement in results files and report inputs.
     pub key: &'static str,
+    /// The document it comes from.
     pub paper: Paper,
     /// Where in the document ("Table 16, TCP", "Appendix H §14.8").
     pub source: &'static str,
+    /// The corpus flow it is measured on (a directory of `corpus/`).
     pub flow: &'static str,
     /// The flow's first `first` messages (session establishment, as the
     /// source counted it).
     pub first: usize,
+    /// The compression algorithm the source used.
     pub algorithm: Algorithm,
+    /// The SigComp mechanism the source used (the SigComp performance thesis
+    /// §9.6).
     pub mechanism: Mechanism,
+    /// Decompression memory size, bytes (RFC 3320 §3.3), at both endpoints.
     pub dms: u32,
+    /// State memory size, bytes (RFC 3320 §3.3), at both endpoints; 131072 unless
+    /// the source set another.
     pub sms: u32,
     /// RFC 3485 dictionary priorities (first, last); None: no dictionary.
     pub dictionary: Option<(u8, u8)>,
+    /// UDP (messages) or TCP (a stream, record-marked).
     pub transport: Transport,
+    /// The LZSS look-ahead buffer's length, bytes (the SigComp performance thesis
+    /// §9.2); 258 unless the source varied it.
     pub lookahead: usize,
+    /// Whether the figure counts the payload or the whole SigComp message.
     pub measure: Measure,
     /// The source's SIP bytes for these messages.
     pub their_uncompressed: u64,
@@ -133,7 +145,9 @@ impl PublishedCompression {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MeasuredCompression {
+    /// The [`PublishedCompression::key`] it measures.
     pub key: String,
+    /// SIP bytes of the flow's first messages, as our corpus has them.
     pub uncompressed: u64,
     /// Compressed tokens alone.
     pub payload: u64,

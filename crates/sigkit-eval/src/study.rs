@@ -16,48 +16,85 @@ use crate::flow::{run, FlowError, ALGORITHMS};
 /// One message of one flow under one configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MessageRow {
+    /// The flow's name: its directory in the corpus ("3gpp-video-call").
     pub flow: String,
+    /// The compression algorithm's name (`Algorithm::name`: "lzss", ...).
     pub algorithm: &'static str,
+    /// The mechanism's name (`Mechanism::name`): "basic", "static", "dynamic" or
+    /// "shared", the SigComp mechanisms of the SigComp performance thesis §9.6 and Appendix H.
     pub mechanism: &'static str,
     /// Position in the flow, from 1.
     pub index: usize,
+    /// The message's name as the flow gives it ("INVITE").
     pub message: String,
+    /// "ue->pcscf" or "pcscf->ue".
     pub direction: &'static str,
+    /// Its size as SIP, bytes.
     pub uncompressed: usize,
+    /// Its SigComp message as sent, bytes (framing included on a stream).
     pub sigcomp: usize,
+    /// `sigcomp / uncompressed`: below 1 the message shrank.
     pub ratio: f64,
+    /// Whether it carried the decompressor's bytecode (RFC 3320 §7.3).
     pub uploaded_bytecode: bool,
+    /// UDVM cycles the receiver spent on it (RFC 3320 §8.6).
     pub cycles: u64,
 }
 
 /// One flow's totals under one configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FlowRow {
+    /// The flow's name: its directory in the corpus.
     pub flow: String,
+    /// The compression algorithm's name.
     pub algorithm: &'static str,
+    /// The mechanism's name: "basic", "static", "dynamic" or "shared".
     pub mechanism: &'static str,
+    /// Messages in the flow.
     pub messages: usize,
+    /// Bytes of every message as SIP.
     pub uncompressed: usize,
+    /// Bytes of every SigComp message as sent.
     pub sigcomp: usize,
+    /// `sigcomp / uncompressed` over the flow.
     pub ratio: f64,
 }
 
 /// What the study measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CompressionStudy {
+    /// Each flow's totals, one row per flow × algorithm × mechanism.
     pub flows: Vec<FlowRow>,
+    /// Each message, in flow order within each flow × algorithm × mechanism.
     pub messages: Vec<MessageRow>,
 }
 
 /// Why the study stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum StudyError {
+    /// The corpus could not be read.
     #[error("reading the corpus: {0}")]
     Corpus(#[from] CorpusError),
+    /// The corpus directory could not be listed.
     #[error("{dir}: not readable: {source}")]
-    Dir { dir: PathBuf, source: std::io::Error },
+    Dir {
+        /// The corpus directory.
+        dir: PathBuf,
+        /// Why listing it failed.
+        source: std::io::Error,
+    },
+    /// A flow failed under one configuration.
     #[error("{flow} ({algorithm}, {mechanism}): {error}")]
-    Flow { flow: String, algorithm: &'static str, mechanism: &'static str, error: Box<FlowError> },
+    Flow {
+        /// The flow's name.
+        flow: String,
+        /// The algorithm's name.
+        algorithm: &'static str,
+        /// The mechanism's name.
+        mechanism: &'static str,
+        /// What went wrong in the run.
+        error: Box<FlowError>,
+    },
 }
 
 /// The flow directories of a corpus (each holds one call flow), by name.

@@ -3,6 +3,9 @@
 //! file lengths as lengths.tsv records them, message counts as flows.tsv
 //! records them, and every unmatched length listed in corpus/README.md.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 

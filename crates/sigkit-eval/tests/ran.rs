@@ -3,6 +3,9 @@
 //! and the same call measured over the emulated link with real UDP
 //! sockets on 127.0.0.1.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};

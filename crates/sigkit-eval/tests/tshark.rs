@@ -17,6 +17,9 @@
 //! Without it the test fails; set SIGKIT_SKIP_TSHARK=1 to opt out
 //! explicitly on a machine without it (ignored when CI=true).
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -96,21 +96,34 @@ pub struct CaptureFlow {
     pub capture: String,
     /// "flow 1: tcp 127.0.0.1:5060 <-> ...".
     pub flow: String,
+    /// "udp" or "tcp".
     pub protocol: String,
+    /// SIP messages in the flow that the analysis kept (at most its message bound
+    /// over all flows).
     pub messages: u64,
+    /// Distinct Call-IDs among its messages.
     pub calls: u64,
+    /// Bytes of its SIP messages (as decoded, for those sent as SigComp).
     pub sip_bytes: u64,
-    /// SigComp messages found in the capture, and how many decoded.
+    /// SigComp messages found in the capture.
     pub sigcomp_messages: u64,
+    /// How many of `sigcomp_messages` sigkit's decompressor decoded.
     pub sigcomp_decoded: u64,
-    /// TCP flows: TCP/IP header bytes as captured and as TAROC sends them.
+    /// TCP flows: the segments sigkit's TAROC compressor (the TAROC draft)
+    /// compressed; `None` for UDP.
     pub taroc_packets: Option<u64>,
+    /// TCP/IP header bytes of those packets as captured.
     pub header_bytes_before: Option<u64>,
+    /// TCP/IP header bytes of those segments as the TAROC compressor sent
+    /// them.
     pub header_bytes_after: Option<u64>,
     /// TAROC's mode: "u", "o", "r", or "o-infer" (O-mode with
     /// cross-direction inference).
     pub taroc_mode: String,
+    /// The signalling link's round-trip time the RAN delays were calculated with
+    /// (equation 2.1 of the SigComp performance thesis), ms.
     pub rtt_ms: f64,
+    /// Each way of sending its messages, the baseline first.
     pub variants: Vec<CaptureVariant>,
 }
 
@@ -122,8 +135,11 @@ pub struct CaptureVariant {
     pub name: String,
     /// Lower-layer headers counted: "none", "tcp/ip" or "taroc".
     pub headers: String,
+    /// The variant this one is compared with: "sip", or "sip + tcp/ip".
     pub baseline: String,
+    /// Bytes of every message together, sent this way.
     pub bytes: u64,
+    /// `bytes` over the baseline's bytes.
     pub ratio: f64,
     /// Messages SigComp failed on and sent plain.
     pub sent_plain: u64,
@@ -136,8 +152,11 @@ pub struct CaptureVariant {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SimStudy {
+    /// The scenario's short name, as tables show it.
     pub scenario: String,
+    /// What the scenario reproduces (from its configuration).
     pub description: String,
+    /// Seeds (independent runs) the study averages over.
     pub seeds: u64,
     /// Seeds whose window's 200 share fell under the collapse threshold.
     pub collapsed: u64,
@@ -155,6 +174,7 @@ pub struct SimStudy {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SimSecond {
+    /// The second, from the run's start (0, 1, ...).
     pub t: f64,
     /// Transactions the UACs started (offered load, requests/s).
     pub started: f64,
@@ -171,12 +191,16 @@ pub struct RunMeta {
     /// What the run was ("eval", "sim", "load", ...), as its results file
     /// names it.
     pub kind: String,
+    /// The machine it ran on: host name, CPU model and count.
     pub machine: String,
     /// UTC, as the run recorded it.
     pub date: String,
+    /// The command line that made it.
     pub command: String,
     /// Its configuration in short ("scenario no-handling, 2 seeds").
     pub config: String,
+    /// Free text: the run's own notes, or for a JSON output read without a run
+    /// record, the file it came from.
     pub notes: String,
     /// What the reader must know before reading its numbers: a part that
     /// failed or was not run, or a real peer that did not start and what
@@ -191,33 +215,51 @@ pub struct LoadStep {
     /// Which run (system under test) the step belongs to; steps of the
     /// same series are drawn as one line.
     pub series: String,
+    /// Offered call rate, calls/s.
     pub offered_cps: f64,
+    /// Calls placed.
     pub attempted: u64,
+    /// Calls that succeeded.
     pub successful: u64,
+    /// Calls that failed: an error final response, a timer, or an
+    /// unexpected message.
     pub failed: u64,
     /// Successful calls per second.
     pub calls_per_s: f64,
+    /// `failed` as a percentage of `attempted` (0 with none attempted).
     pub failed_pct: f64,
     /// Calls attempted that neither succeeded nor failed by the end of the
     /// run: no final answer yet (an overloaded system holds calls in
     /// retransmission), so a step with 0 % failed can still have lost calls.
     pub unfinished: u64,
+    /// `unfinished` as a percentage of `attempted` (0 with none attempted).
     pub unfinished_pct: f64,
-    /// Set-up delay percentiles; NaN (null in JSON) where the run did not
-    /// measure one (a capacity search keeps only the 95th).
+    /// Median call set-up delay (INVITE to 200), ms; NaN (null in JSON)
+    /// where the run did not measure one (a capacity search keeps only the
+    /// 95th).
     #[serde(deserialize_with = "nan_if_null")]
     pub setup_p50_ms: f64,
+    /// 95th percentile of the call set-up delay (INVITE to 200), ms; NaN where
+    /// not measured.
     #[serde(deserialize_with = "nan_if_null")]
     pub setup_p95_ms: f64,
+    /// 99th percentile of the call set-up delay, ms; NaN where not measured.
     #[serde(deserialize_with = "nan_if_null")]
     pub setup_p99_ms: f64,
     /// How long the step offered calls, s (0: not recorded).
     pub duration_s: f64,
     /// What went wrong in the step's calls, where the run counted it per
-    /// step (None: not recorded).
+    /// step (None: not recorded). Here: messages sent again (RFC 3261 §17
+    /// timers, or a retransmitted request answered again).
     pub retransmissions: Option<u64>,
+    /// Calls failed on a timer (RFC 3261 §17 Timer B or F, no ACK, a
+    /// receive timeout); None: not recorded.
     pub timeouts: Option<u64>,
+    /// Messages that matched no step of their call (the call fails) or
+    /// could not be parsed; None: not recorded.
     pub unexpected: Option<u64>,
+    /// Failed calls whose cause was a 5xx final response (503 from an
+    /// overloaded server, say); None: not recorded.
     pub failed_5xx: Option<u64>,
     /// The last step of a run: the run's tail after it.
     pub tail: Option<LoadTail>,
@@ -228,10 +270,15 @@ pub struct LoadStep {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LoadTail {
+    /// When the tail began: the run's time at its last step's end, s.
     pub start_s: f64,
+    /// When the run ended, s from its start.
     pub end_s: f64,
+    /// Calls that succeeded in the tail.
     pub successful: u64,
+    /// Calls that failed in the tail.
     pub failed: u64,
+    /// Calls still without a final answer when the run ended.
     pub unfinished: u64,
 }
 
@@ -245,12 +292,16 @@ fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Capacity {
+    /// The system whose capacity it is ("the built-in UAS", an address).
     pub target: String,
     /// The service level the rate was found within, in words.
     pub service_level: String,
+    /// The capacity: mean over the searches of the highest rate served within the
+    /// service level, calls/s.
     pub calls_per_s: f64,
     /// Half-width of the 95 % confidence interval across searches.
     pub ci95_calls_per_s: Option<f64>,
+    /// Searches the capacity was averaged over.
     pub searches: u32,
     /// Largest distance of one search's capacity from the mean, % of it.
     pub max_deviation_pct: Option<f64>,
@@ -260,8 +311,12 @@ pub struct Capacity {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FlowCompression {
+    /// The flow's name: its corpus directory.
     pub flow: String,
+    /// The compression algorithm's name ("lzss").
     pub algorithm: String,
+    /// The SigComp mechanism's name: "basic", "static", "dynamic" or "shared"
+    /// (the SigComp performance thesis §9.6).
     pub mechanism: String,
     /// (message label, original bytes, compressed bytes), in flow order.
     pub messages: Vec<(String, u64, u64)>,
@@ -279,6 +334,7 @@ pub enum RanMethod {
 }
 
 impl RanMethod {
+    /// The method as the report's tables write it: "calculated" or "measured".
     pub fn name(self) -> &'static str {
         match self {
             RanMethod::Calculated => "calculated",
@@ -291,15 +347,26 @@ impl RanMethod {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RanRow {
+    /// The signalling link's bit rate, kbit/s.
     pub kbps: f64,
+    /// Whether equation 2.1 gave the row or the emulated link measured it.
     pub method: RanMethod,
+    /// The signalling link's round-trip time, ms (70 in the SigComp performance
+    /// thesis).
     pub rtt_ms: f64,
+    /// Messages in the call.
     pub messages: u32,
+    /// Bytes of the call's messages as SIP.
     pub sip_bytes: u64,
+    /// Bytes of the call's messages as SigComp sent them.
     pub sigcomp_bytes: u64,
+    /// The call's one-way RAN delay uncompressed, s.
     pub sip_delay_s: f64,
+    /// The call's one-way RAN delay with SigComp, s.
     pub sigcomp_delay_s: f64,
+    /// `sip_delay_s - sigcomp_delay_s`, s.
     pub improvement_s: f64,
+    /// `improvement_s` as a percentage of `sip_delay_s`.
     pub improvement_pct: f64,
 }
 
@@ -307,12 +374,19 @@ pub struct RanRow {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RanMessageRow {
+    /// The signalling link's bit rate, kbit/s.
     pub kbps: f64,
+    /// The message's name as the corpus flow gives it.
     pub name: String,
+    /// "ue->pcscf" or "pcscf->ue".
     pub direction: String,
+    /// Its size as SIP, bytes.
     pub sip_bytes: u64,
+    /// Its size as SigComp sent it, bytes.
     pub sigcomp_bytes: u64,
+    /// Its one-way RAN delay uncompressed by equation 2.1, s.
     pub sip_delay_s: f64,
+    /// Its one-way RAN delay with SigComp by equation 2.1, s.
     pub sigcomp_delay_s: f64,
 }
 
@@ -346,13 +420,18 @@ pub struct SeedPoint {
     pub seed: String,
     /// Where in it (table, figure, section).
     pub source: String,
+    /// The plot it is drawn on, which also gives the units of `x` and `y`.
     pub chart: SeedChart,
     /// The line it belongs to (e.g. a machine, or "SIP").
     pub series: String,
+    /// Abscissa, in the chart's unit (kbps, message number or offered calls/s).
     pub x: f64,
+    /// Ordinate, in the chart's unit.
     pub y: f64,
     /// Read from prose ("about 70 %") rather than a table.
     pub approximate: bool,
+    /// A remark on how the value was obtained or what differs from ours ("UDP,
+    /// DMS 8192, dictionary priorities 1–5"); shown beside it.
     pub note: String,
 }
 
@@ -407,6 +486,7 @@ impl ReportInput {
 /// What [`write_report`] wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportFiles {
+    /// The page: `index.html` in the report's directory.
     pub index: PathBuf,
     /// One PNG per plot, beside the page.
     pub pngs: Vec<PathBuf>,
@@ -415,15 +495,20 @@ pub struct ReportFiles {
     pub plots: Vec<String>,
 }
 
+/// Why a report could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// A file could not be read, or written, or the directory made.
     #[error("{0}: {1}")]
     Io(PathBuf, std::io::Error),
+    /// A file is neither JSON report input nor a run's output it reads.
     #[error("{0}: not a report input: {1}")]
     Json(PathBuf, String),
     /// The chart of this id could not be drawn.
     #[error("drawing {0}: {1}")]
     Draw(String, #[source] DrawError),
+    /// A file holds nothing to plot: the file and what kind of output it was
+    /// taken for.
     #[error("{0}: {1} with nothing to plot (no load steps, capacity, compression, RAN-delay or capture rows)")]
     NothingToPlot(PathBuf, &'static str),
 }

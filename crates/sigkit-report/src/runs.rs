@@ -29,10 +29,15 @@ use crate::{
 /// What kind of output a file held, as an error message names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunKind {
+    /// `sigkit load --json`: a run report of summary, intervals and steps.
     LoadJson,
+    /// `sigkit capacity --json`: each search's steps and the estimate.
     CapacityJson,
+    /// `sigkit analyze --json`: a capture's SIP flows.
     AnalyzeJson,
+    /// A results file (SQLite) of `sigkit load --db` or `sigkit eval`.
     ResultsFile,
+    /// Report-input JSON ([`ReportInput`]).
     ReportInput,
 }
 

@@ -5,6 +5,9 @@
 //! and no horizontal overflow of the page, and the screenshot must not be
 //! blank.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 use std::process::Command;
 

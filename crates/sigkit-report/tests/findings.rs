@@ -7,6 +7,9 @@
 //! context table, explain its terms at first use, and fit an 800 px window
 //! in headless Chromium.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use std::process::Command;
 
 use sigcomp::{Params, Transport};

@@ -1,5 +1,7 @@
 //! Helpers shared by the report's integration tests.
 #![allow(dead_code)]
+// These helpers unwrap: a panic fails the test that called them.
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
