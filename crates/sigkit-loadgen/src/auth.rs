@@ -8,15 +8,25 @@ use md5::{Digest, Md5};
 /// the header value.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct DigestParams {
+    /// `realm`: the protection space (RFC 2617 §3.2.1), quotes removed.
     pub realm: String,
+    /// `nonce`: the server's nonce, quotes removed.
     pub nonce: String,
+    /// `opaque`, when given: echoed unchanged in the credentials.
     pub opaque: Option<String>,
+    /// `algorithm`, when given (`MD5`, the default of RFC 2617 §3.2.1).
     pub algorithm: Option<String>,
+    /// `qop`: in a challenge, the offered qualities of protection (`auth`, `auth-int`); in credentials, the one chosen.
     pub qop: Option<String>,
+    /// `username` (credentials, RFC 2617 §3.2.2).
     pub username: String,
+    /// `uri`: the digest-uri the response was computed over (credentials).
     pub uri: String,
+    /// `response`: the request digest as received (32 hex digits per RFC 2617 §3.2.2.1; credentials).
     pub response: String,
+    /// `nc`: the nonce count as received (8 hex digits per RFC 2617 §3.2.2; credentials with a qop).
     pub nc: String,
+    /// `cnonce`: the client's nonce (credentials with a qop).
     pub cnonce: String,
 }
 

@@ -19,8 +19,11 @@ use crate::scenario::{Expect, Recv, Scenario, ScenarioError, Send, Sent, Step, S
 /// One message of a flow.
 #[derive(Debug, Clone)]
 pub struct FlowMessage {
+    /// Whether the UE sent it (`ue` in the file name) rather than the P-CSCF (`pcscf`).
     pub ue: bool,
+    /// The `<name>` part of the file name (`invite`, `180-ringing`, ...).
     pub name: String,
+    /// The file's text (UTF-8, or ISO-8859-1 as [`crate::scenario::decode_text`] reads it).
     pub text: String,
 }
 

@@ -123,20 +123,25 @@ pub struct Outbox {
 }
 
 impl Outbox {
+    /// Adds `bytes` for `to` (copied into the box's buffer).
     pub fn push(&mut self, to: SocketAddr, bytes: &[u8]) {
         let start = self.buf.len();
         self.buf.extend_from_slice(bytes);
         self.items.push((to, start..self.buf.len()));
     }
+    /// Each datagram and its destination, in the order pushed.
     pub fn iter(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> + '_ {
         self.items.iter().map(|(to, r)| (*to, &self.buf[r.clone()]))
     }
+    /// Datagrams in the box.
     pub fn len(&self) -> usize {
         self.items.len()
     }
+    /// Whether the box holds no datagram.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
+    /// Empties the box, keeping its memory.
     pub fn clear(&mut self) {
         self.buf.clear();
         self.items.clear();
@@ -173,6 +178,7 @@ pub struct Engine {
     /// The methods of the requests the scenario sends (ACK aside, which
     /// is no transaction): the recorder's transaction histograms.
     methods: Vec<String>,
+    /// The run's counts and delays, updated as calls progress.
     pub recorder: Recorder,
 }
 
@@ -181,6 +187,8 @@ fn lower(s: &str) -> String {
 }
 
 impl Engine {
+    /// An engine for `scenario` with `config` (`injection` gives `[fieldN]` values); `now` is the run's start, from
+    /// which `[clock_tick]` counts. No call is placed until [`Engine::start_call`] (or a request arrives, for a UAS).
     pub fn new(
         scenario: Arc<Scenario>,
         config: EngineConfig,
@@ -250,6 +258,7 @@ impl Engine {
         }
     }
 
+    /// The scenario every call follows.
     pub fn scenario(&self) -> &Scenario {
         &self.scenario
     }
@@ -276,6 +285,7 @@ impl Engine {
         std::mem::take(&mut self.outbox)
     }
 
+    /// Gives back a box taken with [`Engine::take_outbox`], emptied, so its memory is reused.
     pub fn return_outbox(&mut self, mut outbox: Outbox) {
         outbox.clear();
         if self.outbox.is_empty() {
@@ -283,6 +293,7 @@ impl Engine {
         }
     }
 
+    /// The messages waiting to be sent, without taking them.
     pub fn outbox(&self) -> &Outbox {
         &self.outbox
     }

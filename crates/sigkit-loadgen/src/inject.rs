@@ -19,7 +19,9 @@ pub enum Order {
 /// A parsed injection file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Injection {
+    /// The order calls take lines in, from the first line.
     pub order: Order,
+    /// The data lines, each split at `;` into its fields (`[field0]` is index 0).
     pub lines: Vec<Vec<String>>,
 }
 

@@ -29,13 +29,19 @@ pub struct Counters {
     /// Calls the load pattern asked for (a UAC's; the limits on
     /// concurrent calls can keep some from being attempted).
     pub offered: u64,
+    /// Calls placed (UAC) or taken on (UAS), counted when the call starts: SIPp's `-trace_stat` `OutgoingCall`
+    /// (`IncomingCall` for a UAS).
     pub attempted: u64,
+    /// Calls that reached the end of their scenario: `-trace_stat` `SuccessfulCall`.
     pub successful: u64,
+    /// Calls that ended on a failure, whatever the cause (see `failures`): `-trace_stat` `FailedCall`.
     pub failed: u64,
     /// Failed calls by cause (`invite_timeout`, `invite_486`,
     /// `unexpected_message`, ...).
     pub failures: BTreeMap<String, u64>,
+    /// SIP messages written to the transport, retransmissions included.
     pub messages_sent: u64,
+    /// SIP messages read from the transport, retransmissions and out-of-call messages included.
     pub messages_received: u64,
     /// Messages sent again (RFC 3261 timers, or a retransmitted request
     /// answered again).
@@ -64,6 +70,7 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Counters with histograms for `rtds` response times (the scenario's `rtd` indices) and no timed methods.
     pub fn new(rtds: usize) -> Counters {
         Counters::with_methods(rtds, 0)
     }
@@ -131,19 +138,26 @@ impl Counters {
 /// step (calls count in the step in which they started).
 #[derive(Debug, Clone)]
 pub struct Recorder {
+    /// Over the whole run (SIPp's cumulative `-trace_stat` columns, `(C)`).
     pub total: Counters,
+    /// Over the current reporting interval (`-fd`; SIPp's periodic columns, `(P)`), reset by the caller at its end.
     pub interval: Counters,
+    /// One row per load step, indexed by step (at most 4097 rows; later steps count in the last).
     pub steps: Vec<Counters>,
+    /// The scenario's response-time names (the `rtd`/`start_rtd` attribute values), in the order of the counters'
+    /// `rtd_us` histograms.
     pub rtd_names: Vec<String>,
     /// The request methods whose transactions are timed, in the order of
     /// the counters' `txn_*` histograms.
     pub methods: Vec<String>,
+    /// When the last call succeeded (see [`Recorder::call_succeeded`]); None before the first.
     pub last_success: Option<Instant>,
     /// When the load's last step ended ([`Recorder::load_ended`]): calls
     /// that finish after it are the run's tail.
     pub tail_from: Option<Instant>,
     /// Calls that finished after `tail_from`, whatever their step.
     pub tail_successful: u64,
+    /// Calls that failed after `tail_from`, whatever their step.
     pub tail_failed: u64,
 }
 
@@ -154,6 +168,7 @@ impl Default for Recorder {
 }
 
 impl Recorder {
+    /// A recorder for the response times named `rtd_names`, timing no client transactions.
     pub fn new(rtd_names: Vec<String>) -> Recorder {
         Recorder::with_methods(rtd_names, Vec::new())
     }
@@ -190,12 +205,15 @@ impl Recorder {
         f(self.step(step));
     }
 
+    /// A call of load step `step` was asked for by the load pattern (it may still be held back by `-l`).
     pub fn call_offered(&mut self, step: usize) {
         self.each(step, |c| c.offered += 1);
     }
+    /// A call of load step `step` was started (a UAC placed it, or a UAS took on its first request).
     pub fn call_attempted(&mut self, step: usize) {
         self.each(step, |c| c.attempted += 1);
     }
+    /// A call of load step `step` reached the end of its scenario at `now`.
     pub fn call_succeeded(&mut self, step: usize, now: Instant) {
         self.each(step, |c| c.successful += 1);
         self.last_success = Some(now);
@@ -203,6 +221,8 @@ impl Recorder {
             self.tail_successful += 1;
         }
     }
+    /// A call of load step `step` failed with `cause` (`invite_timeout`, `invite_486`, ...); `timeout` when a timer
+    /// ended it (counted in `timeouts` too).
     pub fn call_failed(&mut self, step: usize, cause: &str, timeout: bool) {
         self.each(step, |c| c.fail(cause, timeout));
         if self.tail_from.is_some_and(|t| Instant::now() >= t) {
@@ -215,18 +235,22 @@ impl Recorder {
     pub fn load_ended(&mut self, at: Instant) {
         self.tail_from.get_or_insert(at);
     }
+    /// A call of load step `step` got its first provisional (18x) response `d` after its INVITE was first sent.
     pub fn ringing(&mut self, step: usize, d: Duration) {
         let us = micros(d);
         self.each(step, |c| {
             let _ = c.ringing_us.record(us);
         });
     }
+    /// A call of load step `step` got its 2xx to the INVITE `d` after the INVITE was first sent (the set-up delay).
     pub fn answered(&mut self, step: usize, d: Duration) {
         let us = micros(d);
         self.each(step, |c| {
             let _ = c.setup_us.record(us);
         });
     }
+    /// Response time `index` (a scenario `rtd`, `-trace_stat` `ResponseTime<index+1>`) of a call of load step `step`
+    /// ended after `d`.
     pub fn rtd(&mut self, step: usize, index: usize, d: Duration) {
         let us = micros(d);
         self.each(step, |c| {
@@ -255,6 +279,8 @@ impl Recorder {
             }
         });
     }
+    /// A message written to the transport; `retransmission` when it was a copy sent again (counted in
+    /// `retransmissions`, the `-trace_stat` `Retransmissions` column). Counts in the run and the interval only.
     pub fn message_sent(&mut self, retransmission: bool) {
         self.total.messages_sent += 1;
         self.interval.messages_sent += 1;
@@ -274,18 +300,23 @@ impl Recorder {
         self.unexpected();
         self.step(step).unexpected += 1;
     }
+    /// A message read from the transport (run and interval only).
     pub fn message_received(&mut self) {
         self.total.messages_received += 1;
         self.interval.messages_received += 1;
     }
+    /// A message from the peer that was a copy of one already received (run and interval only).
     pub fn retransmission_received(&mut self) {
         self.total.retransmissions_received += 1;
         self.interval.retransmissions_received += 1;
     }
+    /// A message that could not be parsed (or decompressed, with SigComp) or named no Call-ID, with no load step to count it in
+    /// (`-trace_stat` `FailedUnexpectedMessage` counts the calls it fails).
     pub fn unexpected(&mut self) {
         self.total.unexpected += 1;
         self.interval.unexpected += 1;
     }
+    /// A message for no call in progress (`-trace_stat` `OutOfCallMsgs`).
     pub fn out_of_call(&mut self) {
         self.total.out_of_call += 1;
         self.interval.out_of_call += 1;
@@ -295,16 +326,24 @@ impl Recorder {
 /// Percentiles of a delay, ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Percentiles {
+    /// Samples in the histogram; 0 leaves every other field 0.
     pub count: u64,
+    /// Median, ms (HdrHistogram, 3 significant digits).
     pub p50: f64,
+    /// 90th percentile, ms.
     pub p90: f64,
+    /// 95th percentile, ms.
     pub p95: f64,
+    /// 99th percentile, ms.
     pub p99: f64,
+    /// Largest sample, ms.
     pub max: f64,
+    /// Arithmetic mean of the samples, ms.
     pub mean: f64,
 }
 
 impl Percentiles {
+    /// The percentiles of `h`, whose samples are µs; all zero for an empty histogram.
     pub fn of(h: &Histogram<u64>) -> Percentiles {
         if h.is_empty() {
             return Percentiles::default();
@@ -327,8 +366,10 @@ impl Percentiles {
 /// response (`provisional`; none for most non-INVITE requests).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct TransactionTimes {
+    /// Request first sent → first final response, ms.
     #[serde(rename = "final")]
     pub final_ms: Percentiles,
+    /// Request first sent → first provisional response, ms.
     #[serde(rename = "provisional")]
     pub provisional_ms: Percentiles,
 }
@@ -360,27 +401,44 @@ pub struct SutUsage {
 pub struct Summary {
     /// "uac" for a scenario that places calls, "uas" for one that answers.
     pub role: &'static str,
+    /// The scenario's name (its `<scenario name=…>`, or the built-in's name).
     pub scenario: String,
+    /// "udp" or "tcp" (SIPp's `-t u1` or `-t t1`).
     pub transport: &'static str,
+    /// Wall time of the run, s.
     pub elapsed_s: f64,
     /// The rate asked for at the start (calls/s).
     pub offered_cps: f64,
+    /// Calls the load pattern asked for, some held back by `-l` ([`Counters::offered`]).
     pub offered_calls: u64,
+    /// Calls started ([`Counters::attempted`]).
     pub attempted_calls: u64,
+    /// Calls that reached the end of their scenario (`-trace_stat` `SuccessfulCall`).
     pub successful_calls: u64,
+    /// Calls that failed (`-trace_stat` `FailedCall`).
     pub failed_calls: u64,
+    /// Failed calls by cause (`invite_timeout`, `invite_486`, `unexpected_message`, ...).
     pub failures: BTreeMap<String, u64>,
     /// Calls still in progress when the run ended (neither successful nor
     /// failed).
     pub calls_in_progress: u64,
     /// Successful calls per second over the run.
     pub calls_per_s: f64,
+    /// SIP messages sent, retransmissions included.
     pub messages_sent: u64,
+    /// SIP messages received, retransmissions and out-of-call messages included.
     pub messages_received: u64,
+    /// Messages sent and received per second over the run.
     pub messages_per_s: f64,
+    /// Messages sent again (RFC 3261 §17.1.1.2 and §17.1.2.2 timers A/E, or a retransmitted request answered again;
+    /// `-trace_stat` `Retransmissions`).
     pub retransmissions: u64,
+    /// Messages the peer sent again.
     pub retransmissions_received: u64,
+    /// Calls failed on a timer (Timer B/F, no ACK, a recv timeout; SIPp's `FailedTimeoutOnRecv` and
+    /// `FailedMaxUDPRetrans`).
     pub timeouts: u64,
+    /// Messages that matched no step of their call or could not be parsed (`FailedUnexpectedMessage` counts the calls).
     pub unexpected_messages: u64,
     /// Messages for no call in progress (late responses included).
     pub late_responses: u64,
@@ -402,6 +460,9 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The summary of recorder `r` after `elapsed`: `role` "uac" or "uas", the scenario's name, `transport` "udp" or
+    /// "tcp", the rate asked for at the start (calls/s), the calls still in progress, and the system under test's usage;
+    /// rates are over `elapsed` (at least 1 ns). `sigcomp` and `service` are left None for the caller.
     #[allow(clippy::too_many_arguments)]
     pub fn of(
         role: &'static str,
@@ -458,14 +519,23 @@ pub struct Interval {
     pub t_s: f64,
     /// The rate asked for at the interval's end, calls/s.
     pub offered_cps: f64,
+    /// Calls started in the interval.
     pub attempted: u64,
+    /// Calls that reached the end of their scenario in the interval.
     pub successful: u64,
+    /// Calls that failed in the interval.
     pub failed: u64,
+    /// Successful calls per second of the interval.
     pub calls_per_s: f64,
+    /// Messages sent again in the interval (RFC 3261 §17 timers; `-trace_stat` `Retransmissions(P)`).
     pub retransmissions: u64,
+    /// Set-up delay (INVITE→2xx) median over the interval, ms.
     pub setup_p50_ms: f64,
+    /// Set-up delay 95th percentile over the interval, ms.
     pub setup_p95_ms: f64,
+    /// Set-up delay 99th percentile over the interval, ms.
     pub setup_p99_ms: f64,
+    /// Calls in progress at the interval's end (`-trace_stat` `CurrentCall`).
     pub active_calls: u64,
     /// The interval's length, s.
     pub span_s: f64,
@@ -473,25 +543,40 @@ pub struct Interval {
     pub step: usize,
     /// Calls the load pattern asked for (some held back by `-l`).
     pub offered: u64,
+    /// Failed calls of the interval by cause.
     pub failures: BTreeMap<String, u64>,
+    /// SIP messages sent in the interval, retransmissions included.
     pub messages_sent: u64,
+    /// SIP messages received in the interval.
     pub messages_received: u64,
+    /// Messages sent and received per second of the interval.
     pub messages_per_s: f64,
+    /// Calls failed on a timer in the interval.
     pub timeouts: u64,
+    /// Messages that matched no step of their call in the interval.
     pub unexpected: u64,
+    /// Set-up delay 90th percentile over the interval, ms.
     pub setup_p90_ms: f64,
+    /// Longest set-up delay of the interval, ms.
     pub setup_max_ms: f64,
+    /// INVITE→first 18x median over the interval, ms.
     pub ringing_p50_ms: f64,
+    /// INVITE→first 18x 95th percentile over the interval, ms.
     pub ringing_p95_ms: f64,
+    /// The scenario's response times (`rtd`) over the interval, by name.
     pub rtd_ms: BTreeMap<String, Percentiles>,
     /// Client transactions' response times, by request method.
     pub transactions_ms: BTreeMap<String, TransactionTimes>,
     /// The system under test over the interval (`--sut-pid`).
     pub sut_cpu_percent: Option<f64>,
+    /// Resident memory of the system under test at the interval's end, KiB (`--sut-pid`).
     pub sut_rss_kib: Option<u64>,
 }
 
 impl Interval {
+    /// The row of an interval ending `t_s` seconds into the run and lasting `span_s` s (rates are over it, at least
+    /// 1 ns): load step `step`, rate `offered_cps` calls/s, `c` the interval's counters (names from `r`), `active`
+    /// calls in progress, `sut` the system under test's usage.
     #[allow(clippy::too_many_arguments)]
     pub fn of(
         t_s: f64,
@@ -546,9 +631,11 @@ impl Interval {
 pub struct Tail {
     /// Seconds since the run started.
     pub start_s: f64,
+    /// Seconds since the run started, at the run's end.
     pub end_s: f64,
     /// Calls (of any step) that succeeded or failed in the tail.
     pub successful: u64,
+    /// Calls (of any step) that failed in the tail.
     pub failed: u64,
     /// Calls still without a final answer when the run ended.
     pub unfinished: u64,
@@ -559,6 +646,7 @@ pub struct Tail {
 /// started in.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepReport {
+    /// The step's index, from 0 in the order of the pattern.
     pub step: usize,
     /// The rate of the step, calls/s.
     pub offered_cps: f64,
@@ -567,12 +655,17 @@ pub struct StepReport {
     /// which the step offered its calls, neither a pause after it nor the
     /// run's tail.
     pub start_s: f64,
+    /// When the step ended, seconds since the run started (see `start_s`).
     pub end_s: f64,
     /// `end_s - start_s`.
     pub duration_s: f64,
+    /// Calls the load pattern asked for in the step (some held back by `-l`).
     pub offered: u64,
+    /// Calls started in the step.
     pub attempted: u64,
+    /// Calls started in the step that reached the end of their scenario (whenever they ended).
     pub successful: u64,
+    /// Calls started in the step that failed (whenever they ended).
     pub failed: u64,
     /// Failed calls by cause (`invite_timeout`, `invite_503`, ...).
     pub failures: BTreeMap<String, u64>,
@@ -587,8 +680,11 @@ pub struct StepReport {
     /// Successful calls of the step per second of the step
     /// (`successful / duration_s`).
     pub calls_per_s: f64,
+    /// INVITE→2xx of the step's calls, ms.
     pub setup_ms: Percentiles,
+    /// INVITE→first 18x of the step's calls, ms.
     pub ringing_ms: Percentiles,
+    /// The scenario's response times (`rtd`) of the step's calls, by name.
     pub rtd_ms: BTreeMap<String, Percentiles>,
     /// Client transactions' response times, by request method.
     pub transactions_ms: BTreeMap<String, TransactionTimes>,

@@ -15,16 +15,48 @@ pub enum Pattern {
     Constant,
     /// Rates `start`, `start + step`, ... up to `end` (calls/s), each for
     /// `dwell`, with `pause` without new calls after each.
-    Steps { start: f64, end: f64, step: f64, dwell: Duration, pause: Duration },
+    Steps {
+        /// The first step's rate, calls/s.
+        start: f64,
+        /// The last step's rate at most, calls/s.
+        end: f64,
+        /// The rate added from one step to the next, calls/s.
+        step: f64,
+        /// How long each step offers calls.
+        dwell: Duration,
+        /// How long no call starts after each step.
+        pause: Duration,
+    },
     /// From `from` to `to` calls/s linearly over `over`, then `to`.
-    Ramp { from: f64, to: f64, over: Duration },
+    Ramp {
+        /// The rate at the start, calls/s.
+        from: f64,
+        /// The rate at the end of the ramp and after it, calls/s.
+        to: f64,
+        /// The ramp's length.
+        over: Duration,
+    },
     /// `size` calls at once every `every`.
-    Bursts { size: u32, every: Duration },
+    Bursts {
+        /// Calls started at once.
+        size: u32,
+        /// Time from one burst to the next.
+        every: Duration,
+    },
     /// `base` calls/s, `peak` from `at` for `length`, then `base` again:
     /// the overload thesis's peak load (C. Egger, SIP overload control
     /// thesis, TU Wien 2012, §5.2.1: 700 tps, 900 tps from 30 s to 90 s).
     /// Steps 0, 1 and 2 are before, during and after the peak.
-    Surge { base: f64, peak: f64, at: Duration, length: Duration },
+    Surge {
+        /// The rate before and after the peak, calls/s.
+        base: f64,
+        /// The rate during the peak, calls/s.
+        peak: f64,
+        /// When the peak starts, from the run's start.
+        at: Duration,
+        /// How long the peak lasts.
+        length: Duration,
+    },
 }
 
 /// How calls are spread in time at a given rate.
@@ -39,9 +71,13 @@ pub enum Arrivals {
 /// One step of the load: its rate and when it ran.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct StepSpan {
+    /// The step's index, from 0 (a rate set by hand starts a new step).
     pub index: usize,
+    /// The step's rate, calls/s.
     pub cps: f64,
+    /// When the step's first call started, seconds since the run started.
     pub start_s: f64,
+    /// When the step's last call so far started, seconds since the run started.
     pub end_s: f64,
 }
 
@@ -360,6 +396,7 @@ impl RateController {
         }
     }
 
+    /// Whether starting calls is paused by [`RateController::toggle_pause`].
     pub fn paused(&self) -> bool {
         self.paused
     }

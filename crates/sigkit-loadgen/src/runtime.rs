@@ -29,13 +29,16 @@ use crate::sut::SutSampler;
 /// built-in `uac` or `uas`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// Places calls: SIPp's built-in `-sn uac` (INVITE, ACK, BYE).
     Uac,
+    /// Answers calls: SIPp's built-in `-sn uas`.
     Uas,
 }
 
 /// A load run's settings (the library's names for SIPp's flags).
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
+    /// Which built-in scenario runs when `scenario` is None.
     pub role: Role,
     /// The scenario; None for the built-in one of `role`.
     pub scenario: Option<Arc<Scenario>>,
@@ -48,8 +51,11 @@ pub struct LoadConfig {
     pub engine: EngineConfig,
     /// Calls started per `rate_period` (SIPp's `-r` and `-rp`).
     pub rate: f64,
+    /// The period `rate` counts over (SIPp's `-rp`; 1 s by default).
     pub rate_period: Duration,
+    /// How the rate changes over the run: constant, stepped, a ramp, bursts or a peak ([`Pattern`]).
     pub pattern: Pattern,
+    /// How calls are spaced within a rate: evenly (SIPp's way) or as a Poisson process.
     pub arrivals: Arrivals,
     /// Calls in all (UAC: placed; UAS: ended), then stop (SIPp's `-m`).
     pub max_calls: Option<u64>,
@@ -109,22 +115,41 @@ impl LoadConfig {
 /// Why a run could not go.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// A socket could not be bound (the transport's or the control socket).
     #[error("binding {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why binding failed.
+        source: std::io::Error,
+    },
+    /// A UAC's TCP connection to its next hop could not be made.
     #[error("connecting to {addr}: {source}")]
-    Connect { addr: SocketAddr, source: std::io::Error },
+    Connect {
+        /// The next hop (or the remote address).
+        addr: SocketAddr,
+        /// Why connecting failed.
+        source: std::io::Error,
+    },
+    /// A UAC scenario (or one connecting over TCP) without `remote`.
     #[error("a scenario that places calls needs the remote address")]
     NoRemote,
+    /// A UAC's rate is not a positive finite number and the pattern is constant.
     #[error("the rate must be a positive number")]
     BadRate,
+    /// The scenario (or its injection file) could not be used.
     #[error("scenario: {0}")]
     Scenario(#[from] ScenarioError),
+    /// The scenario uses `[fieldN]` (this is the highest N) and no injection file is given.
     #[error("the scenario uses [field{0}] but has no injection file (-inf)")]
     NoInjection(usize),
+    /// A `--sut-pid` process (this pid) whose /proc entries cannot be read.
     #[error("--sut-pid {0}: no such process readable in /proc")]
     NoSut(u32),
+    /// The SigComp endpoint could not be set up.
     #[error("SigComp: {0}")]
     Sigcomp(#[from] sigcomp_compress::EndpointError),
+    /// The service model's parameters are out of range.
     #[error("service model: {0}")]
     Service(#[from] ServiceModelError),
     /// The service model stands for the server's capacity.
@@ -134,6 +159,7 @@ pub enum LoadError {
     /// model reads plain SIP to know a transaction.
     #[error("service model: plain SIP over UDP only")]
     ServiceNotPlainUdp,
+    /// Another socket call (local address, socket creation) failed.
     #[error("socket: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -141,8 +167,11 @@ pub enum LoadError {
 /// What a run gives back.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RunReport {
+    /// The run's totals.
     pub summary: Summary,
+    /// One row per reporting interval (`-fd`), in time order.
     pub intervals: Vec<Interval>,
+    /// One row per load step, in step order (the last with the run's tail).
     pub steps: Vec<StepReport>,
     /// The socket's address (useful with port 0).
     #[serde(skip)]
@@ -152,27 +181,38 @@ pub struct RunReport {
 /// Live progress of a run (a watch channel: [`Prepared::progress`]).
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Progress {
+    /// Seconds since the run started.
     pub elapsed_s: f64,
     /// The rate asked for now, calls per rate period (SIPp's `-r` unit).
     pub rate: f64,
+    /// The rate asked for now, calls/s.
     pub cps: f64,
+    /// The load step in progress, from 0.
     pub step: usize,
+    /// Whether starting calls is paused (SIPp's `p` key).
     pub paused: bool,
+    /// Calls the load pattern asked for so far.
     pub offered: u64,
+    /// Calls started so far.
     pub attempted: u64,
+    /// Calls that reached the end of their scenario so far.
     pub successful: u64,
+    /// Calls that failed so far.
     pub failed: u64,
+    /// Calls in progress now (`-trace_stat` `CurrentCall`).
     pub active: u64,
     /// Successful calls per second over the last interval.
     pub calls_per_s: f64,
     /// p95 set-up delay (INVITE→200) over the last interval, ms; 0 with
     /// no call set up in it.
     pub setup_p95_ms: f64,
+    /// Messages sent again so far (RFC 3261 §17 timers).
     pub retransmissions: u64,
     /// Whether the run places calls (a UAC) rather than answers them.
     pub client: bool,
     /// Calls the run places in all (`max_calls`), when bounded.
     pub max_calls: Option<u64>,
+    /// Whether the run is over (the last update).
     pub finished: bool,
 }
 
@@ -384,6 +424,9 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// Checks `config` and binds its transport: a UDP socket, a TCP connection to the next hop (a UAC) or a TCP listener
+    /// (a UAS), and the control socket; then calls can be run with [`Prepared::run`]. An error names what is wrong
+    /// with the settings or which bind or connect failed.
     pub async fn bind(config: LoadConfig) -> Result<Prepared, LoadError> {
         let scenario = match &config.scenario {
             Some(s) => Arc::clone(s),
@@ -473,6 +516,7 @@ impl Prepared {
         Ok(Prepared { config, scenario, net, local, control_socket, control_tx, control_rx, progress_tx, sigcomp })
     }
 
+    /// The address the transport is bound to (the port picked, for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local
     }
@@ -492,6 +536,7 @@ impl Prepared {
         self.progress_tx.subscribe()
     }
 
+    /// The scenario the run follows (the built-in one of `role` when none was given).
     pub fn scenario(&self) -> &Scenario {
         &self.scenario
     }

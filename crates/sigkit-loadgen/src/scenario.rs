@@ -26,35 +26,79 @@ pub use crate::xml_limits::{MAX_DEPTH, MAX_ELEMENTS, MAX_SCENARIO_BYTES};
 /// Why a scenario or injection file could not be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ScenarioError {
+    /// The XML parser's message for a file that is not well-formed.
     #[error("not well-formed XML: {0}")]
     Xml(String),
+    /// Elements nest deeper than [`MAX_DEPTH`].
     #[error("elements nested deeper than {MAX_DEPTH} (line {line}); a SIPp scenario needs a few levels")]
-    TooDeep { line: u32 },
+    TooDeep {
+        /// Line of the element past the depth bound.
+        line: u32,
+    },
+    /// The file has more than [`MAX_ELEMENTS`] elements.
     #[error("more than {MAX_ELEMENTS} elements (line {line}); a SIPp scenario has tens")]
-    TooManyElements { line: u32 },
+    TooManyElements {
+        /// Line of the first element past the count bound.
+        line: u32,
+    },
+    /// The DTD declares an entity (refused: references to nested entities multiply text).
     #[error(
         "line {line}: the DTD declares entity \"{name}\"; entity declarations are refused (each reference \
          copies the entity's text, which a few nested ones blow up to gigabytes), and SIPp's scenarios have none"
     )]
-    EntityDeclaration { line: u32, name: String },
+    EntityDeclaration {
+        /// Line of the `<!ENTITY` declaration.
+        line: u32,
+        /// The declared entity's name.
+        name: String,
+    },
+    /// The file is larger than [`MAX_SCENARIO_BYTES`].
     #[error("the scenario is {bytes} bytes or more, over the {MAX_SCENARIO_BYTES} it may have")]
-    TooLarge { bytes: usize },
+    TooLarge {
+        /// The file's size, bytes (at least the bound).
+        bytes: usize,
+    },
+    /// The root element's name, when it is not `<scenario>`.
     #[error("the root element is <{0}>, not <scenario>")]
     NotAScenario(String),
+    /// An element outside the supported subset of SIPp's scenario format.
     #[error(
         "line {line}: <{element}> is not supported (the common subset is send, recv, pause, nop, label, timewait)"
     )]
-    Unsupported { line: u32, element: String },
+    Unsupported {
+        /// Line of the element.
+        line: u32,
+        /// The element's name.
+        element: String,
+    },
+    /// A supported element with a wrong or missing attribute or content.
     #[error("line {line}: <{element}>: {why}")]
-    Bad { line: u32, element: String, why: String },
+    Bad {
+        /// Line of the element.
+        line: u32,
+        /// The element's name.
+        element: String,
+        /// What is wrong with it (an attribute's value, a missing attribute).
+        why: String,
+    },
+    /// A bracketed word in a message that looks like a SIPp keyword and is none the engine knows.
     #[error("line {line}: unknown keyword [{keyword}]")]
-    UnknownKeyword { line: u32, keyword: String },
+    UnknownKeyword {
+        /// Line of the message text that holds it.
+        line: u32,
+        /// The text between the brackets.
+        keyword: String,
+    },
+    /// A `next` or `ontimeout` names this label, and no `<label id=…>` defines it.
     #[error("label \"{0}\" is used by next/ontimeout but never defined")]
     UnknownLabel(String),
+    /// The `<scenario>` holds no step.
     #[error("the scenario has no steps")]
     Empty,
+    /// No built-in scenario has this name.
     #[error("no built-in scenario named \"{0}\" (built-in: uac, uas, register, registrar)")]
     NoSuchBuiltIn(String),
+    /// An injection file (`-inf`) or a corpus flow could not be used: why (with the line, for an injection file).
     #[error("{0}")]
     Injection(String),
 }
@@ -73,7 +117,9 @@ impl From<LimitError> for ScenarioError {
 /// A compiled scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// The `<scenario name=…>` attribute (the built-in's name for a built-in).
     pub name: String,
+    /// The steps in document order; `next`/`ontimeout` targets are indices into it.
     pub steps: Vec<Step>,
     /// Response-time measurements by name (`rtd="true"` is "1").
     pub rtds: Vec<String>,
@@ -87,6 +133,7 @@ pub struct Scenario {
 /// One step of a scenario.
 #[derive(Debug, Clone)]
 pub struct Step {
+    /// What the step does.
     pub kind: StepKind,
     /// Where to go after this step (`next="label"`), if not the next step.
     pub next: Option<usize>,
@@ -98,37 +145,48 @@ pub struct Step {
     pub line: u32,
 }
 
+/// What a step does: one element of SIPp's scenario.
 #[derive(Debug, Clone)]
 pub enum StepKind {
+    /// `<send>`: send a message.
     Send(Send),
+    /// `<recv>`: wait for a response or request.
     Recv(Recv),
+    /// `<pause>`: wait, then go on.
     Pause(Pause),
     /// A pause after which the call ends; the call counts as successful
     /// when it enters it, and lingers only to answer retransmissions.
     Timewait(Duration),
+    /// `<nop>`: nothing (it may start or stop a response time).
     Nop,
+    /// `<label id=…>`: a target of `next` and `ontimeout`; does nothing.
     Label,
 }
 
 /// A message to send.
 #[derive(Debug, Clone)]
 pub struct Send {
+    /// The message (the element's CDATA), compiled.
     pub template: Template,
     /// First retransmission interval (SIPp's `retrans`, ms), over UDP.
     pub retrans: Option<Duration>,
+    /// The request method or status code on the template's start line.
     pub what: Sent,
 }
 
 /// What a sent message is, read from its template's start line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sent {
+    /// A request of this method (`INVITE`, `ACK`, ...).
     Request(String),
+    /// A response with this status code.
     Response(u16),
 }
 
 /// A message to wait for.
 #[derive(Debug, Clone)]
 pub struct Recv {
+    /// The response code or request method the step waits for.
     pub expect: Expect,
     /// For responses: the methods whose responses this step takes (the
     /// response's CSeq must name one, as SIPp matches): the requests sent
@@ -136,8 +194,12 @@ pub struct Recv {
     /// the previous recv's methods if none; shared by the steps that take
     /// the same ones.
     pub cseq_methods: Arc<[String]>,
+    /// `optional="true"`: the call may skip this step when the message that arrives matches a later one.
     pub optional: bool,
+    /// `timeout=…`: the call fails (or goes to `ontimeout`) when nothing matched after this long; None: the run's
+    /// `-recv_timeout`, if any.
     pub timeout: Option<Duration>,
+    /// `ontimeout=…`: the step a timed-out call goes to instead of failing.
     pub ontimeout: Option<usize>,
     /// Keep the Record-Route set and Contact (`[routes]`, `[next_url]`).
     pub rrs: bool,
@@ -149,9 +211,12 @@ pub struct Recv {
     pub verify_auth: bool,
 }
 
+/// What a `<recv>` step waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expect {
+    /// `<recv response="NNN">`: a response with this status code (and a CSeq method in `cseq_methods`).
     Response(u16),
+    /// `<recv request="METHOD">`: a request of this method.
     Request(String),
 }
 
@@ -160,65 +225,105 @@ pub enum Expect {
 pub enum Pause {
     /// SIPp's `-d`.
     Default,
+    /// `milliseconds="N"`: this long.
     Fixed(Duration),
+    /// `min`/`max` (with `distribution="uniform"` or none): uniformly between the two, bounds included.
     Uniform(Duration, Duration),
+    /// `distribution="exponential" mean="N"`: exponentially distributed with this mean.
     Exponential(Duration),
 }
 
 /// A message template: header lines and body, each a list of segments.
 #[derive(Debug, Clone, Default)]
 pub struct Template {
+    /// The start line and header lines, one segment list each (CRLF added when sent).
     pub head: Vec<Vec<Segment>>,
+    /// The body lines after the empty line, one segment list each; `[len]` is their length.
     pub body: Vec<Vec<Segment>>,
 }
 
+/// A piece of a template line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Segment {
+    /// Bytes sent as they are.
     Literal(Vec<u8>),
+    /// A keyword expanded for each call when sent.
     Keyword(Keyword),
 }
 
 /// SIPp's keywords (those of the common subset).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Keyword {
+    /// `[call_id]`: the call's Call-ID (call number-run id@local address).
     CallId,
+    /// `[branch]`/`[branch±N]`: a Via branch, `z9hG4bK-`run id-call number-step index (+N), unique per step as RFC 3261
+    /// §8.1.1.7 asks.
     Branch(i32),
+    /// `[cseq]`/`[cseq±N]`: the CSeq number of the call's latest request other than ACK and CANCEL (the first is `-base_cseq`),
+    /// plus N.
     Cseq(i32),
+    /// `[local_ip]`: the address the run sends from (IPv6 in brackets).
     LocalIp,
+    /// `[local_ip_type]`: `4` or `6`.
     LocalIpType,
+    /// `[local_port]`: the port the run sends from.
     LocalPort,
+    /// `[remote_ip]`: the peer's address (`-rsa` or the remote host; IPv6 in brackets).
     RemoteIp,
+    /// `[remote_ip_type]`: `4` or `6`.
     RemoteIpType,
+    /// `[remote_port]`: the peer's port.
     RemotePort,
+    /// `[media_ip]`: the local address (no media is sent).
     MediaIp,
+    /// `[media_ip_type]`: `4` or `6`, as `[local_ip_type]`.
     MediaIpType,
+    /// `[media_port]`/`[auto_media_port]` (±N): `-mp` plus N.
     MediaPort(i32),
+    /// `[service]`: the request URI's user part (`-s`).
     Service,
+    /// `[len]`: the body's length in bytes, for Content-Length.
     Len,
+    /// `[call_number]`: the call's number in the run, from 1.
     CallNumber,
+    /// `[transport]`: `UDP` or `TCP`.
     Transport,
+    /// `[pid]`: the process id.
     Pid,
+    /// `[peer_tag_param]`: `;tag=` and the peer's To/From tag, or nothing before the peer tagged the dialog.
     PeerTagParam,
+    /// `[routes]`: a `Route:` header line with the Record-Route set a `recv rrs="true"` kept (RFC 3261 §12.1.2), or
+    /// nothing.
     Routes,
+    /// `[next_url]`: the Contact URI a `recv rrs="true"` kept (the remote target, RFC 3261 §12.1.2), else
+    /// `sip:`service`@`remote ip`:`port.
     NextUrl,
     /// `[last_Name:]` (the whole header lines) or `[last_Name]` (values).
     Last {
+        /// The header's name as written after `last_`.
         name: String,
+        /// With the trailing colon: whole header lines; without: the values, comma-separated.
         with_name: bool,
     },
     /// `[last_Via_of_METHOD:]`: the Via lines of the last METHOD request
     /// received (a sigkit extension: a response to an earlier request of
     /// the call, as a replayed corpus flow needs).
     ViaOf(String),
+    /// `[last_Request_URI]`: the request URI of the last request received.
     LastRequestUri,
+    /// `[last_cseq_number]`: the CSeq number of the last message received.
     LastCseqNumber,
+    /// `[fieldN]`: field N of the current `-inf` line (nothing when the line has no such field).
     Field(usize),
     /// `[authentication username=.. password=..]`: a digest answer to the
     /// challenge kept by a `recv auth="true"` (RFC 2617).
     Authentication {
+        /// The user name, by default `-au` (or the service).
         username: Vec<Segment>,
+        /// The password, by default `-ap`.
         password: Vec<Segment>,
     },
+    /// `[clock_tick]`: milliseconds since the run started.
     ClockTick,
 }
 

@@ -97,10 +97,13 @@ impl ServiceModel {
 /// A [`ServiceModel`] field out of range.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 pub enum ServiceModelError {
+    /// `capacity_tps` is not a positive finite number (the value given).
     #[error("capacity {0}: a positive number of transactions/s")]
     Capacity(f64),
+    /// `repeat_cost` is outside 0 to 1 (the value given).
     #[error("repeat cost {0}: a share of a new transaction's, 0 to 1")]
     RepeatCost(f64),
+    /// `oc_target` is not above 0 and at most 1 (the value given).
     #[error("oc target {0}: a busy share, above 0 and at most 1")]
     OcTarget(f64),
 }
@@ -108,6 +111,7 @@ pub enum ServiceModelError {
 /// What the server did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ServiceCounts {
+    /// Datagrams that reached the server (queued, served or dropped).
     pub arrived: u64,
     /// Found the queue full.
     pub dropped: u64,
@@ -156,6 +160,7 @@ pub struct ServiceQueue {
 }
 
 impl ServiceQueue {
+    /// A server with `model`'s parameters, idle at `now`; `seed` draws its exponential service times.
     pub fn new(model: ServiceModel, seed: u64, now: Instant) -> ServiceQueue {
         let unit = 1.0 / model.capacity_tps.max(1e-9);
         ServiceQueue {
@@ -175,6 +180,7 @@ impl ServiceQueue {
         }
     }
 
+    /// What the server did so far, with the RFC 7339 reduction (`oc`) in force now.
     pub fn counts(&self) -> ServiceCounts {
         ServiceCounts { oc: self.oc_percent(), ..self.counts }
     }

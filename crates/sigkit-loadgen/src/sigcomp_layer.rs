@@ -33,14 +33,21 @@ use crate::transport::Transport;
 /// Counts of what the layer did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SigcompCounts {
+    /// SIP messages compressed and sent (retransmissions included).
     pub compressed: u64,
+    /// SigComp messages received and decompressed (RFC 3320 §8).
     pub decompressed: u64,
+    /// Plain SIP messages received (not SigComp; RFC 3486 lets a peer send either).
     pub plain_received: u64,
+    /// SigComp messages that failed to decompress (each answered with a NACK, RFC 4077).
     pub failures: u64,
+    /// NACKs received from the peer (RFC 4077 §3).
     pub nacks_received: u64,
     /// Messages compressed and sent again after a NACK (TCP).
     pub resent: u64,
+    /// Bytes of the SIP messages compressed, before compression.
     pub bytes_before: u64,
+    /// Bytes sent for them after compression (TCP framing of RFC 3320 §4.2.2 included).
     pub bytes_after: u64,
 }
 
@@ -49,7 +56,9 @@ pub struct SigcompCounts {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("compressing a message for {to}: {source}")]
 pub struct CompressFailed {
+    /// The peer the message was for.
     pub to: SocketAddr,
+    /// Why the compressor refused it.
     pub source: CompressError,
 }
 
@@ -64,6 +73,7 @@ pub struct SigcompLayer {
     /// message (what a NACK names, RFC 4077 §3.1), for sending again.
     recent: VecDeque<Sent>,
     edited: Vec<u8>,
+    /// What the layer did so far.
     pub counts: SigcompCounts,
 }
 
@@ -225,6 +235,7 @@ impl SigcompLayer {
         framed
     }
 
+    /// Whether NACKs or messages to send again are waiting ([`SigcompLayer::take_replies`]).
     pub fn has_replies(&self) -> bool {
         !self.pending_raw.is_empty()
     }

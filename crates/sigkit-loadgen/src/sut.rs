@@ -37,6 +37,7 @@ fn rss_kib(pid: u32) -> Option<u64> {
 }
 
 impl SutSampler {
+    /// A sampler of `pids` (none: nothing is sampled); the first sample sets the start of the CPU-time averages.
     pub fn new(pids: Vec<u32>) -> SutSampler {
         SutSampler { pids, last: None, first: None, peak_rss: 0 }
     }

@@ -13,6 +13,9 @@
 //! within T1, so nothing is retransmitted and the delay is back under
 //! 0.5 s as soon as the surge ends. Both run at once (about 15 s).
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -2,6 +2,9 @@
 //! against SIPp's built-in UAS, SIPp's built-in UAC against our UAS, and
 //! the framework thesis's chain UAC → Kamailio (record-routing) → UAS.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -6,6 +6,9 @@
 //! over UDP and TCP, between our own UAC and UAS and through `sigkit
 //! proxy` and Kamailio; a service model where it cannot work is refused.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::sync::Arc;

@@ -14,6 +14,12 @@ use crate::step::StepResult;
 use crate::terminal::SharedTerminal;
 use crate::watch::Watch;
 
+/// An empty histogram of delays from 1 ns to 10 s, 3 significant digits.
+#[allow(clippy::unwrap_used)] // Within HdrHistogram's bounds: low 1 ≥ 1, high 10^10 ≥ 2·low, 3 significant digits ≤ 5.
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 10_000_000_000, 3).unwrap()
+}
+
 #[derive(Default)]
 struct Tally {
     measuring: bool,
@@ -72,19 +78,24 @@ impl Load {
             let mut tally = self.tally.borrow_mut();
             tally.measuring = true;
             tally.received = 0;
-            tally.latency = Some(Histogram::new_with_bounds(1, 10_000_000_000, 3).unwrap());
+            tally.latency = Some(latency_histogram());
         }
-        let probe = self.probe.map(|(target, sigcomp)| Probe::start(target, sigcomp, self.ruri.clone()));
+        // Without a probe the step has no probe figures: the loss is told
+        // on stderr, and the step's own figures still count.
+        let probe = self.probe.and_then(|(target, sigcomp)| {
+            Probe::start(target, sigcomp, self.ruri.clone()).map_err(|e| eprintln!("probe: {e}")).ok()
+        });
         let before = watch.sample();
         let start = Instant::now();
         let (sent, send_errors) = self.offer(rate, length, start).await;
         let offered_for = start.elapsed();
         tokio::time::sleep(Duration::from_millis(500)).await;
         let after = watch.sample();
-        let probed = probe.map(Probe::finish);
+        let probed = probe.and_then(|p| p.finish().map_err(|e| eprintln!("probe: {e}")).ok());
         let mut tally = self.tally.borrow_mut();
         tally.measuring = false;
-        let h = tally.latency.take().unwrap();
+        // Set above, at the step's start; taken nowhere else.
+        let h = tally.latency.take().unwrap_or_else(latency_histogram);
         let failures: u64 = self.terms.iter().map(|t| t.borrow().failures).sum();
         StepResult {
             offered: rate,

@@ -35,6 +35,9 @@ mod memory;
 mod probe;
 mod processes;
 mod replay;
+// sigkit-proxy's example support, shared by path: its unwraps (binding
+// 127.0.0.1:0, spawning the thread) are that crate's, outside these lints.
+#[allow(clippy::unwrap_used)]
 #[path = "../../../sigkit-proxy/examples/support/responder.rs"]
 mod responder;
 mod scenarios;
@@ -105,6 +108,7 @@ pub struct Args {
 }
 
 impl Args {
+    /// `--step-ms` as a duration: how long each rate step of a load run lasts.
     pub fn step(&self) -> Duration {
         Duration::from_millis(self.step_ms)
     }
@@ -113,9 +117,14 @@ impl Args {
 /// The runs, in the order they are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Run {
+    /// The proxy with this program's responder upstream, then the same rate from fewer terminals and plain SIP
+    /// straight to the responder.
     Proxy,
+    /// The terminals' SigComp datagrams recorded through one proxy, then replayed to a fresh one.
     Replay,
+    /// Kamailio upstream (digest REGISTER, OPTIONS answered 404), and plain SIP straight to it.
     Kamailio,
+    /// `--idle` terminals registered, each its own compartment; the proxy's RSS growth per terminal.
     Memory,
 }
 
@@ -157,7 +166,13 @@ fn main() -> ExitCode {
         eprintln!("{}: {e}", dir.display());
         return ExitCode::from(1);
     }
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("starting the tokio runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let local = tokio::task::LocalSet::new();
     let mut summary = Summary { lines: Vec::new() };
     let outcome = local.block_on(&runtime, run_all(&args, &dir, &mut summary));

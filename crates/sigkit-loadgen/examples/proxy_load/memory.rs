@@ -8,12 +8,10 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use tokio::net::UdpSocket;
-
 use crate::processes::{http_get, metric, start_proxy};
 use crate::responder::start_responder;
 use crate::scenarios::Summary;
-use crate::terminal::{receive_one, status_of, Terminal};
+use crate::terminal::{bind_loopback, receive_one, status_of, Terminal};
 use crate::usage::rss_kib;
 use crate::Args;
 
@@ -23,12 +21,12 @@ const SOCKETS: usize = 256;
 
 /// Registers terminals `first`, `first + SOCKETS`, ... below `n` from one
 /// socket, each a fresh endpoint, up to three tries each; how many
-/// registered.
-async fn register_idle(first: usize, n: usize, target: SocketAddr) -> usize {
-    let socket = Rc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+/// registered, or why the socket or an endpoint could not be made.
+async fn register_idle(first: usize, n: usize, target: SocketAddr) -> Result<usize, String> {
+    let socket = Rc::new(bind_loopback().await?);
     let mut registered = 0;
     for index in (first..n).step_by(SOCKETS) {
-        let term = Rc::new(RefCell::new(Terminal::idle(index, socket.clone(), target)));
+        let term = Rc::new(RefCell::new(Terminal::idle(index, socket.clone(), target)?));
         for _attempt in 0..3 {
             let bytes = {
                 let mut t = term.borrow_mut();
@@ -44,7 +42,7 @@ async fn register_idle(first: usize, n: usize, target: SocketAddr) -> usize {
             }
         }
     }
-    registered
+    Ok(registered)
 }
 
 /// Registers `--idle` terminals, each its own compartment (a fresh
@@ -61,7 +59,9 @@ pub async fn memory_scenario(args: &Args, dir: &Path, summary: &mut Summary) -> 
     let tasks: Vec<_> = (0..SOCKETS).map(|s| tokio::task::spawn_local(register_idle(s, n, proxy.listen))).collect();
     let mut registered = 0usize;
     for t in tasks {
-        registered += t.await.unwrap_or(0);
+        // A task that panicked registered none; a socket or endpoint that
+        // could not be made ends the run.
+        registered += t.await.unwrap_or(Ok(0))?;
     }
     let took = start.elapsed().as_secs_f64();
     std::thread::sleep(Duration::from_millis(1200));

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use sigkit_sip::Message;
 
+use crate::load::latency_histogram;
 use crate::terminal::{make_terminals, receive_one, register_all};
 
 /// A terminal of its own on its own thread (blocked in `recv` between
@@ -16,34 +17,47 @@ use crate::terminal::{make_terminals, receive_one, register_all};
 /// answer. Its round trips are the latency figures.
 pub struct Probe {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Histogram<u64>>,
+    thread: std::thread::JoinHandle<Result<Histogram<u64>, String>>,
 }
 
 impl Probe {
-    pub fn start(target: SocketAddr, sigcomp: bool, ruri: String) -> Probe {
+    /// Starts the probe's thread, sending to `target` (in SigComp with
+    /// `sigcomp`) OPTIONS for `ruri`; an error when the thread cannot be
+    /// made.
+    pub fn start(target: SocketAddr, sigcomp: bool, ruri: String) -> Result<Probe, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("probe".into())
             .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("the probe's tokio runtime: {e}"))?;
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&runtime, round_trips(target, sigcomp, ruri, flag))
             })
-            .unwrap();
-        Probe { stop, thread }
+            .map_err(|e| format!("the probe's thread: {e}"))?;
+        Ok(Probe { stop, thread })
     }
 
-    pub fn finish(self) -> Histogram<u64> {
+    /// Stops the probe: its round trips (ns), or why it could not run. A
+    /// panic of the probe's thread goes on in the caller.
+    pub fn finish(self) -> Result<Histogram<u64>, String> {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().unwrap()
+        self.thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 }
 
 /// The probe's loop until `stop`: its round trips (ns).
-async fn round_trips(target: SocketAddr, sigcomp: bool, ruri: String, stop: Arc<AtomicBool>) -> Histogram<u64> {
-    let mut h = Histogram::new_with_bounds(1, 10_000_000_000, 3).unwrap();
-    let terms = make_terminals(1, target, sigcomp).await;
+async fn round_trips(
+    target: SocketAddr,
+    sigcomp: bool,
+    ruri: String,
+    stop: Arc<AtomicBool>,
+) -> Result<Histogram<u64>, String> {
+    let mut h = latency_histogram();
+    let terms = make_terminals(1, target, sigcomp).await?;
     let t = &terms[0];
     t.borrow_mut().index = 999_999;
     register_all(&terms, "127.0.0.1").await;
@@ -71,5 +85,5 @@ async fn round_trips(target: SocketAddr, sigcomp: bool, ruri: String, stop: Arc<
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    h
+    Ok(h)
 }

@@ -14,9 +14,12 @@ use crate::Args;
 
 pub const LOCALHOST: [u8; 4] = [127, 0, 0, 1];
 
-pub fn free_port() -> u16 {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    s.local_addr().unwrap().port()
+/// A UDP port of 127.0.0.1 free a moment ago (bound, read and closed).
+pub fn free_port() -> Result<u16, String> {
+    UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("finding a free UDP port on 127.0.0.1: {e}"))
 }
 
 /// A child process (in its own process group), ended when dropped.
@@ -74,8 +77,8 @@ pub fn start_proxy(
     upstream: SocketAddr,
     hot: usize,
 ) -> Result<ProxyProcess, String> {
-    let listen = SocketAddr::from((LOCALHOST, free_port()));
-    let metrics = SocketAddr::from((LOCALHOST, free_port()));
+    let listen = SocketAddr::from((LOCALHOST, free_port()?));
+    let metrics = SocketAddr::from((LOCALHOST, free_port()?));
     let config = format!(
         "threads = {threads}\nshards = {shards}\nlisten = [\"udp:{listen}\"]\nupstream = \"udp:{upstream}\"\nupstream_local = \"127.0.0.1:0\"\n\
          metrics = \"{metrics}\"\n[sigcomp]\nmax_compartments = 1000000\nmax_state_bytes = 8589934592\nhot_compartments = {hot}\n\

@@ -75,7 +75,7 @@ pub async fn replay_scenario(args: &Args, dir: &Path, summary: &mut Summary) -> 
 /// datagrams every replay step needs (2 % spare).
 async fn record(args: &Args, dir: &Path, responder: SocketAddr) -> Result<Recording, String> {
     let first = start_proxy(args, dir, "proxy-record", responder, 4096)?;
-    let terms = make_terminals(args.terminals, first.listen, true).await;
+    let terms = make_terminals(args.terminals, first.listen, true).await?;
     for t in &terms {
         t.borrow_mut().log = Some(Vec::new());
     }

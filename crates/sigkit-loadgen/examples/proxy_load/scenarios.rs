@@ -54,7 +54,7 @@ pub async fn proxy_scenarios(args: &Args, dir: &Path, summary: &mut Summary) -> 
     let responder = start_responder();
     let proxy = start_proxy(args, dir, "proxy-responder", responder, 4096)?;
     let watch = Watch { proxy: vec![proxy.pid()], upstream: Upstream::Responder, metrics: Some(proxy.metrics) };
-    let terms = make_terminals(args.terminals, proxy.listen, true).await;
+    let terms = make_terminals(args.terminals, proxy.listen, true).await?;
     let registered = register_all(&terms, "127.0.0.1").await;
     println!("\n{registered} of {} SigComp terminals registered through the proxy (responder upstream)", terms.len());
     let mut load = Load::new(terms, "sip:bob@127.0.0.1".into());
@@ -71,7 +71,7 @@ pub async fn proxy_scenarios(args: &Args, dir: &Path, summary: &mut Summary) -> 
 
     // The same rate from 48 terminals: every compartment stays among the
     // endpoint's 64 hot ones (no packing and unpacking of states).
-    let few = make_terminals(48, proxy.listen, true).await;
+    let few = make_terminals(48, proxy.listen, true).await?;
     register_all(&few, "127.0.0.1").await;
     let load = Load::new(few, "sip:bob@127.0.0.1".into());
     let hot = load.step(max * 9 / 10, args.step(), &watch).await;
@@ -80,7 +80,7 @@ pub async fn proxy_scenarios(args: &Args, dir: &Path, summary: &mut Summary) -> 
     drop(proxy);
 
     // Reference: plain SIP straight to the responder.
-    let plain = make_terminals(args.terminals, responder, false).await;
+    let plain = make_terminals(args.terminals, responder, false).await?;
     let mut load = Load::new(plain, "sip:bob@127.0.0.1".into());
     load.probe = Some((responder, false));
     let watch_plain = Watch { proxy: Vec::new(), upstream: Upstream::Responder, metrics: None };
@@ -122,7 +122,7 @@ pub async fn kamailio_scenarios(args: &Args, dir: &Path, summary: &mut Summary) 
     let proxy = start_proxy(args, dir, "proxy-kamailio", kaddr, 4096)?;
     let watch =
         Watch { proxy: vec![proxy.pid()], upstream: Upstream::Kamailio(kpids.clone()), metrics: Some(proxy.metrics) };
-    let terms = make_terminals(args.terminals, proxy.listen, true).await;
+    let terms = make_terminals(args.terminals, proxy.listen, true).await?;
     let registered = register_all(&terms, "127.0.0.1").await;
     println!("\n{registered} of {} SigComp terminals registered with Kamailio through the proxy", terms.len());
     let mut load = Load::new(terms, ruri.clone());
@@ -134,7 +134,7 @@ pub async fn kamailio_scenarios(args: &Args, dir: &Path, summary: &mut Summary) 
     load.stop();
     drop(proxy);
 
-    let plain = make_terminals(args.terminals, kaddr, false).await;
+    let plain = make_terminals(args.terminals, kaddr, false).await?;
     let mut load = Load::new(plain, ruri);
     let watch_plain = Watch { proxy: Vec::new(), upstream: Upstream::Kamailio(kpids), metrics: None };
     let kmax = find_max(&load, &args.rates, args.step(), &watch_plain, "plain → Kamailio").await;

@@ -24,7 +24,7 @@ const PASSWORD: &str = "secret";
 /// A terminal shared between the sending loop and its receiving task.
 pub type SharedTerminal = Rc<RefCell<Terminal>>;
 
-fn terminal_endpoint() -> Endpoint {
+fn terminal_endpoint() -> Result<Endpoint, String> {
     let params = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
     let config = Config {
         algorithm: Algorithm::Lzss,
@@ -32,7 +32,8 @@ fn terminal_endpoint() -> Endpoint {
         transport: Transport::Message,
         ..Config::default()
     };
-    Endpoint::new(EndpointConfig::new(params, params, config)).unwrap()
+    Endpoint::new(EndpointConfig::new(params, params, config))
+        .map_err(|e| format!("a terminal's SigComp endpoint: {e}"))
 }
 
 pub struct Terminal {
@@ -60,9 +61,9 @@ impl Terminal {
         target: SocketAddr,
         endpoint: Option<Endpoint>,
         instance: String,
-    ) -> Terminal {
-        let port = socket.local_addr().unwrap().port();
-        Terminal {
+    ) -> Result<Terminal, String> {
+        let port = local_port(&socket)?;
+        Ok(Terminal {
             index,
             socket,
             port,
@@ -73,14 +74,14 @@ impl Terminal {
             pending: HashMap::new(),
             failures: 0,
             log: None,
-        }
+        })
     }
 
     /// A SigComp terminal of the idle population, one of many on a shared
     /// socket: its own `sigcomp-id` (by `index`), so its own compartment.
-    pub fn idle(index: usize, socket: Rc<UdpSocket>, target: SocketAddr) -> Terminal {
+    pub fn idle(index: usize, socket: Rc<UdpSocket>, target: SocketAddr) -> Result<Terminal, String> {
         let instance = format!("urn:uuid:00000000-0000-4000-8000-{index:012x}");
-        Terminal::new(index, socket, target, Some(terminal_endpoint()), instance)
+        Terminal::new(index, socket, target, Some(terminal_endpoint()?), instance)
     }
 
     fn via(&self, branch: u32) -> String {
@@ -169,21 +170,26 @@ impl Terminal {
 
 /// `n` terminals, each on a socket of its own; SigComp ones name their
 /// compartment by their port.
-pub async fn make_terminals(n: usize, target: SocketAddr, sigcomp: bool) -> Vec<SharedTerminal> {
+pub async fn make_terminals(n: usize, target: SocketAddr, sigcomp: bool) -> Result<Vec<SharedTerminal>, String> {
     let mut out = Vec::with_capacity(n);
     for index in 0..n {
-        let socket = Rc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
-        let port = socket.local_addr().unwrap().port();
+        let socket = Rc::new(bind_loopback().await?);
+        let port = local_port(&socket)?;
         let instance = format!("urn:uuid:00000000-0000-4000-8000-{port:012x}");
-        out.push(Rc::new(RefCell::new(Terminal::new(
-            index,
-            socket,
-            target,
-            sigcomp.then(terminal_endpoint),
-            instance,
-        ))));
+        let endpoint = if sigcomp { Some(terminal_endpoint()?) } else { None };
+        out.push(Rc::new(RefCell::new(Terminal::new(index, socket, target, endpoint, instance)?)));
     }
-    out
+    Ok(out)
+}
+
+/// A UDP socket on a free port of 127.0.0.1.
+pub async fn bind_loopback() -> Result<UdpSocket, String> {
+    UdpSocket::bind("127.0.0.1:0").await.map_err(|e| format!("binding a UDP socket on 127.0.0.1: {e}"))
+}
+
+/// The port `socket` is bound to.
+fn local_port(socket: &UdpSocket) -> Result<u16, String> {
+    socket.local_addr().map(|a| a.port()).map_err(|e| format!("a UDP socket's local address: {e}"))
 }
 
 /// One SIP message from `t` within `wait`, decompressed.

@@ -1,6 +1,8 @@
 //! The real peers of the tests on 127.0.0.1 (SIPp, Kamailio), started and
 //! stopped by each test; after crates/sigkit-proxy/tests/support.
 #![allow(dead_code)]
+// Test support: a peer that cannot start, or a file that cannot be written, fails the test with a panic.
+#![allow(clippy::unwrap_used)]
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
