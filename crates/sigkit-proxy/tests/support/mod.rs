@@ -3,6 +3,9 @@
 //! each started and stopped by the test.
 #![allow(dead_code)]
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 pub mod ua;
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
