@@ -293,15 +293,17 @@ pub struct SigcompConfig {
     pub mechanism: Mechanism,
     /// What a terminal is assumed to offer until it announces its own
     /// parameters: RFC 5049 §3 minimums by default.
-    /// Default 8192 (RFC 5049 §3.1), a value RFC 3320 §3.3.1 allows.
+    /// This is the terminal's decompression_memory_size: the memory for one
+    /// message the proxy sends it, the message and its UDVM's (RFC 3320
+    /// §3.3.1, §7); default 8192 (RFC 5049 §3.1).
     pub assumed_dms: u32,
     /// A terminal's state_memory_size until it announces its own; bounds
     /// the state the proxy's compressor creates at the terminal. Default
     /// 2048 (RFC 5049 §3.2).
     pub assumed_sms: u32,
     /// A terminal's cycles_per_bit until it announces its own; bounds the
-    /// bytecode the proxy's compressor may send it. Default 16 (RFC 3320
-    /// §3.3.1's minimum).
+    /// UDVM cycles the proxy's bytecode may take at the terminal (RFC 3320
+    /// §8.6). Default 16, RFC 3320 §3.3.1's least.
     pub assumed_cpb: u16,
     /// At most this many compartments; the least recently used is closed
     /// beyond it.

@@ -44,23 +44,27 @@ pub struct ProxyMetrics {
     pub sigcomp_bytes_out: u64,
     /// SigComp messages refused unread, by [`Refusal::index`].
     pub refused: [u64; Refusal::ALL.len()],
-    /// Messages from either side that did not parse as SIP, after
-    /// decompression for SigComp ones (`sigkit_proxy_bad_sip`).
+    /// Messages from either side that are not SIP the proxy can forward
+    /// (after decompression, for SigComp ones): unparsable, without a Via
+    /// from a terminal, or refused by the header editor
+    /// (`sigkit_proxy_bad_sip`).
     pub bad_sip: u64,
     /// SigComp messages from terminals whose state and feedback were kept
     /// in their compartment (RFC 5049 §6: a REGISTER's once the registrar
     /// answered 2xx) (`sigkit_proxy_state_decisions{decision="accepted"}`).
     pub states_accepted: u64,
-    /// SigComp messages from terminals whose state was dropped: no
-    /// compartment, or the registrar refused the REGISTER
-    /// (`sigkit_proxy_state_decisions{decision="declined"}`).
+    /// SigComp messages from terminals whose state was dropped (RFC 5049
+    /// §6): the terminal was not registered and the message was no
+    /// REGISTER the registrar answered 2xx, or a cap of [`crate::pending`]
+    /// was met (`sigkit_proxy_state_decisions{decision="declined"}`).
     pub states_declined: u64,
     /// Messages toward terminals whose compression failed and that went
     /// as plain SIP instead (RFC 5049 §4: plain SIP is always understood).
     pub compress_failures: u64,
-    /// Messages with nowhere to go: a response without the proxy's Via on
-    /// top or without a Via to return to, or with no flow to the terminal
-    /// (`sigkit_proxy_undeliverable`).
+    /// Messages with nowhere to go (`sigkit_proxy_undeliverable`): a
+    /// response without the proxy's Via on top or without a Via below it
+    /// to return to, a response or request for a terminal the proxy has no
+    /// flow to (such a request is answered 430 or 404, RFC 5626 §5.3).
     pub undeliverable: u64,
     /// Messages compressed anew and sent again over TCP after the
     /// terminal NACKed them (RFC 4077).
@@ -72,11 +76,13 @@ pub struct ProxyMetrics {
     /// (`sigkit_proxy_transactions`).
     pub transactions: u64,
     /// Stateful mode: requests from terminals that matched a transaction
-    /// held (RFC 3261 §17.2.3) and ended at the proxy as retransmissions
-    /// (`sigkit_proxy_retransmissions_absorbed{side="terminal"}`).
+    /// held (RFC 3261 §17.2.3) and ended at the proxy as retransmissions,
+    /// answered with the last response sent (an ACK absorbed is not
+    /// counted) (`sigkit_proxy_retransmissions_absorbed{side="terminal"}`).
     pub absorbed_requests: u64,
-    /// Stateful mode: responses from the upstream that ended at the proxy
-    /// as retransmissions of a final response already relayed
+    /// Stateful mode: responses from the upstream that ended at the proxy:
+    /// retransmissions of a response the proxy's client transaction had
+    /// already received, and the answers to the proxy's own CANCELs
     /// (`sigkit_proxy_retransmissions_absorbed{side="upstream"}`).
     pub absorbed_responses: u64,
     /// Stateful mode: requests sent again to the upstream over UDP (RFC
