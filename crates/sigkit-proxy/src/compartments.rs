@@ -60,7 +60,10 @@ const NAME_PARAM: &str = "sk-n";
 /// without one, its flow.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Terminal {
+    /// Its SigComp identifier, at most [`MAX_IDENTIFIER_LEN`] bytes.
     Id(String),
+    /// The token of its flow (RFC 5626 §3.1: a transport address and, over
+    /// TCP, a connection): it lasts as long as the flow.
     Flow(u64),
 }
 
@@ -114,13 +117,22 @@ impl ProxyName {
 /// state again, counts as initial.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Uploads {
+    /// Terminals' uploads before they named a state in the compartment
+    /// (`sigkit_proxy_bytecode_uploads{direction="from_terminal",kind="initial"}`).
     pub from_terminals_initial: u64,
+    /// Terminals' first uploads after naming one: their starts over
+    /// (`sigkit_proxy_bytecode_uploads{direction="from_terminal",kind="again"}`).
     pub from_terminals_again: u64,
+    /// The proxy's uploads before it named a state in the compartment
+    /// (`sigkit_proxy_bytecode_uploads{direction="to_terminal",kind="initial"}`).
     pub to_terminals_initial: u64,
+    /// The proxy's first uploads after naming one: its starts over
+    /// (`sigkit_proxy_bytecode_uploads{direction="to_terminal",kind="again"}`).
     pub to_terminals_again: u64,
 }
 
 impl Uploads {
+    /// Adds another shard's counts to these.
     pub fn add(&mut self, o: &Uploads) {
         self.from_terminals_initial += o.from_terminals_initial;
         self.from_terminals_again += o.from_terminals_again;
@@ -258,6 +270,8 @@ impl Compartments {
         self.registered.remove(terminal).is_some()
     }
 
+    /// Whether `terminal` has a registration the proxy remembers (until it
+    /// expires, is removed, or its terminal is forgotten).
     pub fn is_registered(&self, terminal: &Terminal) -> bool {
         self.registered.contains_key(terminal)
     }
@@ -303,6 +317,8 @@ impl Compartments {
         }
     }
 
+    /// The upload counts of every compartment this table has held, open
+    /// or closed since.
     pub fn uploads(&self) -> Uploads {
         self.uploads
     }

@@ -19,7 +19,12 @@ use sigcomp_compress::{Algorithm, Config as CompressorConfig, EndpointError, Mec
 /// The transport of a listening or upstream address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SipTransport {
+    /// SIP over UDP (RFC 3261 §18): one message, or one SigComp message,
+    /// per datagram.
     Udp,
+    /// SIP over TCP (RFC 3261 §18.3): a stream, SIP messages framed by
+    /// Content-Length and SigComp messages by record marking (RFC 3320
+    /// §4.2.2).
     Tcp,
 }
 
@@ -36,19 +41,35 @@ impl SipTransport {
 /// `udp:HOST:PORT` or `tcp:HOST:PORT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TransportAddr {
+    /// The `udp` or `tcp` before the first colon.
     pub transport: SipTransport,
+    /// The `HOST:PORT` after it: an IP address (IPv6 in brackets) and a
+    /// port, not a name to resolve.
     pub addr: SocketAddr,
 }
 
 /// Why a [`TransportAddr`] could not be read from its text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TransportAddrError {
+    /// The text (held here) has no colon.
     #[error("{0:?}: expected udp:HOST:PORT or tcp:HOST:PORT")]
     Form(String),
+    /// What comes before the first colon is neither `udp` nor `tcp`.
     #[error("{text:?}: transport {transport:?} is not udp or tcp")]
-    Transport { text: String, transport: String },
+    Transport {
+        /// The whole text.
+        text: String,
+        /// What came before the first colon.
+        transport: String,
+    },
+    /// What comes after the first colon is not an IP address and port.
     #[error("{text:?}: {source}")]
-    Addr { text: String, source: AddrParseError },
+    Addr {
+        /// The whole text.
+        text: String,
+        /// Why the address did not parse.
+        source: AddrParseError,
+    },
 }
 
 impl FromStr for TransportAddr {
@@ -108,7 +129,13 @@ pub struct ProxyConfig {
     /// `sigcomp-id` where the proxy writes `comp=sigcomp`. Every instance
     /// of a proxy farm that shares state must use the same one.
     pub sigcomp_id: String,
+    /// The `[sigcomp]` table: the parameters the proxy offers terminals
+    /// and assumes of them (RFC 3320 §3.3, RFC 5049 §3), its compressor,
+    /// and the caps on compartments and state.
     pub sigcomp: SigcompConfig,
+    /// The `[defence]` table: the decompression budgets per source and
+    /// overall ([`crate::defence`]); what they refuse shows as
+    /// `sigkit_proxy_refused{budget}`.
     pub defence: DefenceConfig,
     /// Transaction stateful toward the upstream (RFC 3261 §16.6 step 9,
     /// §17): the proxy absorbs terminals' retransmissions, retransmits
@@ -172,7 +199,9 @@ pub struct ProxyConfig {
 /// A configuration file's name and text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigSource {
+    /// The name errors give the file (its path as given).
     pub name: String,
+    /// The file's whole text, to find a key's line in.
     pub text: String,
     /// Keys whose value was replaced after reading (from the command
     /// line): their errors do not point into the file.
@@ -264,8 +293,17 @@ pub struct SigcompConfig {
     pub mechanism: Mechanism,
     /// What a terminal is assumed to offer until it announces its own
     /// parameters: RFC 5049 §3 minimums by default.
+    /// This is the terminal's decompression_memory_size: the memory for one
+    /// message the proxy sends it, the message and its UDVM's (RFC 3320
+    /// §3.3.1, §7); default 8192 (RFC 5049 §3.1).
     pub assumed_dms: u32,
+    /// A terminal's state_memory_size until it announces its own; bounds
+    /// the state the proxy's compressor creates at the terminal. Default
+    /// 2048 (RFC 5049 §3.2).
     pub assumed_sms: u32,
+    /// A terminal's cycles_per_bit until it announces its own; bounds the
+    /// UDVM cycles the proxy's bytecode may take at the terminal (RFC 3320
+    /// §8.6). Default 16, RFC 3320 §3.3.1's least.
     pub assumed_cpb: u16,
     /// At most this many compartments; the least recently used is closed
     /// beyond it.
@@ -318,6 +356,8 @@ pub struct DefenceConfig {
     pub cycles_burst: u64,
     /// SigComp messages per second one source IP address may send.
     pub messages_per_source_per_s: u64,
+    /// Burst allowance in messages (the bucket's size). Messages over
+    /// either per-source budget show as `sigkit_proxy_refused{budget}`.
     pub messages_burst: u64,
     /// Source addresses tracked at once (least recently seen forgotten).
     pub max_sources: usize,
@@ -372,6 +412,7 @@ impl Default for TcpConfig {
 }
 
 impl TcpConfig {
+    /// [`TcpConfig::idle_timeout_s`] as a [`Duration`].
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_secs(self.idle_timeout_s)
     }
@@ -480,7 +521,15 @@ pub enum ConfigError {
     /// A key's value is outside what the proxy supports. `at` is the file
     /// and line of the value when it came from a file.
     #[error("{}{key}: {reason}", file_line(.at))]
-    Value { key: String, at: Option<(String, usize)>, reason: String },
+    Value {
+        /// The key, `name` or `table.name`.
+        key: String,
+        /// The file's name and the value's line (from 1); `None` when the
+        /// value came from the command line or no file.
+        at: Option<(String, usize)>,
+        /// What is wrong with the value, and the bound it missed.
+        reason: String,
+    },
     /// No `listen` address: the proxy would have no socket toward
     /// terminals.
     #[error("no listen address (listen = [\"udp:0.0.0.0:5060\"])")]
@@ -626,14 +675,23 @@ impl ProxyConfig {
         }
     }
 
+    /// The SigComp endpoint's caps on compartments and state, from
+    /// `sigcomp.max_compartments` and `sigcomp.max_state_bytes`, for the
+    /// whole proxy ([`crate::core::Proxy::sharded`] gives each shard its
+    /// share, rounded up).
     pub fn limits(&self) -> Limits {
         Limits { max_compartments: self.sigcomp.max_compartments, max_state_bytes: self.sigcomp.max_state_bytes }
     }
 
+    /// `sigcomp.idle_timeout_s` as a [`Duration`]: how long a compartment
+    /// may go without a message before it is closed
+    /// (`sigkit_proxy_compartments_closed{cause="idle"}`).
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_secs(self.sigcomp.idle_timeout_s)
     }
 
+    /// `flow_idle_timeout_s` as a [`Duration`]: how long a flow without a
+    /// live registration may go without a message before it is forgotten.
     pub fn flow_idle_timeout(&self) -> Duration {
         Duration::from_secs(self.flow_idle_timeout_s)
     }

@@ -43,9 +43,11 @@ pub enum Closed {
 }
 
 impl Closed {
+    /// Every reason, in the order the metrics list them.
     pub const ALL: [Closed; 7] =
         [Closed::Peer, Closed::Idle, Closed::Buffer, Closed::Framing, Closed::Cap, Closed::Descriptors, Closed::Stuck];
 
+    /// The reason's `reason` label on `sigkit_proxy_tcp_connections_closed`.
     pub fn name(self) -> &'static str {
         match self {
             Closed::Peer => "peer",
@@ -74,10 +76,12 @@ pub enum AcceptError {
     Memory,
     /// The connection was reset or aborted before it was accepted.
     Aborted,
+    /// Any other error of `accept(2)`.
     Other,
 }
 
 impl AcceptError {
+    /// Every kind, in the order the metrics list them.
     pub const ALL: [AcceptError; 5] = [
         AcceptError::ProcessDescriptors,
         AcceptError::SystemDescriptors,
@@ -86,6 +90,8 @@ impl AcceptError {
         AcceptError::Other,
     ];
 
+    /// The kind of a failed accept, by errno where it has one (EMFILE,
+    /// ENFILE, ENOBUFS, ENOMEM), else by the error's kind.
     pub fn of(e: &std::io::Error) -> AcceptError {
         use rustix::io::Errno;
         use std::io::ErrorKind;
@@ -106,6 +112,7 @@ impl AcceptError {
         }
     }
 
+    /// The kind's `kind` label on `sigkit_proxy_tcp_accept_errors`.
     pub fn name(self) -> &'static str {
         match self {
             AcceptError::ProcessDescriptors => "emfile",
@@ -135,8 +142,10 @@ pub enum Refused {
 }
 
 impl Refused {
+    /// Every reason, in the order the metrics list them.
     pub const ALL: [Refused; 1] = [Refused::PerSource];
 
+    /// The reason's `reason` label on `sigkit_proxy_tcp_connections_refused`.
     pub fn name(self) -> &'static str {
         match self {
             Refused::PerSource => "per_source",
@@ -202,6 +211,9 @@ struct Entry {
 pub struct SourceKey(IpAddr);
 
 impl SourceKey {
+    /// The key `addr` counts against: its IPv4 address (an IPv4-mapped
+    /// IPv6 address counts as IPv4), or its IPv6 address with the low 64
+    /// bits cleared.
     pub fn of(addr: SocketAddr) -> SourceKey {
         match addr.ip().to_canonical() {
             IpAddr::V6(v6) => {
@@ -246,6 +258,7 @@ impl Table {
 /// What happened to a message queued for a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Queued {
+    /// It waits in the connection's queue for its writer.
     Yes,
     /// The queue was full: the connection is being closed.
     Stuck,
@@ -266,6 +279,7 @@ pub struct Connections {
 }
 
 impl Connections {
+    /// No connection yet, under the caps of `limits` (`[tcp]`).
     pub fn new(limits: TcpConfig) -> Connections {
         Connections {
             limits,
@@ -278,10 +292,19 @@ impl Connections {
         }
     }
 
+    /// How long a connection may go without receiving a byte before it is
+    /// closed, unless a registration made over it still lasts
+    /// (`tcp.idle_timeout_s`, default 900 s; the CRLF keep-alives of RFC
+    /// 5626 §3.5.1 are bytes received). Closes show as
+    /// `sigkit_proxy_tcp_connections_closed{reason="idle"}`.
     pub fn idle_timeout(&self) -> Duration {
         self.limits.idle_timeout()
     }
 
+    /// The most bytes a connection may hold toward one message
+    /// (`tcp.max_buffered_bytes`, default 64 KiB, at least 1024); past it
+    /// the connection is closed
+    /// (`sigkit_proxy_tcp_connections_closed{reason="buffer"}`).
     pub fn max_buffered_bytes(&self) -> usize {
         self.limits.max_buffered_bytes
     }
@@ -364,10 +387,13 @@ impl Connections {
         self.released.notify_waiters();
     }
 
+    /// Counts a connection closed for `why` (the runtime counts those it
+    /// closes itself: peer, idle, buffer, framing).
     pub fn count_closed(&self, why: Closed) {
         self.closed[why.index()].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts a failed accept of kind `e`.
     pub fn count_accept_error(&self, e: AcceptError) {
         self.accept_errors[e.index()].fetch_add(1, Ordering::Relaxed);
     }

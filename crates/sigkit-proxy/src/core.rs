@@ -94,6 +94,10 @@ use crate::pending::{HeldRegister, PendingLimits};
 /// comes.
 const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(32);
 
+/// One SigComp edge proxy (or one shard of one), sans-IO: messages go in
+/// with [`Proxy::from_terminal`] and [`Proxy::from_upstream`], timers
+/// with [`Proxy::handle_timeout`], and what to send comes out of
+/// [`Proxy::poll_transmit`].
 pub struct Proxy {
     /// Its addresses, `sigcomp-id`, flow tokens and branches.
     identity: Identity,
@@ -113,6 +117,10 @@ pub struct Proxy {
 }
 
 impl Proxy {
+    /// A proxy alone on its sockets (one shard), with the whole of each
+    /// limit and a fresh instance id; fails when `config` does not
+    /// validate ([`ProxyConfig::validate`]) or the SigComp endpoint
+    /// refuses its `sigcomp` table.
     pub fn new(config: &ProxyConfig, addrs: LocalAddrs) -> Result<Proxy, ConfigError> {
         Proxy::sharded(config, addrs, Shard { index: 0, count: 1, instance: new_instance_id() })
     }
@@ -156,6 +164,8 @@ impl Proxy {
         })
     }
 
+    /// The next message to send, in the order the proxy produced them;
+    /// `None` when there is none.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.out.pop_front()
     }
@@ -172,10 +182,14 @@ impl Proxy {
         self.metrics.handling.record(took);
     }
 
+    /// This proxy's counters (one shard's; [`Proxy::snapshot`] adds the
+    /// gauges).
     pub fn metrics(&self) -> &ProxyMetrics {
         &self.metrics
     }
 
+    /// The SigComp endpoint toward terminals: its compartments, states
+    /// and counters.
     pub fn endpoint(&self) -> &Endpoint {
         &self.compression.endpoint
     }

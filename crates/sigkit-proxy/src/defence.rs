@@ -65,7 +65,12 @@ impl Refusal {
 /// knows). Known sources come first when decompression time is short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Standing {
+    /// Its flow had a SigComp message's state accepted, or carries a live
+    /// registration: it draws on the whole overall budget.
     Known,
+    /// Neither: it draws on `defence.unknown_sources_percent` of the
+    /// overall budget, and waits while less than half of its burst is
+    /// left (`sigkit_proxy_refused{budget="unknown_sources"}`).
     Unknown,
 }
 

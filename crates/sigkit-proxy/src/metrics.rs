@@ -15,22 +15,56 @@ use crate::pending::Cap;
 /// Counters, exported as Prometheus metrics.
 #[derive(Debug, Clone, Default)]
 pub struct ProxyMetrics {
+    /// Messages received, indexed by side: `[0]` from terminals (SigComp
+    /// or plain), `[1]` from the upstream
+    /// (`sigkit_proxy_messages_received{side}`).
     pub messages_in: [u64; 2],
+    /// Bytes of those messages as they arrived (SigComp bytes for
+    /// compressed ones), indexed as `messages_in`
+    /// (`sigkit_proxy_bytes_received{side}`).
     pub bytes_in: [u64; 2],
+    /// Messages sent, `[0]` to terminals, `[1]` to the upstream
+    /// (`sigkit_proxy_messages_sent{side}`).
     pub messages_out: [u64; 2],
+    /// Bytes of those messages as sent, indexed as `messages_out`
+    /// (`sigkit_proxy_bytes_sent{side}`).
     pub bytes_out: [u64; 2],
-    /// SIP bytes of the SigComp messages received and sent (before
-    /// compression), for the ratio.
+    /// SIP bytes the SigComp messages received from terminals carried,
+    /// after decompression: the denominator of
+    /// `sigkit_proxy_compression_ratio_in`.
     pub sigcomp_sip_bytes_in: u64,
+    /// Bytes of the SigComp messages received from terminals that
+    /// decompressed to SIP (`sigkit_proxy_sigcomp_bytes{direction="in",layer="sigcomp"}`).
     pub sigcomp_bytes_in: u64,
+    /// SIP bytes the proxy compressed toward terminals: the denominator of
+    /// `sigkit_proxy_compression_ratio_out`.
     pub sigcomp_sip_bytes_out: u64,
+    /// Bytes of the SigComp messages sent to terminals
+    /// (`sigkit_proxy_sigcomp_bytes{direction="out",layer="sigcomp"}`).
     pub sigcomp_bytes_out: u64,
     /// SigComp messages refused unread, by [`Refusal::index`].
     pub refused: [u64; Refusal::ALL.len()],
+    /// Messages from either side that are not SIP the proxy can forward
+    /// (after decompression, for SigComp ones): unparsable, without a Via
+    /// from a terminal, or refused by the header editor
+    /// (`sigkit_proxy_bad_sip`).
     pub bad_sip: u64,
+    /// SigComp messages from terminals whose state and feedback were kept
+    /// in their compartment (RFC 5049 §6: a REGISTER's once the registrar
+    /// answered 2xx) (`sigkit_proxy_state_decisions{decision="accepted"}`).
     pub states_accepted: u64,
+    /// SigComp messages from terminals whose state was dropped (RFC 5049
+    /// §6): the terminal was not registered and the message was no
+    /// REGISTER the registrar answered 2xx, or a cap of [`crate::pending`]
+    /// was met (`sigkit_proxy_state_decisions{decision="declined"}`).
     pub states_declined: u64,
+    /// Messages toward terminals whose compression failed and that went
+    /// as plain SIP instead (RFC 5049 §4: plain SIP is always understood).
     pub compress_failures: u64,
+    /// Messages with nowhere to go (`sigkit_proxy_undeliverable`): a
+    /// response without the proxy's Via on top or without a Via below it
+    /// to return to, a response or request for a terminal the proxy has no
+    /// flow to (such a request is answered 430 or 404, RFC 5626 §5.3).
     pub undeliverable: u64,
     /// Messages compressed anew and sent again over TCP after the
     /// terminal NACKed them (RFC 4077).
@@ -38,14 +72,26 @@ pub struct ProxyMetrics {
     /// TCP connections closed because their terminal read nothing while
     /// the proxy's queue for it filled (the runtime counts them).
     pub stuck_connections_closed: u64,
-    /// Stateful mode: transactions started, requests from terminals
-    /// absorbed as retransmissions, responses from the upstream absorbed
-    /// as retransmissions, requests sent again to the upstream (Timer A or
-    /// E), and transactions the upstream never answered (408 sent).
+    /// Stateful mode: transactions started toward the upstream
+    /// (`sigkit_proxy_transactions`).
     pub transactions: u64,
+    /// Stateful mode: requests from terminals that matched a transaction
+    /// held (RFC 3261 §17.2.3) and ended at the proxy as retransmissions,
+    /// answered with the last response sent (an ACK absorbed is not
+    /// counted) (`sigkit_proxy_retransmissions_absorbed{side="terminal"}`).
     pub absorbed_requests: u64,
+    /// Stateful mode: responses from the upstream that ended at the proxy:
+    /// retransmissions of a response the proxy's client transaction had
+    /// already received, and the answers to the proxy's own CANCELs
+    /// (`sigkit_proxy_retransmissions_absorbed{side="upstream"}`).
     pub absorbed_responses: u64,
+    /// Stateful mode: requests sent again to the upstream over UDP (RFC
+    /// 3261 §17.1.1.2 Timer A, §17.1.2.2 Timer E)
+    /// (`sigkit_proxy_upstream_retransmissions`).
     pub upstream_retransmissions: u64,
+    /// Stateful mode: transactions the upstream never answered, for which
+    /// the proxy sent the terminal a 408 (RFC 3261 §16.8)
+    /// (`sigkit_proxy_transaction_timeouts`).
     pub transaction_timeouts: u64,
     /// Stateful mode: INVITE transactions a terminal's CANCEL ended
     /// (RFC 3261 §16.10).
@@ -70,10 +116,15 @@ pub struct HandlingTimes {
     /// Messages per bucket (not cumulative); the last counts those over the
     /// last bound.
     pub counts: [u64; HANDLING_BUCKETS_US.len() + 1],
+    /// The handling times recorded, added up, in nanoseconds (saturating
+    /// at `u64::MAX`); the histogram's `_sum`.
     pub sum_ns: u64,
 }
 
 impl HandlingTimes {
+    /// Counts `took` in the first bucket whose bound (in whole
+    /// microseconds, [`HANDLING_BUCKETS_US`]) it does not exceed, else in
+    /// the last, and adds it to [`HandlingTimes::sum_ns`].
     pub fn record(&mut self, took: Duration) {
         let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
         let i = HANDLING_BUCKETS_US.iter().position(|&b| us <= b).unwrap_or(HANDLING_BUCKETS_US.len());
@@ -81,6 +132,7 @@ impl HandlingTimes {
         self.sum_ns = self.sum_ns.saturating_add(took.as_nanos().min(u128::from(u64::MAX)) as u64);
     }
 
+    /// Messages recorded, over all buckets (the histogram's `_count`).
     pub fn count(&self) -> u64 {
         self.counts.iter().sum()
     }
@@ -127,27 +179,41 @@ impl AddAssign<&ProxyMetrics> for ProxyMetrics {
 /// What one proxy's (or shard's) metrics read at a scrape.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
+    /// The proxy's own counters.
     pub proxy: ProxyMetrics,
+    /// The SigComp endpoint's: compartments open and closed, state bytes,
+    /// UDVM cycles, NACKs (RFC 4077) sent and received by reason.
     pub endpoint: EndpointMetrics,
     /// Terminals with a live registration.
     pub registered: usize,
+    /// SigComp messages that carried their bytecode, each way, first and
+    /// again (`sigkit_proxy_bytecode_uploads`).
     pub uploads: Uploads,
     /// Open compartments into which bytecode was uploaded again.
     pub reuploading: usize,
+    /// The overload detectors' and handlers' readings (the SIP overload
+    /// thesis's D1 and D2, RFC 7339 Via signals).
     pub overload: OverloadMetrics,
     /// Stateful mode: transactions held.
     pub transactions: usize,
-    /// REGISTERs held for the registrar's answer, their bytes, the bytes
-    /// of their SigComp state, and the REGISTERs that met each cap
-    /// ([`crate::pending`]).
+    /// REGISTERs held for the registrar's answer ([`crate::pending`]),
+    /// under `max_pending_registers` (`sigkit_proxy_pending_registers`).
     pub pending_registers: usize,
+    /// Bytes those REGISTERs take (`sigkit_proxy_pending_register_bytes`).
     pub pending_register_bytes: usize,
+    /// Bytes of SigComp state waiting with them, under
+    /// `max_pending_state_bytes` (`sigkit_proxy_pending_state_bytes`).
     pub pending_state_bytes: usize,
+    /// REGISTERs that met each cap, by [`Cap::index`]
+    /// (`sigkit_proxy_pending_registers_refused{cap}`).
     pub pending_refused: [u64; Cap::ALL.len()],
-    /// Terminal flows, those that learned their terminal's identifier, and
-    /// the identifiers' bytes.
+    /// Terminal flows remembered: UDP source addresses and TCP connections
+    /// (RFC 5626 flows; `sigkit_proxy_flows`).
     pub flows: usize,
+    /// Flows that learned their terminal's SigComp identifier (RFC 5049
+    /// §6.1; `sigkit_proxy_flow_identifiers`).
     pub flow_identifiers: usize,
+    /// Bytes of those identifiers (`sigkit_proxy_flow_identifier_bytes`).
     pub flow_identifier_bytes: usize,
     /// Decompression time spent on known and on unknown sources
     /// ([`crate::defence::Standing`]).
@@ -203,17 +269,26 @@ impl AddAssign<&Snapshot> for Snapshot {
 /// ([`crate::connections`]): the proxy's, not a shard's.
 #[derive(Debug, Clone, Default)]
 pub struct TcpSnapshot {
-    /// Connections open (those being closed included: they still hold a
-    /// descriptor), and the cap on them.
+    /// Connections open, those being closed included: they still hold a
+    /// descriptor (`sigkit_proxy_tcp_connections`).
     pub connections: usize,
+    /// The cap on them, `tcp.max_connections`
+    /// (`sigkit_proxy_tcp_max_connections`).
     pub max_connections: usize,
     /// Source addresses (IPv6: /64 prefixes) with a connection open.
     pub sources: usize,
     /// Bytes the connections hold toward their next message.
     pub buffered_bytes: usize,
-    /// Counts by reason or kind, every one listed.
+    /// Connections closed, by reason (`peer`, `idle`, `buffer`,
+    /// `framing`, `cap`, `descriptors`, `stuck`), every reason listed
+    /// (`sigkit_proxy_tcp_connections_closed{reason}`).
     pub closed: Vec<(&'static str, u64)>,
+    /// New connections refused, by reason, every reason listed
+    /// (`sigkit_proxy_tcp_connections_refused{reason}`).
     pub refused: Vec<(&'static str, u64)>,
+    /// Failed accepts on the listeners, by kind (`emfile`, `enfile`,
+    /// `memory`, `aborted`, `other`),
+    /// every kind listed (`sigkit_proxy_tcp_accept_errors{kind}`).
     pub accept_errors: Vec<(&'static str, u64)>,
 }
 

@@ -102,18 +102,34 @@ pub struct OverloadConfig {
     pub delay_threshold_ms: u64,
     /// D1's window, seconds.
     pub delay_window_s: u64,
-    /// D2: Wald's test of κ's standard deviation, σ0 against σ1, with
-    /// error probabilities α and β and κ's mean μ when not congested
-    /// (thesis eq. 4.13-4.15: 0.962, 20.392, 0.1, 0.05, 0.056).
+    /// D2: Wald's sequential test of κ's standard deviation, σ0 against
+    /// σ1 (thesis eq. 4.13-4.15). This is σ0, κ's standard deviation when
+    /// the upstream is not congested; above 0. Default 0.962.
     pub d2_sigma0: f64,
+    /// D2's σ1, κ's standard deviation when it is congested; above
+    /// `d2_sigma0`. Default 20.392.
     pub d2_sigma1: f64,
+    /// D2's α, the probability of deciding "congested" when it is not;
+    /// in (0, 0.5). The mean-shift variant uses it too. Default 0.1.
     pub d2_alpha: f64,
+    /// D2's β, the probability of deciding "not congested" when it is; in
+    /// (0, 0.5). The mean-shift variant uses it too. Default 0.05.
     pub d2_beta: f64,
+    /// D2's μ, κ's mean when not congested, about which the variance is
+    /// taken. Default 0.056. D2's decisions show as
+    /// `sigkit_proxy_overload_d2_alarm` and
+    /// `sigkit_proxy_overload_d2_alarms{test="variance"}`.
     pub d2_mu: f64,
-    /// D2's mean-shift variant: κ's mean μ0 against μ1 with known σ (the
-    /// thesis's lab, §5.2.3: 0.589, 100.067, 6.780).
+    /// D2's mean-shift variant: a sequential test of κ's mean, μ0 against
+    /// μ1 with known σ (the thesis's lab, §5.2.3). This is μ0, κ's mean
+    /// when not congested. Default 0.589.
     pub d2_mean_mu0: f64,
+    /// The variant's μ1, κ's mean when congested; above `d2_mean_mu0`.
+    /// Default 100.067.
     pub d2_mean_mu1: f64,
+    /// The variant's σ, κ's standard deviation; above 0. Default 6.780.
+    /// Its decisions show as `sigkit_proxy_overload_d2_mean_alarm` and
+    /// `sigkit_proxy_overload_d2_alarms{test="mean"}`.
     pub d2_mean_sigma: f64,
     /// t1: the T1 of new client transactions toward the upstream while
     /// the detector fires, ms (thesis §4.3.2: 1 s).
@@ -227,6 +243,7 @@ impl OverloadConfig {
 /// What to do with a new request toward the upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
+    /// Send it to the upstream.
     Forward,
     /// Answer 503 with Retry-After, do not forward.
     Reject,
@@ -245,7 +262,11 @@ struct OcRequest {
 /// metrics endpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct OverloadMetrics {
+    /// New requests answered 503 instead of forwarded
+    /// (`sigkit_proxy_overload_rejected`).
     pub rejected: u64,
+    /// Requests forwarded that had no final response from the upstream
+    /// within `transaction_timeout_s` (`sigkit_proxy_overload_timed_out`).
     pub timed_out: u64,
     /// Whether D1 fires now.
     pub delay_alarm: bool,
@@ -257,12 +278,14 @@ pub struct OverloadMetrics {
     pub delay_p95_us: u64,
     /// D2's last anomaly indicator κ.
     pub d2_kappa: f64,
-    /// D2's last decision (variance test), and its mean-shift variant's.
+    /// Whether D2's last decision (variance test) was "congested".
     pub d2_alarm: bool,
+    /// Whether the mean-shift variant's last decision was "congested".
     pub d2_mean_alarm: bool,
-    /// Decisions "congested" D2 and its variant took so far (each restarts
-    /// the test, so the alarm flips with the load it sheds).
+    /// Decisions "congested" D2 took so far (each restarts the test, so
+    /// the alarm flips with the load it sheds).
     pub d2_alarms: u64,
+    /// The same for the mean-shift variant.
     pub d2_mean_alarms: u64,
     /// The T1 of new client transactions toward the upstream, ms.
     pub t1_ms: u64,
@@ -340,6 +363,8 @@ impl Overload {
         }
     }
 
+    /// Whether requests toward the upstream are tracked: a handler is
+    /// configured, or the proxy is transaction-stateful.
     pub fn enabled(&self) -> bool {
         self.active
     }
@@ -383,10 +408,13 @@ impl Overload {
         }
     }
 
+    /// The Retry-After of the 503s, seconds (`retry_after_s`, default 5).
     pub fn retry_after_s(&self) -> u32 {
         self.config.retry_after_s
     }
 
+    /// The counters and the detectors' last readings, with the requests
+    /// pending now.
     pub fn metrics(&self) -> OverloadMetrics {
         OverloadMetrics { pending: self.pending.len() as u64, ..self.metrics }
     }
@@ -494,6 +522,8 @@ impl Overload {
         self.metrics.oc_reduction = reduction;
     }
 
+    /// When the detectors are next evaluated (a second after the last, once
+    /// the first request was tracked); `None` before.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.next_evaluation
     }
@@ -553,9 +583,17 @@ impl Overload {
 /// The RFC 7339 parameters of a Via (values as written).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OcParams<'a> {
+    /// `oc`: the percentage of requests to shed under the loss algorithm
+    /// (RFC 7339 §5.3, 0–100).
     pub oc: Option<&'a str>,
+    /// `oc-validity`: how long the request holds, in milliseconds; 0 ends
+    /// it (§5.3).
     pub validity: Option<&'a str>,
+    /// `oc-seq`: the request's sequence number; one older than the request
+    /// in force is stale and ignored (§5.5).
     pub seq: Option<&'a str>,
+    /// `oc-algo`: the algorithm the upstream chose (§5.3); a request
+    /// naming any but `loss` is ignored.
     pub algo: Option<&'a str>,
 }
 

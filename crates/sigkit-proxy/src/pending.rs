@@ -29,13 +29,22 @@ pub const MAX_CONTACTS: usize = 16;
 pub struct HeldRegister {
     /// Its SigComp state (RFC 5049 §6: kept only on a 2xx).
     pub incoming: Option<Incoming>,
+    /// The compartment the state goes into on a 2xx (RFC 5049 §6.1); `None`
+    /// for a plain-SIP REGISTER.
     pub compartment: Option<CompartmentId>,
+    /// The terminal registering: a 2xx registers it, keeping its
+    /// compartments' state (RFC 5049 §6.5).
     pub terminal: Terminal,
+    /// The flow token of the flow it came over: a 2xx marks that flow
+    /// registered until the binding expires (RFC 5626 §5.2).
     pub token: u64,
     /// The request's Contact: `None` for `*` (every binding removed), an
     /// empty list for a query (RFC 3261 §10.2.3), else the bindings'
     /// (user, host, port), the first [`MAX_CONTACTS`].
     pub contacts: Option<Vec<(String, String, Option<u16>)>>,
+    /// When it stops being held: 64·T1 (32 s, RFC 3261 §17.1.2.2 Timer
+    /// F) after it was forwarded, when no final answer will come; its
+    /// state is then declined.
     pub deadline: Instant,
     /// Where it came from, for the per-source cap.
     pub source: IpAddr,
@@ -64,8 +73,16 @@ impl HeldRegister {
 /// The caps, for one proxy (or one shard's part).
 #[derive(Debug, Clone, Copy)]
 pub struct PendingLimits {
+    /// REGISTERs held at most (`max_pending_registers`, default 100,000,
+    /// this shard's share of it); past it [`Cap::Registers`].
     pub max_registers: usize,
+    /// REGISTERs held at most from one source IP address
+    /// (`max_pending_registers_per_source`, default 32, per shard); past
+    /// it [`Cap::PerSource`].
     pub max_per_source: usize,
+    /// Bytes of SigComp state held at most (`max_pending_state_bytes`,
+    /// default 64 MiB, this shard's share of it); past it [`Cap::Bytes`].
+    /// Each cap met shows as `sigkit_proxy_pending_registers_refused{cap}`.
     pub max_bytes: usize,
 }
 
@@ -82,8 +99,11 @@ pub enum Cap {
 }
 
 impl Cap {
+    /// Every cap, in the order of [`Cap::index`].
     pub const ALL: [Cap; 3] = [Cap::Registers, Cap::PerSource, Cap::Bytes];
 
+    /// Its index in the counts by cap
+    /// ([`crate::metrics::Snapshot::pending_refused`]).
     pub fn index(self) -> usize {
         self as usize
     }
@@ -117,6 +137,7 @@ pub struct PendingRegisters {
 }
 
 impl PendingRegisters {
+    /// None held yet, under `limits`.
     pub fn new(limits: PendingLimits) -> PendingRegisters {
         PendingRegisters {
             limits,

@@ -24,8 +24,15 @@ const MAX_MESSAGE: usize = 1 << 16;
 
 /// A running proxy: its bound addresses, and how to stop it.
 pub struct Running {
+    /// The sockets toward terminals, one per `listen` address, with the
+    /// port the system gave where `listen` asked for port 0.
     pub terminal_addrs: Vec<(SipTransport, SocketAddr)>,
+    /// The local address of the UDP socket toward the upstream, as bound
+    /// from `upstream_local` (by default the upstream's IP address, with
+    /// the port the system gave).
     pub upstream_local: SocketAddr,
+    /// Where the Prometheus metrics are served (`metrics`, bound); `None`
+    /// when `metrics` is unset.
     pub metrics_addr: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
     done: tokio::task::JoinHandle<()>,

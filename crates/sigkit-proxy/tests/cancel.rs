@@ -3,6 +3,9 @@
 //! by the test, step by step, so that each test decides when the upstream
 //! sends its provisional response and when it answers the CANCEL.
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::net::SocketAddr;

@@ -7,6 +7,9 @@
 //! 127/8 to lo): budgets are kept per source address, so this is the
 //! isolation a real attacker meets.
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::collections::BTreeMap;

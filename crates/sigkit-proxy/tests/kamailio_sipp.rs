@@ -5,6 +5,9 @@
 //! proxy (which hangs up); the same over TCP; and a plain-SIP SIPp
 //! terminal through the proxy. Results, not header text, are asserted.
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::net::SocketAddr;

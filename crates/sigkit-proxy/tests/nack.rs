@@ -7,6 +7,9 @@
 //! the NACKed message anew and send it again; over UDP it leaves recovery
 //! to SIP's retransmissions.
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;

@@ -11,6 +11,9 @@
 //!   an ACK is not overtaken by the re-INVITE sent right after it, which a
 //!   UAS would take for a second INVITE inside the first's transaction.
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;

@@ -2,6 +2,9 @@
 //! plain-SIP terminal, `sigkit proxy`, and an upstream played by the test
 //! (silent, or asking for RFC 7339 load reduction).
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::net::SocketAddr;

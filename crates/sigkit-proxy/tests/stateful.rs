@@ -4,6 +4,9 @@
 //! upstream played by the test that records what reaches it and answers
 //! as each test tells it (not at all, late, or with a Via signal).
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::net::SocketAddr;

@@ -8,6 +8,9 @@
 //! responses to its one request, while another terminal asks for an
 //! answer of its own.
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::sync::Arc;

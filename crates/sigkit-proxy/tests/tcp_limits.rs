@@ -5,6 +5,9 @@
 //! closed at its buffer cap; and with the cap filled by idle connections,
 //! a new terminal still connects and is answered.
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::net::SocketAddr;

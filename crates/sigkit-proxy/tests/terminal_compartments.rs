@@ -20,6 +20,9 @@
 //! lost its state shows in the proxy's metrics as NACKs and bytecode
 //! uploaded again.
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::net::SocketAddr;

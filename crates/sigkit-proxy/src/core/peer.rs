@@ -34,6 +34,7 @@ impl Encoding {
         }
     }
 
+    /// Whether this is [`Encoding::SigComp`].
     pub fn is_sigcomp(self) -> bool {
         self == Encoding::SigComp
     }
@@ -42,7 +43,11 @@ impl Encoding {
 /// Which side of the proxy a message crosses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Side {
+    /// Toward the terminals: SigComp or plain SIP, over UDP or TCP, on the
+    /// `listen` sockets.
     Terminal,
+    /// Toward the SIP server behind the proxy: plain SIP over UDP, on the
+    /// `upstream_local` socket.
     Upstream,
 }
 
@@ -61,24 +66,39 @@ impl Side {
 /// arrived on, and for TCP the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Peer {
+    /// The transport the message crosses.
     pub transport: SipTransport,
+    /// The other end's transport address (for a terminal, the source
+    /// address its messages arrive from, which may be a NAT's).
     pub addr: SocketAddr,
+    /// The proxy's socket the message arrived on or leaves from (for a
+    /// TCP connection, its local address); `None` where the runtime does
+    /// not know it.
     pub local: Option<SocketAddr>,
+    /// The runtime's number of the TCP connection; `None` over UDP.
     pub conn: Option<u64>,
 }
 
 /// Bytes to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transmit {
+    /// The side it goes to.
     pub side: Side,
+    /// Where it goes, and over TCP by which connection.
     pub to: Peer,
+    /// The message: SIP, or a SigComp message without its TCP record
+    /// marking (RFC 3320 §4.2.2; the runtime adds it).
     pub bytes: Vec<u8>,
+    /// How `bytes` are encoded (always [`Encoding::Plain`] toward the
+    /// upstream).
     pub encoding: Encoding,
 }
 
 /// The proxy's sockets, as bound.
 #[derive(Debug, Clone)]
 pub struct LocalAddrs {
+    /// The sockets toward terminals, one per `listen` address, with the
+    /// port the system gave where `listen` asked for port 0.
     pub terminal: Vec<(SipTransport, SocketAddr)>,
     /// Where the proxy sends to and receives from the upstream.
     pub upstream: SocketAddr,

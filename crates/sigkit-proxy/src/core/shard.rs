@@ -32,7 +32,11 @@ pub(crate) const BRANCH_PREFIX: &str = "z9hG4bKsk";
 /// (requests), which carry the shard's index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
+    /// This shard's index, below `count`; written in its Via branches and
+    /// flow tokens.
     pub index: u32,
+    /// How many shards share the sockets (`shards`, or one per worker
+    /// thread; at most [`crate::config::MAX_SHARDS`]).
     pub count: u32,
     /// The instance all shards of one process share ([`new_instance_id`]),
     /// written in their flow tokens.

@@ -2,6 +2,8 @@
 //! registrar and proxy, SIPp as the far end, and `sigkit proxy` itself,
 //! each started and stopped by the test.
 #![allow(dead_code)]
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
 
 pub mod ua;
 

@@ -12,6 +12,9 @@
 //! to, else that URI's host; for a request it receives, the top Via's
 //! `sigcomp-id`, else its sent-by; a response goes with its request.
 
+// A test fails by panicking: helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
