@@ -292,6 +292,36 @@ pub struct EndpointMetrics {
     pub compartments_timed_out: u64,
 }
 
+/// Another endpoint's counts added to these: the endpoints of a sharded
+/// proxy, one per shard, read as one.
+impl std::ops::AddAssign<&EndpointMetrics> for EndpointMetrics {
+    fn add_assign(&mut self, o: &EndpointMetrics) {
+        fn add<const N: usize>(a: &mut [u64; N], b: &[u64; N]) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+        self.compartments += o.compartments;
+        self.state_bytes += o.state_bytes;
+        self.messages_received += o.messages_received;
+        self.bytes_received += o.bytes_received;
+        self.messages_accepted += o.messages_accepted;
+        self.messages_discarded += o.messages_discarded;
+        self.bytes_decompressed += o.bytes_decompressed;
+        self.cycles += o.cycles;
+        add(&mut self.failures, &o.failures);
+        self.nacks_sent += o.nacks_sent;
+        self.nacks_received += o.nacks_received;
+        add(&mut self.nacks_sent_by_reason, &o.nacks_sent_by_reason);
+        add(&mut self.nacks_received_by_reason, &o.nacks_received_by_reason);
+        self.messages_sent += o.messages_sent;
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_compressed_from += o.bytes_compressed_from;
+        self.compartments_evicted += o.compartments_evicted;
+        self.compartments_timed_out += o.compartments_timed_out;
+    }
+}
+
 impl EndpointMetrics {
     /// Failures with `reason`.
     pub fn failures(&self, reason: Reason) -> u64 {

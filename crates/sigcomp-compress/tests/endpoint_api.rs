@@ -456,3 +456,46 @@ fn new_compartments_take_the_bytecode_built_for_the_same_peer() {
         }
     }
 }
+
+#[test]
+fn endpoint_metrics_add_up_field_by_field() {
+    use sigcomp_compress::EndpointMetrics;
+    // Every field set (a field added later must be named here), each to
+    // its own value.
+    let mut failures = [0u64; 32];
+    failures[4] = 17;
+    let mut sent_by_reason = [0u64; 32];
+    sent_by_reason[1] = 19;
+    let mut received_by_reason = [0u64; 32];
+    received_by_reason[2] = 23;
+    let b = EndpointMetrics {
+        compartments: 1,
+        state_bytes: 2,
+        messages_received: 3,
+        bytes_received: 4,
+        messages_accepted: 5,
+        messages_discarded: 6,
+        bytes_decompressed: 7,
+        cycles: 8,
+        failures,
+        nacks_sent: 9,
+        nacks_received: 10,
+        nacks_sent_by_reason: sent_by_reason,
+        nacks_received_by_reason: received_by_reason,
+        messages_sent: 11,
+        bytes_sent: 12,
+        bytes_compressed_from: 13,
+        compartments_evicted: 14,
+        compartments_timed_out: 15,
+    };
+    let mut a = b.clone();
+    a += &b;
+    // The sum's every number is twice the one it was made from.
+    let numbers = |m: &EndpointMetrics| -> Vec<u64> {
+        format!("{m:?}").split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect()
+    };
+    let (once, twice) = (numbers(&b), numbers(&a));
+    assert_eq!(once.len(), twice.len());
+    assert!(once.iter().zip(&twice).all(|(x, y)| *y == 2 * x), "{once:?} doubled is not {twice:?}");
+    assert_eq!(a.failures(Reason::from_code(4).unwrap()), 34);
+}

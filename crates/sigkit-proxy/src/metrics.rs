@@ -228,24 +228,12 @@ fn add_arrays<const N: usize>(a: &mut [u64; N], b: &[u64; N]) {
     }
 }
 
-/// Adds the endpoint counters the exposition reads.
-// `EndpointMetrics` (sigcomp-compress) has no `AddAssign` of its own yet.
-fn add_endpoint(e: &mut EndpointMetrics, f: &EndpointMetrics) {
-    e.compartments += f.compartments;
-    e.state_bytes += f.state_bytes;
-    e.compartments_evicted += f.compartments_evicted;
-    e.compartments_timed_out += f.compartments_timed_out;
-    e.cycles += f.cycles;
-    add_arrays(&mut e.nacks_sent_by_reason, &f.nacks_sent_by_reason);
-    add_arrays(&mut e.nacks_received_by_reason, &f.nacks_received_by_reason);
-}
-
 /// Another shard's snapshot: counts add up; of the overload detectors'
 /// readings, the most alarming is kept ([`OverloadMetrics::add_shard`]).
 impl AddAssign<&Snapshot> for Snapshot {
     fn add_assign(&mut self, o: &Snapshot) {
         self.proxy += &o.proxy;
-        add_endpoint(&mut self.endpoint, &o.endpoint);
+        self.endpoint += &o.endpoint;
         self.registered += o.registered;
         self.uploads.add(&o.uploads);
         self.reuploading += o.reuploading;

@@ -35,9 +35,7 @@ mod memory;
 mod probe;
 mod processes;
 mod replay;
-// sigkit-proxy's example support, shared by path: its unwraps (binding
-// 127.0.0.1:0, spawning the thread) are that crate's, outside these lints.
-#[allow(clippy::unwrap_used)]
+// sigkit-proxy's example support, shared by path.
 #[path = "../../../sigkit-proxy/examples/support/responder.rs"]
 mod responder;
 mod scenarios;
