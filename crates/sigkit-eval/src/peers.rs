@@ -94,20 +94,33 @@ pub fn free_udp_port() -> std::io::Result<u16> {
     Ok(UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// A peer's process group, ended when dropped.
+/// A child process that leads its own process group (spawned with
+/// `process_group(0)`), the whole group ended when dropped: SIGTERM, then
+/// SIGKILL after 3 s for what is left (Kamailio's workers are in it).
 #[derive(Debug)]
-pub struct Peer {
+pub struct ProcessGroup {
     child: Child,
-    /// Where it listens.
-    pub addr: SocketAddr,
-    /// Its standard output and error.
-    pub log: PathBuf,
 }
 
-impl Drop for Peer {
+impl ProcessGroup {
+    /// Takes over `child`, which leads its own process group.
+    pub fn new(child: Child) -> ProcessGroup {
+        ProcessGroup { child }
+    }
+
+    /// The leader's process ID (the group's ID too).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The leader's exit status if it has exited, without waiting.
+    pub fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        self.child.try_wait()
+    }
+}
+
+impl Drop for ProcessGroup {
     fn drop(&mut self) {
-        // The peer leads its own process group (Kamailio's workers are in
-        // it): end the group, then make sure of the leader.
         let group = format!("-{}", self.child.id());
         let _ = Command::new("kill").args(["-TERM", "--", &group]).stderr(Stdio::null()).status();
         let deadline = Instant::now() + Duration::from_secs(3);
@@ -120,6 +133,24 @@ impl Drop for Peer {
         let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A peer: its process group, ended when dropped, where it listens and
+/// its log.
+#[derive(Debug)]
+pub struct Peer {
+    group: ProcessGroup,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its standard output and error.
+    pub log: PathBuf,
+}
+
+impl Peer {
+    /// The peer's process ID (its process group's leader).
+    pub fn pid(&self) -> u32 {
+        self.group.id()
     }
 }
 
@@ -159,7 +190,7 @@ fn spawn(mut cmd: Command, dir: &Path, log: &str, addr: SocketAddr) -> Result<Pe
     let err = file.try_clone().map_err(io)?;
     cmd.stdin(Stdio::null()).stdout(file).stderr(err).current_dir(dir).process_group(0);
     let child = cmd.spawn().map_err(|e| PeerError::Io(format!("{cmd:?}"), e))?;
-    Ok(Peer { child, addr, log: path })
+    Ok(Peer { group: ProcessGroup::new(child), addr, log: path })
 }
 
 fn not_ready(what: &'static str, peer: &Peer, secs: u64) -> PeerError {
@@ -169,7 +200,7 @@ fn not_ready(what: &'static str, peer: &Peer, secs: u64) -> PeerError {
 /// The error of a peer that has already exited (a configuration it
 /// refused, say), so that nobody waits out the readiness deadline.
 fn exited(what: &'static str, peer: &mut Peer) -> Option<PeerError> {
-    let status = peer.child.try_wait().ok().flatten()?;
+    let status = peer.group.try_wait().ok().flatten()?;
     Some(PeerError::Exited { what, status, log: std::fs::read_to_string(&peer.log).unwrap_or_default() })
 }
 
@@ -305,7 +336,7 @@ pub fn sipp_uac(
     let deadline = Instant::now() + limit;
     let mut ended = false;
     loop {
-        if let Ok(Some(_)) = peer.child.try_wait() {
+        if let Ok(Some(_)) = peer.group.try_wait() {
             break;
         }
         let now = Instant::now();
@@ -315,7 +346,7 @@ pub fn sipp_uac(
         if now > deadline && !ended {
             // SIGTERM makes SIPp print its final screen, with the calls
             // still open as its current calls, and exit.
-            let _ = Command::new("kill").args(["-TERM", &peer.child.id().to_string()]).status();
+            let _ = Command::new("kill").args(["-TERM", &peer.group.id().to_string()]).status();
             ended = true;
         }
         std::thread::sleep(Duration::from_millis(50));

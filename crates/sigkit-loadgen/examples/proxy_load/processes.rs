@@ -5,10 +5,10 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sigkit_eval::peers::{self, Peer};
+use sigkit_eval::peers::{self, Peer, ProcessGroup};
 
 use crate::Args;
 
@@ -22,47 +22,26 @@ pub fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("finding a free UDP port on 127.0.0.1: {e}"))
 }
 
-/// A child process (in its own process group), ended when dropped.
-struct Process {
-    child: Child,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", "--", &format!("-{pid}")]).status();
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn(mut cmd: Command, log: &Path) -> Result<Process, String> {
+fn spawn(mut cmd: Command, log: &Path) -> Result<ProcessGroup, String> {
     use std::os::unix::process::CommandExt;
     let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let err = file.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
     cmd.stdin(Stdio::null()).stdout(file).stderr(err).process_group(0);
-    Ok(Process { child: cmd.spawn().map_err(|e| format!("{cmd:?}: {e}"))? })
+    Ok(ProcessGroup::new(cmd.spawn().map_err(|e| format!("{cmd:?}: {e}"))?))
 }
 
 /// A `sigkit proxy` process with limits high enough for the load: one
 /// source address (127.0.0.1) carries every terminal, so the per-source
 /// budgets are lifted.
 pub struct ProxyProcess {
-    process: Process,
+    process: ProcessGroup,
     pub listen: SocketAddr,
     pub metrics: SocketAddr,
 }
 
 impl ProxyProcess {
     pub fn pid(&self) -> u32 {
-        self.process.child.id()
+        self.process.id()
     }
 }
 

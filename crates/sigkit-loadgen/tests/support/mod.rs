@@ -6,7 +6,9 @@
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use sigkit_eval::peers::ProcessGroup;
 use std::time::{Duration, Instant};
 
 /// Whether the test may go on without `tool` (never in CI, where a
@@ -55,27 +57,10 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// A child process group, ended when dropped.
+/// A child process group, ended when dropped, and its log.
 pub struct Process {
-    child: Child,
+    _group: ProcessGroup,
     pub log: PathBuf,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", "--", &format!("-{pid}")]).status();
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 pub fn spawn(mut cmd: Command, dir: &Path, log: &str) -> Process {
@@ -83,7 +68,7 @@ pub fn spawn(mut cmd: Command, dir: &Path, log: &str) -> Process {
     let path = dir.join(log);
     let file = std::fs::File::create(&path).unwrap();
     cmd.stdin(Stdio::null()).stdout(file.try_clone().unwrap()).stderr(file).current_dir(dir).process_group(0);
-    Process { child: cmd.spawn().unwrap(), log: path }
+    Process { _group: ProcessGroup::new(cmd.spawn().unwrap()), log: path }
 }
 
 /// SIPp in the background (a UAS), with `args`.
