@@ -228,7 +228,11 @@ pub fn kamailio_with(dir: &Path, template: &str) -> Result<Peer, PeerError> {
     std::fs::write(&cfg, template.replace("LISTEN_PORT", &port.to_string()))
         .map_err(|e| PeerError::Io(cfg.display().to_string(), e))?;
     let mut cmd = Command::new("kamailio");
-    cmd.arg("-f").arg(&cfg).args(["-DD", "-E", "-w"]).arg(dir).arg("-P").arg(dir.join("kamailio.pid"));
+    // 256 MB of shared memory (`-m`, default 64): tm keeps each finished
+    // transaction for its wait timer (5 s), and at 1,000 calls/s the
+    // default pool runs out ("out of mem: new_t failed"), so Kamailio drops
+    // INVITEs and the load steps measure its memory, not its capacity.
+    cmd.arg("-f").arg(&cfg).args(["-m", "256", "-DD", "-E", "-w"]).arg(dir).arg("-P").arg(dir.join("kamailio.pid"));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let mut peer = spawn(cmd, dir, "kamailio.log", addr)?;
     let probe = UdpSocket::bind("127.0.0.1:0").map_err(|e| PeerError::Io("a probe socket".into(), e))?;
