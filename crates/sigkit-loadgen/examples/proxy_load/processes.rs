@@ -125,13 +125,9 @@ pub fn start_kamailio(dir: &Path) -> Result<(Peer, Vec<u32>), String> {
         1,
     );
     let peer = peers::kamailio_with(dir, &template).map_err(|e| e.to_string())?;
-    // The main process's PID, from the file `-P` names (the peer keeps its
-    // child to itself).
-    let pid_file = dir.join("kamailio.pid");
-    let pid = std::fs::read_to_string(&pid_file)
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok())
-        .ok_or_else(|| format!("{}: no PID of Kamailio", pid_file.display()))?;
+    // Kamailio runs in the foreground (`-DD`): the peer's process is its
+    // main process.
+    let pid = peer.pid();
     // Its other processes (timers, TCP workers) start about when the UDP
     // workers answer: let them all be there.
     std::thread::sleep(Duration::from_millis(300));
