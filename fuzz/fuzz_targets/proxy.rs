@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use libfuzzer_sys::fuzz_target;
 use sigkit_proxy::config::{ProxyConfig, SipTransport, TransportAddr};
-use sigkit_proxy::core::{is_sigcomp_first_byte, LocalAddrs};
+use sigkit_proxy::core::{Encoding, LocalAddrs};
 use sigkit_proxy::{Peer, Proxy};
 
 fn config() -> ProxyConfig {
@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
             let n = from & 0x0f;
             let addr = SocketAddr::from(([127, 0, 0, 1 + (n & 3)], 40_000 + u16::from(n)));
             let peer = Peer { transport: SipTransport::Udp, addr, local: Some(addrs.terminal[0].1), conn: None };
-            proxy.from_terminal(now, peer, bytes, is_sigcomp_first_byte(bytes[0]));
+            proxy.from_terminal(now, peer, bytes, Encoding::of_first_byte(bytes[0]));
         }
         proxy.handle_timeout(now);
         while proxy.poll_transmit().is_some() {}
