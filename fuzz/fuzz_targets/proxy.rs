@@ -48,7 +48,12 @@ fuzz_target!(|data: &[u8]| {
             continue;
         }
         if from & 0x80 != 0 {
-            let peer = Peer { transport: SipTransport::Udp, addr: addrs.upstream_peer, local: Some(addrs.upstream), conn: None };
+            let peer = Peer {
+                transport: SipTransport::Udp,
+                addr: addrs.upstream_peer,
+                local: Some(addrs.upstream),
+                conn: None,
+            };
             proxy.from_upstream(now, peer, bytes);
         } else {
             let n = from & 0x0f;
