@@ -90,6 +90,9 @@ pub struct Metrics {
     /// Announced locally available state identifiers not kept
     /// ([`crate::udvm::MAX_ANNOUNCED_STATES`]) since creation.
     pub announced_ids_dropped: u64,
+    /// Tokens of recognised bytecode decoded natively since creation
+    /// ([`Decompressor::set_native_decoders`]).
+    pub native_tokens: u64,
 }
 
 /// Sets `memory` to `size` bytes: `bytes` at `at`, zeros elsewhere
@@ -113,6 +116,9 @@ pub struct Decompressor {
     /// The last output's length: the next output's buffer starts that
     /// large.
     output_hint: usize,
+    /// Whether recognised token loops run natively (`udvm/native.rs`).
+    native: bool,
+    native_tokens: u64,
 }
 
 impl Decompressor {
@@ -135,7 +141,18 @@ impl Decompressor {
             decoded: DecodeCache::default(),
             announced_ids_dropped: 0,
             output_hint: 0,
+            native: true,
+            native_tokens: 0,
         })
+    }
+
+    /// Whether the token loops of recognised bytecode (sigkit's LZSS, LZ77
+    /// and Deflate, Open SigComp's Deflate) run natively beside the UDVM
+    /// (on by default). The results are the same either way, cycle for
+    /// cycle ([`Machine::without_native`]); off runs every instruction in
+    /// the UDVM, the reference.
+    pub fn set_native_decoders(&mut self, on: bool) {
+        self.native = on;
     }
 
     /// The parameters this endpoint offers.
@@ -198,6 +215,7 @@ impl Decompressor {
             resident_bytes: self.states.real_bytes(),
             evicted_compartments: self.states.evictions(),
             announced_ids_dropped: self.announced_ids_dropped,
+            native_tokens: self.native_tokens,
         }
     }
 
@@ -281,6 +299,7 @@ impl Decompressor {
             self.params.cpb,
             header.header_len,
         );
+        let machine = if self.native { machine } else { machine.without_native() };
         let (result, unpacked) = machine.with_unpacked(unpacked).run_keeping_unpacked(start);
         self.states.keep_unpacked(unpacked);
         self.output_hint = output.len();
@@ -289,6 +308,7 @@ impl Decompressor {
             output.shrink_to_fit();
         }
         let outcome = result?;
+        self.native_tokens += outcome.native_tokens;
         if let Some(rp) = &outcome.returned_parameters {
             self.announced_ids_dropped += rp.local_states_dropped as u64;
         }

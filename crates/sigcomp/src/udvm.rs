@@ -19,6 +19,7 @@ mod decode;
 mod decoded;
 mod huffman;
 mod memory;
+mod native;
 mod operand;
 mod state_requests;
 mod stop;
@@ -96,6 +97,10 @@ pub struct Outcome {
     /// The returned parameters END-MESSAGE points at (RFC 3320 Figure 13);
     /// None when returned_parameters_location was 0.
     pub returned_parameters: Option<ReturnedParameters>,
+    /// Tokens a native decoder ran in place of the UDVM (see
+    /// [`Machine::without_native`]); everything else is the same either
+    /// way.
+    pub native_tokens: u64,
 }
 
 /// Inputs of at most this many bytes have their SHA-1 digest kept for the
@@ -229,6 +234,14 @@ pub struct Machine<'a> {
     details: Vec<u8>,
     /// What END-MESSAGE produced.
     outcome: Option<Outcome>,
+    /// Whether token loops are recognised and run natively
+    /// ([`Machine::without_native`]).
+    native_on: bool,
+    /// The token loops recognised in this run, and the slot the next one
+    /// takes.
+    natives: [Option<native::Recognised>; native::NATIVE_SLOTS],
+    native_next: usize,
+    native_tokens: u64,
 }
 
 impl<'a> Machine<'a> {
@@ -283,6 +296,10 @@ impl<'a> Machine<'a> {
             last_digest: None,
             details: Vec::new(),
             outcome: None,
+            native_on: true,
+            natives: [None; native::NATIVE_SLOTS],
+            native_next: 0,
+            native_tokens: 0,
         }
     }
 
@@ -300,6 +317,15 @@ impl<'a> Machine<'a> {
     /// itself must empty, to this reference.
     pub fn without_decode_cache(mut self) -> Machine<'a> {
         self.key_epoch = 0;
+        self
+    }
+
+    /// Runs every instruction in the UDVM: no token loop is recognised
+    /// and run natively (see `udvm/native.rs`). The same in every
+    /// observable way (output, failure, cycles, state requests, memory),
+    /// and slower: the reference the native decoders are held to.
+    pub fn without_native(mut self) -> Machine<'a> {
+        self.native_on = false;
         self
     }
 
@@ -328,6 +354,7 @@ impl<'a> Machine<'a> {
                 let mut outcome = self.outcome.take().unwrap_or_default();
                 outcome.cycles = cycles;
                 outcome.output_seen = self.output_seen;
+                outcome.native_tokens = self.native_tokens;
                 Ok(outcome)
             }
             Stop::Fail(reason) => {
@@ -412,6 +439,13 @@ impl<'a> Machine<'a> {
     fn step_decoding(&mut self, pc: u16) -> Res<u16> {
         let opcode = self.byte(pc)?;
         let c = pc.wrapping_add(1);
+        // A token loop starts with the input instruction of its first
+        // token.
+        if self.native_on && (opcode == op::INPUT_HUFFMAN || opcode == op::INPUT_BITS) {
+            if let Some(i) = self.recognise_native(pc, opcode) {
+                return self.exec(pc, i);
+            }
+        }
         if let Some(kinds) = operand_kinds(opcode) {
             let d = self.decode(pc, opcode, kinds)?;
             let i = self.keep_decoded(d);
@@ -473,6 +507,7 @@ impl<'a> Machine<'a> {
             op::INPUT_BITS => self.exec_input_bits(pc, i, next),
             op::OUTPUT => self.exec_output(i, next),
             op::INPUT_HUFFMAN => self.input_huffman(pc, self.decoded[i].ops[0].address()),
+            native::NATIVE => self.exec_native(pc, i),
             // Only the opcodes above are ever kept decoded.
             _ => fail(Reason::InternalError),
         }

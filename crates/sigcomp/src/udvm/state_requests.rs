@@ -246,7 +246,14 @@ impl Machine<'_> {
             }
             Some(ReturnedParameters { params_byte, version, local_states, local_states_dropped })
         };
-        Ok(Outcome { cycles: 0, output_seen: false, requests, requested_feedback, returned_parameters })
+        Ok(Outcome {
+            cycles: 0,
+            output_seen: false,
+            requests,
+            requested_feedback,
+            returned_parameters,
+            native_tokens: 0,
+        })
     }
 
     pub(super) fn read_feedback_item(&self, at: u16) -> Res<Vec<u8>> {

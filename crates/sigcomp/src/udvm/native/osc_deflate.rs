@@ -1,0 +1,209 @@
+//! Open SigComp's Deflate token loop (its `Deflate.asm`, in reSIProcate's
+//! contrib/opensigcomp), the bytecode of most deployed terminals that
+//! compress with Open SigComp: RFC 1951's fixed literal/length code read
+//! with INPUT-HUFFMAN, the length and distance bases and extra-bit counts
+//! read from tables in UDVM memory with COPY.
+//!
+//! The tables are read as the UDVM reads them, from memory at each
+//! token, so a sender's own tables (or none) give what the UDVM gives.
+
+use super::pattern::Pattern;
+use super::*;
+
+/// The scratch words after `index`: extra_length_bits, length_value,
+/// extra_distance_bits, distance_value.
+const EXTRA_LENGTH_BITS: u16 = INDEX + 2;
+const LENGTH_VALUE: u16 = INDEX + 4;
+const EXTRA_DISTANCE_BITS: u16 = INDEX + 6;
+const DISTANCE_VALUE: u16 = INDEX + 8;
+const SCRATCH_END: u16 = INDEX + 10;
+
+/// The values the loop's bytes give its tables' places.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::udvm) struct OscDeflate {
+    /// The symbol of code 256 (end of block); codes 257.. follow it, so
+    /// that 4 × symbol is the address of their (extra bits, base) entry.
+    length_start: u16,
+    /// The symbol of code 280.
+    length_mid: u16,
+    /// Added to a distance code before 4 × it addresses its entry.
+    distance_start: u16,
+}
+
+impl Machine<'_> {
+    /// Open SigComp's loop at `pc`, with its scratch words at 32..42: the
+    /// table places and the loop's end.
+    pub(super) fn recognise_osc_deflate(&self, pc: u16) -> Option<(OscDeflate, u16)> {
+        let mut p = Pattern::at(self, pc);
+        p.op(op::INPUT_HUFFMAN)?;
+        p.value(INDEX)?;
+        let end_of_message = p.target()?;
+        p.literal(4)?;
+        [7, 0, 23].iter().try_for_each(|&v| p.value(v))?;
+        let length_start = value_of(p.multi()?)?;
+        [1, 48, 191, 0, 0, 192, 199].iter().try_for_each(|&v| p.value(v))?;
+        let length_mid = value_of(p.multi()?)?;
+        [1, 400, 511, 144].iter().try_for_each(|&v| p.value(v))?;
+        p.op(op::COMPARE)?;
+        p.memory(INDEX)?;
+        p.value(length_start)?;
+        let literal = p.target()?;
+        p.target_is(end_of_message)?;
+        let length = p.target()?;
+        p.lands(literal)?;
+        p.op(op::OUTPUT)?;
+        p.value(INDEX + 1)?;
+        p.value(1)?;
+        p.op(op::COPY_LITERAL)?;
+        p.value(INDEX + 1)?;
+        p.value(1)?;
+        p.reference(DECOMPRESSED_POINTER)?;
+        p.op(op::JUMP)?;
+        p.target_is(pc)?;
+        p.lands(length)?;
+        table_entry(&mut p, EXTRA_LENGTH_BITS)?;
+        p.op(op::INPUT_BITS)?;
+        p.value(5)?;
+        p.value(INDEX)?;
+        p.target()?;
+        p.op(op::ADD)?;
+        p.reference(INDEX)?;
+        let distance_start = value_of(p.multi()?)?;
+        table_entry(&mut p, EXTRA_DISTANCE_BITS)?;
+        p.op(op::LOAD)?;
+        p.value(INDEX)?;
+        p.memory(DECOMPRESSED_POINTER)?;
+        p.op(op::COPY_OFFSET)?;
+        p.memory(DISTANCE_VALUE)?;
+        p.memory(LENGTH_VALUE)?;
+        p.reference(DECOMPRESSED_POINTER)?;
+        p.op(op::OUTPUT)?;
+        p.memory(INDEX)?;
+        p.memory(LENGTH_VALUE)?;
+        p.op(op::JUMP)?;
+        p.target_is(pc)?;
+        Some((OscDeflate { length_start, length_mid, distance_start }, p.here()))
+    }
+
+    /// Runs whole tokens while each can be taken natively.
+    pub(super) fn osc_deflate_tokens(&mut self, r: &Recognised, o: &OscDeflate) -> Res<()> {
+        let Some(w) = self.window(r, SCRATCH_END, &[]) else { return Ok(()) };
+        let sets = [[7, 0, 23, o.length_start], [1, 48, 191, 0], [0, 192, 199, o.length_mid], [1, 400, 511, 144]];
+        while self.osc_deflate_token(&sets, o, &w)? {
+            self.native_tokens += 1;
+        }
+        Ok(())
+    }
+
+    /// One token, or false (nothing changed) when the UDVM must run it.
+    /// The scratch words are written as the token goes (COPY reads its
+    /// table entry into them) and put back if the UDVM must run it.
+    #[inline(always)]
+    fn osc_deflate_token(&mut self, sets: &[[u16; 4]; 4], o: &OscDeflate, w: &Window) -> Res<bool> {
+        let mark = self.mark();
+        let scratch_at = usize::from(INDEX);
+        const SCRATCH_LEN: usize = (SCRATCH_END - INDEX) as usize;
+        let mut scratch = [0u8; SCRATCH_LEN];
+        scratch.copy_from_slice(&self.mem[scratch_at..scratch_at + SCRATCH_LEN]);
+        let mut c = Cycles::of(self);
+        let dp = self.word(DECOMPRESSED_POINTER)?;
+        match self.osc_deflate_decode(sets, o, w, &mut c) {
+            Some(Some((length, distance))) => {
+                self.set_word(INDEX, dp)?;
+                self.native_match(dp, distance, length, w)?;
+            }
+            Some(None) => self.native_literal(dp, w)?,
+            None => {
+                self.mem[scratch_at..scratch_at + SCRATCH_LEN].copy_from_slice(&scratch);
+                self.rewind(mark);
+                return Ok(false);
+            }
+        }
+        self.commit_cycles(c);
+        Ok(true)
+    }
+
+    /// Reads one token into the scratch words and charges its cycles, up
+    /// to the match's COPY-OFFSET: Some(None) for a literal (in `index`),
+    /// Some(Some((length, distance))) for a match, None where the UDVM
+    /// leaves the loop or fails.
+    #[inline(always)]
+    fn osc_deflate_decode(
+        &mut self,
+        sets: &[[u16; 4]; 4],
+        o: &OscDeflate,
+        w: &Window,
+        c: &mut Cycles,
+    ) -> Option<Option<(u16, u16)>> {
+        let symbol = self.native_huffman(sets, w, c)?;
+        self.set_word(INDEX, symbol).ok()?;
+        c.charge(1)?;
+        if symbol < o.length_start {
+            // OUTPUT, COPY-LITERAL, JUMP.
+            c.charge(2 + 2 + 1)?;
+            return self.output_room(1).then_some(None);
+        }
+        if symbol == o.length_start {
+            return None;
+        }
+        let length = self.osc_table_value(symbol, EXTRA_LENGTH_BITS, w, c)?;
+        let code = self.native_bits(5, w, c)?;
+        // ADD distance_start, then MULTIPLY within osc_table_value.
+        c.charge(1)?;
+        let distance = self.osc_table_value(code.wrapping_add(o.distance_start), EXTRA_DISTANCE_BITS, w, c)?;
+        // LOAD, COPY-OFFSET, OUTPUT, JUMP.
+        let n = u64::from(length);
+        c.charge(1 + (1 + n) + (1 + n) + 1)?;
+        self.output_room(length).then_some(Some((length, distance)))
+    }
+
+    /// MULTIPLY ($index, 4), COPY ($index, 4, `extra`), INPUT-BITS
+    /// ($extra, extra, !), ADD ($extra + 2, $extra): the entry of
+    /// `index`, its extra bits added to its base.
+    #[inline(always)]
+    fn osc_table_value(&mut self, index: u16, extra: u16, w: &Window, c: &mut Cycles) -> Option<u16> {
+        let entry = index.wrapping_mul(4);
+        self.set_word(INDEX, entry).ok()?;
+        c.charge(1 + (1 + 4))?;
+        self.copy(entry, 4, extra, w.bcl, w.bcr).ok()?;
+        let bits = self.word(extra).ok()?;
+        if bits > 16 {
+            return None;
+        }
+        let v = self.native_bits(bits, w, c)?;
+        self.set_word(extra, v).ok()?;
+        c.charge(1)?;
+        let value = self.word(extra + 2).ok()?.wrapping_add(v);
+        self.set_word(extra + 2, value).ok()?;
+        Some(value)
+    }
+}
+
+/// A value held in the instruction (not a memory word).
+fn value_of(o: Operand) -> Option<u16> {
+    match o {
+        Operand::Value(v) => Some(v),
+        Operand::Memory(_) => None,
+    }
+}
+
+/// The four instructions that read a table entry: MULTIPLY ($index, 4),
+/// COPY ($index, 4, `extra`), INPUT-BITS ($extra, extra, !),
+/// ADD ($extra + 2, $extra).
+fn table_entry(p: &mut Pattern<'_, '_>, extra: u16) -> Option<()> {
+    p.op(op::MULTIPLY)?;
+    p.reference(INDEX)?;
+    p.value(4)?;
+    p.op(op::COPY)?;
+    p.memory(INDEX)?;
+    p.value(4)?;
+    p.value(extra)?;
+    p.op(op::INPUT_BITS)?;
+    p.memory(extra)?;
+    p.value(extra)?;
+    p.target()?;
+    p.op(op::ADD)?;
+    p.reference(extra + 2)?;
+    p.memory(extra)?;
+    Some(())
+}
