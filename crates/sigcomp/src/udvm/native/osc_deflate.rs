@@ -28,6 +28,20 @@ pub(in crate::udvm) struct OscDeflate {
     length_mid: u16,
     /// Added to a distance code before 4 × it addresses its entry.
     distance_start: u16,
+    /// How the 5-bit distance code is read.
+    distance_code: DistanceCode,
+}
+
+/// The two forms of the distance code's reading: Open SigComp's, and the
+/// example's of RFC 4464 §4.1.4 that it follows otherwise.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::udvm) enum DistanceCode {
+    /// INPUT-BITS (5, index, !), ADD ($index, distance_start): the F-bit's
+    /// order (Open SigComp).
+    Bits,
+    /// INPUT-HUFFMAN (index, !, 1, 5, 0, 31, distance_start): the H-bit's
+    /// order (RFC 4464 §4.1.4).
+    Huffman,
 }
 
 impl Machine<'_> {
@@ -62,13 +76,7 @@ impl Machine<'_> {
         p.target_is(pc)?;
         p.lands(length)?;
         table_entry(&mut p, EXTRA_LENGTH_BITS)?;
-        p.op(op::INPUT_BITS)?;
-        p.value(5)?;
-        p.value(INDEX)?;
-        p.target()?;
-        p.op(op::ADD)?;
-        p.reference(INDEX)?;
-        let distance_start = value_of(p.multi()?)?;
+        let (distance_code, distance_start) = distance_code(&mut p)?;
         table_entry(&mut p, EXTRA_DISTANCE_BITS)?;
         p.op(op::LOAD)?;
         p.value(INDEX)?;
@@ -82,7 +90,7 @@ impl Machine<'_> {
         p.memory(LENGTH_VALUE)?;
         p.op(op::JUMP)?;
         p.target_is(pc)?;
-        Some((OscDeflate { length_start, length_mid, distance_start }, p.here()))
+        Some((OscDeflate { length_start, length_mid, distance_start, distance_code }, p.here()))
     }
 
     /// Runs whole tokens while each can be taken natively.
@@ -147,10 +155,16 @@ impl Machine<'_> {
             return None;
         }
         let length = self.osc_table_value(symbol, EXTRA_LENGTH_BITS, w, c)?;
-        let code = self.native_bits(5, w, c)?;
-        // ADD distance_start, then MULTIPLY within osc_table_value.
-        c.charge(1)?;
-        let distance = self.osc_table_value(code.wrapping_add(o.distance_start), EXTRA_DISTANCE_BITS, w, c)?;
+        let code = match o.distance_code {
+            DistanceCode::Bits => {
+                let code = self.native_bits(5, w, c)?;
+                // ADD ($index, distance_start).
+                c.charge(1)?;
+                code.wrapping_add(o.distance_start)
+            }
+            DistanceCode::Huffman => self.native_huffman(&[[5, 0, 31, o.distance_start]], w, c)?,
+        };
+        let distance = self.osc_table_value(code, EXTRA_DISTANCE_BITS, w, c)?;
         // LOAD, COPY-OFFSET, OUTPUT, JUMP.
         let n = u64::from(length);
         c.charge(1 + (1 + n) + (1 + n) + 1)?;
@@ -177,6 +191,30 @@ impl Machine<'_> {
         self.set_word(extra + 2, value).ok()?;
         Some(value)
     }
+}
+
+/// The distance code's reading, either form: the form and distance_start.
+fn distance_code(p: &mut Pattern<'_, '_>) -> Option<(DistanceCode, u16)> {
+    let at = p.here();
+    let bits = (|| {
+        p.op(op::INPUT_BITS)?;
+        p.value(5)?;
+        p.value(INDEX)?;
+        p.target()?;
+        p.op(op::ADD)?;
+        p.reference(INDEX)?;
+        value_of(p.multi()?)
+    })();
+    if let Some(start) = bits {
+        return Some((DistanceCode::Bits, start));
+    }
+    *p = Pattern::at_resumed(p, at);
+    p.op(op::INPUT_HUFFMAN)?;
+    p.value(INDEX)?;
+    p.target()?;
+    p.literal(1)?;
+    [5, 0, 31].iter().try_for_each(|&v| p.value(v))?;
+    Some((DistanceCode::Huffman, value_of(p.multi()?)?))
 }
 
 /// A value held in the instruction (not a memory word).

@@ -27,6 +27,12 @@ impl<'m, 'a> Pattern<'m, 'a> {
         Pattern { m, at: pc, instruction: pc }
     }
 
+    /// The same memory read again from `at` (an alternative form of the
+    /// instructions there).
+    pub(in crate::udvm) fn at_resumed(other: &Pattern<'m, 'a>, at: u16) -> Self {
+        Pattern { m: other.m, at, instruction: at }
+    }
+
     /// The address of the next byte to be read: the next instruction's,
     /// after the operands of one.
     pub(in crate::udvm) fn here(&self) -> u16 {
