@@ -22,6 +22,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod native;
+
 use sigcomp::nack::Nack;
 use sigcomp::udvm::StateRequest;
 use sigcomp::udvm::MAX_OUTPUT;

@@ -42,7 +42,7 @@
 //! `tests/native.rs` run both on the same messages and compare every
 //! result.
 
-use super::operand::{cache_key, Decoded, Operand, UNKEPT};
+use super::operand::{cache_key, Decoded, Operand};
 use super::stop::Res;
 use super::*;
 
@@ -188,38 +188,49 @@ impl Machine<'_> {
     /// Runs the recognised loop kept in entry `i` token by token, then the
     /// instruction at `pc` as the UDVM does (the token the native decoder
     /// did not take).
+    ///
+    /// A loop that takes no token natively (what it relies on does not
+    /// hold) is left to the UDVM for the rest of the run: the entry then
+    /// keeps the instruction's own decoded form, so a message that
+    /// breaks the native decoder's assumptions runs at the UDVM's speed,
+    /// never below it. After tokens taken natively the entry is kept: the
+    /// token the decoder stopped at ends the loop in the UDVM (the end of
+    /// the input, a failure), so it is rarely met again.
     #[inline(never)]
     pub(super) fn exec_native(&mut self, pc: u16, i: usize) -> Res<u16> {
         let entry = self.decoded[i];
         let slot = usize::from(entry.ops[0].address()) % NATIVE_SLOTS;
         let Some(r) = self.natives[slot] else { return fail(Reason::InternalError) };
+        let before = self.native_tokens;
         match r.kind {
             Kind::Lzss(l) => self.lzss_tokens(&r, &l)?,
             Kind::Lz77 => self.lz77_tokens(&r)?,
             Kind::Deflate => self.deflate_tokens(&r)?,
             Kind::OscDeflate(o) => self.osc_deflate_tokens(&r, &o)?,
         }
+        let took = self.native_tokens > before;
         let next = if r.head_opcode == op::INPUT_HUFFMAN {
             self.input_huffman_decoding(pc, pc.wrapping_add(1))
         } else {
-            self.step_unkept(pc)
+            self.step_keeping(pc)
         };
-        // INPUT-HUFFMAN keeps itself in the entry; the loop goes back
-        // there unless the instruction wrote into cached code.
-        if entry.key != 0 && entry.key == cache_key(self.key_epoch, pc) {
+        // INPUT-HUFFMAN and INPUT-BITS keep themselves in the entry; the
+        // loop goes back there unless it took no token or the instruction
+        // wrote into cached code.
+        if took && entry.key != 0 && entry.key == cache_key(self.key_epoch, pc) {
             self.decoded[i] = entry;
         }
         next
     }
 
-    /// Runs the instruction at `pc` from its bytes without keeping it
-    /// decoded (one of the opcodes [`operand_kinds`] lists).
-    fn step_unkept(&mut self, pc: u16) -> Res<u16> {
+    /// Runs the instruction at `pc` from its bytes, keeping it decoded
+    /// (one of the opcodes [`operand_kinds`] lists).
+    fn step_keeping(&mut self, pc: u16) -> Res<u16> {
         let opcode = self.byte(pc)?;
         let Some(kinds) = operand_kinds(opcode) else { return fail(Reason::InternalError) };
         let d = self.decode(pc, opcode, kinds)?;
-        self.decoded[UNKEPT] = Decoded { key: 0, ..d };
-        self.exec(pc, UNKEPT)
+        let i = self.keep_decoded(d);
+        self.exec(pc, i)
     }
 
     /// What an entry into `r` relies on (module documentation): None when
