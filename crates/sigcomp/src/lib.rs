@@ -34,6 +34,18 @@
 //!   takes), enforced by closing the least
 //!   recently used compartments ([`Decompressor::take_evicted`] names
 //!   them), and watched through [`Decompressor::metrics`].
+//!
+//! ## Native decoders beside the UDVM
+//!
+//! The token loops of the bytecodes most messages carry (sigkit's LZSS,
+//! LZ77 and Deflate, Open SigComp's Deflate and RFC 4464 §4.1.4's) are
+//! recognised by their bytes when the UDVM reaches them, and decoded
+//! natively a whole token at a time, with exactly the UDVM's results:
+//! output, memory, state requests, feedback, cycles, and the failure and
+//! its NACK reason (the UDVM itself runs any token that would end the
+//! loop or fail). The UDVM stays the reference
+//! ([`Decompressor::set_native_decoders`] turns the native decoders off);
+//! the `native` fuzz target compares the two.
 
 #![forbid(unsafe_code)]
 

@@ -310,8 +310,14 @@ fn check_compartment(
 
 /// Runs `t`; returns how many packed items its messages met (with `pack`).
 fn run_case(t: &TestCase, failures: &mut Vec<String>, pack: bool) -> usize {
+    run_case_on(t, failures, pack, true)
+}
+
+/// As [`run_case`], with the native decoders on or off (the UDVM alone).
+fn run_case_on(t: &TestCase, failures: &mut Vec<String>, pack: bool, native: bool) -> usize {
     let mut r = Runner::new(&t.endpoint);
     r.pack = pack;
+    r.d.set_native_decoders(native);
     let mut names: HashMap<String, String> = HashMap::new();
     for (i, step) in t.steps.iter().enumerate() {
         let ctx =
@@ -394,6 +400,17 @@ macro_rules! torture {
             assert!(failures.is_empty(), "with states packed:\n{}", failures.join("\n"));
             // The run did read packed states (by header and by STATE-ACCESS).
             assert!(packed >= 5, "only {packed} packed items met");
+        }
+
+        /// Every vector again in the UDVM alone, without the native
+        /// decoders of recognised bytecode (on in every test above).
+        #[test]
+        fn every_vector_passes_without_native_decoders() {
+            let mut failures = Vec::new();
+            for t in &vectors().tests {
+                run_case_on(t, &mut failures, false, false);
+            }
+            assert!(failures.is_empty(), "without native decoders:\n{}", failures.join("\n"));
         }
 
         /// Every vector in the file has a test above, and vice versa.
