@@ -67,7 +67,7 @@ impl Bits {
     /// `v`'s `k` low bits, least significant first (INPUT-BITS, F-bit 1).
     fn lsb(&mut self, v: u32, k: u32) {
         for i in 0..k {
-            if self.n % 8 == 0 {
+            if self.n.is_multiple_of(8) {
                 self.out.push(0);
             }
             let last = self.out.len() - 1;
