@@ -12,10 +12,10 @@
 //     the receiver's stack decompresses it at once and accepts it under the same compartment, so that feedback
 //     and states flow between them as in the speed test. Messages are in compartment 1, or a new compartment every
 //     N messages (--compartment-every). No SIP dictionary unless --sip-dict (the speed test uses none).
-//     Writes OUT_DIR/NNNN-<sender>.sigcomp (the SigComp message as sent on UDP) and OUT_DIR/NNNN-<sender>.sip (the
-//     SIP message it carries), and OUT_DIR/messages.tsv: a "# opensigcomp-messages dms=8192 sms=8192 cpb=64
-//     version=2 sip_dictionary=yes|no" line, then one row per message: index, sender, compartment, SigComp file,
-//     SIP file. Checks that the receiver's output is the message sent.
+//     Writes (creating OUT_DIR if need be) OUT_DIR/NNNN-<sender>.sigcomp (the SigComp message as sent on UDP),
+//     OUT_DIR/NNNN-<sender>.sip (the SIP message it carries), and OUT_DIR/messages.tsv: a "# opensigcomp-messages
+//     dms=8192 sms=8192 cpb=64 version=2 sip_dictionary=yes|no" line, then one row per message: index, sender,
+//     compartment, SigComp file, SIP file. Checks that the receiver's output is the message sent.
 //   opensigcomp_messages time OUT_DIR K
 //     Decompresses OUT_DIR's messages as the receiving stacks did: one untimed pass that checks every output
 //     against its .sip file, then K timed passes, each with fresh receiving stacks (one per direction, configured
@@ -27,6 +27,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
@@ -154,6 +155,7 @@ int generate(int argc, char **argv) {
     else throw Failure(2, "unknown argument " + a);
   }
   std::vector<FlowMessage> flow = readFlow(flowDir);
+  if (mkdir(outDir.c_str(), 0777) != 0 && errno != EEXIST) throw Failure(2, "cannot create " + outDir);
   Endpoint ue(sipDictionary), pcscf(sipDictionary);
 
   std::ostringstream manifest;
