@@ -13,12 +13,14 @@
 //! (DMS 8192, SMS 8192, CPB 64, version 2: Open SigComp's speed test's StateHandler(8192, 64, 8192, 2); the
 //! SIP/SDP dictionary only if the directory says it was used), so that every pass creates the states exactly as
 //! the first did. Each message is decompressed and accepted under its compartment, as Open SigComp's receiver
-//! provides its compartment identifier; only that is timed. `native` runs recognised token loops natively,
-//! `udvm` runs every instruction in the UDVM. Prints one line:
+//! provides its compartment identifier; only that is timed. The thread's CPU time over the K passes is measured
+//! too (the receivers' creation included; read from /proc/thread-self/schedstat, immune to other processes
+//! taking the CPU). `native` runs recognised token loops natively, `udvm` runs every instruction in the UDVM.
+//! Prints one line:
 //!
 //! ```text
-//! sigkit-native messages=M passes=K seconds=S messages_per_s=R native_tokens=T native_tokens_per_message=P
-//!   native_tokens_fewest_in_a_message=F
+//! sigkit-native messages=M passes=K seconds=S messages_per_s=R cpu_seconds=C messages_per_cpu_s=Q
+//!   native_tokens=T native_tokens_per_message=P native_tokens_fewest_in_a_message=F
 //! ```
 //!
 //! (on one line), T and F counted in the checking pass: F is 0 if some message took no token natively.
@@ -139,6 +141,19 @@ fn pass(messages: &[Message], sip_dictionary: bool, native: bool, check: bool) -
     Ok((start.elapsed(), tokens))
 }
 
+/// The time this thread has spent on a CPU, in seconds: the first field of /proc/thread-self/schedstat, which
+/// scripts/anchors/opensigcomp_messages.cpp reads too, so that both programs' CPU times come from the same clock.
+fn cpu_seconds() -> Result<f64, Stop> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .map_err(|e| bad_input(format!("cannot read /proc/thread-self/schedstat: {e}")))?;
+    let ns: u64 = text
+        .split_whitespace()
+        .next()
+        .and_then(|f| f.parse().ok())
+        .ok_or_else(|| bad_input("/proc/thread-self/schedstat has no CPU time"))?;
+    Ok(ns as f64 * 1e-9)
+}
+
 fn run(args: &[String]) -> Result<(), Stop> {
     let [dir, passes, mode] = args else {
         return Err(bad_input("usage: decompress_dir DIR K native|udvm"));
@@ -155,14 +170,17 @@ fn run(args: &[String]) -> Result<(), Stop> {
     let native_tokens: u64 = tokens.iter().sum();
     let fewest = tokens.iter().min().copied().unwrap_or(0);
     let mut seconds = 0.0;
+    let cpu0 = cpu_seconds()?;
     for _ in 0..passes {
         seconds += pass(&messages, sip_dictionary, native, false)?.0.as_secs_f64();
     }
+    let cpu = cpu_seconds()? - cpu0;
     let total = messages.len() as f64 * f64::from(passes);
     println!(
-        "sigkit-{mode} messages={} passes={passes} seconds={seconds:.6} messages_per_s={:.1} native_tokens={native_tokens} native_tokens_per_message={:.1} native_tokens_fewest_in_a_message={fewest}",
+        "sigkit-{mode} messages={} passes={passes} seconds={seconds:.6} messages_per_s={:.1} cpu_seconds={cpu:.6} messages_per_cpu_s={:.1} native_tokens={native_tokens} native_tokens_per_message={:.1} native_tokens_fewest_in_a_message={fewest}",
         messages.len(),
         total / seconds,
+        total / cpu,
         native_tokens as f64 / messages.len() as f64,
     );
     Ok(())
