@@ -68,7 +68,8 @@ rounds=${rounds:-5}
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
 [[ "$passes" =~ ^[1-9][0-9]*$ ]] || { echo "--passes must be a positive integer, not '$passes'" >&2; exit 2; }
 
-osc_src=$(cd "$anchor_dir" 2>/dev/null && pwd)/speed/src
+[ -d "$anchor_dir" ] || { echo "no directory $anchor_dir" >&2; exit 2; }
+osc_src=$(cd "$anchor_dir" && pwd)/speed/src
 [ -f "$osc_src/libopensigcomp.a" ] && [ -f "$osc_src/Stack.h" ] || {
   echo "no $osc_src/libopensigcomp.a with its headers: build Open SigComp's speed tree first (see this script's header)" >&2
   exit 2
