@@ -25,7 +25,7 @@ use sigcomp::wire;
 use sigcomp::{CompartmentId, Decompressor, Params, State, StateId, Transport};
 
 use crate::bytecode::{self, Bytecode, DictionarySource, Image, Layout};
-pub use crate::config::{Algorithm, CompressError, Config, Mechanism};
+pub use crate::config::{Algorithm, CompressError, Config, Level, Mechanism};
 pub use crate::finder::FreshFinder;
 use crate::finder::{encode_tokens, Finder};
 use crate::lzss::{LzssFormat, MatchFinder};
@@ -496,7 +496,15 @@ impl Compressor {
             let window = code.fresh_window(&layout);
             let mut input = vec![0u8];
             let mut finder = Finder::for_algorithm(algorithm);
-            input.extend(encode_tokens(algorithm, &mut finder, &window, &[], message, format, self.config.effort));
+            input.extend(encode_tokens(
+                algorithm,
+                &mut finder,
+                &window,
+                &[],
+                message,
+                format,
+                self.config.level.effort(),
+            ));
             let sig = wire::emit_bytecode_message(returned_feedback, &code.code, code.destination, &input)?;
             if let Ok(out) = self.check_stateless(&sig, message, input.len() - 1, code.dictionary_id) {
                 return Ok(out);
@@ -795,7 +803,7 @@ impl Compressor {
     /// The tokens for `message` after `window` and `extra`, which the
     /// match finder's history then ends with.
     fn encode(&mut self, window: &[u8], extra: &[u8], message: &[u8]) -> Vec<u8> {
-        let (algorithm, format, effort) = (self.config.algorithm, self.format, self.config.effort);
+        let (algorithm, format, effort) = (self.config.algorithm, self.format, self.config.level.effort());
         encode_tokens(algorithm, self.finder(), window, extra, message, format, effort)
     }
 }

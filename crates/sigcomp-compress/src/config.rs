@@ -121,6 +121,55 @@ impl Mechanism {
     }
 }
 
+/// How hard the compressor searches for matches, 1 (fastest) to 9
+/// (smallest output), as zlib's levels. The default, 6, is the exact
+/// shortest-path parse over 512 chain links ([`Effort::default`]); 1–3
+/// take the longest match at each position (greedy) over short chains, for
+/// a proxy whose CPU is short; 7–9 follow longer chains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Level(u8);
+
+impl Level {
+    /// Greedy over 4 chain links.
+    pub const FASTEST: Level = Level(1);
+    /// [`Effort::default`].
+    pub const DEFAULT: Level = Level(6);
+    /// The longest matches within 4,096 chain links, parsed exactly.
+    pub const SMALLEST: Level = Level(9);
+
+    /// Level `n`, if 1 ≤ `n` ≤ 9.
+    pub fn new(n: u8) -> Option<Level> {
+        (1..=9).contains(&n).then_some(Level(n))
+    }
+
+    /// The level's number, 1–9.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    /// What the encoder does at this level.
+    pub fn effort(self) -> Effort {
+        let (max_chain, lazy, nice_len) = match self.0 {
+            1 => (4, false, 16),
+            2 => (8, false, 32),
+            3 => (32, false, 32),
+            4 => (16, true, 32),
+            5 => (64, true, 32),
+            6 => return Effort::default(),
+            7 => (1024, true, 64),
+            8 => (4096, true, 128),
+            _ => return Effort::exhaustive(4096, true),
+        };
+        Effort { max_chain, lazy, nice_len }
+    }
+}
+
+impl Default for Level {
+    fn default() -> Self {
+        Level::DEFAULT
+    }
+}
+
 /// Compressor settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
@@ -140,9 +189,9 @@ pub struct Config {
     /// user dictionary ([`crate::Compressor::with_user_dictionary`],
     /// [`crate::Endpoint::set_user_dictionary`]) that one is loaded instead.
     pub dictionary: Option<Priorities>,
-    /// How hard the encoder searches: LZSS uses all of it, Deflate and
-    /// LZ77 only its chain length.
-    pub effort: Effort,
+    /// How hard the encoder searches ([`Level::effort`]): LZSS uses all of
+    /// it, Deflate and LZ77 only its chain length.
+    pub level: Level,
     /// Also run the peer's decompressor on every message (RFC 3320 §5.1)
     /// and check it against what the compressor computes: the output, the
     /// states it creates, the cycles within the bound. Off, an LZSS
@@ -159,7 +208,7 @@ impl Default for Config {
             transport: Transport::Message,
             lookahead: 258,
             dictionary: Priorities::new(1, 5),
-            effort: Effort::default(),
+            level: Level::DEFAULT,
             verify: false,
         }
     }

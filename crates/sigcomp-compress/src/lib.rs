@@ -47,7 +47,7 @@ mod history;
 pub mod lzss;
 mod peer_model;
 
-pub use compressor::{Algorithm, AnnounceMessage, CompressError, Compressed, Compressor, Config, Mechanism};
+pub use compressor::{Algorithm, AnnounceMessage, CompressError, Compressed, Compressor, Config, Level, Mechanism};
 pub use dictionary::Priorities;
 pub use endpoint::{
     Accepted, Endpoint, EndpointConfig, EndpointError, EndpointMetrics, Incoming, ReceiveError, Received, ReceivedNack,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 use sigcomp::Params;
-use sigcomp_compress::{Config, Effort};
+use sigcomp_compress::Config;
 use sigkit_eval::bench::{
     run_memory, run_speed, sequence, CompartmentPolicy, Latency, Limit, MemoryOptions, MemoryReport, SpeedOptions,
     SpeedReport,
@@ -47,13 +47,6 @@ pub struct BenchArgs {
     pub first: Option<usize>,
     #[command(flatten)]
     pub endpoint: EndpointArgs,
-    /// Compressor effort: hash-chain links followed per position
-    /// [default: the compressor's own, 512].
-    #[arg(long, value_name = "N")]
-    pub max_chain: Option<usize>,
-    /// Compressor effort: greedy parse instead of the optimal parse.
-    #[arg(long)]
-    pub greedy: bool,
     /// Workers (std threads), each on its own compartments; the report is
     /// the aggregate.
     #[arg(long, default_value_t = 1)]
@@ -94,18 +87,10 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn bench(args: BenchArgs) -> ExitCode {
-    let (mut config, params) = match args.endpoint.resolve() {
+    let (config, params) = match args.endpoint.resolve() {
         Ok(c) => c,
         Err(e) => return usage(e),
     };
-    let mut effort = Effort::default();
-    match args.max_chain {
-        Some(0) => return usage("--max-chain must be at least 1"),
-        Some(n) => effort.max_chain = n,
-        None => {}
-    }
-    effort.lazy &= !args.greedy;
-    config.effort = effort;
     let policy = match CompartmentPolicy::parse(&args.compartment_every) {
         Ok(p) => p,
         Err(e) => return usage(e),
@@ -192,8 +177,7 @@ fn settings_json(args: &BenchArgs) -> serde_json::Value {
         "transport": args.endpoint.transport().name(),
         "lookahead": args.endpoint.lookahead,
         "dict_priority": args.endpoint.dict_priority,
-        "max_chain": args.max_chain.unwrap_or(Effort::default().max_chain),
-        "optimal_parse": Effort::default().lazy && !args.greedy,
+        "level": args.endpoint.level,
         "compartment_every": args.compartment_every,
         "verify": args.endpoint.verify,
     })

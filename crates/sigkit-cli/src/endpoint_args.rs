@@ -5,7 +5,7 @@
 
 use clap::{Args, ValueEnum};
 use sigcomp::{Params, Transport};
-use sigcomp_compress::{Config, Mechanism, Priorities};
+use sigcomp_compress::{Config, Level, Mechanism, Priorities};
 use sigkit_eval::flow::parse_algorithm;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -64,6 +64,10 @@ pub struct EndpointArgs {
     /// with 1 <= A <= B <= 5, or "none".
     #[arg(long, default_value = "1-3")]
     pub dict_priority: String,
+    /// Compression level, 1 (fastest: a greedy parse over short hash
+    /// chains) to 9 (smallest); 6 is the exact shortest-path parse.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(1..=9))]
+    pub level: u8,
     /// Also run every message through the peer's decompressor inside the
     /// compressor and check the output, the states created and the cycles
     /// against what the compressor computed (slower; LZSS messages are
@@ -100,8 +104,8 @@ impl EndpointArgs {
             transport: self.transport().transport(),
             lookahead: self.lookahead,
             dictionary,
+            level: Level::new(self.level).ok_or_else(|| format!("--level {} is not 1 to 9", self.level))?,
             verify: self.verify,
-            ..Config::default()
         };
         Ok((config, params))
     }
