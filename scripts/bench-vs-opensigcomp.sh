@@ -5,6 +5,7 @@
 # program's median over the rounds and each sigkit algorithm's median divided by Open SigComp's median.
 #
 # Usage: scripts/bench-vs-opensigcomp.sh OPENSIGCOMP_OUT_DIR [ROUNDS] [--json] [--messages N] [--mechanism M]
+#                                       [--levels "L ..."] [--algos "A ..."]
 #   OPENSIGCOMP_OUT_DIR  an Open SigComp build holding speed/src/test/speed-test: reSIProcate's contrib/opensigcomp
 #                        copied to OPENSIGCOMP_OUT_DIR/speed, `./configure -y`, then `make BUILD=speed libopensigcomp.a`
 #                        in src and `make BUILD=speed speed-test` in src/test (today's g++ needs CXXFLAGS="-std=gnu++98
@@ -15,6 +16,9 @@
 #   --json               print one JSON object instead of the table.
 #   --messages N         round trips per run, the same N for every program (default 20000).
 #   --mechanism M        sigkit's mechanism (default dynamic, the one Open SigComp's Deflate compressor uses).
+#   --levels "L ..."     sigkit's compression levels, each run in every round (default "6", the default level;
+#                        a program other than level 6 is named sigkit-ALGO-lL).
+#   --algos "A ..."      sigkit's algorithms (default "lzss deflate lz77").
 #
 # The workload. Open SigComp's speed test (its src/test/speed_test.cpp) compresses N messages, alternately a
 # REGISTER (~812 B) from Alice and a 200 OK (~408 B) from Bob, each decompressed by the other stack at once: Deflate,
@@ -38,7 +42,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 OPENSIGCOMP_OUT_DIR [ROUNDS] [--json] [--messages N] [--mechanism M]" >&2
+  echo "usage: $0 OPENSIGCOMP_OUT_DIR [ROUNDS] [--json] [--messages N] [--mechanism M] [--levels \"L ...\"] [--algos \"A ...\"]" >&2
   exit 2
 }
 
@@ -47,11 +51,15 @@ rounds=""
 json=0
 messages=20000
 mechanism=dynamic
+levels="6"
+algo_list="lzss deflate lz77"
 while [ $# -gt 0 ]; do
   case "$1" in
     --json) json=1 ;;
     --messages) [ $# -ge 2 ] || usage; messages=$2; shift ;;
     --mechanism) [ $# -ge 2 ] || usage; mechanism=$2; shift ;;
+    --levels) [ $# -ge 2 ] || usage; levels=$2; shift ;;
+    --algos) [ $# -ge 2 ] || usage; algo_list=$2; shift ;;
     -h | --help) usage ;;
     -*) usage ;;
     *)
@@ -76,7 +84,8 @@ cd "$repo"
 cargo build --release -p sigkit-cli >&2
 sigkit=$repo/target/release/sigkit
 
-algos=(lzss deflate lz77)
+read -r -a algos <<<"$algo_list"
+read -r -a level_list <<<"$levels"
 workload=(--flow corpus/open-sigcomp-startup --first 2 --compartment-every 10 --dms 8192 --sms 8192 --cpb 64
   --transport udp --dict-priority none --mechanism "$mechanism")
 
@@ -95,13 +104,17 @@ for round in $(seq 1 "$rounds"); do
   echo "$round opensigcomp $rate -" >>"$runs"
   echo "round $round/$rounds: opensigcomp $(printf '%.0f' "$rate")/s" >&2
   for algo in "${algos[@]}"; do
-    report=$("$sigkit" bench "${workload[@]}" --algo "$algo" --messages "$messages" --json)
-    fields=$(python3 -c 'import json, sys
+    for level in "${level_list[@]}"; do
+      name=sigkit-$algo
+      [ "$level" = 6 ] || name=$name-l$level
+      report=$("$sigkit" bench "${workload[@]}" --algo "$algo" --level "$level" --messages "$messages" --json)
+      fields=$(python3 -c 'import json, sys
 d = json.loads(sys.argv[1])
 print(d["round_trips_per_s"], d["ratio"])' "$report")
-    read -r rate ratio <<<"$fields"
-    echo "$round sigkit-$algo $rate $ratio" >>"$runs"
-    echo "round $round/$rounds: sigkit-$algo $(printf '%.0f' "$rate")/s" >&2
+      read -r rate ratio <<<"$fields"
+      echo "$round $name $rate $ratio" >>"$runs"
+      echo "round $round/$rounds: $name $(printf '%.0f' "$rate")/s" >&2
+    done
   done
 done
 

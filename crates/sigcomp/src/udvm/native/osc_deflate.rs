@@ -104,56 +104,53 @@ impl Machine<'_> {
     }
 
     /// One token, or false (nothing changed) when the UDVM must run it.
-    /// The scratch words are written as the token goes (COPY reads its
-    /// table entry into them) and put back if the UDVM must run it.
+    /// A match writes the scratch words as it goes (COPY reads its table
+    /// entries into them); they are put back if the UDVM must run it.
     #[inline(always)]
     fn osc_deflate_token(&mut self, sets: &[[u16; 4]; 4], o: &OscDeflate, w: &Window) -> Res<bool> {
         let mark = self.mark();
+        let mut c = Cycles::of(self);
+        let Some(symbol) = self.native_huffman(sets, w, &mut c) else {
+            self.rewind(mark);
+            return Ok(false);
+        };
+        let dp = self.word(DECOMPRESSED_POINTER)?;
+        if symbol < o.length_start {
+            // COMPARE, OUTPUT, COPY-LITERAL, JUMP.
+            if c.charge(1 + 2 + 2 + 1).is_none() || !self.output_room(1) {
+                self.rewind(mark);
+                return Ok(false);
+            }
+            self.set_word(INDEX, symbol)?;
+            self.native_literal(dp, w)?;
+            self.commit_cycles(c);
+            return Ok(true);
+        }
+        // The end of the block (COMPARE's equal branch) is the UDVM's.
+        if symbol == o.length_start {
+            self.rewind(mark);
+            return Ok(false);
+        }
         let scratch_at = usize::from(INDEX);
         const SCRATCH_LEN: usize = (SCRATCH_END - INDEX) as usize;
         let mut scratch = [0u8; SCRATCH_LEN];
         scratch.copy_from_slice(&self.mem[scratch_at..scratch_at + SCRATCH_LEN]);
-        let mut c = Cycles::of(self);
-        let dp = self.word(DECOMPRESSED_POINTER)?;
-        match self.osc_deflate_decode(sets, o, w, &mut c) {
-            Some(Some((length, distance))) => {
-                self.set_word(INDEX, dp)?;
-                self.native_match(dp, distance, length, w)?;
-            }
-            Some(None) => self.native_literal(dp, w)?,
-            None => {
-                self.mem[scratch_at..scratch_at + SCRATCH_LEN].copy_from_slice(&scratch);
-                self.rewind(mark);
-                return Ok(false);
-            }
-        }
+        let Some((length, distance)) = c.charge(1).and_then(|()| self.osc_deflate_match(symbol, o, w, &mut c)) else {
+            self.mem[scratch_at..scratch_at + SCRATCH_LEN].copy_from_slice(&scratch);
+            self.rewind(mark);
+            return Ok(false);
+        };
+        self.set_word(INDEX, dp)?;
+        self.native_match(dp, distance, length, w)?;
         self.commit_cycles(c);
         Ok(true)
     }
 
-    /// Reads one token into the scratch words and charges its cycles, up
-    /// to the match's COPY-OFFSET: Some(None) for a literal (in `index`),
-    /// Some(Some((length, distance))) for a match, None where the UDVM
-    /// leaves the loop or fails.
+    /// Reads a match's length and distance after its symbol into the
+    /// scratch words and charges their cycles, up to COPY-OFFSET: None
+    /// where the UDVM fails (or the cycles or output run out).
     #[inline(always)]
-    fn osc_deflate_decode(
-        &mut self,
-        sets: &[[u16; 4]; 4],
-        o: &OscDeflate,
-        w: &Window,
-        c: &mut Cycles,
-    ) -> Option<Option<(u16, u16)>> {
-        let symbol = self.native_huffman(sets, w, c)?;
-        self.set_word(INDEX, symbol).ok()?;
-        c.charge(1)?;
-        if symbol < o.length_start {
-            // OUTPUT, COPY-LITERAL, JUMP.
-            c.charge(2 + 2 + 1)?;
-            return self.output_room(1).then_some(None);
-        }
-        if symbol == o.length_start {
-            return None;
-        }
+    fn osc_deflate_match(&mut self, symbol: u16, o: &OscDeflate, w: &Window, c: &mut Cycles) -> Option<(u16, u16)> {
         let length = self.osc_table_value(symbol, EXTRA_LENGTH_BITS, w, c)?;
         let code = match o.distance_code {
             DistanceCode::Bits => {
@@ -168,7 +165,7 @@ impl Machine<'_> {
         // LOAD, COPY-OFFSET, OUTPUT, JUMP.
         let n = u64::from(length);
         c.charge(1 + (1 + n) + (1 + n) + 1)?;
-        self.output_room(length).then_some(Some((length, distance)))
+        self.output_room(length).then_some((length, distance))
     }
 
     /// MULTIPLY ($index, 4), COPY ($index, 4, `extra`), INPUT-BITS
