@@ -399,6 +399,12 @@ impl Compressor {
         self.model_runs
     }
 
+    /// Tokens the model decompressor decoded natively (sigcomp's native
+    /// decoders serve the model as they serve the receiver).
+    pub fn model_native_tokens(&self) -> u64 {
+        self.model.metrics().native_tokens
+    }
+
     /// Bytes of state the model says the peer holds for this compartment.
     pub fn peer_state_memory(&self) -> u32 {
         self.peer_states.used()

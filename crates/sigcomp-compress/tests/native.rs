@@ -87,3 +87,20 @@ fn every_corpus_message_decodes_natively_as_in_the_udvm() {
         }
     }
 }
+
+#[test]
+fn the_compressors_model_of_its_peer_decodes_natively() {
+    // Deflate and LZ77 messages always run through the model of the
+    // peer's decompressor; with `verify`, LZSS messages do too.
+    let flow = read_flow("3gpp-video-call");
+    for &algorithm in Algorithm::ALL {
+        let config = Config { algorithm, verify: true, ..Config::default() };
+        let mut pair = Pair::new(params(8192), config);
+        for m in &flow {
+            pair.send(m.from, &m.bytes);
+        }
+        let model = pair.ue.compressor(C).unwrap();
+        assert!(model.model_runs() > 0, "{algorithm:?}");
+        assert!(model.model_native_tokens() > 100, "{algorithm:?}: {}", model.model_native_tokens());
+    }
+}
