@@ -14,7 +14,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use sigcomp::params::ParamError;
 use sigcomp::{Limits, Params};
-use sigcomp_compress::{Algorithm, Config as CompressorConfig, EndpointError, Mechanism};
+use sigcomp_compress::{Algorithm, Config as CompressorConfig, EndpointError, Level, Mechanism};
 
 /// The transport of a listening or upstream address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -291,6 +291,11 @@ pub struct SigcompConfig {
     /// basic, static, dynamic or shared (RFC 3321).
     #[serde(deserialize_with = "mechanism_named")]
     pub mechanism: Mechanism,
+    /// Compression level, 1 (fastest: a greedy parse over short hash
+    /// chains, for a proxy short of CPU) to 9 (smallest); default 6, the
+    /// exact shortest-path parse.
+    #[serde(deserialize_with = "level_numbered")]
+    pub level: Level,
     /// What a terminal is assumed to offer until it announces its own
     /// parameters: RFC 5049 §3 minimums by default.
     /// This is the terminal's decompression_memory_size: the memory for one
@@ -340,6 +345,11 @@ fn algorithm_named<'de, D: Deserializer<'de>>(d: D) -> Result<Algorithm, D::Erro
 
 fn mechanism_named<'de, D: Deserializer<'de>>(d: D) -> Result<Mechanism, D::Error> {
     one_of(d, &Mechanism::ALL, Mechanism::name)
+}
+
+fn level_numbered<'de, D: Deserializer<'de>>(d: D) -> Result<Level, D::Error> {
+    let n = u8::deserialize(d)?;
+    Level::new(n).ok_or_else(|| D::Error::custom(format!("{n} is not a level from 1 to 9")))
 }
 
 /// Limits on what the proxy spends decompressing: per source address, and
@@ -475,6 +485,7 @@ impl Default for SigcompConfig {
             cpb: 16,
             algorithm: Algorithm::Lzss,
             mechanism: Mechanism::Dynamic,
+            level: Level::DEFAULT,
             assumed_dms: 8192,
             assumed_sms: 2048,
             assumed_cpb: 16,
@@ -671,6 +682,7 @@ impl ProxyConfig {
         CompressorConfig {
             algorithm: self.sigcomp.algorithm,
             mechanism: self.sigcomp.mechanism,
+            level: self.sigcomp.level,
             ..CompressorConfig::default()
         }
     }
@@ -710,6 +722,7 @@ metrics = "127.0.0.1:9090"
 [sigcomp]
 dms = 16384
 mechanism = "shared"
+level = 2
 [defence]
 messages_per_source_per_s = 50
 "#;
@@ -718,6 +731,7 @@ messages_per_source_per_s = 50
         assert_eq!(c.listen.len(), 2);
         assert_eq!(c.listen[1].transport, SipTransport::Tcp);
         assert_eq!(c.compressor().mechanism, Mechanism::Shared);
+        assert_eq!(c.compressor().level, Level::new(2).unwrap());
         assert_eq!(c.defence.messages_per_source_per_s, 50);
         assert_eq!(c.defence.cycles_burst, DefenceConfig::default().cycles_burst);
     }
@@ -791,6 +805,7 @@ messages_per_source_per_s = 50
                 "sigkit.toml:5: sigcomp.mechanism: ",
                 "\"Shared\" is not one of basic, static, dynamic, shared",
             ),
+            (format!("{head}level = 10\n"), "sigkit.toml:5: sigcomp.level: ", "10 is not a level from 1 to 9"),
             (
                 "upstream = \"udp:127.0.0.1\"\n".into(),
                 "sigkit.toml:1: upstream: ",
