@@ -178,3 +178,24 @@ fn open_sigcomp_form_of_the_deflate_loop_decodes_natively() {
     // whatever it gives, both paths give it.
     both(&message(&rfc, &deflate(text, false)));
 }
+
+#[test]
+fn a_loop_changed_at_the_same_address_is_not_taken_for_the_one_seen_before() {
+    // The decompressor remembers the loops it recognised, by their bytes:
+    // the same bytecode with one interval of the literal code changed has
+    // its loop at the same address and is not recognised.
+    let source = read("rfc4464", "4.1.4-deflate.asm");
+    let changed = source.replace("1, 400, 511, 144)", "1, 400, 511, 145)");
+    assert_ne!(source, changed);
+    let input = hex_file("rfc4464", "4.1.4-deflate.msg");
+    let params = Params { dms: 16384, cpb: 16, sms: 8192, version: 1 };
+    let mut native = Decompressor::new(params).unwrap();
+    let mut udvm = Decompressor::new(params).unwrap();
+    udvm.set_native_decoders(false);
+    for (source, native_runs) in [(&source, true), (&changed, false), (&source, true)] {
+        let msg = message(source, &input);
+        let before = native.metrics().native_tokens;
+        assert_eq!(native.decompress(&msg, Transport::Message), udvm.decompress(&msg, Transport::Message));
+        assert_eq!(native.metrics().native_tokens > before, native_runs);
+    }
+}

@@ -14,7 +14,7 @@ use crate::feedback::{RequestedFeedback, ReturnedParameters};
 use crate::nack::{Failure, Nack, Reason};
 use crate::params::{ParamError, Params};
 use crate::state::{CompartmentId, CreateOutcome, Limits, State, StateHandler, StateId, UnpackCache};
-use crate::udvm::{DecodeCache, Machine, StateRequest};
+use crate::udvm::{DecodeCache, Machine, NativeMemo, StateRequest};
 use crate::wire::{destination_address, Body, Header};
 
 /// How the message arrived: it sets the UDVM memory size (RFC 3320 §7).
@@ -119,6 +119,8 @@ pub struct Decompressor {
     /// Whether recognised token loops run natively (`udvm/native.rs`).
     native: bool,
     native_tokens: u64,
+    /// Token loops recognised in earlier messages.
+    native_memo: NativeMemo,
 }
 
 impl Decompressor {
@@ -143,6 +145,7 @@ impl Decompressor {
             output_hint: 0,
             native: true,
             native_tokens: 0,
+            native_memo: NativeMemo::default(),
         })
     }
 
@@ -299,7 +302,8 @@ impl Decompressor {
             self.params.cpb,
             header.header_len,
         );
-        let machine = if self.native { machine } else { machine.without_native() };
+        let machine =
+            if self.native { machine.with_native_memo(&mut self.native_memo) } else { machine.without_native() };
         let (result, unpacked) = machine.with_unpacked(unpacked).run_keeping_unpacked(start);
         self.states.keep_unpacked(unpacked);
         self.output_hint = output.len();

@@ -34,6 +34,7 @@ use operand::{cache_key, next_epoch, operand_kinds, Decoded, Operand, DECODED};
 use stop::{fail, Res, Stop};
 
 pub use buffer::offset_back;
+pub use native::NativeMemo;
 pub use operand::DecodeCache;
 
 pub mod op;
@@ -242,6 +243,8 @@ pub struct Machine<'a> {
     natives: [Option<native::Recognised>; native::NATIVE_SLOTS],
     native_next: usize,
     native_tokens: u64,
+    /// Loops recognised in earlier messages ([`Machine::with_native_memo`]).
+    native_memo: Option<&'a mut NativeMemo>,
 }
 
 impl<'a> Machine<'a> {
@@ -300,6 +303,7 @@ impl<'a> Machine<'a> {
             natives: [None; native::NATIVE_SLOTS],
             native_next: 0,
             native_tokens: 0,
+            native_memo: None,
         }
     }
 
@@ -326,6 +330,13 @@ impl<'a> Machine<'a> {
     /// and slower: the reference the native decoders are held to.
     pub fn without_native(mut self) -> Machine<'a> {
         self.native_on = false;
+        self
+    }
+
+    /// Finds loops recognised in earlier runs in `memo` (by their bytes)
+    /// and keeps the ones this run recognises there.
+    pub fn with_native_memo(mut self, memo: &'a mut NativeMemo) -> Machine<'a> {
+        self.native_memo = Some(memo);
         self
     }
 

@@ -89,6 +89,32 @@ pub(super) struct Recognised {
     kind: Kind,
 }
 
+/// Loops recognised in earlier messages, with their bytes, kept by the
+/// decompressor between messages: a loop whose bytes are the same at the
+/// same address is the same loop, found again by comparing its bytes
+/// rather than matching its instructions.
+#[derive(Debug, Default)]
+pub struct NativeMemo {
+    loops: [Option<(Recognised, Vec<u8>)>; NATIVE_SLOTS],
+    next: usize,
+}
+
+impl NativeMemo {
+    fn find(&self, mem: &[u8], pc: u16) -> Option<Recognised> {
+        self.loops.iter().flatten().find_map(|(r, bytes)| {
+            let span = usize::from(r.head)..usize::from(r.end);
+            (r.head == pc && mem.get(span) == Some(&bytes[..])).then_some(*r)
+        })
+    }
+
+    fn keep(&mut self, mem: &[u8], r: Recognised) {
+        if let Some(bytes) = mem.get(usize::from(r.head)..usize::from(r.end)) {
+            self.loops[self.next] = Some((r, bytes.to_vec()));
+            self.next = (self.next + 1) % NATIVE_SLOTS;
+        }
+    }
+}
+
 /// What one entry into a loop may rely on, checked by [`Machine::window`].
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Window {
@@ -166,18 +192,29 @@ impl Machine<'_> {
     /// `opcode`); keeps it in the decode cache and returns its entry.
     #[inline(never)]
     pub(super) fn recognise_native(&mut self, pc: u16, opcode: u8) -> Option<usize> {
-        let (kind, end) = match opcode {
-            op::INPUT_HUFFMAN => self
-                .recognise_lzss(pc)
-                .map(|(l, end)| (Kind::Lzss(l), end))
-                .or_else(|| self.recognise_deflate(pc).map(|end| (Kind::Deflate, end)))
-                .or_else(|| self.recognise_osc_deflate(pc).map(|(o, end)| (Kind::OscDeflate(o), end)))?,
-            op::INPUT_BITS => (Kind::Lz77, self.recognise_lz77(pc)?),
-            _ => return None,
+        let known = self.native_memo.as_deref().and_then(|m| m.find(self.mem, pc));
+        let r = match known {
+            Some(r) => r,
+            None => {
+                let (kind, end) = match opcode {
+                    op::INPUT_HUFFMAN => self
+                        .recognise_lzss(pc)
+                        .map(|(l, end)| (Kind::Lzss(l), end))
+                        .or_else(|| self.recognise_deflate(pc).map(|end| (Kind::Deflate, end)))
+                        .or_else(|| self.recognise_osc_deflate(pc).map(|(o, end)| (Kind::OscDeflate(o), end)))?,
+                    op::INPUT_BITS => (Kind::Lz77, self.recognise_lz77(pc)?),
+                    _ => return None,
+                };
+                let r = Recognised { head: pc, end, head_opcode: opcode, kind };
+                if let Some(memo) = self.native_memo.as_deref_mut() {
+                    memo.keep(self.mem, r);
+                }
+                r
+            }
         };
-        let slot = self.native_next;
+        let (end, slot) = (r.end, self.native_next);
         self.native_next = (slot + 1) % NATIVE_SLOTS;
-        self.natives[slot] = Some(Recognised { head: pc, end, head_opcode: opcode, kind });
+        self.natives[slot] = Some(r);
         let mut ops = [Operand::Value(0); 5];
         ops[0] = Operand::Value(slot as u16);
         // `next` spans the whole loop, so that a write into any of its
