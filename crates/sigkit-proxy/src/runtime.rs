@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, watch};
 use crate::config::{ProxyConfig, SipTransport};
 use crate::connections::{AcceptError, Activity, Closed, Connections, Queued};
 use crate::core::{Encoding, LocalAddrs, Peer, Proxy, Shard, Side, Transmit};
+use sigkit_sip::Message;
 
 /// Longest SIP message or SigComp message the proxy takes (RFC 3320 §4.2.2
 /// leaves the bound to the implementation; SIP messages are a few KiB).
@@ -51,6 +52,15 @@ impl Running {
         let _ = self.done.await;
     }
 
+    /// How many times upstream messages were parsed as SIP: by the
+    /// receiver to find their shard, and by the shards' cores themselves.
+    /// Each is parsed once, by the receiver, and its parse goes on to the
+    /// shard, so this equals the upstream datagrams received.
+    pub fn upstream_parses(&self) -> u64 {
+        let by_cores: u64 = self.inspect(|p| p.metrics().upstream_parses).iter().sum();
+        self.shared.upstream_parses.load(Ordering::Relaxed) + by_cores
+    }
+
     /// Waits until the proxy stops (SIGTERM, SIGINT or [`Running::stop`]).
     pub async fn wait(self) {
         let _ = self.done.await;
@@ -70,6 +80,9 @@ struct Shared {
     upstream: Arc<UdpSocket>,
     /// The instance written in every shard's flow tokens.
     instance: u64,
+    /// Upstream datagrams parsed to find their shard
+    /// ([`Running::upstream_parses`]).
+    upstream_parses: AtomicU64,
 }
 
 /// Messages queued for one terminal's TCP connection before it counts as
@@ -147,32 +160,46 @@ impl Shared {
         self.shards.get(Shard::of_terminal(terminal, self.shard_count()) as usize)?.lock().ok()
     }
 
-    /// The shard a message belongs to: its terminal's address, or what
-    /// the proxy wrote into an upstream message ([`Shard`]).
-    fn shard_of(&self, side: Side, from: Peer, bytes: &[u8]) -> u32 {
-        let n = self.shard_count();
-        match side {
-            Side::Terminal => Shard::of_terminal(from.addr, n),
-            Side::Upstream => Shard::of_upstream_message(bytes, n, self.instance).unwrap_or(0),
+    /// Parses an upstream datagram once, to find its shard: what the proxy
+    /// wrote into it ([`Shard::of_upstream`]); the parse goes on to that
+    /// shard with the bytes. What is not SIP goes to shard 0 to be counted.
+    fn route_upstream(&self, bytes: Vec<u8>) -> (u32, Payload) {
+        self.upstream_parses.fetch_add(1, Ordering::Relaxed);
+        match ParsedUpstream::try_new_or_recover(bytes, |b| Message::parse(b)) {
+            Ok(parsed) => {
+                let shard = Shard::of_upstream(parsed.borrow_dependent(), self.shard_count(), self.instance);
+                (shard, Payload::Upstream(parsed))
+            }
+            Err((bytes, _)) => (0, Payload::UpstreamNotSip(bytes.len())),
         }
     }
 
-    /// Hands one message to its shard's proxy; returns the datagrams to
-    /// send (what goes over TCP is queued on its connection already).
-    fn handle(&self, side: Side, from: Peer, bytes: &[u8], encoding: Encoding) -> Vec<Transmit> {
-        self.handle_on(self.shard_of(side, from, bytes), side, from, bytes, encoding)
+    /// Hands one message from a terminal to its shard's proxy; returns the
+    /// datagrams to send (what goes over TCP is queued on its connection
+    /// already).
+    fn handle_terminal(&self, from: Peer, bytes: &[u8], encoding: Encoding) -> Vec<Transmit> {
+        let index = Shard::of_terminal(from.addr, self.shard_count());
+        self.handle_on(index, |p, now| p.from_terminal(now, from, bytes, encoding))
     }
 
-    /// [`Shared::handle`] on shard `index`.
-    fn handle_on(&self, index: u32, side: Side, from: Peer, bytes: &[u8], encoding: Encoding) -> Vec<Transmit> {
+    /// A datagram its receiver routed to shard `index`, handled there.
+    fn handle_datagram(&self, index: u32, d: &Datagram) -> Vec<Transmit> {
+        self.handle_on(index, |p, now| match &d.payload {
+            Payload::Terminal { bytes, encoding } => p.from_terminal(now, d.from, bytes, *encoding),
+            Payload::Upstream(parsed) => p.upstream_message(now, parsed.borrow_dependent()),
+            Payload::UpstreamNotSip(len) => p.upstream_not_sip(*len),
+        })
+    }
+
+    /// Runs `feed` on shard `index`'s proxy with the time, and returns the
+    /// datagrams it produced (what goes over TCP is queued on its
+    /// connection, in order, before the lock is released).
+    fn handle_on(&self, index: u32, feed: impl FnOnce(&mut Proxy, Instant)) -> Vec<Transmit> {
         let Some(mut p) = self.shards.get(index as usize).and_then(|m| m.lock().ok()) else {
             return Vec::new();
         };
         let now = Instant::now();
-        match side {
-            Side::Terminal => p.from_terminal(now, from, bytes, encoding),
-            Side::Upstream => p.from_upstream(now, from, bytes),
-        }
+        feed(&mut p, now);
         let out = std::iter::from_fn(|| p.poll_transmit()).collect();
         p.record_handling(now.elapsed());
         let datagrams = self.queue_streams(&mut p, out);
@@ -280,6 +307,7 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         udp: udp.clone(),
         upstream: upstream_socket.clone(),
         instance,
+        upstream_parses: AtomicU64::new(0),
     });
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
@@ -343,11 +371,31 @@ async fn signals(shutdown: watch::Sender<bool>) {
 
 /// A datagram on its way to its shard's worker.
 struct Datagram {
-    side: Side,
     from: Peer,
-    bytes: Vec<u8>,
-    encoding: Encoding,
+    payload: Payload,
 }
+
+/// What a datagram carries to its worker: what its receiver learned of it.
+enum Payload {
+    /// From a terminal: SigComp or plain SIP, parsed by the shard (after
+    /// decompression, for SigComp).
+    Terminal { bytes: Vec<u8>, encoding: Encoding },
+    /// From the upstream, parsed by the receiver to find the shard.
+    Upstream(ParsedUpstream),
+    /// From the upstream, not SIP: its length, to count it.
+    UpstreamNotSip(usize),
+}
+
+self_cell::self_cell!(
+    /// An upstream datagram's bytes and their SIP parse, which borrows
+    /// them: the receiver parses once to find the shard, and the shard's
+    /// core takes the same parse.
+    struct ParsedUpstream {
+        owner: Vec<u8>,
+        #[covariant]
+        dependent: Message,
+    }
+);
 
 /// Datagrams waiting for one shard's worker. When it is full the receiver
 /// waits, the socket's buffer fills, and the kernel drops what comes next,
@@ -379,8 +427,15 @@ async fn udp_loop(
         }
         let from = Peer { transport: SipTransport::Udp, addr: from, local: Some(local), conn: None };
         let bytes = buf[..n].to_vec();
-        let Some(queue) = queues.get(shared.shard_of(side, from, &bytes) as usize) else { continue };
-        let datagram = Datagram { side, from, encoding: Encoding::of_first_byte(bytes[0]), bytes };
+        let (shard, payload) = match side {
+            Side::Terminal => {
+                let encoding = Encoding::of_first_byte(bytes[0]);
+                (Shard::of_terminal(from.addr, shared.shard_count()), Payload::Terminal { bytes, encoding })
+            }
+            Side::Upstream => shared.route_upstream(bytes),
+        };
+        let Some(queue) = queues.get(shard as usize) else { continue };
+        let datagram = Datagram { from, payload };
         tokio::select! {
             r = queue.send(datagram) => if r.is_err() { return },
             _ = stop.changed() => return,
@@ -392,7 +447,7 @@ async fn udp_loop(
 /// each produced before the next.
 async fn shard_worker(shared: Arc<Shared>, index: u32, mut queue: mpsc::Receiver<Datagram>) {
     while let Some(d) = queue.recv().await {
-        let out = shared.handle_on(index, d.side, d.from, &d.bytes, d.encoding);
+        let out = shared.handle_datagram(index, &d);
         shared.flush(out).await;
     }
 }
@@ -633,7 +688,7 @@ fn take_bytes(shared: &Shared, conn: &Conn, framing: &mut Framing, data: &[u8]) 
     let mut out = Vec::new();
     let handle = |out: &mut Vec<Transmit>, msg: &[u8], encoding: Encoding| {
         conn.activity.prove();
-        out.extend(shared.handle(Side::Terminal, conn.peer, msg, encoding));
+        out.extend(shared.handle_terminal(conn.peer, msg, encoding));
     };
     let (end, buffered) = match framing {
         Framing::Unknown => (None, 0),
