@@ -19,6 +19,9 @@ use crate::connections::{AcceptError, Activity, Closed, Connections, Queued};
 use crate::core::{Encoding, LocalAddrs, Peer, Proxy, Shard, Side, Transmit};
 use sigkit_sip::Message;
 
+mod deadlines;
+use deadlines::Deadlines;
+
 /// Longest SIP message or SigComp message the proxy takes (RFC 3320 §4.2.2
 /// leaves the bound to the implementation; SIP messages are a few KiB).
 const MAX_MESSAGE: usize = 1 << 16;
@@ -61,6 +64,12 @@ impl Running {
         self.shared.upstream_parses.load(Ordering::Relaxed) + by_cores
     }
 
+    /// How many times the timer task woke to run due timers: once per
+    /// deadline the shards reported (a few coalesced), not on a tick.
+    pub fn timer_wakeups(&self) -> u64 {
+        self.shared.deadlines.wakeups.load(Ordering::Relaxed)
+    }
+
     /// Waits until the proxy stops (SIGTERM, SIGINT or [`Running::stop`]).
     pub async fn wait(self) {
         let _ = self.done.await;
@@ -83,6 +92,8 @@ struct Shared {
     /// Upstream datagrams parsed to find their shard
     /// ([`Running::upstream_parses`]).
     upstream_parses: AtomicU64,
+    /// The shards' next deadlines, for the timer task.
+    deadlines: Deadlines,
 }
 
 /// Messages queued for one terminal's TCP connection before it counts as
@@ -200,6 +211,7 @@ impl Shared {
         };
         let now = Instant::now();
         feed(&mut p, now);
+        self.deadlines.set(index as usize, p.poll_timeout());
         let out = std::iter::from_fn(|| p.poll_transmit()).collect();
         p.record_handling(now.elapsed());
         let datagrams = self.queue_streams(&mut p, out);
@@ -308,6 +320,7 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         upstream: upstream_socket.clone(),
         instance,
         upstream_parses: AtomicU64::new(0),
+        deadlines: Deadlines::new(count as usize),
     });
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
@@ -339,10 +352,7 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     for listener in tcp {
         tasks.spawn(tcp_accept(shared.clone(), listener, stop.clone()));
     }
-    // Stateful mode runs RFC 3261 timers (T1 = 500 ms, retransmissions
-    // doubling from it): a 10 ms tick keeps them within 2 % of T1.
-    let tick = if config.stateful { Duration::from_millis(10) } else { Duration::from_millis(500) };
-    tasks.spawn(timer(shared.clone(), tick, stop.clone()));
+    tasks.spawn(timer(shared.clone(), stop.clone()));
     if let Some(l) = metrics_listener {
         tasks.spawn(metrics_server(shared.clone(), l, stop.clone()));
     }
@@ -750,22 +760,47 @@ fn answer_keep_alives(plain: &mut Vec<u8>, queue: &mpsc::Sender<Vec<u8>>) {
     }
 }
 
-async fn timer(shared: Arc<Shared>, every: Duration, mut stop: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+/// The least time between two runs of the timers: a deadline the core
+/// keeps reporting after it has passed cannot make the task spin, and
+/// under load the many transactions' deadlines are run together. RFC 3261
+/// timers so fire at most this late (0.2 % of T1 = 500 ms).
+const TIMER_SLACK: Duration = Duration::from_millis(1);
+
+/// Runs each shard's timers when its next deadline comes
+/// ([`Proxy::poll_timeout`]), sleeping in between; a message that brings
+/// an earlier deadline wakes it ([`Deadlines::set`]).
+async fn timer(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    for (index, shard) in shared.shards.iter().enumerate() {
+        let Ok(p) = shard.lock() else { return };
+        shared.deadlines.set(index, p.poll_timeout());
+    }
     loop {
+        let ran = Instant::now();
+        let next = shared.deadlines.earliest().map(|at| at.max(ran + TIMER_SLACK));
         tokio::select! {
-            _ = tick.tick() => {}
+            _ = sleep_until(next) => {}
+            _ = shared.deadlines.moved_earlier() => continue,
             _ = stop.changed() => return,
         }
+        shared.deadlines.wakeups.fetch_add(1, Ordering::Relaxed);
+        let now = Instant::now();
         let mut out = Vec::new();
-        for shard in &shared.shards {
-            let Ok(mut p) = shard.lock() else { return };
-            p.handle_timeout(Instant::now());
+        for index in shared.deadlines.due(now).collect::<Vec<_>>() {
+            let Some(Ok(mut p)) = shared.shards.get(index).map(|m| m.lock()) else { return };
+            p.handle_timeout(now);
             let produced = std::iter::from_fn(|| p.poll_transmit()).collect();
             out.extend(shared.queue_streams(&mut p, produced));
+            shared.deadlines.set(index, p.poll_timeout());
         }
         shared.flush(out).await;
+    }
+}
+
+/// Sleeps until `at`, or for ever when there is no deadline.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 
