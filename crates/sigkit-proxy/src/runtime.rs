@@ -19,7 +19,9 @@ use crate::connections::{AcceptError, Activity, Closed, Connections, Queued};
 use crate::core::{Encoding, LocalAddrs, Peer, Proxy, Shard, Side, Transmit};
 use sigkit_sip::Message;
 
+mod datagrams;
 mod deadlines;
+use datagrams::BatchReceiver;
 use deadlines::Deadlines;
 
 /// Longest SIP message or SigComp message the proxy takes (RFC 3320 §4.2.2
@@ -143,22 +145,28 @@ impl Shared {
     }
 
     /// Sends datagrams the proxy produced ([`Shared::queue_streams`] took
-    /// the rest).
+    /// the rest), in order: each run of datagrams leaving by one socket
+    /// goes in batches ([`datagrams::send_all`]).
     async fn flush(&self, out: Vec<Transmit>) {
-        for t in out {
-            let result = match t.side {
-                Side::Upstream => self.upstream.send_to(&t.bytes, t.to.addr).await,
-                Side::Terminal => {
-                    let socket = t.to.local.and_then(|l| self.udp.get(&l)).or_else(|| self.udp.values().next());
-                    match socket {
-                        Some(s) => s.send_to(&t.bytes, t.to.addr).await,
-                        None => continue,
-                    }
-                }
+        let mut run: Vec<(SocketAddr, &[u8])> = Vec::with_capacity(out.len());
+        let mut run_socket: Option<&UdpSocket> = None;
+        for t in &out {
+            let socket = match t.side {
+                Side::Upstream => Some(&*self.upstream),
+                Side::Terminal => t.to.local.and_then(|l| self.udp.get(&l)).or_else(|| self.udp.values().next()).map(|s| &**s),
             };
-            if let Err(e) = result {
-                tracing::warn!(side = ?t.side, to = %t.to.addr, error = %e, "send failed");
+            let Some(socket) = socket else { continue };
+            if run_socket.is_some_and(|r| !std::ptr::eq(r, socket)) {
+                if let Some(r) = run_socket {
+                    datagrams::send_all(r, &run).await;
+                }
+                run.clear();
             }
+            run_socket = Some(socket);
+            run.push((t.to.addr, &t.bytes));
+        }
+        if let Some(r) = run_socket {
+            datagrams::send_all(r, &run).await;
         }
     }
 
@@ -420,44 +428,57 @@ async fn udp_loop(
     side: Side,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut buf = vec![0u8; MAX_MESSAGE];
+    let mut receiver = match BatchReceiver::new(&socket, MAX_MESSAGE) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(%local, error = %e, "UDP socket not readable in batches: not receiving");
+            return;
+        }
+    };
+    let mut batch = Vec::with_capacity(datagrams::RECV_BATCH);
     loop {
-        let (n, from) = tokio::select! {
-            r = socket.recv_from(&mut buf) => match r {
-                Ok(x) => x,
+        tokio::select! {
+            r = receiver.recv(&socket) => match r {
+                Ok(received) => batch.extend(received.filter(|(d, _)| !d.is_empty()).map(|(d, from)| {
+                    let from = Peer { transport: SipTransport::Udp, addr: from, local: Some(local), conn: None };
+                    (from, d.to_vec())
+                })),
                 Err(e) => {
                     tracing::debug!(error = %e, "recv failed");
                     continue;
                 }
             },
             _ = stop.changed() => return,
-        };
-        if n == 0 {
-            continue;
         }
-        let from = Peer { transport: SipTransport::Udp, addr: from, local: Some(local), conn: None };
-        let bytes = buf[..n].to_vec();
-        let (shard, payload) = match side {
-            Side::Terminal => {
-                let encoding = Encoding::of_first_byte(bytes[0]);
-                (Shard::of_terminal(from.addr, shared.shard_count()), Payload::Terminal { bytes, encoding })
+        // In the order read: a source's datagrams reach its shard's queue
+        // in the order they arrived.
+        for (from, bytes) in batch.drain(..) {
+            let (shard, payload) = match side {
+                Side::Terminal => {
+                    let encoding = Encoding::of_first_byte(bytes[0]);
+                    (Shard::of_terminal(from.addr, shared.shard_count()), Payload::Terminal { bytes, encoding })
+                }
+                Side::Upstream => shared.route_upstream(bytes),
+            };
+            let Some(queue) = queues.get(shard as usize) else { continue };
+            tokio::select! {
+                r = queue.send(Datagram { from, payload }) => if r.is_err() { return },
+                _ = stop.changed() => return,
             }
-            Side::Upstream => shared.route_upstream(bytes),
-        };
-        let Some(queue) = queues.get(shard as usize) else { continue };
-        let datagram = Datagram { from, payload };
-        tokio::select! {
-            r = queue.send(datagram) => if r.is_err() { return },
-            _ = stop.changed() => return,
         }
     }
 }
 
-/// Handles one shard's datagrams in the order they came and sends what
-/// each produced before the next.
+/// Handles one shard's datagrams in the order they came: those queued
+/// together (up to a batch) one after the other, then what they produced
+/// is sent, in the order produced, in as few system calls as it can.
 async fn shard_worker(shared: Arc<Shared>, index: u32, mut queue: mpsc::Receiver<Datagram>) {
-    while let Some(d) = queue.recv().await {
-        let out = shared.handle_datagram(index, &d);
+    let mut batch = Vec::with_capacity(datagrams::SEND_BATCH);
+    while queue.recv_many(&mut batch, datagrams::SEND_BATCH).await > 0 {
+        let mut out = Vec::new();
+        for d in batch.drain(..) {
+            out.extend(shared.handle_datagram(index, &d));
+        }
         shared.flush(out).await;
     }
 }
