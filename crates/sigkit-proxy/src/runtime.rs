@@ -153,7 +153,9 @@ impl Shared {
         for t in &out {
             let socket = match t.side {
                 Side::Upstream => Some(&*self.upstream),
-                Side::Terminal => t.to.local.and_then(|l| self.udp.get(&l)).or_else(|| self.udp.values().next()).map(|s| &**s),
+                Side::Terminal => {
+                    t.to.local.and_then(|l| self.udp.get(&l)).or_else(|| self.udp.values().next()).map(|s| &**s)
+                }
             };
             let Some(socket) = socket else { continue };
             if run_socket.is_some_and(|r| !std::ptr::eq(r, socket)) {

@@ -84,7 +84,10 @@ mod tests {
         // The permit set by the first deadline is there.
         tokio::time::timeout(Duration::from_millis(100), d.moved_earlier()).await.expect("woken");
         d.set(1, Some(now + Duration::from_secs(6)));
-        assert!(tokio::time::timeout(Duration::from_millis(50), d.moved_earlier()).await.is_err(), "a later one does not wake");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), d.moved_earlier()).await.is_err(),
+            "a later one does not wake"
+        );
         d.set(0, Some(now + Duration::from_secs(1)));
         tokio::time::timeout(Duration::from_millis(100), d.moved_earlier()).await.expect("woken");
         assert_eq!(d.earliest(), Some(d.instant(d.nanos(now + Duration::from_secs(1))).unwrap()));
