@@ -28,7 +28,7 @@
 //! the proxy's `sigcomp-id` in its outbound proxy URI uses one name
 //! throughout, and has one compartment at each end.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use sha1::{Digest, Sha1};
@@ -58,7 +58,7 @@ const NAME_PARAM: &str = "sk-n";
 /// `sigcomp-id`, the Contact's `+sip.instance`, or the Request-URI's
 /// `sigcomp-id`), in [`identifier_key`] form; or, for a legacy terminal
 /// without one, its flow.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Terminal {
     /// Its SigComp identifier, at most [`MAX_IDENTIFIER_LEN`] bytes.
     Id(String),
@@ -198,6 +198,9 @@ pub struct Compartments {
     /// Each terminal's compartments, the one used last at the end.
     of_terminal: HashMap<Terminal, Vec<CompartmentId>>,
     registered: HashMap<Terminal, Instant>,
+    /// `registered` by expiry: the next one is found without a scan (the
+    /// runtime asks after every message, [`crate::Proxy::poll_timeout`]).
+    expiries: BTreeSet<(Instant, Terminal)>,
     next: u64,
     uploads: Uploads,
 }
@@ -261,13 +264,18 @@ impl Compartments {
         if self.registered.len() >= max && !self.registered.contains_key(&terminal) {
             return false;
         }
-        self.registered.insert(terminal, until);
+        if let Some(before) = self.registered.insert(terminal.clone(), until) {
+            self.expiries.remove(&(before, terminal.clone()));
+        }
+        self.expiries.insert((until, terminal));
         true
     }
 
     /// `terminal`'s registration ended; whether it had one.
     pub fn unregister(&mut self, terminal: &Terminal) -> bool {
-        self.registered.remove(terminal).is_some()
+        let Some(until) = self.registered.remove(terminal) else { return false };
+        self.expiries.remove(&(until, terminal.clone()));
+        true
     }
 
     /// Whether `terminal` has a registration the proxy remembers (until it
@@ -283,14 +291,16 @@ impl Compartments {
 
     /// When the next registration runs out.
     pub fn next_expiry(&self) -> Option<Instant> {
-        self.registered.values().min().copied()
+        self.expiries.first().map(|(at, _)| *at)
     }
 
     /// The terminals whose registration has run out at `now`, unregistered.
     pub fn expire(&mut self, now: Instant) -> Vec<Terminal> {
-        let gone: Vec<Terminal> = self.registered.iter().filter(|(_, t)| **t <= now).map(|(k, _)| k.clone()).collect();
-        for t in &gone {
-            self.registered.remove(t);
+        let mut gone = Vec::new();
+        while self.expiries.first().is_some_and(|(at, _)| *at <= now) {
+            let Some((_, t)) = self.expiries.pop_first() else { break };
+            self.registered.remove(&t);
+            gone.push(t);
         }
         gone
     }
@@ -332,6 +342,30 @@ impl Compartments {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Registrations run out in the order of their expiry; a terminal
+    /// registering again moves its expiry, and one unregistered has none.
+    #[test]
+    fn registrations_expire_in_order_of_their_expiry() {
+        let now = Instant::now();
+        let s = std::time::Duration::from_secs;
+        let mut c = Compartments::default();
+        let (a, b, d) = (Terminal::Id("a".into()), Terminal::Flow(2), Terminal::Flow(3));
+        assert!(c.register(a.clone(), now + s(30), 10));
+        assert!(c.register(b.clone(), now + s(10), 10));
+        assert!(c.register(d.clone(), now + s(20), 10));
+        assert_eq!(c.next_expiry(), Some(now + s(10)));
+        // b registers again for longer: d is next.
+        assert!(c.register(b.clone(), now + s(40), 10));
+        assert_eq!(c.next_expiry(), Some(now + s(20)));
+        assert!(c.unregister(&d) && !c.unregister(&d));
+        assert_eq!(c.next_expiry(), Some(now + s(30)));
+        assert_eq!(c.expire(now + s(35)), vec![a.clone()]);
+        assert!(!c.is_registered(&a) && c.is_registered(&b));
+        assert_eq!(c.next_expiry(), Some(now + s(40)));
+        assert_eq!(c.expire(now + s(40)), vec![b]);
+        assert_eq!((c.next_expiry(), c.registered_count()), (None, 0));
+    }
 
     #[test]
     fn the_quoted_via_and_the_escaped_uri_spelling_of_our_id_are_one_name() {

@@ -388,18 +388,24 @@ impl Proxy {
     /// (`_from` is the configured upstream: where a message goes next is
     /// read from the message itself.)
     pub fn from_upstream(&mut self, now: Instant, _from: Peer, bytes: &[u8]) {
+        self.metrics.upstream_parses += 1;
         match Message::parse(bytes) {
             Ok(msg) => self.upstream_message(now, &msg),
-            Err(_) => {
-                self.metrics.messages_in[1] += 1;
-                self.metrics.bytes_in[1] += bytes.len() as u64;
-                self.metrics.bad_sip += 1;
-            }
+            Err(_) => self.upstream_not_sip(bytes.len()),
         }
     }
 
-    /// [`Proxy::from_upstream`] of a message already parsed (the runtime
-    /// parses it once, to find its shard).
+    /// Counts a message from the upstream of `len` bytes that does not
+    /// parse as SIP (the runtime found so while looking for its shard).
+    pub fn upstream_not_sip(&mut self, len: usize) {
+        self.metrics.messages_in[1] += 1;
+        self.metrics.bytes_in[1] += len as u64;
+        self.metrics.bad_sip += 1;
+    }
+
+    /// [`Proxy::from_upstream`] of a message already parsed: the runtime
+    /// parses each once, to find its shard ([`Shard::of_upstream`]), and
+    /// hands that parse here.
     pub fn upstream_message(&mut self, now: Instant, msg: &Message<'_>) {
         self.metrics.messages_in[1] += 1;
         self.metrics.bytes_in[1] += msg.input().len() as u64;

@@ -49,6 +49,11 @@ pub struct ProxyMetrics {
     /// from a terminal, or refused by the header editor
     /// (`sigkit_proxy_bad_sip`).
     pub bad_sip: u64,
+    /// Messages from the upstream the core parsed itself
+    /// ([`crate::Proxy::from_upstream`]); those the runtime parsed to find
+    /// their shard come in parsed ([`crate::Proxy::upstream_message`]) and
+    /// are not counted here.
+    pub upstream_parses: u64,
     /// SigComp messages from terminals whose state and feedback were kept
     /// in their compartment (RFC 5049 §6: a REGISTER's once the registrar
     /// answered 2xx) (`sigkit_proxy_state_decisions{decision="accepted"}`).
@@ -159,6 +164,7 @@ impl AddAssign<&ProxyMetrics> for ProxyMetrics {
         self.sigcomp_bytes_out += o.sigcomp_bytes_out;
         add_arrays(&mut self.refused, &o.refused);
         self.bad_sip += o.bad_sip;
+        self.upstream_parses += o.upstream_parses;
         self.states_accepted += o.states_accepted;
         self.states_declined += o.states_declined;
         self.compress_failures += o.compress_failures;

@@ -17,6 +17,12 @@ use tokio::sync::{mpsc, watch};
 use crate::config::{ProxyConfig, SipTransport};
 use crate::connections::{AcceptError, Activity, Closed, Connections, Queued};
 use crate::core::{Encoding, LocalAddrs, Peer, Proxy, Shard, Side, Transmit};
+use sigkit_sip::Message;
+
+mod datagrams;
+mod deadlines;
+use datagrams::BatchReceiver;
+use deadlines::Deadlines;
 
 /// Longest SIP message or SigComp message the proxy takes (RFC 3320 §4.2.2
 /// leaves the bound to the implementation; SIP messages are a few KiB).
@@ -51,6 +57,21 @@ impl Running {
         let _ = self.done.await;
     }
 
+    /// How many times upstream messages were parsed as SIP: by the
+    /// receiver to find their shard, and by the shards' cores themselves.
+    /// Each is parsed once, by the receiver, and its parse goes on to the
+    /// shard, so this equals the upstream datagrams received.
+    pub fn upstream_parses(&self) -> u64 {
+        let by_cores: u64 = self.inspect(|p| p.metrics().upstream_parses).iter().sum();
+        self.shared.upstream_parses.load(Ordering::Relaxed) + by_cores
+    }
+
+    /// How many times the timer task woke to run due timers: once per
+    /// deadline the shards reported (a few coalesced), not on a tick.
+    pub fn timer_wakeups(&self) -> u64 {
+        self.shared.deadlines.wakeups.load(Ordering::Relaxed)
+    }
+
     /// Waits until the proxy stops (SIGTERM, SIGINT or [`Running::stop`]).
     pub async fn wait(self) {
         let _ = self.done.await;
@@ -70,6 +91,11 @@ struct Shared {
     upstream: Arc<UdpSocket>,
     /// The instance written in every shard's flow tokens.
     instance: u64,
+    /// Upstream datagrams parsed to find their shard
+    /// ([`Running::upstream_parses`]).
+    upstream_parses: AtomicU64,
+    /// The shards' next deadlines, for the timer task.
+    deadlines: Deadlines,
 }
 
 /// Messages queued for one terminal's TCP connection before it counts as
@@ -119,22 +145,30 @@ impl Shared {
     }
 
     /// Sends datagrams the proxy produced ([`Shared::queue_streams`] took
-    /// the rest).
+    /// the rest), in order: each run of datagrams leaving by one socket
+    /// goes in batches ([`datagrams::send_all`]).
     async fn flush(&self, out: Vec<Transmit>) {
-        for t in out {
-            let result = match t.side {
-                Side::Upstream => self.upstream.send_to(&t.bytes, t.to.addr).await,
+        let mut run: Vec<(SocketAddr, &[u8])> = Vec::with_capacity(out.len());
+        let mut run_socket: Option<&UdpSocket> = None;
+        for t in &out {
+            let socket = match t.side {
+                Side::Upstream => Some(&*self.upstream),
                 Side::Terminal => {
-                    let socket = t.to.local.and_then(|l| self.udp.get(&l)).or_else(|| self.udp.values().next());
-                    match socket {
-                        Some(s) => s.send_to(&t.bytes, t.to.addr).await,
-                        None => continue,
-                    }
+                    t.to.local.and_then(|l| self.udp.get(&l)).or_else(|| self.udp.values().next()).map(|s| &**s)
                 }
             };
-            if let Err(e) = result {
-                tracing::warn!(side = ?t.side, to = %t.to.addr, error = %e, "send failed");
+            let Some(socket) = socket else { continue };
+            if run_socket.is_some_and(|r| !std::ptr::eq(r, socket)) {
+                if let Some(r) = run_socket {
+                    datagrams::send_all(r, &run).await;
+                }
+                run.clear();
             }
+            run_socket = Some(socket);
+            run.push((t.to.addr, &t.bytes));
+        }
+        if let Some(r) = run_socket {
+            datagrams::send_all(r, &run).await;
         }
     }
 
@@ -147,32 +181,47 @@ impl Shared {
         self.shards.get(Shard::of_terminal(terminal, self.shard_count()) as usize)?.lock().ok()
     }
 
-    /// The shard a message belongs to: its terminal's address, or what
-    /// the proxy wrote into an upstream message ([`Shard`]).
-    fn shard_of(&self, side: Side, from: Peer, bytes: &[u8]) -> u32 {
-        let n = self.shard_count();
-        match side {
-            Side::Terminal => Shard::of_terminal(from.addr, n),
-            Side::Upstream => Shard::of_upstream_message(bytes, n, self.instance).unwrap_or(0),
+    /// Parses an upstream datagram once, to find its shard: what the proxy
+    /// wrote into it ([`Shard::of_upstream`]); the parse goes on to that
+    /// shard with the bytes. What is not SIP goes to shard 0 to be counted.
+    fn route_upstream(&self, bytes: Vec<u8>) -> (u32, Payload) {
+        self.upstream_parses.fetch_add(1, Ordering::Relaxed);
+        match ParsedUpstream::try_new_or_recover(bytes, |b| Message::parse(b)) {
+            Ok(parsed) => {
+                let shard = Shard::of_upstream(parsed.borrow_dependent(), self.shard_count(), self.instance);
+                (shard, Payload::Upstream(parsed))
+            }
+            Err((bytes, _)) => (0, Payload::UpstreamNotSip(bytes.len())),
         }
     }
 
-    /// Hands one message to its shard's proxy; returns the datagrams to
-    /// send (what goes over TCP is queued on its connection already).
-    fn handle(&self, side: Side, from: Peer, bytes: &[u8], encoding: Encoding) -> Vec<Transmit> {
-        self.handle_on(self.shard_of(side, from, bytes), side, from, bytes, encoding)
+    /// Hands one message from a terminal to its shard's proxy; returns the
+    /// datagrams to send (what goes over TCP is queued on its connection
+    /// already).
+    fn handle_terminal(&self, from: Peer, bytes: &[u8], encoding: Encoding) -> Vec<Transmit> {
+        let index = Shard::of_terminal(from.addr, self.shard_count());
+        self.handle_on(index, |p, now| p.from_terminal(now, from, bytes, encoding))
     }
 
-    /// [`Shared::handle`] on shard `index`.
-    fn handle_on(&self, index: u32, side: Side, from: Peer, bytes: &[u8], encoding: Encoding) -> Vec<Transmit> {
+    /// A datagram its receiver routed to shard `index`, handled there.
+    fn handle_datagram(&self, index: u32, d: &Datagram) -> Vec<Transmit> {
+        self.handle_on(index, |p, now| match &d.payload {
+            Payload::Terminal { bytes, encoding } => p.from_terminal(now, d.from, bytes, *encoding),
+            Payload::Upstream(parsed) => p.upstream_message(now, parsed.borrow_dependent()),
+            Payload::UpstreamNotSip(len) => p.upstream_not_sip(*len),
+        })
+    }
+
+    /// Runs `feed` on shard `index`'s proxy with the time, and returns the
+    /// datagrams it produced (what goes over TCP is queued on its
+    /// connection, in order, before the lock is released).
+    fn handle_on(&self, index: u32, feed: impl FnOnce(&mut Proxy, Instant)) -> Vec<Transmit> {
         let Some(mut p) = self.shards.get(index as usize).and_then(|m| m.lock().ok()) else {
             return Vec::new();
         };
         let now = Instant::now();
-        match side {
-            Side::Terminal => p.from_terminal(now, from, bytes, encoding),
-            Side::Upstream => p.from_upstream(now, from, bytes),
-        }
+        feed(&mut p, now);
+        self.deadlines.set(index as usize, p.poll_timeout());
         let out = std::iter::from_fn(|| p.poll_transmit()).collect();
         p.record_handling(now.elapsed());
         let datagrams = self.queue_streams(&mut p, out);
@@ -280,6 +329,8 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         udp: udp.clone(),
         upstream: upstream_socket.clone(),
         instance,
+        upstream_parses: AtomicU64::new(0),
+        deadlines: Deadlines::new(count as usize),
     });
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
@@ -311,10 +362,7 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     for listener in tcp {
         tasks.spawn(tcp_accept(shared.clone(), listener, stop.clone()));
     }
-    // Stateful mode runs RFC 3261 timers (T1 = 500 ms, retransmissions
-    // doubling from it): a 10 ms tick keeps them within 2 % of T1.
-    let tick = if config.stateful { Duration::from_millis(10) } else { Duration::from_millis(500) };
-    tasks.spawn(timer(shared.clone(), tick, stop.clone()));
+    tasks.spawn(timer(shared.clone(), stop.clone()));
     if let Some(l) = metrics_listener {
         tasks.spawn(metrics_server(shared.clone(), l, stop.clone()));
     }
@@ -343,11 +391,31 @@ async fn signals(shutdown: watch::Sender<bool>) {
 
 /// A datagram on its way to its shard's worker.
 struct Datagram {
-    side: Side,
     from: Peer,
-    bytes: Vec<u8>,
-    encoding: Encoding,
+    payload: Payload,
 }
+
+/// What a datagram carries to its worker: what its receiver learned of it.
+enum Payload {
+    /// From a terminal: SigComp or plain SIP, parsed by the shard (after
+    /// decompression, for SigComp).
+    Terminal { bytes: Vec<u8>, encoding: Encoding },
+    /// From the upstream, parsed by the receiver to find the shard.
+    Upstream(ParsedUpstream),
+    /// From the upstream, not SIP: its length, to count it.
+    UpstreamNotSip(usize),
+}
+
+self_cell::self_cell!(
+    /// An upstream datagram's bytes and their SIP parse, which borrows
+    /// them: the receiver parses once to find the shard, and the shard's
+    /// core takes the same parse.
+    struct ParsedUpstream {
+        owner: Vec<u8>,
+        #[covariant]
+        dependent: Message,
+    }
+);
 
 /// Datagrams waiting for one shard's worker. When it is full the receiver
 /// waits, the socket's buffer fills, and the kernel drops what comes next,
@@ -362,37 +430,57 @@ async fn udp_loop(
     side: Side,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut buf = vec![0u8; MAX_MESSAGE];
+    let mut receiver = match BatchReceiver::new(&socket, MAX_MESSAGE) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(%local, error = %e, "UDP socket not readable in batches: not receiving");
+            return;
+        }
+    };
+    let mut batch = Vec::with_capacity(datagrams::RECV_BATCH);
     loop {
-        let (n, from) = tokio::select! {
-            r = socket.recv_from(&mut buf) => match r {
-                Ok(x) => x,
+        tokio::select! {
+            r = receiver.recv(&socket) => match r {
+                Ok(received) => batch.extend(received.filter(|(d, _)| !d.is_empty()).map(|(d, from)| {
+                    let from = Peer { transport: SipTransport::Udp, addr: from, local: Some(local), conn: None };
+                    (from, d.to_vec())
+                })),
                 Err(e) => {
                     tracing::debug!(error = %e, "recv failed");
                     continue;
                 }
             },
             _ = stop.changed() => return,
-        };
-        if n == 0 {
-            continue;
         }
-        let from = Peer { transport: SipTransport::Udp, addr: from, local: Some(local), conn: None };
-        let bytes = buf[..n].to_vec();
-        let Some(queue) = queues.get(shared.shard_of(side, from, &bytes) as usize) else { continue };
-        let datagram = Datagram { side, from, encoding: Encoding::of_first_byte(bytes[0]), bytes };
-        tokio::select! {
-            r = queue.send(datagram) => if r.is_err() { return },
-            _ = stop.changed() => return,
+        // In the order read: a source's datagrams reach its shard's queue
+        // in the order they arrived.
+        for (from, bytes) in batch.drain(..) {
+            let (shard, payload) = match side {
+                Side::Terminal => {
+                    let encoding = Encoding::of_first_byte(bytes[0]);
+                    (Shard::of_terminal(from.addr, shared.shard_count()), Payload::Terminal { bytes, encoding })
+                }
+                Side::Upstream => shared.route_upstream(bytes),
+            };
+            let Some(queue) = queues.get(shard as usize) else { continue };
+            tokio::select! {
+                r = queue.send(Datagram { from, payload }) => if r.is_err() { return },
+                _ = stop.changed() => return,
+            }
         }
     }
 }
 
-/// Handles one shard's datagrams in the order they came and sends what
-/// each produced before the next.
+/// Handles one shard's datagrams in the order they came: those queued
+/// together (up to a batch) one after the other, then what they produced
+/// is sent, in the order produced, in as few system calls as it can.
 async fn shard_worker(shared: Arc<Shared>, index: u32, mut queue: mpsc::Receiver<Datagram>) {
-    while let Some(d) = queue.recv().await {
-        let out = shared.handle_on(index, d.side, d.from, &d.bytes, d.encoding);
+    let mut batch = Vec::with_capacity(datagrams::SEND_BATCH);
+    while queue.recv_many(&mut batch, datagrams::SEND_BATCH).await > 0 {
+        let mut out = Vec::new();
+        for d in batch.drain(..) {
+            out.extend(shared.handle_datagram(index, &d));
+        }
         shared.flush(out).await;
     }
 }
@@ -633,7 +721,7 @@ fn take_bytes(shared: &Shared, conn: &Conn, framing: &mut Framing, data: &[u8]) 
     let mut out = Vec::new();
     let handle = |out: &mut Vec<Transmit>, msg: &[u8], encoding: Encoding| {
         conn.activity.prove();
-        out.extend(shared.handle(Side::Terminal, conn.peer, msg, encoding));
+        out.extend(shared.handle_terminal(conn.peer, msg, encoding));
     };
     let (end, buffered) = match framing {
         Framing::Unknown => (None, 0),
@@ -695,22 +783,47 @@ fn answer_keep_alives(plain: &mut Vec<u8>, queue: &mpsc::Sender<Vec<u8>>) {
     }
 }
 
-async fn timer(shared: Arc<Shared>, every: Duration, mut stop: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+/// The least time between two runs of the timers: a deadline the core
+/// keeps reporting after it has passed cannot make the task spin, and
+/// under load the many transactions' deadlines are run together. RFC 3261
+/// timers so fire at most this late (0.2 % of T1 = 500 ms).
+const TIMER_SLACK: Duration = Duration::from_millis(1);
+
+/// Runs each shard's timers when its next deadline comes
+/// ([`Proxy::poll_timeout`]), sleeping in between; a message that brings
+/// an earlier deadline wakes it ([`Deadlines::set`]).
+async fn timer(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    for (index, shard) in shared.shards.iter().enumerate() {
+        let Ok(p) = shard.lock() else { return };
+        shared.deadlines.set(index, p.poll_timeout());
+    }
     loop {
+        let ran = Instant::now();
+        let next = shared.deadlines.earliest().map(|at| at.max(ran + TIMER_SLACK));
         tokio::select! {
-            _ = tick.tick() => {}
+            _ = sleep_until(next) => {}
+            _ = shared.deadlines.moved_earlier() => continue,
             _ = stop.changed() => return,
         }
+        shared.deadlines.wakeups.fetch_add(1, Ordering::Relaxed);
+        let now = Instant::now();
         let mut out = Vec::new();
-        for shard in &shared.shards {
-            let Ok(mut p) = shard.lock() else { return };
-            p.handle_timeout(Instant::now());
+        for index in shared.deadlines.due(now).collect::<Vec<_>>() {
+            let Some(Ok(mut p)) = shared.shards.get(index).map(|m| m.lock()) else { return };
+            p.handle_timeout(now);
             let produced = std::iter::from_fn(|| p.poll_transmit()).collect();
             out.extend(shared.queue_streams(&mut p, produced));
+            shared.deadlines.set(index, p.poll_timeout());
         }
         shared.flush(out).await;
+    }
+}
+
+/// Sleeps until `at`, or for ever when there is no deadline.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -180,3 +180,64 @@ fn terminals_spread_over_the_shards() {
     }
     assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
 }
+
+/// Stateful mode under a mocked clock, driven as the runtime drives it:
+/// sleep until [`Proxy::poll_timeout`], then [`Proxy::handle_timeout`]
+/// there. An upstream that never answers a non-INVITE request gets it
+/// again on Timer E: T1 after it was sent, then doubling up to T2
+/// (RFC 3261 §17.1.2.2, T1 = 500 ms, T2 = 4 s), each exactly at its time
+/// (never before: a call just before the deadline sends nothing), and a
+/// 408 goes to the terminal at Timer F, 64·T1 (§17.1.2.2, §16.8).
+#[test]
+fn stateful_retransmissions_fire_at_the_deadlines_poll_timeout_reports() {
+    let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
+    let config = ProxyConfig {
+        listen: vec!["udp:127.0.0.1:5060".parse().unwrap()],
+        upstream: Some("udp:127.0.0.1:5070".parse().unwrap()),
+        stateful: true,
+        ..ProxyConfig::default()
+    };
+    let addrs = LocalAddrs {
+        terminal: vec![(SipTransport::Udp, addr("127.0.0.1:5060"))],
+        upstream: addr("127.0.0.1:5062"),
+        upstream_peer: addr("127.0.0.1:5070"),
+    };
+    let mut proxy = Proxy::new(&config, addrs).unwrap();
+    let from = Peer { transport: SipTransport::Udp, addr: addr("10.0.0.9:5080"), local: None, conn: None };
+    let options = "OPTIONS sip:service@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 10.0.0.9:5080;branch=z9hG4bKt1;rport\r\n\
+                   Max-Forwards: 70\r\nFrom: <sip:a@x>;tag=1\r\nTo: <sip:service@x>\r\nCall-ID: timed\r\n\
+                   CSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n";
+    let start = Instant::now();
+    proxy.from_terminal(start, from, options.as_bytes(), Encoding::Plain);
+    let sent: Vec<Transmit> = std::iter::from_fn(|| proxy.poll_transmit()).collect();
+    assert!(sent.iter().any(|t| t.side == Side::Upstream), "forwarded at once");
+    let ms = Duration::from_millis;
+    let mut upstream_at = Vec::new();
+    let mut timeout_at = None;
+    let end = start + Duration::from_secs(40);
+    while let Some(at) = proxy.poll_timeout().filter(|&at| at <= end) {
+        assert!(at > start, "a deadline after the request");
+        // Just before the deadline nothing is due.
+        proxy.handle_timeout(at - ms(1));
+        assert_eq!(proxy.poll_transmit(), None, "nothing sent before the deadline at {:?}", at - start);
+        proxy.handle_timeout(at);
+        for t in std::iter::from_fn(|| proxy.poll_transmit()) {
+            match t.side {
+                Side::Upstream => upstream_at.push(at - start),
+                Side::Terminal if t.bytes.starts_with(b"SIP/2.0 408") => timeout_at = Some(at - start),
+                Side::Terminal => {}
+            }
+        }
+    }
+    // Timer E: 0.5, 1, 2, 4, 4, ... s apart, until Timer F at 32 s.
+    let mut want = Vec::new();
+    let (mut at, mut interval) = (ms(0), ms(500));
+    while at + interval < ms(32_000) {
+        at += interval;
+        want.push(at);
+        interval = (interval * 2).min(ms(4000));
+    }
+    assert_eq!(upstream_at, want, "retransmissions at T1, then doubling to T2");
+    assert_eq!(timeout_at, Some(ms(32_000)), "408 at Timer F");
+    assert_eq!(proxy.metrics().upstream_retransmissions, want.len() as u64);
+}
