@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use sigcomp::nack::{NackParseError, NackReport, SentLog, SentRecord};
-use sigcomp::state::CreateOutcome;
+use sigcomp::state::{CreateOutcome, PackDictionary};
 use sigcomp::udvm::StateRequest;
 use sigcomp::wire;
 use sigcomp::{CompartmentId, Decompressor, Params, State, StateId, Transport};
@@ -347,6 +347,23 @@ impl Compressor {
     pub fn pack_states(&mut self) -> usize {
         self.packed = true;
         self.model.states_mut().pack_compartment(MODEL)
+    }
+
+    /// Makes [`Compressor::pack_states`] pack against `dictionary` from now
+    /// on (packs made before keep theirs).
+    pub fn set_pack_dictionary(&mut self, dictionary: PackDictionary) {
+        self.model.states_mut().set_pack_dictionary(dictionary);
+    }
+
+    /// The model's values [`Compressor::pack_states`] would pack now, one
+    /// after another: samples for a [`PackDictionary`].
+    pub fn packable_model_values(&self) -> Vec<u8> {
+        self.model.states().packable_values(MODEL)
+    }
+
+    /// The dictionaries the model's packed values were packed against.
+    pub fn model_pack_dictionaries(&self) -> Vec<PackDictionary> {
+        self.model.states().compartment_pack_dictionaries(MODEL)
     }
 
     /// Undoes [`Compressor::pack_states`].

@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sigcomp::nack::NackReport;
+use sigcomp::state::PackDictionary;
 use sigcomp::{CompartmentId, Decompressor, Failure, Limits, Nack, Params, Pending, Reason, State, StateId, Transport};
 
 use crate::compressor::{AnnounceMessage, CompressError, Compressed, Compressor, Config, Mechanism};
@@ -86,6 +87,18 @@ pub const DEFAULT_SCRATCH_COMPARTMENTS: usize = 64;
 /// a round trip; this many of the most recent messages, over all
 /// compartments, covers a few seconds of a busy proxy.
 const SENT_INDEX: usize = 65_536;
+
+/// Idle compartments packed against one [`PackDictionary`] before the
+/// endpoint takes new samples from the next one: what its compartments
+/// have in common changes as its traffic does. A pack holds the
+/// dictionary it was made against, so the dictionaries alive are at most
+/// one per this many idle compartments, each at most 64 KiB.
+const PACK_SAMPLES_EVERY: u64 = 1024;
+
+/// Bytes of state values a compartment must hold to serve as samples: a
+/// compartment that has only just started (a lone REGISTER) would make a
+/// poor dictionary for whole calls.
+const MIN_PACK_SAMPLES: usize = 2048;
 
 /// Why an endpoint cannot be set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -366,6 +379,10 @@ pub struct Endpoint {
     hot: VecDeque<CompartmentId>,
     factory: CompressorFactory,
     metrics: EndpointMetrics,
+    /// Whether [`Endpoint::sample_pack_dictionary`] has taken samples.
+    pack_samples_taken: bool,
+    /// Compartments packed since it last did.
+    packs_since_samples: u64,
 }
 
 /// Builds the compressors of an endpoint's compartments, sharing what
@@ -495,6 +512,8 @@ impl Endpoint {
                 fresh_finder: None,
             },
             metrics: EndpointMetrics::default(),
+            pack_samples_taken: false,
+            packs_since_samples: 0,
         })
     }
 
@@ -542,10 +561,42 @@ impl Endpoint {
             let Some(old) = self.hot.pop_front() else { break };
             if let Some(c) = self.compartments.get_mut(&old).and_then(|c| c.compressor.as_mut()) {
                 c.release_scratch();
-                c.pack_states();
             }
-            self.decompressor.states_mut().pack_compartment(old);
+            self.pack_states_of(old);
         }
+    }
+
+    /// Packs `compartment`'s states at our decompressor and in its
+    /// compressor's model of the peer, against the endpoint's
+    /// [`PackDictionary`], whose samples are taken first from this
+    /// compartment when they are due ([`PACK_SAMPLES_EVERY`]).
+    fn pack_states_of(&mut self, compartment: CompartmentId) {
+        if self.packs_since_samples >= PACK_SAMPLES_EVERY || !self.pack_samples_taken {
+            self.sample_pack_dictionary(compartment);
+        }
+        self.packs_since_samples += 1;
+        let dictionary = self.decompressor.states().pack_dictionary();
+        if let Some(c) = self.compartments.get_mut(&compartment).and_then(|c| c.compressor.as_mut()) {
+            c.set_pack_dictionary(dictionary);
+            c.pack_states();
+        }
+        self.decompressor.states_mut().pack_compartment(compartment);
+    }
+
+    /// Makes `compartment`'s states, at our decompressor and in its
+    /// compressor's model of the peer, the samples of the dictionary the
+    /// endpoint's packs are made against from now on, if they are enough
+    /// to be worth it ([`MIN_PACK_SAMPLES`]).
+    fn sample_pack_dictionary(&mut self, compartment: CompartmentId) {
+        let received = self.decompressor.states().packable_values(compartment);
+        let sent = self.compressor(compartment).map(Compressor::packable_model_values).unwrap_or_default();
+        if received.len() + sent.len() < MIN_PACK_SAMPLES {
+            return;
+        }
+        let dictionary = PackDictionary::with_samples(&[&sent, &received]);
+        self.decompressor.states_mut().set_pack_dictionary(dictionary);
+        self.pack_samples_taken = true;
+        self.packs_since_samples = 0;
     }
 
     /// Packs `compartment`'s states now, at our decompressor and in its
@@ -554,10 +605,7 @@ impl Endpoint {
     /// an application that knows a peer has gone quiet. The next message
     /// to or from it unpacks them.
     pub fn pack_compartment(&mut self, compartment: CompartmentId) {
-        if let Some(c) = self.compartments.get_mut(&compartment).and_then(|c| c.compressor.as_mut()) {
-            c.pack_states();
-        }
-        self.decompressor.states_mut().pack_compartment(compartment);
+        self.pack_states_of(compartment);
         self.hot.retain(|c| *c != compartment);
     }
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::feedback::Feedback;
 
 pub use compartment::{Compartment, Entry};
-pub use item::{State, StateId, UnpackCache};
+pub use item::{PackDictionary, State, StateId, UnpackCache};
 pub use store::{LookupError, MAX_BATCH};
 
 use item::{held_bytes, Pack, Value};
@@ -118,6 +118,9 @@ pub struct StateHandler {
     /// Compartments closed to keep within the limits, not taken yet.
     evicted: VecDeque<CompartmentId>,
     evictions: u64,
+    /// What packs are made against from now on; `None`: the RFC 3485
+    /// SIP/SDP dictionary alone ([`StateHandler::set_pack_dictionary`]).
+    pack_dictionary: Option<PackDictionary>,
 }
 
 impl StateHandler {
@@ -308,23 +311,12 @@ impl StateHandler {
     /// reading unpacks), and [`StateHandler::unpack_compartment`] undoes
     /// it. Returns the bytes saved.
     pub fn pack_compartment(&mut self, compartment: CompartmentId) -> usize {
-        let Some(c) = self.compartments.get(&compartment) else { return 0 };
-        let mut ids: Vec<StateId> = Vec::new();
-        let mut plain: Vec<u8> = Vec::new();
-        for e in &c.entries {
-            if let Some(Stored { state: State { value: Value::Plain(v), .. }, holders: 1, local: false }) =
-                self.items.get(&e.id)
-            {
-                if !v.is_empty() && !ids.contains(&e.id) {
-                    ids.push(e.id);
-                    plain.extend_from_slice(v);
-                }
-            }
-        }
+        let (ids, plain) = self.packable(compartment);
         if ids.is_empty() {
             return 0;
         }
-        let Some(mut pack) = Pack::new(&plain) else { return 0 };
+        let dictionary = self.pack_dictionary.clone().unwrap_or_else(PackDictionary::sip_sdp);
+        let Some(mut pack) = Pack::new(&plain, &dictionary) else { return 0 };
         pack.ids = ids.clone().into_boxed_slice();
         let saved = plain.len() - pack.lz4.len();
         let pack = Arc::new(pack);
@@ -337,6 +329,58 @@ impl StateHandler {
             }
         }
         saved
+    }
+
+    /// The items [`StateHandler::pack_compartment`] would pack (plain, held
+    /// by `compartment` alone and by no local owner) and their values
+    /// concatenated.
+    fn packable(&self, compartment: CompartmentId) -> (Vec<StateId>, Vec<u8>) {
+        let Some(c) = self.compartments.get(&compartment) else { return (Vec::new(), Vec::new()) };
+        let mut ids: Vec<StateId> = Vec::new();
+        let mut values: Vec<&[u8]> = Vec::new();
+        for e in &c.entries {
+            if let Some(Stored { state: State { value: Value::Plain(v), .. }, holders: 1, local: false }) =
+                self.items.get(&e.id)
+            {
+                if !v.is_empty() && !ids.contains(&e.id) {
+                    ids.push(e.id);
+                    values.push(v);
+                }
+            }
+        }
+        (ids, values.concat())
+    }
+
+    /// The values [`StateHandler::pack_compartment`] would pack now, one
+    /// after another: samples for a [`PackDictionary`].
+    pub fn packable_values(&self, compartment: CompartmentId) -> Vec<u8> {
+        self.packable(compartment).1
+    }
+
+    /// Makes the packs made from now on against `dictionary` (packs made
+    /// before keep theirs). Only how small packs are depends on it.
+    pub fn set_pack_dictionary(&mut self, dictionary: PackDictionary) {
+        self.pack_dictionary = Some(dictionary);
+    }
+
+    /// What packs are made against now.
+    pub fn pack_dictionary(&self) -> PackDictionary {
+        self.pack_dictionary.clone().unwrap_or_else(PackDictionary::sip_sdp)
+    }
+
+    /// The dictionaries the packs of `compartment`'s items were made
+    /// against, one per pack.
+    pub fn compartment_pack_dictionaries(&self, compartment: CompartmentId) -> Vec<PackDictionary> {
+        let Some(c) = self.compartments.get(&compartment) else { return Vec::new() };
+        let mut out: Vec<PackDictionary> = Vec::new();
+        for e in &c.entries {
+            if let Some(Stored { state: State { value: Value::Packed { pack, .. }, .. }, .. }) = self.items.get(&e.id) {
+                if !out.iter().any(|d| d.same(pack.dictionary())) {
+                    out.push(pack.dictionary().clone());
+                }
+            }
+        }
+        out
     }
 
     /// Undoes [`StateHandler::pack_compartment`] for the packed items of
