@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use sigcomp::nack::{NackParseError, NackReport, SentLog, SentRecord};
-use sigcomp::state::{CreateOutcome, PackDictionary};
+use sigcomp::state::{CreateOutcome, FrozenStates, PackDictionary};
 use sigcomp::udvm::StateRequest;
 use sigcomp::wire;
 use sigcomp::{CompartmentId, Decompressor, Params, State, StateId, Transport};
@@ -140,6 +140,9 @@ pub struct Compressor {
     model_runs: usize,
     /// The model's states are packed ([`Compressor::pack_states`]).
     packed: bool,
+    /// While packed, the model decompressor's state handler, frozen: the
+    /// decompressor holds an empty one, which allocates nothing.
+    frozen_model: Option<Box<FrozenStates>>,
     /// The buffer the window of each message is laid out in, kept with
     /// the match finder.
     window: Vec<u8>,
@@ -266,6 +269,7 @@ impl Compressor {
             released_rebuilds: 0,
             model_runs: 0,
             packed: false,
+            frozen_model: None,
             window: Vec::new(),
         })
     }
@@ -345,25 +349,42 @@ impl Compressor {
     /// compressor decides changes: the next call that needs the states
     /// unpacks them first. Returns the bytes saved.
     pub fn pack_states(&mut self) -> usize {
+        if self.packed {
+            return 0;
+        }
         self.packed = true;
-        self.model.states_mut().pack_compartment(MODEL)
+        let saved = self.model.states_mut().pack_compartment(MODEL);
+        // The handler's index and tables cost more than a few packed items:
+        // an idle compartment keeps them as two short lists.
+        let handler = std::mem::take(self.model.states_mut());
+        self.frozen_model = Some(Box::new(handler.freeze()));
+        saved
     }
 
     /// Makes [`Compressor::pack_states`] pack against `dictionary` from now
     /// on (packs made before keep theirs).
     pub fn set_pack_dictionary(&mut self, dictionary: PackDictionary) {
-        self.model.states_mut().set_pack_dictionary(dictionary);
+        match &mut self.frozen_model {
+            Some(frozen) => frozen.set_pack_dictionary(dictionary),
+            None => self.model.states_mut().set_pack_dictionary(dictionary),
+        }
     }
 
     /// The model's values [`Compressor::pack_states`] would pack now, one
-    /// after another: samples for a [`PackDictionary`].
+    /// after another: samples for a [`PackDictionary`] (none once packed).
     pub fn packable_model_values(&self) -> Vec<u8> {
+        if self.frozen_model.is_some() {
+            return Vec::new();
+        }
         self.model.states().packable_values(MODEL)
     }
 
     /// The dictionaries the model's packed values were packed against.
     pub fn model_pack_dictionaries(&self) -> Vec<PackDictionary> {
-        self.model.states().compartment_pack_dictionaries(MODEL)
+        match &self.frozen_model {
+            Some(frozen) => frozen.compartment_pack_dictionaries(MODEL),
+            None => self.model.states().compartment_pack_dictionaries(MODEL),
+        }
     }
 
     /// Undoes [`Compressor::pack_states`].
@@ -372,6 +393,9 @@ impl Compressor {
             return;
         }
         self.packed = false;
+        if let Some(frozen) = self.frozen_model.take() {
+            *self.model.states_mut() = frozen.thaw();
+        }
         self.model.states_mut().unpack_compartment(MODEL);
     }
 
@@ -424,7 +448,10 @@ impl Compressor {
     /// Bytes the model's items for this compartment take in memory
     /// (packed ones at their packed size, [`Compressor::pack_states`]).
     pub fn peer_state_bytes_resident(&self) -> usize {
-        self.model.states().compartment_resident_bytes(MODEL)
+        match &self.frozen_model {
+            Some(frozen) => frozen.compartment_resident_bytes(MODEL),
+            None => self.model.states().compartment_resident_bytes(MODEL),
+        }
     }
 
     /// Bytes of snapshot memory the compressor holds (those it may still
@@ -436,7 +463,10 @@ impl Compressor {
     /// The bytes of snapshot `id` (the model's item), unless forgotten
     /// ([`Compressor::forget_superseded`]) or no longer held.
     fn snapshot_memory(&self, id: &StateId) -> Option<Arc<[u8]>> {
-        self.model.states().get(id).map(State::shared_value)
+        match &self.frozen_model {
+            Some(frozen) => frozen.get(id).map(State::shared_value),
+            None => self.model.states().get(id).map(State::shared_value),
+        }
     }
 
     /// Identifiers of the dynamic snapshots the compressor may continue from.
