@@ -353,6 +353,13 @@ impl Compressor {
             return 0;
         }
         self.packed = true;
+        // What the compartment keeps between messages, without the room
+        // its growth left: exactly its records (a clone of the sent log
+        // holds exactly its records too).
+        self.snapshots.shrink_to_fit();
+        self.awaiting.shrink_to_fit();
+        self.acknowledged.shrink_to_fit();
+        self.sent = self.sent.clone();
         let saved = self.model.states_mut().pack_compartment(MODEL);
         // The handler's index and tables cost more than a few packed items:
         // an idle compartment keeps them as two short lists.

@@ -88,6 +88,19 @@ pub const DEFAULT_SCRATCH_COMPARTMENTS: usize = 64;
 /// compartments, covers a few seconds of a busy proxy.
 const SENT_INDEX: usize = 65_536;
 
+/// The key of a sent message in the endpoint's index of them: the first 8
+/// bytes of its SHA-1 (RFC 4077 §3.1), which is all a lookup needs: two of
+/// the 65,536 messages indexed share them by chance once in about 2^33
+/// such indexes, and a peer cannot aim a NACK at a message it never saw,
+/// whose digest it does not know. The compartment's compressor then reads
+/// its own record of the message by the whole digest. Half the index's
+/// memory of whole digests.
+fn sent_key(sha1: &[u8; 20]) -> u64 {
+    let mut k = [0u8; 8];
+    k.copy_from_slice(&sha1[..8]);
+    u64::from_le_bytes(k)
+}
+
 /// Idle compartments packed against one [`PackDictionary`] before the
 /// endpoint takes new samples from the next one: what its compartments
 /// have in common changes as its traffic does. A pack holds the
@@ -371,9 +384,10 @@ pub struct Endpoint {
     /// Compartments by last activity, oldest first (idle timeout).
     idle: BTreeMap<(Instant, u64), CompartmentId>,
     activity_seq: u64,
-    /// SHA-1 of recently sent messages → their compartment, for NACKs.
-    sent: HashMap<[u8; 20], CompartmentId>,
-    sent_order: VecDeque<[u8; 20]>,
+    /// Recently sent messages, by [`sent_key`] of their SHA-1 → their
+    /// compartment, for NACKs.
+    sent: HashMap<u64, CompartmentId>,
+    sent_order: VecDeque<u64>,
     /// Compartments whose compressors keep their scratch (match finder,
     /// model UDVM memory), least recently used first.
     hot: VecDeque<CompartmentId>,
@@ -773,7 +787,7 @@ impl Endpoint {
     /// or memory where the NACK tells them (RFC 4077 §2.3).
     fn on_nack(&mut self, message: &[u8], nack: &Nack) -> ReceivedNack {
         let unmatched = ReceivedNack { reason: nack.reason, compartment: None, report: None };
-        let Some(&compartment) = self.sent.get(&nack.message_sha1) else { return unmatched };
+        let Some(&compartment) = self.sent.get(&sent_key(&nack.message_sha1)) else { return unmatched };
         let Some(c) = self.compartments.get_mut(&compartment) else { return unmatched };
         let Some(compressor) = c.compressor.as_mut() else { return unmatched };
         let Ok(report) = compressor.on_nack(message) else { return unmatched };
@@ -931,14 +945,18 @@ impl Endpoint {
     }
 
     fn remember_sent(&mut self, sha: [u8; 20], compartment: CompartmentId) {
-        if self.sent.insert(sha, compartment).is_none() {
-            self.sent_order.push_back(sha);
+        let key = sent_key(&sha);
+        if self.sent.insert(key, compartment).is_some() {
+            return;
         }
-        while self.sent_order.len() > SENT_INDEX {
+        // The oldest goes before the newest is queued: the queue never
+        // holds more than SENT_INDEX, and never doubles past it.
+        while self.sent_order.len() >= SENT_INDEX {
             if let Some(old) = self.sent_order.pop_front() {
                 self.sent.remove(&old);
             }
         }
+        self.sent_order.push_back(key);
     }
 
     /// Ends a compartment (RFC 3320 §4.1: the application closes it): its
