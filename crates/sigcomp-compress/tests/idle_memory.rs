@@ -3,6 +3,9 @@
 //! in its compressors' models of their peers), and frozen model state
 //! handlers; and that none of it changes a byte sent or received.
 
+// Helpers outside #[test] functions unwrap too: a panic fails the test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::*;

@@ -905,7 +905,8 @@ mod tests {
         }
         h.feedback_mut(B);
         h.pack_compartment(A);
-        let (used, total, entries, resident) = (h.compartment(A).unwrap().used, h.state_bytes(), h.entry_count(), h.resident_bytes());
+        let (used, total, entries, resident) =
+            (h.compartment(A).unwrap().used, h.state_bytes(), h.entry_count(), h.resident_bytes());
         let frozen = h.freeze();
         assert!(frozen.compartment_resident_bytes(A) > 0);
         assert!(frozen.get(&ids[0]).unwrap().is_packed());
