@@ -8,21 +8,22 @@
 //! byte for byte) and an upper bound on the cycles it will spend, computed
 //! from the bytecode's own definitions (`Compressor::predict`). Where
 //! that cannot be computed, and on every message with [`Config::verify`],
-//! a real [`Decompressor`] with the peer's parameters runs the message
+//! a real [`sigcomp::Decompressor`] with the peer's parameters runs the message
 //! instead. A `PeerModel` keeps the peer's state memory by the peer's
 //! retention rules, so a state the peer has evicted is never referenced.
 
 mod acknowledgements;
+mod peer_decompressor;
 mod prediction;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use sigcomp::nack::{NackParseError, NackReport, SentLog, SentRecord};
-use sigcomp::state::{CreateOutcome, FrozenStates, PackDictionary};
+use sigcomp::state::{CreateOutcome, PackDictionary};
 use sigcomp::udvm::StateRequest;
 use sigcomp::wire;
-use sigcomp::{CompartmentId, Decompressor, Params, State, StateId, Transport};
+use sigcomp::{CompartmentId, Params, State, StateId, Transport};
 
 use crate::bytecode::{self, Bytecode, DictionarySource, Image, Layout};
 pub use crate::config::{Algorithm, CompressError, Config, Mechanism};
@@ -30,6 +31,7 @@ pub use crate::finder::FreshFinder;
 use crate::finder::{encode_tokens, Finder};
 use crate::lzss::{LzssFormat, MatchFinder};
 use crate::peer_model::{place_after_last_anchor, PeerModel};
+use peer_decompressor::PeerDecompressor;
 
 /// One saved decompressor memory (dynamic mechanism). Its bytes (UDVM
 /// memory from address 64 to buffer_end) are an item of the model
@@ -129,7 +131,7 @@ pub struct Compressor {
     /// the bytes of the states the compressor may still use: those the
     /// peer holds ([`Compressor::peer_states`]) but for the snapshots
     /// superseded by a newer usable one.
-    model: Decompressor,
+    model: PeerDecompressor,
     sent: SentLog,
     /// Hash chains over the history, kept between messages; dropped by
     /// [`Compressor::release_scratch`] and rebuilt on the next message.
@@ -138,11 +140,9 @@ pub struct Compressor {
     released_rebuilds: usize,
     /// Messages the model decompressor ran (the others were computed).
     model_runs: usize,
-    /// The model's states are packed ([`Compressor::pack_states`]).
+    /// The model's states are packed ([`Compressor::pack_states`]), and
+    /// the model decompressor frozen.
     packed: bool,
-    /// While packed, the model decompressor's state handler, frozen: the
-    /// decompressor holds an empty one, which allocates nothing.
-    frozen_model: Option<Box<FrozenStates>>,
     /// The buffer the window of each message is laid out in, kept with
     /// the match finder.
     window: Vec<u8>,
@@ -237,7 +237,7 @@ impl Compressor {
                 patch_algorithm(config.algorithm, image, code, base, format)
             })),
         };
-        let mut model = Decompressor::new(peer).map_err(CompressError::PeerParams)?;
+        let mut model = PeerDecompressor::new(peer).map_err(CompressError::PeerParams)?;
         // A store of the values the compressor keeps: what the peer evicts
         // is freed by the compressor, as its model of the peer says.
         model.states_mut().set_compartment_sms(MODEL, u32::MAX);
@@ -269,7 +269,6 @@ impl Compressor {
             released_rebuilds: 0,
             model_runs: 0,
             packed: false,
-            frozen_model: None,
             window: Vec::new(),
         })
     }
@@ -361,37 +360,28 @@ impl Compressor {
         self.acknowledged.shrink_to_fit();
         self.sent = self.sent.clone();
         let saved = self.model.states_mut().pack_compartment(MODEL);
-        // The handler's index and tables cost more than a few packed items:
-        // an idle compartment keeps them as two short lists.
-        let handler = std::mem::take(self.model.states_mut());
-        self.frozen_model = Some(Box::new(handler.freeze()));
+        // The decompressor and its handler's index and tables cost more
+        // than a few packed items: an idle compartment keeps the handler
+        // frozen, as two short lists.
+        self.model.freeze();
         saved
     }
 
     /// Makes [`Compressor::pack_states`] pack against `dictionary` from now
     /// on (packs made before keep theirs).
     pub fn set_pack_dictionary(&mut self, dictionary: PackDictionary) {
-        match &mut self.frozen_model {
-            Some(frozen) => frozen.set_pack_dictionary(dictionary),
-            None => self.model.states_mut().set_pack_dictionary(dictionary),
-        }
+        self.model.set_pack_dictionary(dictionary);
     }
 
     /// The model's values [`Compressor::pack_states`] would pack now, one
     /// after another: samples for a [`PackDictionary`] (none once packed).
     pub fn packable_model_values(&self) -> Vec<u8> {
-        if self.frozen_model.is_some() {
-            return Vec::new();
-        }
-        self.model.states().packable_values(MODEL)
+        self.model.packable_values(MODEL)
     }
 
     /// The dictionaries the model's packed values were packed against.
     pub fn model_pack_dictionaries(&self) -> Vec<PackDictionary> {
-        match &self.frozen_model {
-            Some(frozen) => frozen.compartment_pack_dictionaries(MODEL),
-            None => self.model.states().compartment_pack_dictionaries(MODEL),
-        }
+        self.model.states().compartment_pack_dictionaries(MODEL)
     }
 
     /// Undoes [`Compressor::pack_states`].
@@ -400,10 +390,13 @@ impl Compressor {
             return;
         }
         self.packed = false;
-        if let Some(frozen) = self.frozen_model.take() {
-            *self.model.states_mut() = frozen.thaw();
-        }
         self.model.states_mut().unpack_compartment(MODEL);
+    }
+
+    /// Whether the model decompressor is frozen ([`Compressor::pack_states`]):
+    /// only its states are held.
+    pub fn model_frozen(&self) -> bool {
+        self.model.is_frozen()
     }
 
     /// Whether the model's states are packed ([`Compressor::pack_states`]).
@@ -455,10 +448,7 @@ impl Compressor {
     /// Bytes the model's items for this compartment take in memory
     /// (packed ones at their packed size, [`Compressor::pack_states`]).
     pub fn peer_state_bytes_resident(&self) -> usize {
-        match &self.frozen_model {
-            Some(frozen) => frozen.compartment_resident_bytes(MODEL),
-            None => self.model.states().compartment_resident_bytes(MODEL),
-        }
+        self.model.states().compartment_resident_bytes(MODEL)
     }
 
     /// Bytes of snapshot memory the compressor holds (those it may still
@@ -470,10 +460,7 @@ impl Compressor {
     /// The bytes of snapshot `id` (the model's item), unless forgotten
     /// ([`Compressor::forget_superseded`]) or no longer held.
     fn snapshot_memory(&self, id: &StateId) -> Option<Arc<[u8]>> {
-        match &self.frozen_model {
-            Some(frozen) => frozen.get(id).map(State::shared_value),
-            None => self.model.states().get(id).map(State::shared_value),
-        }
+        self.model.states().get(id).map(State::shared_value)
     }
 
     /// Identifiers of the dynamic snapshots the compressor may continue from.
@@ -569,7 +556,7 @@ impl Compressor {
         payload_len: usize,
         dictionary: Option<StateId>,
     ) -> Result<Compressed, CompressError> {
-        let d = self.model.decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
+        let d = self.model.live().decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
         if d.output != message {
             return Err(CompressError::Mismatch);
         }

@@ -86,8 +86,10 @@ fn idle_compartments_pack_against_one_shared_dictionary_and_send_the_same_bytes(
         let packed = carry_calls(&mut idle, cfg);
         assert_eq!(kept_hot, packed, "{mechanism:?} {transport:?}: packing changed what was sent");
 
-        // Nothing was packed where every compartment stayed hot.
+        // Nothing was packed where every compartment stayed hot, and the
+        // woken compartment's model is whole again.
         assert!((0..CALLS).all(|n| !hot.compressor(CompartmentId(n)).unwrap().states_packed()));
+        assert!(!idle.compressor(CompartmentId(0)).unwrap().model_frozen());
         // Compartments 1 .. CALLS-2 went idle after their call and stayed
         // so (0 was woken, the last is the hot one): their states, at the
         // decompressor and in the model, are packed against one dictionary,
@@ -98,6 +100,7 @@ fn idle_compartments_pack_against_one_shared_dictionary_and_send_the_same_bytes(
             let c = CompartmentId(n);
             let compressor = idle.compressor(c).unwrap();
             assert!(compressor.states_packed(), "{mechanism:?}: compartment {n} not packed");
+            assert!(compressor.model_frozen(), "{mechanism:?}: compartment {n}'s model decompressor kept whole");
             dictionaries.extend(compressor.model_pack_dictionaries());
             dictionaries.extend(idle.decompressor().states().compartment_pack_dictionaries(c));
         }
