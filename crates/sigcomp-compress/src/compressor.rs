@@ -19,7 +19,7 @@ mod prediction;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use sigcomp::nack::{NackParseError, NackReport, SentLog, SentRecord};
+use sigcomp::nack::{NackParseError, NackReport, SentRecord};
 use sigcomp::state::{CreateOutcome, PackDictionary};
 use sigcomp::udvm::StateRequest;
 use sigcomp::wire;
@@ -31,6 +31,7 @@ pub use crate::finder::FreshFinder;
 use crate::finder::{encode_tokens, Finder};
 use crate::lzss::{LzssFormat, MatchFinder};
 use crate::peer_model::{place_after_last_anchor, PeerModel};
+use crate::sent_log::SentMessages;
 use peer_decompressor::PeerDecompressor;
 
 /// One saved decompressor memory (dynamic mechanism). Its bytes (UDVM
@@ -132,7 +133,7 @@ pub struct Compressor {
     /// peer holds ([`Compressor::peer_states`]) but for the snapshots
     /// superseded by a newer usable one.
     model: PeerDecompressor,
-    sent: SentLog,
+    sent: SentMessages,
     /// Hash chains over the history, kept between messages; dropped by
     /// [`Compressor::release_scratch`] and rebuilt on the next message.
     finder: Option<Box<Finder>>,
@@ -152,7 +153,7 @@ const MODEL: CompartmentId = CompartmentId(0);
 
 /// Sent messages remembered for NACKs (RFC 4077 §2.3). A NACK answers a
 /// message within about one round trip, when a handful are in flight;
-/// 32 records (≈ 200 B each) keep that with a wide margin without every
+/// 32 records (≈ 80 B each, [`SentMessages`]) keep that with a wide margin without every
 /// long-lived compartment holding hundreds.
 const SENT_LOG: usize = 32;
 
@@ -264,7 +265,7 @@ impl Compressor {
             peer_shared: None,
             peer_states: PeerModel::new(peer.sms),
             model,
-            sent: SentLog::new(SENT_LOG),
+            sent: SentMessages::new(SENT_LOG),
             finder: None,
             released_rebuilds: 0,
             model_runs: 0,
@@ -353,12 +354,11 @@ impl Compressor {
         }
         self.packed = true;
         // What the compartment keeps between messages, without the room
-        // its growth left: exactly its records (a clone of the sent log
-        // holds exactly its records too).
+        // its growth left.
         self.snapshots.shrink_to_fit();
         self.awaiting.shrink_to_fit();
         self.acknowledged.shrink_to_fit();
-        self.sent = self.sent.clone();
+        self.sent.shrink_to_fit();
         let saved = self.model.states_mut().pack_compartment(MODEL);
         // The decompressor and its handler's index and tables cost more
         // than a few packed items: an idle compartment keeps the handler
