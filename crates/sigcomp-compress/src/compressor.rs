@@ -8,21 +8,22 @@
 //! byte for byte) and an upper bound on the cycles it will spend, computed
 //! from the bytecode's own definitions (`Compressor::predict`). Where
 //! that cannot be computed, and on every message with [`Config::verify`],
-//! a real [`Decompressor`] with the peer's parameters runs the message
+//! a real [`sigcomp::Decompressor`] with the peer's parameters runs the message
 //! instead. A `PeerModel` keeps the peer's state memory by the peer's
 //! retention rules, so a state the peer has evicted is never referenced.
 
 mod acknowledgements;
+mod peer_decompressor;
 mod prediction;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use sigcomp::nack::{NackParseError, NackReport, SentLog, SentRecord};
-use sigcomp::state::CreateOutcome;
+use sigcomp::nack::{NackParseError, NackReport, SentRecord};
+use sigcomp::state::{CreateOutcome, PackDictionary};
 use sigcomp::udvm::StateRequest;
 use sigcomp::wire;
-use sigcomp::{CompartmentId, Decompressor, Params, State, StateId, Transport};
+use sigcomp::{CompartmentId, Params, State, StateId, Transport};
 
 use crate::bytecode::{self, Bytecode, DictionarySource, Image, Layout};
 pub use crate::config::{Algorithm, CompressError, Config, Level, Mechanism};
@@ -30,6 +31,8 @@ pub use crate::finder::FreshFinder;
 use crate::finder::{encode_tokens, Finder};
 use crate::lzss::{LzssFormat, MatchFinder};
 use crate::peer_model::{place_after_last_anchor, PeerModel};
+use crate::sent_log::SentMessages;
+use peer_decompressor::PeerDecompressor;
 
 /// One saved decompressor memory (dynamic mechanism). Its bytes (UDVM
 /// memory from address 64 to buffer_end) are an item of the model
@@ -129,8 +132,8 @@ pub struct Compressor {
     /// the bytes of the states the compressor may still use: those the
     /// peer holds ([`Compressor::peer_states`]) but for the snapshots
     /// superseded by a newer usable one.
-    model: Decompressor,
-    sent: SentLog,
+    model: PeerDecompressor,
+    sent: SentMessages,
     /// Hash chains over the history, kept between messages; dropped by
     /// [`Compressor::release_scratch`] and rebuilt on the next message.
     finder: Option<Box<Finder>>,
@@ -138,7 +141,8 @@ pub struct Compressor {
     released_rebuilds: usize,
     /// Messages the model decompressor ran (the others were computed).
     model_runs: usize,
-    /// The model's states are packed ([`Compressor::pack_states`]).
+    /// The model's states are packed ([`Compressor::pack_states`]), and
+    /// the model decompressor frozen.
     packed: bool,
     /// The buffer the window of each message is laid out in, kept with
     /// the match finder.
@@ -149,7 +153,7 @@ const MODEL: CompartmentId = CompartmentId(0);
 
 /// Sent messages remembered for NACKs (RFC 4077 §2.3). A NACK answers a
 /// message within about one round trip, when a handful are in flight;
-/// 32 records (≈ 200 B each) keep that with a wide margin without every
+/// 32 records (≈ 80 B each, [`SentMessages`]) keep that with a wide margin without every
 /// long-lived compartment holding hundreds.
 const SENT_LOG: usize = 32;
 
@@ -234,7 +238,7 @@ impl Compressor {
                 patch_algorithm(config.algorithm, image, code, base, format)
             })),
         };
-        let mut model = Decompressor::new(peer).map_err(CompressError::PeerParams)?;
+        let mut model = PeerDecompressor::new(peer).map_err(CompressError::PeerParams)?;
         // A store of the values the compressor keeps: what the peer evicts
         // is freed by the compressor, as its model of the peer says.
         model.states_mut().set_compartment_sms(MODEL, u32::MAX);
@@ -261,7 +265,7 @@ impl Compressor {
             peer_shared: None,
             peer_states: PeerModel::new(peer.sms),
             model,
-            sent: SentLog::new(SENT_LOG),
+            sent: SentMessages::new(SENT_LOG),
             finder: None,
             released_rebuilds: 0,
             model_runs: 0,
@@ -345,8 +349,39 @@ impl Compressor {
     /// compressor decides changes: the next call that needs the states
     /// unpacks them first. Returns the bytes saved.
     pub fn pack_states(&mut self) -> usize {
+        if self.packed {
+            return 0;
+        }
         self.packed = true;
-        self.model.states_mut().pack_compartment(MODEL)
+        // What the compartment keeps between messages, without the room
+        // its growth left.
+        self.snapshots.shrink_to_fit();
+        self.awaiting.shrink_to_fit();
+        self.acknowledged.shrink_to_fit();
+        self.sent.shrink_to_fit();
+        let saved = self.model.states_mut().pack_compartment(MODEL);
+        // The decompressor and its handler's index and tables cost more
+        // than a few packed items: an idle compartment keeps the handler
+        // frozen, as two short lists.
+        self.model.freeze();
+        saved
+    }
+
+    /// Makes [`Compressor::pack_states`] pack against `dictionary` from now
+    /// on (packs made before keep theirs).
+    pub fn set_pack_dictionary(&mut self, dictionary: PackDictionary) {
+        self.model.set_pack_dictionary(dictionary);
+    }
+
+    /// The model's values [`Compressor::pack_states`] would pack now, one
+    /// after another: samples for a [`PackDictionary`] (none once packed).
+    pub fn packable_model_values(&self) -> Vec<u8> {
+        self.model.packable_values(MODEL)
+    }
+
+    /// The dictionaries the model's packed values were packed against.
+    pub fn model_pack_dictionaries(&self) -> Vec<PackDictionary> {
+        self.model.states().compartment_pack_dictionaries(MODEL)
     }
 
     /// Undoes [`Compressor::pack_states`].
@@ -356,6 +391,12 @@ impl Compressor {
         }
         self.packed = false;
         self.model.states_mut().unpack_compartment(MODEL);
+    }
+
+    /// Whether the model decompressor is frozen ([`Compressor::pack_states`]):
+    /// only its states are held.
+    pub fn model_frozen(&self) -> bool {
+        self.model.is_frozen()
     }
 
     /// Whether the model's states are packed ([`Compressor::pack_states`]).
@@ -529,7 +570,7 @@ impl Compressor {
         payload_len: usize,
         dictionary: Option<StateId>,
     ) -> Result<Compressed, CompressError> {
-        let d = self.model.decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
+        let d = self.model.live().decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
         if d.output != message {
             return Err(CompressError::Mismatch);
         }

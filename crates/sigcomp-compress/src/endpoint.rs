@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sigcomp::nack::NackReport;
+use sigcomp::state::PackDictionary;
 use sigcomp::{CompartmentId, Decompressor, Failure, Limits, Nack, Params, Pending, Reason, State, StateId, Transport};
 
 use crate::compressor::{AnnounceMessage, CompressError, Compressed, Compressor, Config, Mechanism};
@@ -86,6 +87,31 @@ pub const DEFAULT_SCRATCH_COMPARTMENTS: usize = 64;
 /// a round trip; this many of the most recent messages, over all
 /// compartments, covers a few seconds of a busy proxy.
 const SENT_INDEX: usize = 65_536;
+
+/// The key of a sent message in the endpoint's index of them: the first 8
+/// bytes of its SHA-1 (RFC 4077 §3.1), which is all a lookup needs: two of
+/// the 65,536 messages indexed share them by chance once in about 2^33
+/// such indexes, and a peer cannot aim a NACK at a message it never saw,
+/// whose digest it does not know. The compartment's compressor then reads
+/// its own record of the message by the whole digest. Half the index's
+/// memory of whole digests.
+fn sent_key(sha1: &[u8; 20]) -> u64 {
+    let mut k = [0u8; 8];
+    k.copy_from_slice(&sha1[..8]);
+    u64::from_le_bytes(k)
+}
+
+/// Idle compartments packed against one [`PackDictionary`] before the
+/// endpoint takes new samples from the next one: what its compartments
+/// have in common changes as its traffic does. A pack holds the
+/// dictionary it was made against, so the dictionaries alive are at most
+/// one per this many idle compartments, each at most 64 KiB.
+const PACK_SAMPLES_EVERY: u64 = 1024;
+
+/// Bytes of state values a compartment must hold to serve as samples: a
+/// compartment that has only just started (a lone REGISTER) would make a
+/// poor dictionary for whole calls.
+const MIN_PACK_SAMPLES: usize = 2048;
 
 /// Why an endpoint cannot be set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -358,14 +384,19 @@ pub struct Endpoint {
     /// Compartments by last activity, oldest first (idle timeout).
     idle: BTreeMap<(Instant, u64), CompartmentId>,
     activity_seq: u64,
-    /// SHA-1 of recently sent messages → their compartment, for NACKs.
-    sent: HashMap<[u8; 20], CompartmentId>,
-    sent_order: VecDeque<[u8; 20]>,
+    /// Recently sent messages, by [`sent_key`] of their SHA-1 → their
+    /// compartment, for NACKs.
+    sent: HashMap<u64, CompartmentId>,
+    sent_order: VecDeque<u64>,
     /// Compartments whose compressors keep their scratch (match finder,
     /// model UDVM memory), least recently used first.
     hot: VecDeque<CompartmentId>,
     factory: CompressorFactory,
     metrics: EndpointMetrics,
+    /// Whether [`Endpoint::sample_pack_dictionary`] has taken samples.
+    pack_samples_taken: bool,
+    /// Compartments packed since it last did.
+    packs_since_samples: u64,
 }
 
 /// Builds the compressors of an endpoint's compartments, sharing what
@@ -495,6 +526,8 @@ impl Endpoint {
                 fresh_finder: None,
             },
             metrics: EndpointMetrics::default(),
+            pack_samples_taken: false,
+            packs_since_samples: 0,
         })
     }
 
@@ -528,8 +561,9 @@ impl Endpoint {
     /// ([`Compressor::release_scratch`]), and its states, at our
     /// decompressor and in the compressor's model of the peer, are kept
     /// packed ([`sigcomp::StateHandler::pack_compartment`],
-    /// [`Compressor::pack_states`]): memory per idle compartment falls from
-    /// ≈ 90 kB to its states, and those to about a third. A compartment
+    /// [`Compressor::pack_states`], against a [`PackDictionary`] with
+    /// samples of another idle compartment's states): memory per idle
+    /// compartment falls from ≈ 90 kB to about 5 kB. A compartment
     /// that becomes active again unpacks its states and rehashes its window
     /// once; nothing it sends or accepts changes.
     pub fn set_scratch_compartments(&mut self, n: usize) {
@@ -542,10 +576,42 @@ impl Endpoint {
             let Some(old) = self.hot.pop_front() else { break };
             if let Some(c) = self.compartments.get_mut(&old).and_then(|c| c.compressor.as_mut()) {
                 c.release_scratch();
-                c.pack_states();
             }
-            self.decompressor.states_mut().pack_compartment(old);
+            self.pack_states_of(old);
         }
+    }
+
+    /// Packs `compartment`'s states at our decompressor and in its
+    /// compressor's model of the peer, against the endpoint's
+    /// [`PackDictionary`], whose samples are taken first from this
+    /// compartment when they are due ([`PACK_SAMPLES_EVERY`]).
+    fn pack_states_of(&mut self, compartment: CompartmentId) {
+        if self.packs_since_samples >= PACK_SAMPLES_EVERY || !self.pack_samples_taken {
+            self.sample_pack_dictionary(compartment);
+        }
+        self.packs_since_samples += 1;
+        let dictionary = self.decompressor.states().pack_dictionary();
+        if let Some(c) = self.compartments.get_mut(&compartment).and_then(|c| c.compressor.as_mut()) {
+            c.set_pack_dictionary(dictionary);
+            c.pack_states();
+        }
+        self.decompressor.states_mut().pack_compartment(compartment);
+    }
+
+    /// Makes `compartment`'s states, at our decompressor and in its
+    /// compressor's model of the peer, the samples of the dictionary the
+    /// endpoint's packs are made against from now on, if they are enough
+    /// to be worth it ([`MIN_PACK_SAMPLES`]).
+    fn sample_pack_dictionary(&mut self, compartment: CompartmentId) {
+        let received = self.decompressor.states().packable_values(compartment);
+        let sent = self.compressor(compartment).map(Compressor::packable_model_values).unwrap_or_default();
+        if received.len() + sent.len() < MIN_PACK_SAMPLES {
+            return;
+        }
+        let dictionary = PackDictionary::with_samples(&[&sent, &received]);
+        self.decompressor.states_mut().set_pack_dictionary(dictionary);
+        self.pack_samples_taken = true;
+        self.packs_since_samples = 0;
     }
 
     /// Packs `compartment`'s states now, at our decompressor and in its
@@ -554,10 +620,7 @@ impl Endpoint {
     /// an application that knows a peer has gone quiet. The next message
     /// to or from it unpacks them.
     pub fn pack_compartment(&mut self, compartment: CompartmentId) {
-        if let Some(c) = self.compartments.get_mut(&compartment).and_then(|c| c.compressor.as_mut()) {
-            c.pack_states();
-        }
-        self.decompressor.states_mut().pack_compartment(compartment);
+        self.pack_states_of(compartment);
         self.hot.retain(|c| *c != compartment);
     }
 
@@ -725,7 +788,7 @@ impl Endpoint {
     /// or memory where the NACK tells them (RFC 4077 §2.3).
     fn on_nack(&mut self, message: &[u8], nack: &Nack) -> ReceivedNack {
         let unmatched = ReceivedNack { reason: nack.reason, compartment: None, report: None };
-        let Some(&compartment) = self.sent.get(&nack.message_sha1) else { return unmatched };
+        let Some(&compartment) = self.sent.get(&sent_key(&nack.message_sha1)) else { return unmatched };
         let Some(c) = self.compartments.get_mut(&compartment) else { return unmatched };
         let Some(compressor) = c.compressor.as_mut() else { return unmatched };
         let Ok(report) = compressor.on_nack(message) else { return unmatched };
@@ -883,14 +946,18 @@ impl Endpoint {
     }
 
     fn remember_sent(&mut self, sha: [u8; 20], compartment: CompartmentId) {
-        if self.sent.insert(sha, compartment).is_none() {
-            self.sent_order.push_back(sha);
+        let key = sent_key(&sha);
+        if self.sent.insert(key, compartment).is_some() {
+            return;
         }
-        while self.sent_order.len() > SENT_INDEX {
+        // The oldest goes before the newest is queued: the queue never
+        // holds more than SENT_INDEX, and never doubles past it.
+        while self.sent_order.len() >= SENT_INDEX {
             if let Some(old) = self.sent_order.pop_front() {
                 self.sent.remove(&old);
             }
         }
+        self.sent_order.push_back(key);
     }
 
     /// Ends a compartment (RFC 3320 §4.1: the application closes it): its

@@ -46,6 +46,7 @@ mod finder;
 mod history;
 pub mod lzss;
 mod peer_model;
+mod sent_log;
 
 pub use compressor::{Algorithm, AnnounceMessage, CompressError, Compressed, Compressor, Config, Level, Mechanism};
 pub use dictionary::Priorities;

@@ -7,6 +7,7 @@
 //! any more (RFC 3320 §6.2 step 4).
 
 mod compartment;
+mod frozen;
 mod item;
 mod store;
 
@@ -16,7 +17,8 @@ use std::sync::Arc;
 use crate::feedback::Feedback;
 
 pub use compartment::{Compartment, Entry};
-pub use item::{State, StateId, UnpackCache};
+pub use frozen::FrozenStates;
+pub use item::{PackDictionary, State, StateId, UnpackCache};
 pub use store::{LookupError, MAX_BATCH};
 
 use item::{held_bytes, Pack, Value};
@@ -118,6 +120,9 @@ pub struct StateHandler {
     /// Compartments closed to keep within the limits, not taken yet.
     evicted: VecDeque<CompartmentId>,
     evictions: u64,
+    /// What packs are made against from now on; `None`: the RFC 3485
+    /// SIP/SDP dictionary alone ([`StateHandler::set_pack_dictionary`]).
+    pack_dictionary: Option<PackDictionary>,
 }
 
 impl StateHandler {
@@ -308,23 +313,12 @@ impl StateHandler {
     /// reading unpacks), and [`StateHandler::unpack_compartment`] undoes
     /// it. Returns the bytes saved.
     pub fn pack_compartment(&mut self, compartment: CompartmentId) -> usize {
-        let Some(c) = self.compartments.get(&compartment) else { return 0 };
-        let mut ids: Vec<StateId> = Vec::new();
-        let mut plain: Vec<u8> = Vec::new();
-        for e in &c.entries {
-            if let Some(Stored { state: State { value: Value::Plain(v), .. }, holders: 1, local: false }) =
-                self.items.get(&e.id)
-            {
-                if !v.is_empty() && !ids.contains(&e.id) {
-                    ids.push(e.id);
-                    plain.extend_from_slice(v);
-                }
-            }
-        }
+        let (ids, plain) = self.packable(compartment);
         if ids.is_empty() {
             return 0;
         }
-        let Some(mut pack) = Pack::new(&plain) else { return 0 };
+        let dictionary = self.pack_dictionary.clone().unwrap_or_else(PackDictionary::sip_sdp);
+        let Some(mut pack) = Pack::new(&plain, &dictionary) else { return 0 };
         pack.ids = ids.clone().into_boxed_slice();
         let saved = plain.len() - pack.lz4.len();
         let pack = Arc::new(pack);
@@ -337,6 +331,58 @@ impl StateHandler {
             }
         }
         saved
+    }
+
+    /// The items [`StateHandler::pack_compartment`] would pack (plain, held
+    /// by `compartment` alone and by no local owner) and their values
+    /// concatenated.
+    fn packable(&self, compartment: CompartmentId) -> (Vec<StateId>, Vec<u8>) {
+        let Some(c) = self.compartments.get(&compartment) else { return (Vec::new(), Vec::new()) };
+        let mut ids: Vec<StateId> = Vec::new();
+        let mut values: Vec<&[u8]> = Vec::new();
+        for e in &c.entries {
+            if let Some(Stored { state: State { value: Value::Plain(v), .. }, holders: 1, local: false }) =
+                self.items.get(&e.id)
+            {
+                if !v.is_empty() && !ids.contains(&e.id) {
+                    ids.push(e.id);
+                    values.push(v);
+                }
+            }
+        }
+        (ids, values.concat())
+    }
+
+    /// The values [`StateHandler::pack_compartment`] would pack now, one
+    /// after another: samples for a [`PackDictionary`].
+    pub fn packable_values(&self, compartment: CompartmentId) -> Vec<u8> {
+        self.packable(compartment).1
+    }
+
+    /// Makes the packs made from now on against `dictionary` (packs made
+    /// before keep theirs). Only how small packs are depends on it.
+    pub fn set_pack_dictionary(&mut self, dictionary: PackDictionary) {
+        self.pack_dictionary = Some(dictionary);
+    }
+
+    /// What packs are made against now.
+    pub fn pack_dictionary(&self) -> PackDictionary {
+        self.pack_dictionary.clone().unwrap_or_else(PackDictionary::sip_sdp)
+    }
+
+    /// The dictionaries the packs of `compartment`'s items were made
+    /// against, one per pack.
+    pub fn compartment_pack_dictionaries(&self, compartment: CompartmentId) -> Vec<PackDictionary> {
+        let Some(c) = self.compartments.get(&compartment) else { return Vec::new() };
+        let mut out: Vec<PackDictionary> = Vec::new();
+        for e in &c.entries {
+            if let Some(Stored { state: State { value: Value::Packed { pack, .. }, .. }, .. }) = self.items.get(&e.id) {
+                if !out.iter().any(|d| d.same(pack.dictionary())) {
+                    out.push(pack.dictionary().clone());
+                }
+            }
+        }
+        out
     }
 
     /// Undoes [`StateHandler::pack_compartment`] for the packed items of
@@ -695,6 +741,81 @@ mod tests {
         assert!(h.get(&id2).is_none());
         assert_eq!(&h.get(&id1).unwrap().value()[..], &v1[..]);
         assert_eq!(&h.get(&id3).unwrap().value()[..], &v3[..]);
+    }
+
+    /// SIP-like header lines, `tag` making one call's differ from another's.
+    /// Each line carries a branch of 16 pseudo-random hexadecimal digits,
+    /// the same for every `tag`, which repeats nowhere else.
+    fn call_lines(n: usize, tag: &str) -> Vec<u8> {
+        (0..n as u64)
+            .flat_map(|i| {
+                let branch = (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17);
+                format!("Via: SIP/2.0/UDP pc{i}.example.com;branch=z9hG4bK{branch:016x}{tag}\r\n").into_bytes()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn packs_against_another_compartments_samples_are_smaller_and_read_back_unchanged() {
+        let mut h = StateHandler::new(8192);
+        let (a, b) = (call_lines(60, "a"), call_lines(60, "b"));
+        let CreateOutcome::Created(ida) = h.create(A, 64, 64, 6, &a, 1) else { panic!() };
+        let CreateOutcome::Created(idb) = h.create(B, 64, 64, 6, &b, 1) else { panic!() };
+        assert_eq!(h.packable_values(A), a);
+        let alone = h.pack_compartment(A);
+        assert!(alone > 0);
+        // B is packed against A's values as samples: much smaller than A's
+        // pack against the RFC 3485 dictionary alone, since the calls
+        // differ only in a letter of each line.
+        let samples = PackDictionary::with_samples(&[&a]);
+        h.set_pack_dictionary(samples.clone());
+        let with_samples = h.pack_compartment(B);
+        let (packed_alone, packed_with_samples) = (a.len() - alone, b.len() - with_samples);
+        assert!(packed_with_samples * 5 < packed_alone * 3, "{packed_with_samples} B packed against {packed_alone}");
+        assert!(h.compartment_pack_dictionaries(B).iter().all(|d| d.same(&samples)));
+        assert!(h.compartment_pack_dictionaries(A).iter().all(|d| d.same(&PackDictionary::sip_sdp())));
+        // Each pack keeps its own dictionary: a new one changes neither.
+        h.set_pack_dictionary(PackDictionary::with_samples(&[b"unrelated"]));
+        assert_eq!(&h.get(&ida).unwrap().value()[..], &a[..]);
+        assert_eq!(&h.get(&idb).unwrap().value()[..], &b[..]);
+        assert_eq!(h.unpack_compartment(B), 1);
+        assert_eq!(&h.lookup(&idb.0[..6]).unwrap().value()[..], &b[..]);
+    }
+
+    #[test]
+    fn a_frozen_handler_thaws_to_the_same_items_accounting_and_order() {
+        let mut h = StateHandler::new(4096);
+        h.add_local(State::sip_sdp_dictionary());
+        let mut ids = Vec::new();
+        for (k, c) in [A, A, B, A].into_iter().enumerate() {
+            let CreateOutcome::Created(id) = h.create(c, 64, 64, 6, &call_lines(10 + k, "f"), k as u16) else {
+                panic!()
+            };
+            ids.push(id);
+        }
+        h.feedback_mut(B);
+        h.pack_compartment(A);
+        let (used, total, entries, resident) =
+            (h.compartment(A).unwrap().used, h.state_bytes(), h.entry_count(), h.resident_bytes());
+        let frozen = h.freeze();
+        assert!(frozen.compartment_resident_bytes(A) > 0);
+        assert!(frozen.get(&ids[0]).unwrap().is_packed());
+        let mut h = frozen.thaw();
+        assert_eq!((h.compartment(A).unwrap().used, h.state_bytes(), h.entry_count()), (used, total, entries));
+        assert_eq!(h.resident_bytes(), resident);
+        assert!(h.feedback(B).is_some());
+        for (k, id) in ids.iter().enumerate() {
+            assert_eq!(&h.lookup(&id.0[..6]).unwrap().value()[..], &call_lines(10 + k, "f")[..]);
+        }
+        assert!(h.get(&StateId(crate::dict::SIP_SDP_ID)).is_some());
+        // The retention order survived: A's next creation past its SMS
+        // evicts its lowest-priority item (priority 0, the first) first.
+        let CreateOutcome::Created(_) = h.create(A, 64, 64, 6, &call_lines(45, "g"), 9) else { panic!() };
+        assert!(h.get(&ids[0]).is_none());
+        assert!(h.get(&ids[3]).is_some());
+        // And the least recently used compartment is still B.
+        h.set_limits(Limits { max_compartments: 1, max_state_bytes: usize::MAX });
+        assert!(h.compartment(B).is_none() && h.compartment(A).is_some());
     }
 
     #[test]

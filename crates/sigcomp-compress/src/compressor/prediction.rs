@@ -105,7 +105,7 @@ impl Compressor {
             predicted => predicted,
         };
         self.model_runs += 1;
-        let d = self.model.decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
+        let d = self.model.live().decompress(sig, self.config.transport).map_err(CompressError::DoesNotFit)?;
         if d.output != view.message {
             return Err(CompressError::Mismatch);
         }

@@ -97,13 +97,17 @@ pub(super) enum Value {
     Packed { pack: Arc<Pack>, offset: u32, len: u32 },
 }
 
-/// Several items' values, concatenated and LZ4-compressed against the
-/// SIP/SDP dictionary (RFC 3485), which every SigComp endpoint for SIP
-/// holds and whose strings the values of SIP states are made of.
+/// Several items' values, concatenated and LZ4-compressed against a
+/// [`PackDictionary`]: the SIP/SDP dictionary (RFC 3485), which every
+/// SigComp endpoint for SIP holds and whose strings the values of SIP
+/// states are made of, and what other compartments' states had in common.
 #[derive(Debug)]
 pub(super) struct Pack {
     pub(super) lz4: Box<[u8]>,
     len: u32,
+    /// The dictionary the pack was made against, held for as long as the
+    /// pack is: packs made later may use another.
+    dictionary: PackDictionary,
     /// The items packed, in order ([`super::StateHandler::keep_unpacked`]).
     pub(super) ids: Box<[StateId]>,
 }
@@ -112,19 +116,88 @@ impl Pack {
     /// `None` if packing would not save at least an eighth, or (never seen;
     /// a guard, so that [`Pack::unpack`] cannot fail later) if the packed
     /// bytes do not unpack to `plain`.
-    pub(super) fn new(plain: &[u8]) -> Option<Pack> {
-        let lz4 = lz4_flex::block::compress_with_dict(plain, crate::dict::SIP_SDP);
-        if lz4.len() > plain.len() - plain.len() / 8 {
+    pub(super) fn new(plain: &[u8], dictionary: &PackDictionary) -> Option<Pack> {
+        let dict = dictionary.bytes();
+        // Compressed into a scratch buffer of the worst case and then
+        // copied to one of its own exact size: shrinking the worst-case
+        // buffer in place would leave a hole beside every long-lived pack.
+        let mut scratch = vec![0u8; lz4_flex::block::get_maximum_output_size(plain.len())];
+        let n = lz4_flex::block::compress_into_with_dict(plain, &mut scratch, dict).ok()?;
+        if n > plain.len() - plain.len() / 8 {
             return None;
         }
-        let pack = Pack { lz4: lz4.into_boxed_slice(), len: u32::try_from(plain.len()).ok()?, ids: Box::new([]) };
+        let pack = Pack {
+            lz4: scratch[..n].into(),
+            len: u32::try_from(plain.len()).ok()?,
+            dictionary: dictionary.clone(),
+            ids: Box::new([]),
+        };
+        drop(scratch);
         (pack.unpack() == plain).then_some(pack)
     }
 
     fn unpack(&self) -> Vec<u8> {
-        // Checked against the plain bytes when packed (Pack::new), and the
-        // packed bytes never change afterwards: this cannot fail.
-        lz4_flex::block::decompress_with_dict(&self.lz4, self.len as usize, crate::dict::SIP_SDP).unwrap_or_default()
+        // Checked against the plain bytes when packed (Pack::new), and
+        // neither the packed bytes nor the dictionary ever change
+        // afterwards: this cannot fail.
+        lz4_flex::block::decompress_with_dict(&self.lz4, self.len as usize, self.dictionary.bytes()).unwrap_or_default()
+    }
+
+    /// The dictionary the pack was made against.
+    pub(super) fn dictionary(&self) -> &PackDictionary {
+        &self.dictionary
+    }
+}
+
+/// What packs ([`super::StateHandler::pack_compartment`]) are compressed
+/// against: the SIP/SDP dictionary of RFC 3485, optionally followed by
+/// sample state values of one compartment. The compartments of one
+/// endpoint carry much the same SIP (its own Via and Record-Route, the
+/// domain, the SDP of the same codecs), so an idle compartment's states
+/// are mostly matches into another's; each pack holds the dictionary it
+/// was made against, so an endpoint may take new samples at any time.
+///
+/// Samples affect only how small packs are, never what a state reads: a
+/// pack is checked to unpack to its input when made, and one that saves
+/// less than an eighth is not kept (the items stay plain), so samples
+/// chosen by a hostile peer cost other compartments no more than their
+/// plain values, which RFC 3320 §6.2 accounting already bounds.
+#[derive(Debug, Clone)]
+pub struct PackDictionary(Arc<[u8]>);
+
+/// LZ4 reaches back at most 65,535 bytes: samples beyond that, with the
+/// RFC 3485 dictionary, would never be matched.
+const PACK_DICTIONARY_MAX: usize = 65_535;
+
+impl PackDictionary {
+    /// The RFC 3485 SIP/SDP dictionary alone (one copy per process).
+    pub fn sip_sdp() -> PackDictionary {
+        static DICT: OnceLock<PackDictionary> = OnceLock::new();
+        DICT.get_or_init(|| PackDictionary(Arc::from(crate::dict::SIP_SDP))).clone()
+    }
+
+    /// The RFC 3485 SIP/SDP dictionary followed by `samples` (typically
+    /// one idle compartment's state values, at the decompressor and in
+    /// the compressor's model of its peer); of samples longer than LZ4
+    /// reaches, the last bytes.
+    pub fn with_samples(samples: &[&[u8]]) -> PackDictionary {
+        let mut bytes: Vec<u8> = Vec::with_capacity(PACK_DICTIONARY_MAX);
+        bytes.extend_from_slice(crate::dict::SIP_SDP);
+        for s in samples {
+            bytes.extend_from_slice(s);
+        }
+        let from = bytes.len().saturating_sub(PACK_DICTIONARY_MAX);
+        PackDictionary(Arc::from(&bytes[from..]))
+    }
+
+    /// The dictionary's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Whether `self` and `other` are the same dictionary (one copy).
+    pub fn same(&self, other: &PackDictionary) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 

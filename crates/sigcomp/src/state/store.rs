@@ -193,6 +193,11 @@ impl Items {
         self.slots.iter().flatten()
     }
 
+    /// Every stored item, taken out of the store.
+    pub(super) fn into_stored(self) -> impl Iterator<Item = Stored> {
+        self.slots.into_iter().flatten()
+    }
+
     /// The unique item whose identifier begins with the first `len` bytes
     /// of `id` (6 to 20; the bytes after them are zero), if a partial
     /// identifier of that length may access it.
