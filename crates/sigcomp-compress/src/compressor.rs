@@ -440,10 +440,11 @@ impl Compressor {
         self.model_runs
     }
 
-    /// Tokens the model decompressor decoded natively (sigcomp's native
-    /// decoders serve the model as they serve the receiver).
+    /// Tokens the model decompressor decoded natively since it was last
+    /// woken from idle (sigcomp's native decoders serve the model as they
+    /// serve the receiver).
     pub fn model_native_tokens(&self) -> u64 {
-        self.model.metrics().native_tokens
+        self.model.native_tokens()
     }
 
     /// Bytes of state the model says the peer holds for this compartment.

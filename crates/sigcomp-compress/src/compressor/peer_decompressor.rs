@@ -109,6 +109,12 @@ impl PeerDecompressor {
         }
     }
 
+    /// Tokens the live decompressor decoded natively since it was made or
+    /// last thawed (0 while frozen).
+    pub(super) fn native_tokens(&self) -> u64 {
+        self.live.as_ref().map_or(0, |d| d.metrics().native_tokens)
+    }
+
     /// Frees the scratch of a live decompressor (its UDVM memory).
     pub(super) fn release_scratch(&mut self) {
         if let Some(d) = &mut self.live {
