@@ -182,6 +182,46 @@ impl Cycles {
     }
 }
 
+/// A literal's branch, back to the loop's `head`: OUTPUT (index + 1, 1),
+/// COPY-LITERAL (index + 1, 1, $decompressed_pointer), JUMP (head).
+fn literal_branch(p: &mut pattern::Pattern<'_, '_>, head: u16) -> Option<()> {
+    p.op(op::OUTPUT)?;
+    p.value(INDEX + 1)?;
+    p.value(1)?;
+    p.op(op::COPY_LITERAL)?;
+    p.value(INDEX + 1)?;
+    p.value(1)?;
+    p.reference(DECOMPRESSED_POINTER)?;
+    p.op(op::JUMP)?;
+    p.target_is(head)
+}
+
+/// A match's last four instructions, back to the loop's `head`:
+/// LOAD (start, $decompressed_pointer), COPY-OFFSET ($offset, $length,
+/// $decompressed_pointer), OUTPUT ($start, $length), JUMP (head).
+fn copy_branch(p: &mut pattern::Pattern<'_, '_>, start: u16, offset: u16, length: u16, head: u16) -> Option<()> {
+    p.op(op::LOAD)?;
+    p.value(start)?;
+    p.memory(DECOMPRESSED_POINTER)?;
+    p.op(op::COPY_OFFSET)?;
+    p.memory(offset)?;
+    p.memory(length)?;
+    p.reference(DECOMPRESSED_POINTER)?;
+    p.op(op::OUTPUT)?;
+    p.memory(start)?;
+    p.memory(length)?;
+    p.op(op::JUMP)?;
+    p.target_is(head)
+}
+
+/// A match: copy `length` bytes from `offset` back, at the pointer `dp`.
+#[derive(Clone, Copy)]
+struct Match {
+    dp: u16,
+    offset: u16,
+    length: u16,
+}
+
 /// Whether [a0, a1) and [b0, b1) share an address.
 fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
     a.0 < b.1 && b.0 < a.1
@@ -385,6 +425,32 @@ impl Machine<'_> {
         read_string(self.mem, dp, length, w.bcl, w.bcr, self.output)?;
         self.output_seen = true;
         Ok(())
+    }
+
+    /// The end of a match token read up to its COPY-OFFSET: charges LOAD,
+    /// COPY-OFFSET, OUTPUT and JUMP, then writes the scratch `words` (the
+    /// values the token leaves in them), copies and outputs; or undoes the
+    /// token (false) when the cycles or the output would run out.
+    #[inline(always)]
+    fn finish_match(
+        &mut self,
+        mark: ReaderMark,
+        mut c: Cycles,
+        words: [(u16, u16); 3],
+        m: Match,
+        w: &Window,
+    ) -> Res<bool> {
+        let n = u64::from(m.length);
+        if c.charge(1 + (1 + n) + (1 + n) + 1).is_none() || !self.output_room(m.length) {
+            self.rewind(mark);
+            return Ok(false);
+        }
+        for (address, value) in words {
+            self.set_word(address, value)?;
+        }
+        self.native_match(m.dp, m.offset, m.length, w)?;
+        self.commit_cycles(c);
+        Ok(true)
     }
 
     /// A literal byte at `index` + 1 (OUTPUT (index + 1, 1), COPY-LITERAL
