@@ -61,6 +61,13 @@ pub(super) const NATIVE: u8 = 0xF0;
 /// that keeps rewriting its bytecode reuses the slots).
 pub(super) const NATIVE_SLOTS: usize = 2;
 
+/// Recognitions a run may try, at most: a message's bytecode reaches a
+/// handful of input instructions; one that rewrites its code to make the
+/// UDVM look again at every turn of a loop runs without native decoders
+/// once past this, so that looking costs a message a few microseconds at
+/// most, whatever its cycles.
+const MAX_RECOGNITIONS: u8 = 16;
+
 /// The address of sigkit's and Open SigComp's first scratch word,
 /// `index` (RFC 3320 §7.2 leaves 32..64 to the bytecode).
 const INDEX: u16 = 32;
@@ -232,6 +239,11 @@ impl Machine<'_> {
     /// `opcode`); keeps it in the decode cache and returns its entry.
     #[inline(never)]
     pub(super) fn recognise_native(&mut self, pc: u16, opcode: u8) -> Option<usize> {
+        if self.native_recognitions == MAX_RECOGNITIONS {
+            self.native_on = false;
+            return None;
+        }
+        self.native_recognitions += 1;
         let known = self.native_memo.as_deref().and_then(|m| m.find(self.mem, pc));
         let r = match known {
             Some(r) => r,
@@ -468,5 +480,31 @@ impl Machine<'_> {
     #[inline(always)]
     fn output_room(&self, n: u16) -> bool {
         self.output.len() + usize::from(n) <= MAX_OUTPUT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run looks for a token loop at most MAX_RECOGNITIONS times, then
+    /// no more: bytecode that rewrites itself to be looked at again and
+    /// again costs a bounded amount of looking.
+    #[test]
+    fn recognition_is_tried_a_bounded_number_of_times_a_run() {
+        let (states, input, mut out) = (StateHandler::new(0), [0u8; 4], Vec::new());
+        let mut mem = vec![0u8; 1024];
+        // INPUT-BITS (8, 32, 0): the head of sigkit's LZ77 loop, without
+        // the rest of it.
+        mem[200..204].copy_from_slice(&[op::INPUT_BITS, 0x08, 0x20, 0x00]);
+        let mut cache = DecodeCache::default();
+        let mut m = Machine::new(&mut mem, &mut cache, &states, &input, &mut out, 16, 0);
+        for _ in 0..MAX_RECOGNITIONS {
+            assert!(m.native_on);
+            assert!(m.recognise_native(200, op::INPUT_BITS).is_none());
+        }
+        assert!(m.recognise_native(200, op::INPUT_BITS).is_none());
+        assert!(!m.native_on);
+        assert_eq!(m.native_recognitions, MAX_RECOGNITIONS);
     }
 }
