@@ -243,6 +243,8 @@ pub struct Machine<'a> {
     natives: [Option<native::Recognised>; native::NATIVE_SLOTS],
     native_next: usize,
     native_tokens: u64,
+    /// Recognitions tried in this run (`native::MAX_RECOGNITIONS`).
+    native_recognitions: u8,
     /// Loops recognised in earlier messages ([`Machine::with_native_memo`]).
     native_memo: Option<&'a mut NativeMemo>,
 }
@@ -303,6 +305,7 @@ impl<'a> Machine<'a> {
             natives: [None; native::NATIVE_SLOTS],
             native_next: 0,
             native_tokens: 0,
+            native_recognitions: 0,
             native_memo: None,
         }
     }

@@ -61,6 +61,13 @@ pub(super) const NATIVE: u8 = 0xF0;
 /// that keeps rewriting its bytecode reuses the slots).
 pub(super) const NATIVE_SLOTS: usize = 2;
 
+/// Recognitions a run may try, at most: a message's bytecode reaches a
+/// handful of input instructions; one that rewrites its code to make the
+/// UDVM look again at every turn of a loop runs without native decoders
+/// once past this, so that looking costs a message a few microseconds at
+/// most, whatever its cycles.
+const MAX_RECOGNITIONS: u8 = 16;
+
 /// The address of sigkit's and Open SigComp's first scratch word,
 /// `index` (RFC 3320 §7.2 leaves 32..64 to the bytecode).
 const INDEX: u16 = 32;
@@ -182,6 +189,46 @@ impl Cycles {
     }
 }
 
+/// A literal's branch, back to the loop's `head`: OUTPUT (index + 1, 1),
+/// COPY-LITERAL (index + 1, 1, $decompressed_pointer), JUMP (head).
+fn literal_branch(p: &mut pattern::Pattern<'_, '_>, head: u16) -> Option<()> {
+    p.op(op::OUTPUT)?;
+    p.value(INDEX + 1)?;
+    p.value(1)?;
+    p.op(op::COPY_LITERAL)?;
+    p.value(INDEX + 1)?;
+    p.value(1)?;
+    p.reference(DECOMPRESSED_POINTER)?;
+    p.op(op::JUMP)?;
+    p.target_is(head)
+}
+
+/// A match's last four instructions, back to the loop's `head`:
+/// LOAD (start, $decompressed_pointer), COPY-OFFSET ($offset, $length,
+/// $decompressed_pointer), OUTPUT ($start, $length), JUMP (head).
+fn copy_branch(p: &mut pattern::Pattern<'_, '_>, start: u16, offset: u16, length: u16, head: u16) -> Option<()> {
+    p.op(op::LOAD)?;
+    p.value(start)?;
+    p.memory(DECOMPRESSED_POINTER)?;
+    p.op(op::COPY_OFFSET)?;
+    p.memory(offset)?;
+    p.memory(length)?;
+    p.reference(DECOMPRESSED_POINTER)?;
+    p.op(op::OUTPUT)?;
+    p.memory(start)?;
+    p.memory(length)?;
+    p.op(op::JUMP)?;
+    p.target_is(head)
+}
+
+/// A match: copy `length` bytes from `offset` back, at the pointer `dp`.
+#[derive(Clone, Copy)]
+struct Match {
+    dp: u16,
+    offset: u16,
+    length: u16,
+}
+
 /// Whether [a0, a1) and [b0, b1) share an address.
 fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
     a.0 < b.1 && b.0 < a.1
@@ -192,6 +239,11 @@ impl Machine<'_> {
     /// `opcode`); keeps it in the decode cache and returns its entry.
     #[inline(never)]
     pub(super) fn recognise_native(&mut self, pc: u16, opcode: u8) -> Option<usize> {
+        if self.native_recognitions == MAX_RECOGNITIONS {
+            self.native_on = false;
+            return None;
+        }
+        self.native_recognitions += 1;
         let known = self.native_memo.as_deref().and_then(|m| m.find(self.mem, pc));
         let r = match known {
             Some(r) => r,
@@ -387,6 +439,32 @@ impl Machine<'_> {
         Ok(())
     }
 
+    /// The end of a match token read up to its COPY-OFFSET: charges LOAD,
+    /// COPY-OFFSET, OUTPUT and JUMP, then writes the scratch `words` (the
+    /// values the token leaves in them), copies and outputs; or undoes the
+    /// token (false) when the cycles or the output would run out.
+    #[inline(always)]
+    fn finish_match(
+        &mut self,
+        mark: ReaderMark,
+        mut c: Cycles,
+        words: [(u16, u16); 3],
+        m: Match,
+        w: &Window,
+    ) -> Res<bool> {
+        let n = u64::from(m.length);
+        if c.charge(1 + (1 + n) + (1 + n) + 1).is_none() || !self.output_room(m.length) {
+            self.rewind(mark);
+            return Ok(false);
+        }
+        for (address, value) in words {
+            self.set_word(address, value)?;
+        }
+        self.native_match(m.dp, m.offset, m.length, w)?;
+        self.commit_cycles(c);
+        Ok(true)
+    }
+
     /// A literal byte at `index` + 1 (OUTPUT (index + 1, 1), COPY-LITERAL
     /// (index + 1, 1, $decompressed_pointer)) after `index` was set.
     #[inline(always)]
@@ -402,5 +480,31 @@ impl Machine<'_> {
     #[inline(always)]
     fn output_room(&self, n: u16) -> bool {
         self.output.len() + usize::from(n) <= MAX_OUTPUT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run looks for a token loop at most MAX_RECOGNITIONS times, then
+    /// no more: bytecode that rewrites itself to be looked at again and
+    /// again costs a bounded amount of looking.
+    #[test]
+    fn recognition_is_tried_a_bounded_number_of_times_a_run() {
+        let (states, input, mut out) = (StateHandler::new(0), [0u8; 4], Vec::new());
+        let mut mem = vec![0u8; 1024];
+        // INPUT-BITS (8, 32, 0): the head of sigkit's LZ77 loop, without
+        // the rest of it.
+        mem[200..204].copy_from_slice(&[op::INPUT_BITS, 0x08, 0x20, 0x00]);
+        let mut cache = DecodeCache::default();
+        let mut m = Machine::new(&mut mem, &mut cache, &states, &input, &mut out, 16, 0);
+        for _ in 0..MAX_RECOGNITIONS {
+            assert!(m.native_on);
+            assert!(m.recognise_native(200, op::INPUT_BITS).is_none());
+        }
+        assert!(m.recognise_native(200, op::INPUT_BITS).is_none());
+        assert!(!m.native_on);
+        assert_eq!(m.native_recognitions, MAX_RECOGNITIONS);
     }
 }

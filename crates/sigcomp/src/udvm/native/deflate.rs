@@ -35,15 +35,7 @@ impl Machine<'_> {
         p.target_is(end_of_message)?;
         let length = p.target()?;
         p.lands(literal)?;
-        p.op(op::OUTPUT)?;
-        p.value(INDEX + 1)?;
-        p.value(1)?;
-        p.op(op::COPY_LITERAL)?;
-        p.value(INDEX + 1)?;
-        p.value(1)?;
-        p.reference(DECOMPRESSED_POINTER)?;
-        p.op(op::JUMP)?;
-        p.target_is(pc)?;
+        literal_branch(&mut p, pc)?;
         p.lands(length)?;
         p.op(op::SUBTRACT)?;
         p.reference(INDEX)?;
@@ -93,18 +85,7 @@ impl Machine<'_> {
         p.lands(distance_group)?;
         group(&mut p, OLD_POINTER, 1, 2, 1, 1)?;
         p.lands(copy)?;
-        p.op(op::LOAD)?;
-        p.value(INDEX)?;
-        p.memory(DECOMPRESSED_POINTER)?;
-        p.op(op::COPY_OFFSET)?;
-        p.memory(OLD_POINTER)?;
-        p.memory(LENGTH_VALUE)?;
-        p.reference(DECOMPRESSED_POINTER)?;
-        p.op(op::OUTPUT)?;
-        p.memory(INDEX)?;
-        p.memory(LENGTH_VALUE)?;
-        p.op(op::JUMP)?;
-        p.target_is(pc)?;
+        copy_branch(&mut p, INDEX, OLD_POINTER, LENGTH_VALUE, pc)?;
         Some(p.here())
     }
 

@@ -49,18 +49,7 @@ impl Machine<'_> {
         p.value(16)?;
         p.value(LENGTH_VALUE)?;
         p.target()?;
-        p.op(op::LOAD)?;
-        p.value(OLD_POINTER)?;
-        p.memory(DECOMPRESSED_POINTER)?;
-        p.op(op::COPY_OFFSET)?;
-        p.memory(LENGTH_VALUE)?;
-        p.memory(INDEX)?;
-        p.reference(DECOMPRESSED_POINTER)?;
-        p.op(op::OUTPUT)?;
-        p.memory(OLD_POINTER)?;
-        p.memory(INDEX)?;
-        p.op(op::JUMP)?;
-        p.target_is(pc)?;
+        copy_branch(&mut p, OLD_POINTER, LENGTH_VALUE, INDEX, pc)?;
         Some(p.here())
     }
 
@@ -122,17 +111,7 @@ impl Machine<'_> {
                 return Ok(false);
             }
         };
-        // LOAD, COPY-OFFSET, OUTPUT, JUMP.
-        let n = u64::from(length);
-        if c.charge(1 + (1 + n) + (1 + n) + 1).is_none() || !self.output_room(length) {
-            self.rewind(mark);
-            return Ok(false);
-        }
-        self.set_word(INDEX, length)?;
-        self.set_word(LENGTH_VALUE, offset)?;
-        self.set_word(OLD_POINTER, dp)?;
-        self.native_match(dp, offset, length, w)?;
-        self.commit_cycles(c);
-        Ok(true)
+        let words = [(INDEX, length), (LENGTH_VALUE, offset), (OLD_POINTER, dp)];
+        self.finish_match(mark, c, words, Match { dp, offset, length }, w)
     }
 }

@@ -47,15 +47,7 @@ impl Machine<'_> {
         let matched = p.target()?;
         p.target_is(matched)?;
         p.lands(literal)?;
-        p.op(op::OUTPUT)?;
-        p.value(INDEX + 1)?;
-        p.value(1)?;
-        p.op(op::COPY_LITERAL)?;
-        p.value(INDEX + 1)?;
-        p.value(1)?;
-        p.reference(DECOMPRESSED_POINTER)?;
-        p.op(op::JUMP)?;
-        p.target_is(pc)?;
+        literal_branch(&mut p, pc)?;
         p.lands(matched)?;
         p.op(op::SUBTRACT)?;
         p.reference(INDEX)?;
@@ -67,18 +59,7 @@ impl Machine<'_> {
         for set in LENGTH_SETS {
             set.iter().try_for_each(|&v| p.value(v))?;
         }
-        p.op(op::LOAD)?;
-        p.value(OLD_POINTER)?;
-        p.memory(DECOMPRESSED_POINTER)?;
-        p.op(op::COPY_OFFSET)?;
-        p.memory(INDEX)?;
-        p.memory(LENGTH_VALUE)?;
-        p.reference(DECOMPRESSED_POINTER)?;
-        p.op(op::OUTPUT)?;
-        p.memory(OLD_POINTER)?;
-        p.memory(LENGTH_VALUE)?;
-        p.op(op::JUMP)?;
-        p.target_is(pc)?;
+        copy_branch(&mut p, OLD_POINTER, INDEX, LENGTH_VALUE, pc)?;
         Some((Lzss { offset_set }, p.here()))
     }
 
@@ -136,17 +117,7 @@ impl Machine<'_> {
                 return Ok(false);
             }
         };
-        // LOAD, COPY-OFFSET, OUTPUT, JUMP.
-        let n = u64::from(length);
-        if c.charge(1 + (1 + n) + (1 + n) + 1).is_none() || !self.output_room(length) {
-            self.rewind(mark);
-            return Ok(false);
-        }
-        self.set_word(INDEX, offset)?;
-        self.set_word(LENGTH_VALUE, length)?;
-        self.set_word(OLD_POINTER, dp)?;
-        self.native_match(dp, offset, length, w)?;
-        self.commit_cycles(c);
-        Ok(true)
+        let words = [(INDEX, offset), (LENGTH_VALUE, length), (OLD_POINTER, dp)];
+        self.finish_match(mark, c, words, Match { dp, offset, length }, w)
     }
 }

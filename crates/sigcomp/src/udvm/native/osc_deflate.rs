@@ -65,31 +65,12 @@ impl Machine<'_> {
         p.target_is(end_of_message)?;
         let length = p.target()?;
         p.lands(literal)?;
-        p.op(op::OUTPUT)?;
-        p.value(INDEX + 1)?;
-        p.value(1)?;
-        p.op(op::COPY_LITERAL)?;
-        p.value(INDEX + 1)?;
-        p.value(1)?;
-        p.reference(DECOMPRESSED_POINTER)?;
-        p.op(op::JUMP)?;
-        p.target_is(pc)?;
+        literal_branch(&mut p, pc)?;
         p.lands(length)?;
         table_entry(&mut p, EXTRA_LENGTH_BITS)?;
         let (distance_code, distance_start) = distance_code(&mut p)?;
         table_entry(&mut p, EXTRA_DISTANCE_BITS)?;
-        p.op(op::LOAD)?;
-        p.value(INDEX)?;
-        p.memory(DECOMPRESSED_POINTER)?;
-        p.op(op::COPY_OFFSET)?;
-        p.memory(DISTANCE_VALUE)?;
-        p.memory(LENGTH_VALUE)?;
-        p.reference(DECOMPRESSED_POINTER)?;
-        p.op(op::OUTPUT)?;
-        p.memory(INDEX)?;
-        p.memory(LENGTH_VALUE)?;
-        p.op(op::JUMP)?;
-        p.target_is(pc)?;
+        copy_branch(&mut p, INDEX, DISTANCE_VALUE, LENGTH_VALUE, pc)?;
         Some((OscDeflate { length_start, length_mid, distance_start, distance_code }, p.here()))
     }
 
