@@ -42,7 +42,8 @@ fn a_bad_configuration_is_refused_with_its_line() {
         "{}",
         run.stderr
     );
-    std::fs::write(&path, "listen = [\"udp:127.0.0.1:5060\"]\n[sigcomp]\nmechanism = \"shared\"\neffort = 3\n").unwrap();
+    std::fs::write(&path, "listen = [\"udp:127.0.0.1:5060\"]\n[sigcomp]\nmechanism = \"shared\"\neffort = 3\n")
+        .unwrap();
     let run = sigkit(&["proxy", "--config", path.to_str().unwrap()], b"");
     assert_eq!(run.code, Some(2));
     assert!(run.stderr.contains("sigkit.toml:4:") && run.stderr.contains("effort"), "{}", run.stderr);
