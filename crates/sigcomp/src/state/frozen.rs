@@ -118,3 +118,49 @@ impl FrozenStates {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::packing::tests::call_lines;
+    use super::super::CreateOutcome;
+    use super::*;
+
+    const A: CompartmentId = CompartmentId(1);
+    const B: CompartmentId = CompartmentId(2);
+
+    #[test]
+    fn a_frozen_handler_thaws_to_the_same_items_accounting_and_order() {
+        let mut h = StateHandler::new(4096);
+        h.add_local(State::sip_sdp_dictionary());
+        let mut ids = Vec::new();
+        for (k, c) in [A, A, B, A].into_iter().enumerate() {
+            let CreateOutcome::Created(id) = h.create(c, 64, 64, 6, &call_lines(10 + k, "f"), k as u16) else {
+                panic!()
+            };
+            ids.push(id);
+        }
+        h.feedback_mut(B);
+        h.pack_compartment(A);
+        let (used, total, entries, resident) =
+            (h.compartment(A).unwrap().used, h.state_bytes(), h.entry_count(), h.resident_bytes());
+        let frozen = h.freeze();
+        assert!(frozen.compartment_resident_bytes(A) > 0);
+        assert!(frozen.get(&ids[0]).unwrap().is_packed());
+        let mut h = frozen.thaw();
+        assert_eq!((h.compartment(A).unwrap().used, h.state_bytes(), h.entry_count()), (used, total, entries));
+        assert_eq!(h.resident_bytes(), resident);
+        assert!(h.feedback(B).is_some());
+        for (k, id) in ids.iter().enumerate() {
+            assert_eq!(&h.lookup(&id.0[..6]).unwrap().value()[..], &call_lines(10 + k, "f")[..]);
+        }
+        assert!(h.get(&StateId(crate::dict::SIP_SDP_ID)).is_some());
+        // The retention order survived: A's next creation past its SMS
+        // evicts its lowest-priority item (priority 0, the first) first.
+        let CreateOutcome::Created(_) = h.create(A, 64, 64, 6, &call_lines(45, "g"), 9) else { panic!() };
+        assert!(h.get(&ids[0]).is_none());
+        assert!(h.get(&ids[3]).is_some());
+        // And the least recently used compartment is still B.
+        h.set_limits(Limits { max_compartments: 1, max_state_bytes: usize::MAX });
+        assert!(h.compartment(B).is_none() && h.compartment(A).is_some());
+    }
+}
