@@ -8,7 +8,7 @@
 
 use sha1::{Digest, Sha1};
 use sigcomp::nack::{NackParseError, NackReport, SentRecord};
-use sigcomp::{CompartmentId, Nack, Reason, StateId};
+use sigcomp::{CompartmentId, StateId};
 
 /// Bytes before a record's identifiers: SHA-1, compartment, and the
 /// counts of states used and requested.
@@ -125,23 +125,7 @@ impl SentMessages {
 
     /// Interprets a received NACK message, as [`sigcomp::SentLog::on_nack`].
     pub(crate) fn on_nack(&self, nack_message: &[u8]) -> Result<NackReport, NackParseError> {
-        let nack = Nack::parse(nack_message)?;
-        let record = self.get(&nack.message_sha1);
-        let mut lost_states = Vec::new();
-        let mut not_created = Vec::new();
-        if let Some(r) = &record {
-            not_created = r.states_requested.clone();
-            if matches!(nack.reason, Reason::StateNotFound | Reason::StateTooShort | Reason::IdNotUnique)
-                && !nack.details.is_empty()
-            {
-                lost_states = r.states_used.iter().filter(|id| id.0.starts_with(&nack.details)).copied().collect();
-            }
-        }
-        let peer_cycles_per_bit =
-            (nack.reason == Reason::CyclesExhausted).then(|| nack.details.first().copied()).flatten();
-        let peer_decompression_memory_size = (nack.reason == Reason::BytecodesTooLarge && nack.details.len() >= 2)
-            .then(|| u16::from_be_bytes([nack.details[0], nack.details[1]]));
-        Ok(NackReport { nack, record, lost_states, not_created, peer_cycles_per_bit, peer_decompression_memory_size })
+        NackReport::interpret(nack_message, |sha1| self.get(sha1))
     }
 
     /// Gives back the room the buffer's growth left unused.
@@ -161,6 +145,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use sigcomp::SentLog;
+    use sigcomp::{Nack, Reason};
 
     fn id(n: u8) -> StateId {
         StateId([n; 20])

@@ -159,6 +159,34 @@ pub struct NackReport {
     pub peer_decompression_memory_size: Option<u16>,
 }
 
+impl NackReport {
+    /// Parses a received NACK message and interprets it against the record
+    /// of the message it names, which `record` finds by its SHA-1 in the
+    /// sender's log (RFC 4077 §2.3).
+    pub fn interpret(
+        nack_message: &[u8],
+        record: impl FnOnce(&[u8; 20]) -> Option<SentRecord>,
+    ) -> Result<NackReport, NackParseError> {
+        let nack = Nack::parse(nack_message)?;
+        let record = record(&nack.message_sha1);
+        let mut lost_states = Vec::new();
+        let mut not_created = Vec::new();
+        if let Some(r) = &record {
+            not_created = r.states_requested.clone();
+            if matches!(nack.reason, Reason::StateNotFound | Reason::StateTooShort | Reason::IdNotUnique)
+                && !nack.details.is_empty()
+            {
+                lost_states = r.states_used.iter().filter(|id| id.0.starts_with(&nack.details)).copied().collect();
+            }
+        }
+        let peer_cycles_per_bit =
+            (nack.reason == Reason::CyclesExhausted).then(|| nack.details.first().copied()).flatten();
+        let peer_decompression_memory_size = (nack.reason == Reason::BytecodesTooLarge && nack.details.len() >= 2)
+            .then(|| u16::from_be_bytes([nack.details[0], nack.details[1]]));
+        Ok(NackReport { nack, record, lost_states, not_created, peer_cycles_per_bit, peer_decompression_memory_size })
+    }
+}
+
 /// The compressor-facing side of RFC 4077: a bounded log of sent messages
 /// keyed by SHA-1, and the interpretation of NACKs against it.
 #[derive(Debug, Clone)]
@@ -242,23 +270,7 @@ impl SentLog {
 
     /// Interprets a received NACK message.
     pub fn on_nack(&mut self, nack_message: &[u8]) -> Result<NackReport, NackParseError> {
-        let nack = Nack::parse(nack_message)?;
-        let record = self.get(&nack.message_sha1);
-        let mut lost_states = Vec::new();
-        let mut not_created = Vec::new();
-        if let Some(r) = &record {
-            not_created = r.states_requested.clone();
-            if matches!(nack.reason, Reason::StateNotFound | Reason::StateTooShort | Reason::IdNotUnique)
-                && !nack.details.is_empty()
-            {
-                lost_states = r.states_used.iter().filter(|id| id.0.starts_with(&nack.details)).copied().collect();
-            }
-        }
-        let peer_cycles_per_bit =
-            (nack.reason == Reason::CyclesExhausted).then(|| nack.details.first().copied()).flatten();
-        let peer_decompression_memory_size = (nack.reason == Reason::BytecodesTooLarge && nack.details.len() >= 2)
-            .then(|| u16::from_be_bytes([nack.details[0], nack.details[1]]));
-        Ok(NackReport { nack, record, lost_states, not_created, peer_cycles_per_bit, peer_decompression_memory_size })
+        NackReport::interpret(nack_message, |sha1| self.get(sha1))
     }
 }
 
