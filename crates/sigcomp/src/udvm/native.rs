@@ -90,10 +90,19 @@ pub(super) enum Kind {
 pub(super) struct Recognised {
     head: u16,
     end: u16,
-    /// The opcode at `head` (INPUT-HUFFMAN or INPUT-BITS): the UDVM runs
-    /// it when the native decoder stops.
-    head_opcode: u8,
     kind: Kind,
+}
+
+impl Recognised {
+    /// The opcode at `head`, which the UDVM runs when the native decoder
+    /// stops: LZ77's loop starts with INPUT-BITS, the others with
+    /// INPUT-HUFFMAN.
+    fn head_opcode(&self) -> u8 {
+        match self.kind {
+            Kind::Lz77 => op::INPUT_BITS,
+            Kind::Lzss(_) | Kind::Deflate | Kind::OscDeflate(_) => op::INPUT_HUFFMAN,
+        }
+    }
 }
 
 /// Loops recognised in earlier messages, with their bytes, kept by the
@@ -203,6 +212,23 @@ fn literal_branch(p: &mut pattern::Pattern<'_, '_>, head: u16) -> Option<()> {
     p.target_is(head)
 }
 
+/// The COMPARE after a Deflate symbol is read (RFC 1951 §3.2.5: below the
+/// end-of-block symbol `end_of_block` a literal, at it the end, above it a
+/// length), then the literal's branch: COMPARE ($index, end_of_block,
+/// literal, end_of_message, length), OUTPUT, COPY-LITERAL, JUMP (head);
+/// the length branch follows.
+fn symbol_branches(p: &mut pattern::Pattern<'_, '_>, end_of_block: u16, end_of_message: u16, head: u16) -> Option<()> {
+    p.op(op::COMPARE)?;
+    p.memory(INDEX)?;
+    p.value(end_of_block)?;
+    let literal = p.target()?;
+    p.target_is(end_of_message)?;
+    let length = p.target()?;
+    p.lands(literal)?;
+    literal_branch(p, head)?;
+    p.lands(length)
+}
+
 /// A match's last four instructions, back to the loop's `head`:
 /// LOAD (start, $decompressed_pointer), COPY-OFFSET ($offset, $length,
 /// $decompressed_pointer), OUTPUT ($start, $length), JUMP (head).
@@ -257,7 +283,7 @@ impl Machine<'_> {
                     op::INPUT_BITS => (Kind::Lz77, self.recognise_lz77(pc)?),
                     _ => return None,
                 };
-                let r = Recognised { head: pc, end, head_opcode: opcode, kind };
+                let r = Recognised { head: pc, end, kind };
                 if let Some(memo) = self.native_memo.as_deref_mut() {
                     memo.keep(self.mem, r);
                 }
@@ -298,7 +324,7 @@ impl Machine<'_> {
             Kind::OscDeflate(o) => self.osc_deflate_tokens(&r, &o)?,
         }
         let took = self.native_tokens > before;
-        let next = if r.head_opcode == op::INPUT_HUFFMAN {
+        let next = if r.head_opcode() == op::INPUT_HUFFMAN {
             self.input_huffman_decoding(pc, pc.wrapping_add(1))
         } else {
             self.step_keeping(pc)

@@ -28,15 +28,7 @@ impl Machine<'_> {
         for set in SYMBOL_SETS {
             set.iter().try_for_each(|&v| p.value(v))?;
         }
-        p.op(op::COMPARE)?;
-        p.memory(INDEX)?;
-        p.value(256)?;
-        let literal = p.target()?;
-        p.target_is(end_of_message)?;
-        let length = p.target()?;
-        p.lands(literal)?;
-        literal_branch(&mut p, pc)?;
-        p.lands(length)?;
+        symbol_branches(&mut p, 256, end_of_message, pc)?;
         p.op(op::SUBTRACT)?;
         p.reference(INDEX)?;
         p.value(257)?;

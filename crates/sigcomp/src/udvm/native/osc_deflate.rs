@@ -58,15 +58,7 @@ impl Machine<'_> {
         [1, 48, 191, 0, 0, 192, 199].iter().try_for_each(|&v| p.value(v))?;
         let length_mid = value_of(p.multi()?)?;
         [1, 400, 511, 144].iter().try_for_each(|&v| p.value(v))?;
-        p.op(op::COMPARE)?;
-        p.memory(INDEX)?;
-        p.value(length_start)?;
-        let literal = p.target()?;
-        p.target_is(end_of_message)?;
-        let length = p.target()?;
-        p.lands(literal)?;
-        literal_branch(&mut p, pc)?;
-        p.lands(length)?;
+        symbol_branches(&mut p, length_start, end_of_message, pc)?;
         table_entry(&mut p, EXTRA_LENGTH_BITS)?;
         let (distance_code, distance_start) = distance_code(&mut p)?;
         table_entry(&mut p, EXTRA_DISTANCE_BITS)?;
