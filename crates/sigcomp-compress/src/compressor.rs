@@ -26,7 +26,7 @@ use sigcomp::wire;
 use sigcomp::{CompartmentId, Params, State, StateId, Transport};
 
 use crate::bytecode::{self, Bytecode, DictionarySource, Image, Layout};
-pub use crate::config::{Algorithm, CompressError, Config, Level, Mechanism};
+pub use crate::config::{Algorithm, CompressError, Config, Level, LevelError, Mechanism};
 pub use crate::finder::FreshFinder;
 use crate::finder::{encode_tokens, Finder};
 use crate::lzss::{LzssFormat, MatchFinder};

@@ -170,6 +170,26 @@ impl Default for Level {
     }
 }
 
+/// A level number outside 1–9.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelError(pub u8);
+
+impl std::fmt::Display for LevelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} is not a level from 1 to 9", self.0)
+    }
+}
+
+impl std::error::Error for LevelError {}
+
+impl TryFrom<u8> for Level {
+    type Error = LevelError;
+
+    fn try_from(n: u8) -> Result<Level, LevelError> {
+        Level::new(n).ok_or(LevelError(n))
+    }
+}
+
 /// Compressor settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {

@@ -48,7 +48,9 @@ pub mod lzss;
 mod peer_model;
 mod sent_log;
 
-pub use compressor::{Algorithm, AnnounceMessage, CompressError, Compressed, Compressor, Config, Level, Mechanism};
+pub use compressor::{
+    Algorithm, AnnounceMessage, CompressError, Compressed, Compressor, Config, Level, LevelError, Mechanism,
+};
 pub use dictionary::Priorities;
 pub use endpoint::{
     Accepted, Endpoint, EndpointConfig, EndpointError, EndpointMetrics, Incoming, ReceiveError, Received, ReceivedNack,

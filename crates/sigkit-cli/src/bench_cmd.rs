@@ -177,7 +177,7 @@ fn settings_json(args: &BenchArgs) -> serde_json::Value {
         "transport": args.endpoint.transport().name(),
         "lookahead": args.endpoint.lookahead,
         "dict_priority": args.endpoint.dict_priority,
-        "level": args.endpoint.level,
+        "level": args.endpoint.level.get(),
         "compartment_every": args.compartment_every,
         "verify": args.endpoint.verify,
     })

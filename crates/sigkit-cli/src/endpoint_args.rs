@@ -66,14 +66,20 @@ pub struct EndpointArgs {
     pub dict_priority: String,
     /// Compression level, 1 (fastest: a greedy parse over short hash
     /// chains) to 9 (smallest); 6 is the exact shortest-path parse.
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(1..=9))]
-    pub level: u8,
+    #[arg(long, default_value = "6", value_parser = parse_level)]
+    pub level: Level,
     /// Also run every message through the peer's decompressor inside the
     /// compressor and check the output, the states created and the cycles
     /// against what the compressor computed (slower; LZSS messages are
     /// otherwise not run, the other algorithms always are).
     #[arg(long)]
     pub verify: bool,
+}
+
+/// A compression level from its number, 1 to 9.
+fn parse_level(s: &str) -> Result<Level, String> {
+    let n: u8 = s.parse().map_err(|_| format!("{s:?} is not a level from 1 to 9"))?;
+    Level::try_from(n).map_err(|e| e.to_string())
 }
 
 impl EndpointArgs {
@@ -104,7 +110,7 @@ impl EndpointArgs {
             transport: self.transport().transport(),
             lookahead: self.lookahead,
             dictionary,
-            level: Level::new(self.level).ok_or_else(|| format!("--level {} is not 1 to 9", self.level))?,
+            level: self.level,
             verify: self.verify,
         };
         Ok((config, params))

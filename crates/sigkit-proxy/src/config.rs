@@ -348,8 +348,7 @@ fn mechanism_named<'de, D: Deserializer<'de>>(d: D) -> Result<Mechanism, D::Erro
 }
 
 fn level_numbered<'de, D: Deserializer<'de>>(d: D) -> Result<Level, D::Error> {
-    let n = u8::deserialize(d)?;
-    Level::new(n).ok_or_else(|| D::Error::custom(format!("{n} is not a level from 1 to 9")))
+    Level::try_from(u8::deserialize(d)?).map_err(D::Error::custom)
 }
 
 /// Limits on what the proxy spends decompressing: per source address, and
