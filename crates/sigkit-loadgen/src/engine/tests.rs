@@ -503,6 +503,18 @@ fn a_bye_sent_again_after_the_call_ended_is_answered_until_timer_j() {
     let again = drain(&mut b);
     assert_eq!(again.len(), 1, "the BYE is answered again");
     assert_eq!(again[0].1, ok, "with the same 200");
+    // The same BYE as a new transaction: the UAC sent it again through
+    // another proxy, which gave it a Via and branch of its own. The same
+    // 200 answers it, with that request's Vias (RFC 3261 §8.2.6.2).
+    let other = "Via: SIP/2.0/UDP 192.0.2.9:5070;branch=z9hG4bK-other\r\n";
+    let relayed = text(&bye).replacen("Via: ", &format!("{other}Via: "), 1);
+    assert_ne!(relayed, text(&bye));
+    b.on_message(later, addr(UAC), relayed.as_bytes());
+    let answer = drain(&mut b);
+    assert_eq!(answer.len(), 1, "the relayed BYE is answered");
+    let parsed = Message::parse(&answer[0].1).unwrap();
+    assert_eq!(parsed.top_via().unwrap().branch(), Some("z9hG4bK-other"));
+    assert_eq!(text(&answer[0].1).replacen(other, "", 1), text(&ok), "the same 200 under the new Via");
     assert_eq!(b.recorder.total.out_of_call, out_of_call);
     // Past 64·T1 (32 s) after the call ended, nothing answers it.
     let much_later = t0 + Duration::from_secs(60);
