@@ -21,6 +21,7 @@ mod huffman;
 mod memory;
 mod native;
 mod operand;
+mod recognised;
 mod state_requests;
 mod stop;
 
@@ -31,11 +32,12 @@ use crate::state::{LookupError, StateHandler, UnpackCache};
 
 use buffer::{contiguous_run, next, read_string, read_string_wrapping};
 use operand::{cache_key, next_epoch, operand_kinds, Decoded, Operand, DECODED};
+use recognised::{Recognised, NATIVE, NATIVE_SLOTS};
 use stop::{fail, Res, Stop};
 
 pub use buffer::offset_back;
-pub use native::NativeMemo;
 pub use operand::DecodeCache;
+pub use recognised::NativeMemo;
 
 pub mod op;
 
@@ -240,10 +242,10 @@ pub struct Machine<'a> {
     native_on: bool,
     /// The token loops recognised in this run, and the slot the next one
     /// takes.
-    natives: [Option<native::Recognised>; native::NATIVE_SLOTS],
+    natives: [Option<Recognised>; NATIVE_SLOTS],
     native_next: usize,
     native_tokens: u64,
-    /// Recognitions tried in this run (`native::MAX_RECOGNITIONS`).
+    /// Recognitions tried in this run (native.rs's `MAX_RECOGNITIONS`).
     native_recognitions: u8,
     /// Loops recognised in earlier messages ([`Machine::with_native_memo`]).
     native_memo: Option<&'a mut NativeMemo>,
@@ -302,7 +304,7 @@ impl<'a> Machine<'a> {
             details: Vec::new(),
             outcome: None,
             native_on: true,
-            natives: [None; native::NATIVE_SLOTS],
+            natives: [None; NATIVE_SLOTS],
             native_next: 0,
             native_tokens: 0,
             native_recognitions: 0,
@@ -521,7 +523,7 @@ impl<'a> Machine<'a> {
             op::INPUT_BITS => self.exec_input_bits(pc, i, next),
             op::OUTPUT => self.exec_output(i, next),
             op::INPUT_HUFFMAN => self.input_huffman(pc, self.decoded[i].ops[0].address()),
-            native::NATIVE => self.exec_native(pc, i),
+            NATIVE => self.exec_native(pc, i),
             // Only the opcodes above are ever kept decoded.
             _ => fail(Reason::InternalError),
         }

@@ -43,6 +43,7 @@
 //! result.
 
 use super::operand::{cache_key, Decoded, Operand};
+use super::recognised::{DistanceCode, Kind, Lzss, OscDeflate};
 use super::stop::Res;
 use super::*;
 
@@ -51,15 +52,6 @@ mod lz77;
 mod lzss;
 mod osc_deflate;
 mod pattern;
-
-/// The opcode a recognised loop's first instruction is kept under in the
-/// decode cache: not an RFC 3320 opcode (those end at 35), so no byte of
-/// bytecode decodes to it.
-pub(super) const NATIVE: u8 = 0xF0;
-
-/// Loops recognised per run, at most (a message runs one; a hostile one
-/// that keeps rewriting its bytecode reuses the slots).
-pub(super) const NATIVE_SLOTS: usize = 2;
 
 /// Recognitions a run may try, at most: a message's bytecode reaches a
 /// handful of input instructions; one that rewrites its code to make the
@@ -75,61 +67,6 @@ const INDEX: u16 = 32;
 /// §8.1) in the mechanism programs that recognised loops come from: the
 /// destination COPY-LITERAL and COPY-OFFSET advance.
 const DECOMPRESSED_POINTER: u16 = 70;
-
-/// Which decoder a recognised loop runs, with what its bytes named.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Kind {
-    Lzss(lzss::Lzss),
-    Lz77,
-    Deflate,
-    OscDeflate(osc_deflate::OscDeflate),
-}
-
-/// A token loop recognised in memory [head, end).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Recognised {
-    head: u16,
-    end: u16,
-    kind: Kind,
-}
-
-impl Recognised {
-    /// The opcode at `head`, which the UDVM runs when the native decoder
-    /// stops: LZ77's loop starts with INPUT-BITS, the others with
-    /// INPUT-HUFFMAN.
-    fn head_opcode(&self) -> u8 {
-        match self.kind {
-            Kind::Lz77 => op::INPUT_BITS,
-            Kind::Lzss(_) | Kind::Deflate | Kind::OscDeflate(_) => op::INPUT_HUFFMAN,
-        }
-    }
-}
-
-/// Loops recognised in earlier messages, with their bytes, kept by the
-/// decompressor between messages: a loop whose bytes are the same at the
-/// same address is the same loop, found again by comparing its bytes
-/// rather than matching its instructions.
-#[derive(Debug, Default)]
-pub struct NativeMemo {
-    loops: [Option<(Recognised, Vec<u8>)>; NATIVE_SLOTS],
-    next: usize,
-}
-
-impl NativeMemo {
-    fn find(&self, mem: &[u8], pc: u16) -> Option<Recognised> {
-        self.loops.iter().flatten().find_map(|(r, bytes)| {
-            let span = usize::from(r.head)..usize::from(r.end);
-            (r.head == pc && mem.get(span) == Some(&bytes[..])).then_some(*r)
-        })
-    }
-
-    fn keep(&mut self, mem: &[u8], r: Recognised) {
-        if let Some(bytes) = mem.get(usize::from(r.head)..usize::from(r.end)) {
-            self.loops[self.next] = Some((r, bytes.to_vec()));
-            self.next = (self.next + 1) % NATIVE_SLOTS;
-        }
-    }
-}
 
 /// What one entry into a loop may rely on, checked by [`Machine::window`].
 #[derive(Debug, Clone, Copy)]

@@ -18,13 +18,6 @@ const LENGTH_SETS: [[u16; 4]; 3] = [[3, 0, 3, 3], [3, 32, 47, 7], [4, 768, 1023,
 /// The offset interval's uncompressed value: offsets start at 257 − 256.
 const OFFSET_BASE: u16 = 257;
 
-/// The loop's offset interval: bits, lower and upper bound, each a value
-/// or a word the compressor patched.
-#[derive(Debug, Clone, Copy)]
-pub(in crate::udvm) struct Lzss {
-    offset_set: [Operand; 3],
-}
-
 impl Machine<'_> {
     /// The loop of `asm/lzss.asm` at `pc`, with `index`, `length_value`
     /// and `old_pointer` at 32, 34, 36: the offset interval and the

@@ -18,32 +18,6 @@ const EXTRA_DISTANCE_BITS: u16 = INDEX + 6;
 const DISTANCE_VALUE: u16 = INDEX + 8;
 const SCRATCH_END: u16 = INDEX + 10;
 
-/// The values the loop's bytes give its tables' places.
-#[derive(Debug, Clone, Copy)]
-pub(in crate::udvm) struct OscDeflate {
-    /// The symbol of code 256 (end of block); codes 257.. follow it, so
-    /// that 4 × symbol is the address of their (extra bits, base) entry.
-    length_start: u16,
-    /// The symbol of code 280.
-    length_mid: u16,
-    /// Added to a distance code before 4 × it addresses its entry.
-    distance_start: u16,
-    /// How the 5-bit distance code is read.
-    distance_code: DistanceCode,
-}
-
-/// The two forms of the distance code's reading: Open SigComp's, and the
-/// example's of RFC 4464 §4.1.4 that it follows otherwise.
-#[derive(Debug, Clone, Copy)]
-pub(in crate::udvm) enum DistanceCode {
-    /// INPUT-BITS (5, index, !), ADD ($index, distance_start): the F-bit's
-    /// order (Open SigComp).
-    Bits,
-    /// INPUT-HUFFMAN (index, !, 1, 5, 0, 31, distance_start): the H-bit's
-    /// order (RFC 4464 §4.1.4).
-    Huffman,
-}
-
 impl Machine<'_> {
     /// Open SigComp's loop at `pc`, with its scratch words at 32..42: the
     /// table places and the loop's end.
