@@ -133,12 +133,12 @@ fn main() {
             let upper = stem.to_uppercase();
             writeln!(
                 images,
-                "/// `asm/{name}.asm` spliced into `asm/mechanism.asm` for {mech}.\npub const {upper}: Image = Image {{ code: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{stem}.bin\")), init: {init}, circular_buffer: {end}, buffer_end: {}, buffer_size: {}, dict_begin: {}, dict_length: {}, dict_end: {}, code_length: {}, announce_params: {}, snapshot_length: {}, dictionary_id: {}, decompress: {}, labels: &[{table}] }};",
+                "/// `asm/{name}.asm` spliced into `asm/mechanism.asm` for {mech}.\npub const {upper}: Image = Image {{ code: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{stem}.bin\")), init: {init}, circular_buffer: {end}, buffer_end: {}, buffer_size: {}, dict_begin: {}, dict_length: {}, dict_at: {}, code_length: {}, announce_params: {}, snapshot_length: {}, dictionary_id: {}, decompress: {}, labels: &[{table}] }};",
                 label("buffer_end"),
                 label("buffer_size"),
                 label("dict_begin"),
                 label("dict_length"),
-                label("dict_end"),
+                label("dict_at"),
                 label("code_length"),
                 label("announce_params"),
                 label("snapshot_length"),

@@ -31,12 +31,25 @@
 ;   0x10  a second such entry (the first must be present)
 ;   0x08  static: save the bytecode as state
 ;   0x04  dynamic, shared: save no snapshot of this message (see below)
+;   0x02  dynamic, shared: a short snapshot (see below)
 ; then the algorithm's tokens up to the end of the message. Dynamic and
-; shared save the UDVM memory from address 64 to buffer_end as state at
-; every message (the snapshot): a later message names it in its header and
-; continues at :decompress. A message with 0x04 saves none: the flag is
-; subtracted from the snapshot's minimum access length, and END-MESSAGE
-; makes no state with a length below 6 (RFC 3320 §9.4.9). Over a message transport the compressor uses a snapshot only
+; shared save the UDVM memory from address 64 as state at every message
+; (the snapshot): a later message names it in its header and continues at
+; :decompress. A message with 0x04 saves none: the flag is subtracted from
+; the snapshot's minimum access length, and END-MESSAGE makes no state with
+; a length below 6 (RFC 3320 §9.4.9).
+;
+; The history fills the circular buffer from its start, and the dictionary
+; part lies at its end, so that it precedes the first message in the
+; buffer's circular order. Until the history first wraps, the memory past
+; decompressed_pointer holds nothing but zeros and the part of the
+; dictionary the history has not overwritten, which the peer holds as a
+; state anyway. The compressor, which models the buffer, then sets 0x02:
+; the snapshot ends at decompressed_pointer instead of buffer_end, and the
+; message that continues from it loads that part of the dictionary again.
+; Fewer bytes are hashed and stored per snapshot (RFC 3320 §9.4.9 lets
+; END-MESSAGE save any part of memory), and the tokens are the same as with
+; the whole buffer saved. Over a message transport the compressor uses a snapshot only
 ; once the peer has acknowledged it, and each new snapshot pushes older ones
 ; out of the peer's state memory (RFC 3320 §6.2); when several messages
 ; leave before an acknowledgement (100, 180 and 200 to one INVITE), saving
@@ -54,6 +67,7 @@ set (flag_announce_a, 32)
 set (flag_announce_b, 16)
 set (flag_save_bytecode, 8)
 set (flag_no_snapshot, 4)
+set (flag_short_snapshot, 2)
 ;
 ; The requested feedback (RFC 3320 §9.4.9): its first byte 0x04 (Q = 1, a
 ; requested_feedback_item follows; S = 0, I = 0), then the item.
@@ -67,9 +81,10 @@ set (snapshot_priority, 1)
 ;
 ; Cycles (RFC 3320 §9 costs) this program spends on one message outside
 ; the fragment's token loop, apart from the bytes its STATE-ACCESSes,
-; STATE-CREATE and END-MESSAGE move: :init 7, :decompress 7, the shared
-; flag 18, feedback 6, each announced entry 10, save_bytecode 2, no
-; snapshot 1, END-MESSAGE 1, 62 in all. Rounded up, with room for the fragment's
+; STATE-CREATE and END-MESSAGE move: :init 7, :decompress 7, the
+; dictionary's reload 11, the shared flag 18, feedback 6, each announced
+; entry 10, save_bytecode 2, the snapshot flags 4, the snapshot's length
+; 4, END-MESSAGE 1, 80 in all. Rounded up, with room for the fragment's
 ; @init and the last input instruction of its token loop (the one that
 ; finds the input exhausted):
 set (mechanism_cycles, 200)
@@ -84,6 +99,10 @@ at (32)
 :shared_id                      pad (6)
 :shared_offset                  pad (2)
 :shared_len                     pad (2)
+:snap_len                       pad (2)
+:reload_at                      pad (2)
+:reload_begin                   pad (2)
+:reload_len                     pad (2)
 
 at (64)
 :byte_copy_left                 pad (2)
@@ -99,20 +118,41 @@ at (64)
 :announced_end                  pad (1)
 :requested_feedback_location    pad (1)
 :requested_feedback_item        pad (1)
+:snap_short                     pad (2)
 ; @@VARS@@
 
 align (64)
 readonly (1)
 
 :init
-MULTILOAD (64, 4, circular_buffer, $buffer_end, 0, $dict_end)
+MULTILOAD (64, 4, circular_buffer, $buffer_end, 0, circular_buffer)
 COMPARE ($dict_length, 0, load_dict, init_algorithm, load_dict)
 :load_dict
-STATE-ACCESS (dictionary_id, 6, $dict_begin, $dict_length, circular_buffer, 0)
+STATE-ACCESS (dictionary_id, 6, $dict_begin, $dict_length, $dict_at, 0)
 :init_algorithm
 ; @@INIT@@
 
 :decompress
+; @@IF dynamic shared
+; A short snapshot (flag_short_snapshot) ended at decompressed_pointer: the
+; dictionary bytes from max(decompressed_pointer, dict_at) to buffer_end
+; are loaded again.
+COMPARE ($snap_short, 0, dictionary_in_place, dictionary_in_place, reload_dict)
+:reload_dict
+MULTILOAD (reload_at, 2, $dict_at, $dict_begin)
+COMPARE ($decompressed_pointer, $dict_at, reload_length, reload_length, reload_from_pointer)
+:reload_from_pointer
+LOAD (reload_at, $decompressed_pointer)
+ADD ($reload_begin, $decompressed_pointer)
+SUBTRACT ($reload_begin, $dict_at)
+:reload_length
+LOAD (reload_len, $buffer_end)
+SUBTRACT ($reload_len, $reload_at)
+COMPARE ($reload_len, 0, dictionary_in_place, dictionary_in_place, reload_now)
+:reload_now
+STATE-ACCESS (dictionary_id, 6, $reload_begin, $reload_len, $reload_at, 0)
+:dictionary_in_place
+; @@ENDIF
 ; Per message: no feedback request, our parameters returned (RFC 3320
 ; §9.4.9, so the peer's compressor learns our DMS, SMS and cycles per bit)
 ; with no state identifiers, and the snapshot's minimum access length.
@@ -166,7 +206,11 @@ COMPARE ($flags, flag_save_bytecode, tokens, save_bytecode, save_bytecode)
 STATE-CREATE ($code_length, init, init, state_min_access, bytecode_priority)
 ; @@ENDIF
 ; @@IF dynamic shared
-; Only 0x04 is left of the flags here (0x08 is static's): 6 - 4 = 2.
+; Only 0x04 and 0x02 are left of the flags here (0x08 is static's). 0x02
+; is kept for the snapshot's length; 0x04 leaves 6 - 4 = 2.
+LOAD (snap_short, $flags)
+AND ($snap_short, flag_short_snapshot)
+SUBTRACT ($flags, $snap_short)
 SUBTRACT ($snap_mal, $flags)
 ; @@ENDIF
 :tokens
@@ -178,7 +222,13 @@ SUBTRACT ($snap_mal, $flags)
 END-MESSAGE ($fb_loc, returned_parameters_location, 0, 0, 0, 0, 0)
 ; @@ENDIF
 ; @@IF dynamic shared
-END-MESSAGE ($fb_loc, returned_parameters_location, $snapshot_length, 64, decompress, $snap_mal, snapshot_priority)
+LOAD (snap_len, $snapshot_length)
+COMPARE ($snap_short, 0, save_snapshot, save_snapshot, short_snapshot)
+:short_snapshot
+LOAD (snap_len, $decompressed_pointer)
+SUBTRACT ($snap_len, 64)
+:save_snapshot
+END-MESSAGE ($fb_loc, returned_parameters_location, $snap_len, 64, decompress, $snap_mal, snapshot_priority)
 ; @@ENDIF
 :fail
 DECOMPRESSION-FAILURE
@@ -190,7 +240,7 @@ readonly (0)
 :buffer_size                    word (0)
 :dict_begin                     word (0)
 :dict_length                    word (0)
-:dict_end                       word (0)
+:dict_at                        word (0)
 :code_length                    word (0)
 :announce_params                word (0)
 :snapshot_length                word (0)

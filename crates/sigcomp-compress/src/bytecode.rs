@@ -30,9 +30,10 @@ pub struct Image {
     /// Address of the word `:dict_length`: how many dictionary bytes are
     /// loaded into the buffer (0: none, STATE-ACCESS skipped).
     pub dict_length: u16,
-    /// Address of the word `:dict_end`: `circular_buffer` + the loaded
-    /// dictionary length, the initial `decompressed_pointer`.
-    pub dict_end: u16,
+    /// Address of the word `:dict_at`: where the dictionary part lies, at
+    /// the buffer's end (`buffer_end` − its length), so that it precedes
+    /// the history, which starts at `circular_buffer`.
+    pub dict_at: u16,
     /// Address of the word `:code_length`: the length in bytes of the code
     /// saved as state by the static mechanism's STATE-CREATE.
     pub code_length: u16,
@@ -41,8 +42,9 @@ pub struct Image {
     /// peer with every message (RFC 3320 §9.4.9).
     pub announce_params: u16,
     /// Address of the word `:snapshot_length`: bytes of UDVM memory from
-    /// address 64 that END-MESSAGE saves as the snapshot state
-    /// (`buffer_end` − 64; dynamic and shared mechanisms).
+    /// address 64 that END-MESSAGE saves as a whole snapshot
+    /// (`buffer_end` − 64; dynamic and shared mechanisms). A short one
+    /// ends at `decompressed_pointer` (flag_short_snapshot).
     pub snapshot_length: u16,
     /// Address of `:dictionary_id`, the 6-byte partial state identifier of
     /// the dictionary STATE-ACCESS loads (assembled as RFC 3485's,
@@ -198,7 +200,7 @@ pub struct Bytecode {
     /// That state (address and instruction = destination, minimum access
     /// length 6), hashed once.
     pub state: State,
-    /// Dictionary bytes placed at the start of the buffer.
+    /// Dictionary bytes placed at the end of the buffer.
     pub dictionary: Vec<u8>,
     /// The dictionary state the bytecode accesses, if any.
     pub dictionary_id: Option<StateId>,
@@ -250,7 +252,7 @@ pub fn build(
     put_word(&mut code, base, image.buffer_size, layout.buffer_size);
     put_word(&mut code, base, image.dict_begin, begin);
     put_word(&mut code, base, image.dict_length, len);
-    put_word(&mut code, base, image.dict_end, layout.circular_buffer + len);
+    put_word(&mut code, base, image.dict_at, layout.buffer_end - len);
     let code_len = code.len() as u16;
     put_word(&mut code, base, image.code_length, code_len);
     put_word(&mut code, base, image.announce_params, u16::from(local.encode_byte()) << 8 | u16::from(local.version));

@@ -617,6 +617,10 @@ impl Compressor {
             input.extend_from_slice(&0u16.to_be_bytes());
             input.extend_from_slice(&(len as u16).to_be_bytes());
         }
+        let appended = shared_len.unwrap_or(0) + message.len();
+        if flags & FLAG_NO_SNAPSHOT == 0 && self.snapshot_may_be_short(base_memory.as_deref(), appended) {
+            flags |= FLAG_SHORT_SNAPSHOT;
+        }
         input[0] = flags;
         input.extend_from_slice(&header.items);
         let payload_len = tokens.len();
@@ -626,6 +630,7 @@ impl Compressor {
         let shared_bytes = &shared_value[..shared_len.unwrap_or(0).min(shared_value.len())];
         let view = MessageView {
             fresh: base.is_none(),
+            reloads_dictionary: base_memory.as_deref().is_some_and(|m| self.continues_from_short(m)),
             flags,
             seq: header.seq,
             entries: &header.entries,
@@ -689,7 +694,7 @@ impl Compressor {
             .iter()
             .rev()
             .filter(|s| s.usable && self.in_model(&s.id))
-            .find_map(|s| Some((s.clone(), self.snapshot_memory(&s.id)?)))
+            .find_map(|s| Some((s.clone(), self.whole_memory(self.snapshot_memory(&s.id)?)?)))
     }
 
     /// The flags and items after the flags byte other than the shared
@@ -876,6 +881,7 @@ const FLAG_ANNOUNCE_A: u8 = bytecode::lzss_symbols::FLAG_ANNOUNCE_A;
 const FLAG_ANNOUNCE_B: u8 = bytecode::lzss_symbols::FLAG_ANNOUNCE_B;
 const FLAG_SAVE_BYTECODE: u8 = bytecode::lzss_symbols::FLAG_SAVE_BYTECODE;
 const FLAG_NO_SNAPSHOT: u8 = bytecode::lzss_symbols::FLAG_NO_SNAPSHOT;
+const FLAG_SHORT_SNAPSHOT: u8 = bytecode::lzss_symbols::FLAG_SHORT_SNAPSHOT;
 
 /// Sets the algorithm's own words in the bytecode image.
 fn patch_algorithm(algorithm: Algorithm, image: &Image, code: &mut [u8], base: u16, format: LzssFormat) {
@@ -916,6 +922,9 @@ fn requested_states(pending: &sigcomp::Pending) -> Vec<(State, u16)> {
 struct MessageView<'a> {
     /// No snapshot: the bytecode starts at :init.
     fresh: bool,
+    /// The snapshot it continues from was short: :decompress loads the
+    /// dictionary part again.
+    reloads_dictionary: bool,
     flags: u8,
     seq: Option<u8>,
     /// Announced identifiers (flag_announce_a, flag_announce_b).

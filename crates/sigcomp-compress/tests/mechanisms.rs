@@ -497,3 +497,60 @@ fn lzss_messages_are_computed_not_run_unless_verifying() {
         }
     }
 }
+
+#[test]
+fn snapshots_end_at_the_history_until_it_wraps() {
+    // The history starts at the circular buffer's start and the dictionary
+    // part lies at its end: until the history first wraps, a snapshot ends
+    // at decompressed_pointer (asm/mechanism.asm, flag 0x02), and the next
+    // message loads the dictionary part it left out again. Verify mode
+    // checks each computed snapshot against the peer's own run.
+    let flow = video_call();
+    for mechanism in [Mechanism::Dynamic, Mechanism::Shared] {
+        for transport in [Transport::Message, Transport::Stream] {
+            // Room for a few of the call's messages before the history wraps.
+            let p = params(16384);
+            let mut ue = endpoint(p, p, config(mechanism, transport));
+            let mut pcscf = endpoint(p, p, config(mechanism, transport));
+            let mut short_ids = HashSet::new();
+            let (mut whole, mut continued_from_short, mut first) = (0, 0, true);
+            for _ in 0..5 {
+                for m in &flow {
+                    let ue_sends = m.from == Side::Ue;
+                    let (from, to) = if ue_sends { (&mut ue, &mut pcscf) } else { (&mut pcscf, &mut ue) };
+                    let out = from.compress(now(), C, &m.bytes).unwrap();
+                    assert_eq!(deliver(to, &out.message), m.bytes, "{mechanism:?} {transport:?} {}", m.name);
+                    if !ue_sends {
+                        continue;
+                    }
+                    continued_from_short += usize::from(out.used_state.is_some_and(|id| short_ids.contains(&id)));
+                    let layout = *ue.compressor(C).unwrap().layout();
+                    let (cb, end) = (usize::from(layout.circular_buffer), usize::from(layout.buffer_end));
+                    let states = pcscf.decompressor().states();
+                    let Some((id, value)) = out
+                        .requested
+                        .iter()
+                        .find_map(|id| states.get(id).filter(|s| s.address == 64).map(|s| (*id, s.value().to_vec())))
+                    else {
+                        continue;
+                    };
+                    // decompressed_pointer is the word at address 70.
+                    let pointer = usize::from(u16::from_be_bytes([value[6], value[7]]));
+                    if first {
+                        assert_eq!(value.len(), cb - 64 + m.bytes.len(), "{mechanism:?} {transport:?}: the first");
+                        first = false;
+                    }
+                    if value.len() == end - 64 {
+                        whole += 1;
+                    } else {
+                        assert_eq!(value.len(), pointer - 64, "{mechanism:?} {transport:?} {}", m.name);
+                        short_ids.insert(id);
+                    }
+                }
+            }
+            let short = short_ids.len();
+            assert!(short >= 2 && whole >= 2, "{mechanism:?} {transport:?}: {short} short, {whole} whole");
+            assert!(continued_from_short >= 1, "{mechanism:?} {transport:?}: none continued from a short one");
+        }
+    }
+}

@@ -29,6 +29,8 @@ pub(super) struct ProgramSymbols {
     flag_shared: u8,
     flag_save_bytecode: u8,
     flag_no_snapshot: u8,
+    flag_short_snapshot: u8,
+    snap_short: u16,
     mechanism_cycles: usize,
     /// The fragment's cycles per message byte, at most.
     cycles_per_byte: usize,
@@ -59,6 +61,8 @@ macro_rules! program_symbols {
             flag_shared: s::FLAG_SHARED,
             flag_save_bytecode: s::FLAG_SAVE_BYTECODE,
             flag_no_snapshot: s::FLAG_NO_SNAPSHOT,
+            flag_short_snapshot: s::FLAG_SHORT_SNAPSHOT,
+            snap_short: s::SNAP_SHORT,
             mechanism_cycles: s::MECHANISM_CYCLES as usize,
             cycles_per_byte: $cycles_per_byte as usize,
             initial_input_bit_order: $initial_input_bit_order,
@@ -207,7 +211,10 @@ impl Compressor {
     /// appends the shared state at `decompressed_pointer`, sets the
     /// feedback request and the announced entries, saves the bytecode; the
     /// tokens write the message into the circular buffer; END-MESSAGE
-    /// saves memory 64..buffer_end. The fragments' own variables lie below
+    /// saves memory 64..buffer_end, or 64..decompressed_pointer for a short
+    /// snapshot (flag_short_snapshot). `base` is the whole memory the
+    /// message continues from ([`Compressor::whole_memory`]). The
+    /// fragments' own variables lie below
     /// 64, outside the snapshot. Every address, flag, priority and cycle
     /// cost is the assembly's own ([`ProgramSymbols`]).
     pub(super) fn predict(&self, base: Option<&[u8]>, v: &MessageView<'_>) -> Option<(Vec<(State, u16)>, u64)> {
@@ -257,6 +264,9 @@ impl Compressor {
         bytecode::put_word(m, 64, at.snap_mal, at.state_min_access);
         bytecode::put_word(m, 64, at.returned_parameters_location, announce_params);
         bytecode::put_word(m, 64, at.announced_a, 0);
+        // LOAD (snap_short, $flags); AND ($snap_short, flag_short_snapshot).
+        let short = v.flags & at.flag_short_snapshot;
+        bytecode::put_word(m, 64, at.snap_short, u16::from(short));
         // Bytes written at decompressed_pointer wrap within the buffer
         // (RFC 3320 §8.4; byte_copy_left/right are the buffer's bounds).
         let append = |m: &mut [u8], bytes: &[u8]| {
@@ -293,7 +303,12 @@ impl Compressor {
         if !append(m, v.message) {
             return None;
         }
-        // END-MESSAGE (..., $snapshot_length, 64, decompress, $snap_mal, snapshot_priority).
+        // END-MESSAGE (..., $snap_len, 64, decompress, $snap_mal, snapshot_priority):
+        // $snap_len is decompressed_pointer − 64 for a short snapshot.
+        if short != 0 {
+            let len = usize::from(word(m, at.decompressed_pointer)) - 64;
+            snapshot = Arc::from(&snapshot[..len]);
+        }
         creates.push((State::from_shared(64, image.decompress, at.state_min_access, snapshot), at.snapshot_priority));
         Some((creates, bound))
     }
@@ -304,7 +319,7 @@ impl Compressor {
     /// STATE-CREATE and END-MESSAGE move.
     pub(super) fn cycle_bound(&self, at: &ProgramSymbols, v: &MessageView<'_>) -> usize {
         let mut bound = at.mechanism_cycles + at.cycles_per_byte * v.message.len() + v.shared.len();
-        if v.fresh {
+        if v.fresh || v.reloads_dictionary {
             bound += self.bytecode.dictionary.len();
         }
         if v.flags & at.flag_save_bytecode != 0 {
@@ -318,8 +333,9 @@ impl Compressor {
 
     /// UDVM memory from address 64 to buffer_end once :init has run
     /// (bytecode uploaded or accessed as a state): the code at its
-    /// destination, zeros elsewhere, then :init's MULTILOAD, the
-    /// dictionary's STATE-ACCESS into the buffer and the fragment's @init.
+    /// destination, zeros elsewhere, then :init's MULTILOAD (the history
+    /// starts at the buffer's start), the dictionary's STATE-ACCESS into the
+    /// buffer's end and the fragment's @init.
     pub(super) fn initialised_memory(&self, at: &ProgramSymbols) -> Vec<u8> {
         let (cb, end) = (usize::from(self.layout.circular_buffer), usize::from(self.layout.buffer_end));
         let mut m = vec![0u8; end - 64];
@@ -329,9 +345,63 @@ impl Compressor {
         bytecode::put_word(&mut m, 64, at.byte_copy_left, cb as u16);
         bytecode::put_word(&mut m, 64, at.byte_copy_right, end as u16);
         bytecode::put_word(&mut m, 64, at.input_bit_order, at.initial_input_bit_order);
-        bytecode::put_word(&mut m, 64, at.decompressed_pointer, (cb + dict.len()) as u16);
-        m[cb - 64..cb - 64 + dict.len()].copy_from_slice(dict);
+        bytecode::put_word(&mut m, 64, at.decompressed_pointer, cb as u16);
+        m[end - 64 - dict.len()..].copy_from_slice(dict);
         m
+    }
+
+    /// The memory from address 64 to buffer_end that a message continuing
+    /// from `snapshot` works on once :decompress has begun: a short
+    /// snapshot's bytes, which end at decompressed_pointer, then zeros, and
+    /// the dictionary's bytes from max(decompressed_pointer, its place) to
+    /// buffer_end loaded again (asm/mechanism.asm, flag_short_snapshot).
+    /// None for a value longer than the buffer.
+    pub(super) fn whole_memory(&self, snapshot: Arc<[u8]>) -> Option<Arc<[u8]>> {
+        let end = usize::from(self.layout.buffer_end);
+        let whole = end - 64;
+        if snapshot.len() >= whole {
+            return (snapshot.len() == whole).then_some(snapshot);
+        }
+        let mut m = vec![0u8; whole];
+        m[..snapshot.len()].copy_from_slice(&snapshot);
+        if self.continues_from_short(&m) {
+            let dict = &self.bytecode.dictionary;
+            let dict_at = end - dict.len();
+            let from = self.decompressed_pointer(&m).max(dict_at);
+            m[from - 64..].copy_from_slice(&dict[from - dict_at..]);
+        }
+        Some(m.into())
+    }
+
+    /// The word decompressed_pointer of memory `m` (from address 64).
+    fn decompressed_pointer(&self, m: &[u8]) -> usize {
+        let a = usize::from(self.config.algorithm.symbols().decompressed_pointer) - 64;
+        usize::from(u16::from_be_bytes([m[a], m[a + 1]]))
+    }
+
+    /// Whether the snapshot whose memory is `m` was a short one (its word
+    /// snap_short set), so that :decompress loads the dictionary again.
+    pub(super) fn continues_from_short(&self, m: &[u8]) -> bool {
+        let a = usize::from(self.config.algorithm.symbols().snap_short) - 64;
+        m.get(a..a + 2).is_some_and(|w| w != [0, 0])
+    }
+
+    /// Whether the snapshot of a message that appends `appended` bytes to
+    /// the buffer (shared state and message) may end at
+    /// decompressed_pointer: the history, which starts at the buffer's
+    /// start, will not have wrapped (flag_short_snapshot). `base`: the
+    /// whole memory the message continues from, None when it starts fresh.
+    pub(super) fn snapshot_may_be_short(&self, base: Option<&[u8]>, appended: usize) -> bool {
+        if !self.config.mechanism.saves_snapshots() {
+            return false;
+        }
+        let dp = match base {
+            None => usize::from(self.layout.circular_buffer),
+            // A whole snapshot: the history has wrapped.
+            Some(m) if !self.continues_from_short(m) => return false,
+            Some(m) => self.decompressed_pointer(m),
+        };
+        dp + appended < usize::from(self.layout.buffer_end)
     }
 }
 
