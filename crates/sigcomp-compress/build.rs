@@ -92,7 +92,9 @@ fn symbols(asm: &sigcomp_asm::Assembly, path: &str) -> String {
     out
 }
 
-const MECHANISMS: [&str; 4] = ["basic", "static", "dynamic", "shared"];
+/// The programs assembled per algorithm: one per mechanism, and the dynamic
+/// and shared ones again with short snapshots.
+const MECHANISMS: [&str; 6] = ["basic", "static", "dynamic", "shared", "dynamic_short", "shared_short"];
 
 fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
@@ -133,12 +135,13 @@ fn main() {
             let upper = stem.to_uppercase();
             writeln!(
                 images,
-                "/// `asm/{name}.asm` spliced into `asm/mechanism.asm` for {mech}.\npub const {upper}: Image = Image {{ code: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{stem}.bin\")), init: {init}, circular_buffer: {end}, buffer_end: {}, buffer_size: {}, dict_begin: {}, dict_length: {}, dict_at: {}, code_length: {}, announce_params: {}, snapshot_length: {}, dictionary_id: {}, decompress: {}, labels: &[{table}] }};",
+                "/// `asm/{name}.asm` spliced into `asm/mechanism.asm` for {mech}.\npub const {upper}: Image = Image {{ code: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{stem}.bin\")), init: {init}, circular_buffer: {end}, buffer_end: {}, buffer_size: {}, dict_begin: {}, dict_length: {}, dict_end: {:?}, dict_at: {:?}, code_length: {}, announce_params: {}, snapshot_length: {}, dictionary_id: {}, decompress: {}, labels: &[{table}] }};",
                 label("buffer_end"),
                 label("buffer_size"),
                 label("dict_begin"),
                 label("dict_length"),
-                label("dict_at"),
+                asm.labels.get("dict_end").map(|&a| a as u16),
+                asm.labels.get("dict_at").map(|&a| a as u16),
                 label("code_length"),
                 label("announce_params"),
                 label("snapshot_length"),

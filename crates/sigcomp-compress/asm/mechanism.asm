@@ -5,10 +5,12 @@
 ; spliced in by build.rs at the three placeholders (the contract between
 ; the two is in asm/README.md).
 ;
-; build.rs assembles one image per algorithm and mechanism: lines between
-; `; @@IF m1 m2 ...` and `; @@ENDIF` are kept only for the mechanisms
-; named, so a peer receives only the code its mechanism needs (the
-; bytecode is part of the first messages' size).
+; build.rs assembles one image per algorithm and mechanism, and for dynamic
+; and shared a second one with short snapshots (`dynamic_short`,
+; `shared_short`, see below): lines between `; @@IF m1 m2 ...` and
+; `; @@ENDIF` are kept only for the programs named, so a peer receives only
+; the code its mechanism needs (the bytecode is part of the first messages'
+; size).
 ;
 ; The circular buffer (RFC 3320 §8.4) holds a part of the RFC 3485 SIP/SDP
 ; dictionary (or a user dictionary state), earlier messages and shared
@@ -31,7 +33,7 @@
 ;   0x10  a second such entry (the first must be present)
 ;   0x08  static: save the bytecode as state
 ;   0x04  dynamic, shared: save no snapshot of this message (see below)
-;   0x02  dynamic, shared: a short snapshot (see below)
+;   0x02  dynamic_short, shared_short: a short snapshot (see below)
 ; then the algorithm's tokens up to the end of the message. Dynamic and
 ; shared save the UDVM memory from address 64 as state at every message
 ; (the snapshot): a later message names it in its header and continues at
@@ -39,9 +41,12 @@
 ; the snapshot's minimum access length, and END-MESSAGE makes no state with
 ; a length below 6 (RFC 3320 §9.4.9).
 ;
-; The history fills the circular buffer from its start, and the dictionary
-; part lies at its end, so that it precedes the first message in the
-; buffer's circular order. Until the history first wraps, the memory past
+; Short snapshots (the programs `dynamic_short` and `shared_short`, which
+; the compressor uploads at its fast levels): the history fills the
+; circular buffer from its start, and the dictionary part lies at its end,
+; so that it precedes the first message in the buffer's circular order
+; (the other programs load it at the buffer's start and write the history
+; after it). Until the history first wraps, the memory past
 ; decompressed_pointer holds nothing but zeros and the part of the
 ; dictionary the history has not overwritten, which the peer holds as a
 ; state anyway. The compressor, which models the buffer, then sets 0x02:
@@ -49,7 +54,8 @@
 ; message that continues from it loads that part of the dictionary again.
 ; Fewer bytes are hashed and stored per snapshot (RFC 3320 §9.4.9 lets
 ; END-MESSAGE save any part of memory), and the tokens are the same as with
-; the whole buffer saved. Over a message transport the compressor uses a snapshot only
+; the whole buffer saved; the cost is about 80 bytes more of bytecode,
+; uploaded once per compartment. Over a message transport the compressor uses a snapshot only
 ; once the peer has acknowledged it, and each new snapshot pushes older ones
 ; out of the peer's state memory (RFC 3320 §6.2); when several messages
 ; leave before an acknowledgement (100, 180 and 200 to one INVITE), saving
@@ -81,10 +87,11 @@ set (snapshot_priority, 1)
 ;
 ; Cycles (RFC 3320 §9 costs) this program spends on one message outside
 ; the fragment's token loop, apart from the bytes its STATE-ACCESSes,
-; STATE-CREATE and END-MESSAGE move: :init 7, :decompress 7, the
-; dictionary's reload 11, the shared flag 18, feedback 6, each announced
-; entry 10, save_bytecode 2, the snapshot flags 4, the snapshot's length
-; 4, END-MESSAGE 1, 80 in all. Rounded up, with room for the fragment's
+; STATE-CREATE and END-MESSAGE move: :init 7, :decompress 7, the shared
+; flag 18, feedback 6, each announced entry 10, save_bytecode 2, no
+; snapshot 1, END-MESSAGE 1, 62 in all; with short snapshots also the
+; dictionary's reload 11, the snapshot flags 3 more and the snapshot's
+; length 4, 80 in all. Rounded up, with room for the fragment's
 ; @init and the last input instruction of its token loop (the one that
 ; finds the input exhausted):
 set (mechanism_cycles, 200)
@@ -125,15 +132,25 @@ align (64)
 readonly (1)
 
 :init
+; @@IF basic static dynamic shared
+MULTILOAD (64, 4, circular_buffer, $buffer_end, 0, $dict_end)
+; @@ENDIF
+; @@IF dynamic_short shared_short
 MULTILOAD (64, 4, circular_buffer, $buffer_end, 0, circular_buffer)
+; @@ENDIF
 COMPARE ($dict_length, 0, load_dict, init_algorithm, load_dict)
 :load_dict
+; @@IF basic static dynamic shared
+STATE-ACCESS (dictionary_id, 6, $dict_begin, $dict_length, circular_buffer, 0)
+; @@ENDIF
+; @@IF dynamic_short shared_short
 STATE-ACCESS (dictionary_id, 6, $dict_begin, $dict_length, $dict_at, 0)
+; @@ENDIF
 :init_algorithm
 ; @@INIT@@
 
 :decompress
-; @@IF dynamic shared
+; @@IF dynamic_short shared_short
 ; A short snapshot (flag_short_snapshot) ended at decompressed_pointer: the
 ; dictionary bytes from max(decompressed_pointer, dict_at) to buffer_end
 ; are loaded again.
@@ -159,12 +176,12 @@ STATE-ACCESS (dictionary_id, 6, $reload_begin, $reload_len, $reload_at, 0)
 ; @@IF basic static
 MULTILOAD (fb_loc, 4, 0, 0, $announce_params, 0)
 ; @@ENDIF
-; @@IF dynamic shared
+; @@IF dynamic shared dynamic_short shared_short
 MULTILOAD (fb_loc, 4, 0, state_min_access, $announce_params, 0)
 ; @@ENDIF
 INPUT-BYTES (1, flags_lsb, fail)
 
-; @@IF shared
+; @@IF shared shared_short
 COMPARE ($flags, flag_shared, after_shared, load_shared, load_shared)
 :load_shared
 SUBTRACT ($flags, flag_shared)
@@ -177,7 +194,7 @@ SUBTRACT ($decompressed_pointer, $buffer_size)
 :after_shared
 ; @@ENDIF
 
-; @@IF static dynamic shared
+; @@IF static dynamic shared dynamic_short shared_short
 COMPARE ($flags, flag_feedback, after_feedback, feedback, feedback)
 :feedback
 SUBTRACT ($flags, flag_feedback)
@@ -187,7 +204,7 @@ INPUT-BYTES (1, requested_feedback_item, fail)
 :after_feedback
 ; @@ENDIF
 
-; @@IF static dynamic shared
+; @@IF static dynamic shared dynamic_short shared_short
 COMPARE ($flags, flag_announce_a, after_announce_a, announce_a, announce_a)
 :announce_a
 SUBTRACT ($flags, flag_announce_a)
@@ -206,6 +223,10 @@ COMPARE ($flags, flag_save_bytecode, tokens, save_bytecode, save_bytecode)
 STATE-CREATE ($code_length, init, init, state_min_access, bytecode_priority)
 ; @@ENDIF
 ; @@IF dynamic shared
+; Only 0x04 is left of the flags here (0x08 is static's): 6 - 4 = 2.
+SUBTRACT ($snap_mal, $flags)
+; @@ENDIF
+; @@IF dynamic_short shared_short
 ; Only 0x04 and 0x02 are left of the flags here (0x08 is static's). 0x02
 ; is kept for the snapshot's length; 0x04 leaves 6 - 4 = 2.
 LOAD (snap_short, $flags)
@@ -222,6 +243,9 @@ SUBTRACT ($snap_mal, $flags)
 END-MESSAGE ($fb_loc, returned_parameters_location, 0, 0, 0, 0, 0)
 ; @@ENDIF
 ; @@IF dynamic shared
+END-MESSAGE ($fb_loc, returned_parameters_location, $snapshot_length, 64, decompress, $snap_mal, snapshot_priority)
+; @@ENDIF
+; @@IF dynamic_short shared_short
 LOAD (snap_len, $snapshot_length)
 COMPARE ($snap_short, 0, save_snapshot, save_snapshot, short_snapshot)
 :short_snapshot
@@ -240,7 +264,12 @@ readonly (0)
 :buffer_size                    word (0)
 :dict_begin                     word (0)
 :dict_length                    word (0)
+; @@IF basic static dynamic shared
+:dict_end                       word (0)
+; @@ENDIF
+; @@IF dynamic_short shared_short
 :dict_at                        word (0)
+; @@ENDIF
 :code_length                    word (0)
 :announce_params                word (0)
 :snapshot_length                word (0)

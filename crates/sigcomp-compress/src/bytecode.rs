@@ -30,10 +30,15 @@ pub struct Image {
     /// Address of the word `:dict_length`: how many dictionary bytes are
     /// loaded into the buffer (0: none, STATE-ACCESS skipped).
     pub dict_length: u16,
+    /// Address of the word `:dict_end`: `circular_buffer` + the loaded
+    /// dictionary length, the initial `decompressed_pointer` (programs
+    /// with whole snapshots).
+    pub dict_end: Option<u16>,
     /// Address of the word `:dict_at`: where the dictionary part lies, at
     /// the buffer's end (`buffer_end` − its length), so that it precedes
-    /// the history, which starts at `circular_buffer`.
-    pub dict_at: u16,
+    /// the history, which starts at `circular_buffer` (programs with short
+    /// snapshots).
+    pub dict_at: Option<u16>,
     /// Address of the word `:code_length`: the length in bytes of the code
     /// saved as state by the static mechanism's STATE-CREATE.
     pub code_length: u16,
@@ -200,7 +205,8 @@ pub struct Bytecode {
     /// That state (address and instruction = destination, minimum access
     /// length 6), hashed once.
     pub state: State,
-    /// Dictionary bytes placed at the end of the buffer.
+    /// Dictionary bytes placed in the buffer: at its start, or at its end
+    /// with short snapshots.
     pub dictionary: Vec<u8>,
     /// The dictionary state the bytecode accesses, if any.
     pub dictionary_id: Option<StateId>,
@@ -252,7 +258,12 @@ pub fn build(
     put_word(&mut code, base, image.buffer_size, layout.buffer_size);
     put_word(&mut code, base, image.dict_begin, begin);
     put_word(&mut code, base, image.dict_length, len);
-    put_word(&mut code, base, image.dict_at, layout.buffer_end - len);
+    if let Some(at) = image.dict_end {
+        put_word(&mut code, base, at, layout.circular_buffer + len);
+    }
+    if let Some(at) = image.dict_at {
+        put_word(&mut code, base, at, layout.buffer_end - len);
+    }
     let code_len = code.len() as u16;
     put_word(&mut code, base, image.code_length, code_len);
     put_word(&mut code, base, image.announce_params, u16::from(local.encode_byte()) << 8 | u16::from(local.version));

@@ -26,7 +26,7 @@ use sigcomp::wire;
 use sigcomp::{CompartmentId, Params, State, StateId, Transport};
 
 use crate::bytecode::{self, Bytecode, DictionarySource, Image, Layout};
-pub use crate::config::{Algorithm, CompressError, Config, Level, LevelError, Mechanism};
+pub use crate::config::{Algorithm, CompressError, Config, Level, LevelError, Mechanism, SnapshotExtent};
 pub use crate::finder::FreshFinder;
 use crate::finder::{encode_tokens, Finder};
 use crate::lzss::{LzssFormat, MatchFinder};
@@ -208,7 +208,7 @@ impl Compressor {
     ) -> Result<Compressor, CompressError> {
         LzssFormat::length_bits_for(config.lookahead).ok_or(CompressError::BadLookahead(config.lookahead))?;
         peer.validate().map_err(CompressError::PeerParams)?;
-        let image = config.algorithm.image(config.mechanism);
+        let image = config.image();
         let mech = config.mechanism;
         // Over a stream a snapshot is usable at once, so one is enough and
         // the window can be as large as the state memory allows.
@@ -529,7 +529,7 @@ impl Compressor {
         message: &[u8],
         returned_feedback: Option<&[u8]>,
     ) -> Result<Compressed, CompressError> {
-        let image = self.config.algorithm.image(self.config.mechanism);
+        let image = self.config.image();
         let mut estimate = image.code.len() + message.len() / 2;
         for _ in 0..4 {
             let memory = self.peer.dms.saturating_sub(estimate as u32 + 16).min(65535);

@@ -49,33 +49,61 @@ impl Algorithm {
     }
 
     /// The assembled bytecode (mechanism program for `mechanism` + this
-    /// algorithm's fragment).
-    pub fn image(self, mechanism: Mechanism) -> &'static Image {
+    /// algorithm's fragment); `extent` chooses between the dynamic and
+    /// shared programs' two forms and is ignored by the others.
+    pub fn image(self, mechanism: Mechanism, extent: SnapshotExtent) -> &'static Image {
         use bytecode::images as i;
         use Mechanism::*;
-        match (self, mechanism) {
-            (Algorithm::Lzss, Basic) => &i::LZSS_BASIC,
-            (Algorithm::Lzss, Static) => &i::LZSS_STATIC,
-            (Algorithm::Lzss, Dynamic) => &i::LZSS_DYNAMIC,
-            (Algorithm::Lzss, Shared) => &i::LZSS_SHARED,
+        use SnapshotExtent::{Short, Whole};
+        match (self, mechanism, extent) {
+            (Algorithm::Lzss, Basic, _) => &i::LZSS_BASIC,
+            (Algorithm::Lzss, Static, _) => &i::LZSS_STATIC,
+            (Algorithm::Lzss, Dynamic, Whole) => &i::LZSS_DYNAMIC,
+            (Algorithm::Lzss, Dynamic, Short) => &i::LZSS_DYNAMIC_SHORT,
+            (Algorithm::Lzss, Shared, Whole) => &i::LZSS_SHARED,
+            (Algorithm::Lzss, Shared, Short) => &i::LZSS_SHARED_SHORT,
             #[cfg(feature = "deflate")]
-            (Algorithm::Deflate, Basic) => &i::DEFLATE_BASIC,
+            (Algorithm::Deflate, Basic, _) => &i::DEFLATE_BASIC,
             #[cfg(feature = "deflate")]
-            (Algorithm::Deflate, Static) => &i::DEFLATE_STATIC,
+            (Algorithm::Deflate, Static, _) => &i::DEFLATE_STATIC,
             #[cfg(feature = "deflate")]
-            (Algorithm::Deflate, Dynamic) => &i::DEFLATE_DYNAMIC,
+            (Algorithm::Deflate, Dynamic, Whole) => &i::DEFLATE_DYNAMIC,
             #[cfg(feature = "deflate")]
-            (Algorithm::Deflate, Shared) => &i::DEFLATE_SHARED,
+            (Algorithm::Deflate, Dynamic, Short) => &i::DEFLATE_DYNAMIC_SHORT,
+            #[cfg(feature = "deflate")]
+            (Algorithm::Deflate, Shared, Whole) => &i::DEFLATE_SHARED,
+            #[cfg(feature = "deflate")]
+            (Algorithm::Deflate, Shared, Short) => &i::DEFLATE_SHARED_SHORT,
             #[cfg(feature = "lz77")]
-            (Algorithm::Lz77, Basic) => &i::LZ77_BASIC,
+            (Algorithm::Lz77, Basic, _) => &i::LZ77_BASIC,
             #[cfg(feature = "lz77")]
-            (Algorithm::Lz77, Static) => &i::LZ77_STATIC,
+            (Algorithm::Lz77, Static, _) => &i::LZ77_STATIC,
             #[cfg(feature = "lz77")]
-            (Algorithm::Lz77, Dynamic) => &i::LZ77_DYNAMIC,
+            (Algorithm::Lz77, Dynamic, Whole) => &i::LZ77_DYNAMIC,
             #[cfg(feature = "lz77")]
-            (Algorithm::Lz77, Shared) => &i::LZ77_SHARED,
+            (Algorithm::Lz77, Dynamic, Short) => &i::LZ77_DYNAMIC_SHORT,
+            #[cfg(feature = "lz77")]
+            (Algorithm::Lz77, Shared, Whole) => &i::LZ77_SHARED,
+            #[cfg(feature = "lz77")]
+            (Algorithm::Lz77, Shared, Short) => &i::LZ77_SHARED_SHORT,
         }
     }
+}
+
+/// What a dynamic or shared snapshot saves of the peer's UDVM memory
+/// (asm/mechanism.asm).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SnapshotExtent {
+    /// Memory from address 64 to the circular buffer's end, at every
+    /// message.
+    #[default]
+    Whole,
+    /// Memory from address 64 to the history's end until the history first
+    /// wraps around the circular buffer (the dictionary part it has not
+    /// overwritten is read again from its state): fewer bytes hashed and
+    /// stored per message, for about 80 more bytes of bytecode uploaded
+    /// once per compartment.
+    Short,
 }
 
 /// How much state the compressor builds at the peer (the 2005 SigComp performance thesis §9.6).
@@ -124,8 +152,9 @@ impl Mechanism {
 /// How hard the compressor searches for matches, 1 (fastest) to 9
 /// (smallest output), as zlib's levels. The default, 6, is the exact
 /// shortest-path parse over 512 chain links ([`Effort::default`]); 1–3
-/// take the longest match at each position (greedy) over short chains, for
-/// a proxy whose CPU is short; 7–9 follow longer chains.
+/// take the longest match at each position (greedy) over short chains, and
+/// save short snapshots ([`SnapshotExtent::Short`]), for a proxy whose CPU
+/// is short; 7–9 follow longer chains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Level(u8);
 
@@ -145,6 +174,16 @@ impl Level {
     /// The level's number, 1–9.
     pub fn get(self) -> u8 {
         self.0
+    }
+
+    /// What the dynamic and shared mechanisms' snapshots save at this
+    /// level: short ones at 1–3.
+    pub fn snapshot_extent(self) -> SnapshotExtent {
+        if self.0 <= 3 {
+            SnapshotExtent::Short
+        } else {
+            SnapshotExtent::Whole
+        }
     }
 
     /// What the encoder does at this level.
@@ -218,6 +257,14 @@ pub struct Config {
     /// message is not run at all (the other algorithms always are); the
     /// tests turn it on.
     pub verify: bool,
+}
+
+impl Config {
+    /// The bytecode this configuration uploads: the algorithm's program for
+    /// the mechanism, with the level's snapshot extent.
+    pub fn image(&self) -> &'static Image {
+        self.algorithm.image(self.mechanism, self.level.snapshot_extent())
+    }
 }
 
 impl Default for Config {

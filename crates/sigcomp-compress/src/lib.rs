@@ -50,6 +50,7 @@ mod sent_log;
 
 pub use compressor::{
     Algorithm, AnnounceMessage, CompressError, Compressed, Compressor, Config, Level, LevelError, Mechanism,
+    SnapshotExtent,
 };
 pub use dictionary::Priorities;
 pub use endpoint::{

@@ -6,7 +6,8 @@
 mod common;
 
 use common::*;
-use sigcomp_compress::{Algorithm, Config, Level};
+use sigcomp::Transport;
+use sigcomp_compress::{Algorithm, Config, Level, Mechanism, SnapshotExtent};
 
 #[test]
 fn levels_are_one_to_nine_and_six_is_the_default() {
@@ -36,5 +37,35 @@ fn every_level_round_trips_the_corpus_flows() {
         // can find (the default parse is exact over 512 links).
         assert_ne!(totals[0], totals[5], "{algorithm:?}: {totals:?}");
         assert!(totals[0] >= totals[5], "{algorithm:?}: {totals:?}");
+    }
+}
+
+#[test]
+fn short_snapshots_are_computed_as_the_peer_runs_them() {
+    // Levels 1–3 upload the programs with short snapshots; verify mode runs
+    // every message through the peer's decompressor too and checks the
+    // states and cycles the compressor computed (`play` fails on a
+    // mismatch), for every algorithm, both mechanisms that save snapshots
+    // and both transports.
+    let flow = read_flow("3gpp-video-call");
+    for &algorithm in Algorithm::ALL {
+        for mechanism in [Mechanism::Dynamic, Mechanism::Shared] {
+            for transport in [Transport::Message, Transport::Stream] {
+                for dms in [4096, 16384] {
+                    let config = Config {
+                        algorithm,
+                        mechanism,
+                        transport,
+                        level: Level::FASTEST,
+                        verify: true,
+                        ..Config::default()
+                    };
+                    assert_eq!(config.level.snapshot_extent(), SnapshotExtent::Short);
+                    // `play` panics when a message does not come back whole
+                    // or the compressor's computation differs from the run.
+                    play(&flow, params(dms), config);
+                }
+            }
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use common::*;
 use sigcomp::wire::Header;
 use sigcomp::{Params, StateId, Transport};
-use sigcomp_compress::{Config, Endpoint, Mechanism};
+use sigcomp_compress::{Config, Endpoint, Level, Mechanism};
 
 fn config(mechanism: Mechanism, transport: Transport) -> Config {
     // verify: each message is also run by the peer's decompressor in the
@@ -508,10 +508,12 @@ fn snapshots_end_at_the_history_until_it_wraps() {
     let flow = video_call();
     for mechanism in [Mechanism::Dynamic, Mechanism::Shared] {
         for transport in [Transport::Message, Transport::Stream] {
-            // Room for a few of the call's messages before the history wraps.
+            // Room for a few of the call's messages before the history
+            // wraps; level 1 uploads the program with short snapshots.
             let p = params(16384);
-            let mut ue = endpoint(p, p, config(mechanism, transport));
-            let mut pcscf = endpoint(p, p, config(mechanism, transport));
+            let cfg = Config { level: Level::FASTEST, ..config(mechanism, transport) };
+            let mut ue = endpoint(p, p, cfg);
+            let mut pcscf = endpoint(p, p, cfg);
             let mut short_ids = HashSet::new();
             let (mut whole, mut continued_from_short, mut first) = (0, 0, true);
             for _ in 0..5 {
@@ -553,4 +555,27 @@ fn snapshots_end_at_the_history_until_it_wraps() {
             assert!(continued_from_short >= 1, "{mechanism:?} {transport:?}: none continued from a short one");
         }
     }
+}
+
+#[test]
+fn the_default_level_saves_whole_snapshots() {
+    // Short snapshots cost bytecode; the default level uploads the program
+    // that saves memory 64..buffer_end at every message.
+    let flow = video_call();
+    let mut ue = endpoint(params(16384), params(16384), config(Mechanism::Dynamic, Transport::Message));
+    let mut pcscf = endpoint(params(16384), params(16384), config(Mechanism::Dynamic, Transport::Message));
+    let mut snapshots = 0;
+    for m in flow.iter().take(6) {
+        let (from, to) = if m.from == Side::Ue { (&mut ue, &mut pcscf) } else { (&mut pcscf, &mut ue) };
+        let out = from.compress(now(), C, &m.bytes).unwrap();
+        assert_eq!(deliver(to, &out.message), m.bytes);
+        let end = usize::from(from.compressor(C).unwrap().layout().buffer_end);
+        for id in &out.requested {
+            if let Some(s) = to.decompressor().states().get(id).filter(|s| s.address == 64) {
+                assert_eq!(s.len(), end - 64, "{}", m.name);
+                snapshots += 1;
+            }
+        }
+    }
+    assert!(snapshots >= 3, "{snapshots} snapshots");
 }

@@ -220,7 +220,7 @@ impl Compressor {
     pub(super) fn predict(&self, base: Option<&[u8]>, v: &MessageView<'_>) -> Option<(Vec<(State, u16)>, u64)> {
         let at = self.config.algorithm.symbols();
         let mech = self.config.mechanism;
-        let image = self.config.algorithm.image(mech);
+        let image = self.config.image();
         let (cb, end) = (usize::from(self.layout.circular_buffer), usize::from(self.layout.buffer_end));
         let dms = self.peer.dms as usize;
         let memory = match self.config.transport {
@@ -333,9 +333,10 @@ impl Compressor {
 
     /// UDVM memory from address 64 to buffer_end once :init has run
     /// (bytecode uploaded or accessed as a state): the code at its
-    /// destination, zeros elsewhere, then :init's MULTILOAD (the history
-    /// starts at the buffer's start), the dictionary's STATE-ACCESS into the
-    /// buffer's end and the fragment's @init.
+    /// destination, zeros elsewhere, then :init's MULTILOAD, the
+    /// dictionary's STATE-ACCESS into the buffer (at its start, or at its
+    /// end with short snapshots, where the history starts at the buffer's
+    /// start) and the fragment's @init.
     pub(super) fn initialised_memory(&self, at: &ProgramSymbols) -> Vec<u8> {
         let (cb, end) = (usize::from(self.layout.circular_buffer), usize::from(self.layout.buffer_end));
         let mut m = vec![0u8; end - 64];
@@ -345,9 +346,20 @@ impl Compressor {
         bytecode::put_word(&mut m, 64, at.byte_copy_left, cb as u16);
         bytecode::put_word(&mut m, 64, at.byte_copy_right, end as u16);
         bytecode::put_word(&mut m, 64, at.input_bit_order, at.initial_input_bit_order);
-        bytecode::put_word(&mut m, 64, at.decompressed_pointer, cb as u16);
-        m[end - 64 - dict.len()..].copy_from_slice(dict);
+        if self.short_snapshots() {
+            bytecode::put_word(&mut m, 64, at.decompressed_pointer, cb as u16);
+            m[end - 64 - dict.len()..].copy_from_slice(dict);
+        } else {
+            bytecode::put_word(&mut m, 64, at.decompressed_pointer, (cb + dict.len()) as u16);
+            m[cb - 64..cb - 64 + dict.len()].copy_from_slice(dict);
+        }
         m
+    }
+
+    /// Whether the uploaded program saves short snapshots
+    /// ([`crate::SnapshotExtent::Short`]).
+    fn short_snapshots(&self) -> bool {
+        self.config.image().dict_at.is_some()
     }
 
     /// The memory from address 64 to buffer_end that a message continuing
@@ -392,7 +404,7 @@ impl Compressor {
     /// start, will not have wrapped (flag_short_snapshot). `base`: the
     /// whole memory the message continues from, None when it starts fresh.
     pub(super) fn snapshot_may_be_short(&self, base: Option<&[u8]>, appended: usize) -> bool {
-        if !self.config.mechanism.saves_snapshots() {
+        if !self.config.mechanism.saves_snapshots() || !self.short_snapshots() {
             return false;
         }
         let dp = match base {
