@@ -20,6 +20,12 @@
 //!   SigComp) bytes only; the "+ tcp/ip" and "+ taroc" variants of TCP
 //!   flows add the header bytes of the segments that carried each message.
 //!
+//! Only SIP counts as SIP: a flow is a SIP flow when its payloads parse as
+//! SIP messages (a start line per RFC 3261 §7.1 or §7.2), or as SigComp
+//! messages (RFC 3320 §7) that decompress to SIP; other UDP and TCP
+//! traffic (HTTP, DNS, RTP, ...) is counted apart
+//! ([`Analysis::other_flows`], [`Analysis::other_bytes`]).
+//!
 //! The crate does no I/O beyond the bytes it is given and never panics on
 //! a bad capture: a file that is not one is a [`capture::CaptureError`].
 //!
@@ -124,8 +130,13 @@ pub struct Analysis {
     pub settings: Settings,
     /// The SIP flows, in order of their first packet.
     pub flows: Vec<FlowReport>,
-    /// UDP and TCP flows with no SIP in them.
+    /// UDP and TCP flows with no SIP in them (HTTP, DNS, RTP, ...).
     pub other_flows: usize,
+    /// Their UDP datagrams and TCP segments.
+    pub other_packets: usize,
+    /// Their UDP and TCP payload bytes as captured (retransmissions
+    /// included).
+    pub other_bytes: usize,
     /// Flows not taken apart because [`Options::max_flows`] SIP flows or
     /// [`Options::max_messages`] SIP messages were reported before them.
     pub flows_not_analysed: usize,
@@ -305,7 +316,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         checksums_fixed: cap.checksums_fixed,
     };
     let mut reports: Vec<FlowReport> = Vec::new();
-    let mut other_flows = 0;
+    let (mut other_flows, mut other_packets, mut other_bytes) = (0, 0, 0);
     let mut flows_not_analysed = 0;
     let mut messages_left = options.max_messages;
     for (protocol, a, b, segments) in flows::group(cap.segments) {
@@ -316,6 +327,8 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         let mut flow = flows::take_apart(protocol, a, b, segments, options.decoder_params)?;
         if !flow.is_sip() {
             other_flows += 1;
+            other_packets += flow.segments.len();
+            other_bytes += flow.payload_bytes();
             continue;
         }
         let beyond = flow.messages.len().saturating_sub(messages_left);
@@ -339,7 +352,15 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         max_flows: options.max_flows,
         max_messages: options.max_messages,
     };
-    Ok(Analysis { capture: summary, settings, flows: reports, other_flows, flows_not_analysed })
+    Ok(Analysis {
+        capture: summary,
+        settings,
+        flows: reports,
+        other_flows,
+        other_packets,
+        other_bytes,
+        flows_not_analysed,
+    })
 }
 
 /// "INVITE", or "200 INVITE" for a response.

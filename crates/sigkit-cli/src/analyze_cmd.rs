@@ -2,7 +2,8 @@
 //! capture, what SigComp (each mechanism and algorithm) and, over TCP,
 //! TAROC header compression would have sent, in bytes and as one-way RAN
 //! delay (the SigComp performance thesis's equation 2.1); SigComp already
-//! in the capture is decoded. See docs/analyze.md.
+//! in the capture is decoded; traffic that is not SIP is counted apart.
+//! See docs/analyze.md.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -161,13 +162,14 @@ fn print_tables(a: &Analysis, with_messages: bool) -> io::Result<()> {
     let c = &a.capture;
     writeln!(
         out,
-        "{} capture: {} frames, {} UDP/TCP packets ({} frames skipped), {} SIP flows, {} other flows",
+        "{} capture: {} frames, {} UDP/TCP packets ({} frames skipped), {} SIP flows; other: {} flows, {} bytes",
         c.format,
         c.frames,
         c.udp_tcp_packets,
         c.skipped.total(),
         a.flows.len(),
-        a.other_flows
+        a.other_flows,
+        a.other_bytes
     )?;
     writeln!(
         out,
