@@ -26,6 +26,8 @@
 //! traffic (HTTP, DNS, RTP, ...) is counted apart
 //! ([`Analysis::other_flows`], [`Analysis::other_bytes`]).
 //!
+//! A [`Filter`] keeps the messages of some calls (Call-ID) or methods.
+//!
 //! The crate does no I/O beyond the bytes it is given and never panics on
 //! a bad capture: a file that is not one is a [`capture::CaptureError`].
 //!
@@ -43,6 +45,7 @@
 
 pub mod capture;
 pub mod decode;
+pub mod filter;
 pub mod flows;
 pub mod reassembly;
 pub mod simulate;
@@ -59,6 +62,7 @@ use sigkit_sip::Message;
 
 pub use ::taroc::Mode as TarocMode;
 pub use capture::{read_capture, Capture, CaptureError, Protocol, Segment};
+pub use filter::Filter;
 pub use simulate::Variant;
 
 /// The link rates of the report, kbit/s: the low end of a UMTS signalling
@@ -97,6 +101,8 @@ pub struct Options {
     /// SIP messages reported at most, over every flow; a flow's messages
     /// past it are counted, not analysed.
     pub max_messages: usize,
+    /// Which SIP messages to analyse (all by default).
+    pub filter: Filter,
 }
 
 impl Default for Options {
@@ -117,6 +123,7 @@ impl Default for Options {
             taroc_infer: false,
             max_flows: MAX_FLOWS,
             max_messages: MAX_MESSAGES,
+            filter: Filter::default(),
         }
     }
 }
@@ -140,6 +147,10 @@ pub struct Analysis {
     /// Flows not taken apart because [`Options::max_flows`] SIP flows or
     /// [`Options::max_messages`] SIP messages were reported before them.
     pub flows_not_analysed: usize,
+    /// SIP flows none of whose messages passed [`Options::filter`].
+    pub flows_filtered_out: usize,
+    /// SIP messages [`Options::filter`] left out, over every flow.
+    pub messages_filtered_out: usize,
 }
 
 /// What the capture held, as read.
@@ -183,6 +194,10 @@ pub struct Settings {
     /// SIP messages reported at most, over every flow
     /// ([`Options::max_messages`]).
     pub max_messages: usize,
+    /// The Call-IDs kept ([`Filter::calls`]); empty: every call.
+    pub calls: Vec<String>,
+    /// The methods kept ([`Filter::methods`]); empty: every method.
+    pub methods: Vec<String>,
 }
 
 /// One SIP flow.
@@ -317,6 +332,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
     };
     let mut reports: Vec<FlowReport> = Vec::new();
     let (mut other_flows, mut other_packets, mut other_bytes) = (0, 0, 0);
+    let (mut flows_filtered_out, mut messages_filtered_out) = (0, 0);
     let mut flows_not_analysed = 0;
     let mut messages_left = options.max_messages;
     for (protocol, a, b, segments) in flows::group(cap.segments) {
@@ -330,6 +346,15 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
             other_packets += flow.segments.len();
             other_bytes += flow.payload_bytes();
             continue;
+        }
+        if !options.filter.is_empty() {
+            let before = flow.messages.len();
+            flow.messages.retain(|m| options.filter.keeps(&m.sip));
+            messages_filtered_out += before - flow.messages.len();
+            if flow.messages.is_empty() {
+                flows_filtered_out += 1;
+                continue;
+            }
         }
         let beyond = flow.messages.len().saturating_sub(messages_left);
         flow.messages.truncate(messages_left);
@@ -351,6 +376,8 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         variants: options.variants.iter().map(Variant::name).collect(),
         max_flows: options.max_flows,
         max_messages: options.max_messages,
+        calls: options.filter.calls.clone(),
+        methods: options.filter.methods.clone(),
     };
     Ok(Analysis {
         capture: summary,
@@ -360,6 +387,8 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         other_packets,
         other_bytes,
         flows_not_analysed,
+        flows_filtered_out,
+        messages_filtered_out,
     })
 }
 

@@ -1,4 +1,5 @@
-//! `sigkit analyze` shows calls: traffic that is not SIP counted apart.
+//! `sigkit analyze` shows calls: traffic that is not SIP counted apart,
+//! and the --call and --method filters.
 
 // A test fails by panicking.
 #![allow(clippy::unwrap_used)]
@@ -78,4 +79,52 @@ fn an_http_transfer_is_reported_apart_from_sip() {
     // And a SIP capture still counts its one SIP flow, nothing else.
     let sip = ok(&sigkit(&["analyze", &data("sip-tcp.pcapng"), "--algo", "lzss"]));
     assert!(sip.lines().next().unwrap().ends_with("1 SIP flows; other: 0 flows, 0 bytes"), "{sip}");
+}
+
+/// The Call-IDs of an analysis's messages, in order of first appearance.
+fn call_ids(a: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for f in a["flows"].as_array().unwrap() {
+        for m in f["messages"].as_array().unwrap() {
+            let id = m["call_id"].as_str().unwrap().to_string();
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    ids
+}
+
+#[test]
+fn call_and_method_filters_are_documented_and_checked() {
+    let help = ok(&sigkit(&["analyze", "--help"]));
+    for option in ["--call <CALL-ID>", "--method <METHOD>"] {
+        assert!(help.contains(option), "{option} missing from --help: {help}");
+    }
+    let capture = data("sip-udp.pcapng");
+    let ids = call_ids(&json(&[&capture]));
+    assert_eq!(ids.len(), 3);
+    let id = ids[0].as_str();
+    let one = json(&[&capture, "--call", id]);
+    let messages = one["flows"][0]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 14);
+    assert!(messages.iter().all(|m| m["call_id"] == id));
+    assert_eq!(one["messages_filtered_out"], 28);
+    let byes = json(&[&capture, "--method", "BYE", "--call", &format!("{id},{}", ids[1])]);
+    let summaries: Vec<&str> =
+        byes["flows"][0]["messages"].as_array().unwrap().iter().map(|m| m["summary"].as_str().unwrap()).collect();
+    assert_eq!(summaries, ["BYE", "200 BYE", "BYE", "200 BYE"]);
+    // The table says what was filtered, and that nothing passed.
+    let none = ok(&sigkit(&["analyze", &capture, "--call", "no-such-call", "--algo", "lzss"]));
+    assert!(
+        none.contains("filter: call no-such-call; left out 42 SIP messages, and 1 SIP flows with none kept"),
+        "{none}"
+    );
+    assert!(none.contains("no SIP message passed the filter"), "{none}");
+    // A blank value is a usage error.
+    for bad in [["--call", ""], ["--method", "IN VITE"]] {
+        let out = sigkit(&["analyze", &capture, bad[0], bad[1]]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(bad[0]));
+    }
 }
