@@ -26,7 +26,9 @@
 //! traffic (HTTP, DNS, RTP, ...) is counted apart
 //! ([`Analysis::other_flows`], [`Analysis::other_bytes`]).
 //!
-//! A [`Filter`] keeps the messages of some calls (Call-ID) or methods.
+//! A [`Filter`] keeps the messages of some calls (Call-ID) or methods, and
+//! [`ladder`] draws each call's messages as a call flow across the
+//! addresses it went between, as sngrep does ([`Analysis::calls`]).
 //!
 //! The crate does no I/O beyond the bytes it is given and never panics on
 //! a bad capture: a file that is not one is a [`capture::CaptureError`].
@@ -47,6 +49,7 @@ pub mod capture;
 pub mod decode;
 pub mod filter;
 pub mod flows;
+pub mod ladder;
 pub mod reassembly;
 pub mod simulate;
 pub mod taroc;
@@ -63,6 +66,7 @@ use sigkit_sip::Message;
 pub use ::taroc::Mode as TarocMode;
 pub use capture::{read_capture, Capture, CaptureError, Protocol, Segment};
 pub use filter::Filter;
+pub use ladder::{CallLadder, LadderMessage};
 pub use simulate::Variant;
 
 /// The link rates of the report, kbit/s: the low end of a UMTS signalling
@@ -151,6 +155,9 @@ pub struct Analysis {
     pub flows_filtered_out: usize,
     /// SIP messages [`Options::filter`] left out, over every flow.
     pub messages_filtered_out: usize,
+    /// Each call (Call-ID) of the reported messages as a call flow, in
+    /// order of its first message.
+    pub calls: Vec<CallLadder>,
 }
 
 /// What the capture held, as read.
@@ -379,6 +386,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         calls: options.filter.calls.clone(),
         methods: options.filter.methods.clone(),
     };
+    let calls = ladder::calls(&reports);
     Ok(Analysis {
         capture: summary,
         settings,
@@ -389,6 +397,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         flows_not_analysed,
         flows_filtered_out,
         messages_filtered_out,
+        calls,
     })
 }
 

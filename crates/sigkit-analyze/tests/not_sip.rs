@@ -12,8 +12,11 @@ use common::{corpus_flow, pcap, read, tcp_frame, udp_frame};
 use etherparse::PacketBuilder;
 use sigkit_analyze::{analyze, read_capture, Options, Protocol};
 
+/// An IPv4 address and port.
+type Address = ([u8; 4], u16);
+
 /// A UDP datagram between two hosts of their own.
-fn udp_between(src: ([u8; 4], u16), dst: ([u8; 4], u16), payload: &[u8]) -> Vec<u8> {
+fn udp_between(src: Address, dst: Address, payload: &[u8]) -> Vec<u8> {
     let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 3], [2, 0, 0, 0, 0, 4]).ipv4(src.0, dst.0, 64).udp(src.1, dst.1);
     let mut out = Vec::new();
     b.write(&mut out, payload).expect("udp frame");
@@ -49,6 +52,7 @@ fn a_real_http_transfer_is_other_traffic() {
     let bytes = std::fs::read(&path).expect("http-bulk-lo.pcap");
     let a = analyze(&bytes, &Options::default()).expect("analysis");
     assert_eq!(a.flows.len(), 0, "SIP flows");
+    assert!(a.calls.is_empty());
     assert_eq!((a.other_flows, a.other_packets), (1, a.capture.udp_tcp_packets));
     let payload: usize = read_capture(&bytes).expect("capture").segments.iter().map(|s| s.payload.len()).sum();
     assert_eq!(a.other_bytes, payload);
@@ -82,7 +86,7 @@ fn http_and_other_traffic_on_any_port_are_not_sip() {
     }
     let (c, s) = (([10, 0, 0, 5], 33000), ([10, 0, 0, 6], 5060));
     let not_sip = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-    let datagrams: [(([u8; 4], u16), ([u8; 4], u16), Vec<u8>); 5] = [
+    let datagrams: [(Address, Address, Vec<u8>); 5] = [
         (c, s, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
         (s, c, not_sip.to_vec()),
         (([10, 0, 0, 7], 53), ([10, 0, 0, 8], 5060), vec![0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1]),
@@ -100,6 +104,7 @@ fn http_and_other_traffic_on_any_port_are_not_sip() {
     assert_eq!(f.protocol, Protocol::Udp);
     assert_eq!(f.messages.len(), call.len());
     assert_eq!(f.sip_bytes, call.iter().map(|(_, s)| s.len()).sum::<usize>());
+    assert_eq!(a.calls.len(), 1);
     // The TCP connection, the UDP HTTP exchange, the binary datagram, the
     // false SigComp and the SigComp of HTTP.
     assert_eq!(a.other_flows, 5);
@@ -116,5 +121,6 @@ fn sip_captures_have_no_other_traffic() {
         let a = analyze(&read(name), &Options::default()).expect(name);
         assert_eq!((a.flows.len(), a.other_flows, a.other_bytes), (1, 0, 0), "{name}");
         assert_eq!(a.flows[0].unusable.not_sip, 0, "{name}");
+        assert_eq!(a.calls.len(), common::CALLS, "{name}");
     }
 }

@@ -3,7 +3,8 @@
 //! TAROC header compression would have sent, in bytes and as one-way RAN
 //! delay (the SigComp performance thesis's equation 2.1); SigComp already
 //! in the capture is decoded. Traffic that is not SIP is counted apart;
-//! --call and --method keep some calls or methods. See docs/analyze.md.
+//! --call and --method keep some calls or methods, and --ladder draws each
+//! call's flow as sngrep does. See docs/analyze.md.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use sigcomp_compress::Mechanism;
 use sigkit_analyze::{
-    analyze as run_analysis, Analysis, Filter, FlowReport, Options, TarocMode, Variant, MAX_FLOWS, MAX_MESSAGES,
+    analyze as run_analysis, ladder, Analysis, Filter, FlowReport, Options, TarocMode, Variant, MAX_FLOWS, MAX_MESSAGES,
 };
 use sigkit_eval::flow::parse_algorithm;
 
@@ -63,8 +64,9 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub messages: bool,
     /// Keep only the messages of this call (its Call-ID, compared byte for
-    /// byte); repeat or comma-separate for several. The SigComp what-if
-    /// then sends the kept messages only.
+    /// byte); repeat or comma-separate for several. Prints the call's
+    /// ladder as --ladder does. The SigComp what-if then sends the kept
+    /// messages only.
     #[arg(long = "call", value_name = "CALL-ID", value_delimiter = ',')]
     pub calls: Vec<String>,
     /// Keep only the messages of this method: requests of it and the
@@ -73,6 +75,12 @@ pub struct AnalyzeArgs {
     /// comma-separate for several.
     #[arg(long = "method", value_name = "METHOD", value_delimiter = ',')]
     pub methods: Vec<String>,
+    /// Print each call's flow after the tables, sngrep-style: a column per
+    /// address, an arrow per message with its method or status, its time
+    /// since the call's first message, and its bytes as SIP and as SigComp
+    /// (as captured, or as sigcomp dynamic/lzss would have sent it).
+    #[arg(long)]
+    pub ladder: bool,
     /// SIP flows reported at most, in order of first packet; later flows
     /// are counted ("not analysed"), not taken apart.
     #[arg(long, value_name = "N", default_value_t = MAX_FLOWS,
@@ -169,7 +177,7 @@ pub fn analyze(args: AnalyzeArgs) -> ExitCode {
             .and_then(|()| writeln!(out))
             .and_then(|()| out.flush())
     } else {
-        print_tables(&analysis, args.messages)
+        print_tables(&analysis, args.messages, args.ladder || !args.calls.is_empty())
     };
     match printed {
         Ok(()) => ExitCode::SUCCESS,
@@ -178,7 +186,7 @@ pub fn analyze(args: AnalyzeArgs) -> ExitCode {
     }
 }
 
-fn print_tables(a: &Analysis, with_messages: bool) -> io::Result<()> {
+fn print_tables(a: &Analysis, with_messages: bool, with_ladders: bool) -> io::Result<()> {
     let mut out = io::stdout().lock();
     let c = &a.capture;
     writeln!(
@@ -227,6 +235,12 @@ fn print_tables(a: &Analysis, with_messages: bool) -> io::Result<()> {
     }
     for f in &a.flows {
         print_flow(&mut out, f, &a.settings.rates_kbps, &a.settings.taroc_mode, with_messages)?;
+    }
+    if with_ladders {
+        for call in &a.calls {
+            writeln!(out)?;
+            write!(out, "{}", ladder::text(call))?;
+        }
     }
     Ok(())
 }
