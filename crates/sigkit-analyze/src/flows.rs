@@ -7,23 +7,28 @@
 //!
 //! - UDP: each datagram is one message (RFC 3261 §18.3 keeps a message in
 //!   one datagram): SigComp if its first byte is 11111xxx (RFC 3320 §4.1;
-//!   no SIP message starts so), otherwise SIP; bare CRLFs are keep-alives
-//!   (RFC 5626 §3.5.1) and are skipped.
+//!   no SIP message starts so), otherwise SIP if it parses as a SIP
+//!   message; bare CRLFs are keep-alives (RFC 5626 §3.5.1) and are skipped.
 //! - TCP: each direction's stream is reassembled ([`crate::reassembly`]).
 //!   A stream whose first byte (after keep-alive CRLFs) is a SigComp byte
 //!   carries SigComp for the whole connection (RFC 5049 §4), its messages
 //!   record-marked (RFC 3320 §4.2.2); otherwise SIP messages follow one
-//!   another, each ending where its Content-Length says (RFC 3261 §18.3).
+//!   another, each opening with a Request-Line or Status-Line (RFC 3261
+//!   §7.1, §7.2) and ending where its Content-Length says (§18.3). A
+//!   stream that opens with anything else (HTTP's `GET / HTTP/1.1` or
+//!   `HTTP/1.1 200 OK`, TLS, ...) is not SIP, and is not read further.
 //!
-//! A flow with no SIP or SigComp message (DNS, RTP, ...) is not a SIP flow
-//! and is only counted.
+//! A SigComp message counts as SIP only when what it decompresses to
+//! parses as a SIP message. A flow with no SIP message in it (HTTP, DNS,
+//! RTP, SigComp that never decompressed) is not a SIP flow and is only
+//! counted, with its packets and payload bytes.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use sigcomp::wire::{frame_for_stream, Deframer, Frame};
 use sigcomp::Transport;
-use sigkit_sip::Message;
+use sigkit_sip::{Message, ParseError};
 
 use crate::capture::{Protocol, Segment};
 use crate::decode::{Decoded, FlowDecoder};
@@ -56,10 +61,40 @@ pub struct FlowMessage {
     pub segments: Vec<usize>,
 }
 
+/// Whether `b` (empty lines already skipped) opens with a SIP start line:
+/// a Request-Line, `Method SP Request-URI SP SIP-Version` (RFC 3261 §7.1),
+/// or a Status-Line, `SIP-Version SP Status-Code SP Reason-Phrase` (§7.2).
+/// `None` while the line has no end yet.
+fn opens_with_sip_start_line(b: &[u8]) -> Option<bool> {
+    let end = b.iter().position(|&c| c == b'\n')?;
+    // The line alone, closed by an empty line: a header section holding
+    // nothing but the start line, which `parse_headers` checks as SIP's.
+    let mut line = Vec::with_capacity(end + 3);
+    line.extend_from_slice(&b[..=end]);
+    line.extend_from_slice(b"\r\n");
+    Some(!matches!(
+        Message::parse_headers(&line),
+        Err(ParseError::StartLine
+            | ParseError::Version
+            | ParseError::Method
+            | ParseError::StatusCode
+            | ParseError::Utf8)
+    ))
+}
+
+/// Whether a datagram, or what a SigComp message decompressed to, is a SIP
+/// message: a start line and header section that parse (RFC 3261 §7).
+fn is_sip_message(b: &[u8]) -> bool {
+    Message::parse_headers(b).is_ok()
+}
+
 /// A message that could not be used, by why.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Unusable {
-    /// UDP datagrams neither SIP nor SigComp, nor keep-alives.
+    /// UDP datagrams neither SIP nor SigComp nor keep-alives, SigComp
+    /// messages that decompressed to something other than SIP, and TCP
+    /// streams that do not open with a SIP start line (RFC 3261 §7.1,
+    /// §7.2).
     pub not_sip: usize,
     /// SigComp messages that did not decompress, or NACKs.
     pub sigcomp_not_decoded: usize,
@@ -96,9 +131,16 @@ impl Flow {
         usize::from(s.src != self.a)
     }
 
-    /// A SIP flow: one message at least.
+    /// A SIP flow: one SIP message at least, sent plain or as SigComp
+    /// that decompressed to SIP.
     pub fn is_sip(&self) -> bool {
-        !self.messages.is_empty() || self.decoder.counts.messages > 0
+        !self.messages.is_empty()
+    }
+
+    /// Bytes of its UDP and TCP payloads as captured (retransmissions
+    /// included).
+    pub fn payload_bytes(&self) -> usize {
+        self.segments.iter().map(|s| s.payload.len()).sum()
     }
 }
 
@@ -162,13 +204,17 @@ fn udp_messages(flow: &mut Flow) {
         }
         let (sip, was_sigcomp) = if is_sigcomp_first_byte(payload[0]) {
             match flow.decoder.decode(direction, &payload) {
-                Decoded::Message(m) => (m, true),
+                Decoded::Message(m) if is_sip_message(&m) => (m, true),
+                Decoded::Message(_) => {
+                    flow.unusable.not_sip += 1;
+                    continue;
+                }
                 Decoded::Nack { .. } | Decoded::Failed { .. } => {
                     flow.unusable.sigcomp_not_decoded += 1;
                     continue;
                 }
             }
-        } else if Message::parse_headers(&payload).is_ok() {
+        } else if is_sip_message(&payload) {
             (payload.clone(), false)
         } else {
             flow.unusable.not_sip += 1;
@@ -231,7 +277,11 @@ fn tcp_messages(flow: &mut Flow) {
         let sip = if m.was_sigcomp {
             // Decoded here, in capture order across both directions.
             match flow.decoder.decode(d, &m.sip) {
-                Decoded::Message(sip) => sip,
+                Decoded::Message(sip) if is_sip_message(&sip) => sip,
+                Decoded::Message(_) => {
+                    flow.unusable.not_sip += 1;
+                    continue;
+                }
                 Decoded::Nack { .. } | Decoded::Failed { .. } => {
                     flow.unusable.sigcomp_not_decoded += 1;
                     continue;
@@ -258,8 +308,10 @@ fn delivery_reaching(stream: &Reassembler, offset: u64) -> usize {
     stream.deliveries.partition_point(|d| d.end < offset).min(stream.deliveries.len().saturating_sub(1))
 }
 
-/// SIP messages one after another, each `Content-Length` long past its
-/// header section (RFC 3261 §18.3).
+/// SIP messages one after another, each opening with a SIP start line and
+/// `Content-Length` long past its header section (RFC 3261 §18.3). Bytes
+/// that open with another line end the stream's SIP: the framing of what
+/// follows cannot be known.
 fn sip_messages(stream: &Reassembler, unusable: &mut Unusable) -> Vec<StreamMessage> {
     let data = &stream.data;
     let mut out = Vec::new();
@@ -270,6 +322,17 @@ fn sip_messages(stream: &Reassembler, unusable: &mut Unusable) -> Vec<StreamMess
         }
         if pos >= data.len() {
             break;
+        }
+        match opens_with_sip_start_line(&data[pos..]) {
+            Some(true) => {}
+            Some(false) => {
+                unusable.not_sip += 1;
+                break;
+            }
+            None => {
+                unusable.trailing_bytes += data.len() - pos;
+                break;
+            }
         }
         match Message::parse_stream_frame(&data[pos..]) {
             Ok(Some(n)) => {

@@ -20,6 +20,16 @@
 //!   SigComp) bytes only; the "+ tcp/ip" and "+ taroc" variants of TCP
 //!   flows add the header bytes of the segments that carried each message.
 //!
+//! Only SIP counts as SIP: a flow is a SIP flow when its payloads parse as
+//! SIP messages (a start line per RFC 3261 §7.1 or §7.2), or as SigComp
+//! messages (RFC 3320 §7) that decompress to SIP; other UDP and TCP
+//! traffic (HTTP, DNS, RTP, ...) is counted apart
+//! ([`Analysis::other_flows`], [`Analysis::other_bytes`]).
+//!
+//! A [`Filter`] keeps the messages of some calls (Call-ID) or methods, and
+//! [`ladder`] draws each call's messages as a call flow across the
+//! addresses it went between, as sngrep does ([`Analysis::calls`]).
+//!
 //! The crate does no I/O beyond the bytes it is given and never panics on
 //! a bad capture: a file that is not one is a [`capture::CaptureError`].
 //!
@@ -37,7 +47,9 @@
 
 pub mod capture;
 pub mod decode;
+pub mod filter;
 pub mod flows;
+pub mod ladder;
 pub mod reassembly;
 pub mod simulate;
 pub mod taroc;
@@ -53,6 +65,8 @@ use sigkit_sip::Message;
 
 pub use ::taroc::Mode as TarocMode;
 pub use capture::{read_capture, Capture, CaptureError, Protocol, Segment};
+pub use filter::Filter;
+pub use ladder::{CallLadder, LadderMessage};
 pub use simulate::Variant;
 
 /// The link rates of the report, kbit/s: the low end of a UMTS signalling
@@ -91,6 +105,8 @@ pub struct Options {
     /// SIP messages reported at most, over every flow; a flow's messages
     /// past it are counted, not analysed.
     pub max_messages: usize,
+    /// Which SIP messages to analyse (all by default).
+    pub filter: Filter,
 }
 
 impl Default for Options {
@@ -111,6 +127,7 @@ impl Default for Options {
             taroc_infer: false,
             max_flows: MAX_FLOWS,
             max_messages: MAX_MESSAGES,
+            filter: Filter::default(),
         }
     }
 }
@@ -124,11 +141,23 @@ pub struct Analysis {
     pub settings: Settings,
     /// The SIP flows, in order of their first packet.
     pub flows: Vec<FlowReport>,
-    /// UDP and TCP flows with no SIP in them.
+    /// UDP and TCP flows with no SIP in them (HTTP, DNS, RTP, ...).
     pub other_flows: usize,
+    /// Their UDP datagrams and TCP segments.
+    pub other_packets: usize,
+    /// Their UDP and TCP payload bytes as captured (retransmissions
+    /// included).
+    pub other_bytes: usize,
     /// Flows not taken apart because [`Options::max_flows`] SIP flows or
     /// [`Options::max_messages`] SIP messages were reported before them.
     pub flows_not_analysed: usize,
+    /// SIP flows none of whose messages passed [`Options::filter`].
+    pub flows_filtered_out: usize,
+    /// SIP messages [`Options::filter`] left out, over every flow.
+    pub messages_filtered_out: usize,
+    /// Each call (Call-ID) of the reported messages as a call flow, in
+    /// order of its first message.
+    pub calls: Vec<CallLadder>,
 }
 
 /// What the capture held, as read.
@@ -172,6 +201,10 @@ pub struct Settings {
     /// SIP messages reported at most, over every flow
     /// ([`Options::max_messages`]).
     pub max_messages: usize,
+    /// The Call-IDs kept ([`Filter::calls`]); empty: every call.
+    pub calls: Vec<String>,
+    /// The methods kept ([`Filter::methods`]); empty: every method.
+    pub methods: Vec<String>,
 }
 
 /// One SIP flow.
@@ -305,7 +338,8 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         checksums_fixed: cap.checksums_fixed,
     };
     let mut reports: Vec<FlowReport> = Vec::new();
-    let mut other_flows = 0;
+    let (mut other_flows, mut other_packets, mut other_bytes) = (0, 0, 0);
+    let (mut flows_filtered_out, mut messages_filtered_out) = (0, 0);
     let mut flows_not_analysed = 0;
     let mut messages_left = options.max_messages;
     for (protocol, a, b, segments) in flows::group(cap.segments) {
@@ -316,7 +350,18 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         let mut flow = flows::take_apart(protocol, a, b, segments, options.decoder_params)?;
         if !flow.is_sip() {
             other_flows += 1;
+            other_packets += flow.segments.len();
+            other_bytes += flow.payload_bytes();
             continue;
+        }
+        if !options.filter.is_empty() {
+            let before = flow.messages.len();
+            flow.messages.retain(|m| options.filter.keeps(&m.sip));
+            messages_filtered_out += before - flow.messages.len();
+            if flow.messages.is_empty() {
+                flows_filtered_out += 1;
+                continue;
+            }
         }
         let beyond = flow.messages.len().saturating_sub(messages_left);
         flow.messages.truncate(messages_left);
@@ -338,8 +383,22 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         variants: options.variants.iter().map(Variant::name).collect(),
         max_flows: options.max_flows,
         max_messages: options.max_messages,
+        calls: options.filter.calls.clone(),
+        methods: options.filter.methods.clone(),
     };
-    Ok(Analysis { capture: summary, settings, flows: reports, other_flows, flows_not_analysed })
+    let calls = ladder::calls(&reports);
+    Ok(Analysis {
+        capture: summary,
+        settings,
+        flows: reports,
+        other_flows,
+        other_packets,
+        other_bytes,
+        flows_not_analysed,
+        flows_filtered_out,
+        messages_filtered_out,
+        calls,
+    })
 }
 
 /// "INVITE", or "200 INVITE" for a response.

@@ -2,7 +2,9 @@
 //! capture, what SigComp (each mechanism and algorithm) and, over TCP,
 //! TAROC header compression would have sent, in bytes and as one-way RAN
 //! delay (the SigComp performance thesis's equation 2.1); SigComp already
-//! in the capture is decoded. See docs/analyze.md.
+//! in the capture is decoded. Traffic that is not SIP is counted apart;
+//! --call and --method keep some calls or methods, and --ladder draws each
+//! call's flow as sngrep does. See docs/analyze.md.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -12,7 +14,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use sigcomp_compress::Mechanism;
 use sigkit_analyze::{
-    analyze as run_analysis, Analysis, FlowReport, Options, TarocMode, Variant, MAX_FLOWS, MAX_MESSAGES,
+    analyze as run_analysis, ladder, Analysis, Filter, FlowReport, Options, TarocMode, Variant, MAX_FLOWS, MAX_MESSAGES,
 };
 use sigkit_eval::flow::parse_algorithm;
 
@@ -61,6 +63,24 @@ pub struct AnalyzeArgs {
     /// Also print each flow's messages.
     #[arg(long)]
     pub messages: bool,
+    /// Keep only the messages of this call (its Call-ID, compared byte for
+    /// byte); repeat or comma-separate for several. Prints the call's
+    /// ladder as --ladder does. The SigComp what-if then sends the kept
+    /// messages only.
+    #[arg(long = "call", value_name = "CALL-ID", value_delimiter = ',')]
+    pub calls: Vec<String>,
+    /// Keep only the messages of this method: requests of it and the
+    /// responses to them (by CSeq method), so INVITE keeps INVITE, 100, 180
+    /// and 200 but not the ACK; ASCII case ignored. Repeat or
+    /// comma-separate for several.
+    #[arg(long = "method", value_name = "METHOD", value_delimiter = ',')]
+    pub methods: Vec<String>,
+    /// Print each call's flow after the tables, sngrep-style: a column per
+    /// address, an arrow per message with its method or status, its time
+    /// since the call's first message, and its bytes as SIP and as SigComp
+    /// (as captured, or as sigcomp dynamic/lzss would have sent it).
+    #[arg(long)]
+    pub ladder: bool,
     /// SIP flows reported at most, in order of first packet; later flows
     /// are counted ("not analysed"), not taken apart.
     #[arg(long, value_name = "N", default_value_t = MAX_FLOWS,
@@ -119,6 +139,16 @@ fn options(args: &AnalyzeArgs) -> Result<Options, String> {
     o.taroc_infer = args.taroc_infer;
     o.max_flows = args.max_flows;
     o.max_messages = args.max_messages;
+    // Call-IDs hold no spaces or commas (RFC 3261 §25.1's `word`), methods
+    // are tokens (§7.1): an empty or spaced value is a typing slip.
+    let blank = |v: &String| v.is_empty() || v.contains(char::is_whitespace);
+    if args.calls.iter().any(blank) {
+        return Err("--call: a Call-ID, without spaces".to_string());
+    }
+    if args.methods.iter().any(blank) {
+        return Err("--method: a SIP method such as INVITE, without spaces".to_string());
+    }
+    o.filter = Filter { calls: args.calls.clone(), methods: args.methods.clone() };
     Ok(o)
 }
 
@@ -147,7 +177,7 @@ pub fn analyze(args: AnalyzeArgs) -> ExitCode {
             .and_then(|()| writeln!(out))
             .and_then(|()| out.flush())
     } else {
-        print_tables(&analysis, args.messages)
+        print_tables(&analysis, args.messages, args.ladder || !args.calls.is_empty())
     };
     match printed {
         Ok(()) => ExitCode::SUCCESS,
@@ -156,18 +186,19 @@ pub fn analyze(args: AnalyzeArgs) -> ExitCode {
     }
 }
 
-fn print_tables(a: &Analysis, with_messages: bool) -> io::Result<()> {
+fn print_tables(a: &Analysis, with_messages: bool, with_ladders: bool) -> io::Result<()> {
     let mut out = io::stdout().lock();
     let c = &a.capture;
     writeln!(
         out,
-        "{} capture: {} frames, {} UDP/TCP packets ({} frames skipped), {} SIP flows, {} other flows",
+        "{} capture: {} frames, {} UDP/TCP packets ({} frames skipped), {} SIP flows; other: {} flows, {} bytes",
         c.format,
         c.frames,
         c.udp_tcp_packets,
         c.skipped.total(),
         a.flows.len(),
-        a.other_flows
+        a.other_flows,
+        a.other_bytes
     )?;
     writeln!(
         out,
@@ -182,8 +213,34 @@ fn print_tables(a: &Analysis, with_messages: bool) -> io::Result<()> {
             a.flows_not_analysed, messages_not_analysed, a.settings.max_flows, a.settings.max_messages
         )?;
     }
+    let s = &a.settings;
+    if !s.calls.is_empty() || !s.methods.is_empty() {
+        let mut kept = Vec::new();
+        if !s.calls.is_empty() {
+            kept.push(format!("call {}", s.calls.join(", ")));
+        }
+        if !s.methods.is_empty() {
+            kept.push(format!("method {}", s.methods.join(", ")));
+        }
+        writeln!(
+            out,
+            "filter: {}; left out {} SIP messages, and {} SIP flows with none kept",
+            kept.join("; "),
+            a.messages_filtered_out,
+            a.flows_filtered_out
+        )?;
+        if a.flows.is_empty() {
+            writeln!(out, "no SIP message passed the filter")?;
+        }
+    }
     for f in &a.flows {
         print_flow(&mut out, f, &a.settings.rates_kbps, &a.settings.taroc_mode, with_messages)?;
+    }
+    if with_ladders {
+        for call in &a.calls {
+            writeln!(out)?;
+            write!(out, "{}", ladder::text(call))?;
+        }
     }
     Ok(())
 }

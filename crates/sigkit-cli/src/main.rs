@@ -122,7 +122,8 @@ enum Command {
     /// draft's figures.
     RohcThroughput(rohc_throughput_cmd::RohcThroughputArgs),
     /// What SigComp and TAROC would do to the SIP flows of a capture:
-    /// bytes per mechanism and RAN delay at 9.6 to 256 kbit/s.
+    /// bytes per mechanism and RAN delay at 9.6 to 256 kbit/s; each call's
+    /// call flow (--ladder, --call), sngrep-style.
     Analyze(analyze_cmd::AnalyzeArgs),
 }
 

@@ -14,7 +14,7 @@ pub const FONT_FAMILY: &str = "sans-serif";
 
 static FONT: &[u8] = include_bytes!("../fonts/DejaVuSans-subset.ttf");
 
-fn register_font() {
+pub(crate) fn register_font() {
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| {
         // The font is part of the crate; a failure here is a broken build.

@@ -28,8 +28,8 @@ pub(crate) fn sections(input: &ReportInput) -> Vec<Section> {
     if !input.sim.is_empty() {
         out.push(crate::sim::sim_section(&input.sim));
     }
-    if !input.captures.is_empty() {
-        out.push(crate::capture::capture_section(&input.captures));
+    if !input.captures.is_empty() || !input.capture_calls.is_empty() {
+        out.push(crate::capture::capture_section(&input.captures, &input.capture_calls));
     }
     out
 }
@@ -180,13 +180,14 @@ pub(crate) fn page(input: &ReportInput, sections: &[Section], svgs: &[String]) -
     for s in sections {
         let _ = write!(out, "<h2 id=\"{}\">{}</h2><p>{}</p>", s.id, escape(&s.title), terms.mark(&escape(&s.text)));
         for f in &s.figures {
-            if let Some(chart) = &f.chart {
-                let _ = write!(out, "<figure class=\"plot\" id=\"{}\">", escape(&chart.id));
+            let drawn = [f.chart.as_ref().map(|c| (&c.id, "plot")), f.ladder.as_ref().map(|l| (&l.id, "plot ladder"))];
+            for (id, class) in drawn.into_iter().flatten() {
+                let _ = write!(out, "<figure class=\"{class}\" id=\"{}\">", escape(id));
                 out.push_str(svg.next().map_or("", String::as_str));
                 let _ = write!(
                     out,
                     "<figcaption class=\"note\"><a href=\"{0}.png\">{0}.png</a></figcaption></figure>",
-                    escape(&chart.id)
+                    escape(id)
                 );
             }
             if !f.text.is_empty() {

@@ -27,6 +27,7 @@ mod compression;
 mod findings;
 mod glossary;
 mod html;
+mod ladder;
 mod load;
 mod page;
 mod published;
@@ -82,6 +83,9 @@ pub struct ReportInput {
     pub sim: Vec<SimStudy>,
     /// The SIP flows of captures as `sigkit analyze` saw them.
     pub captures: Vec<CaptureFlow>,
+    /// The calls of captures (`sigkit analyze --json`'s `calls`), each
+    /// drawn as its call flow.
+    pub capture_calls: Vec<CaptureCall>,
     /// Published compression figures re-measured at their own settings
     /// (`sigkit_eval::published`), by key.
     pub published_compression: Vec<MeasuredCompression>,
@@ -125,6 +129,46 @@ pub struct CaptureFlow {
     pub rtt_ms: f64,
     /// Each way of sending its messages, the baseline first.
     pub variants: Vec<CaptureVariant>,
+}
+
+/// One call (Call-ID) of a capture as `sigkit analyze` saw it: its
+/// messages between the addresses it went through, drawn as a ladder.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CaptureCall {
+    /// The capture (its file name).
+    pub capture: String,
+    /// The Call-ID.
+    pub call_id: String,
+    /// The addresses (address:port) of the ladder's columns.
+    pub endpoints: Vec<String>,
+    /// The SigComp variant whose simulated sizes messages that came plain
+    /// are shown with ("sigcomp dynamic/lzss").
+    pub sigcomp_variant: Option<String>,
+    /// Its messages, in capture order.
+    pub messages: Vec<CallMessage>,
+}
+
+/// One message of a [`CaptureCall`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CallMessage {
+    /// Seconds since the call's first message.
+    pub time_s: f64,
+    /// The sender's index in [`CaptureCall::endpoints`].
+    pub from: usize,
+    /// The receiver's index.
+    pub to: usize,
+    /// The method of a request; the status code and CSeq method of a
+    /// response ("200 INVITE").
+    pub label: String,
+    /// Its size as SIP, bytes.
+    pub sip_bytes: u64,
+    /// Its size as SigComp: as captured if `sigcomp_captured`, else as the
+    /// call's `sigcomp_variant` would have sent it.
+    pub sigcomp_bytes: Option<u64>,
+    /// It came as SigComp in the capture.
+    pub sigcomp_captured: bool,
 }
 
 /// One way of sending a capture flow's messages.
@@ -452,6 +496,7 @@ impl ReportInput {
         self.ran_messages.extend(other.ran_messages);
         self.sim.extend(other.sim);
         self.captures.extend(other.captures);
+        self.capture_calls.extend(other.capture_calls);
         self.published_compression.extend(other.published_compression);
         for p in other.seed_points {
             if !self.seed_points.contains(&p) {
@@ -479,6 +524,7 @@ impl ReportInput {
             && self.ran.is_empty()
             && self.sim.is_empty()
             && self.captures.is_empty()
+            && self.capture_calls.is_empty()
             && self.published_compression.is_empty()
     }
 }
@@ -523,12 +569,22 @@ pub fn write_report(input: &ReportInput, dir: &Path) -> Result<ReportFiles, Repo
     let mut pngs = Vec::new();
     let mut plots = Vec::new();
     let mut svgs = Vec::new();
-    for chart in sections.iter().flat_map(|s| s.figures.iter().filter_map(|f| f.chart.as_ref())) {
-        let png = dir.join(format!("{}.png", chart.id));
-        charts::write_png(chart, &png).map_err(|e| ReportError::Draw(chart.id.clone(), e))?;
-        svgs.push(charts::svg(chart).map_err(|e| ReportError::Draw(chart.id.clone(), e))?);
-        pngs.push(png);
-        plots.push(chart.id.clone());
+    // In page order: each figure's chart, then its ladder.
+    for figure in sections.iter().flat_map(|s| &s.figures) {
+        if let Some(chart) = &figure.chart {
+            let png = dir.join(format!("{}.png", chart.id));
+            charts::write_png(chart, &png).map_err(|e| ReportError::Draw(chart.id.clone(), e))?;
+            svgs.push(charts::svg(chart).map_err(|e| ReportError::Draw(chart.id.clone(), e))?);
+            pngs.push(png);
+            plots.push(chart.id.clone());
+        }
+        if let Some(l) = &figure.ladder {
+            let png = dir.join(format!("{}.png", l.id));
+            ladder::write_png(l, &png).map_err(|e| ReportError::Draw(l.id.clone(), e))?;
+            svgs.push(ladder::svg(l).map_err(|e| ReportError::Draw(l.id.clone(), e))?);
+            pngs.push(png);
+            plots.push(l.id.clone());
+        }
     }
     let page = html::page(input, &sections, &svgs);
     let index = dir.join("index.html");

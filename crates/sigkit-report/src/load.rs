@@ -187,6 +187,7 @@ fn scale_figures(group: &[&LoadSeries], suffix: &str, of: &str) -> Vec<Figure> {
                 figures.push(Figure::chart(chart, text.trim_start().to_string()));
             }
             None => figures.push(Figure {
+                ladder: None,
                 chart: None,
                 text: format!(
                     "{name}: no retransmissions, timeouts, unexpected messages or 5xx responses in any step."
@@ -321,7 +322,7 @@ pub(crate) fn load_section(input: &ReportInput) -> Section {
     }
     for (name, steps) in &series {
         if let Some(text) = tail_note(name, steps) {
-            figures.push(Figure { chart: None, text, table: None });
+            figures.push(Figure { chart: None, ladder: None, text, table: None });
         }
     }
     figures.extend(tables(&series));

@@ -3,6 +3,7 @@
 //! numbers; and the formatting they share.
 
 use crate::charts::Chart;
+use crate::ladder::Ladder;
 
 pub(crate) struct Table {
     /// What the table holds, as its fold's summary.
@@ -19,17 +20,23 @@ impl Table {
 
 pub(crate) struct Figure {
     pub chart: Option<Chart>,
+    /// A call's flow, drawn after the chart if there is one.
+    pub ladder: Option<Ladder>,
     pub text: String,
     pub table: Option<Table>,
 }
 
 impl Figure {
     pub fn chart(chart: Chart, text: impl Into<String>) -> Figure {
-        Figure { chart: Some(chart), text: text.into(), table: None }
+        Figure { chart: Some(chart), ladder: None, text: text.into(), table: None }
     }
 
     pub fn table(table: Table, text: impl Into<String>) -> Figure {
-        Figure { chart: None, text: text.into(), table: Some(table) }
+        Figure { chart: None, ladder: None, text: text.into(), table: Some(table) }
+    }
+
+    pub fn ladder(ladder: Ladder, text: impl Into<String>) -> Figure {
+        Figure { chart: None, ladder: Some(ladder), text: text.into(), table: None }
     }
 
     pub fn with_table(self, table: Table) -> Figure {

@@ -145,6 +145,7 @@ pub(crate) fn ran_section(input: &ReportInput) -> Section {
     let (head, rows) = ran_table(input, &groups);
     let mut figures = vec![
         Figure {
+            ladder: None,
             chart: Some(chart(
                 "ran-delay",
                 "One-way RAN delay of the call's session establishment",
@@ -155,11 +156,13 @@ pub(crate) fn ran_section(input: &ReportInput) -> Section {
             table: None,
         },
         Figure {
+            ladder: None,
             chart: Some(chart("ran-saved", "RAN delay saved by SigComp", "saved, s", saved)),
             text: seed_note(&input.seed_points, &[SeedChart::RanSaved]),
             table: None,
         },
         Figure {
+            ladder: None,
             chart: Some(chart(
                 "ran-reduction",
                 "RAN delay saved by SigComp, relative",
@@ -172,6 +175,7 @@ pub(crate) fn ran_section(input: &ReportInput) -> Section {
     ];
     if !input.ran_messages.is_empty() {
         figures.push(Figure {
+            ladder: None,
             chart: None,
             text: "Per message (equation 2.1).".into(),
             table: Some(Table {

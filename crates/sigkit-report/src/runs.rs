@@ -10,7 +10,7 @@
 //!   and `ran_messages` rows, the capacity in its summary and the
 //!   `published_compression` rows (published figures re-measured);
 //! - `sigkit analyze --json`: each SIP flow of a capture, its bytes and
-//!   RAN delays per way of sending it;
+//!   RAN delays per way of sending it, and each call's flow;
 //! - report-input JSON ([`ReportInput`]), as before.
 //!
 //! An input in which none of these has anything to plot is an error: a
@@ -22,8 +22,8 @@ use serde_json::{Map, Value};
 use sigkit_results::{RunId, Store};
 
 use crate::{
-    seeds, Capacity, CaptureFlow, CaptureVariant, FlowCompression, LoadStep, LoadTail, RanMessageRow, RanRow,
-    ReportError, ReportInput, RunMeta, SimSecond, SimStudy,
+    seeds, Capacity, CaptureCall, CaptureFlow, CaptureVariant, FlowCompression, LoadStep, LoadTail, RanMessageRow,
+    RanRow, ReportError, ReportInput, RunMeta, SimSecond, SimStudy,
 };
 
 /// What kind of output a file held, as an error message names it.
@@ -142,7 +142,9 @@ pub fn add_seeds(input: &mut ReportInput) {
     input.merge(seed);
 }
 
-/// `sigkit analyze --json`: one [`CaptureFlow`] per SIP flow.
+/// `sigkit analyze --json`: one [`CaptureFlow`] per SIP flow, one
+/// [`CaptureCall`] per call. A call that does not read as one (a field of
+/// the wrong type) is left out rather than failing the report.
 fn from_analyze_json(report: &Value, capture: &str) -> ReportInput {
     let rtt_ms = f(&report["settings"], "rtt_ms");
     let flows = report["flows"].as_array().map(Vec::as_slice).unwrap_or_default();
@@ -193,7 +195,15 @@ fn from_analyze_json(report: &Value, capture: &str) -> ReportInput {
             }
         })
         .collect();
-    ReportInput { captures, ..ReportInput::default() }
+    let capture_calls = report["calls"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|call| serde_json::from_value::<CaptureCall>(call.clone()).ok())
+        .map(|call| CaptureCall { capture: capture.to_string(), ..call })
+        .collect();
+    ReportInput { captures, capture_calls, ..ReportInput::default() }
 }
 
 fn stem(path: &Path) -> String {

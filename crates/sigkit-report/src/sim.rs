@@ -61,6 +61,7 @@ pub(crate) fn sim_section(studies: &[SimStudy]) -> Section {
         ));
         let pending: Vec<Series> = set.iter().map(|s| line(s, |r| r.uac_pending)).collect();
         figures.push(Figure {
+            ladder: None,
             chart: Some(chart(
                 &format!("sim-goodput{suffix}"),
                 &format!("Goodput over time (mean over seeds){of}"),

@@ -66,6 +66,17 @@ fn full_input() -> Value {
                  "sent_plain": 1, "ran": [[9.6, 0.4, 71.0], [19.2, 0.2, 70.0]]}
             ]}
         ],
+        "capture_calls": [
+            {"capture": "c.pcap", "call_id": "a<b>@\"c\"", "endpoints": ["10.0.0.1:5060", "10.0.0.2:5060"],
+             "sigcomp_variant": "sigcomp dynamic/lzss", "messages": [
+                {"time_s": 0.0, "from": 0, "to": 1, "label": "INVITE", "sip_bytes": 900, "sigcomp_bytes": 300,
+                 "sigcomp_captured": false},
+                {"time_s": 0.5, "from": 1, "to": 0, "label": "200 INVITE", "sip_bytes": 700, "sigcomp_bytes": null,
+                 "sigcomp_captured": true},
+                {"time_s": 0.7, "from": 1, "to": 1, "label": "MESSAGE", "sip_bytes": 500, "sigcomp_bytes": 200,
+                 "sigcomp_captured": false}
+            ]}
+        ],
         "published_compression": [{"key": "k", "uncompressed": 1000, "payload": 300, "sigcomp": 350}]
     })
 }
@@ -154,4 +165,31 @@ fn many_rows_draw_without_trouble() {
             .collect(),
     );
     assert!(write(&input, "edges-many").is_ok());
+}
+
+/// A call of 10,000 messages between 30 addresses, 40 times over: a
+/// capture's first 12 calls are drawn, each its first messages between its
+/// first addresses, as quickly as a few.
+#[test]
+fn many_calls_draw_a_bounded_number_of_ladders() {
+    let mut input = full_input();
+    let message = input["capture_calls"][0]["messages"][0].clone();
+    let endpoints = (0..30).map(|i| Value::from(format!("10.0.0.{i}:5060"))).collect();
+    input["capture_calls"][0]["endpoints"] = Value::Array(endpoints);
+    input["capture_calls"][0]["messages"] = Value::Array(
+        (0..10_000u32)
+            .map(|i| {
+                let mut m = message.clone();
+                m["from"] = Value::from(i % 30);
+                m["to"] = Value::from((i + 7) % 30);
+                m
+            })
+            .collect(),
+    );
+    let call = input["capture_calls"][0].clone();
+    input["capture_calls"] = Value::Array(vec![call; 40]);
+    let plots = write(&input, "edges-calls").expect("a report");
+    input["capture_calls"] = Value::Array(Vec::new());
+    let without = write(&input, "edges-no-calls").expect("a report");
+    assert_eq!(plots, without + 12, "12 ladders of 40 calls");
 }
