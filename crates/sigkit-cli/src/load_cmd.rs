@@ -2,7 +2,7 @@
 //! tools overlap, so a SIPp command line runs unchanged; load patterns,
 //! SigComp and the system under test's resources beyond them.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use clap::Args;
 use sigkit_loadgen::engine::Transport;
-use sigkit_loadgen::{scenario, Arrivals, EngineConfig, Injection, LoadConfig, Pattern, Role};
+use sigkit_loadgen::{scenario, Arrivals, EndReason, EngineConfig, Injection, LoadConfig, Pattern, Role};
+
+mod outcome;
+mod sipp;
 
 /// SIPp's single-dash long flags, which clap spells with two dashes.
 const SIPP_FLAGS: &[&str] = &[
@@ -35,6 +38,13 @@ const SIPP_FLAGS: &[&str] = &[
     "trace_err",
     "trace_msg",
     "trace_screen",
+    "trace_rtt",
+    "rtt_freq",
+    "trace_logs",
+    "stf",
+    "stat_delimiter",
+    "key",
+    "set",
     "fd",
     "cp",
     "nostdin",
@@ -120,23 +130,49 @@ pub struct LoadArgs {
     /// Stop the whole run after this long (s; or 500ms, 2m).
     #[arg(long = "timeout")]
     timeout: Option<String>,
-    /// Accepted for SIPp compatibility.
+    /// With -timeout: a run that reaches it fails (exit 1), as SIPp's.
     #[arg(long = "timeout_error")]
     timeout_error: bool,
     /// A recv step without its own timeout fails after this long (ms).
     #[arg(long = "recv_timeout")]
     recv_timeout: Option<String>,
-    /// Write the interval statistics to <scenario>_<pid>_.csv (;-separated).
+    /// SIPp's statistics file <scenario>_<pid>_.csv: SIPp 3.6's columns, a
+    /// row at the start, every -fd and at the end.
     #[arg(long = "trace_stat")]
     trace_stat: bool,
-    /// Accepted for SIPp compatibility (no message logs).
+    /// The statistics file's name instead of <scenario>_<pid>_.csv.
+    #[arg(long = "stf", value_name = "FILE")]
+    stat_file: Option<PathBuf>,
+    /// The statistics and response-time files' separator (default ;).
+    #[arg(long = "stat_delimiter")]
+    stat_delimiter: Option<String>,
+    /// Warnings (calls aborted, messages discarded) in
+    /// <scenario>_<pid>_errors.log.
     #[arg(long = "trace_err")]
     trace_err: bool,
-    #[arg(long = "trace_msg", hide = true)]
+    /// Every message sent and received in <scenario>_<pid>_messages.log.
+    #[arg(long = "trace_msg")]
     trace_msg: bool,
-    #[arg(long = "trace_screen", hide = true)]
+    /// Every response time (rtd) in <scenario>_<pid>_rtt.csv.
+    #[arg(long = "trace_rtt")]
+    trace_rtt: bool,
+    /// Response times written at a time to the -trace_rtt file (default 200).
+    #[arg(long = "rtt_freq")]
+    rtt_freq: Option<usize>,
+    /// The scenario's <log> actions in <scenario>_<pid>_logs.log.
+    #[arg(long = "trace_logs")]
+    trace_logs: bool,
+    /// The final summary also in <scenario>_<pid>_screen.log.
+    #[arg(long = "trace_screen")]
     trace_screen: bool,
-    /// Reporting interval (s; or 500ms).
+    /// SIPp's -key NAME VALUE: [NAME] in the scenario is VALUE (repeat it).
+    #[arg(long = "key", num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
+    keys: Vec<String>,
+    /// SIPp's -set NAME VALUE: [$NAME] in the scenario is VALUE (repeat it).
+    #[arg(long = "set", num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
+    sets: Vec<String>,
+    /// Reporting interval: the interval rows and the -trace_stat period (s;
+    /// or 500ms; SIPp's default is 60).
     #[arg(long = "fd", default_value = "1")]
     report_every: String,
     /// UDP control port (SIPp's remote control: "cset rate 50", keys
@@ -146,7 +182,8 @@ pub struct LoadArgs {
     /// Do not read keys from the terminal.
     #[arg(long = "nostdin")]
     nostdin: bool,
-    /// Accepted for SIPp compatibility (the run stays in the foreground).
+    /// Accepted for SIPp compatibility, with a warning (the run stays in the
+    /// foreground).
     #[arg(long = "bg")]
     background: bool,
     /// Send through this host:port (an outbound proxy); the remote stays in
@@ -176,7 +213,8 @@ pub struct LoadArgs {
     /// Keep the last rate after -rate_max instead of stopping.
     #[arg(long = "no_rate_quit")]
     no_rate_quit: bool,
-    /// Accepted for SIPp compatibility (automatic answers are not sent).
+    /// Accepted for SIPp compatibility, with a warning (automatic answers
+    /// are not sent).
     #[arg(long = "aa")]
     auto_answer: bool,
     /// SIPp's user-based mode: not supported (an error says so).
@@ -402,7 +440,20 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
         sut_pids: args.sut_pid.clone(),
         sigcomp: args.sigcomp,
         service_model,
+        trace: sipp::trace_config(args),
     })
+}
+
+/// SIPp's `-key NAME VALUE` and `-set NAME VALUE`, given as pairs.
+fn keys_of(args: &LoadArgs) -> scenario::Keys {
+    let mut keys = scenario::Keys::default();
+    for pair in args.keys.chunks_exact(2) {
+        keys.key(&pair[0], &pair[1]);
+    }
+    for pair in args.sets.chunks_exact(2) {
+        keys.set(&pair[0], &pair[1]);
+    }
+    keys
 }
 
 /// The scenario the arguments name: a file (`-sf`), a flow of the corpus
@@ -421,9 +472,12 @@ fn scenario_of(args: &LoadArgs) -> Result<scenario::Scenario, String> {
         }
         (Some(path), None) => {
             let bytes = read_scenario_file(path).map_err(|e| format!("-sf {}: {e}", path.display()))?;
-            scenario::parse(&scenario::decode_text(&bytes)).map_err(|e| format!("-sf {}: {e}", path.display()))?
+            scenario::parse_with_keys(&scenario::decode_text(&bytes), &keys_of(args))
+                .map_err(|e| format!("-sf {}: {e}", path.display()))?
         }
-        (None, None) => scenario::built_in(&args.scenario).map_err(|e| format!("-sn: {e}"))?,
+        (None, None) => scenario::built_in_xml(&args.scenario)
+            .and_then(|xml| scenario::parse_with_keys(xml, &keys_of(args)))
+            .map_err(|e| format!("-sn: {e}"))?,
     })
 }
 
@@ -553,66 +607,6 @@ fn read_keys(control: sigkit_loadgen::Control) {
     });
 }
 
-/// The run's summary as text: calls, failures by cause, the server and
-/// system under test, transactions, response times and steps.
-fn print_summary(report: &sigkit_loadgen::RunReport) {
-    let s = &report.summary;
-    println!(
-        "{}: {} successful, {} failed calls in {:.2} s: {:.1} calls/s; set-up p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms; {} retransmissions",
-        s.role,
-        s.successful_calls,
-        s.failed_calls,
-        s.elapsed_s,
-        s.calls_per_s,
-        s.setup_ms.p50,
-        s.setup_ms.p95,
-        s.setup_ms.p99,
-        s.retransmissions
-    );
-    for (cause, n) in &s.failures {
-        println!("  failed: {cause}: {n}");
-    }
-    if s.calls_in_progress > 0 {
-        println!("  still in progress at the end: {}", s.calls_in_progress);
-    }
-    if let Some(c) = &s.service {
-        println!(
-            "  server of limited capacity: {} arrived, {} dropped (queue full), {} new and {} repeated served, {:.1} s busy{}",
-            c.arrived,
-            c.dropped,
-            c.served_new,
-            c.served_repeat,
-            c.busy_s,
-            if c.oc > 0 { format!(", RFC 7339 oc {} at the end", c.oc) } else { String::new() }
-        );
-    }
-    if let Some(u) = &s.sut {
-        println!("  system under test: {:.1} % CPU, {} KiB resident at most", u.cpu_percent, u.rss_kib);
-    }
-    for (method, t) in &s.transactions_ms {
-        let (f, p) = (&t.final_ms, &t.provisional_ms);
-        print!(
-            "  {method} transactions: final p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({})",
-            f.p50, f.p95, f.p99, f.count
-        );
-        if p.count > 0 {
-            print!("; provisional p50 {:.2} ms, p95 {:.2} ms ({})", p.p50, p.p95, p.count);
-        }
-        println!();
-    }
-    for (name, p) in &s.rtd_ms {
-        println!("  rtd {name}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} samples)", p.p50, p.p95, p.p99, p.count);
-    }
-    if report.steps.len() > 1 {
-        for st in &report.steps {
-            println!(
-                "  step {} at {:.1} calls/s: {} attempted, {} successful, {} failed; set-up p95 {:.2} ms",
-                st.step, st.offered_cps, st.attempted, st.successful, st.failed, st.setup_ms.p95
-            );
-        }
-    }
-}
-
 /// RFC 3261's timers with T1 as given (T2 at least T1).
 fn sigkit_sip_timers(t1: Duration) -> sigkit_loadgen::Timers {
     let d = sigkit_loadgen::Timers::default();
@@ -659,11 +653,9 @@ pub fn load(args: LoadArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage(e),
     };
-    let scenario_name = args
-        .scenario_file
-        .as_ref()
-        .and_then(|p| p.file_stem())
-        .map_or(args.scenario.clone(), |s| s.to_string_lossy().into_owned());
+    for line in sipp::ignored_flags(&args) {
+        eprintln!("{line}");
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => return usage(e),
@@ -686,6 +678,13 @@ pub fn load(args: LoadArgs) -> ExitCode {
             eprintln!("sigkit load: keys: + - * / change the rate, p pauses, q quits, Q quits now");
             read_keys(prepared.control());
         }
+        let stop = match sipp::stop_on_signals() {
+            Ok(rx) => Some(rx),
+            Err(e) => {
+                eprintln!("sigkit load: SIGINT and SIGTERM will end the process without a summary: {e}");
+                None
+            }
+        };
         let mut progress = prepared.progress();
         let bar = bar.then(progress_bar);
         let printer = (bar.is_some() || lines).then(|| {
@@ -720,7 +719,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
                 }
             })
         });
-        let report = prepared.run(None).await;
+        let report = prepared.run(stop).await;
         if let Some(p) = printer {
             p.abort();
         }
@@ -739,15 +738,19 @@ pub fn load(args: LoadArgs) -> ExitCode {
     };
     let s = &report.summary;
     if let Some(path) = &args.db {
-        if let Err(e) = record(path, &args, &report) {
+        if let Err(e) = outcome::record(path, &args, &report) {
             eprintln!("sigkit load: {}: {e}", path.display());
             return ExitCode::from(1);
         }
     }
-    if args.trace_stat {
-        let name = format!("{scenario_name}_{}_.csv", std::process::id());
-        if let Err(e) = write_stat_csv(&name, &report) {
-            eprintln!("sigkit load: {name}: {e}");
+    if let Some(e) = &report.trace_error {
+        eprintln!("sigkit load: trace file {e}");
+    }
+    let summary = outcome::summary_text(&report);
+    if args.trace_screen {
+        let path = sipp::screen_path(&args);
+        if let Err(e) = std::fs::write(&path, &summary) {
+            eprintln!("sigkit load: {}: {e}", path.display());
         }
     }
     if args.json {
@@ -756,9 +759,13 @@ pub fn load(args: LoadArgs) -> ExitCode {
             Err(e) => return usage(e),
         }
     } else {
-        print_summary(&report);
+        print!("{summary}");
     }
-    if s.failed_calls > 0 {
+    let timed_out = args.timeout_error && report.ended_by == EndReason::Duration;
+    if timed_out {
+        eprintln!("sigkit load: the run reached -timeout (-timeout_error: a failure)");
+    }
+    if s.failed_calls > 0 || timed_out {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -793,113 +800,6 @@ fn progress_message(p: &sigkit_loadgen::Progress) -> String {
     }
     m.push_str(&format!("  {} active", p.active));
     m
-}
-
-/// SIPp's `-trace_stat` file: one `;`-separated row per interval.
-fn write_stat_csv(name: &str, report: &sigkit_loadgen::RunReport) -> std::io::Result<()> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(name)?);
-    writeln!(
-        f,
-        "ElapsedTime(s);OfferedRate(cps);CallsAttempted;SuccessfulCalls;FailedCalls;CallsPerSecond;Retransmissions;\
-         SetupP50(ms);SetupP95(ms);SetupP99(ms);CurrentCalls"
-    )?;
-    for i in &report.intervals {
-        writeln!(
-            f,
-            "{:.3};{:.3};{};{};{};{:.3};{};{:.3};{:.3};{:.3};{}",
-            i.t_s,
-            i.offered_cps,
-            i.attempted,
-            i.successful,
-            i.failed,
-            i.calls_per_s,
-            i.retransmissions,
-            i.setup_p50_ms,
-            i.setup_p95_ms,
-            i.setup_p99_ms,
-            i.active_calls
-        )?;
-    }
-    f.flush()
-}
-
-/// One row of `load_transactions`: a method's response times over the
-/// run (`scope` "run"), an interval ("interval", at `t_s`) or a load step
-/// ("step"), flat so SQL can select on them.
-#[derive(Debug, serde::Serialize)]
-struct TransactionRow {
-    scope: &'static str,
-    t_s: Option<f64>,
-    step: Option<usize>,
-    method: String,
-    /// "final" (request → first final response) or "provisional".
-    kind: &'static str,
-    count: u64,
-    p50_ms: f64,
-    p90_ms: f64,
-    p95_ms: f64,
-    p99_ms: f64,
-    max_ms: f64,
-    mean_ms: f64,
-}
-
-fn transaction_rows(report: &sigkit_loadgen::RunReport) -> Vec<TransactionRow> {
-    let mut rows = Vec::new();
-    let mut add = |scope, t_s, step, times: &std::collections::BTreeMap<String, sigkit_loadgen::TransactionTimes>| {
-        for (method, t) in times {
-            for (kind, p) in [("final", &t.final_ms), ("provisional", &t.provisional_ms)] {
-                if p.count == 0 {
-                    continue;
-                }
-                rows.push(TransactionRow {
-                    scope,
-                    t_s,
-                    step,
-                    method: method.clone(),
-                    kind,
-                    count: p.count,
-                    p50_ms: p.p50,
-                    p90_ms: p.p90,
-                    p95_ms: p.p95,
-                    p99_ms: p.p99,
-                    max_ms: p.max,
-                    mean_ms: p.mean,
-                });
-            }
-        }
-    };
-    add("run", None, None, &report.summary.transactions_ms);
-    for i in &report.intervals {
-        add("interval", Some(i.t_s), Some(i.step), &i.transactions_ms);
-    }
-    for st in &report.steps {
-        add("step", None, Some(st.step), &st.transactions_ms);
-    }
-    rows
-}
-
-fn record(path: &std::path::Path, args: &LoadArgs, report: &sigkit_loadgen::RunReport) -> Result<(), String> {
-    let mut store = sigkit_results::Store::open(path).map_err(|e| e.to_string())?;
-    let command: Vec<String> = std::env::args().collect();
-    let config = serde_json::json!({
-        "scenario": args.scenario, "scenario_file": args.scenario_file, "rate": args.rate,
-        "rate_period": args.rate_period, "max_calls": args.max_calls, "limit": args.limit, "hold": args.hold,
-        "remote": args.remote, "next_hop": args.next_hop, "transport": args.transport, "steps": args.steps,
-        "ramp": args.ramp, "burst": args.burst, "arrivals": args.arrivals, "sigcomp": args.sigcomp,
-        "surge": args.surge, "capacity": args.capacity, "queue": args.queue, "repeat_cost": args.repeat_cost,
-        "service_time": args.service_time, "oc_target": args.oc_target,
-    });
-    let run = store.begin_run("load", &command.join(" "), &config).map_err(|e| e.to_string())?;
-    store.record_rows(run, "load_intervals", &report.intervals).map_err(|e| e.to_string())?;
-    if !report.steps.is_empty() {
-        store.record_rows(run, "load_steps", &report.steps).map_err(|e| e.to_string())?;
-    }
-    let transactions = transaction_rows(report);
-    if !transactions.is_empty() {
-        store.record_rows(run, "load_transactions", &transactions).map_err(|e| e.to_string())?;
-    }
-    store.finish_run(run, &report.summary).map_err(|e| e.to_string())?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -229,6 +229,10 @@ pub fn scenarios(flow: &[FlowMessage], name: &str) -> Result<(Scenario, Scenario
         rtds: Vec::new(),
         needs_last_message: true,
         fields_used: 0,
+        response_time_repartition: Vec::new(),
+        repartition_rtds: 0,
+        call_length_repartition: Vec::new(),
+        has_logs: false,
     };
     let server = Scenario {
         name: format!("{name} (pcscf)"),
@@ -236,12 +240,16 @@ pub fn scenarios(flow: &[FlowMessage], name: &str) -> Result<(Scenario, Scenario
         rtds: Vec::new(),
         needs_last_message: true,
         fields_used: 0,
+        response_time_repartition: Vec::new(),
+        repartition_rtds: 0,
+        call_length_repartition: Vec::new(),
+        has_logs: false,
     };
     Ok((client, server))
 }
 
 fn step_of(kind: StepKind) -> Step {
-    Step { kind, next: None, start_rtd: None, rtd: None, line: 0 }
+    Step { kind, next: None, start_rtd: None, rtd: None, line: 0, logs: Vec::new() }
 }
 
 fn recv(expect: Expect, cseq_methods: Vec<String>, optional: bool) -> Recv {

@@ -31,7 +31,6 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,8 +39,10 @@ use sigkit_sip::{HeaderName, Message};
 
 mod call;
 mod linger;
+mod outbox;
 mod template;
 mod timers;
+mod trace;
 
 use crate::auth;
 use crate::inject::Injection;
@@ -52,6 +53,8 @@ use call::{ip_text, Call, Env, Lingering, Retrans, RetransKind, Txn, ENGINES, MA
 use template::{format_message, top_via_branch, Ctx};
 
 pub use crate::transport::Transport;
+pub use outbox::Outbox;
+pub use trace::{EngineTrace, RttSample};
 
 /// What the engine needs to know besides the scenario; a load run's
 /// ([`crate::LoadConfig::engine`]) too.
@@ -116,39 +119,6 @@ impl Default for EngineConfig {
     }
 }
 
-/// Datagrams to send, in one buffer.
-#[derive(Debug, Default)]
-pub struct Outbox {
-    buf: Vec<u8>,
-    items: Vec<(SocketAddr, Range<usize>)>,
-}
-
-impl Outbox {
-    /// Adds `bytes` for `to` (copied into the box's buffer).
-    pub fn push(&mut self, to: SocketAddr, bytes: &[u8]) {
-        let start = self.buf.len();
-        self.buf.extend_from_slice(bytes);
-        self.items.push((to, start..self.buf.len()));
-    }
-    /// Each datagram and its destination, in the order pushed.
-    pub fn iter(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> + '_ {
-        self.items.iter().map(|(to, r)| (*to, &self.buf[r.clone()]))
-    }
-    /// Datagrams in the box.
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-    /// Whether the box holds no datagram.
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-    /// Empties the box, keeping its memory.
-    pub fn clear(&mut self) {
-        self.buf.clear();
-        self.items.clear();
-    }
-}
-
 /// The engine: every call of one scenario.
 pub struct Engine {
     scenario: Arc<Scenario>,
@@ -181,6 +151,10 @@ pub struct Engine {
     methods: Vec<String>,
     /// The run's counts and delays, updated as calls progress.
     pub recorder: Recorder,
+    /// Warning texts, response times and `<log>` messages for the trace files, when asked for.
+    pub trace: EngineTrace,
+    /// The time of the event being handled, for what ends without being given one (a call's length).
+    clock: Instant,
 }
 
 fn lower(s: &str) -> String {
@@ -228,7 +202,12 @@ impl Engine {
                 }
             }
         }
-        let recorder = Recorder::with_methods(scenario.rtds.clone(), methods.clone());
+        let mut recorder = Recorder::with_methods(scenario.rtds.clone(), methods.clone());
+        recorder.set_repartitions(
+            &scenario.response_time_repartition,
+            scenario.repartition_rtds,
+            &scenario.call_length_repartition,
+        );
         let client = scenario.is_client();
         let vias_of = scenario.steps.iter().any(|s| match &s.kind {
             StepKind::Send(send) => send.template.keywords().any(|k| matches!(k, Keyword::ViaOf(_))),
@@ -256,6 +235,8 @@ impl Engine {
             live: 0,
             client,
             recorder,
+            trace: EngineTrace::default(),
+            clock: now,
         }
     }
 
@@ -362,6 +343,10 @@ impl Engine {
         c.live = false;
         c.gen = c.gen.wrapping_add(1);
         c.scheduled = None;
+        if let Some(started) = c.started {
+            self.recorder.call_ended(self.clock.saturating_duration_since(started));
+        }
+        let c = &mut self.calls[slot];
         let id = std::mem::take(&mut c.call_id);
         let timewait = c.timewait;
         if let Some((mut key, _)) = self.by_id.remove_entry(&id[..]) {
@@ -404,6 +389,7 @@ impl Engine {
     /// Places a new call now (a client scenario); `load_step` is the
     /// load pattern's step it counts in.
     pub fn start_call(&mut self, now: Instant, load_step: usize) {
+        self.clock = now;
         let slot = self.new_call(now, load_step);
         let c = &mut self.calls[slot];
         let _ = write!(c.call_id, "{}-{}@{}", c.number, self.env.run_id, self.env.local_ip);
@@ -416,13 +402,18 @@ impl Engine {
     /// A message from the network (`from` is where it came from: a
     /// server call answers there).
     pub fn on_message(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) {
+        self.clock = now;
         self.recorder.message_received();
         let Ok(msg) = Message::parse(bytes) else {
             self.recorder.unexpected();
+            self.warn(|_| {
+                format!("non SIP message discarded: \"{}\" ({})", String::from_utf8_lossy(bytes), bytes.len())
+            });
             return;
         };
         let Ok(call_id) = msg.call_id() else {
             self.recorder.unexpected();
+            self.warn(|_| "SIP message without Call-ID discarded".into());
             return;
         };
         let slot = match self.by_id.get(call_id.as_bytes()) {
@@ -433,6 +424,12 @@ impl Engine {
                 if !opens {
                     if !self.answer_lingering(now, from, &msg, call_id.as_bytes()) {
                         self.recorder.out_of_call();
+                        self.warn(|_| {
+                            format!(
+                                "Discarding message which can't be mapped to a known SIPp call:\n{}",
+                                String::from_utf8_lossy(bytes)
+                            )
+                        });
                     }
                     return;
                 }
@@ -555,6 +552,7 @@ impl Engine {
             return;
         }
         self.recorder.unexpected_in(self.calls[slot].load_step);
+        self.warn_unexpected(slot, bytes);
         let cause = match (msg.status_code(), msg.cseq()) {
             (Some(code), Ok(cseq)) if code >= 300 => {
                 if cseq.method == "INVITE" {
@@ -709,11 +707,13 @@ impl Engine {
                 .filter_map(|h| h.value_str().ok())
                 .any(|v| auth::verify(v, &self.env.auth_password, method, None));
             if !ok {
+                self.warn_failed(slot, "auth_failed");
                 self.fail(slot, "auth_failed", false);
                 return;
             }
         }
         self.apply_rtd(slot, j, now);
+        self.run_logs(slot, j, now);
         self.calls[slot].index = step.next.unwrap_or(j + 1);
         self.advance(slot, now);
     }
@@ -728,6 +728,7 @@ impl Engine {
             let d = now - c.rtd_start[i];
             let ls = c.load_step;
             self.recorder.rtd(ls, i, d);
+            self.trace_rtt(i, d, now);
         }
     }
 
@@ -761,6 +762,7 @@ impl Engine {
             }
             budget -= 1;
             if budget == 0 {
+                self.warn_failed(slot, "scenario_loop");
                 self.fail(slot, "scenario_loop", false);
                 return;
             }
@@ -773,6 +775,7 @@ impl Engine {
                 StepKind::Send(_) => {
                     self.send_step(slot, i, now);
                     self.apply_rtd(slot, i, now);
+                    self.run_logs(slot, i, now);
                 }
                 StepKind::Recv(r) => {
                     let c = &mut self.calls[slot];
@@ -813,7 +816,10 @@ impl Engine {
                     self.reschedule(slot);
                     return;
                 }
-                StepKind::Nop | StepKind::Label => self.apply_rtd(slot, i, now),
+                StepKind::Nop | StepKind::Label => {
+                    self.apply_rtd(slot, i, now);
+                    self.run_logs(slot, i, now);
+                }
             }
             if !self.calls[slot].live {
                 return;

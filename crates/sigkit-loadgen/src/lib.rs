@@ -40,15 +40,19 @@ pub mod scenario;
 pub mod service;
 pub mod sigcomp_layer;
 pub mod sut;
+pub mod trace;
 pub mod transport;
 mod xml_limits;
 
 pub use control::ControlCommand;
 pub use engine::{Engine, EngineConfig, Transport};
 pub use inject::Injection;
-pub use metrics::{Interval, Percentiles, Recorder, StepReport, Summary, SutUsage, Tail, TransactionTimes};
+pub use metrics::{
+    Interval, Moments, Percentiles, Recorder, SippTotals, StepReport, Summary, SutUsage, Tail, TransactionTimes,
+};
 pub use pattern::{Arrivals, Pattern, RateController};
-pub use runtime::{run, Control, LoadConfig, LoadError, Prepared, Progress, Role, RunReport};
+pub use runtime::{run, Control, EndReason, LoadConfig, LoadError, Prepared, Progress, Role, RunReport};
 pub use scenario::{Scenario, ScenarioError};
 pub use service::{ServiceCounts, ServiceModel, ServiceModelError};
 pub use sigkit_sip::transaction::Timers;
+pub use trace::{TraceConfig, TraceError};

@@ -159,6 +159,105 @@ pub struct Recorder {
     pub tail_successful: u64,
     /// Calls that failed after `tail_from`, whatever their step.
     pub tail_failed: u64,
+    /// Over the whole run, what SIPp's `-trace_stat` file reads beyond the counters.
+    pub sipp: SippTotals,
+}
+
+/// Count, sum and sum of squares of whole milliseconds: how SIPp keeps a
+/// mean and a standard deviation (its `-trace_stat` `ResponseTime` and
+/// `CallLength` columns), so a period's are the difference of two.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Moments {
+    /// Samples.
+    pub count: u64,
+    /// Their sum, ms.
+    pub sum: u64,
+    /// The sum of their squares, ms².
+    pub sum_sq: u64,
+}
+
+impl Moments {
+    /// Adds a sample of `ms` milliseconds.
+    pub fn add(&mut self, ms: u64) {
+        self.count += 1;
+        self.sum = self.sum.saturating_add(ms);
+        self.sum_sq = self.sum_sq.saturating_add(ms.saturating_mul(ms));
+    }
+
+    /// The samples added since `earlier` was taken of the same moments.
+    pub fn since(&self, earlier: &Moments) -> Moments {
+        Moments {
+            count: self.count.saturating_sub(earlier.count),
+            sum: self.sum.saturating_sub(earlier.sum),
+            sum_sq: self.sum_sq.saturating_sub(earlier.sum_sq),
+        }
+    }
+
+    /// The mean, ms; 0 without samples.
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// The sample standard deviation from the short formula SIPp uses,
+    /// √((n·Σx² − (Σx)²) / (n·(n−1))), ms; 0 below two samples.
+    pub fn stdev(&self) -> f64 {
+        if self.count <= 1 {
+            return 0.0;
+        }
+        let n = self.count as f64;
+        let (sum, sum_sq) = (self.sum as f64, self.sum_sq as f64);
+        ((n * sum_sq - sum * sum) / (n * (n - 1.0))).max(0.0).sqrt()
+    }
+}
+
+/// What SIPp's `-trace_stat` file reads beyond the counters, over the
+/// whole run: response times and call lengths as [`Moments`], their
+/// buckets (the scenario's `ResponseTimeRepartition` and
+/// `CallLengthRepartition`), messages answered for calls already over, and
+/// warnings (SIPp's `-trace_err` events).
+#[derive(Debug, Clone, Default)]
+pub struct SippTotals {
+    /// Per response time (the recorder's `rtd_names`), ms.
+    pub rtd: Vec<Moments>,
+    /// Every call from its start to its end (successful, failed, or ended with the run; a `timewait` included), ms.
+    pub call_length: Moments,
+    /// Response-time bucket borders, ms, ascending.
+    pub rtd_borders: Vec<u64>,
+    /// Per response time that has buckets (the first ones), a count per border and one past the last.
+    pub rtd_buckets: Vec<Vec<u64>>,
+    /// Call-length bucket borders, ms, ascending.
+    pub call_length_borders: Vec<u64>,
+    /// A count per call-length border and one past the last (empty without borders).
+    pub call_length_buckets: Vec<u64>,
+    /// Messages for a call that had ended, answered from what it sent last (SIPp's `DeadCallMsgs`).
+    pub dead_call: u64,
+    /// Events SIPp reports as warnings: calls aborted on an unexpected message or a timeout, messages discarded.
+    pub warnings: u64,
+}
+
+/// The bucket of `ms` among `borders` as SIPp counts it: the first border
+/// it is below, else the last bucket (from the last border up).
+fn bucket(borders: &[u64], ms: u64) -> usize {
+    borders.iter().position(|&b| ms < b).unwrap_or(borders.len())
+}
+
+impl SippTotals {
+    fn new(rtds: usize) -> SippTotals {
+        SippTotals { rtd: vec![Moments::default(); rtds], ..SippTotals::default() }
+    }
+
+    fn rtd_sample(&mut self, index: usize, ms: u64) {
+        if let Some(m) = self.rtd.get_mut(index) {
+            m.add(ms);
+        }
+        if let Some(b) = self.rtd_buckets.get_mut(index) {
+            b[bucket(&self.rtd_borders, ms)] += 1;
+        }
+    }
 }
 
 impl Default for Recorder {
@@ -186,7 +285,40 @@ impl Recorder {
             tail_from: None,
             tail_successful: 0,
             tail_failed: 0,
+            sipp: SippTotals::new(n),
         }
+    }
+
+    /// Sets the buckets of SIPp's repartition tables: `rtd_borders` for the first `rtds_with_buckets` response
+    /// times, `call_length_borders` for call lengths (ms, ascending; empty: no table).
+    pub fn set_repartitions(&mut self, rtd_borders: &[u64], rtds_with_buckets: usize, call_length_borders: &[u64]) {
+        let s = &mut self.sipp;
+        s.rtd_borders = rtd_borders.to_vec();
+        let tables = if rtd_borders.is_empty() { 0 } else { rtds_with_buckets.min(self.rtd_names.len()) };
+        s.rtd_buckets = vec![vec![0; rtd_borders.len() + 1]; tables];
+        s.call_length_borders = call_length_borders.to_vec();
+        s.call_length_buckets =
+            if call_length_borders.is_empty() { Vec::new() } else { vec![0; call_length_borders.len() + 1] };
+    }
+
+    /// A call ended (whatever the outcome) `d` after it started: SIPp's call length.
+    pub fn call_ended(&mut self, d: Duration) {
+        let ms = d.as_millis().min(u128::from(u64::MAX)) as u64;
+        let s = &mut self.sipp;
+        s.call_length.add(ms);
+        if !s.call_length_buckets.is_empty() {
+            s.call_length_buckets[bucket(&s.call_length_borders, ms)] += 1;
+        }
+    }
+
+    /// A message for a call already over, answered again from what the call sent last.
+    pub fn dead_call_message(&mut self) {
+        self.sipp.dead_call += 1;
+    }
+
+    /// An event SIPp reports as a warning (and writes with `-trace_err`).
+    pub fn warning(&mut self) {
+        self.sipp.warnings += 1;
     }
 
     fn step(&mut self, step: usize) -> &mut Counters {
@@ -252,6 +384,7 @@ impl Recorder {
     /// Response time `index` (a scenario `rtd`, `-trace_stat` `ResponseTime<index+1>`) of a call of load step `step`
     /// ended after `d`.
     pub fn rtd(&mut self, step: usize, index: usize, d: Duration) {
+        self.sipp.rtd_sample(index, d.as_millis().min(u128::from(u64::MAX)) as u64);
         let us = micros(d);
         self.each(step, |c| {
             if let Some(h) = c.rtd_us.get_mut(index) {
@@ -733,6 +866,32 @@ impl StepReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SIPp's buckets: a value counts below the first border it is under,
+    /// else past the last; means and deviations by its short formula.
+    #[test]
+    fn sipps_buckets_and_moments() {
+        let mut r = Recorder::new(vec!["1".into(), "2".into()]);
+        r.set_repartitions(&[10, 20], 1, &[100]);
+        for ms in [0, 9, 10, 19, 20, 500] {
+            r.rtd(0, 0, Duration::from_millis(ms));
+            r.rtd(0, 1, Duration::from_millis(ms));
+        }
+        assert_eq!(r.sipp.rtd_buckets, vec![vec![2, 2, 2]], "the second response time has no table");
+        r.call_ended(Duration::from_millis(99));
+        r.call_ended(Duration::from_millis(100));
+        r.call_ended(Duration::from_micros(100_999));
+        assert_eq!(r.sipp.call_length_buckets, vec![1, 2]);
+        let m = r.sipp.call_length;
+        assert_eq!((m.count, m.sum, m.sum_sq), (3, 299, 99 * 99 + 2 * 100 * 100));
+        assert!((m.mean() - 299.0 / 3.0).abs() < 1e-9);
+        // Samples 99, 100, 100: variance 1/3.
+        assert!((m.stdev() - (1.0f64 / 3.0).sqrt()).abs() < 1e-9, "{}", m.stdev());
+        let earlier = Moments { count: 1, sum: 99, sum_sq: 99 * 99 };
+        assert_eq!(m.since(&earlier), Moments { count: 2, sum: 200, sum_sq: 20_000 });
+        assert_eq!(m.since(&earlier).stdev(), 0.0);
+        assert_eq!(Moments::default().mean(), 0.0);
+    }
 
     #[test]
     fn a_steps_row_counts_its_own_failures_by_cause() {

@@ -9,9 +9,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sigcomp::wire::{Deframer, Frame};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, watch};
 
@@ -22,8 +19,13 @@ use crate::metrics::{Interval, StepReport, Summary, Tail};
 use crate::pattern::{Arrivals, Pattern, RateController, StepSpan};
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::service::{ServiceModel, ServiceModelError, ServiceQueue};
-use crate::sigcomp_layer::{is_sigcomp_first_byte, SigcompLayer};
+use crate::sigcomp_layer::SigcompLayer;
 use crate::sut::SutSampler;
+use crate::trace::{TraceConfig, TraceError, Tracer};
+
+mod net;
+
+use net::{bind_udp, tcp_reader, Net, TcpEvent, TcpNet};
 
 /// Which side of the call a run plays when no scenario is given: the
 /// built-in `uac` or `uas`.
@@ -75,6 +77,8 @@ pub struct LoadConfig {
     /// A UAS behind a server of limited capacity: what arrives is queued
     /// and served at the model's rate before the UAS sees it (over UDP).
     pub service_model: Option<ServiceModel>,
+    /// SIPp's trace files to write as the run goes (`-trace_stat`, `-trace_msg`, ...); None: none.
+    pub trace: Option<TraceConfig>,
 }
 
 impl Default for LoadConfig {
@@ -101,6 +105,7 @@ impl Default for LoadConfig {
             sut_pids: Vec::new(),
             sigcomp: false,
             service_model: None,
+            trace: None,
         }
     }
 }
@@ -162,6 +167,23 @@ pub enum LoadError {
     /// Another socket call (local address, socket creation) failed.
     #[error("socket: {0}")]
     Io(#[from] std::io::Error),
+    /// A trace file could not be created.
+    #[error("trace file {0}")]
+    Trace(#[from] TraceError),
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EndReason {
+    /// Its calls were done (`-m` calls, the end of the load pattern, or a quit command once those in progress ended).
+    #[default]
+    Calls,
+    /// Its duration was up (SIPp's `-timeout`).
+    Duration,
+    /// The `Q` command (quit now).
+    QuitNow,
+    /// The caller's stop channel turned true (SIGINT, SIGTERM).
+    Stopped,
 }
 
 /// What a run gives back.
@@ -176,6 +198,15 @@ pub struct RunReport {
     /// The socket's address (useful with port 0).
     #[serde(skip)]
     pub local: Option<SocketAddr>,
+    /// Why the run ended.
+    #[serde(skip)]
+    pub ended_by: EndReason,
+    /// The trace files written (SIPp's `-trace_*`), flushed.
+    #[serde(skip)]
+    pub trace_files: Vec<std::path::PathBuf>,
+    /// The first trace file write that failed (the run went on without that file).
+    #[serde(skip)]
+    pub trace_error: Option<String>,
 }
 
 /// Live progress of a run (a watch channel: [`Prepared::progress`]).
@@ -238,176 +269,6 @@ impl Control {
     }
 }
 
-enum Net {
-    Udp(UdpSocket),
-    Tcp(TcpNet),
-}
-
-enum TcpEvent {
-    Frame(SocketAddr, Vec<u8>),
-    Connected(SocketAddr, OwnedWriteHalf),
-    Closed(SocketAddr),
-}
-
-struct TcpNet {
-    rx: mpsc::Receiver<TcpEvent>,
-    writers: HashMap<SocketAddr, OwnedWriteHalf>,
-    /// A UAC's one connection (every message goes over it).
-    only: Option<SocketAddr>,
-    closed: u64,
-}
-
-/// Longest SIP message read from a TCP stream.
-const MAX_TCP_MESSAGE: usize = 1 << 20;
-
-/// Reads one TCP connection into frames. Its first byte tells SigComp
-/// from plain SIP for the whole connection (RFC 5049 §4): SigComp
-/// messages are taken apart by their record marking (RFC 3320 §4.2.2),
-/// plain SIP messages by their Content-Length (RFC 3261 §18.3).
-async fn tcp_reader(peer: SocketAddr, mut read: tokio::net::tcp::OwnedReadHalf, tx: mpsc::Sender<TcpEvent>) {
-    let mut buf: Vec<u8> = Vec::with_capacity(65536);
-    let mut chunk = vec![0u8; 65536];
-    let mut sigcomp: Option<Deframer> = None;
-    let mut frames = Vec::new();
-    let mut first = true;
-    loop {
-        let n = match read.read(&mut chunk).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let mut data = &chunk[..n];
-        if first {
-            // CRLF keep-alives (RFC 5626 §3.5.1) may come before either.
-            let Some(at) = data.iter().position(|b| !matches!(b, b'\r' | b'\n')) else { continue };
-            data = &data[at..];
-            first = false;
-            if is_sigcomp_first_byte(data[0]) {
-                sigcomp = Some(Deframer::new(MAX_TCP_MESSAGE));
-            }
-        }
-        if let Some(deframer) = &mut sigcomp {
-            deframer.push(data, &mut frames);
-            for f in frames.drain(..) {
-                let event = match f {
-                    Frame::Message(m) => TcpEvent::Frame(peer, m),
-                    // The stream is unusable (RFC 3320 §4.2.2).
-                    Frame::FramingError => TcpEvent::Closed(peer),
-                };
-                let closed = matches!(event, TcpEvent::Closed(_));
-                if tx.send(event).await.is_err() || closed {
-                    return;
-                }
-            }
-            continue;
-        }
-        buf.extend_from_slice(data);
-        loop {
-            // CRLF keep-alives (RFC 5626 §3.5.1) between messages.
-            let lead = buf.iter().take_while(|b| **b == b'\r' || **b == b'\n').count();
-            if lead > 0 {
-                buf.drain(..lead);
-            }
-            match sigkit_sip::Message::parse_stream_frame(&buf) {
-                Ok(Some(len)) => {
-                    let frame: Vec<u8> = buf.drain(..len).collect();
-                    if tx.send(TcpEvent::Frame(peer, frame)).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(None) if buf.len() <= MAX_TCP_MESSAGE => break,
-                // Unframeable: the stream is unusable (RFC 3261 §18.3).
-                _ => {
-                    let _ = tx.send(TcpEvent::Closed(peer)).await;
-                    return;
-                }
-            }
-        }
-    }
-    let _ = tx.send(TcpEvent::Closed(peer)).await;
-}
-
-impl Net {
-    /// The next message into `buf` (65536 bytes, grown for a larger TCP
-    /// frame): its length and sender.
-    async fn recv(&mut self, buf: &mut Vec<u8>) -> Option<(usize, SocketAddr)> {
-        match self {
-            Net::Udp(s) => s.recv_from(buf).await.ok(),
-            Net::Tcp(t) => loop {
-                match t.rx.recv().await {
-                    Some(TcpEvent::Frame(from, data)) => return Some((copy_frame(buf, &data), from)),
-                    Some(ev) => t.event(ev),
-                    None => return std::future::pending().await,
-                }
-            },
-        }
-    }
-
-    fn try_recv(&mut self, buf: &mut Vec<u8>) -> Option<(usize, SocketAddr)> {
-        match self {
-            Net::Udp(s) => s.try_recv_from(buf).ok(),
-            Net::Tcp(t) => loop {
-                match t.rx.try_recv() {
-                    Ok(TcpEvent::Frame(from, data)) => return Some((copy_frame(buf, &data), from)),
-                    Ok(ev) => t.event(ev),
-                    Err(_) => return None,
-                }
-            },
-        }
-    }
-
-    async fn send_all(&mut self, out: &Outbox) {
-        match self {
-            Net::Udp(s) => {
-                for (to, bytes) in out.iter() {
-                    // A full send buffer waits for room rather than
-                    // dropping: losses are the system under test's, not
-                    // the generator's.
-                    match s.try_send_to(bytes, to) {
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            let _ = s.send_to(bytes, to).await;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            Net::Tcp(t) => {
-                for (to, bytes) in out.iter() {
-                    let key = t.only.unwrap_or(to);
-                    if let Some(w) = t.writers.get_mut(&key) {
-                        if w.write_all(bytes).await.is_err() {
-                            t.writers.remove(&key);
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn copy_frame(buf: &mut Vec<u8>, data: &[u8]) -> usize {
-    if data.len() > buf.len() {
-        buf.resize(data.len(), 0);
-    }
-    buf[..data.len()].copy_from_slice(data);
-    data.len()
-}
-
-impl TcpNet {
-    fn event(&mut self, ev: TcpEvent) {
-        match ev {
-            TcpEvent::Connected(a, w) => {
-                let _ = w.as_ref().set_nodelay(true);
-                self.writers.insert(a, w);
-            }
-            TcpEvent::Closed(a) => {
-                self.writers.remove(&a);
-                self.closed += 1;
-            }
-            TcpEvent::Frame(..) => {}
-        }
-    }
-}
-
 /// A bound transport, ready to run: lets a caller learn the local address
 /// (port 0), get a [`Control`] and watch [`Progress`] before the run
 /// starts.
@@ -421,6 +282,7 @@ pub struct Prepared {
     control_rx: mpsc::UnboundedReceiver<ControlCommand>,
     progress_tx: watch::Sender<Progress>,
     sigcomp: Option<SigcompLayer>,
+    tracer: Option<Tracer>,
 }
 
 impl Prepared {
@@ -513,7 +375,28 @@ impl Prepared {
         let sigcomp = if config.sigcomp { Some(SigcompLayer::new(config.engine.transport)?) } else { None };
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let (progress_tx, _) = watch::channel(Progress::default());
-        Ok(Prepared { config, scenario, net, local, control_socket, control_tx, control_rx, progress_tx, sigcomp })
+        let tracer = match &config.trace {
+            Some(t) if t.any() => {
+                let transport = match config.engine.transport {
+                    Transport::Udp => "UDP",
+                    Transport::Tcp => "TCP",
+                };
+                Some(Tracer::open(t.clone(), &scenario, transport, Instant::now())?)
+            }
+            _ => None,
+        };
+        Ok(Prepared {
+            config,
+            scenario,
+            net,
+            local,
+            control_socket,
+            control_tx,
+            control_rx,
+            progress_tx,
+            sigcomp,
+            tracer,
+        })
     }
 
     /// The address the transport is bound to (the port picked, for port 0).
@@ -546,22 +429,6 @@ impl Prepared {
     pub async fn run(self, stop: Option<watch::Receiver<bool>>) -> Result<RunReport, LoadError> {
         run_loop(self, stop).await
     }
-}
-
-/// Socket buffers asked for (the kernel caps them at net.core.rmem_max
-/// and wmem_max): bursts of a high call rate overflow the default 208 KiB,
-/// and every message lost there costs a retransmission that the system
-/// under test did not cause.
-const SOCKET_BUFFER: usize = 4 << 20;
-
-fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
-    let domain = if addr.is_ipv4() { socket2::Domain::IPV4 } else { socket2::Domain::IPV6 };
-    let s = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
-    let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
-    let _ = s.set_send_buffer_size(SOCKET_BUFFER);
-    s.bind(&addr.into())?;
-    s.set_nonblocking(true)?;
-    UdpSocket::from_std(s.into())
 }
 
 /// Binds and runs.
@@ -731,6 +598,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         mut control_rx,
         progress_tx,
         mut sigcomp,
+        mut tracer,
     } = p;
     drop(control_tx);
     let start = Instant::now();
@@ -751,6 +619,11 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         quit_now: false,
     };
     let mut reports = Reports::new(&config, start);
+    if let Some(t) = &mut tracer {
+        t.begin(start);
+        run.engine.trace = t.engine_trace();
+        stat_row(t, &run, &config, start);
+    }
     let end = config.duration.map(|d| start + d);
     let mut buf: Vec<u8> = vec![0; 65536];
     let mut plain: Vec<u8> = Vec::with_capacity(65536);
@@ -759,29 +632,44 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
     let mut outbox = Outbox::default();
     let mut service = config.service_model.clone().map(|m| ServiceQueue::new(m, config.engine.seed, start));
     let mut served: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
-    loop {
+    let ended_by = loop {
         let now = Instant::now();
+        if let Some(t) = &mut tracer {
+            t.take(&mut run.engine);
+        }
         while let Ok(c) = control_rx.try_recv() {
             run.apply(c, now);
         }
         if let Some(q) = &mut service {
             q.take_done(now, &mut served);
             for (from, bytes) in served.drain(..) {
-                deliver(&mut run.engine, &mut sigcomp, now, from, &bytes, &mut plain);
+                deliver(&mut run.engine, &mut sigcomp, &mut tracer, now, from, &bytes, &mut plain);
             }
         }
         if client && !run.quitting {
             run.start_calls(now);
         }
         run.engine.handle_timeout(now);
-        flush(&mut run.engine, &mut net, &mut sigcomp, &mut outbox).await;
+        flush(&mut run.engine, &mut net, &mut sigcomp, &mut tracer, &mut outbox).await;
         if now >= reports.next {
             reports.add(&mut run, start, now);
+            if let Some(t) = &mut tracer {
+                stat_row(t, &run, &config, now);
+                t.flush();
+            }
             let _ = progress_tx.send(progress(&run, start, now, reports.intervals.last(), false));
         }
-        let calls_done = run.calls_done(client, start, now);
-        if calls_done || run.quit_now || end.is_some_and(|e| now >= e) || stop.as_ref().is_some_and(|s| *s.borrow()) {
-            break;
+        if run.calls_done(client, start, now) {
+            break EndReason::Calls;
+        }
+        if run.quit_now {
+            break EndReason::QuitNow;
+        }
+        if end.is_some_and(|e| now >= e) {
+            break EndReason::Duration;
+        }
+        if stop.as_ref().is_some_and(|s| *s.borrow()) {
+            break EndReason::Stopped;
         }
         let starting = if client && !run.quitting { run.rate.next_due() } else { None };
         let serving = service.as_ref().and_then(|q| q.poll_timeout());
@@ -801,11 +689,13 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
                             Some(q) => {
                                 q.offer(now, from, &buf[..n]);
                             }
-                            None => deliver(&mut run.engine, &mut sigcomp, now, from, &buf[..n], &mut plain),
+                            None => {
+                                deliver(&mut run.engine, &mut sigcomp, &mut tracer, now, from, &buf[..n], &mut plain)
+                            }
                         }
                         got = net.try_recv(&mut buf);
                     }
-                    flush(&mut run.engine, &mut net, &mut sigcomp, &mut outbox).await;
+                    flush(&mut run.engine, &mut net, &mut sigcomp, &mut tracer, &mut outbox).await;
                 }
             }
             n = recv_control(&control_socket, &mut ctl_buf) => {
@@ -825,31 +715,66 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
             _ = tokio::time::sleep_until(wake.into()) => {}
             _ = wait_stop(&mut stop) => {}
         }
-    }
+    };
     let now = Instant::now();
     reports.close(&mut run, start, now);
     let in_progress = run.engine.abandon_all() as u64;
+    let (trace_files, trace_error) = match tracer {
+        Some(mut t) => {
+            stat_row(&mut t, &run, &config, now);
+            match t.finish(&mut run.engine) {
+                Ok(files) => (files, None),
+                Err(e) => (Vec::new(), Some(e.to_string())),
+            }
+        }
+        None => (Vec::new(), None),
+    };
     let from = if client { start } else { first_message.unwrap_or(start) };
     let mut summary = summary_of(&config, &scenario.name, &run, from, now, in_progress, &reports);
     summary.sigcomp = sigcomp.as_ref().map(|l| l.counts);
     summary.service = service.as_ref().map(|q| q.counts());
     let steps = step_rows(&run, start, now, in_progress);
     let _ = progress_tx.send(progress(&run, start, now, reports.intervals.last(), true));
-    Ok(RunReport { summary, intervals: reports.intervals, steps, local: Some(local) })
+    Ok(RunReport {
+        summary,
+        intervals: reports.intervals,
+        steps,
+        local: Some(local),
+        ended_by,
+        trace_files,
+        trace_error,
+    })
+}
+
+/// A row of the `-trace_stat` file at `now`: the rate asked for in SIPp's
+/// unit (calls per `-rp`; a server's `-r`, as SIPp writes it).
+fn stat_row(t: &mut Tracer, run: &Run, config: &LoadConfig, now: Instant) {
+    let client = run.engine.is_client();
+    let rate = if client { run.rate.current_cps(now) * run.period.as_secs_f64() } else { config.rate };
+    t.stat_row(&run.engine.recorder, run.engine.active() as u64, rate, client, now);
 }
 
 fn deliver(
     engine: &mut Engine,
     sigcomp: &mut Option<SigcompLayer>,
+    tracer: &mut Option<Tracer>,
     now: Instant,
     from: SocketAddr,
     bytes: &[u8],
     plain: &mut Vec<u8>,
 ) {
     match sigcomp {
-        None => engine.on_message(now, from, bytes),
+        None => {
+            if let Some(t) = tracer {
+                t.received(bytes);
+            }
+            engine.on_message(now, from, bytes)
+        }
         Some(layer) => {
             if layer.receive(now, from, bytes, plain) {
+                if let Some(t) = tracer {
+                    t.received(plain);
+                }
                 engine.on_message(now, from, plain);
             } else {
                 engine.recorder.unexpected();
@@ -858,11 +783,22 @@ fn deliver(
     }
 }
 
-async fn flush(engine: &mut Engine, net: &mut Net, sigcomp: &mut Option<SigcompLayer>, spare: &mut Outbox) {
+async fn flush(
+    engine: &mut Engine,
+    net: &mut Net,
+    sigcomp: &mut Option<SigcompLayer>,
+    tracer: &mut Option<Tracer>,
+    spare: &mut Outbox,
+) {
     if engine.outbox().is_empty() && sigcomp.as_ref().is_none_or(|l| !l.has_replies()) {
         return;
     }
     let out = engine.take_outbox();
+    if let Some(t) = tracer {
+        for (_, bytes) in out.iter() {
+            t.sent(bytes);
+        }
+    }
     match sigcomp {
         None => net.send_all(&out).await,
         Some(layer) => {

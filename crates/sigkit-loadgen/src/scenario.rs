@@ -6,8 +6,9 @@
 //! `recv` (`response` or `request`, `optional`, `next`, `timeout`,
 //! `ontimeout`, `rrs`, `auth`, `start_rtd`, `rtd`), `pause`
 //! (`milliseconds`, `min`/`max`, `distribution="uniform|exponential"`),
-//! `timewait`, `nop`, `label`. `ResponseTimeRepartition`,
-//! `CallLengthRepartition` and `Reference` are accepted and ignored, as are
+//! `timewait`, `nop`, `label`; `log` actions (written with `-trace_logs`).
+//! `ResponseTimeRepartition` and `CallLengthRepartition` set the buckets of
+//! the `-trace_stat` file; `Reference` is accepted and ignored, as are
 //! display attributes (`crlf`, `hide`, `display`, `lost`). Anything else is
 //! an error that names it, with its line.
 //!
@@ -27,7 +28,7 @@ mod error;
 mod template;
 
 pub use error::ScenarioError;
-pub use template::{Keyword, Segment, Template};
+pub use template::{Keys, Keyword, Segment, Template};
 
 /// A compiled scenario.
 #[derive(Debug, Clone)]
@@ -43,6 +44,16 @@ pub struct Scenario {
     pub needs_last_message: bool,
     /// Highest `[fieldN]` index used, plus one.
     pub fields_used: usize,
+    /// SIPp's `<ResponseTimeRepartition value="10, 20, …"/>`: bucket borders in ms, ascending (empty without the
+    /// element); the `-trace_stat` file counts response times below each border and from the last one up.
+    pub response_time_repartition: Vec<u64>,
+    /// How many of `rtds`, from the first, take the response-time buckets: those named before the element, as SIPp
+    /// gives a table only to them.
+    pub repartition_rtds: usize,
+    /// SIPp's `<CallLengthRepartition value="…"/>`: call-length bucket borders in ms, ascending (empty without it).
+    pub call_length_repartition: Vec<u64>,
+    /// Whether any step has a `<log>` action (`-trace_logs` writes them).
+    pub has_logs: bool,
 }
 
 /// One step of a scenario.
@@ -58,6 +69,8 @@ pub struct Step {
     pub rtd: Option<usize>,
     /// Line in the XML file (0 for built-in steps).
     pub line: u32,
+    /// The messages of the step's `<action><log message="…"/></action>`, compiled (keywords expand per call).
+    pub logs: Vec<Vec<Segment>>,
 }
 
 /// What a step does: one element of SIPp's scenario.
@@ -193,6 +206,12 @@ pub const MAX_RTDS: usize = 20;
 
 /// Parses a SIPp XML scenario.
 pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
+    parse_with_keys(xml, &Keys::default())
+}
+
+/// Parses a SIPp XML scenario whose templates may use `keys`: SIPp's `-key NAME VALUE` (`[NAME]`) and
+/// `-set NAME VALUE` (`[$NAME]`), fixed for the run, so they are written into the templates as text.
+pub fn parse_with_keys(xml: &str, keys: &Keys) -> Result<Scenario, ScenarioError> {
     // roxmltree reads UTF-8 only; SIPp's files declare ISO-8859-1, which
     // `decode_text` has already turned into characters.
     let xml = strip_encoding_declaration(xml);
@@ -213,30 +232,22 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
     let mut rtds: Vec<String> = Vec::new();
     let mut needs_last = false;
     let mut fields_used = 0usize;
+    let mut response_time_repartition = Vec::new();
+    let mut repartition_rtds = 0;
+    let mut call_length_repartition = Vec::new();
     // The methods the last response step took, and those sent since it
     // (in order, and as a set: a file may name thousands).
     let mut methods: Arc<[String]> = Arc::from(Vec::new());
     let mut sent_since_recv: Vec<String> = Vec::new();
     let mut sent_set: HashSet<String> = HashSet::new();
-    // `None` past MAX_RTDS names.
-    let mut rtd_index = |v: &str| -> Option<usize> {
-        let key = if v == "true" { "1" } else { v };
-        match rtds.iter().position(|r| r == key) {
-            Some(i) => Some(i),
-            None if rtds.len() >= MAX_RTDS => None,
-            None => {
-                rtds.push(key.to_string());
-                Some(rtds.len() - 1)
-            }
-        }
-    };
     for node in root.children().filter(|n| n.is_element()) {
         let line = line_of(node);
         let element = node.tag_name().name();
         let bad = |why: String| ScenarioError::Bad { line, element: element.into(), why };
+        let mut logs = Vec::new();
         let kind = match element {
             "send" => {
-                let (send, fields) = send_step(node, line, &line_of)?;
+                let (send, fields) = send_step(node, line, &line_of, keys, &mut logs)?;
                 fields_used = fields_used.max(fields as usize);
                 needs_last |= reads_last_message(&send.template);
                 if let Sent::Request(m) = &send.what {
@@ -251,7 +262,7 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
             }
             "recv" => {
                 for child in node.children().filter(|c| c.is_element()) {
-                    check_action(child, &line_of)?;
+                    action_logs(child, &line_of, keys, &mut logs)?;
                 }
                 let expect = expect_of(node, line)?;
                 if !sent_since_recv.is_empty() {
@@ -281,7 +292,7 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
             "timewait" => StepKind::Timewait(ms_attr(node, "milliseconds", line)?.unwrap_or(Duration::ZERO)),
             "nop" => {
                 for child in node.children().filter(|c| c.is_element()) {
-                    check_action(child, &line_of)?;
+                    action_logs(child, &line_of, keys, &mut logs)?;
                 }
                 StepKind::Nop
             }
@@ -292,23 +303,80 @@ pub fn parse(xml: &str) -> Result<Scenario, ScenarioError> {
                 }
                 StepKind::Label
             }
-            "ResponseTimeRepartition" | "CallLengthRepartition" | "Reference" | "User" | "Global" => continue,
+            "ResponseTimeRepartition" => {
+                response_time_repartition = repartition_of(node, line)?;
+                // SIPp gives buckets to the response times named so far.
+                repartition_rtds = rtds.len();
+                continue;
+            }
+            "CallLengthRepartition" => {
+                call_length_repartition = repartition_of(node, line)?;
+                continue;
+            }
+            "Reference" | "User" | "Global" => continue,
             other => return Err(ScenarioError::Unsupported { line, element: other.into() }),
         };
         if let Some(l) = node.attribute("next") {
             jumps.push((steps.len(), l.to_string(), false));
         }
         let too_many = || bad(format!("more than {MAX_RTDS} response-time names (start_rtd, rtd)"));
-        let start_rtd = node.attribute("start_rtd").map(|v| rtd_index(v).ok_or_else(too_many)).transpose()?;
-        let rtd =
-            node.attribute("rtd").filter(|v| *v != "false").map(|v| rtd_index(v).ok_or_else(too_many)).transpose()?;
-        steps.push(Step { kind, next: None, start_rtd, rtd, line });
+        let start_rtd =
+            node.attribute("start_rtd").map(|v| rtd_index(&mut rtds, v).ok_or_else(too_many)).transpose()?;
+        let rtd = node
+            .attribute("rtd")
+            .filter(|v| *v != "false")
+            .map(|v| rtd_index(&mut rtds, v).ok_or_else(too_many))
+            .transpose()?;
+        steps.push(Step { kind, next: None, start_rtd, rtd, line, logs });
     }
     resolve_jumps(&mut steps, &labels, jumps)?;
     if !steps.iter().any(|s| matches!(s.kind, StepKind::Send(_) | StepKind::Recv(_))) {
         return Err(ScenarioError::Empty);
     }
-    Ok(Scenario { name, steps, rtds, needs_last_message: needs_last, fields_used })
+    let has_logs = steps.iter().any(|s| !s.logs.is_empty());
+    Ok(Scenario {
+        name,
+        steps,
+        rtds,
+        needs_last_message: needs_last,
+        fields_used,
+        response_time_repartition,
+        repartition_rtds,
+        call_length_repartition,
+        has_logs,
+    })
+}
+
+/// The index of response time `v` (`rtd="true"` is "1"), added to `rtds`
+/// when new; `None` past [`MAX_RTDS`] names.
+fn rtd_index(rtds: &mut Vec<String>, v: &str) -> Option<usize> {
+    let key = if v == "true" { "1" } else { v };
+    match rtds.iter().position(|r| r == key) {
+        Some(i) => Some(i),
+        None if rtds.len() >= MAX_RTDS => None,
+        None => {
+            rtds.push(key.to_string());
+            Some(rtds.len() - 1)
+        }
+    }
+}
+
+/// A repartition element's `value`: SIPp's comma-separated borders in ms,
+/// sorted as SIPp sorts them.
+fn repartition_of(node: roxmltree::Node, line: u32) -> Result<Vec<u64>, ScenarioError> {
+    let bad = || ScenarioError::Bad {
+        line,
+        element: node.tag_name().name().into(),
+        why: "value=\"…\" must be comma-separated numbers of ms (at most 100)".into(),
+    };
+    let value = node.attribute("value").ok_or_else(bad)?;
+    let mut borders =
+        value.split(',').map(|v| v.trim().parse::<u64>().map_err(|_| bad())).collect::<Result<Vec<_>, _>>()?;
+    if borders.len() > 100 {
+        return Err(bad());
+    }
+    borders.sort_unstable();
+    Ok(borders)
 }
 
 /// A `<send>` step: its message template compiled (with the number of
@@ -318,13 +386,15 @@ fn send_step(
     node: roxmltree::Node,
     line: u32,
     line_of: &impl Fn(roxmltree::Node) -> u32,
+    keys: &Keys,
+    logs: &mut Vec<Vec<Segment>>,
 ) -> Result<(Send, u32), ScenarioError> {
     let bad = |why: &str| ScenarioError::Bad { line, element: "send".into(), why: why.into() };
     let text: String = node.children().filter(|c| c.is_text()).filter_map(|c| c.text()).collect();
     for child in node.children().filter(|c| c.is_element()) {
-        check_action(child, line_of)?;
+        action_logs(child, line_of, keys, logs)?;
     }
-    let (template, fields) = Template::compile(&text, line)?;
+    let (template, fields) = Template::compile_with_keys(&text, line, keys)?;
     if template.head.is_empty() {
         return Err(bad("the message is empty"));
     }
@@ -400,15 +470,25 @@ fn resolve_jumps(
     Ok(())
 }
 
-/// Actions inside a step: `log` and `exec` are accepted and ignored (they
-/// change no message); others are errors, since skipping them would
-/// change what the scenario sends.
-fn check_action(node: roxmltree::Node, line_of: &impl Fn(roxmltree::Node) -> u32) -> Result<(), ScenarioError> {
+/// Actions inside a step: each `log` message compiled into `logs`
+/// (written with `-trace_logs`); `exec` and `warning` are accepted and
+/// ignored (they change no message); others are errors, since skipping
+/// them would change what the scenario sends.
+fn action_logs(
+    node: roxmltree::Node,
+    line_of: &impl Fn(roxmltree::Node) -> u32,
+    keys: &Keys,
+    logs: &mut Vec<Vec<Segment>>,
+) -> Result<(), ScenarioError> {
     match node.tag_name().name() {
         "action" => {
             for a in node.children().filter(|c| c.is_element()) {
                 match a.tag_name().name() {
-                    "log" | "exec" | "warning" => {}
+                    "log" => {
+                        let message = a.attribute("message").unwrap_or("");
+                        logs.push(template::compile_line(message, line_of(a), keys)?);
+                    }
+                    "exec" | "warning" => {}
                     other => {
                         return Err(ScenarioError::Unsupported { line: line_of(a), element: format!("action/{other}") })
                     }
@@ -669,6 +749,42 @@ mod tests {
         });
         let parsed = wait.recv_timeout(Duration::from_secs(20)).expect("read within 20 s");
         assert_eq!(parsed, Ok((80_001, 80_002, Some(2))));
+    }
+
+    /// SIPp's bucket elements (sorted, given to the response times named
+    /// before them), `<log>` actions compiled, and `-key`/`-set` values
+    /// written into the templates.
+    #[test]
+    fn repartitions_logs_and_keys() {
+        let mut keys = Keys::default();
+        keys.key("who", "alice");
+        keys.set("v", "x");
+        let s = parse_with_keys(
+            "<scenario><send start_rtd=\"a\"><![CDATA[OPTIONS sip:[who] SIP/2.0\n]]><action>\
+             <log message=\"[$v] [call_id]\"/></action></send><recv response=\"200\" rtd=\"a\"/>\
+             <ResponseTimeRepartition value=\"20, 10\"/><nop start_rtd=\"b\" rtd=\"b\"/>\
+             <CallLengthRepartition value=\"100\"/></scenario>",
+            &keys,
+        )
+        .unwrap();
+        assert_eq!((s.response_time_repartition.as_slice(), s.repartition_rtds), (&[10, 20][..], 1));
+        assert_eq!((s.rtds.len(), s.call_length_repartition.as_slice()), (2, &[100][..]));
+        assert!(s.has_logs);
+        assert_eq!(s.steps[0].logs, [vec![Segment::Literal(b"x ".to_vec()), Segment::Keyword(Keyword::CallId)]]);
+        let StepKind::Send(send) = &s.steps[0].kind else { panic!() };
+        assert_eq!(send.template.head[0], [Segment::Literal(b"OPTIONS sip:alice SIP/2.0".to_vec())]);
+        // Without the keys, [who] and [$v] are unknown keywords.
+        assert!(matches!(
+            parse("<scenario><send><![CDATA[OPTIONS sip:[who] SIP/2.0\n]]></send></scenario>"),
+            Err(ScenarioError::UnknownKeyword { .. })
+        ));
+        let e = parse(
+            "<scenario><send><![CDATA[OPTIONS sip:x SIP/2.0\n]]></send><CallLengthRepartition value=\"a\"/></scenario>",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("comma-separated numbers"), "{e}");
+        assert!(!built_in("uas").unwrap().has_logs);
+        assert_eq!(built_in("uas").unwrap().response_time_repartition, [10, 20, 30, 40, 50, 100, 150, 200]);
     }
 
     #[test]

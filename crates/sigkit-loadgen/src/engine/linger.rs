@@ -71,6 +71,7 @@ impl Engine {
             None => self.outbox.push(l.to, &l.response),
         }
         self.recorder.retransmission_received();
+        self.recorder.dead_call_message();
         true
     }
 }

@@ -36,6 +36,7 @@ impl Engine {
 
     /// Runs what is due at `now`: retransmissions, timeouts, pauses.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.clock = now;
         while let Some(&Reverse((at, slot, gen))) = self.timers.peek() {
             if at > now {
                 break;
@@ -56,6 +57,7 @@ impl Engine {
         let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
         let c = &mut self.calls[slot];
         if due(c.call_deadline) {
+            self.warn_failed(slot, "call_timeout");
             self.fail(slot, "call_timeout", true);
             return;
         }
@@ -65,6 +67,8 @@ impl Engine {
                 Some(StepKind::Recv(r)) => r.ontimeout,
                 _ => None,
             };
+            self.warn_recv_timeout(slot, target);
+            let c = &mut self.calls[slot];
             match target {
                 Some(t) => {
                     c.index = t;
@@ -94,6 +98,7 @@ impl Engine {
                     },
                     _ => "timeout".to_string(),
                 };
+                self.warn_failed(slot, &cause);
                 self.fail(slot, &cause, true);
                 return;
             }

@@ -4,6 +4,33 @@
 
 use super::error::ScenarioError;
 
+/// Values fixed for the run that templates name in brackets: SIPp's
+/// `-key NAME VALUE` (`[NAME]`) and `-set NAME VALUE` (`[$NAME]`, SIPp's
+/// global variable read in a template). A name is looked up before SIPp's
+/// own keywords, as SIPp does for `-key`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Keys {
+    /// (the text between the brackets, its value), in the order given.
+    pub values: Vec<(String, String)>,
+}
+
+impl Keys {
+    /// Adds `-key NAME VALUE`: `[NAME]` is VALUE.
+    pub fn key(&mut self, name: &str, value: &str) {
+        self.values.retain(|(n, _)| n != name);
+        self.values.push((name.to_string(), value.to_string()));
+    }
+
+    /// Adds `-set NAME VALUE`: `[$NAME]` is VALUE.
+    pub fn set(&mut self, name: &str, value: &str) {
+        self.key(&format!("${name}"), value);
+    }
+
+    fn get(&self, inner: &str) -> Option<&str> {
+        self.values.iter().find(|(n, _)| n == inner).map(|(_, v)| v.as_str())
+    }
+}
+
 /// A message template: header lines and body, each a list of segments.
 #[derive(Debug, Clone, Default)]
 pub struct Template {
@@ -103,6 +130,11 @@ impl Template {
     /// start and end dropped, the first empty line parting headers from
     /// the body; lines end with CRLF when sent.
     pub fn compile(text: &str, line: u32) -> Result<(Template, u32), ScenarioError> {
+        Template::compile_with_keys(text, line, &Keys::default())
+    }
+
+    /// [`Template::compile`], with `keys` written in as text where named.
+    pub fn compile_with_keys(text: &str, line: u32, keys: &Keys) -> Result<(Template, u32), ScenarioError> {
         let lines: Vec<&str> =
             text.split('\n').map(|l| l.trim_matches(|c| c == ' ' || c == '\t' || c == '\r')).collect();
         let first = lines.iter().position(|l| !l.is_empty()).unwrap_or(lines.len());
@@ -117,7 +149,7 @@ impl Template {
         let mut compile_lines = |ls: &[&str]| -> Result<Vec<Vec<Segment>>, ScenarioError> {
             ls.iter()
                 .map(|l| {
-                    let segs = segments(l, line)?;
+                    let segs = segments(l, line, keys)?;
                     for s in &segs {
                         if let Segment::Keyword(Keyword::Field(n)) = s {
                             max_field = max_field.max(*n as u32 + 1);
@@ -153,8 +185,13 @@ impl Template {
     }
 }
 
+/// One line of text (a `<log message="…">`) as literals and keywords.
+pub(crate) fn compile_line(text: &str, line: u32, keys: &Keys) -> Result<Vec<Segment>, ScenarioError> {
+    segments(text, line, keys)
+}
+
 /// Splits one line into literals and keywords.
-fn segments(line_text: &str, line: u32) -> Result<Vec<Segment>, ScenarioError> {
+fn segments(line_text: &str, line: u32, keys: &Keys) -> Result<Vec<Segment>, ScenarioError> {
     let mut out = Vec::new();
     let mut lit = Vec::new();
     let bytes = line_text.as_bytes();
@@ -163,7 +200,12 @@ fn segments(line_text: &str, line: u32) -> Result<Vec<Segment>, ScenarioError> {
         if bytes[i] == b'[' {
             if let Some(end) = keyword_end(bytes, i) {
                 let inner = &line_text[i + 1..end];
-                if let Some(k) = keyword(inner, line)? {
+                if let Some(value) = keys.get(inner) {
+                    lit.extend_from_slice(value.as_bytes());
+                    i = end + 1;
+                    continue;
+                }
+                if let Some(k) = keyword(inner, line, keys)? {
                     if !lit.is_empty() {
                         out.push(Segment::Literal(std::mem::take(&mut lit)));
                     }
@@ -214,14 +256,14 @@ fn with_offset(inner: &str) -> (&str, i32) {
 
 /// The keyword `inner` names (without brackets); `Ok(None)` for text in
 /// brackets that is no keyword of SIPp's syntax (an IPv6 literal, say).
-fn keyword(inner: &str, line: u32) -> Result<Option<Keyword>, ScenarioError> {
+fn keyword(inner: &str, line: u32, keys: &Keys) -> Result<Option<Keyword>, ScenarioError> {
     if inner.is_empty() || inner.contains(':') && !inner.starts_with("last_") || inner.starts_with(char::is_numeric) {
         // An IPv6 address such as [::1] or [2001:db8::1].
         return Ok(None);
     }
     if let Some(rest) = inner.strip_prefix("authentication") {
         if rest.is_empty() || rest.starts_with(char::is_whitespace) {
-            return authentication(rest, line).map(Some);
+            return authentication(rest, line, keys).map(Some);
         }
     }
     if let Some(name) = inner.strip_prefix("last_") {
@@ -287,14 +329,14 @@ fn keyword(inner: &str, line: u32) -> Result<Option<Keyword>, ScenarioError> {
 }
 
 /// `username=X password=Y` where X and Y may hold keywords.
-fn authentication(params: &str, line: u32) -> Result<Keyword, ScenarioError> {
+fn authentication(params: &str, line: u32, keys: &Keys) -> Result<Keyword, ScenarioError> {
     let mut username = Vec::new();
     let mut password = Vec::new();
     for part in params.split_whitespace() {
         if let Some(v) = part.strip_prefix("username=") {
-            username = segments(v.trim_matches('"'), line)?;
+            username = segments(v.trim_matches('"'), line, keys)?;
         } else if let Some(v) = part.strip_prefix("password=") {
-            password = segments(v.trim_matches('"'), line)?;
+            password = segments(v.trim_matches('"'), line, keys)?;
         }
     }
     Ok(Keyword::Authentication { username, password })
