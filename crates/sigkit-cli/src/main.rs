@@ -15,6 +15,7 @@ mod bench_cmd;
 mod capacity_cmd;
 mod endpoint_args;
 mod eval_cmd;
+mod exit;
 mod flow_cmd;
 mod hexin;
 mod jsonl;
