@@ -3,7 +3,7 @@
 //! SigComp and the system under test's resources beyond them.
 
 use std::io::{IsTerminal, Read, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use clap::Args;
 use sigkit_loadgen::engine::Transport;
-use sigkit_loadgen::{scenario, Arrivals, EngineConfig, Injection, LoadConfig, Pattern, Role};
+use sigkit_loadgen::{scenario, Arrivals, EngineConfig, Injection, LoadConfig, LoadError, Pattern, Role};
+use sigkit_proxy::locate::host_port;
+
+use crate::exit::{CliError, Failure};
 
 /// SIPp's single-dash long flags, which clap spells with two dashes.
 const SIPP_FLAGS: &[&str] = &[
@@ -259,8 +262,18 @@ pub struct LoadArgs {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sigkit load: {msg}");
-    ExitCode::from(2)
+    CliError::usage(msg).report("sigkit load")
+}
+
+/// The kind of failure of a run that could not go: a socket that cannot be
+/// bound or connected is the network's, a scenario that cannot be used is
+/// its file's, the rest are the arguments'.
+fn failure_of(e: &LoadError) -> Failure {
+    match e {
+        LoadError::Bind { .. } | LoadError::Connect { .. } | LoadError::Io(_) => Failure::Network,
+        LoadError::Scenario(_) => Failure::Input,
+        _ => Failure::Usage,
+    }
 }
 
 /// A duration in SIPp's style: a number in `unit` seconds, or with a
@@ -285,8 +298,18 @@ fn duration(s: &str, unit: f64) -> Option<Duration> {
         .map(|v| Duration::from_secs_f64(v * scale))
 }
 
-fn addr(s: &str) -> Option<SocketAddr> {
-    s.to_socket_addrs().ok().and_then(|mut a| a.next())
+/// The address of a HOST:PORT argument (`flag` before it in errors), its
+/// name resolved: a name the DNS does not know is a network failure, a
+/// text that is not HOST:PORT a usage error.
+fn addr(s: &str, flag: &str) -> Result<SocketAddr, CliError> {
+    host_port(s).map_err(|e| {
+        let message = format!("{flag}{e}");
+        if e.is_resolution() {
+            CliError::network(message)
+        } else {
+            CliError::usage(message)
+        }
+    })
 }
 
 fn pair(s: &str) -> Option<(&str, &str)> {
@@ -313,21 +336,19 @@ fn read_at_most(path: &std::path::Path, limit: usize) -> Result<Vec<u8>, String>
     Ok(bytes)
 }
 
-/// The configuration the arguments describe, or the message of a usage
-/// error.
-fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
+/// The configuration the arguments describe, or what is wrong with them:
+/// a bad argument, an input file that cannot be used, a name that does not
+/// resolve.
+fn config(args: &LoadArgs) -> Result<LoadConfig, CliError> {
     if args.users.is_some() {
         return Err("-users (SIPp's user-based mode) is not supported yet; use -r, -l and -m".into());
     }
     let scenario = scenario_of(args)?;
     let injection = match &args.inject {
         Some(path) => {
-            let bytes = read_at_most(path, sigkit_loadgen::inject::MAX_INJECTION_BYTES)
-                .map_err(|e| format!("-inf {}: {e}", path.display()))?;
-            Some(Arc::new(
-                Injection::parse(&scenario::decode_text(&bytes))
-                    .map_err(|e| format!("-inf {}: {e}", path.display()))?,
-            ))
+            let bad = |e: String| CliError::input(format!("-inf {}: {e}", path.display()));
+            let bytes = read_at_most(path, sigkit_loadgen::inject::MAX_INJECTION_BYTES).map_err(bad)?;
+            Some(Arc::new(Injection::parse(&scenario::decode_text(&bytes)).map_err(|e| bad(e.to_string()))?))
         }
         None => None,
     };
@@ -335,15 +356,17 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
     let transport = match args.transport.as_str() {
         "u1" => Transport::Udp,
         "t1" => Transport::Tcp,
-        other => return Err(format!("-t {other}: supported are u1 (one UDP socket) and t1 (one TCP connection)")),
+        other => {
+            return Err(format!("-t {other}: supported are u1 (one UDP socket) and t1 (one TCP connection)").into())
+        }
     };
     let remote = match &args.remote {
-        Some(r) => Some(addr(r).ok_or_else(|| format!("{r}: not a host:port"))?),
+        Some(r) => Some(addr(r, "")?),
         None if client => return Err("a scenario that places calls needs the remote host:port".into()),
         None => None,
     };
     let next_hop = match &args.next_hop {
-        Some(r) => Some(addr(r).ok_or_else(|| format!("-rsa {r}: not a host:port"))?),
+        Some(r) => Some(addr(r, "-rsa ")?),
         None => None,
     };
     let ip =
@@ -361,7 +384,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
     let arrivals = match args.arrivals.as_str() {
         "uniform" => Arrivals::Uniform,
         "poisson" => Arrivals::Poisson,
-        other => return Err(format!("--arrivals {other}: uniform or poisson")),
+        other => return Err(format!("--arrivals {other}: uniform or poisson").into()),
     };
     let duration_limit = match (&args.timeout, &args.duration) {
         (Some(t), _) => Some(dur("-timeout", t, 1.0)?),
@@ -407,23 +430,24 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
 
 /// The scenario the arguments name: a file (`-sf`), a flow of the corpus
 /// (`--flow`), or a built-in one (`-sn`).
-fn scenario_of(args: &LoadArgs) -> Result<scenario::Scenario, String> {
+fn scenario_of(args: &LoadArgs) -> Result<scenario::Scenario, CliError> {
     Ok(match (&args.scenario_file, &args.flow) {
         (Some(_), Some(_)) => return Err("-sf and --flow: one scenario at a time".into()),
         (None, Some(dir)) => {
-            let (ue, pcscf) =
-                sigkit_loadgen::corpus::flow_scenarios(dir).map_err(|e| format!("--flow {}: {e}", dir.display()))?;
+            let (ue, pcscf) = sigkit_loadgen::corpus::flow_scenarios(dir)
+                .map_err(|e| CliError::input(format!("--flow {}: {e}", dir.display())))?;
             match args.scenario.as_str() {
                 "uac" => ue,
                 "uas" => pcscf,
-                other => return Err(format!("--flow with -sn {other}: -sn uac (the UE) or uas (the P-CSCF)")),
+                other => return Err(format!("--flow with -sn {other}: -sn uac (the UE) or uas (the P-CSCF)").into()),
             }
         }
         (Some(path), None) => {
-            let bytes = read_scenario_file(path).map_err(|e| format!("-sf {}: {e}", path.display()))?;
-            scenario::parse(&scenario::decode_text(&bytes)).map_err(|e| format!("-sf {}: {e}", path.display()))?
+            let bad = |e: String| CliError::input(format!("-sf {}: {e}", path.display()));
+            let bytes = read_scenario_file(path).map_err(bad)?;
+            scenario::parse(&scenario::decode_text(&bytes)).map_err(|e| bad(e.to_string()))?
         }
-        (None, None) => scenario::built_in(&args.scenario).map_err(|e| format!("-sn: {e}"))?,
+        (None, None) => scenario::built_in(&args.scenario).map_err(|e| CliError::usage(format!("-sn: {e}")))?,
     })
 }
 
@@ -657,7 +681,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
     }
     let config = match config(&args) {
         Ok(c) => c,
-        Err(e) => return usage(e),
+        Err(e) => return e.report("sigkit load"),
     };
     let scenario_name = args
         .scenario_file
@@ -666,7 +690,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
         .map_or(args.scenario.clone(), |s| s.to_string_lossy().into_owned());
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
-        Err(e) => return usage(e),
+        Err(e) => return CliError::run(format!("the async runtime: {e}")).report("sigkit load"),
     };
     let keyboard = !args.nostdin && std::io::stdin().is_terminal();
     let live = std::io::stderr().is_terminal();
@@ -732,16 +756,12 @@ pub fn load(args: LoadArgs) -> ExitCode {
     });
     let report = match report {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("sigkit load: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return CliError { kind: failure_of(&e), message: e.to_string() }.report("sigkit load"),
     };
     let s = &report.summary;
     if let Some(path) = &args.db {
         if let Err(e) = record(path, &args, &report) {
-            eprintln!("sigkit load: {}: {e}", path.display());
-            return ExitCode::from(1);
+            return CliError::run(format!("{}: {e}", path.display())).report("sigkit load");
         }
     }
     if args.trace_stat {
@@ -753,13 +773,13 @@ pub fn load(args: LoadArgs) -> ExitCode {
     if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(j) => println!("{j}"),
-            Err(e) => return usage(e),
+            Err(e) => return CliError::run(e).report("sigkit load"),
         }
     } else {
         print_summary(&report);
     }
     if s.failed_calls > 0 {
-        ExitCode::from(1)
+        Failure::Run.exit()
     } else {
         ExitCode::SUCCESS
     }
@@ -949,7 +969,7 @@ mod tests {
         }
         let cli = <Cli as clap::Parser>::try_parse_from(std::iter::once("load").chain(line.split(' ')))
             .map_err(|e| e.to_string())?;
-        config(&cli.load)
+        config(&cli.load).map_err(|e| e.to_string())
     }
 
     #[test]

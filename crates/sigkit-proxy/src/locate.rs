@@ -98,3 +98,37 @@ pub fn is_invalid_name(name: &str) -> bool {
     let last = name.rsplit('.').next().unwrap_or(name);
     last.eq_ignore_ascii_case("invalid")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_need_no_resolver() {
+        assert_eq!(host_port("127.0.0.1:5060"), Ok(SocketAddr::from(([127, 0, 0, 1], 5060))));
+        assert_eq!(host_port("[::1]:5060"), Ok("[::1]:5060".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_text_that_is_not_host_port_says_so() {
+        for bad in ["127.0.0.1", "127.0.0.1:", "host:65536", ":5060", "::1:5060", "[::1]5060", "a b:5060", "[x]:1"] {
+            assert_eq!(host_port(bad), Err(HostPortError::Form(bad.to_string())), "{bad}");
+        }
+        assert_eq!(HostPortError::Form("x".into()).to_string(), "\"x\": not a host:port");
+    }
+
+    #[test]
+    fn localhost_resolves_to_a_loopback_address() {
+        let a = host_port("localhost:5060").unwrap();
+        assert!(a.ip().is_loopback() && a.port() == 5060, "{a}");
+    }
+
+    /// RFC 6761 §6.4: no name under `.invalid` resolves, anywhere.
+    #[test]
+    fn a_name_under_invalid_is_a_resolution_failure() {
+        let e = host_port("sigkit-test.invalid:5060").unwrap_err();
+        assert!(e.is_resolution(), "{e:?}");
+        assert_eq!(e.to_string(), format!("cannot resolve sigkit-test.invalid: {INVALID_NAME}"));
+        assert!(is_invalid_name("INVALID.") && is_invalid_name("a.b.invalid") && !is_invalid_name("invalid.example"));
+    }
+}
