@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use sigkit_proxy::config::{TransportAddr, TransportAddrError};
-use sigkit_proxy::locate::{host_port, HostPortError};
+use sigkit_proxy::locate::{host_port, HostPortError, Upstream};
 use sigkit_proxy::{ConfigError, ProxyConfig};
 
 use crate::exit::CliError;
@@ -17,8 +17,11 @@ pub struct ProxyArgs {
     /// host name is resolved); repeatable. Replaces the file's `listen`.
     #[arg(long = "listen", value_name = "ADDR")]
     listen: Vec<String>,
-    /// The SIP server behind the proxy, udp:HOST:PORT. Replaces the file's
-    /// `upstream`.
+    /// The SIP server behind the proxy: udp:HOST:PORT, or a SIP URI
+    /// (sip:example.com, sip:example.com;transport=udp) or host name
+    /// located by RFC 3263 at start-up (NAPTR, SRV, A/AAAA; the DNS server
+    /// of SIGKIT_DNS_SERVER=IP:PORT, else the system's). Replaces the
+    /// file's `upstream`.
     #[arg(long, value_name = "ADDR")]
     upstream: Option<String>,
     /// The local address for the upstream side (default: any port).
@@ -88,7 +91,7 @@ fn configuration(args: ProxyArgs) -> Result<ProxyConfig, CliError> {
         config.overridden("listen");
     }
     if let Some(u) = &args.upstream {
-        config.upstream = Some(transport_addr("upstream", u)?);
+        config.upstream = Some(u.parse::<Upstream>().map_err(|e| CliError::usage(format!("--upstream: {e}")))?);
         config.overridden("upstream");
     }
     if let Some(u) = &args.upstream_local {
@@ -129,8 +132,8 @@ pub fn proxy(args: ProxyArgs) -> ExitCode {
         Err(e) => return CliError::run(format!("the async runtime: {e}")).report("sigkit proxy"),
     };
     runtime.block_on(async move {
-        // The configuration is valid: what can fail now is binding its
-        // addresses.
+        // The configuration is valid: what can fail now is locating the
+        // upstream and binding the addresses.
         let running = match sigkit_proxy::runtime::start(config).await {
             Ok(r) => r,
             Err(e) => return CliError::network(e).report("sigkit proxy"),

@@ -16,6 +16,7 @@ use sigcomp::params::ParamError;
 use sigcomp::{Limits, Params};
 use sigcomp_compress::{Algorithm, Config as CompressorConfig, EndpointError, Level, Mechanism};
 
+pub use crate::locate::Upstream;
 use crate::locate::{host_port, HostPortError, CANNOT_RESOLVE};
 
 /// The transport of a listening or upstream address.
@@ -108,6 +109,13 @@ impl fmt::Display for TransportAddr {
     }
 }
 
+impl<'de> Deserialize<'de> for Upstream {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Upstream, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(D::Error::custom)
+    }
+}
+
 impl<'de> Deserialize<'de> for TransportAddr {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<TransportAddr, D::Error> {
         let s = String::deserialize(d)?;
@@ -125,8 +133,11 @@ pub struct ProxyConfig {
     /// §4: the first byte of a datagram or of a TCP stream tells).
     pub listen: Vec<TransportAddr>,
     /// The SIP server behind the proxy (registrar and proxy), spoken to
-    /// in plain SIP over UDP (`udp:HOST:PORT`; `tcp:` is refused).
-    pub upstream: Option<TransportAddr>,
+    /// in plain SIP over UDP: `udp:HOST:PORT`, or a SIP URI
+    /// (`sip:example.com`, `sip:example.com;transport=udp`) or host name
+    /// located by RFC 3263 when the proxy starts ([`crate::locate`]; `tcp:`
+    /// and `transport=tcp` are refused).
+    pub upstream: Option<Upstream>,
     /// The local address the proxy sends to the upstream from and
     /// receives its messages on (port 0: any free port).
     pub upstream_local: Option<SocketAddr>,
@@ -611,13 +622,13 @@ impl ProxyConfig {
         if self.listen.is_empty() {
             return Err(ConfigError::NoListen);
         }
-        let Some(upstream) = self.upstream else {
+        let Some(upstream) = &self.upstream else {
             return Err(ConfigError::NoUpstream);
         };
         // The runtime has one UDP socket toward the upstream; a TCP
         // upstream would need connections, their framing (RFC 3261
         // §18.3) and their failures handled, which it does not do.
-        if upstream.transport == SipTransport::Tcp {
+        if upstream.transport() == Some(SipTransport::Tcp) {
             return bad(
                 "upstream",
                 format!(
