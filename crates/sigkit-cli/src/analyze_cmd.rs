@@ -18,10 +18,7 @@ use sigkit_analyze::{
 };
 use sigkit_eval::flow::parse_algorithm;
 
-/// Exit code of a capture that cannot be read.
-const EXIT_BAD_CAPTURE: u8 = 1;
-/// Exit code of bad arguments.
-const EXIT_USAGE: u8 = 2;
+use crate::exit::{finish, CliError};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum TarocModeArg {
@@ -95,8 +92,7 @@ pub struct AnalyzeArgs {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sigkit analyze: {msg}");
-    ExitCode::from(EXIT_USAGE)
+    CliError::usage(msg).report("sigkit analyze")
 }
 
 fn options(args: &AnalyzeArgs) -> Result<Options, String> {
@@ -159,14 +155,11 @@ pub fn analyze(args: AnalyzeArgs) -> ExitCode {
     };
     let data = match std::fs::read(&args.capture) {
         Ok(d) => d,
-        Err(e) => return usage(format!("{}: {e}", args.capture.display())),
+        Err(e) => return CliError::input(format!("{}: {e}", args.capture.display())).report("sigkit analyze"),
     };
     let analysis = match run_analysis(&data, &options) {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("sigkit analyze: {}: {e}", args.capture.display());
-            return ExitCode::from(EXIT_BAD_CAPTURE);
-        }
+        Err(e) => return CliError::input(format!("{}: {e}", args.capture.display())).report("sigkit analyze"),
     };
     let printed = if args.json {
         // Written as it is serialised: the text of a large analysis is
@@ -179,11 +172,7 @@ pub fn analyze(args: AnalyzeArgs) -> ExitCode {
     } else {
         print_tables(&analysis, args.messages, args.ladder || !args.calls.is_empty())
     };
-    match printed {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => usage(format!("writing the report: {e}")),
-    }
+    finish("sigkit analyze", printed)
 }
 
 fn print_tables(a: &Analysis, with_messages: bool, with_ladders: bool) -> io::Result<()> {

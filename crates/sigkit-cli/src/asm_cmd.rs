@@ -1,10 +1,10 @@
 //! `sigkit asm` and `sigkit disasm`: the UDVM assembly language of RFC 4464
 //! §3 to bytecode and back, through the `sigcomp-asm` crate.
 //!
-//! Exit codes (docs/asm.md): 0 success; 1 the
-//! input is wrong for the job (an assembly error, bytecode that the SigComp
-//! header cannot upload, a message without bytecode); 2 bad usage (bad
-//! arguments, an unreadable or unwritable file, bad hex).
+//! Exit codes (docs/cli.md): 0 success; 1 the output could not be written;
+//! 2 bad arguments; 3 the input is wrong for the job (an unreadable file,
+//! bad hex, an assembly error, bytecode that the SigComp header cannot
+//! upload, a message without bytecode).
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -14,7 +14,8 @@ use clap::Args;
 use sigcomp::wire::{destination_address, Body, Header};
 use sigcomp_asm::Assembly;
 
-use crate::{hexin, EXIT_FAILED, EXIT_USAGE};
+use crate::exit::Failure;
+use crate::hexin;
 
 #[derive(Args)]
 pub struct AsmArgs {
@@ -91,19 +92,16 @@ fn write_output(output: Option<&Path>, data: &[u8]) -> ExitCode {
         Err((_, e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err((what, e)) => {
             eprintln!("sigkit: writing {what}: {e}");
-            ExitCode::from(EXIT_USAGE)
+            Failure::Run.exit()
         }
     }
 }
 
-fn failed(message: String) -> ExitCode {
+/// The input (the source, the data, the message) is not what the job
+/// takes.
+fn bad_input(message: String) -> ExitCode {
     eprintln!("sigkit: {message}");
-    ExitCode::from(EXIT_FAILED)
-}
-
-fn usage(message: String) -> ExitCode {
-    eprintln!("sigkit: {message}");
-    ExitCode::from(EXIT_USAGE)
+    Failure::Input.exit()
 }
 
 /// The raw bytecode from the first instruction on, as it is loaded at that
@@ -138,39 +136,39 @@ pub fn asm(args: AsmArgs) -> ExitCode {
     let name = shown(&args.file);
     let source = match read_file(&args.file) {
         Ok(bytes) => bytes,
-        Err(e) => return usage(format!("{name}: {e}")),
+        Err(e) => return bad_input(format!("{name}: {e}")),
     };
     let Ok(source) = String::from_utf8(source) else {
-        return usage(format!("{name}: the source is not UTF-8 text"));
+        return bad_input(format!("{name}: the source is not UTF-8 text"));
     };
     let assembly = match sigcomp_asm::assemble(&source) {
         Ok(a) => a,
         Err(e) => {
             // the conventional FILE:LINE:COLUMN form, which editors follow
             eprintln!("{name}:{}:{}: {}", e.line, e.column, e.message);
-            return ExitCode::from(EXIT_FAILED);
+            return Failure::Input.exit();
         }
     };
     let bytes = if args.message {
         let upload = match assembly.upload() {
             Ok(u) => u,
-            Err(e) => return failed(format!("{name}: cannot make a SigComp message: {e}")),
+            Err(e) => return bad_input(format!("{name}: cannot make a SigComp message: {e}")),
         };
         let data = match &args.input {
             Some(path) => match read_file(path) {
                 Ok(d) => d,
-                Err(e) => return usage(format!("{}: {e}", shown(path))),
+                Err(e) => return bad_input(format!("{}: {e}", shown(path))),
             },
             None => Vec::new(),
         };
         match upload.message(&data) {
             Ok(message) => message,
-            Err(e) => return failed(format!("{name}: cannot make a SigComp message: {e}")),
+            Err(e) => return bad_input(format!("{name}: cannot make a SigComp message: {e}")),
         }
     } else {
         match raw_bytecode(&assembly) {
             Ok(code) => code,
-            Err(e) => return failed(format!("{name}: {e}")),
+            Err(e) => return bad_input(format!("{name}: {e}")),
         }
     };
     let bytes = if args.hex { hex_line(&bytes) } else { bytes };
@@ -181,15 +179,15 @@ pub fn disasm(args: DisasmArgs) -> ExitCode {
     let name = shown(&args.file);
     let raw = match read_file(&args.file) {
         Ok(bytes) => bytes,
-        Err(e) => return usage(format!("{name}: {e}")),
+        Err(e) => return bad_input(format!("{name}: {e}")),
     };
     let input = if args.hex {
         let Ok(text) = String::from_utf8(raw) else {
-            return usage(format!("{name}: hex input is not UTF-8 text"));
+            return bad_input(format!("{name}: hex input is not UTF-8 text"));
         };
         match hexin::decode(&text) {
             Ok(b) => b,
-            Err(e) => return usage(format!("{name}: bad hex: {e}")),
+            Err(e) => return bad_input(format!("{name}: bad hex: {e}")),
         }
     } else {
         raw
@@ -197,15 +195,17 @@ pub fn disasm(args: DisasmArgs) -> ExitCode {
     let text = if args.message {
         let header = match Header::parse(&input) {
             Ok(h) => h,
-            Err(f) => return failed(format!("{name}: not a valid SigComp message ({})", f.reason.name())),
+            Err(f) => return bad_input(format!("{name}: not a valid SigComp message ({})", f.reason.name())),
         };
         let (code, destination_bits) = match header.body {
             Body::Bytecode { code, destination_bits } if !code.is_empty() => (code, destination_bits),
             Body::Bytecode { .. } => {
-                return failed(format!("{name}: the message is a NACK (code_len 0, RFC 4077), it carries no bytecode"))
+                return bad_input(format!(
+                    "{name}: the message is a NACK (code_len 0, RFC 4077), it carries no bytecode"
+                ))
             }
             Body::StateId(id) => {
-                return failed(format!(
+                return bad_input(format!(
                     "{name}: the message carries no bytecode; it accesses state with the partial identifier {}",
                     hexin::encode(id)
                 ))

@@ -18,11 +18,7 @@ use sigkit_eval::bench::{
 use sigkit_eval::corpus::{self, FlowSource};
 
 use crate::endpoint_args::EndpointArgs;
-
-/// Exit code of a run whose message failed to compress or decompress.
-const EXIT_FAILED: u8 = 1;
-/// Exit code of bad arguments or a bad corpus.
-const EXIT_USAGE: u8 = 2;
+use crate::exit::CliError;
 
 /// Round trips a run makes when neither --messages nor --duration is given:
 /// Open SigComp's speed test ran 100,000 messages (the Open SigComp characterisation §2.1.1).
@@ -82,8 +78,12 @@ pub struct BenchArgs {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sigkit: {msg}");
-    ExitCode::from(EXIT_USAGE)
+    CliError::usage(msg).report("sigkit")
+}
+
+/// A flow directory or corpus that cannot be read.
+fn bad_input(msg: impl std::fmt::Display) -> ExitCode {
+    CliError::input(msg).report("sigkit")
 }
 
 pub fn bench(args: BenchArgs) -> ExitCode {
@@ -118,14 +118,14 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         Some(d) => vec![FlowSource::Dir(d.clone())],
         None => match corpus::flows(args.corpus.as_deref()) {
             Ok(d) => d,
-            Err(e) => return usage(e),
+            Err(e) => return bad_input(e),
         },
     };
     let mut flows = Vec::new();
     for source in &sources {
         match source.load() {
             Ok(m) => flows.push((source.name(), m)),
-            Err(e) => return usage(e),
+            Err(e) => return bad_input(e),
         }
     }
     let mut seq = sequence(flows);
@@ -142,10 +142,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
     };
     let report = match run_speed(&seq, &opts) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("sigkit: {e}");
-            return ExitCode::from(EXIT_FAILED);
-        }
+        Err(e) => return CliError::run(e).report("sigkit"),
     };
     let source = match &args.flow {
         Some(d) => d.display().to_string(),
@@ -160,11 +157,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
 }
 
 fn finish(printed: io::Result<()>) -> ExitCode {
-    match printed {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => usage(format!("writing the report: {e}")),
-    }
+    crate::exit::finish("sigkit", printed)
 }
 
 fn settings_json(args: &BenchArgs) -> serde_json::Value {
@@ -297,15 +290,12 @@ fn memory(args: &BenchArgs, params: Params, config: Config, compartments: u64) -
     };
     let flow = match source.load() {
         Ok(m) => m,
-        Err(e) => return usage(e),
+        Err(e) => return bad_input(e),
     };
     let opts = MemoryOptions { params, config, compartments, distinct_calls: !args.same_calls, hot: args.hot };
     let report = match run_memory(&flow, &opts) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("sigkit: {e}");
-            return ExitCode::from(EXIT_FAILED);
-        }
+        Err(e) => return CliError::run(e).report("sigkit"),
     };
     let printed =
         if args.json { print_memory_json(&report, args, &source) } else { print_memory(&report, args, &source) };

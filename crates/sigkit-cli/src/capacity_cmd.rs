@@ -3,7 +3,7 @@
 //! delay at most 250 ms), found by stepped load runs of `sigkit load`,
 //! repeated for a confidence interval.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{SocketAddr, UdpSocket};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -11,6 +11,9 @@ use clap::Args;
 use serde::Serialize;
 use sigkit_eval::capacity::{Bound, CapacitySearch, Estimate, Outcome, ServiceLevel, StepResult, Strategy};
 use sigkit_loadgen::{EngineConfig, LoadConfig, Prepared, Role};
+use sigkit_proxy::locate::host_port;
+
+use crate::exit::CliError;
 
 #[derive(Args)]
 pub struct CapacityArgs {
@@ -99,8 +102,14 @@ pub fn service_level_name(level: &ServiceLevel) -> String {
 
 /// One load step at `rate` calls/s for `secs`, against `target` (or a
 /// built-in UAS), through `through` if given.
-pub async fn step(rate: f64, secs: f64, target: Option<SocketAddr>, through: Option<SocketAddr>) -> StepResult {
+pub async fn step(rate: f64, secs: f64, target: Option<SocketAddr>, through: Option<SocketAddr>) -> StepRun {
     let calls = (rate * secs).ceil().max(1.0) as u64;
+    let nothing = |next_hop: Option<SocketAddr>, error: String| StepRun {
+        result: StepResult { offered_cps: rate, attempted: 0, successful: 0, failed: 0, setup_p95_ms: None },
+        next_hop,
+        received: 0,
+        error: Some(error),
+    };
     let (target, uas) = match target {
         Some(t) => (t, None),
         None => {
@@ -116,12 +125,11 @@ pub async fn step(rate: f64, secs: f64, target: Option<SocketAddr>, through: Opt
                     let (tx, rx) = tokio::sync::watch::channel(false);
                     (addr, Some((tokio::spawn(p.run(Some(rx))), tx)))
                 }
-                Err(_) => {
-                    return StepResult { offered_cps: rate, attempted: 0, successful: 0, failed: 0, setup_p95_ms: None }
-                }
+                Err(e) => return nothing(through, format!("the built-in UAS: {e}")),
             }
         }
     };
+    let next_hop = through.unwrap_or(target);
     let uac = LoadConfig {
         role: Role::Uac,
         engine: EngineConfig {
@@ -145,15 +153,78 @@ pub async fn step(rate: f64, secs: f64, target: Option<SocketAddr>, through: Opt
     match result {
         Ok(r) => {
             let s = r.summary;
-            StepResult {
-                offered_cps: rate,
-                attempted: s.attempted_calls,
-                successful: s.successful_calls,
-                failed: s.attempted_calls - s.successful_calls,
-                setup_p95_ms: (s.setup_ms.count > 0).then_some(s.setup_ms.p95),
+            StepRun {
+                result: StepResult {
+                    offered_cps: rate,
+                    attempted: s.attempted_calls,
+                    successful: s.successful_calls,
+                    failed: s.attempted_calls - s.successful_calls,
+                    setup_p95_ms: (s.setup_ms.count > 0).then_some(s.setup_ms.p95),
+                },
+                next_hop: Some(next_hop),
+                received: s.messages_received,
+                error: None,
             }
         }
-        Err(_) => StepResult { offered_cps: rate, attempted: 0, successful: 0, failed: 0, setup_p95_ms: None },
+        Err(e) => nothing(Some(next_hop), e.to_string()),
+    }
+}
+
+/// What one step gave, with what the search needs to know beyond the
+/// service level's figures.
+#[derive(Debug, Clone)]
+pub struct StepRun {
+    /// The step's figures.
+    pub result: StepResult,
+    /// Where the calls went first (the proxy, or the UAS); `None` when the
+    /// built-in UAS could not be started.
+    pub next_hop: Option<SocketAddr>,
+    /// SIP messages received, any response counting.
+    pub received: u64,
+    /// Why the step could not run at all.
+    pub error: Option<String>,
+}
+
+impl StepRun {
+    /// Why the search should not go on, when this is its first step: a
+    /// step that could not run, or whose calls got no message back at all.
+    /// Lower rates would be answered no better, and a search down to
+    /// 0.1 calls/s would take minutes only to report "below the lowest
+    /// rate" for what is a wrong address or a peer that is down.
+    fn unanswered(&self, secs: f64) -> Option<String> {
+        let at = self.next_hop.map_or_else(|| "the built-in UAS".to_string(), |a| a.to_string());
+        if let Some(e) = &self.error {
+            return Some(format!("no answer from {at}: {e}"));
+        }
+        (self.result.attempted > 0 && self.received == 0).then(|| {
+            format!(
+                "no answer from {at}: none of the {} calls of the first step ({:.1} calls/s for {secs} s) got a response",
+                self.result.attempted, self.result.offered_cps
+            )
+        })
+    }
+}
+
+/// Whether the host at `addr` refuses UDP at once: an empty datagram from
+/// a connected socket draws an ICMP port unreachable from a host where
+/// nothing listens (RFC 1122 §3.2.2.1), which Linux reports on the socket
+/// as "connection refused". A SIP server ignores the empty datagram (it is
+/// no message, RFC 3261 §7). No error within the wait proves nothing (a
+/// remote host may drop it silently): the first step then tells.
+fn refuses_udp(addr: SocketAddr) -> Option<std::io::Error> {
+    const WAIT: Duration = Duration::from_millis(300);
+    let local: SocketAddr =
+        if addr.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
+    let socket = UdpSocket::bind(local).ok()?;
+    socket.connect(addr).ok()?;
+    socket.set_read_timeout(Some(WAIT)).ok()?;
+    if let Err(e) = socket.send(&[]) {
+        return (e.kind() == std::io::ErrorKind::ConnectionRefused).then_some(e);
+    }
+    let mut buf = [0u8; 1];
+    match socket.recv(&mut buf) {
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Some(e),
+        _ => None,
     }
 }
 
@@ -174,26 +245,41 @@ fn step_local(target: SocketAddr, through: Option<SocketAddr>) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 2 + (n % 250) as u8], 0))
 }
 
-/// Runs the searches.
-pub async fn search(settings: &SearchSettings, mut progress: impl FnMut(usize, &StepResult, bool)) -> CapacityReport {
+/// Runs the searches; stops at once with the reason when the next hop
+/// refuses UDP or the first step's calls get no answer at all.
+pub async fn search(
+    settings: &SearchSettings,
+    mut progress: impl FnMut(usize, &StepResult, bool),
+) -> Result<CapacityReport, String> {
+    if let Some(hop) = settings.through.or(settings.target) {
+        if let Ok(Some(e)) = tokio::task::spawn_blocking(move || refuses_udp(hop)).await {
+            return Err(format!("no answer from {hop}: nothing listens there on UDP ({e})"));
+        }
+    }
     let mut searches = Vec::new();
+    let mut first = true;
     for i in 0..settings.repeat.max(1) {
         let mut s = CapacitySearch::new(settings.strategy, settings.level);
         while let Some(rate) = s.next_rate() {
-            let r = step(rate, settings.step_s, settings.target, settings.through).await;
-            let served = s.record(r) == sigkit_eval::capacity::Verdict::Served;
-            progress(i, &r, served);
+            let run = step(rate, settings.step_s, settings.target, settings.through).await;
+            if std::mem::take(&mut first) {
+                if let Some(why) = run.unanswered(settings.step_s) {
+                    return Err(why);
+                }
+            }
+            let served = s.record(run.result) == sigkit_eval::capacity::Verdict::Served;
+            progress(i, &run.result, served);
         }
         searches.push(s.outcome());
     }
     let found: Vec<f64> =
         searches.iter().filter(|o| o.bound == Bound::Bracketed).filter_map(|o| o.capacity_cps).collect();
-    CapacityReport {
+    Ok(CapacityReport {
         target: settings.target_name(),
         service_level: service_level_name(&settings.level),
         estimate: Estimate::of(&found),
         searches,
-    }
+    })
 }
 
 /// One step as a progress line.
@@ -208,50 +294,66 @@ pub fn describe(r: &StepResult, served: bool) -> String {
     )
 }
 
-fn addr(s: &Option<String>, what: &str) -> Result<Option<SocketAddr>, String> {
-    match s {
-        None => Ok(None),
-        Some(s) => s
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-            .map(Some)
-            .ok_or_else(|| format!("--{what} {s}: not a host:port")),
-    }
+/// `--WHAT`'s HOST:PORT, its name resolved.
+fn addr(s: &Option<String>, what: &str) -> Result<Option<SocketAddr>, CliError> {
+    let Some(s) = s else { return Ok(None) };
+    host_port(s).map(Some).map_err(|e| {
+        let message = format!("--{what} {s}: {e}");
+        if e.is_resolution() {
+            CliError::network(message)
+        } else {
+            CliError::usage(message)
+        }
+    })
 }
 
 pub fn capacity(args: CapacityArgs) -> ExitCode {
-    let fail = |m: String| {
-        eprintln!("sigkit capacity: {m}");
-        ExitCode::from(2)
-    };
-    let (target, through) = match (addr(&args.target, "target"), addr(&args.through, "through")) {
-        (Ok(t), Ok(p)) => (t, p),
-        (Err(e), _) | (_, Err(e)) => return fail(e),
-    };
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => e.report("sigkit capacity"),
+    }
+}
+
+/// The settings the arguments describe.
+fn settings(args: &CapacityArgs) -> Result<SearchSettings, CliError> {
+    let target = addr(&args.target, "target")?;
+    let through = addr(&args.through, "through")?;
     let strategy = match args.step {
         Some(step) => Strategy::Steps { start: args.start, step, end: args.max },
         None => Strategy::Bisect { start: args.start, growth: 2.0, max: args.max, resolution: args.resolution },
     };
     if CapacitySearch::new(strategy, ServiceLevel::default()).next_rate().is_none() {
-        return fail("the rates do not make a search (start > 0, max >= start, resolution > 0)".into());
+        return Err("the rates do not make a search (start > 0, max >= start, resolution > 0)".into());
+    }
+    if !(args.step_s.is_finite() && args.step_s > 0.0 && args.step_s <= 86_400.0) {
+        return Err(format!("--step-s {}: seconds in (0, 86400]", args.step_s).into());
+    }
+    if !(0.0..=1.0).contains(&args.max_failed) {
+        return Err(format!("--max-failed {}: a share in [0, 1]", args.max_failed).into());
+    }
+    if !(args.max_setup_p95_ms.is_finite() && (0.0..=86_400_000.0).contains(&args.max_setup_p95_ms)) {
+        return Err(format!("--max-setup-p95-ms {}: milliseconds, 0 or more", args.max_setup_p95_ms).into());
     }
     let level = ServiceLevel {
         max_failed_ratio: args.max_failed,
         max_setup_p95: Duration::from_secs_f64(args.max_setup_p95_ms / 1e3),
     };
-    let settings = SearchSettings { target, through, repeat: args.repeat, strategy, level, step_s: args.step_s };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(r) => r,
-        Err(e) => return fail(e.to_string()),
-    };
-    let report =
-        runtime.block_on(search(&settings, |i, r, served| eprintln!("search {}: {}", i + 1, describe(r, served))));
+    Ok(SearchSettings { target, through, repeat: args.repeat, strategy, level, step_s: args.step_s })
+}
+
+fn run(args: &CapacityArgs) -> Result<(), CliError> {
+    let settings = settings(args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::run(format!("the async runtime: {e}")))?;
+    let report = runtime
+        .block_on(search(&settings, |i, r, served| eprintln!("search {}: {}", i + 1, describe(r, served))))
+        .map_err(CliError::network)?;
     if args.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(j) => println!("{j}"),
-            Err(e) => return fail(e.to_string()),
-        }
+        let json = serde_json::to_string_pretty(&report).map_err(CliError::run)?;
+        println!("{json}");
     } else {
         for (i, o) in report.searches.iter().enumerate() {
             println!(
@@ -274,5 +376,5 @@ pub fn capacity(args: CapacityArgs) -> ExitCode {
             );
         }
     }
-    ExitCode::SUCCESS
+    Ok(())
 }

@@ -13,11 +13,7 @@ use sigkit_eval::flow::{run, FlowReport};
 use sigkit_eval::pcap::{write_pcap, PcapTransport};
 
 use crate::endpoint_args::{EndpointArgs, TransportArg};
-
-/// Exit code of a flow whose message failed to compress or decompress.
-const EXIT_FAILED: u8 = 1;
-/// Exit code of bad arguments or a bad flow directory.
-const EXIT_USAGE: u8 = 2;
+use crate::exit::{finish, CliError};
 
 #[derive(Args)]
 pub struct FlowArgs {
@@ -40,8 +36,7 @@ pub struct FlowArgs {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sigkit: {msg}");
-    ExitCode::from(EXIT_USAGE)
+    CliError::usage(msg).report("sigkit")
 }
 
 pub fn flow(args: FlowArgs) -> ExitCode {
@@ -55,7 +50,7 @@ pub fn flow(args: FlowArgs) -> ExitCode {
     };
     let mut messages = match load_flow(&args.dir) {
         Ok(m) => m,
-        Err(e) => return usage(e),
+        Err(e) => return CliError::input(e).report("sigkit"),
     };
     match args.first {
         Some(0) => return usage("--first must be at least 1"),
@@ -64,24 +59,17 @@ pub fn flow(args: FlowArgs) -> ExitCode {
     }
     let report = match run(&messages, params, config) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("sigkit: {e}");
-            return ExitCode::from(EXIT_FAILED);
-        }
+        Err(e) => return CliError::run(e).report("sigkit"),
     };
     if let Some(path) = &args.pcap {
         let written =
             std::fs::File::create(path).and_then(|f| write_pcap(io::BufWriter::new(f), &report.wire, pcap_transport));
         if let Err(e) = written {
-            return usage(format!("{}: {e}", path.display()));
+            return CliError::run(format!("{}: {e}", path.display())).report("sigkit");
         }
     }
     let printed = if args.json { print_json(&report) } else { print_table(&report) };
-    match printed {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => usage(format!("writing the report: {e}")),
-    }
+    finish("sigkit", printed)
 }
 
 fn print_json(r: &FlowReport) -> io::Result<()> {

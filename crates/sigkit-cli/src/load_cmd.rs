@@ -3,7 +3,7 @@
 //! SigComp and the system under test's resources beyond them.
 
 use std::io::{IsTerminal, Read};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use clap::Args;
 use sigkit_loadgen::engine::Transport;
-use sigkit_loadgen::{scenario, Arrivals, EndReason, EngineConfig, Injection, LoadConfig, Pattern, Role};
+use sigkit_loadgen::{scenario, Arrivals, EndReason, EngineConfig, Injection, LoadConfig, LoadError, Pattern, Role};
+use sigkit_proxy::locate::host_port;
+
+use crate::exit::{CliError, Failure};
 
 mod outcome;
 mod sipp;
@@ -297,8 +300,18 @@ pub struct LoadArgs {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sigkit load: {msg}");
-    ExitCode::from(2)
+    CliError::usage(msg).report("sigkit load")
+}
+
+/// The kind of failure of a run that could not go: a socket that cannot be
+/// bound or connected is the network's, a scenario that cannot be used is
+/// its file's, the rest are the arguments'.
+fn failure_of(e: &LoadError) -> Failure {
+    match e {
+        LoadError::Bind { .. } | LoadError::Connect { .. } | LoadError::Io(_) => Failure::Network,
+        LoadError::Scenario(_) => Failure::Input,
+        _ => Failure::Usage,
+    }
 }
 
 /// A duration in SIPp's style: a number in `unit` seconds, or with a
@@ -323,8 +336,18 @@ fn duration(s: &str, unit: f64) -> Option<Duration> {
         .map(|v| Duration::from_secs_f64(v * scale))
 }
 
-fn addr(s: &str) -> Option<SocketAddr> {
-    s.to_socket_addrs().ok().and_then(|mut a| a.next())
+/// The address of a HOST:PORT argument (`flag` before it in errors), its
+/// name resolved: a name the DNS does not know is a network failure, a
+/// text that is not HOST:PORT a usage error.
+fn addr(s: &str, flag: &str) -> Result<SocketAddr, CliError> {
+    host_port(s).map_err(|e| {
+        let message = format!("{flag}{e}");
+        if e.is_resolution() {
+            CliError::network(message)
+        } else {
+            CliError::usage(message)
+        }
+    })
 }
 
 fn pair(s: &str) -> Option<(&str, &str)> {
@@ -351,21 +374,19 @@ fn read_at_most(path: &std::path::Path, limit: usize) -> Result<Vec<u8>, String>
     Ok(bytes)
 }
 
-/// The configuration the arguments describe, or the message of a usage
-/// error.
-fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
+/// The configuration the arguments describe, or what is wrong with them:
+/// a bad argument, an input file that cannot be used, a name that does not
+/// resolve.
+fn config(args: &LoadArgs) -> Result<LoadConfig, CliError> {
     if args.users.is_some() {
         return Err("-users (SIPp's user-based mode) is not supported yet; use -r, -l and -m".into());
     }
     let scenario = scenario_of(args)?;
     let injection = match &args.inject {
         Some(path) => {
-            let bytes = read_at_most(path, sigkit_loadgen::inject::MAX_INJECTION_BYTES)
-                .map_err(|e| format!("-inf {}: {e}", path.display()))?;
-            Some(Arc::new(
-                Injection::parse(&scenario::decode_text(&bytes))
-                    .map_err(|e| format!("-inf {}: {e}", path.display()))?,
-            ))
+            let bad = |e: String| CliError::input(format!("-inf {}: {e}", path.display()));
+            let bytes = read_at_most(path, sigkit_loadgen::inject::MAX_INJECTION_BYTES).map_err(bad)?;
+            Some(Arc::new(Injection::parse(&scenario::decode_text(&bytes)).map_err(|e| bad(e.to_string()))?))
         }
         None => None,
     };
@@ -373,15 +394,17 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
     let transport = match args.transport.as_str() {
         "u1" => Transport::Udp,
         "t1" => Transport::Tcp,
-        other => return Err(format!("-t {other}: supported are u1 (one UDP socket) and t1 (one TCP connection)")),
+        other => {
+            return Err(format!("-t {other}: supported are u1 (one UDP socket) and t1 (one TCP connection)").into())
+        }
     };
     let remote = match &args.remote {
-        Some(r) => Some(addr(r).ok_or_else(|| format!("{r}: not a host:port"))?),
+        Some(r) => Some(addr(r, "")?),
         None if client => return Err("a scenario that places calls needs the remote host:port".into()),
         None => None,
     };
     let next_hop = match &args.next_hop {
-        Some(r) => Some(addr(r).ok_or_else(|| format!("-rsa {r}: not a host:port"))?),
+        Some(r) => Some(addr(r, "-rsa ")?),
         None => None,
     };
     let ip =
@@ -399,7 +422,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
     let arrivals = match args.arrivals.as_str() {
         "uniform" => Arrivals::Uniform,
         "poisson" => Arrivals::Poisson,
-        other => return Err(format!("--arrivals {other}: uniform or poisson")),
+        other => return Err(format!("--arrivals {other}: uniform or poisson").into()),
     };
     let duration_limit = match (&args.timeout, &args.duration) {
         (Some(t), _) => Some(dur("-timeout", t, 1.0)?),
@@ -458,26 +481,26 @@ fn keys_of(args: &LoadArgs) -> scenario::Keys {
 
 /// The scenario the arguments name: a file (`-sf`), a flow of the corpus
 /// (`--flow`), or a built-in one (`-sn`).
-fn scenario_of(args: &LoadArgs) -> Result<scenario::Scenario, String> {
+fn scenario_of(args: &LoadArgs) -> Result<scenario::Scenario, CliError> {
     Ok(match (&args.scenario_file, &args.flow) {
         (Some(_), Some(_)) => return Err("-sf and --flow: one scenario at a time".into()),
         (None, Some(dir)) => {
-            let (ue, pcscf) =
-                sigkit_loadgen::corpus::flow_scenarios(dir).map_err(|e| format!("--flow {}: {e}", dir.display()))?;
+            let (ue, pcscf) = sigkit_loadgen::corpus::flow_scenarios(dir)
+                .map_err(|e| CliError::input(format!("--flow {}: {e}", dir.display())))?;
             match args.scenario.as_str() {
                 "uac" => ue,
                 "uas" => pcscf,
-                other => return Err(format!("--flow with -sn {other}: -sn uac (the UE) or uas (the P-CSCF)")),
+                other => return Err(format!("--flow with -sn {other}: -sn uac (the UE) or uas (the P-CSCF)").into()),
             }
         }
         (Some(path), None) => {
-            let bytes = read_scenario_file(path).map_err(|e| format!("-sf {}: {e}", path.display()))?;
-            scenario::parse_with_keys(&scenario::decode_text(&bytes), &keys_of(args))
-                .map_err(|e| format!("-sf {}: {e}", path.display()))?
+            let bad = |e: String| CliError::input(format!("-sf {}: {e}", path.display()));
+            let bytes = read_scenario_file(path).map_err(bad)?;
+            scenario::parse_with_keys(&scenario::decode_text(&bytes), &keys_of(args)).map_err(|e| bad(e.to_string()))?
         }
         (None, None) => scenario::built_in_xml(&args.scenario)
             .and_then(|xml| scenario::parse_with_keys(xml, &keys_of(args)))
-            .map_err(|e| format!("-sn: {e}"))?,
+            .map_err(|e| CliError::usage(format!("-sn: {e}")))?,
     })
 }
 
@@ -651,14 +674,14 @@ pub fn load(args: LoadArgs) -> ExitCode {
     }
     let config = match config(&args) {
         Ok(c) => c,
-        Err(e) => return usage(e),
+        Err(e) => return e.report("sigkit load"),
     };
     for line in sipp::ignored_flags(&args) {
         eprintln!("{line}");
     }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
-        Err(e) => return usage(e),
+        Err(e) => return CliError::run(format!("the async runtime: {e}")).report("sigkit load"),
     };
     let keyboard = !args.nostdin && std::io::stdin().is_terminal();
     let live = std::io::stderr().is_terminal();
@@ -731,16 +754,12 @@ pub fn load(args: LoadArgs) -> ExitCode {
     });
     let report = match report {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("sigkit load: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return CliError { kind: failure_of(&e), message: e.to_string() }.report("sigkit load"),
     };
     let s = &report.summary;
     if let Some(path) = &args.db {
         if let Err(e) = outcome::record(path, &args, &report) {
-            eprintln!("sigkit load: {}: {e}", path.display());
-            return ExitCode::from(1);
+            return CliError::run(format!("{}: {e}", path.display())).report("sigkit load");
         }
     }
     if let Some(e) = &report.trace_error {
@@ -756,7 +775,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
     if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(j) => println!("{j}"),
-            Err(e) => return usage(e),
+            Err(e) => return CliError::run(e).report("sigkit load"),
         }
     } else {
         print!("{summary}");
@@ -766,7 +785,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
         eprintln!("sigkit load: the run reached -timeout (-timeout_error: a failure)");
     }
     if s.failed_calls > 0 || timed_out {
-        ExitCode::from(1)
+        Failure::Run.exit()
     } else {
         ExitCode::SUCCESS
     }
@@ -849,7 +868,7 @@ mod tests {
         }
         let cli = <Cli as clap::Parser>::try_parse_from(std::iter::once("load").chain(line.split(' ')))
             .map_err(|e| e.to_string())?;
-        config(&cli.load)
+        config(&cli.load).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod bench_cmd;
 mod capacity_cmd;
 mod endpoint_args;
 mod eval_cmd;
+mod exit;
 mod flow_cmd;
 mod hexin;
 mod jsonl;
@@ -29,9 +30,12 @@ mod rohc_throughput_cmd;
 mod sim_cmd;
 
 /// Exit code of a message that failed to decompress.
-const EXIT_FAILED: u8 = 1;
-/// Exit code of bad arguments, unreadable input or bad hex.
-const EXIT_USAGE: u8 = 2;
+const EXIT_FAILED: u8 = exit::Failure::Run.code();
+/// Exit code of bad arguments.
+const EXIT_USAGE: u8 = exit::Failure::Usage.code();
+/// Exit code of an input that cannot be read or is not what it should be
+/// (bad hex).
+const EXIT_INPUT: u8 = exit::Failure::Input.code();
 
 /// Longest message a stream may carry (after unescaping); anything longer
 /// is a framing error rather than unbounded buffering. A single message
@@ -220,9 +224,10 @@ fn decompress(args: DecompressArgs) -> ExitCode {
         return match jsonl::run(decompressor, stdin.lock(), stdout.lock()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            // Reading stdin or writing stdout failed: the session did.
             Err(e) => {
                 eprintln!("sigkit: {e}");
-                ExitCode::from(EXIT_USAGE)
+                ExitCode::from(EXIT_FAILED)
             }
         };
     }
@@ -238,7 +243,7 @@ fn decompress(args: DecompressArgs) -> ExitCode {
                 Ok(f) => Box::new(f),
                 Err(e) => {
                     eprintln!("sigkit: {}: {e}", file.display());
-                    return ExitCode::from(EXIT_USAGE);
+                    return ExitCode::from(EXIT_INPUT);
                 }
             }
         };
@@ -255,7 +260,7 @@ fn decompress(args: DecompressArgs) -> ExitCode {
             }
             Err(e) => {
                 eprintln!("sigkit: {}: {e}", file.display());
-                return ExitCode::from(EXIT_USAGE);
+                return ExitCode::from(EXIT_INPUT);
             }
         }
     };
@@ -264,7 +269,7 @@ fn decompress(args: DecompressArgs) -> ExitCode {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sigkit: writing output: {e}");
-            ExitCode::from(EXIT_USAGE)
+            ExitCode::from(EXIT_FAILED)
         }
     }
 }
@@ -350,7 +355,7 @@ fn decompress_stream(mut d: Decompressor, mut input: impl Read, hex: bool, file:
             Err(e) => {
                 stdout.flush()?;
                 eprintln!("sigkit: {}: {e}", file.display());
-                return Ok(ExitCode::from(EXIT_USAGE));
+                return Ok(ExitCode::from(EXIT_INPUT));
             }
         };
         // Bad hex ends the stream after the messages the text before it
@@ -397,7 +402,7 @@ fn decompress_stream(mut d: Decompressor, mut input: impl Read, hex: bool, file:
         stdout.flush()?;
         if let Some(e) = bad_hex {
             eprintln!("sigkit: {}: bad hex: {e}", file.display());
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(ExitCode::from(EXIT_INPUT));
         }
         if n == 0 {
             break;

@@ -5,25 +5,31 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use sigkit_proxy::config::TransportAddr;
-use sigkit_proxy::ProxyConfig;
+use sigkit_proxy::config::{TransportAddr, TransportAddrError};
+use sigkit_proxy::locate::{host_port, HostPortError, Upstream};
+use sigkit_proxy::{ConfigError, ProxyConfig};
+
+use crate::exit::CliError;
 
 #[derive(Args)]
 pub struct ProxyArgs {
-    /// Where terminals reach the proxy, udp:HOST:PORT or tcp:HOST:PORT;
-    /// repeatable. Replaces the file's `listen`.
+    /// Where terminals reach the proxy, udp:HOST:PORT or tcp:HOST:PORT (a
+    /// host name is resolved); repeatable. Replaces the file's `listen`.
     #[arg(long = "listen", value_name = "ADDR")]
-    listen: Vec<TransportAddr>,
-    /// The SIP server behind the proxy, udp:HOST:PORT. Replaces the file's
-    /// `upstream`.
+    listen: Vec<String>,
+    /// The SIP server behind the proxy: udp:HOST:PORT, or a SIP URI
+    /// (sip:example.com, sip:example.com;transport=udp) or host name
+    /// located by RFC 3263 at start-up (NAPTR, SRV, A/AAAA; the DNS server
+    /// of SIGKIT_DNS_SERVER=IP:PORT, else the system's). Replaces the
+    /// file's `upstream`.
     #[arg(long, value_name = "ADDR")]
-    upstream: Option<TransportAddr>,
+    upstream: Option<String>,
     /// The local address for the upstream side (default: any port).
     #[arg(long, value_name = "HOST:PORT")]
-    upstream_local: Option<SocketAddr>,
+    upstream_local: Option<String>,
     /// Serve Prometheus metrics at http://HOST:PORT/metrics.
     #[arg(long, value_name = "HOST:PORT")]
-    metrics: Option<SocketAddr>,
+    metrics: Option<String>,
     /// A TOML configuration file (every key is documented in
     /// crates/sigkit-proxy/sigkit.example.toml).
     #[arg(long, value_name = "FILE")]
@@ -33,50 +39,82 @@ pub struct ProxyArgs {
     threads: Option<usize>,
 }
 
-pub fn proxy(args: ProxyArgs) -> ExitCode {
+/// A flag's `udp:HOST:PORT` or `tcp:HOST:PORT`, its name resolved.
+fn transport_addr(flag: &str, s: &str) -> Result<TransportAddr, CliError> {
+    s.parse::<TransportAddr>().map_err(|e: TransportAddrError| {
+        let message = format!("--{flag}: {e}");
+        if e.is_resolution() {
+            CliError::network(message)
+        } else {
+            CliError::usage(message)
+        }
+    })
+}
+
+/// A flag's `HOST:PORT`, its name resolved.
+fn socket_addr(flag: &str, s: &str) -> Result<SocketAddr, CliError> {
+    host_port(s).map_err(|e: HostPortError| {
+        let message = format!("--{flag}: {e}");
+        if e.is_resolution() {
+            CliError::network(message)
+        } else {
+            CliError::usage(message)
+        }
+    })
+}
+
+/// What a refused configuration is: a name that did not resolve is the
+/// network's failure, a value from the file the file's, one from the
+/// command line (or a missing one) the arguments'.
+fn config_failure(e: ConfigError) -> CliError {
+    if e.is_resolution() {
+        return CliError::network(e);
+    }
+    match &e {
+        ConfigError::File(_) | ConfigError::Value { at: Some(_), .. } => CliError::input(e),
+        _ => CliError::usage(e),
+    }
+}
+
+/// The configuration: the file's, with the flags' values over it.
+fn configuration(args: ProxyArgs) -> Result<ProxyConfig, CliError> {
     let mut config = match &args.config {
         Some(path) => {
-            let text = match std::fs::read_to_string(path) {
-                Ok(t) => t,
-                Err(e) => {
-                    eprintln!("sigkit proxy: {}: {e}", path.display());
-                    return ExitCode::from(2);
-                }
-            };
-            match ProxyConfig::from_toml(&path.display().to_string(), &text) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("sigkit proxy: {e}");
-                    return ExitCode::from(2);
-                }
-            }
+            let text =
+                std::fs::read_to_string(path).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            ProxyConfig::from_toml(&path.display().to_string(), &text).map_err(config_failure)?
         }
         None => ProxyConfig::default(),
     };
     if !args.listen.is_empty() {
-        config.listen = args.listen;
+        config.listen = args.listen.iter().map(|l| transport_addr("listen", l)).collect::<Result<_, _>>()?;
         config.overridden("listen");
     }
-    if let Some(u) = args.upstream {
-        config.upstream = Some(u);
+    if let Some(u) = &args.upstream {
+        config.upstream = Some(u.parse::<Upstream>().map_err(|e| CliError::usage(format!("--upstream: {e}")))?);
         config.overridden("upstream");
     }
-    if let Some(u) = args.upstream_local {
-        config.upstream_local = Some(u);
+    if let Some(u) = &args.upstream_local {
+        config.upstream_local = Some(socket_addr("upstream-local", u)?);
         config.overridden("upstream_local");
     }
-    if let Some(m) = args.metrics {
-        config.metrics = Some(m);
+    if let Some(m) = &args.metrics {
+        config.metrics = Some(socket_addr("metrics", m)?);
         config.overridden("metrics");
     }
     if let Some(t) = args.threads {
         config.threads = t;
         config.overridden("threads");
     }
-    if let Err(e) = config.validate() {
-        eprintln!("sigkit proxy: {e}");
-        return ExitCode::from(2);
-    }
+    config.validate().map_err(config_failure)?;
+    Ok(config)
+}
+
+pub fn proxy(args: ProxyArgs) -> ExitCode {
+    let config = match configuration(args) {
+        Ok(c) => c,
+        Err(e) => return e.report("sigkit proxy"),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -91,18 +129,14 @@ pub fn proxy(args: ProxyArgs) -> ExitCode {
     }
     let runtime = match builder.build() {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("sigkit proxy: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return CliError::run(format!("the async runtime: {e}")).report("sigkit proxy"),
     };
     runtime.block_on(async move {
+        // The configuration is valid: what can fail now is locating the
+        // upstream and binding the addresses.
         let running = match sigkit_proxy::runtime::start(config).await {
             Ok(r) => r,
-            Err(e) => {
-                eprintln!("sigkit proxy: {e}");
-                return ExitCode::from(1);
-            }
+            Err(e) => return CliError::network(e).report("sigkit proxy"),
         };
         for (t, a) in &running.terminal_addrs {
             tracing::info!(transport = ?t, addr = %a, "listening for terminals");

@@ -15,6 +15,7 @@ use sigkit_eval::ran::{measure, MeasureSettings, MeasuredRow, RanCall, THESIS_RA
 use sigkit_report::{RanMethod, ReportInput};
 
 use crate::endpoint_args::EndpointArgs;
+use crate::exit::{finish, CliError};
 
 #[derive(Args)]
 pub struct RanArgs {
@@ -61,8 +62,7 @@ pub struct RanArgs {
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sigkit ran: {msg}");
-    ExitCode::from(2)
+    CliError::usage(msg).report("sigkit ran")
 }
 
 /// The call `dir`, or the thesis's call of the built-in corpus.
@@ -70,15 +70,16 @@ pub fn call_source(dir: Option<&std::path::Path>) -> FlowSource {
     dir.map_or_else(|| FlowSource::Embedded("3gpp-video-call".into()), |d| FlowSource::Dir(d.to_path_buf()))
 }
 
-/// The call of `args`, compressed.
-pub fn compressed_call(source: &FlowSource, first: usize, endpoint: &EndpointArgs) -> Result<RanCall, String> {
+/// The call of `args`, compressed: a bad option, a call directory that
+/// cannot be read, or a message that fails to compress is the error.
+pub fn compressed_call(source: &FlowSource, first: usize, endpoint: &EndpointArgs) -> Result<RanCall, CliError> {
     let (config, params) = endpoint.resolve()?;
-    let mut messages = source.load().map_err(|e| e.to_string())?;
+    let mut messages = source.load().map_err(CliError::input)?;
     if first == 0 {
         return Err("--first must be at least 1".into());
     }
     messages.truncate(first);
-    RanCall::compress(&messages, params, config).map_err(|e| format!("{source}: {e}"))
+    RanCall::compress(&messages, params, config).map_err(|e| CliError::run(format!("{source}: {e}")))
 }
 
 /// Measures `call` at `rates` on a runtime of its own.
@@ -106,17 +107,14 @@ pub fn ran(args: RanArgs) -> ExitCode {
     }
     let call = match compressed_call(&call_source(args.dir.as_deref()), args.first, &args.endpoint) {
         Ok(c) => c,
-        Err(e) => return usage(e),
+        Err(e) => return e.report("sigkit ran"),
     };
     let rtt = Duration::from_secs_f64(args.rtt / 1000.0);
     let measured = if args.measure {
         let settings = MeasureSettings { rtt, time_scale: args.time_scale, loss: args.loss, seed: args.seed };
         match measure_rates(&call, &args.rates, &settings) {
             Ok(m) => m,
-            Err(e) => {
-                eprintln!("sigkit ran: {e}");
-                return ExitCode::from(1);
-            }
+            Err(e) => return CliError::run(e).report("sigkit ran"),
         }
     } else {
         Vec::new()
@@ -131,11 +129,7 @@ pub fn ran(args: RanArgs) -> ExitCode {
     } else {
         print_table(&input, &measured)
     };
-    match printed {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => usage(format!("writing the study: {e}")),
-    }
+    finish("sigkit ran", printed)
 }
 
 fn print_table(input: &ReportInput, measured: &[MeasuredRow]) -> io::Result<()> {

@@ -11,9 +11,11 @@ use std::time::Duration;
 use clap::Args;
 use sigcomp_compress::Mechanism;
 use sigkit_eval::ran::{MeasureSettings, THESIS_RATES_KBPS};
+use sigkit_eval::study::StudyError;
 use sigkit_report::{runs, sources, write_report, ReportInput};
 
 use crate::endpoint_args::EndpointArgs;
+use crate::exit::{CliError, Failure};
 use crate::ran_cmd::{call_source, compressed_call, measure_rates};
 
 #[derive(Args)]
@@ -54,18 +56,17 @@ pub struct ReportArgs {
     pub endpoint: EndpointArgs,
 }
 
-fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sigkit report: {msg}");
-    ExitCode::from(code)
+fn fail(kind: Failure, msg: impl std::fmt::Display) -> ExitCode {
+    CliError { kind, message: msg.to_string() }.report("sigkit report")
 }
 
 pub fn report(args: ReportArgs) -> ExitCode {
     if args.inputs.is_empty() && args.flows.is_none() && args.ran.is_none() {
-        return fail(2, "nothing to report: give RUN files, --flows CORPUS or --ran");
+        return fail(Failure::Usage, "nothing to report: give RUN files, --flows CORPUS or --ran");
     }
     let mut input = match ReportInput::read_files(&args.inputs) {
         Ok(i) => i,
-        Err(e) => return fail(2, e),
+        Err(e) => return fail(Failure::Input, e),
     };
     let command: Vec<String> = std::env::args().collect();
     if args.flows.is_some() || args.ran.is_some() {
@@ -74,24 +75,25 @@ pub fn report(args: ReportArgs) -> ExitCode {
     if let Some(corpus) = &args.flows {
         let (config, params) = match args.endpoint.resolve() {
             Ok(c) => c,
-            Err(e) => return fail(2, e),
+            Err(e) => return fail(Failure::Usage, e),
         };
         match sources::compression(corpus, &[config.algorithm], &Mechanism::ALL, config, params) {
             Ok(c) => input.compression.extend(c),
-            Err(e) => return fail(1, e),
+            Err(e @ (StudyError::Corpus(_) | StudyError::Dir { .. })) => return fail(Failure::Input, e),
+            Err(e) => return fail(Failure::Run, e),
         }
     }
     if let Some(call_dir) = &args.ran {
         let call = match compressed_call(&call_source(call_dir.as_deref()), 12, &args.endpoint) {
             Ok(c) => c,
-            Err(e) => return fail(2, e),
+            Err(e) => return e.report("sigkit report"),
         };
         let rtt = Duration::from_millis(70);
         let measured = if args.measure {
             let settings = MeasureSettings { rtt, time_scale: args.time_scale, ..MeasureSettings::default() };
             match measure_rates(&call, &THESIS_RATES_KBPS, &settings) {
                 Ok(m) => m,
-                Err(e) => return fail(1, e),
+                Err(e) => return fail(Failure::Run, e),
             }
         } else {
             Vec::new()
@@ -112,6 +114,6 @@ pub fn report(args: ReportArgs) -> ExitCode {
             println!("{} ({} plots)", files.index.display(), files.plots.len());
             ExitCode::SUCCESS
         }
-        Err(e) => fail(1, e),
+        Err(e) => fail(Failure::Run, e),
     }
 }

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use sigkit_results::{RunId, Store};
+use sigkit_results::{RunId, Store, StoreError};
+
+use crate::exit::{CliError, Failure};
 
 #[derive(Args)]
 pub struct ResultsArgs {
@@ -22,16 +24,13 @@ pub struct ResultsArgs {
 }
 
 pub fn results(args: ResultsArgs) -> ExitCode {
-    let fail = |m: String| {
-        eprintln!("sigkit results: {m}");
-        ExitCode::from(1)
-    };
+    let fail = |e: CliError| e.report("sigkit results");
     if !args.db.exists() {
-        return fail(format!("{}: no such file", args.db.display()));
+        return fail(CliError::input(format!("{}: no such file", args.db.display())));
     }
     let store = match Store::open_read_only(&args.db) {
         Ok(s) => s,
-        Err(e) => return fail(format!("{}: not a results file: {e}", args.db.display())),
+        Err(e) => return fail(CliError::input(format!("{}: not a results file: {e}", args.db.display()))),
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let written = match &args.csv {
@@ -46,6 +45,19 @@ pub fn results(args: ResultsArgs) -> ExitCode {
     match written.and_then(|()| out.flush().map_err(Into::into)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(sigkit_results::StoreError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => fail(e.to_string()),
+        Err(e) => fail(CliError { kind: failure_of(&e), message: e.to_string() }),
+    }
+}
+
+/// What a failure to list or export is: writing the output is the run's;
+/// a table name or run that is not there is the arguments' (`--csv`,
+/// `--run`); anything else (no `runs` table, a damaged database, a table
+/// past the bounds) the file's.
+fn failure_of(e: &StoreError) -> Failure {
+    match e {
+        StoreError::Io(_) => Failure::Run,
+        StoreError::BadName(_) | StoreError::NoRun(_) => Failure::Usage,
+        StoreError::NoTable(t) if t != "runs" => Failure::Usage,
+        _ => Failure::Input,
     }
 }

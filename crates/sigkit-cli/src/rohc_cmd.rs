@@ -13,6 +13,8 @@ use taroc::capture::{read_capture, write_pcap, Capture, CaptureFormat};
 use taroc::replay::{replay_bounded, LinkConfig, Report, MAX_CONNECTIONS};
 use taroc::{Mode, Scheme};
 
+use crate::exit::{finish, Failure};
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ModeArg {
     U,
@@ -63,24 +65,23 @@ pub struct RohcArgs {
     pub max_connections: usize,
 }
 
-fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sigkit rohc: {msg}");
-    ExitCode::from(code)
+fn fail(kind: Failure, msg: impl std::fmt::Display) -> ExitCode {
+    crate::exit::CliError { kind, message: msg.to_string() }.report("sigkit rohc")
 }
 
 pub fn rohc(args: RohcArgs) -> ExitCode {
     let prob = |p: f64| p.is_finite() && (0.0..=1.0).contains(&p);
     let ber_ok = args.ber.is_finite() && (0.0..=0.5).contains(&args.ber);
     if !(prob(args.loss) && prob(args.reorder_prob) && ber_ok) {
-        return fail(2, "--loss and --reorder-prob must be probabilities in [0, 1], --ber in [0, 0.5]");
+        return fail(Failure::Usage, "--loss and --reorder-prob must be probabilities in [0, 1], --ber in [0, 0.5]");
     }
     let data = match std::fs::read(&args.pcap) {
         Ok(d) => d,
-        Err(e) => return fail(2, format!("{}: {e}", args.pcap.display())),
+        Err(e) => return fail(Failure::Input, format!("{}: {e}", args.pcap.display())),
     };
     let mut cap = match read_capture(&data) {
         Ok(c) => c,
-        Err(e) => return fail(2, format!("{}: {e}", args.pcap.display())),
+        Err(e) => return fail(Failure::Input, format!("{}: {e}", args.pcap.display())),
     };
     let mode = match args.mode {
         ModeArg::U => Mode::U,
@@ -88,7 +89,7 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
         ModeArg::R => Mode::R,
     };
     if args.infer && mode != Mode::O {
-        return fail(2, "--infer needs --mode o (inference recovers from a loss by O-mode's NACK)");
+        return fail(Failure::Usage, "--infer needs --mode o (inference recovers from a loss by O-mode's NACK)");
     }
     let link = LinkConfig {
         loss: args.loss,
@@ -114,7 +115,7 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
                     .and_then(|mut w| w.flush().map_err(|e| e.to_string()))
             });
             if let Err(e) = written {
-                return fail(1, format!("{}: {e}", out.display()));
+                return fail(Failure::Run, format!("{}: {e}", out.display()));
             }
         }
         reports.push((scheme, report));
@@ -122,12 +123,7 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
     let ipv6 = ipv6_count(&packets);
     let printed =
         if args.json { print_json(&args, &cap, ipv6, &reports) } else { print_table(&args, &cap, ipv6, &reports) };
-    match printed {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        Err(e) => return fail(1, format!("writing the report: {e}")),
-    }
-    ExitCode::SUCCESS
+    finish("sigkit rohc", printed)
 }
 
 /// The capture's TCP/IPv6 packets (VJ sends them uncompressed: RFC 1144 is IPv4-only).

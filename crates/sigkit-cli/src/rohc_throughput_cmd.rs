@@ -16,6 +16,8 @@ use taroc::throughput::{
 };
 use taroc::{ContextRecovery, Mode, Scheme};
 
+use crate::exit::{finish, CliError};
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum VariantArg {
     Tahoe,
@@ -89,9 +91,8 @@ pub struct RohcThroughputArgs {
     pub json: bool,
 }
 
-fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sigkit rohc-throughput: {msg}");
-    ExitCode::from(code)
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    CliError::usage(msg).report("sigkit rohc-throughput")
 }
 
 /// One point of the grid: every seed of one (link, BER, scheme).
@@ -133,13 +134,13 @@ fn variant_for(link_bps: u64, arg: Option<VariantArg>) -> TcpVariant {
 pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
     let bers: Vec<f64> = if args.ber.is_empty() { DRAFT_BERS.to_vec() } else { args.ber.clone() };
     if args.link.is_empty() || args.schemes.is_empty() {
-        return fail(2, "--link and --schemes need at least one value");
+        return usage("--link and --schemes need at least one value");
     }
     if args.seeds == 0 || args.seeds > 10_000 {
-        return fail(2, "--seeds must be between 1 and 10000");
+        return usage("--seeds must be between 1 and 10000");
     }
     if !(args.min_rto.is_finite() && args.min_rto > 0.0 && args.min_rto <= 60.0) {
-        return fail(2, "--min-rto must be in (0, 60] seconds");
+        return usage("--min-rto must be in (0, 60] seconds");
     }
     let mode = match args.mode {
         ModeArg::U => Mode::U,
@@ -178,7 +179,7 @@ pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
                     )
                 };
                 if let Err(e) = cfg.validate() {
-                    return fail(2, e);
+                    return usage(e);
                 }
                 points.push(Point { cfg, runs: Vec::new() });
             }
@@ -186,11 +187,7 @@ pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
     }
     run_all(&mut points, args.seeds, args.threads);
     let printed = if args.json { print_json(&args, &points) } else { print_tables(&args, &bers, &schemes, &points) };
-    match printed {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => fail(1, format!("writing the report: {e}")),
-    }
+    finish("sigkit rohc-throughput", printed)
 }
 
 /// Runs every (point, seed) on a pool of threads, the longest jobs first.

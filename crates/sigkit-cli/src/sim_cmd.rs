@@ -9,6 +9,8 @@ use clap::Args;
 use sigkit_results::Store;
 use sigkit_sim::{run_seeds, Scenario, SeedSummary, Study};
 
+use crate::exit::Failure;
+
 #[derive(Args)]
 pub struct SimArgs {
     /// The scenario (TOML; see crates/sigkit-sim/scenarios/ and docs/overload.md).
@@ -171,30 +173,28 @@ fn write_csv(store: &Store, run: sigkit_results::RunId, dir: &Path) -> Result<()
 }
 
 pub fn sim(args: SimArgs) -> ExitCode {
-    let fail = |m: String, code: u8| {
-        eprintln!("sigkit sim: {m}");
-        ExitCode::from(code)
-    };
+    let fail = |m: String, kind: Failure| crate::exit::CliError { kind, message: m }.report("sigkit sim");
     let mut overrides = Vec::new();
     for kv in &args.set {
         let Some((k, v)) = kv.split_once('=') else {
-            return fail(format!("--set {kv}: expected KEY=VALUE"), 2);
+            return fail(format!("--set {kv}: expected KEY=VALUE"), Failure::Usage);
         };
         overrides.push((k.trim().to_string(), v.trim().to_string()));
     }
     let scenario = match Scenario::load_with(&args.scenario, &overrides) {
         Ok(s) => s,
-        Err(e) => return fail(format!("{}: {e}", args.scenario.display()), 2),
+        // The scenario file, with the --set values in it.
+        Err(e) => return fail(format!("{}: {e}", args.scenario.display()), Failure::Input),
     };
     if args.seeds == 0 {
-        return fail("--seeds must be at least 1".into(), 2);
+        return fail("--seeds must be at least 1".into(), Failure::Usage);
     }
     let Some(last) = args.first_seed.checked_add(args.seeds - 1) else {
-        return fail("--first-seed + --seeds overflows".into(), 2);
+        return fail("--first-seed + --seeds overflows".into(), Failure::Usage);
     };
     let estimate = scenario.memory_estimate(args.seeds, sigkit_sim::threads());
     if let Err(e) = estimate.check(args.memory_budget_mib << 20) {
-        return fail(format!("{}: {e}", args.scenario.display()), 2);
+        return fail(format!("{}: {e}", args.scenario.display()), Failure::Usage);
     }
     let seeds: Vec<u64> = (args.first_seed..=last).collect();
     let (cpu0, wall0) = (process_cpu_seconds(), std::time::Instant::now());
@@ -225,7 +225,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
             .map_err(|e| e.to_string())
             .and_then(|svg| std::fs::write(path, svg).map_err(|e| e.to_string()));
         if let Err(e) = written {
-            return fail(format!("{}: {e}", path.display()), 1);
+            return fail(format!("{}: {e}", path.display()), Failure::Run);
         }
     }
     if args.db.is_some() || args.csv.is_some() {
@@ -236,15 +236,15 @@ pub fn sim(args: SimArgs) -> ExitCode {
         };
         let mut store = match opened {
             Ok(s) => s,
-            Err(e) => return fail(e, 1),
+            Err(e) => return fail(e, Failure::Run),
         };
         let run = match store_results(&mut store, &command, &scenario, &runs, &study) {
             Ok(run) => run,
-            Err(e) => return fail(format!("recording the run: {e}"), 1),
+            Err(e) => return fail(format!("recording the run: {e}"), Failure::Run),
         };
         if let Some(dir) = &args.csv {
             if let Err(e) = write_csv(&store, run, dir) {
-                return fail(e, 1);
+                return fail(e, Failure::Run);
             }
         }
     }

@@ -93,13 +93,13 @@ fn a_bad_capture_is_a_clear_error() {
     let not_pcap = dir.join("not.pcap");
     std::fs::write(&not_pcap, b"INVITE sip:bob@example.com SIP/2.0\r\n").expect("write");
     let out = run(&["analyze", not_pcap.to_str().expect("path")]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a pcap or pcapng capture"));
     let cut = dir.join("cut.pcapng");
     let real = std::fs::read(data("sip-udp.pcapng")).expect("capture");
     std::fs::write(&cut, &real[..real.len() - 100]).expect("write");
     let out = run(&["analyze", cut.to_str().expect("path")]);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

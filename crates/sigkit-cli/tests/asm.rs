@@ -74,23 +74,23 @@ fn rfc4464_lzw_example_end_to_end() {
 }
 
 #[test]
-fn assembly_error_is_file_line_column_and_exit_1() {
+fn assembly_error_is_file_line_column_and_exit_3() {
     let src = temp_file("bad.asm", b"at (128)\n\nJUMP (nowhere)\n");
     let run = sigkit(&["asm", path_str(&src)], b"");
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(3));
     assert!(run.stdout.is_empty());
     assert_eq!(run.stderr.trim_end(), format!("{}:3:7: undefined name 'nowhere'", path_str(&src)));
     // standard input is named <stdin>
     let run = sigkit(&["asm", "-"], b"at (128)\nADD (5, 1)\n");
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(3));
     assert!(run.stderr.starts_with("<stdin>:2:6: "), "stderr: {}", run.stderr);
 }
 
 #[test]
-fn bytecode_a_message_cannot_upload_is_exit_1() {
+fn bytecode_a_message_cannot_upload_is_exit_3() {
     // the SigComp header can only load bytecode at 128, 192, ..., 1024
     let run = sigkit(&["asm", "--message", "-"], b"at (130)\nRETURN\n");
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(3));
     assert!(run.stderr.contains("multiple of 64"), "stderr: {}", run.stderr);
     // raw bytecode has no such limit
     let run = sigkit(&["asm", "-"], b"at (130)\nRETURN\n");
@@ -98,17 +98,17 @@ fn bytecode_a_message_cannot_upload_is_exit_1() {
     assert_eq!(run.stdout, [0x19]);
     // but nothing non-zero may lie below the first instruction
     let run = sigkit(&["asm", "-"], b"at (100)\nbyte (1)\nat (128)\nRETURN\n");
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(3));
     assert!(run.stderr.contains("address 100"), "stderr: {}", run.stderr);
 }
 
 #[test]
-fn bad_usage_is_exit_2() {
+fn bad_usage_is_exit_2_and_unreadable_input_exit_3() {
     let run = sigkit(&["asm", "/nonexistent/x.asm"], b"");
-    assert_eq!(run.code, Some(2));
+    assert_eq!(run.code, Some(3));
     assert!(run.stderr.contains("/nonexistent/x.asm"), "stderr: {}", run.stderr);
     let run = sigkit(&["asm", "-"], &[0xff, 0xfe]);
-    assert_eq!(run.code, Some(2));
+    assert_eq!(run.code, Some(3));
     assert!(run.stderr.contains("UTF-8"), "stderr: {}", run.stderr);
     let run = sigkit(&["asm", "--input", "x", "-"], b"");
     assert_eq!(run.code, Some(2), "--input needs --message");
@@ -117,7 +117,7 @@ fn bad_usage_is_exit_2() {
     let run = sigkit(&["disasm", "--address", "256", "--message", "-"], b"");
     assert_eq!(run.code, Some(2), "--address conflicts with --message");
     let run = sigkit(&["disasm", "--hex", "-"], b"f80");
-    assert_eq!(run.code, Some(2));
+    assert_eq!(run.code, Some(3));
     assert!(run.stderr.contains("bad hex"), "stderr: {}", run.stderr);
 }
 
@@ -194,12 +194,12 @@ fn disasm_message_uses_its_destination() {
 }
 
 #[test]
-fn disasm_message_without_bytecode_is_exit_1() {
+fn disasm_message_without_bytecode_is_exit_3() {
     // a state-access message (6-byte partial state identifier)
     let run = sigkit(&["disasm", "--message", "--hex", "-"], b"f9 0102030405 06 aa");
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(3));
     assert!(run.stderr.contains("partial identifier 010203040506"), "stderr: {}", run.stderr);
     let run = sigkit(&["disasm", "--message", "--hex", "-"], b"f8");
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(3));
     assert!(run.stderr.contains("MESSAGE_TOO_SHORT"), "stderr: {}", run.stderr);
 }

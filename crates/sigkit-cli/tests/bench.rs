@@ -280,8 +280,6 @@ fn bad_arguments_are_refused_with_a_clear_error() {
         (vec!["--messages", "5", "--duration", "1"], "cannot be used with"),
         (vec!["--same-calls"], "--compartments"),
         (vec!["--compartments", "5", "--threads", "2"], "cannot be used with"),
-        (vec!["--flow", "/nonexistent/flow"], "/nonexistent/flow"),
-        (vec!["--corpus", "/nonexistent/corpus"], "/nonexistent/corpus"),
         (vec!["--flow", &f3, "--corpus", "/tmp"], "cannot be used with"),
     ];
     for (args, needle) in cases {
@@ -291,5 +289,11 @@ fn bad_arguments_are_refused_with_a_clear_error() {
         assert_eq!(run.code, Some(2), "{args:?} should be refused: {}", run.stderr);
         assert!(run.stderr.contains(needle), "{args:?}: error should mention {needle:?}: {}", run.stderr);
         assert!(run.stdout.is_empty(), "{args:?}: nothing on stdout");
+    }
+    // A flow or corpus that cannot be read is the input's failure (3).
+    for (flag, path) in [("--flow", "/nonexistent/flow"), ("--corpus", "/nonexistent/corpus")] {
+        let run = sigkit(&["bench", flag, path], b"");
+        assert_eq!(run.code, Some(3), "{flag} {path}: {}", run.stderr);
+        assert!(run.stderr.contains(path), "{}", run.stderr);
     }
 }

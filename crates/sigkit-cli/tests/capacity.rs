@@ -1,6 +1,8 @@
 //! `sigkit capacity` against a real Kamailio on 127.0.0.1 (the framework
 //! thesis's system under test: a stateful, record-routing proxy in front
-//! of a UAS), short: a few seconds per step, two searches.
+//! of a UAS), short: a few seconds per step, two searches; and against a
+//! closed port and a silent peer, where it stops at once with the cause.
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 mod common;
 
@@ -52,4 +54,69 @@ fn the_capacity_of_kamailio_is_found_with_its_confidence() {
     let deviation = e["max_deviation"].as_f64().unwrap();
     assert!((deviation - (max - mean).max(mean - min) / mean).abs() < 1e-9, "{e}");
     drop(kamailio);
+}
+
+/// A port on 127.0.0.1 where nothing listens: bound, then closed.
+fn closed_udp_port() -> std::net::SocketAddr {
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.local_addr().unwrap()
+}
+
+/// Nothing listens at the target: the host answers the first datagram
+/// with ICMP port unreachable, and the search stops before its first step
+/// with the network's exit code (4, docs/cli.md) and the cause, rather
+/// than halving the rate for a minute and reporting a capacity below the
+/// lowest.
+#[test]
+fn capacity_against_a_closed_port_stops_at_once_and_names_the_cause() {
+    let target = closed_udp_port();
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_sigkit"))
+        .args(["capacity", "--target", &target.to_string()])
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(elapsed < std::time::Duration::from_secs(5), "took {elapsed:?}: {stderr}");
+    assert!(
+        stderr.contains(&format!("sigkit capacity: no answer from {target}: nothing listens there on UDP")),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("BelowLowest"));
+}
+
+/// A peer that takes the datagrams and never answers (no ICMP error to
+/// tell): the search stops after its first step, with the count of calls
+/// that got no response.
+#[test]
+fn capacity_against_a_silent_peer_stops_after_the_first_step() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let target = silent.local_addr().unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_sigkit"))
+        .args(["capacity", "--target", &target.to_string(), "--start", "20", "--step-s", "1"])
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    // One step: 1 s of calls and 4 s for the last ones' answers.
+    assert!(elapsed < std::time::Duration::from_secs(12), "took {elapsed:?}: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "no answer from {target}: none of the 20 calls of the first step (20.0 calls/s for 1 s) got a response"
+        )),
+        "{stderr}"
+    );
+    // The INVITEs did arrive (after the empty probe datagram): the peer
+    // was there, silent.
+    silent.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 65536];
+    let mut invites = 0;
+    while let Ok(n) = silent.recv(&mut buf) {
+        invites += usize::from(buf[..n].starts_with(b"INVITE "));
+    }
+    assert!(invites >= 20, "{invites} INVITEs");
+    drop(silent);
 }

@@ -91,7 +91,7 @@ fn hex_reads_the_rfc4896_uncompressed_bytecode() {
 }
 
 #[test]
-fn bad_hex_is_a_usage_error() {
+fn bad_hex_is_an_input_error() {
     for text in ["f8 0", "f8 zz", "0xf8 0x"] {
         let run = sigkit(&["decompress", "--hex", "-"], text.as_bytes());
         // "0xf8 0x" is fine hex (an empty token); the others are not.
@@ -99,7 +99,7 @@ fn bad_hex_is_a_usage_error() {
             assert_eq!(run.code, Some(1), "{text}: {}", run.stderr);
             assert!(run.stderr.contains("MESSAGE_TOO_SHORT"));
         } else {
-            assert_eq!(run.code, Some(2), "{text}: {}", run.stderr);
+            assert_eq!(run.code, Some(3), "{text}: {}", run.stderr);
             assert!(run.stderr.contains("bad hex"), "{text}: {}", run.stderr);
         }
     }
@@ -196,9 +196,10 @@ fn bad_parameters_exit_2() {
 
 #[test]
 fn usage_errors_exit_2() {
+    let run = sigkit(&["decompress", "/nonexistent/sigkit-test-file"], b"");
+    assert_eq!(run.code, Some(3), "an unreadable file is an input error: {}", run.stderr);
     for args in [
         vec!["decompress"],
-        vec!["decompress", "/nonexistent/sigkit-test-file"],
         vec!["decompress", "--jsonl", "somefile"],
         vec!["decompress", "--dms", "lots", "-"],
         vec!["frobnicate"],
@@ -348,7 +349,7 @@ fn stream_hex_is_decoded_as_read() {
     let mut text = hex::encode(stream_of(&[output_message(b"before")])).into_bytes();
     text.extend_from_slice(b" zz");
     let run = sigkit(&["decompress", "--stream", "--hex", "-"], &text);
-    assert_eq!(run.code, Some(2), "stderr: {}", run.stderr);
+    assert_eq!(run.code, Some(3), "stderr: {}", run.stderr);
     assert_eq!(run.stdout_text(), "before");
     assert!(run.stderr.contains("bad hex"), "stderr: {}", run.stderr);
 }

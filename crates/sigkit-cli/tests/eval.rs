@@ -344,10 +344,10 @@ fn the_defaults_work_outside_the_repository() {
         .unwrap();
     assert_eq!(report.status.code(), Some(0), "{}", String::from_utf8_lossy(&report.stderr));
     assert!(std::fs::read_to_string(cwd.join("r/index.html")).unwrap().contains("ran-delay"));
-    // A call that is not there is a usage error naming it.
+    // A call that is not there is an input error (exit 3) naming it.
     let missing =
         Command::new(env!("CARGO_BIN_EXE_sigkit")).current_dir(&cwd).args(["ran", "nowhere"]).output().unwrap();
-    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(missing.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("nowhere"));
 }
 

@@ -207,28 +207,29 @@ fn load_sf(dir: &Path, name: &str, xml: &str) -> Output {
 /// Scenarios that aborted `sigkit load`: nested 20,000 deep (stack
 /// overflow), a quadratic entity expansion (8 GB), 20,000 response-time
 /// names; and past the element and size bounds. Each is refused before
-/// any call, exit code 2, with the reason.
+/// any call, exit code 3 (an input file not what it should be), with the
+/// reason.
 #[test]
 fn load_refuses_scenarios_past_its_bounds() {
     let dir = scratch("load");
     let deep = format!("<scenario>\n{SEND}{}{}</scenario>", "<a>".repeat(20_000), "</a>".repeat(20_000));
-    refused(&load_sf(&dir, "deep.xml", &deep), 2, "nested deeper than 64 (line 7)");
+    refused(&load_sf(&dir, "deep.xml", &deep), 3, "nested deeper than 64 (line 7)");
     let laughs = format!(
         "<?xml version=\"1.0\"?>\n<!DOCTYPE scenario [\n<!ENTITY a \"{}\">\n]>\n<scenario>{SEND}<nop><action><log message=\"{}\"/></action></nop></scenario>",
         "x".repeat(4_000),
         "&a;".repeat(100_000)
     );
-    refused(&load_sf(&dir, "laughs.xml", &laughs), 2, "line 3: the DTD declares entity \"a\"");
+    refused(&load_sf(&dir, "laughs.xml", &laughs), 3, "line 3: the DTD declares entity \"a\"");
     let rtds: String = (0..20_000).map(|i| format!("<nop start_rtd=\"r{i}\"/><nop rtd=\"r{i}\"/>\n")).collect();
     refused(
         &load_sf(&dir, "rtds.xml", &format!("<scenario>{SEND}{rtds}</scenario>")),
-        2,
+        3,
         "more than 20 response-time names",
     );
     let many = format!("<scenario>{SEND}{}</scenario>", "<nop/>\n".repeat(100_000));
-    refused(&load_sf(&dir, "many.xml", &many), 2, "more than 100000 elements");
+    refused(&load_sf(&dir, "many.xml", &many), 3, "more than 100000 elements");
     let big = format!("<scenario>{SEND}<!--{}--></scenario>", "x".repeat(16 << 20));
-    refused(&load_sf(&dir, "big.xml", &big), 2, "over the 16777216 it may have");
+    refused(&load_sf(&dir, "big.xml", &big), 3, "over the 16777216 it may have");
 }
 
 /// An injection file that never ends (a device) was read whole before its
@@ -239,7 +240,7 @@ fn load_refuses_an_endless_injection_file() {
         sigkit().args(["load", "-sn", "uac", "-inf", "/dev/zero", "-m", "1", "-timeout", "10s", "127.0.0.1:9"]),
         Duration::from_secs(60),
     );
-    refused(&out, 2, "the injection file is over 67108864 bytes");
+    refused(&out, 3, "the injection file is over 67108864 bytes");
 }
 
 /// 40,000 labels, each the target of a jump (80,000 elements, 13 MB):
@@ -297,7 +298,7 @@ fn sim_refuses_a_run_larger_than_its_memory_budget() {
 
 /// Report input at the edges: a negative RTT panicked converting it to a
 /// duration; load steps at 1e308 left plotters placing ticks for ever.
-/// Malformed JSON (nesting 100,000 deep, NaN, 1e400) is refused, exit 2.
+/// Malformed JSON (nesting 100,000 deep, NaN, 1e400) is refused, exit 3.
 #[test]
 fn report_draws_extreme_numbers_and_refuses_malformed_json() {
     let dir = scratch("report");
@@ -317,17 +318,17 @@ fn report_draws_extreme_numbers_and_refuses_malformed_json() {
     assert!(out.status.success(), "{}", stderr(&out));
     refused(
         &run("deep.json", &format!("{}{}", "[".repeat(100_000), "]".repeat(100_000))),
-        2,
+        3,
         "recursion limit exceeded",
     );
-    refused(&run("nan.json", r#"{"load_steps": [{"offered_cps": NaN}]}"#), 2, "not a report input");
-    refused(&run("inf.json", r#"{"load_steps": [{"offered_cps": 1e400}]}"#), 2, "number out of range");
-    refused(&run("empty.json", r#"{"load_steps": []}"#), 2, "nothing to plot");
+    refused(&run("nan.json", r#"{"load_steps": [{"offered_cps": NaN}]}"#), 3, "not a report input");
+    refused(&run("inf.json", r#"{"load_steps": [{"offered_cps": 1e400}]}"#), 3, "number out of range");
+    refused(&run("empty.json", r#"{"load_steps": []}"#), 3, "nothing to plot");
 }
 
 /// A results file given to `sigkit report` was opened to write (given a
 /// schema if it had none) and read whole: a cell of 20 MB, or a table of a
-/// million rows and one, is now refused before it is held, exit 2.
+/// million rows and one, is now refused before it is held, exit 3.
 #[test]
 fn report_refuses_a_results_file_past_its_bounds() {
     let dir = scratch("report-db");
@@ -351,30 +352,30 @@ fn report_refuses_a_results_file_past_its_bounds() {
     };
     let (out, path) =
         db("big-cell.sqlite", &format!("INSERT INTO load_steps VALUES (1, '{}', 1);", "x".repeat(20 << 20)));
-    refused(&out, 2, "string or blob too big");
+    refused(&out, 3, "string or blob too big");
     let before = std::fs::read(&path).unwrap();
     let (out, _) = db(
         "many-rows.sqlite",
         "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x <= 1000000) \
          INSERT INTO load_steps SELECT 1, x, x FROM n;",
     );
-    refused(&out, 2, "table load_steps has more than 1000000 rows to read");
+    refused(&out, 3, "table load_steps has more than 1000000 rows to read");
     assert_eq!(std::fs::read(&path).unwrap(), before, "the report changed its input");
 }
 
-/// `sigkit results` on files that are not results files: refused (exit 1)
+/// `sigkit results` on files that are not results files: refused (exit 3)
 /// and left as they were; a run with a NULL kind is listed, not an error.
 #[test]
 fn results_reads_without_changing_and_refuses_what_is_not_a_results_file() {
     let dir = scratch("results");
     let toml = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-    refused(&sigkit().args(["results", toml.to_str().unwrap()]).output().unwrap(), 1, "not a results file");
+    refused(&sigkit().args(["results", toml.to_str().unwrap()]).output().unwrap(), 3, "not a results file");
     let other = dir.join("other.sqlite");
     let conn = rusqlite::Connection::open(&other).unwrap();
     conn.execute_batch("CREATE TABLE x (a)").unwrap();
     drop(conn);
     let before = std::fs::read(&other).unwrap();
-    refused(&sigkit().args(["results", other.to_str().unwrap()]).output().unwrap(), 1, "no table runs");
+    refused(&sigkit().args(["results", other.to_str().unwrap()]).output().unwrap(), 3, "no table runs");
     assert_eq!(std::fs::read(&other).unwrap(), before, "the file was changed");
     let odd = dir.join("odd.sqlite");
     let conn = rusqlite::Connection::open(&odd).unwrap();
@@ -392,5 +393,5 @@ fn results_reads_without_changing_and_refuses_what_is_not_a_results_file() {
     assert!(String::from_utf8_lossy(&list.stdout).contains("run 1  5 (finished: true)"));
     let csv = sigkit().args(["results", odd.to_str().unwrap(), "--csv", "t"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&csv.stdout), "run_id,v\n1,inf\n");
-    refused(&sigkit().args(["results", odd.to_str().unwrap(), "--csv", "t; DROP"]).output().unwrap(), 1, "not a table");
+    refused(&sigkit().args(["results", odd.to_str().unwrap(), "--csv", "t; DROP"]).output().unwrap(), 2, "not a table");
 }

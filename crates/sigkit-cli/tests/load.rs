@@ -97,12 +97,12 @@ fn unsupported_sipp_options_are_refused_clearly() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not supported yet"));
     let out = sigkit().args(["load", "-sn", "uac", "-sf", "/nonexistent/uac.xml", "127.0.0.1:5060"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/uac.xml"));
     let out = sigkit().args(["load", "-sn", "uac", "nowhere"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = sigkit().args(["results", "/nonexistent/results.sqlite"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
 }
 
 /// `sigkit load` run in a pseudo-terminal (util-linux `script`), so that

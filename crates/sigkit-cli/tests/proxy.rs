@@ -23,17 +23,17 @@ fn a_bad_configuration_is_refused_with_its_line() {
     )
     .unwrap();
     let run = sigkit(&["proxy", "--config", path.to_str().unwrap()], b"");
-    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
     assert!(run.stderr.contains("sigkit.toml:5: sigcomp.cpb: ") && run.stderr.contains("17"), "{}", run.stderr);
     std::fs::write(&path, "listen = [\"udp:127.0.0.1:5060\"]\n\n[sigcomp]\nalgorithm = \"zstd\"\n").unwrap();
     let run = sigkit(&["proxy", "--config", path.to_str().unwrap(), "--upstream", "udp:127.0.0.1:5070"], b"");
-    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
     assert!(run.stderr.contains("sigkit.toml:4: sigcomp.algorithm: ") && run.stderr.contains("zstd"), "{}", run.stderr);
     // The proxy speaks UDP to its upstream: a TCP one is refused, from
     // the file with its line, or from the command line.
     std::fs::write(&path, "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"tcp:127.0.0.1:5070\"\n").unwrap();
     let run = sigkit(&["proxy", "--config", path.to_str().unwrap()], b"");
-    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
     assert!(run.stderr.contains("sigkit.toml:2: upstream: ") && run.stderr.contains("not supported"), "{}", run.stderr);
     let run = sigkit(&["proxy", "--config", path.to_str().unwrap(), "--upstream", "tcp:127.0.0.1:5071"], b"");
     assert_eq!(run.code, Some(2), "{}", run.stderr);
@@ -45,7 +45,7 @@ fn a_bad_configuration_is_refused_with_its_line() {
     std::fs::write(&path, "listen = [\"udp:127.0.0.1:5060\"]\n[sigcomp]\nmechanism = \"shared\"\neffort = 3\n")
         .unwrap();
     let run = sigkit(&["proxy", "--config", path.to_str().unwrap()], b"");
-    assert_eq!(run.code, Some(2));
+    assert_eq!(run.code, Some(3));
     assert!(run.stderr.contains("sigkit.toml:4:") && run.stderr.contains("effort"), "{}", run.stderr);
     let run = sigkit(&["proxy", "--listen", "udp:127.0.0.1:5060"], b"");
     assert_eq!(run.code, Some(2));

@@ -137,7 +137,7 @@ fn real_load_and_capacity_runs_become_a_report_with_their_values() {
     {
         let r = sigkit().arg("report").arg(dir.join(file)).arg("-o").arg(dir.join("refused")).output().unwrap();
         let stderr = String::from_utf8_lossy(&r.stderr);
-        assert_eq!(r.status.code(), Some(2), "{file}: {stderr}");
+        assert_eq!(r.status.code(), Some(3), "{file}: {stderr}");
         assert!(stderr.contains(file) && stderr.contains(says), "{file}: {stderr}");
     }
     assert!(!Path::new(&dir.join("refused/index.html")).exists());

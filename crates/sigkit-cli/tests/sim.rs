@@ -133,11 +133,11 @@ fn a_bad_scenario_is_refused_with_its_reason() {
     std::fs::write(&scenario, "[[proxies]]\ncapacity_tps = 100\n[[sources]]\nrate = 80\n[handler]\nkind = \"t1\"\n")
         .unwrap();
     let out = sigkit().args(["sim", scenario.to_str().unwrap()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("handler.kind") && stderr.contains("two proxies"), "{stderr}");
     std::fs::write(&scenario, "duration = \"long\"").unwrap();
     let out = sigkit().args(["sim", scenario.to_str().unwrap()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("duration"));
 }

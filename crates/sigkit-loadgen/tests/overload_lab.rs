@@ -79,7 +79,7 @@ async fn lab(overload: OverloadConfig) -> Lab {
     let uas = tokio::spawn(uas.run(Some(stopped)));
     let proxy = sigkit_proxy::runtime::start(ProxyConfig {
         listen: vec![TransportAddr { transport: SipTransport::Udp, addr: localhost(0) }],
-        upstream: Some(TransportAddr { transport: SipTransport::Udp, addr: uas_addr }),
+        upstream: Some(TransportAddr { transport: SipTransport::Udp, addr: uas_addr }.into()),
         upstream_local: Some(localhost(0)),
         threads: 1,
         stateful: true,

@@ -341,10 +341,10 @@ async fn sigcomp_through_proxy_and_kamailio(name: &str, transport: Transport) {
             },
             addr: localhost(proxy_port),
         }],
-        upstream: Some(sigkit_proxy::config::TransportAddr {
-            transport: sigkit_proxy::SipTransport::Udp,
-            addr: localhost(kport),
-        }),
+        upstream: Some(
+            sigkit_proxy::config::TransportAddr { transport: sigkit_proxy::SipTransport::Udp, addr: localhost(kport) }
+                .into(),
+        ),
         upstream_local: Some(localhost(0)),
         threads: 1,
         ..sigkit_proxy::ProxyConfig::default()

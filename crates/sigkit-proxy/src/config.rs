@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::{AddrParseError, SocketAddr};
+use std::net::SocketAddr;
 use std::ops::Range;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -15,6 +15,9 @@ use serde::{Deserialize, Deserializer};
 use sigcomp::params::ParamError;
 use sigcomp::{Limits, Params};
 use sigcomp_compress::{Algorithm, Config as CompressorConfig, EndpointError, Level, Mechanism};
+
+pub use crate::locate::Upstream;
+use crate::locate::{host_port, HostPortError, CANNOT_RESOLVE};
 
 /// The transport of a listening or upstream address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,8 +46,9 @@ impl SipTransport {
 pub struct TransportAddr {
     /// The `udp` or `tcp` before the first colon.
     pub transport: SipTransport,
-    /// The `HOST:PORT` after it: an IP address (IPv6 in brackets) and a
-    /// port, not a name to resolve.
+    /// The `HOST:PORT` after it: an IP address (IPv6 in brackets), or a
+    /// name resolved when the text is read ([`crate::locate::host_port`]),
+    /// and a port.
     pub addr: SocketAddr,
 }
 
@@ -62,14 +66,22 @@ pub enum TransportAddrError {
         /// What came before the first colon.
         transport: String,
     },
-    /// What comes after the first colon is not an IP address and port.
+    /// What comes after the first colon is not a host and port, or its
+    /// host is a name that does not resolve.
     #[error("{text:?}: {source}")]
     Addr {
         /// The whole text.
         text: String,
-        /// Why the address did not parse.
-        source: AddrParseError,
+        /// Why no address came of it.
+        source: HostPortError,
     },
+}
+
+impl TransportAddrError {
+    /// Whether the text is well formed and its name did not resolve.
+    pub fn is_resolution(&self) -> bool {
+        matches!(self, TransportAddrError::Addr { source, .. } if source.is_resolution())
+    }
 }
 
 impl FromStr for TransportAddr {
@@ -82,7 +94,7 @@ impl FromStr for TransportAddr {
             "tcp" => SipTransport::Tcp,
             _ => return Err(TransportAddrError::Transport { text: s.to_string(), transport: t.to_string() }),
         };
-        let addr = addr.parse().map_err(|source| TransportAddrError::Addr { text: s.to_string(), source })?;
+        let addr = host_port(addr).map_err(|source| TransportAddrError::Addr { text: s.to_string(), source })?;
         Ok(TransportAddr { transport, addr })
     }
 }
@@ -94,6 +106,13 @@ impl fmt::Display for TransportAddr {
             SipTransport::Tcp => "tcp",
         };
         write!(f, "{t}:{}", self.addr)
+    }
+}
+
+impl<'de> Deserialize<'de> for Upstream {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Upstream, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(D::Error::custom)
     }
 }
 
@@ -114,8 +133,11 @@ pub struct ProxyConfig {
     /// §4: the first byte of a datagram or of a TCP stream tells).
     pub listen: Vec<TransportAddr>,
     /// The SIP server behind the proxy (registrar and proxy), spoken to
-    /// in plain SIP over UDP (`udp:HOST:PORT`; `tcp:` is refused).
-    pub upstream: Option<TransportAddr>,
+    /// in plain SIP over UDP: `udp:HOST:PORT`, or a SIP URI
+    /// (`sip:example.com`, `sip:example.com;transport=udp`) or host name
+    /// located by RFC 3263 when the proxy starts ([`crate::locate`]; `tcp:`
+    /// and `transport=tcp` are refused).
+    pub upstream: Option<Upstream>,
     /// The local address the proxy sends to the upstream from and
     /// receives its messages on (port 0: any free port).
     pub upstream_local: Option<SocketAddr>,
@@ -556,6 +578,16 @@ pub enum ConfigError {
     Sigcomp(#[from] EndpointError),
 }
 
+impl ConfigError {
+    /// Whether the configuration is well formed and a name in it (a
+    /// `listen` address's host) did not resolve: the network's failure,
+    /// not the file's. TOML hands a value's error over as its text, which
+    /// [`HostPortError::Resolve`] starts with [`CANNOT_RESOLVE`].
+    pub fn is_resolution(&self) -> bool {
+        matches!(self, ConfigError::Value { reason, .. } if reason.contains(CANNOT_RESOLVE))
+    }
+}
+
 /// `FILE:LINE: ` before a value's error, when it came from a file.
 fn file_line(at: &Option<(String, usize)>) -> String {
     at.as_ref().map_or_else(String::new, |(file, line)| format!("{file}:{line}: "))
@@ -590,13 +622,13 @@ impl ProxyConfig {
         if self.listen.is_empty() {
             return Err(ConfigError::NoListen);
         }
-        let Some(upstream) = self.upstream else {
+        let Some(upstream) = &self.upstream else {
             return Err(ConfigError::NoUpstream);
         };
         // The runtime has one UDP socket toward the upstream; a TCP
         // upstream would need connections, their framing (RFC 3261
         // §18.3) and their failures handled, which it does not do.
-        if upstream.transport == SipTransport::Tcp {
+        if upstream.transport() == Some(SipTransport::Tcp) {
             return bad(
                 "upstream",
                 format!(
@@ -808,7 +840,7 @@ messages_per_source_per_s = 50
             (
                 "upstream = \"udp:127.0.0.1\"\n".into(),
                 "sigkit.toml:1: upstream: ",
-                "\"udp:127.0.0.1\": invalid socket address syntax",
+                "\"udp:127.0.0.1\": \"127.0.0.1\": not a host:port",
             ),
         ];
         for (text, prefix, reason) in cases {
@@ -827,7 +859,26 @@ messages_per_source_per_s = 50
         let e = "sctp:127.0.0.1:5060".parse::<TransportAddr>().unwrap_err();
         assert_eq!(e, TransportAddrError::Transport { text: "sctp:127.0.0.1:5060".into(), transport: "sctp".into() });
         assert_eq!(e.to_string(), "\"sctp:127.0.0.1:5060\": transport \"sctp\" is not udp or tcp");
-        assert!(matches!("udp:localhost:5060".parse::<TransportAddr>(), Err(TransportAddrError::Addr { .. })));
+        let e = "udp:localhost".parse::<TransportAddr>().unwrap_err();
+        assert!(matches!(e, TransportAddrError::Addr { .. }) && !e.is_resolution(), "{e:?}");
+        assert_eq!(e.to_string(), "\"udp:localhost\": \"localhost\": not a host:port");
+    }
+
+    /// Names are resolved where the text is read; one the DNS does not
+    /// know (RFC 6761 §6.4: nothing under `.invalid` resolves) is said to
+    /// be that, in the file as on the command line.
+    #[test]
+    fn names_in_listen_addresses_are_resolved() {
+        let a = "udp:localhost:5060".parse::<TransportAddr>().unwrap();
+        assert!(a.addr.ip().is_loopback() && a.addr.port() == 5060, "{a}");
+        let e = "tcp:sigkit-test.invalid:5060".parse::<TransportAddr>().unwrap_err();
+        assert!(e.is_resolution(), "{e:?}");
+        assert!(e.to_string().starts_with("\"tcp:sigkit-test.invalid:5060\": cannot resolve sigkit-test.invalid: "));
+        let text = "listen = [\"udp:sigkit-test.invalid:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n";
+        let e = ProxyConfig::from_toml("sigkit.toml", text).unwrap_err();
+        assert!(e.is_resolution(), "{e:?}");
+        assert!(e.to_string().starts_with("sigkit.toml:1: listen: "), "{e}");
+        assert!(e.to_string().contains("cannot resolve sigkit-test.invalid: "), "{e}");
     }
 
     /// The proxy sends to its upstream over UDP only: a TCP upstream is

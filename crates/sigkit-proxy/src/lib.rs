@@ -15,6 +15,7 @@ pub mod connections;
 pub mod core;
 pub mod defence;
 pub mod exposition;
+pub mod locate;
 pub mod metrics;
 pub mod overload;
 pub mod pending;

@@ -263,7 +263,8 @@ fn set_receive_buffer(socket: &UdpSocket, bytes: usize) {
 /// Binds every socket and starts the proxy on the current tokio runtime.
 pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     config.validate().map_err(io::Error::other)?;
-    let upstream = config.upstream.ok_or_else(|| io::Error::other("no upstream"))?;
+    let upstream = config.upstream.as_ref().ok_or_else(|| io::Error::other("no upstream"))?;
+    let upstream = crate::locate::locate_upstream(upstream).await.map_err(io::Error::other)?;
     let upstream_local = config.upstream_local.unwrap_or_else(|| SocketAddr::new(upstream.addr.ip(), 0));
     let mut udp = HashMap::new();
     let mut tcp = Vec::new();

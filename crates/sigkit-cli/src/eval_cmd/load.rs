@@ -228,7 +228,7 @@ async fn load(
     };
     let config = ProxyConfig {
         listen: vec![TransportAddr { transport: SipTransport::Udp, addr: localhost(0) }],
-        upstream: Some(TransportAddr { transport: SipTransport::Udp, addr: upstream }),
+        upstream: Some(TransportAddr { transport: SipTransport::Udp, addr: upstream }.into()),
         upstream_local: Some(localhost(0)),
         threads: 1,
         ..ProxyConfig::default()

@@ -35,6 +35,7 @@ use sigkit_results::{RunId, Store};
 
 use crate::capacity_cmd::CapacityReport;
 use crate::endpoint_args::EndpointArgs;
+use crate::exit::{CliError, Failure};
 use load::{LoadPath, Steps};
 use parts::FlowSummary;
 
@@ -101,13 +102,12 @@ struct Summary {
 }
 
 /// Exit status of a run that a part of failed: the report is written.
-const EXIT_INCOMPLETE: u8 = 1;
+const EXIT_INCOMPLETE: u8 = Failure::Run.code();
 /// Exit status of an interrupted run (128 + SIGINT, as shells report it).
-const EXIT_INTERRUPTED: u8 = 130;
+const EXIT_INTERRUPTED: u8 = Failure::Interrupted.code();
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sigkit eval: {msg}");
-    ExitCode::from(EXIT_INCOMPLETE)
+    CliError::run(msg).report("sigkit eval")
 }
 
 /// Set by SIGINT or SIGTERM: the run records what finished, and stops.
@@ -207,11 +207,11 @@ pub fn eval(args: EvalArgs) -> ExitCode {
     let started = Instant::now();
     let (config, params) = match args.endpoint.resolve() {
         Ok(c) => c,
-        Err(e) => return fail(e),
+        Err(e) => return CliError::usage(e).report("sigkit eval"),
     };
     let kamailio_cfg = match kamailio_cfg(&args) {
         Ok(text) => text,
-        Err(e) => return fail(e),
+        Err(e) => return CliError::input(e).report("sigkit eval"),
     };
     // Every path of the run is absolute from here: Kamailio runs in its
     // own folder, and the report names where it is.

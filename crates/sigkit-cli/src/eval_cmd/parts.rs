@@ -247,7 +247,7 @@ pub fn capacity(run: &mut Run, runtime: &tokio::runtime::Runtime, quick: bool) -
         step_s: if quick { 0.5 } else { 2.0 },
     };
     let capacity = run.interrupt.block_on(runtime, async {
-        Ok(search(&settings, |i, r, served| eprintln!("  search {}: {}", i + 1, describe(r, served))).await)
+        search(&settings, |i, r, served| eprintln!("  search {}: {}", i + 1, describe(r, served))).await
     })?;
     let steps: Vec<serde_json::Value> = capacity
         .searches

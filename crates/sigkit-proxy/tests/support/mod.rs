@@ -216,10 +216,10 @@ pub fn proxy_config(port: u16, upstream_port: u16) -> ProxyConfig {
             TransportAddr { transport: SipTransport::Udp, addr: SocketAddr::from(([127, 0, 0, 1], port)) },
             TransportAddr { transport: SipTransport::Tcp, addr: SocketAddr::from(([127, 0, 0, 1], port)) },
         ],
-        upstream: Some(TransportAddr {
-            transport: SipTransport::Udp,
-            addr: SocketAddr::from(([127, 0, 0, 1], upstream_port)),
-        }),
+        upstream: Some(
+            TransportAddr { transport: SipTransport::Udp, addr: SocketAddr::from(([127, 0, 0, 1], upstream_port)) }
+                .into(),
+        ),
         upstream_local: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         metrics: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         ..ProxyConfig::default()
