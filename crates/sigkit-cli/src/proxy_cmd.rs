@@ -1,10 +1,11 @@
 //! `sigkit proxy`: the SigComp edge proxy in front of a SIP server.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use sigkit_proxy::config::TransportAddr;
 use sigkit_proxy::ProxyConfig;
 
@@ -31,6 +32,46 @@ pub struct ProxyArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// What to log: a level (error, warn, info, debug, trace) or
+    /// RUST_LOG-style directives such as
+    /// `info,sigkit_proxy::messages=debug`. `debug` logs one event per SIP
+    /// message handled (target `sigkit_proxy::messages`). Default: the
+    /// RUST_LOG environment variable, else info.
+    #[arg(long, value_name = "FILTER")]
+    log_level: Option<String>,
+    /// How log lines are written to standard error: text, or json (one
+    /// JSON object per line). Text is coloured only on a terminal.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (tracing-subscriber's JSON format).
+    Json,
+}
+
+/// Installs the log subscriber: `level` (else RUST_LOG, else info) in
+/// `format` on standard error, with ANSI colours only when standard error
+/// is a terminal (and NO_COLOR is unset), so that a log file or a pipe
+/// gets no escape codes.
+fn init_logging(level: Option<&str>, format: LogFormat) -> Result<(), String> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match level {
+        Some(l) => EnvFilter::try_new(l).map_err(|e| format!("--log-level {l}: {e}"))?,
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    };
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let ansi = std::io::stderr().is_terminal() && !no_color;
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+    Ok(())
 }
 
 pub fn proxy(args: ProxyArgs) -> ExitCode {
@@ -77,13 +118,10 @@ pub fn proxy(args: ProxyArgs) -> ExitCode {
         eprintln!("sigkit proxy: {e}");
         return ExitCode::from(2);
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(e) = init_logging(args.log_level.as_deref(), args.log_format) {
+        eprintln!("sigkit proxy: {e}");
+        return ExitCode::from(2);
+    }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if config.threads > 0 {
