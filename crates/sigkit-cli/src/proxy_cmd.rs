@@ -1,16 +1,22 @@
-//! `sigkit proxy`: the SigComp edge proxy in front of a SIP server.
+//! `sigkit proxy`: the SigComp edge proxy in front of a SIP server, and
+//! `sigkit proxy ctl`, which asks a running one what it holds.
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use sigkit_proxy::config::TransportAddr;
 use sigkit_proxy::ProxyConfig;
 
+use crate::proxy_ctl::{self, CtlArgs};
+
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ProxyArgs {
+    #[command(subcommand)]
+    command: Option<ProxyCommand>,
     /// Where terminals reach the proxy, udp:HOST:PORT or tcp:HOST:PORT;
     /// repeatable. Replaces the file's `listen`.
     #[arg(long = "listen", value_name = "ADDR")]
@@ -22,7 +28,9 @@ pub struct ProxyArgs {
     /// The local address for the upstream side (default: any port).
     #[arg(long, value_name = "HOST:PORT")]
     upstream_local: Option<SocketAddr>,
-    /// Serve Prometheus metrics at http://HOST:PORT/metrics.
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics, and the
+    /// read-only admin interface (/status, /compartments, /registrations)
+    /// beside them.
     #[arg(long, value_name = "HOST:PORT")]
     metrics: Option<SocketAddr>,
     /// A TOML configuration file (every key is documented in
@@ -45,6 +53,14 @@ pub struct ProxyArgs {
     log_format: LogFormat,
 }
 
+#[derive(Subcommand)]
+enum ProxyCommand {
+    /// Ask a running proxy what it holds, on its metrics address:
+    /// `status`, `compartments` or `registrations` (read-only; see
+    /// docs/deploy.md, "Admin interface").
+    Ctl(CtlArgs),
+}
+
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum LogFormat {
@@ -52,6 +68,13 @@ enum LogFormat {
     Text,
     /// One JSON object per line (tracing-subscriber's JSON format).
     Json,
+}
+
+/// The configuration file at `path`; the message to print when it cannot
+/// be read or is refused.
+pub fn read_config(path: &Path) -> Result<ProxyConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    ProxyConfig::from_toml(&path.display().to_string(), &text).map_err(|e| e.to_string())
 }
 
 /// Installs the log subscriber: `level` (else RUST_LOG, else info) in
@@ -75,23 +98,17 @@ fn init_logging(level: Option<&str>, format: LogFormat) -> Result<(), String> {
 }
 
 pub fn proxy(args: ProxyArgs) -> ExitCode {
+    if let Some(ProxyCommand::Ctl(ctl)) = args.command {
+        return proxy_ctl::ctl(ctl);
+    }
     let mut config = match &args.config {
-        Some(path) => {
-            let text = match std::fs::read_to_string(path) {
-                Ok(t) => t,
-                Err(e) => {
-                    eprintln!("sigkit proxy: {}: {e}", path.display());
-                    return ExitCode::from(2);
-                }
-            };
-            match ProxyConfig::from_toml(&path.display().to_string(), &text) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("sigkit proxy: {e}");
-                    return ExitCode::from(2);
-                }
+        Some(path) => match read_config(path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("sigkit proxy: {e}");
+                return ExitCode::from(2);
             }
-        }
+        },
         None => ProxyConfig::default(),
     };
     if !args.listen.is_empty() {
@@ -147,7 +164,7 @@ pub fn proxy(args: ProxyArgs) -> ExitCode {
         }
         tracing::info!(addr = %running.upstream_local, "upstream side");
         if let Some(m) = running.metrics_addr {
-            tracing::info!(addr = %m, "metrics at /metrics");
+            tracing::info!(addr = %m, "metrics at /metrics; admin at /status, /compartments, /registrations");
         }
         running.wait().await;
         ExitCode::SUCCESS

@@ -7,6 +7,8 @@
 //!   direction, compartment, SIP and SigComp bytes, UDVM cycles) and per
 //!   NACK sent or received (RFC 4077).
 //! - A log written to a pipe carries no ANSI escape codes.
+//! - `sigkit proxy ctl` prints the proxy's status, the compartment and the
+//!   registration the REGISTER left.
 #![allow(clippy::unwrap_used)] // a test fails by panicking
 
 mod common;
@@ -19,6 +21,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::sigkit;
 use serde_json::Value;
 use sha1::{Digest, Sha1};
 use sigcomp::{CompartmentId, Nack, Params, Reason, Transport};
@@ -343,4 +346,57 @@ fn a_text_log_to_a_pipe_has_no_escape_codes() {
     assert_eq!(lines.len(), 4, "{log}");
     assert!(lines[0].contains("DEBUG") && lines[0].contains("from_terminal"), "{log}");
     assert!(lines.iter().all(|l| l.contains("obs-text-1")), "{log}");
+}
+
+#[test]
+fn proxy_ctl_prints_status_compartments_and_registrations() {
+    let registrar = Registrar::start();
+    let proxy = Proxy::start(registrar.addr, &[], &[]);
+    let mut t = Terminal::new(proxy.sip);
+    t.registered("obs-ctl-1");
+    let metrics = proxy.metrics.to_string();
+    let ctl = |args: &[&str]| sigkit(&[&["proxy", "ctl"][..], args].concat(), b"");
+
+    let run = ctl(&["status", "--metrics", &metrics]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let status = run.stdout_text();
+    let value = |key: &str| {
+        status.lines().find_map(|l| l.strip_prefix(key)).map(str::trim).unwrap_or_else(|| panic!("{key}: {status}"))
+    };
+    assert_eq!((value("shards"), value("compartments"), value("registrations")), ("1", "1", "1"), "{status}");
+    assert_eq!(value("upstream"), format!("udp:{}", registrar.addr));
+    assert_eq!(value("version"), env!("CARGO_PKG_VERSION"));
+
+    let run = ctl(&["compartments", "--metrics", &metrics]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let table = run.stdout_text();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 3, "{table}");
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(header, ["SHARD", "ID", "TERMINAL", "PEER", "REGISTERED", "STATE_BYTES", "IDLE_S"]);
+    let row: Vec<&str> = lines[1].split_whitespace().collect();
+    let (instance, flow) = (t.instance(), format!("udp:{}", t.addr()));
+    assert_eq!(&row[..5], ["0", "1", instance.as_str(), flow.as_str(), "yes"], "{table}");
+    assert!(row[5].parse::<u64>().unwrap() > 0, "{table}");
+    assert_eq!(lines[2], "1 of 1 compartments");
+
+    // From the configuration file's `metrics`, as JSON.
+    let config = common::temp_file("ctl.toml", format!("metrics = \"{metrics}\"\n").as_bytes());
+    let run = ctl(&["registrations", "--config", config.to_str().unwrap(), "--json"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let json: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(json["total"], 1);
+    let r = &json["registrations"][0];
+    assert_eq!((&r["aor"], &r["terminal"]), (&"sip:alice@127.0.0.1".into(), &t.instance().into()), "{json}");
+    assert_eq!(r["flow"], format!("udp:{}", t.addr()));
+    assert!((290..=300).contains(&r["expires_s"].as_u64().unwrap()), "{json}");
+
+    // Without an address: usage, 2; nobody at the address: 1.
+    let run = ctl(&["status"]);
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("--metrics"), "{}", run.stderr);
+    drop(proxy);
+    let run = ctl(&["status", "--metrics", &metrics]);
+    assert_eq!(run.code, Some(1), "{}", run.stdout_text());
+    assert!(run.stderr.starts_with(&format!("sigkit proxy ctl: {metrics}: ")), "{}", run.stderr);
 }

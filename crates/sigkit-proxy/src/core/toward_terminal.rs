@@ -85,7 +85,10 @@ impl Proxy {
         let Some(expires) = registrar::binding_expiry(msg, &held.contacts) else { return false };
         let until = (expires > 0).then(|| now + Duration::from_secs(u64::from(expires)));
         self.flows.set_registered_until(held.token, until);
-        match self.registrar.register(&held.terminal, until) {
+        // RFC 3261 §10.2: the To header of a REGISTER, and of its 2xx,
+        // holds the address of record.
+        let aor = msg.to().map(|to| to.uri).unwrap_or_default();
+        match self.registrar.register(&held.terminal, until, aor, held.token) {
             Registration::Kept => false,
             Registration::NotKept => {
                 self.metrics.registrations_not_kept += 1;
