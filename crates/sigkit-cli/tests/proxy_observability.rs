@@ -4,7 +4,7 @@
 //!
 //! - At debug level with `--log-format json`, standard error is JSON lines
 //!   with one event per SIP message each way (Call-ID, method or status,
-//!   direction, compartment, SIP and SigComp bytes, UDVM cycles) and per
+//!   direction, shard and compartment, SIP and SigComp bytes, UDVM cycles) and per
 //!   NACK sent or received (RFC 4077).
 //! - A log written to a pipe carries no ANSI escape codes.
 //! - `sigkit proxy ctl` prints the proxy's status, the compartment and the
@@ -304,6 +304,7 @@ fn debug_json_logs_have_an_event_per_sip_message_and_nack() {
     assert_eq!(from_terminal["sigcomp_bytes"], x.sent.len());
     assert!(from_terminal["cycles"].as_u64().unwrap() > 0, "{from_terminal}");
     let compartment = from_terminal["compartment"].as_u64().expect("the terminal's compartment");
+    assert_eq!(from_terminal["shard"], 0, "one worker thread, one shard");
 
     let (forwarded, to_upstream) = event(&events, &call("to_upstream"));
     assert_eq!(to_upstream["method"], "REGISTER");

@@ -210,7 +210,13 @@ impl Proxy {
     fn send_upstream(&mut self, bytes: Vec<u8>) {
         let to = self.identity.upstream_peer();
         if trace::enabled() {
-            trace::message(Direction::ToUpstream, &to, &Summary::parse(&bytes), trace::SigComp::default());
+            trace::message(
+                Direction::ToUpstream,
+                self.identity.shard.index,
+                &to,
+                &Summary::parse(&bytes),
+                trace::SigComp::default(),
+            );
         }
         self.send(Side::Upstream, to, bytes, Encoding::Plain);
     }
@@ -321,7 +327,7 @@ impl Proxy {
                 self.metrics.refused[r.index()] += 1;
                 if trace::enabled() {
                     let s = trace::SigComp { bytes: Some(bytes.len()), refused: Some(r.name()), ..Default::default() };
-                    trace::message(Direction::FromTerminal, &from, &Summary::default(), s);
+                    trace::message(Direction::FromTerminal, self.identity.shard.index, &from, &Summary::default(), s);
                 }
                 return;
             }
@@ -343,7 +349,7 @@ impl Proxy {
                         nack_received: Some(nack.reason),
                         ..Default::default()
                     };
-                    trace::message(Direction::FromTerminal, &from, &Summary::default(), s);
+                    trace::message(Direction::FromTerminal, self.identity.shard.index, &from, &Summary::default(), s);
                 }
                 self.nacked(now, from, nack)
             }
@@ -355,7 +361,7 @@ impl Proxy {
                         nack_sent: e.nack.is_some().then_some(e.failure.reason),
                         ..Default::default()
                     };
-                    trace::message(Direction::FromTerminal, &from, &Summary::default(), s);
+                    trace::message(Direction::FromTerminal, self.identity.shard.index, &from, &Summary::default(), s);
                 }
                 if let Some(nack) = e.nack {
                     self.send(Side::Terminal, from, nack, Encoding::SigComp);
@@ -388,7 +394,7 @@ impl Proxy {
                 nack_received: Some(nack.reason),
                 ..Default::default()
             };
-            trace::message(Direction::ToTerminal, &s.to, &Summary::parse(&s.sip), sigcomp);
+            trace::message(Direction::ToTerminal, self.identity.shard.index, &s.to, &Summary::parse(&s.sip), sigcomp);
         }
         match compressed {
             Ok(out) => {
@@ -442,7 +448,13 @@ impl Proxy {
     pub fn upstream_not_sip(&mut self, len: usize) {
         if trace::enabled() {
             let from = self.identity.upstream_peer();
-            trace::message(Direction::FromUpstream, &from, &Summary::unparsed(len), trace::SigComp::default());
+            trace::message(
+                Direction::FromUpstream,
+                self.identity.shard.index,
+                &from,
+                &Summary::unparsed(len),
+                trace::SigComp::default(),
+            );
         }
         self.metrics.messages_in[1] += 1;
         self.metrics.bytes_in[1] += len as u64;
@@ -455,7 +467,13 @@ impl Proxy {
     pub fn upstream_message(&mut self, now: Instant, msg: &Message<'_>) {
         if trace::enabled() {
             let from = self.identity.upstream_peer();
-            trace::message(Direction::FromUpstream, &from, &Summary::of(msg), trace::SigComp::default());
+            trace::message(
+                Direction::FromUpstream,
+                self.identity.shard.index,
+                &from,
+                &Summary::of(msg),
+                trace::SigComp::default(),
+            );
         }
         self.metrics.messages_in[1] += 1;
         self.metrics.bytes_in[1] += msg.input().len() as u64;

@@ -17,7 +17,7 @@ impl Proxy {
     ) {
         let encoding = if incoming.is_some() { Encoding::SigComp } else { Encoding::Plain };
         let Ok(msg) = Message::parse(bytes) else {
-            trace_arrival(&from, None, bytes.len(), incoming.as_ref(), wire_len, None);
+            self.trace_arrival(&from, None, bytes.len(), incoming.as_ref(), wire_len, None);
             self.metrics.bad_sip += 1;
             self.decide(now, incoming, None, false);
             return;
@@ -33,7 +33,7 @@ impl Proxy {
             // responses").
             let terminal = self.flows.terminal(None, token);
             let c = encoding.is_sigcomp().then(|| self.compartment_for(&terminal, self.identity.our_name));
-            trace_arrival(&from, Some(&msg), bytes.len(), incoming.as_ref(), wire_len, c);
+            self.trace_arrival(&from, Some(&msg), bytes.len(), incoming.as_ref(), wire_len, c);
             let accept = self.registrar.compartments.is_registered(&terminal);
             if accept {
                 self.flows.trust(token);
@@ -53,7 +53,7 @@ impl Proxy {
         wire_len: usize,
     ) {
         if msg.top_via().is_err() {
-            trace_arrival(&from, Some(msg), msg.input().len(), incoming.as_ref(), wire_len, None);
+            self.trace_arrival(&from, Some(msg), msg.input().len(), incoming.as_ref(), wire_len, None);
             self.metrics.bad_sip += 1;
             self.decide(now, incoming, None, false);
             return;
@@ -64,7 +64,7 @@ impl Proxy {
         let terminal = self.flows.terminal(sigkit_sip::compartment::sigcomp_id(msg), token);
         let name = ProxyName::of_request(msg).unwrap_or(self.identity.our_name);
         let compartment = incoming.is_some().then(|| self.compartment_for(&terminal, name));
-        trace_arrival(&from, Some(msg), msg.input().len(), incoming.as_ref(), wire_len, compartment);
+        self.trace_arrival(&from, Some(msg), msg.input().len(), incoming.as_ref(), wire_len, compartment);
         let registered = self.registrar.compartments.is_registered(&terminal);
         if registered {
             self.flows.trust(token);
@@ -242,32 +242,34 @@ impl Proxy {
         }
         self.send_upstream(e.emit());
     }
-}
 
-/// The event of a message from a terminal ([`trace`]), written once its
-/// compartment is known and before anything it causes is sent: the SIP
-/// message (`None` when it does not parse) of `sip_len` bytes, and for a
-/// SigComp one its `wire_len` bytes and the cycles its decompression took.
-#[inline]
-fn trace_arrival(
-    from: &Peer,
-    msg: Option<&Message<'_>>,
-    sip_len: usize,
-    incoming: Option<&Incoming>,
-    wire_len: usize,
-    compartment: Option<CompartmentId>,
-) {
-    if !trace::enabled() {
-        return;
+    /// The event of a message from a terminal ([`trace`]), written once its
+    /// compartment is known and before anything it causes is sent: the SIP
+    /// message (`None` when it does not parse) of `sip_len` bytes, and for
+    /// a SigComp one its `wire_len` bytes and the cycles its decompression
+    /// took.
+    #[inline]
+    fn trace_arrival(
+        &self,
+        from: &Peer,
+        msg: Option<&Message<'_>>,
+        sip_len: usize,
+        incoming: Option<&Incoming>,
+        wire_len: usize,
+        compartment: Option<CompartmentId>,
+    ) {
+        if !trace::enabled() {
+            return;
+        }
+        let sip = msg.map_or_else(|| trace::Summary::unparsed(sip_len), trace::Summary::of);
+        let sigcomp = trace::SigComp {
+            compartment,
+            bytes: incoming.is_some().then_some(wire_len),
+            cycles: incoming.map(Incoming::cycles),
+            ..Default::default()
+        };
+        trace::message(trace::Direction::FromTerminal, self.identity.shard.index, from, &sip, sigcomp);
     }
-    let sip = msg.map_or_else(|| trace::Summary::unparsed(sip_len), trace::Summary::of);
-    let sigcomp = trace::SigComp {
-        compartment,
-        bytes: incoming.is_some().then_some(wire_len),
-        cycles: incoming.map(Incoming::cycles),
-        ..Default::default()
-    };
-    trace::message(trace::Direction::FromTerminal, from, &sip, sigcomp);
 }
 
 /// Whether overload control may shed `msg`: only requests that start

@@ -187,7 +187,13 @@ impl Proxy {
         let summary = trace::enabled().then(|| Summary::parse(&sip));
         if encoding == Encoding::Plain {
             if let Some(summary) = summary {
-                trace::message(Direction::ToTerminal, &to, &summary, trace::SigComp::default());
+                trace::message(
+                    Direction::ToTerminal,
+                    self.identity.shard.index,
+                    &to,
+                    &summary,
+                    trace::SigComp::default(),
+                );
             }
             self.send(Side::Terminal, to, sip, Encoding::Plain);
             return;
@@ -198,7 +204,7 @@ impl Proxy {
         if let Some(summary) = summary {
             let bytes = compressed.as_ref().ok().map(|c| c.message.len());
             let sigcomp = trace::SigComp { compartment: Some(compartment), bytes, ..Default::default() };
-            trace::message(Direction::ToTerminal, &to, &summary, sigcomp);
+            trace::message(Direction::ToTerminal, self.identity.shard.index, &to, &summary, sigcomp);
         }
         match compressed {
             Ok(c) => {

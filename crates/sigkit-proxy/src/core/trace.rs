@@ -1,7 +1,7 @@
 //! One debug event per message the proxy handles, as a SIP server's
 //! message log has it, under the target [`TARGET`]: which way it crossed
-//! the proxy, its Call-ID, method or status code, the peer, the terminal's
-//! compartment, its bytes as SIP and as SigComp, the UDVM cycles its
+//! the proxy, its Call-ID, method or status code, the peer, the shard and
+//! the terminal's compartment in it, its bytes as SIP and as SigComp, the UDVM cycles its
 //! decompression took, and a NACK sent or received (RFC 4077).
 //!
 //! The core emits the events itself (a `tracing` event is no I/O: the
@@ -98,11 +98,13 @@ pub(super) struct SigComp {
     pub(super) refused: Option<&'static str>,
 }
 
-/// Writes one message event (call only when [`enabled`]).
-pub(super) fn message(direction: Direction, peer: &Peer, sip: &Summary, s: SigComp) {
+/// Writes one message event of shard `shard` (call only when
+/// [`enabled`]).
+pub(super) fn message(direction: Direction, shard: u32, peer: &Peer, sip: &Summary, s: SigComp) {
     tracing::debug!(
         target: TARGET,
         direction = direction.name(),
+        shard,
         call_id = sip.call_id.as_deref(),
         method = sip.method.as_deref(),
         status = sip.status,
