@@ -646,6 +646,12 @@ impl Endpoint {
         self.compartments.contains_key(&compartment)
     }
 
+    /// When `compartment` last sent or accepted a message (what its idle
+    /// timeout counts from); `None` if it is not open or not used yet.
+    pub fn last_active(&self, compartment: CompartmentId) -> Option<Instant> {
+        self.compartments.get(&compartment)?.active.map(|(at, _)| at)
+    }
+
     /// The open compartments.
     pub fn compartment_ids(&self) -> impl Iterator<Item = CompartmentId> + '_ {
         self.compartments.keys().copied()

@@ -22,6 +22,7 @@ mod jsonl;
 mod line_reader;
 mod load_cmd;
 mod proxy_cmd;
+mod proxy_ctl;
 mod ran_cmd;
 mod report_cmd;
 mod results_cmd;
@@ -88,7 +89,8 @@ enum Command {
     /// of compress + decompress between two in-process endpoints.
     Bench(bench_cmd::BenchArgs),
     /// Run the SigComp edge proxy (the P-CSCF compression function):
-    /// SigComp toward terminals, plain SIP toward the SIP server behind it.
+    /// SigComp toward terminals, plain SIP toward the SIP server behind it;
+    /// `sigkit proxy ctl` asks a running one what it holds.
     Proxy(proxy_cmd::ProxyArgs),
     /// The main job, on embedded defaults: every corpus flow under each
     /// mechanism, the RAN-delay study, a load run through `sigkit proxy`

@@ -1,18 +1,25 @@
-//! `sigkit proxy`: the SigComp edge proxy in front of a SIP server.
+//! `sigkit proxy`: the SigComp edge proxy in front of a SIP server, and
+//! `sigkit proxy ctl`, which asks a running one what it holds.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, Subcommand, ValueEnum};
 use sigkit_proxy::config::{TransportAddr, TransportAddrError};
 use sigkit_proxy::locate::{host_port, HostPortError, Upstream};
 use sigkit_proxy::{ConfigError, ProxyConfig};
 
 use crate::exit::CliError;
 
+use crate::proxy_ctl::{self, CtlArgs};
+
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ProxyArgs {
+    #[command(subcommand)]
+    command: Option<ProxyCommand>,
     /// Where terminals reach the proxy, udp:HOST:PORT or tcp:HOST:PORT (a
     /// host name is resolved); repeatable. Replaces the file's `listen`.
     #[arg(long = "listen", value_name = "ADDR")]
@@ -27,7 +34,9 @@ pub struct ProxyArgs {
     /// The local address for the upstream side (default: any port).
     #[arg(long, value_name = "HOST:PORT")]
     upstream_local: Option<String>,
-    /// Serve Prometheus metrics at http://HOST:PORT/metrics.
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics, and the
+    /// read-only admin interface (/status, /compartments, /registrations)
+    /// beside them.
     #[arg(long, value_name = "HOST:PORT")]
     metrics: Option<String>,
     /// A TOML configuration file (every key is documented in
@@ -37,6 +46,61 @@ pub struct ProxyArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// What to log: a level (error, warn, info, debug, trace) or
+    /// RUST_LOG-style directives such as
+    /// `info,sigkit_proxy::messages=debug`. `debug` logs one event per SIP
+    /// message handled (target `sigkit_proxy::messages`). Default: the
+    /// RUST_LOG environment variable, else info.
+    #[arg(long, value_name = "FILTER")]
+    log_level: Option<String>,
+    /// How log lines are written to standard error: text, or json (one
+    /// JSON object per line). Text is coloured only on a terminal.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Subcommand)]
+enum ProxyCommand {
+    /// Ask a running proxy what it holds, on its metrics address:
+    /// `status`, `compartments` or `registrations` (read-only; see
+    /// docs/deploy.md, "Admin interface").
+    Ctl(CtlArgs),
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (tracing-subscriber's JSON format).
+    Json,
+}
+
+/// The configuration file at `path`; the message to print when it cannot
+/// be read or is refused.
+pub fn read_config(path: &Path) -> Result<ProxyConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    ProxyConfig::from_toml(&path.display().to_string(), &text).map_err(|e| e.to_string())
+}
+
+/// Installs the log subscriber: `level` (else RUST_LOG, else info) in
+/// `format` on standard error, with ANSI colours only when standard error
+/// is a terminal (and NO_COLOR is unset), so that a log file or a pipe
+/// gets no escape codes.
+fn init_logging(level: Option<&str>, format: LogFormat) -> Result<(), String> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match level {
+        Some(l) => EnvFilter::try_new(l).map_err(|e| format!("--log-level {l}: {e}"))?,
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    };
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let ansi = std::io::stderr().is_terminal() && !no_color;
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+    Ok(())
 }
 
 /// A flag's `udp:HOST:PORT` or `tcp:HOST:PORT`, its name resolved.
@@ -77,7 +141,7 @@ fn config_failure(e: ConfigError) -> CliError {
 }
 
 /// The configuration: the file's, with the flags' values over it.
-fn configuration(args: ProxyArgs) -> Result<ProxyConfig, CliError> {
+fn configuration(args: &ProxyArgs) -> Result<ProxyConfig, CliError> {
     let mut config = match &args.config {
         Some(path) => {
             let text =
@@ -111,17 +175,16 @@ fn configuration(args: ProxyArgs) -> Result<ProxyConfig, CliError> {
 }
 
 pub fn proxy(args: ProxyArgs) -> ExitCode {
-    let config = match configuration(args) {
+    if let Some(ProxyCommand::Ctl(ctl)) = args.command {
+        return proxy_ctl::ctl(ctl);
+    }
+    let config = match configuration(&args) {
         Ok(c) => c,
         Err(e) => return e.report("sigkit proxy"),
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(e) = init_logging(args.log_level.as_deref(), args.log_format) {
+        return CliError::usage(e).report("sigkit proxy");
+    }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if config.threads > 0 {
@@ -143,7 +206,7 @@ pub fn proxy(args: ProxyArgs) -> ExitCode {
         }
         tracing::info!(addr = %running.upstream_local, "upstream side");
         if let Some(m) = running.metrics_addr {
-            tracing::info!(addr = %m, "metrics at /metrics");
+            tracing::info!(addr = %m, "metrics at /metrics; admin at /status, /compartments, /registrations");
         }
         running.wait().await;
         ExitCode::SUCCESS

@@ -78,7 +78,7 @@ fn asm_error_from_stdin_reads_as_the_manual_shows() {
         .args(["asm", "-"])
         .stdin(source)
         .assert()
-        .code(1)
+        .code(3)
         .stdout_eq("")
         .stderr_eq(expected);
 }

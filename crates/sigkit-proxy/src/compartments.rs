@@ -50,6 +50,11 @@ pub const NAMES_PER_TERMINAL: usize = 4;
 /// more memory than a flow.
 pub const MAX_IDENTIFIER_LEN: usize = 256;
 
+/// The longest address of record a registration keeps for the admin
+/// interface ([`crate::admin`]); a longer one is kept empty, so that a
+/// registration costs a bounded amount whatever its To header holds.
+pub const MAX_AOR_LEN: usize = 256;
+
 /// The Via parameter that carries a request's [`ProxyName`] to its
 /// responses.
 const NAME_PARAM: &str = "sk-n";
@@ -189,6 +194,28 @@ fn count_upload(sender: &mut Sender, receiver: &mut Sender, uploaded: bool, coun
     }
 }
 
+/// A registration the proxy remembers: it keeps its terminal's state
+/// (RFC 5049 §6.5) until it expires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    /// When it expires.
+    pub until: Instant,
+    /// The address of record (the 2xx's To URI), at most [`MAX_AOR_LEN`]
+    /// bytes; empty when longer.
+    pub aor: Box<str>,
+    /// The token of the flow the REGISTER came by.
+    pub flow: u64,
+}
+
+impl Registered {
+    /// A registration of `aor` through flow `flow` until `until`; `aor`
+    /// kept only up to [`MAX_AOR_LEN`].
+    pub fn new(until: Instant, aor: &str, flow: u64) -> Registered {
+        let aor = if aor.len() <= MAX_AOR_LEN { aor } else { "" };
+        Registered { until, aor: aor.into(), flow }
+    }
+}
+
 /// The compartments of terminals, by (terminal, name), and the
 /// registrations that keep their state (RFC 5049 §6.5).
 #[derive(Default)]
@@ -197,7 +224,7 @@ pub struct Compartments {
     owners: HashMap<CompartmentId, Owner>,
     /// Each terminal's compartments, the one used last at the end.
     of_terminal: HashMap<Terminal, Vec<CompartmentId>>,
-    registered: HashMap<Terminal, Instant>,
+    registered: HashMap<Terminal, Registered>,
     /// `registered` by expiry: the next one is found without a scan (the
     /// runtime asks after every message, [`crate::Proxy::poll_timeout`]).
     expiries: BTreeSet<(Instant, Terminal)>,
@@ -253,19 +280,25 @@ impl Compartments {
         self.of_terminal.get(terminal).cloned().unwrap_or_default()
     }
 
+    /// How many compartments `terminal` has.
+    pub fn count_of(&self, terminal: &Terminal) -> usize {
+        self.of_terminal.get(terminal).map_or(0, Vec::len)
+    }
+
     /// The terminal whose compartment `c` is.
     pub fn terminal_of(&self, c: CompartmentId) -> Option<&Terminal> {
         self.owners.get(&c).map(|o| &o.terminal)
     }
 
-    /// `terminal` registered until `until`; false (and nothing noted) when
-    /// it is a new registration and `max` are noted already.
-    pub fn register(&mut self, terminal: Terminal, until: Instant, max: usize) -> bool {
+    /// `terminal` registered as `registration` says; false (and nothing
+    /// noted) when it is a new registration and `max` are noted already.
+    pub fn register(&mut self, terminal: Terminal, registration: Registered, max: usize) -> bool {
         if self.registered.len() >= max && !self.registered.contains_key(&terminal) {
             return false;
         }
-        if let Some(before) = self.registered.insert(terminal.clone(), until) {
-            self.expiries.remove(&(before, terminal.clone()));
+        let until = registration.until;
+        if let Some(before) = self.registered.insert(terminal.clone(), registration) {
+            self.expiries.remove(&(before.until, terminal.clone()));
         }
         self.expiries.insert((until, terminal));
         true
@@ -273,9 +306,29 @@ impl Compartments {
 
     /// `terminal`'s registration ended; whether it had one.
     pub fn unregister(&mut self, terminal: &Terminal) -> bool {
-        let Some(until) = self.registered.remove(terminal) else { return false };
-        self.expiries.remove(&(until, terminal.clone()));
+        let Some(r) = self.registered.remove(terminal) else { return false };
+        self.expiries.remove(&(r.until, terminal.clone()));
         true
+    }
+
+    /// The registrations remembered, in no particular order.
+    pub fn registrations(&self) -> impl Iterator<Item = (&Terminal, &Registered)> {
+        self.registered.iter()
+    }
+
+    /// The compartments and their terminals, in no particular order.
+    pub fn owners(&self) -> impl Iterator<Item = (CompartmentId, &Terminal)> {
+        self.owners.iter().map(|(c, o)| (*c, &o.terminal))
+    }
+
+    /// Compartments held.
+    pub fn len(&self) -> usize {
+        self.owners.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.owners.is_empty()
     }
 
     /// Whether `terminal` has a registration the proxy remembers (until it
@@ -351,12 +404,14 @@ mod tests {
         let s = std::time::Duration::from_secs;
         let mut c = Compartments::default();
         let (a, b, d) = (Terminal::Id("a".into()), Terminal::Flow(2), Terminal::Flow(3));
-        assert!(c.register(a.clone(), now + s(30), 10));
-        assert!(c.register(b.clone(), now + s(10), 10));
-        assert!(c.register(d.clone(), now + s(20), 10));
+        let until = |at| Registered::new(at, "sip:u@x", 1);
+        assert!(c.register(a.clone(), until(now + s(30)), 10));
+        assert!(c.register(b.clone(), until(now + s(10)), 10));
+        assert!(c.register(d.clone(), until(now + s(20)), 10));
         assert_eq!(c.next_expiry(), Some(now + s(10)));
         // b registers again for longer: d is next.
-        assert!(c.register(b.clone(), now + s(40), 10));
+        assert!(c.register(b.clone(), Registered::new(now + s(40), "sip:b@x", 9), 10));
+        assert_eq!(c.registrations().find(|(t, _)| **t == b).map(|(_, r)| (&*r.aor, r.flow)), Some(("sip:b@x", 9)));
         assert_eq!(c.next_expiry(), Some(now + s(20)));
         assert!(c.unregister(&d) && !c.unregister(&d));
         assert_eq!(c.next_expiry(), Some(now + s(30)));
@@ -365,6 +420,15 @@ mod tests {
         assert_eq!(c.next_expiry(), Some(now + s(40)));
         assert_eq!(c.expire(now + s(40)), vec![b]);
         assert_eq!((c.next_expiry(), c.registered_count()), (None, 0));
+    }
+
+    /// An address of record past [`MAX_AOR_LEN`] is not kept.
+    #[test]
+    fn a_registration_keeps_its_aor_up_to_the_cap() {
+        let now = Instant::now();
+        assert_eq!(&*Registered::new(now, "sip:alice@example.net", 1).aor, "sip:alice@example.net");
+        let long = format!("sip:{}@x", "a".repeat(MAX_AOR_LEN));
+        assert_eq!(&*Registered::new(now, &long, 1).aor, "");
     }
 
     #[test]

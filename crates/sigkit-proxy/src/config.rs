@@ -39,6 +39,14 @@ impl SipTransport {
             SipTransport::Tcp => "TCP",
         }
     }
+
+    /// The transport as a `listen` address spells it: `udp` or `tcp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SipTransport::Udp => "udp",
+            SipTransport::Tcp => "tcp",
+        }
+    }
 }
 
 /// `udp:HOST:PORT` or `tcp:HOST:PORT`.
@@ -101,11 +109,7 @@ impl FromStr for TransportAddr {
 
 impl fmt::Display for TransportAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let t = match self.transport {
-            SipTransport::Udp => "udp",
-            SipTransport::Tcp => "tcp",
-        };
-        write!(f, "{t}:{}", self.addr)
+        write!(f, "{}:{}", self.transport.name(), self.addr)
     }
 }
 

@@ -50,7 +50,9 @@
 //! `transactions.rs` (stateful mode), `compression.rs` (the SigComp
 //! endpoint and its budgets), besides overload control and the metrics.
 //! The steps that join them are `impl Proxy` blocks: here,
-//! `from_terminal.rs`, `toward_terminal.rs` and `stateful.rs`.
+//! `from_terminal.rs`, `toward_terminal.rs` and `stateful.rs`; `trace.rs`
+//! writes the debug event of each message they handle, and `listing.rs`
+//! reads the compartments and registrations for the admin interface.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -66,11 +68,13 @@ mod compression;
 mod flows;
 mod from_terminal;
 mod identity;
+mod listing;
 mod peer;
 mod registrar;
 mod shard;
 mod stateful;
 mod toward_terminal;
+pub mod trace;
 mod transactions;
 
 use compression::Compression;
@@ -81,6 +85,7 @@ pub use peer::{is_sigcomp_first_byte, Encoding, LocalAddrs, Peer, Side, Transmit
 use registrar::{Registrar, Registration};
 pub use shard::{new_instance_id, Shard};
 use shard::{socket_addr, BRANCH_PREFIX};
+use trace::{Direction, Summary};
 use transactions::Transactions;
 
 use crate::compartments::{ProxyName, Terminal};
@@ -204,6 +209,15 @@ impl Proxy {
     /// Sends plain SIP to the upstream.
     fn send_upstream(&mut self, bytes: Vec<u8>) {
         let to = self.identity.upstream_peer();
+        if trace::enabled() {
+            trace::message(
+                Direction::ToUpstream,
+                self.identity.shard.index,
+                &to,
+                &Summary::parse(&bytes),
+                trace::SigComp::default(),
+            );
+        }
         self.send(Side::Upstream, to, bytes, Encoding::Plain);
     }
 
@@ -301,7 +315,7 @@ impl Proxy {
         self.metrics.messages_in[0] += 1;
         self.metrics.bytes_in[0] += bytes.len() as u64;
         if encoding == Encoding::Plain {
-            self.sip_from_terminal(now, from, bytes, None);
+            self.sip_from_terminal(now, from, bytes, None, bytes.len());
             return;
         }
         // Charged the worst case before it runs (RFC 3320 §8.6), and its
@@ -311,6 +325,10 @@ impl Proxy {
             Ok(r) => r,
             Err(r) => {
                 self.metrics.refused[r.index()] += 1;
+                if trace::enabled() {
+                    let s = trace::SigComp { bytes: Some(bytes.len()), refused: Some(r.name()), ..Default::default() };
+                    trace::message(Direction::FromTerminal, self.identity.shard.index, &from, &Summary::default(), s);
+                }
                 return;
             }
         };
@@ -319,12 +337,32 @@ impl Proxy {
                 self.metrics.sigcomp_bytes_in += bytes.len() as u64;
                 self.metrics.sigcomp_sip_bytes_in += incoming.message().len() as u64;
                 let sip = incoming.message().to_vec();
-                self.sip_from_terminal(now, from, &sip, Some(incoming));
+                self.sip_from_terminal(now, from, &sip, Some(incoming), bytes.len());
             }
             // The endpoint has acted on it (its compressor fell back to
             // what the terminal still has) and counted it.
-            Ok(Received::Nack(nack)) => self.nacked(now, from, nack),
+            Ok(Received::Nack(nack)) => {
+                if trace::enabled() {
+                    let s = trace::SigComp {
+                        compartment: nack.compartment,
+                        bytes: Some(bytes.len()),
+                        nack_received: Some(nack.reason),
+                        ..Default::default()
+                    };
+                    trace::message(Direction::FromTerminal, self.identity.shard.index, &from, &Summary::default(), s);
+                }
+                self.nacked(now, from, nack)
+            }
             Err(e) => {
+                if trace::enabled() {
+                    let s = trace::SigComp {
+                        bytes: Some(bytes.len()),
+                        cycles: Some(e.failure.cycles),
+                        nack_sent: e.nack.is_some().then_some(e.failure.reason),
+                        ..Default::default()
+                    };
+                    trace::message(Direction::FromTerminal, self.identity.shard.index, &from, &Summary::default(), s);
+                }
                 if let Some(nack) = e.nack {
                     self.send(Side::Terminal, from, nack, Encoding::SigComp);
                 }
@@ -348,7 +386,17 @@ impl Proxy {
         let (Some(c), Some(report), Some(conn)) = (nack.compartment, nack.report, from.conn) else { return };
         let Some(s) = self.compression.nacked(conn, &report.nack.message_sha1, c) else { return };
         self.metrics.nack_resends += 1;
-        match self.compression.endpoint.compress(now, c, &s.sip) {
+        let compressed = self.compression.endpoint.compress(now, c, &s.sip);
+        if trace::enabled() {
+            let sigcomp = trace::SigComp {
+                compartment: Some(c),
+                bytes: compressed.as_ref().ok().map(|out| out.message.len()),
+                nack_received: Some(nack.reason),
+                ..Default::default()
+            };
+            trace::message(Direction::ToTerminal, self.identity.shard.index, &s.to, &Summary::parse(&s.sip), sigcomp);
+        }
+        match compressed {
             Ok(out) => {
                 self.registrar.compartments.to_terminal(c, out.uploaded_bytecode);
                 self.metrics.sigcomp_sip_bytes_out += s.sip.len() as u64;
@@ -398,6 +446,16 @@ impl Proxy {
     /// Counts a message from the upstream of `len` bytes that does not
     /// parse as SIP (the runtime found so while looking for its shard).
     pub fn upstream_not_sip(&mut self, len: usize) {
+        if trace::enabled() {
+            let from = self.identity.upstream_peer();
+            trace::message(
+                Direction::FromUpstream,
+                self.identity.shard.index,
+                &from,
+                &Summary::unparsed(len),
+                trace::SigComp::default(),
+            );
+        }
         self.metrics.messages_in[1] += 1;
         self.metrics.bytes_in[1] += len as u64;
         self.metrics.bad_sip += 1;
@@ -407,6 +465,16 @@ impl Proxy {
     /// parses each once, to find its shard ([`Shard::of_upstream`]), and
     /// hands that parse here.
     pub fn upstream_message(&mut self, now: Instant, msg: &Message<'_>) {
+        if trace::enabled() {
+            let from = self.identity.upstream_peer();
+            trace::message(
+                Direction::FromUpstream,
+                self.identity.shard.index,
+                &from,
+                &Summary::of(msg),
+                trace::SigComp::default(),
+            );
+        }
         self.metrics.messages_in[1] += 1;
         self.metrics.bytes_in[1] += msg.input().len() as u64;
         if msg.is_request() {

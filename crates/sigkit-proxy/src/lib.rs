@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod compartments;
 pub mod config;
 pub mod connections;

@@ -1,5 +1,5 @@
 //! The proxy on tokio: sockets, TCP connections and their framing, the
-//! timer, the metrics endpoint and shutdown. All SIP and SigComp
+//! timer, the metrics and admin endpoint (`http.rs`) and shutdown. All SIP and SigComp
 //! behaviour is in [`crate::core::Proxy`]; this module moves bytes.
 
 use std::collections::HashMap;
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use sigcomp::wire::{frame_for_stream, Deframer, Frame};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, watch};
 
@@ -21,6 +21,7 @@ use sigkit_sip::Message;
 
 mod datagrams;
 mod deadlines;
+mod http;
 use datagrams::BatchReceiver;
 use deadlines::Deadlines;
 
@@ -37,8 +38,9 @@ pub struct Running {
     /// from `upstream_local` (by default the upstream's IP address, with
     /// the port the system gave).
     pub upstream_local: SocketAddr,
-    /// Where the Prometheus metrics are served (`metrics`, bound); `None`
-    /// when `metrics` is unset.
+    /// Where the Prometheus metrics and the admin interface are served
+    /// (`metrics`, bound; [`crate::admin`]); `None` when `metrics` is
+    /// unset.
     pub metrics_addr: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
     done: tokio::task::JoinHandle<()>,
@@ -96,6 +98,18 @@ struct Shared {
     upstream_parses: AtomicU64,
     /// The shards' next deadlines, for the timer task.
     deadlines: Deadlines,
+    /// What `GET /status` tells besides the shards' counts.
+    info: Info,
+}
+
+/// The facts of a running proxy that `GET /status` reports.
+struct Info {
+    started: Instant,
+    stateful: bool,
+    /// The sockets toward terminals, as bound.
+    listen: Vec<(SipTransport, SocketAddr)>,
+    /// The SIP server behind the proxy.
+    upstream: SocketAddr,
 }
 
 /// Messages queued for one terminal's TCP connection before it counts as
@@ -332,6 +346,12 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         instance,
         upstream_parses: AtomicU64::new(0),
         deadlines: Deadlines::new(count as usize),
+        info: Info {
+            started: Instant::now(),
+            stateful: config.stateful,
+            listen: terminal_addrs.clone(),
+            upstream: upstream.addr,
+        },
     });
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
@@ -365,7 +385,7 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     }
     tasks.spawn(timer(shared.clone(), stop.clone()));
     if let Some(l) = metrics_listener {
-        tasks.spawn(metrics_server(shared.clone(), l, stop.clone()));
+        tasks.spawn(http::serve(shared.clone(), l, stop.clone()));
     }
     tasks.spawn(signals(shutdown.clone()));
     let inspected = shared.clone();
@@ -825,59 +845,5 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
-    }
-}
-
-/// `GET /metrics` in the Prometheus text format; anything else is 404.
-async fn metrics_server(shared: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) {
-    let mut backoff = AcceptBackoff::default();
-    loop {
-        let (mut stream, _) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => {
-                    backoff.reset();
-                    x
-                }
-                Err(e) => {
-                    if AcceptError::of(&e).persists() {
-                        tokio::select! {
-                            _ = tokio::time::sleep(backoff.next()) => {}
-                            _ = stop.changed() => return,
-                        }
-                    }
-                    continue;
-                }
-            },
-            _ = stop.changed() => return,
-        };
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            let mut req = Vec::new();
-            let mut buf = [0u8; 1024];
-            // The request line and headers end with an empty line; a
-            // scrape request is small.
-            while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
-                match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
-                    Ok(Ok(n)) if n > 0 => req.extend_from_slice(&buf[..n]),
-                    _ => return,
-                }
-            }
-            let wanted = req.starts_with(b"GET /metrics ") || req.starts_with(b"GET /metrics?");
-            let body = if wanted {
-                let snapshots: Vec<_> = shared.shards.iter().filter_map(|m| Some(m.lock().ok()?.snapshot())).collect();
-                crate::exposition::text_with_tcp(&snapshots, &shared.conns.snapshot())
-            } else {
-                String::from("not found\n")
-            };
-            let status = if wanted { "200 OK" } else { "404 Not Found" };
-            let head = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                if wanted { crate::exposition::CONTENT_TYPE } else { "text/plain" },
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(body.as_bytes()).await;
-            let _ = stream.shutdown().await;
-        });
     }
 }

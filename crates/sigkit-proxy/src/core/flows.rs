@@ -255,6 +255,20 @@ impl Flows {
             .fold((0, 0), |(n, bytes), len| (n + 1, bytes + len))
     }
 
+    /// For each identifier `wanted` accepts that a flow learned, the peer of
+    /// the flow last used by its terminal. Scans every flow.
+    pub(super) fn newest_by_identifier(&self, wanted: impl Fn(&str) -> bool) -> HashMap<&str, Peer> {
+        let mut newest: HashMap<&str, &Flow> = HashMap::new();
+        for f in self.flows.values() {
+            let Some(id) = f.terminal_id.as_deref().filter(|id| wanted(id)) else { continue };
+            let slot = newest.entry(id).or_insert(f);
+            if slot.last_seen < f.last_seen {
+                *slot = f;
+            }
+        }
+        newest.into_iter().map(|(id, f)| (id, f.peer)).collect()
+    }
+
     /// The terminal a message on flow `token` comes from or goes to: the
     /// SigComp identifier the message names (RFC 5049 §6.1), which the
     /// flow then remembers; else the one the flow learned; else the flow.
@@ -375,5 +389,25 @@ mod tests {
         assert_eq!(f.terminal(Some(&long), token), Terminal::Id(urn.into()), "the flow's own identifier");
         assert_eq!(f.terminal(None, token), Terminal::Id(urn.into()));
         assert_eq!(f.identifiers(), (1, urn.len()));
+    }
+
+    /// A terminal's identifier learned by two flows names the one it used
+    /// last; identifiers not asked for are left out.
+    #[test]
+    fn the_newest_flow_of_an_identifier_is_the_one_used_last() {
+        let t0 = Instant::now();
+        let mut f = flows(10);
+        let (a, b, c) = (peer(5080, None), peer(5081, None), peer(5082, None));
+        let (ta, tb, tc) =
+            (f.insert(t0, a, Encoding::SigComp), f.insert(t0, b, Encoding::SigComp), f.insert(t0, c, Encoding::Plain));
+        f.terminal(Some("urn:x:1"), ta);
+        f.terminal(Some("urn:x:1"), tb);
+        f.terminal(Some("urn:x:2"), tc);
+        f.touch(t0 + Duration::from_secs(1), &a, Encoding::SigComp);
+        let newest = f.newest_by_identifier(|id| id == "urn:x:1");
+        assert_eq!(newest.len(), 1);
+        assert_eq!(newest.get("urn:x:1"), Some(&a));
+        f.touch(t0 + Duration::from_secs(2), &b, Encoding::SigComp);
+        assert_eq!(f.newest_by_identifier(|_| true).get("urn:x:1"), Some(&b));
     }
 }

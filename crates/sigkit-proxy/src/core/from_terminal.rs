@@ -5,16 +5,26 @@
 use super::*;
 
 impl Proxy {
-    pub(super) fn sip_from_terminal(&mut self, now: Instant, from: Peer, bytes: &[u8], incoming: Option<Incoming>) {
+    /// A SIP message from a terminal: plain, or decompressed from a SigComp
+    /// message of `wire_len` bytes (`incoming`).
+    pub(super) fn sip_from_terminal(
+        &mut self,
+        now: Instant,
+        from: Peer,
+        bytes: &[u8],
+        incoming: Option<Incoming>,
+        wire_len: usize,
+    ) {
         let encoding = if incoming.is_some() { Encoding::SigComp } else { Encoding::Plain };
         let Ok(msg) = Message::parse(bytes) else {
+            self.trace_arrival(&from, None, bytes.len(), incoming.as_ref(), wire_len, None);
             self.metrics.bad_sip += 1;
             self.decide(now, incoming, None, false);
             return;
         };
         let token = self.token(now, from, encoding);
         if msg.is_request() {
-            self.request_from_terminal(now, from, &msg, token, incoming);
+            self.request_from_terminal(now, from, &msg, token, incoming, wire_len);
         } else {
             // A response of the terminal's (it is the UAS) to a request of
             // the proxy's, whose Via named the proxy by its sigcomp-id: the
@@ -23,6 +33,7 @@ impl Proxy {
             // responses").
             let terminal = self.flows.terminal(None, token);
             let c = encoding.is_sigcomp().then(|| self.compartment_for(&terminal, self.identity.our_name));
+            self.trace_arrival(&from, Some(&msg), bytes.len(), incoming.as_ref(), wire_len, c);
             let accept = self.registrar.compartments.is_registered(&terminal);
             if accept {
                 self.flows.trust(token);
@@ -39,8 +50,10 @@ impl Proxy {
         msg: &Message<'_>,
         token: u64,
         incoming: Option<Incoming>,
+        wire_len: usize,
     ) {
         if msg.top_via().is_err() {
+            self.trace_arrival(&from, Some(msg), msg.input().len(), incoming.as_ref(), wire_len, None);
             self.metrics.bad_sip += 1;
             self.decide(now, incoming, None, false);
             return;
@@ -51,6 +64,7 @@ impl Proxy {
         let terminal = self.flows.terminal(sigkit_sip::compartment::sigcomp_id(msg), token);
         let name = ProxyName::of_request(msg).unwrap_or(self.identity.our_name);
         let compartment = incoming.is_some().then(|| self.compartment_for(&terminal, name));
+        self.trace_arrival(&from, Some(msg), msg.input().len(), incoming.as_ref(), wire_len, compartment);
         let registered = self.registrar.compartments.is_registered(&terminal);
         if registered {
             self.flows.trust(token);
@@ -227,6 +241,34 @@ impl Proxy {
             return;
         }
         self.send_upstream(e.emit());
+    }
+
+    /// The event of a message from a terminal ([`trace`]), written once its
+    /// compartment is known and before anything it causes is sent: the SIP
+    /// message (`None` when it does not parse) of `sip_len` bytes, and for
+    /// a SigComp one its `wire_len` bytes and the cycles its decompression
+    /// took.
+    #[inline]
+    fn trace_arrival(
+        &self,
+        from: &Peer,
+        msg: Option<&Message<'_>>,
+        sip_len: usize,
+        incoming: Option<&Incoming>,
+        wire_len: usize,
+        compartment: Option<CompartmentId>,
+    ) {
+        if !trace::enabled() {
+            return;
+        }
+        let sip = msg.map_or_else(|| trace::Summary::unparsed(sip_len), trace::Summary::of);
+        let sigcomp = trace::SigComp {
+            compartment,
+            bytes: incoming.is_some().then_some(wire_len),
+            cycles: incoming.map(Incoming::cycles),
+            ..Default::default()
+        };
+        trace::message(trace::Direction::FromTerminal, self.identity.shard.index, from, &sip, sigcomp);
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 use sigcomp::CompartmentId;
 use sigkit_sip::Message;
 
-use crate::compartments::{Compartments, ProxyName, Terminal};
+use crate::compartments::{Compartments, ProxyName, Registered, Terminal};
 use crate::pending::{PendingLimits, PendingRegisters, MAX_CONTACTS};
 
 /// A REGISTER's Contact bindings: (user, host in lower case, port).
@@ -54,11 +54,26 @@ impl Registrar {
         (c, over)
     }
 
-    /// Records the registrar's 2xx to `terminal`'s REGISTER: its
-    /// registration lasts until `until`, or has ended (`None`).
-    pub(super) fn register(&mut self, terminal: &Terminal, until: Option<Instant>) -> Registration {
+    /// Records the registrar's 2xx to `terminal`'s REGISTER of `aor`, which
+    /// came by flow `flow`: its registration lasts until `until`, or has
+    /// ended (`None`).
+    pub(super) fn register(
+        &mut self,
+        terminal: &Terminal,
+        until: Option<Instant>,
+        aor: &str,
+        flow: u64,
+    ) -> Registration {
         match until {
-            Some(t) if self.compartments.register(terminal.clone(), t, self.max_registrations) => Registration::Kept,
+            Some(t)
+                if self.compartments.register(
+                    terminal.clone(),
+                    Registered::new(t, aor, flow),
+                    self.max_registrations,
+                ) =>
+            {
+                Registration::Kept
+            }
             Some(_) => Registration::NotKept,
             None => {
                 self.compartments.unregister(terminal);
@@ -202,14 +217,14 @@ mod tests {
         let name = ProxyName::ours("urn:proxy");
         let (ca, over) = r.compartment(&a, name);
         assert_eq!(over, None);
-        assert_eq!(r.register(&a, Some(now + std::time::Duration::from_secs(60))), Registration::Kept);
-        assert_eq!(r.register(&b, Some(now)), Registration::NotKept);
+        assert_eq!(r.register(&a, Some(now + std::time::Duration::from_secs(60)), "sip:a@x", 1), Registration::Kept);
+        assert_eq!(r.register(&b, Some(now), "sip:b@x", 2), Registration::NotKept);
         assert_eq!(r.next_deadline(), Some(now + std::time::Duration::from_secs(60)));
         assert_eq!(r.expire(now), Vec::<CompartmentId>::new());
         assert_eq!(r.expire(now + std::time::Duration::from_secs(60)), vec![ca]);
         assert!(r.compartments.of(&a).is_empty() && !r.compartments.is_registered(&a));
         r.compartment(&b, name);
-        assert_eq!(r.register(&b, None), Registration::Ended);
+        assert_eq!(r.register(&b, None, "sip:b@x", 2), Registration::Ended);
         assert_eq!(r.forget(&b).len(), 1);
     }
 }

@@ -85,7 +85,10 @@ impl Proxy {
         let Some(expires) = registrar::binding_expiry(msg, &held.contacts) else { return false };
         let until = (expires > 0).then(|| now + Duration::from_secs(u64::from(expires)));
         self.flows.set_registered_until(held.token, until);
-        match self.registrar.register(&held.terminal, until) {
+        // RFC 3261 §10.2: the To header of a REGISTER, and of its 2xx,
+        // holds the address of record.
+        let aor = msg.to().map(|to| to.uri).unwrap_or_default();
+        match self.registrar.register(&held.terminal, until, aor, held.token) {
             Registration::Kept => false,
             Registration::NotKept => {
                 self.metrics.registrations_not_kept += 1;
@@ -180,13 +183,30 @@ impl Proxy {
     /// where it speaks SigComp.
     pub(super) fn deliver_to_terminal(&mut self, now: Instant, to: Peer, app: &App, encoding: Encoding, sip: Vec<u8>) {
         self.flows.sent_to(app.token, now);
+        // Read before `sip` moves into the compressor.
+        let summary = trace::enabled().then(|| Summary::parse(&sip));
         if encoding == Encoding::Plain {
+            if let Some(summary) = summary {
+                trace::message(
+                    Direction::ToTerminal,
+                    self.identity.shard.index,
+                    &to,
+                    &summary,
+                    trace::SigComp::default(),
+                );
+            }
             self.send(Side::Terminal, to, sip, Encoding::Plain);
             return;
         }
         let compartment = self.compartment_for(&app.terminal, app.name);
         let sip_len = sip.len() as u64;
-        match self.compression.compress(now, compartment, to, sip) {
+        let compressed = self.compression.compress(now, compartment, to, sip);
+        if let Some(summary) = summary {
+            let bytes = compressed.as_ref().ok().map(|c| c.message.len());
+            let sigcomp = trace::SigComp { compartment: Some(compartment), bytes, ..Default::default() };
+            trace::message(Direction::ToTerminal, self.identity.shard.index, &to, &summary, sigcomp);
+        }
+        match compressed {
             Ok(c) => {
                 self.registrar.compartments.to_terminal(compartment, c.uploaded_bytecode);
                 self.metrics.sigcomp_sip_bytes_out += sip_len;
