@@ -446,35 +446,27 @@ impl Proxy {
     /// Counts a message from the upstream of `len` bytes that does not
     /// parse as SIP (the runtime found so while looking for its shard).
     pub fn upstream_not_sip(&mut self, len: usize) {
-        if trace::enabled() {
-            let from = self.identity.upstream_peer();
-            trace::message(
-                Direction::FromUpstream,
-                self.identity.shard.index,
-                &from,
-                &Summary::unparsed(len),
-                trace::SigComp::default(),
-            );
-        }
+        self.trace_from_upstream(|| Summary::unparsed(len));
         self.metrics.messages_in[1] += 1;
         self.metrics.bytes_in[1] += len as u64;
         self.metrics.bad_sip += 1;
+    }
+
+    /// The event of a message from the upstream (`sigkit_proxy::messages`
+    /// at debug); `summary` is read only when the event is enabled.
+    fn trace_from_upstream(&self, summary: impl FnOnce() -> Summary) {
+        if trace::enabled() {
+            let from = self.identity.upstream_peer();
+            let s = summary();
+            trace::message(Direction::FromUpstream, self.identity.shard.index, &from, &s, trace::SigComp::default());
+        }
     }
 
     /// [`Proxy::from_upstream`] of a message already parsed: the runtime
     /// parses each once, to find its shard ([`Shard::of_upstream`]), and
     /// hands that parse here.
     pub fn upstream_message(&mut self, now: Instant, msg: &Message<'_>) {
-        if trace::enabled() {
-            let from = self.identity.upstream_peer();
-            trace::message(
-                Direction::FromUpstream,
-                self.identity.shard.index,
-                &from,
-                &Summary::of(msg),
-                trace::SigComp::default(),
-            );
-        }
+        self.trace_from_upstream(|| Summary::of(msg));
         self.metrics.messages_in[1] += 1;
         self.metrics.bytes_in[1] += msg.input().len() as u64;
         if msg.is_request() {
