@@ -18,7 +18,8 @@ use sigkit_proxy::{Peer, Proxy};
 fn config() -> ProxyConfig {
     let mut c = ProxyConfig::default();
     c.listen = vec![TransportAddr { transport: SipTransport::Udp, addr: SocketAddr::from(([127, 0, 0, 1], 5060)) }];
-    c.upstream = Some(TransportAddr { transport: SipTransport::Udp, addr: SocketAddr::from(([127, 0, 0, 1], 5070)) });
+    c.upstream =
+        Some(TransportAddr { transport: SipTransport::Udp, addr: SocketAddr::from(([127, 0, 0, 1], 5070)) }.into());
     c.max_flows = 8;
     c.max_pending_registers = 4;
     c.max_pending_registers_per_source = 2;
