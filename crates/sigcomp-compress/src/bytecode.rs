@@ -229,6 +229,13 @@ impl Bytecode {
     }
 }
 
+/// The word at the address of label `label` in an image that starts at
+/// `base`.
+pub fn word(code: &[u8], base: u16, label: u16) -> u16 {
+    let i = usize::from(label - base);
+    u16::from_be_bytes([code[i], code[i + 1]])
+}
+
 /// Writes `v` into the image at the address of label `label`.
 pub fn put_word(code: &mut [u8], base: u16, label: u16, v: u16) {
     let i = usize::from(label - base);

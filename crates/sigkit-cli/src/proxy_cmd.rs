@@ -76,11 +76,11 @@ enum LogFormat {
     Json,
 }
 
-/// The configuration file at `path`; the message to print when it cannot
-/// be read or is refused.
-pub fn read_config(path: &Path) -> Result<ProxyConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    ProxyConfig::from_toml(&path.display().to_string(), &text).map_err(|e| e.to_string())
+/// The configuration file at `path`, or why it cannot be read or is
+/// refused, as the failure it is ([`config_failure`]).
+pub fn read_config(path: &Path) -> Result<ProxyConfig, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+    ProxyConfig::from_toml(&path.display().to_string(), &text).map_err(config_failure)
 }
 
 /// Installs the log subscriber: `level` (else RUST_LOG, else info) in
@@ -143,11 +143,7 @@ fn config_failure(e: ConfigError) -> CliError {
 /// The configuration: the file's, with the flags' values over it.
 fn configuration(args: &ProxyArgs) -> Result<ProxyConfig, CliError> {
     let mut config = match &args.config {
-        Some(path) => {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-            ProxyConfig::from_toml(&path.display().to_string(), &text).map_err(config_failure)?
-        }
+        Some(path) => read_config(path)?,
         None => ProxyConfig::default(),
     };
     if !args.listen.is_empty() {

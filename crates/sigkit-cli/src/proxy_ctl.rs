@@ -71,7 +71,7 @@ pub fn ctl(args: CtlArgs) -> ExitCode {
                     return ExitCode::from(EXIT_USAGE);
                 }
             },
-            Err(e) => return CliError::input(e).report("sigkit proxy ctl"),
+            Err(e) => return e.report("sigkit proxy ctl"),
         },
         (None, None) => {
             eprintln!("sigkit proxy ctl: give the proxy's metrics address (--metrics HOST:PORT or --config FILE)");

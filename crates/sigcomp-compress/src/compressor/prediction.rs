@@ -257,9 +257,8 @@ impl Compressor {
             None => self.initialised_memory(&at).into(),
         };
         let m = Arc::get_mut(&mut snapshot)?;
-        let word = |m: &[u8], a: u16| u16::from_be_bytes([m[usize::from(a) - 64], m[usize::from(a) - 63]]);
         // :decompress: MULTILOAD (fb_loc, 4, 0, state_min_access, $announce_params, 0).
-        let announce_params = word(m, image.announce_params);
+        let announce_params = bytecode::word(m, 64, image.announce_params);
         bytecode::put_word(m, 64, at.fb_loc, 0);
         bytecode::put_word(m, 64, at.snap_mal, at.state_min_access);
         bytecode::put_word(m, 64, at.returned_parameters_location, announce_params);
@@ -270,7 +269,7 @@ impl Compressor {
         // Bytes written at decompressed_pointer wrap within the buffer
         // (RFC 3320 §8.4; byte_copy_left/right are the buffer's bounds).
         let append = |m: &mut [u8], bytes: &[u8]| {
-            let mut dp = usize::from(word(m, at.decompressed_pointer));
+            let mut dp = usize::from(bytecode::word(m, 64, at.decompressed_pointer));
             if !(cb..end).contains(&dp) {
                 return false;
             }
@@ -306,7 +305,7 @@ impl Compressor {
         // END-MESSAGE (..., $snap_len, 64, decompress, $snap_mal, snapshot_priority):
         // $snap_len is decompressed_pointer − 64 for a short snapshot.
         if short != 0 {
-            let len = usize::from(word(m, at.decompressed_pointer)) - 64;
+            let len = usize::from(bytecode::word(m, 64, at.decompressed_pointer)) - 64;
             snapshot = Arc::from(&snapshot[..len]);
         }
         creates.push((State::from_shared(64, image.decompress, at.state_min_access, snapshot), at.snapshot_priority));
@@ -374,8 +373,10 @@ impl Compressor {
         if snapshot.len() >= whole {
             return (snapshot.len() == whole).then_some(snapshot);
         }
-        let mut m = vec![0u8; whole];
-        m[..snapshot.len()].copy_from_slice(&snapshot);
+        // The snapshot's bytes, then zeros (the prefix is not zeroed first).
+        let mut m = Vec::with_capacity(whole);
+        m.extend_from_slice(&snapshot);
+        m.resize(whole, 0);
         if self.continues_from_short(&m) {
             let dict = &self.bytecode.dictionary;
             let dict_at = end - dict.len();
@@ -387,8 +388,7 @@ impl Compressor {
 
     /// The word decompressed_pointer of memory `m` (from address 64).
     fn decompressed_pointer(&self, m: &[u8]) -> usize {
-        let a = usize::from(self.config.algorithm.symbols().decompressed_pointer) - 64;
-        usize::from(u16::from_be_bytes([m[a], m[a + 1]]))
+        usize::from(bytecode::word(m, 64, self.config.algorithm.symbols().decompressed_pointer))
     }
 
     /// Whether the snapshot whose memory is `m` was a short one (its word
