@@ -32,7 +32,9 @@ fn spawn(mut cmd: Command, log: &Path) -> Result<ProcessGroup, String> {
 
 /// A `sigkit proxy` process with limits high enough for the load: one
 /// source address (127.0.0.1) carries every terminal, so the per-source
-/// budgets are lifted.
+/// budgets are lifted, and so is the cap on the REGISTERs held from one
+/// source (past it a registration's state would be declined, and each of
+/// that terminal's later messages NACKed).
 pub struct ProxyProcess {
     process: ProcessGroup,
     pub listen: SocketAddr,
@@ -60,7 +62,7 @@ pub fn start_proxy(
     let metrics = SocketAddr::from((LOCALHOST, free_port()?));
     let config = format!(
         "threads = {threads}\nshards = {shards}\nlisten = [\"udp:{listen}\"]\nupstream = \"udp:{upstream}\"\nupstream_local = \"127.0.0.1:0\"\n\
-         metrics = \"{metrics}\"\n[sigcomp]\nmax_compartments = 1000000\nmax_state_bytes = 8589934592\nhot_compartments = {hot}\n\
+         metrics = \"{metrics}\"\nmax_pending_registers_per_source = 1000000\n[sigcomp]\nmax_compartments = 1000000\nmax_state_bytes = 8589934592\nhot_compartments = {hot}\n\
          [defence]\ncycles_per_source_per_s = 1000000000000\ncycles_burst = 1000000000000\n\
          messages_per_source_per_s = 1000000000\nmessages_burst = 1000000000\n\
          decompression_ms_per_s = 1000000\ndecompression_burst_ms = 1000000\nunknown_sources_percent = 100\n",

@@ -41,29 +41,33 @@ pub async fn replay_scenario(args: &Args, dir: &Path, summary: &mut Summary) -> 
     let proxy = start_proxy(args, dir, "proxy-replay", responder, 4096)?;
     let watch = Watch { proxy: vec![proxy.pid()], upstream: Upstream::Responder, metrics: Some(proxy.metrics) };
     let answers = Rc::new(Cell::new(0u64));
+    let per_terminal: Vec<Rc<Cell<u64>>> = recording.sockets.iter().map(|_| Rc::new(Cell::new(0))).collect();
     let receivers: Vec<_> = recording
         .sockets
         .iter()
-        .map(|socket| tokio::task::spawn_local(count_answers(socket.clone(), answers.clone())))
+        .zip(&per_terminal)
+        .map(|(socket, mine)| tokio::task::spawn_local(count_answers(socket.clone(), answers.clone(), mine.clone())))
         .collect();
-    resend_registrations(&recording, proxy.listen).await;
+    let unanswered = resend_registrations(&recording, proxy.listen, &per_terminal).await;
     println!(
-        "replay: {} answers to the {} recorded registrations",
+        "replay: {} answers to the {} recorded registrations; {unanswered} terminals unanswered",
         answers.get(),
         recording.registration.iter().sum::<usize>()
     );
+    if unanswered > 0 {
+        println!("replay: NOT CLEAN: those terminals' later messages will be NACKed (STATE_NOT_FOUND)");
+    }
     let (best, at_best) = replay_steps(args, &recording, &proxy, &watch, &answers).await;
     for r in receivers {
         r.abort();
     }
     let m = http_get(proxy.metrics, "/metrics");
-    let nacks = m
-        .lines()
-        .filter(|l| l.starts_with("sigkit_proxy_nacks_sent_total{"))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
-        .sum::<u64>();
+    let nacks = nacks_sent(&m);
     let accepted = metric(&m, "sigkit_proxy_state_decisions_total{decision=\"accepted\"}");
     println!("replay proxy metrics: NACKs sent {nacks}, states accepted {accepted}");
+    if nacks > 0 {
+        println!("replay: NOT CLEAN: {nacks} recorded messages did not decompress at the fresh proxy");
+    }
     drop(proxy);
     if let Some(b) = at_best {
         summary.lines.push(summary_line(args, best, &b, nacks));
@@ -116,27 +120,49 @@ async fn drain(terms: &[SharedTerminal]) {
     }
 }
 
-async fn count_answers(socket: Rc<UdpSocket>, answers: Rc<Cell<u64>>) {
+/// The NACKs the proxy sent, every reason added up.
+fn nacks_sent(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("sigkit_proxy_nacks_sent_total{"))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum()
+}
+
+async fn count_answers(socket: Rc<UdpSocket>, answers: Rc<Cell<u64>>, mine: Rc<Cell<u64>>) {
     let mut buf = vec![0u8; 65536];
     loop {
         if socket.recv_from(&mut buf).await.is_ok() {
             answers.set(answers.get() + 1);
+            mine.set(mine.get() + 1);
         }
     }
 }
 
-/// The registrations first, a hundred terminals at a time.
-async fn resend_registrations(recording: &Recording, proxy: SocketAddr) {
-    let indices: Vec<usize> = (0..recording.logs.len()).collect();
-    for batch in indices.chunks(100) {
-        for &i in batch {
-            for m in &recording.logs[i][..recording.registration[i]] {
-                let _ = recording.sockets[i].send_to(m, proxy).await;
+/// The registrations first, a hundred terminals at a time; a terminal
+/// whose registration got no answer (a datagram lost on a busy host) sends
+/// it again, as its SIP transaction would (RFC 3261 §17.1.2.2), up to three
+/// more times. The proxy absorbs a retransmission of a REGISTER it has
+/// forwarded. Returns how many terminals stayed unanswered.
+async fn resend_registrations(recording: &Recording, proxy: SocketAddr, per_terminal: &[Rc<Cell<u64>>]) -> usize {
+    let mut todo: Vec<usize> = (0..recording.logs.len()).collect();
+    for round in 0..4 {
+        for batch in todo.chunks(100) {
+            for &i in batch {
+                for m in &recording.logs[i][..recording.registration[i]] {
+                    let _ = recording.sockets[i].send_to(m, proxy).await;
+                }
             }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        todo.retain(|&i| per_terminal[i].get() == 0);
+        if todo.is_empty() {
+            break;
+        }
+        println!("replay: {} registrations unanswered after round {}, sent again", todo.len(), round + 1);
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    todo.len()
 }
 
 /// The replay's steps up the rates, round robin over the terminals, each
