@@ -20,7 +20,7 @@
 #
 # Usage: scripts/bench-proxy.sh [--terminals N] [--rates R1,R2,...] [--step-ms MS] [--idle N] [--no-kamailio]
 #                               [--only proxy|replay|kamailio|memory] [--proxy-threads N] [--proxy-shards N] [--pin]
-#                               [--record-rate R] [--replay-rates R1,R2,...]
+#                               [--record-rate R] [--replay-rates R1,R2,...] [--proxy-level L]
 # --pin puts the proxy on the last CPU and the generator on the others (taskset), so that neither waits for the
 # other's CPU; each row also gives the proxy's own handling time (its sigkit_proxy_handling_seconds histogram)
 # and the run-queue wait per time slice of the proxy's and the generator's threads (schedstat).

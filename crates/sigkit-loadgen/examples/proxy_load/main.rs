@@ -98,6 +98,11 @@ pub struct Args {
     /// The proxy's shards (0: its default).
     #[arg(long = "proxy-shards", value_name = "N", default_value_t = 0)]
     pub proxy_shards: usize,
+    /// The proxy's compression level, `sigcomp.level` (1 fastest to 9;
+    /// 0: its default).
+    #[arg(long = "proxy-level", value_name = "L", default_value_t = 0,
+          value_parser = clap::value_parser!(u8).range(0..=9))]
+    pub proxy_level: u8,
     /// The proxy on the last CPU, this program (generator, responder,
     /// probe) on the others (taskset), so that neither waits for the
     /// other's CPU.

@@ -62,12 +62,16 @@ pub fn start_proxy(
     let metrics = SocketAddr::from((LOCALHOST, free_port()?));
     let config = format!(
         "threads = {threads}\nshards = {shards}\nlisten = [\"udp:{listen}\"]\nupstream = \"udp:{upstream}\"\nupstream_local = \"127.0.0.1:0\"\n\
-         metrics = \"{metrics}\"\nmax_pending_registers_per_source = 1000000\n[sigcomp]\nmax_compartments = 1000000\nmax_state_bytes = 8589934592\nhot_compartments = {hot}\n\
+         metrics = \"{metrics}\"\nmax_pending_registers_per_source = 1000000\n[sigcomp]\n{level}max_compartments = 1000000\nmax_state_bytes = 8589934592\nhot_compartments = {hot}\n\
          [defence]\ncycles_per_source_per_s = 1000000000000\ncycles_burst = 1000000000000\n\
          messages_per_source_per_s = 1000000000\nmessages_burst = 1000000000\n\
          decompression_ms_per_s = 1000000\ndecompression_burst_ms = 1000000\nunknown_sources_percent = 100\n",
         threads = args.proxy_threads,
-        shards = args.proxy_shards
+        shards = args.proxy_shards,
+        level = match args.proxy_level {
+            0 => String::new(),
+            level => format!("level = {level}\n"),
+        }
     );
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, config).map_err(|e| format!("{}: {e}", path.display()))?;
