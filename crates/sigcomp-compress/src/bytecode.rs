@@ -160,20 +160,14 @@ impl Layout {
     }
 
     /// The circular buffer of a snapshot (UDVM memory from address 64) in
-    /// chronological order, oldest byte first.
-    pub fn window_of(&self, memory: &[u8]) -> Vec<u8> {
-        let mut w = Vec::with_capacity(usize::from(self.buffer_size));
-        self.window_into(memory, &mut w);
-        w
-    }
-
-    /// [`Layout::window_of`] into `w` (its bytes replaced).
-    pub fn window_into(&self, memory: &[u8], w: &mut Vec<u8>) {
+    /// chronological order, oldest byte first, into `w` (its bytes
+    /// replaced): the oldest byte is the one at `decompressed_pointer`, the
+    /// program's next write (RFC 3320 §8.4: a circular buffer wraps from
+    /// byte_copy_right to byte_copy_left).
+    pub fn window_into(&self, memory: &[u8], decompressed_pointer: usize, w: &mut Vec<u8>) {
         let cb = usize::from(self.circular_buffer) - 64;
         let buf = &memory[cb..cb + usize::from(self.buffer_size)];
-        // decompressed_pointer is the word at address 70.
-        let ptr = usize::from(u16::from_be_bytes([memory[6], memory[7]]));
-        let split = ptr - usize::from(self.circular_buffer);
+        let split = decompressed_pointer - usize::from(self.circular_buffer);
         w.clear();
         w.extend_from_slice(&buf[split..]);
         w.extend_from_slice(&buf[..split]);

@@ -596,7 +596,7 @@ impl Compressor {
         let (base, base_memory) = self.newest_usable_snapshot().unzip();
         let mut window = std::mem::take(&mut self.window);
         match &base_memory {
-            Some(m) => self.layout.window_into(m, &mut window),
+            Some(m) => self.layout.window_into(m, self.decompressed_pointer(m), &mut window),
             None => self.bytecode.fresh_window_into(&self.layout, &mut window),
         }
         let snapshot = !base.as_ref().is_some_and(|b| self.snapshot_would_evict(&b.id));
@@ -677,6 +677,9 @@ impl Compressor {
         if self.kept_once_sent() {
             return false;
         }
+        // The whole memory's length: a short snapshot (flag 0x02) is no
+        // longer, and whether this one is short is known only once the
+        // message is encoded, so the test errs toward saving no snapshot.
         let len = usize::from(self.layout.buffer_end).saturating_sub(64);
         self.peer_states.creating_would_evict(len, base)
     }

@@ -387,7 +387,7 @@ impl Compressor {
     }
 
     /// The word decompressed_pointer of memory `m` (from address 64).
-    fn decompressed_pointer(&self, m: &[u8]) -> usize {
+    pub(super) fn decompressed_pointer(&self, m: &[u8]) -> usize {
         usize::from(bytecode::word(m, 64, self.config.algorithm.symbols().decompressed_pointer))
     }
 
