@@ -5,8 +5,31 @@ use crate::ParseError;
 use std::ops::Range;
 
 /// `token` characters: alphanum / `-.!%*_+` `` ` `` `'~` (RFC 3261 §25.1).
-pub(crate) fn is_token_byte(b: u8) -> bool {
+const fn token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'!' | b'%' | b'*' | b'_' | b'+' | b'`' | b'\'' | b'~')
+}
+
+/// A generic-param value outside quotes: `token / host` (RFC 3261 §25.1
+/// gen-value; an IPv6reference adds `:[]`).
+const fn gen_value_byte(b: u8) -> bool {
+    token_byte(b) || matches!(b, b':' | b'[' | b']')
+}
+
+/// Bit 0: [`token_byte`]; bit 1: [`gen_value_byte`]. One load per byte
+/// for the scans every header's parameters go through.
+const CLASSES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = token_byte(b as u8) as u8 | (gen_value_byte(b as u8) as u8) << 1;
+        b += 1;
+    }
+    t
+};
+
+#[inline]
+pub(crate) fn is_token_byte(b: u8) -> bool {
+    CLASSES[usize::from(b)] & 1 != 0
 }
 
 /// Linear white space, folded line ends included (RFC 3261 §7.3.1, §25.1 LWS).
@@ -133,8 +156,9 @@ pub(crate) struct ParamSpan<'a> {
 }
 
 /// `gen-value = token / host / quoted-string`; host adds `:` `[` `]` for IPv6.
+#[inline]
 fn is_gen_value_byte(b: u8) -> bool {
-    is_token_byte(b) || matches!(b, b':' | b'[' | b']')
+    CLASSES[usize::from(b)] & 2 != 0
 }
 
 /// Reads the generic-param starting at `s[pos..]` (LWS, `;`, LWS, name, optionally
@@ -267,4 +291,22 @@ pub(crate) fn parse_decimal(s: &[u8], max_digits: usize) -> Option<u64> {
         return None;
     }
     Some(s.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_byte_classes_are_rfc_3261s_token_and_gen_value() {
+        let token: Vec<u8> = (0..=255u8).filter(|&b| is_token_byte(b)).collect();
+        let mut expected: Vec<u8> = (b'0'..=b'9').chain(b'A'..=b'Z').chain(b'a'..=b'z').collect();
+        expected.extend_from_slice(b"-.!%*_+`'~");
+        expected.sort_unstable();
+        assert_eq!(token, expected);
+        let value: Vec<u8> = (0..=255u8).filter(|&b| is_gen_value_byte(b)).collect();
+        expected.extend_from_slice(b":[]");
+        expected.sort_unstable();
+        assert_eq!(value, expected);
+    }
 }
