@@ -170,6 +170,8 @@ struct Pass {
     requests: Duration,
     answers: Duration,
     exchanges: u64,
+    /// The answers' bytes toward the terminals, compressed.
+    answer_bytes: u64,
 }
 
 /// One request through `proxy` and its answer back, the proxy's calls
@@ -187,6 +189,7 @@ fn exchange(proxy: &mut Proxy, now: Instant, from: Peer, datagram: &[u8], pass: 
     pass.answers += t1.elapsed();
     assert!(back.encoding == Encoding::SigComp && back.to == from, "the answer compressed toward its terminal");
     pass.exchanges += 1;
+    pass.answer_bytes += back.bytes.len() as u64;
     back.bytes
 }
 
@@ -247,7 +250,8 @@ fn main() {
     let level = if args.level == 0 { "default".to_string() } else { args.level.to_string() };
     println!(
         "proxy core, {} terminals × {} OPTIONS, level {level}, median of {} passes: \
-         {:.1} µs per request and its answer ({:.1} µs per SigComp message): request {:.1} µs, answer {:.1} µs",
+         {:.1} µs per request and its answer ({:.1} µs per SigComp message): request {:.1} µs, answer {:.1} µs; \
+         answers {:.1} bytes compressed",
         args.terminals,
         args.rounds,
         passes.len(),
@@ -255,5 +259,6 @@ fn main() {
         us(median.requests + median.answers) / 2.0,
         us(median.requests),
         us(median.answers),
+        median.answer_bytes as f64 / median.exchanges as f64,
     );
 }
