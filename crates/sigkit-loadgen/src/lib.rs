@@ -37,6 +37,7 @@ pub mod metrics;
 pub mod pattern;
 pub mod runtime;
 pub mod scenario;
+pub mod screen;
 pub mod service;
 pub mod sigcomp_layer;
 pub mod sut;
@@ -48,7 +49,8 @@ pub use control::ControlCommand;
 pub use engine::{Engine, EngineConfig, Transport};
 pub use inject::Injection;
 pub use metrics::{
-    Interval, Moments, Percentiles, Recorder, SippTotals, StepReport, Summary, SutUsage, Tail, TransactionTimes,
+    Interval, Moments, Percentiles, Recorder, SippTotals, StepMessages, StepReport, Summary, SutUsage, Tail,
+    TransactionTimes,
 };
 pub use pattern::{Arrivals, Pattern, RateController};
 pub use runtime::{run, Control, EndReason, LoadConfig, LoadError, Prepared, Progress, Role, RunReport};

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 use crate::control::{self, ControlCommand};
 use crate::engine::{Engine, EngineConfig, Outbox, Transport};
 use crate::inject::Injection;
-use crate::metrics::{Interval, StepReport, Summary, Tail};
+use crate::metrics::{Interval, StepMessages, StepReport, Summary, Tail};
 use crate::pattern::{Arrivals, Pattern, RateController, StepSpan};
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::service::{ServiceModel, ServiceModelError, ServiceQueue};
@@ -67,6 +67,9 @@ pub struct LoadConfig {
     pub duration: Option<Duration>,
     /// An [`Interval`] row every this long (SIPp's `-fd`).
     pub report_every: Duration,
+    /// A [`Progress`] update every this long (SIPp's `-f`, its screen's
+    /// refresh period), besides the last one at the end.
+    pub progress_every: Duration,
     /// A UDP control socket on this port of the local address (SIPp's
     /// `-cp`); 0 picks a free port.
     pub control_port: Option<u16>,
@@ -101,6 +104,7 @@ impl Default for LoadConfig {
             max_concurrent: None,
             duration: None,
             report_every: Duration::from_secs(1),
+            progress_every: Duration::from_secs(1),
             control_port: None,
             sut_pids: Vec::new(),
             sigcomp: false,
@@ -245,6 +249,27 @@ pub struct Progress {
     pub max_calls: Option<u64>,
     /// Whether the run is over (the last update).
     pub finished: bool,
+    /// Whether the run was told to quit and waits for its calls in progress to end.
+    pub quitting: bool,
+    /// Interval rows made so far (one every `report_every`).
+    pub intervals: usize,
+    /// Seconds since the previous update.
+    pub period_s: f64,
+    /// Calls started since the previous update.
+    pub period_created: u64,
+    /// The most calls in progress at once so far.
+    pub peak_active: u64,
+    /// When that many were first in progress, seconds since the run started.
+    pub peak_at_s: f64,
+    /// Messages for calls already over, answered again (SIPp's dead call messages).
+    pub dead_call: u64,
+    /// Messages for no call in progress (SIPp's out-of-call messages).
+    pub out_of_call: u64,
+    /// Requests answered by `-aa`.
+    pub auto_answered: u64,
+    /// Per step of the scenario, over the run: messages, retransmissions,
+    /// timeouts and unexpected messages (SIPp's scenario screen).
+    pub scenario_steps: Vec<StepMessages>,
 }
 
 /// Changes a running load (rate, pause, quit): cloneable, usable from any
@@ -481,7 +506,12 @@ impl Run {
             }
             ControlCommand::SetLimit(l) => self.limit = Some(l),
             ControlCommand::TogglePause => self.rate.toggle_pause(now),
-            ControlCommand::Quit => self.quitting = true,
+            // SIPp's q: the first waits for the calls in progress, a
+            // second ends the run at once.
+            ControlCommand::Quit => {
+                self.quit_now |= self.quitting;
+                self.quitting = true;
+            }
             ControlCommand::QuitNow => self.quit_now = true,
         }
     }
@@ -625,6 +655,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         stat_row(t, &run, &config, start);
     }
     let end = config.duration.map(|d| start + d);
+    let mut updates = Updates::new(&config, start);
     let mut buf: Vec<u8> = vec![0; 65536];
     let mut plain: Vec<u8> = Vec::with_capacity(65536);
     let mut ctl_buf = vec![0u8; 2048];
@@ -657,7 +688,9 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
                 stat_row(t, &run, &config, now);
                 t.flush();
             }
-            let _ = progress_tx.send(progress(&run, start, now, reports.intervals.last(), false));
+        }
+        if now >= updates.next {
+            let _ = progress_tx.send(updates.progress(&run, start, now, &reports, false));
         }
         if run.calls_done(client, start, now) {
             break EndReason::Calls;
@@ -673,7 +706,10 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         }
         let starting = if client && !run.quitting { run.rate.next_due() } else { None };
         let serving = service.as_ref().and_then(|q| q.poll_timeout());
-        let wake = [starting, run.engine.poll_timeout(), serving, Some(reports.next), end].into_iter().flatten().min();
+        let wake = [starting, run.engine.poll_timeout(), serving, Some(reports.next), Some(updates.next), end]
+            .into_iter()
+            .flatten()
+            .min();
         let wake = wake.unwrap_or(now + Duration::from_secs(1));
         tokio::select! {
             got = net.recv(&mut buf) => {
@@ -734,7 +770,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
     summary.sigcomp = sigcomp.as_ref().map(|l| l.counts);
     summary.service = service.as_ref().map(|q| q.counts());
     let steps = step_rows(&run, start, now, in_progress);
-    let _ = progress_tx.send(progress(&run, start, now, reports.intervals.last(), true));
+    let _ = progress_tx.send(updates.progress(&run, start, now, &reports, true));
     Ok(RunReport {
         summary,
         intervals: reports.intervals,
@@ -818,26 +854,59 @@ async fn flush(
     engine.return_outbox(out);
 }
 
-fn progress(run: &Run, start: Instant, now: Instant, last: Option<&Interval>, finished: bool) -> Progress {
-    let t = &run.engine.recorder.total;
-    let cps = run.rate.current_cps(now);
-    Progress {
-        elapsed_s: (now - start).as_secs_f64(),
-        rate: cps * run.period.as_secs_f64(),
-        cps,
-        step: run.rate.current_step(now),
-        paused: run.rate.paused(),
-        offered: t.offered,
-        attempted: t.attempted,
-        successful: t.successful,
-        failed: t.failed,
-        active: run.engine.active() as u64,
-        calls_per_s: last.map_or(0.0, |i| i.calls_per_s),
-        setup_p95_ms: last.map_or(0.0, |i| i.setup_p95_ms),
-        retransmissions: t.retransmissions,
-        client: run.engine.is_client(),
-        max_calls: run.max_calls,
-        finished,
+/// The run's [`Progress`] updates, every `progress_every`.
+struct Updates {
+    every: Duration,
+    /// When the next is due.
+    next: Instant,
+    /// When the previous one was made, and the calls started by then.
+    last: (Instant, u64),
+}
+
+impl Updates {
+    fn new(config: &LoadConfig, start: Instant) -> Updates {
+        let every = config.progress_every.max(Duration::from_millis(10));
+        Updates { every, next: start + every, last: (start, 0) }
+    }
+
+    /// The update at `now`: a snapshot of the counts, copied so the run
+    /// goes on while it is shown.
+    fn progress(&mut self, run: &Run, start: Instant, now: Instant, reports: &Reports, finished: bool) -> Progress {
+        let r = &run.engine.recorder;
+        let t = &r.total;
+        let cps = run.rate.current_cps(now);
+        let last = reports.intervals.last();
+        let (peak, peak_at) = run.engine.peak();
+        let (since, created_then) = std::mem::replace(&mut self.last, (now, t.attempted));
+        self.next = now + self.every;
+        Progress {
+            elapsed_s: (now - start).as_secs_f64(),
+            rate: cps * run.period.as_secs_f64(),
+            cps,
+            step: run.rate.current_step(now),
+            paused: run.rate.paused(),
+            offered: t.offered,
+            attempted: t.attempted,
+            successful: t.successful,
+            failed: t.failed,
+            active: run.engine.active() as u64,
+            calls_per_s: last.map_or(0.0, |i| i.calls_per_s),
+            setup_p95_ms: last.map_or(0.0, |i| i.setup_p95_ms),
+            retransmissions: t.retransmissions,
+            client: run.engine.is_client(),
+            max_calls: run.max_calls,
+            finished,
+            quitting: run.quitting,
+            intervals: reports.intervals.len(),
+            period_s: now.saturating_duration_since(since).as_secs_f64(),
+            period_created: t.attempted.saturating_sub(created_then),
+            peak_active: peak as u64,
+            peak_at_s: peak_at.saturating_duration_since(start).as_secs_f64(),
+            dead_call: r.sipp.dead_call,
+            out_of_call: t.out_of_call,
+            auto_answered: r.sipp.auto_answered,
+            scenario_steps: r.scenario_steps.clone(),
+        }
     }
 }
 
