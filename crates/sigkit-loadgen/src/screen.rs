@@ -185,7 +185,7 @@ fn header(info: &ScreenInfo, p: &Progress) -> Vec<String> {
         let remote = info.remote.map_or_else(|| "-".to_string(), |r| r.to_string());
         lines.push("  Call rate (length)   Port   Total-time  Total-calls  Remote-host".into());
         lines.push(format!(
-            "{rate:>19}   {:<5} {}     {total:>8}  {remote}({})",
+            "  {rate:<17}   {:<5} {}     {total:>8}  {remote}({})",
             info.local_port,
             total_time(p.elapsed_s),
             info.transport

@@ -79,6 +79,12 @@ fn the_uac_screen_has_sipps_header_and_rows() {
         "------------------------------ Test Terminated --------------------------------",
     ];
     assert_eq!(lines, expected);
+    // A longer rate pushes the columns right, as SIPp's does ("10.0(500 ms)/1.000s   15061").
+    let held = ScreenInfo { hold: Duration::from_millis(500), ..info };
+    assert_eq!(
+        scenario_screen(&held, &p)[2],
+        "  10.0(500 ms)/1.000s   15061      0.51 s            5  127.0.0.1:15060(UDP)"
+    );
 }
 
 /// The built-in uas, arrows the other way, SIPp's rows (its `crlf` blank
