@@ -127,7 +127,10 @@ fn a_terminal_gets_the_screen_or_the_bar_unless_quiet_or_json() {
     // SIPp's scenario screen by default, its rows counting the calls.
     let (ok, screen) = in_a_terminal(&uac);
     assert!(ok, "{screen}");
-    assert!(screen.contains("Scenario Screen") && screen.contains("      INVITE ---------->         30 "), "{screen:?}");
+    assert!(
+        screen.contains("Scenario Screen") && screen.contains("      INVITE ---------->         30 "),
+        "{screen:?}"
+    );
     assert!(!screen.contains("set-up p95"), "no bar with the screen: {screen:?}");
     // The bar with --bar (drawn with escape codes, redrawn in place), with
     // the live rate, successes, failures and p95 set-up delay; then the summary.

@@ -39,9 +39,15 @@ fn uas(dir: &Path, port: u16, args: &[&str]) -> Child {
     let mut all = vec!["-i", "127.0.0.1", "-p", &p];
     all.extend_from_slice(args);
     let child = sigkit(dir, &all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_bound(port);
+    child
+}
+
+/// Waits until something holds UDP `port` on 127.0.0.1.
+fn wait_bound(port: u16) {
     for _ in 0..200 {
         if UdpSocket::bind(("127.0.0.1", port)).is_err() {
-            return child;
+            return;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -110,9 +116,12 @@ fn trace_screen_rows_are_sipps_and_count_the_run() {
     let port = free_port();
     let server = uas(&dir, port, &["-sn", "uas", "-m", "10", "-timeout", "60s", "-trace_screen"]);
     let target = format!("127.0.0.1:{port}");
-    let ours = sigkit(&dir, &["-sn", "uac", "-r", "10", "-m", "5", "-trace_screen", "-trace_stat", "-timeout", "30s", &target])
-        .output()
-        .unwrap();
+    let ours = sigkit(
+        &dir,
+        &["-sn", "uac", "-r", "10", "-m", "5", "-trace_screen", "-trace_stat", "-timeout", "30s", &target],
+    )
+    .output()
+    .unwrap();
     assert!(ours.status.success(), "{}", String::from_utf8_lossy(&ours.stderr));
     // SIPp names its file as sigkit does (uac_<pid>_screen.log): it runs in a folder of its own.
     let sipp_dir = dir.join("sipp");
@@ -212,7 +221,8 @@ fn aa_answers_an_info_in_the_call_as_sipp_does() {
             let port = free_port();
             let server = uas(&run, port, &["-sf", "../info_uas.xml", "-m", "1", "-timeout", "3s"]);
             let target = format!("127.0.0.1:{port}");
-            let mut args = vec!["-sn", "uac", "-m", "1", "-d", "1000", "-trace_stat", "-trace_screen", "-timeout", "10s"];
+            let mut args =
+                vec!["-sn", "uac", "-m", "1", "-d", "1000", "-trace_stat", "-trace_screen", "-timeout", "10s"];
             if aa {
                 args.push("-aa");
             }
@@ -220,7 +230,13 @@ fn aa_answers_an_info_in_the_call_as_sipp_does() {
             let out = if who == "sigkit" {
                 sigkit(&run, &args).output().unwrap()
             } else {
-                Command::new("sipp").args(&args).arg("-nostdin").current_dir(&run).stdin(Stdio::null()).output().unwrap()
+                Command::new("sipp")
+                    .args(&args)
+                    .arg("-nostdin")
+                    .current_dir(&run)
+                    .stdin(Stdio::null())
+                    .output()
+                    .unwrap()
             };
             let server = finish(server);
             assert_eq!(out.status.success(), aa, "{who} -aa {aa}: {}", String::from_utf8_lossy(&out.stderr));

@@ -541,10 +541,7 @@ fn ignored_flags_are_named_and_keys_fill_the_scenario() {
     .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(
-        stderr.lines().any(|l| l == "sigkit load: -bg is accepted but not implemented; ignored"),
-        "{stderr}"
-    );
+    assert!(stderr.lines().any(|l| l == "sigkit load: -bg is accepted but not implemented; ignored"), "{stderr}");
     assert!(!stderr.contains("-aa"), "{stderr}");
     assert!(stderr.contains("sigkit load: -rate_max does nothing without -rate_increase; ignored"), "{stderr}");
     let screen = read(&file(&dir, "keyed_", "_screen.log"));

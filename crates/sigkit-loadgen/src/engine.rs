@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 use sigkit_sip::transaction::Timers;
 use sigkit_sip::{HeaderName, Message};
 
-mod call;
 mod auto_answer;
+mod call;
 mod linger;
 mod outbox;
 mod template;

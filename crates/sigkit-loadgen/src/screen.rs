@@ -176,12 +176,7 @@ fn header(info: &ScreenInfo, p: &Progress) -> Vec<String> {
     let mut lines = Vec::with_capacity(9);
     let total = p.attempted;
     if info.client {
-        let rate = format!(
-            "{:.1}({} ms)/{:.3}s",
-            p.rate,
-            info.hold.as_millis(),
-            info.rate_period.as_secs_f64()
-        );
+        let rate = format!("{:.1}({} ms)/{:.3}s", p.rate, info.hold.as_millis(), info.rate_period.as_secs_f64());
         let remote = info.remote.map_or_else(|| "-".to_string(), |r| r.to_string());
         lines.push("  Call rate (length)   Port   Total-time  Total-calls  Remote-host".into());
         lines.push(format!(
@@ -230,20 +225,14 @@ fn row(info: &ScreenInfo, r: &Row, p: &Progress) -> String {
     let blank = "";
     match &r.kind {
         RowKind::Send { label, timeout } => {
-            let arrow = if info.client {
-                format!("  {label:>10} ----------> ")
-            } else {
-                format!("  <---------- {label:<10} ")
-            };
+            let arrow =
+                if info.client { format!("  {label:>10} ----------> ") } else { format!("  <---------- {label:<10} ") };
             let timeout = if *timeout || c.timeouts > 0 { c.timeouts.to_string() } else { String::new() };
             format!("{arrow}{rtd}{:<9} {:<9} {timeout:<9} {blank:<16}", c.sent, c.sent_retrans)
         }
         RowKind::Recv { label } => {
-            let arrow = if info.client {
-                format!("  {label:>10} <---------- ")
-            } else {
-                format!("  ----------> {label:<10} ")
-            };
+            let arrow =
+                if info.client { format!("  {label:>10} <---------- ") } else { format!("  ----------> {label:<10} ") };
             format!("{arrow}{rtd}{:<9} {:<9} {:<9} {:<16}", c.recv, c.recv_retrans, c.timeouts, c.unexpected)
         }
         RowKind::Pause { desc } => {

@@ -117,7 +117,15 @@ fn the_uas_screen_turns_the_arrows_and_fills_every_column() {
         ..Progress::default()
     };
     let lines = scenario_screen(&info, &p);
-    assert_eq!(lines[1..5], ["  Port   Total-time  Total-calls  Transport", "  15060      5.01 s            5  UDP", "", "  2 new calls during 1.000 s period       3 successful, 2 failed calls"]);
+    assert_eq!(
+        lines[1..5],
+        [
+            "  Port   Total-time  Total-calls  Transport",
+            "  15060      5.01 s            5  UDP",
+            "",
+            "  2 new calls during 1.000 s period       3 successful, 2 failed calls"
+        ]
+    );
     assert_eq!(lines[5], "  0 calls                                 Peak was 5 calls, after 1 s");
     assert_eq!(lines[6], "  1 dead call msg (discarded)           ");
     let table = &lines[lines.iter().position(|l| l.contains("Unexpected-Msg")).unwrap() + 1..];
