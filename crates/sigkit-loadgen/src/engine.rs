@@ -441,15 +441,19 @@ impl Engine {
                 let opens = !self.client
                     && msg.method().is_some_and(|m| m != "ACK" && Some(m) == self.scenario.first_request());
                 if !opens {
-                    if !self.answer_lingering(now, from, &msg, call_id.as_bytes()) {
-                        self.recorder.out_of_call();
-                        self.warn(|_| {
-                            format!(
-                                "Discarding message which can't be mapped to a known SIPp call:\n{}",
-                                String::from_utf8_lossy(bytes)
-                            )
-                        });
+                    if self.answer_lingering(now, from, &msg, call_id.as_bytes()) {
+                        return;
                     }
+                    if self.config.auto_answer && self.auto_answer_out_of_call(from, &msg, call_id) {
+                        return;
+                    }
+                    self.recorder.out_of_call();
+                    self.warn(|_| {
+                        format!(
+                            "Discarding message which can't be mapped to a known SIPp call:\n{}",
+                            String::from_utf8_lossy(bytes)
+                        )
+                    });
                     return;
                 }
                 let slot = self.new_call(now, 0);
@@ -545,9 +549,7 @@ impl Engine {
         };
         if let Some(k) = earlier {
             self.recorder.retransmission_received();
-            if let Some(m) = self.recorder.at_step(k) {
-                m.recv_retrans += 1;
-            }
+            self.recorder.at_step(k, |m| m.recv_retrans += 1);
             let c = &self.calls[slot];
             if c.last_recv_step == Some(k) && c.sent_since_recv {
                 // Answer again what answered it: a final response, or the
@@ -565,14 +567,15 @@ impl Engine {
                     let c = &self.calls[slot];
                     self.outbox.push(to, &c.last_sent);
                     self.recorder.retransmitted(c.load_step);
-                    if let Some(m) = c.last_sent_what.and_then(|s| self.recorder.at_step(s)) {
-                        m.sent_retrans += 1;
+                    if let Some(s) = c.last_sent_what {
+                        self.recorder.at_step(s, |m| m.sent_retrans += 1);
                     }
                 }
             }
             return;
         }
         if self.config.auto_answer && auto_answer::answers(msg) && self.auto_answer(from, msg) {
+            self.warn(|_| "Processing auto_response for unexpected INFO, NOTIFY, OPTIONS or UPDATE\n".into());
             return;
         }
         if self.calls[slot].timewait {
@@ -580,9 +583,7 @@ impl Engine {
             return;
         }
         self.recorder.unexpected_in(self.calls[slot].load_step);
-        if let Some(m) = self.recorder.at_step(self.calls[slot].index) {
-            m.unexpected += 1;
-        }
+        self.recorder.at_step(self.calls[slot].index, |m| m.unexpected += 1);
         self.warn_unexpected(slot, bytes);
         let cause = match (msg.status_code(), msg.cseq()) {
             (Some(code), Ok(cseq)) if code >= 300 => {
@@ -646,9 +647,7 @@ impl Engine {
         let scenario = Arc::clone(&self.scenario);
         let step = &scenario.steps[j];
         let StepKind::Recv(r) = &step.kind else { return };
-        if let Some(m) = self.recorder.at_step(j) {
-            m.recv += 1;
-        }
+        self.recorder.at_step(j, |m| m.recv += 1);
         let needs_last = scenario.needs_last_message;
         let c = &mut self.calls[slot];
         // What was being sent again is answered.
@@ -823,9 +822,7 @@ impl Engine {
                 }
                 StepKind::Pause(p) => {
                     if self.calls[slot].pause_until.is_none() {
-                        if let Some(m) = self.recorder.at_step(i) {
-                            m.sessions += 1;
-                        }
+                        self.recorder.at_step(i, |m| m.sessions += 1);
                         let d = self.pause_length(*p);
                         if !d.is_zero() {
                             self.calls[slot].pause_until = Some(now + d);
@@ -841,9 +838,7 @@ impl Engine {
                 StepKind::Timewait(d) => {
                     let c = &mut self.calls[slot];
                     if !c.timewait {
-                        if let Some(m) = self.recorder.at_step(i) {
-                            m.sessions += 1;
-                        }
+                        self.recorder.at_step(i, |m| m.sessions += 1);
                         let c = &mut self.calls[slot];
                         c.timewait = true;
                         c.pause_until = Some(now + *d);
@@ -919,9 +914,7 @@ impl Engine {
         let to = self.destination(slot);
         self.outbox.push(to, &out);
         self.recorder.message_sent(false);
-        if let Some(m) = self.recorder.at_step(i) {
-            m.sent += 1;
-        }
+        self.recorder.at_step(i, |m| m.sent += 1);
         let udp = self.config.transport == Transport::Udp;
         let timers = self.config.timers;
         let c = &mut self.calls[slot];

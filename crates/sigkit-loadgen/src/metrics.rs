@@ -304,9 +304,11 @@ impl Recorder {
         self.scenario_steps = vec![StepMessages::default(); steps];
     }
 
-    /// The counts of scenario step `index`, if the recorder keeps them.
-    pub fn at_step(&mut self, index: usize) -> Option<&mut StepMessages> {
-        self.scenario_steps.get_mut(index)
+    /// Counts at scenario step `index` (`count` changes its counts), if the recorder keeps them.
+    pub fn at_step(&mut self, index: usize, count: impl FnOnce(&mut StepMessages)) {
+        if let Some(m) = self.scenario_steps.get_mut(index) {
+            count(m);
+        }
     }
 
     /// Sets the buckets of SIPp's repartition tables: `rtd_borders` for the first `rtds_with_buckets` response

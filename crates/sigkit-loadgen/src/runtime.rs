@@ -249,7 +249,8 @@ pub struct Progress {
     pub max_calls: Option<u64>,
     /// Whether the run is over (the last update).
     pub finished: bool,
-    /// Whether the run was told to quit and waits for its calls in progress to end.
+    /// Whether the run starts no more calls and waits for those in
+    /// progress to end: told to quit, or (a UAC) its calls all placed.
     pub quitting: bool,
     /// Interval rows made so far (one every `report_every`).
     pub intervals: usize,
@@ -439,7 +440,7 @@ impl Prepared {
         Control { tx: self.control_tx.clone() }
     }
 
-    /// Live progress, updated at each interval and at the end.
+    /// Live progress, updated every `progress_every` and at the end.
     pub fn progress(&self) -> watch::Receiver<Progress> {
         self.progress_tx.subscribe()
     }
@@ -534,12 +535,17 @@ impl Run {
         }
     }
 
+    /// Whether a client has placed every call it will (`-m` of them, or its load pattern's end).
+    fn placed_all(&self) -> bool {
+        self.max_calls.is_some_and(|m| self.started >= m) || self.rate.finished()
+    }
+
     /// Whether the run's calls are over: a client's once it has placed
     /// all it will and none is active; a server's once -m calls ended, or
     /// it was told to quit and none is active.
     fn calls_done(&mut self, client: bool, start: Instant, now: Instant) -> bool {
         if client {
-            let placed_all = self.max_calls.is_some_and(|m| self.started >= m) || self.rate.finished();
+            let placed_all = self.placed_all();
             if placed_all || self.quitting {
                 let end = last_step_end(&self.rate, start).unwrap_or(now).min(now);
                 self.engine.recorder.load_ended(end);
@@ -896,7 +902,7 @@ impl Updates {
             client: run.engine.is_client(),
             max_calls: run.max_calls,
             finished,
-            quitting: run.quitting,
+            quitting: run.quitting || run.engine.is_client() && run.placed_all(),
             intervals: reports.intervals.len(),
             period_s: now.saturating_duration_since(since).as_secs_f64(),
             period_created: t.attempted.saturating_sub(created_then),

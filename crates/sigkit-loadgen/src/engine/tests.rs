@@ -570,7 +570,8 @@ fn retransmissions_and_timeouts_count_at_the_step_that_sent() {
 
 /// An INFO for the call while the UAC holds (in its pause): unexpected,
 /// counted at the pause, the call failed; with `-aa` answered with a 200
-/// OK of the same transaction, the call going on to succeed.
+/// OK of the same transaction, the call going on to succeed. An OPTIONS
+/// for no call: out of call, or with `-aa` answered.
 #[test]
 fn auto_answer_turns_an_unexpected_info_into_a_200_ok() {
     for aa in [false, true] {
@@ -593,6 +594,16 @@ fn auto_answer_turns_an_unexpected_info_into_a_200_ok() {
              From: <sip:service@127.0.0.1:5060>;tag=b\r\nTo: <sip:x@127.0.0.1:5061>;tag=a\r\n\
              Call-ID: {call_id}\r\nCSeq: 7 INFO\r\nContent-Length: 0\r\n\r\n"
         );
+        // An OPTIONS for no call: answered with -aa (as SIPp 3.6 does), else out of call.
+        let stranger = info.replace(&call_id, "stranger").replace("INFO", "OPTIONS");
+        a.on_message(now, addr(UAS), stranger.as_bytes());
+        let answered = drain(&mut a);
+        assert_eq!(answered.len(), usize::from(aa));
+        assert_eq!((a.recorder.sipp.auto_answered, a.recorder.total.out_of_call), (u64::from(aa), u64::from(!aa)));
+        if let Some((_, ok)) = answered.first() {
+            let ok = Message::parse(ok).unwrap();
+            assert_eq!((ok.status_code(), ok.call_id().unwrap()), (Some(200), "stranger"));
+        }
         a.on_message(now, addr(UAS), info.as_bytes());
         let sent = drain(&mut a);
         let pause = a.recorder.scenario_steps[6];
@@ -605,7 +616,7 @@ fn auto_answer_turns_an_unexpected_info_into_a_200_ok() {
             let cseq = ok.cseq().unwrap();
             assert_eq!((cseq.number, cseq.method), (7, "INFO"));
             assert_eq!(ok.top_via().unwrap().branch(), Some("z9hG4bK-info"));
-            assert_eq!((a.recorder.sipp.auto_answered, pause.unexpected, a.recorder.total.unexpected), (1, 0, 0));
+            assert_eq!((a.recorder.sipp.auto_answered, pause.unexpected, a.recorder.total.unexpected), (2, 0, 0));
             exchange(&mut a, &mut b, now, now + Duration::from_secs(10));
             assert_eq!((a.recorder.total.successful, a.recorder.total.failed), (1, 0));
         } else {

@@ -69,9 +69,7 @@ impl Engine {
             };
             self.warn_recv_timeout(slot, target);
             let at = self.calls[slot].index;
-            if let Some(m) = self.recorder.at_step(at) {
-                m.timeouts += 1;
-            }
+            self.recorder.at_step(at, |m| m.timeouts += 1);
             let c = &mut self.calls[slot];
             match target {
                 Some(t) => {
@@ -102,9 +100,7 @@ impl Engine {
                     },
                     _ => "timeout".to_string(),
                 };
-                if let Some(m) = self.recorder.at_step(rt.step) {
-                    m.timeouts += 1;
-                }
+                self.recorder.at_step(rt.step, |m| m.timeouts += 1);
                 self.warn_failed(slot, &cause);
                 self.fail(slot, &cause, true);
                 return;
@@ -122,9 +118,7 @@ impl Engine {
                 let c = &self.calls[slot];
                 self.outbox.push(to, &c.last_sent);
                 self.recorder.retransmitted(c.load_step);
-                if let Some(m) = self.recorder.at_step(rt.step) {
-                    m.sent_retrans += 1;
-                }
+                self.recorder.at_step(rt.step, |m| m.sent_retrans += 1);
             }
         }
         let c = &mut self.calls[slot];
