@@ -252,7 +252,7 @@ fn aa_answers_an_info_in_the_call_as_sipp_does() {
                 let screen = file(&run, "uac_", "_screen.log");
                 let pause = table(&screen).into_iter().find(|r| r.contains("Pause [")).unwrap();
                 assert_eq!(cells(&pause).1, [1, u64::from(!aa)], "{screen}");
-                assert_eq!(screen.contains(" 1 auto-answered (-aa)\n"), aa, "{screen}");
+                assert_eq!(screen.contains("\n  1 auto-answered (-aa)\n"), aa, "{screen}");
             }
         }
     }

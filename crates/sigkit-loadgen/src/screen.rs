@@ -12,7 +12,9 @@
 //!
 //! Where sigkit's screen differs from SIPp's: SIPp's scheduler resolution
 //! and open-socket lines, which have no counterpart here, give way to the
-//! calls successful and failed and the retransmissions; a send shows a
+//! calls successful and failed, the retransmissions and the call rate
+//! (from SIPp's statistics screen); its title is SIPp's, though sigkit
+//! has this one screen; a send shows a
 //! timeout count when the engine can time it out (a request other than
 //! ACK, or a message with `retrans`), not only with `retrans`.
 
@@ -207,11 +209,18 @@ fn header(info: &ScreenInfo, p: &Progress) -> Vec<String> {
     } else {
         lines.push(format!("  {dead:<38}"));
     }
-    let mut line = format!("{} retransmissions", p.retransmissions);
+    // SIPp's statistics screen's call rate: calls created per second,
+    // since the previous refresh and since the start.
+    let per_s = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
+    let retrans = format!("{} retransmissions", p.retransmissions);
+    lines.push(format!(
+        "  {retrans:<39} Call rate {:.1} cps ({:.1} overall)",
+        per_s(p.period_created, p.period_s),
+        per_s(p.attempted, p.elapsed_s)
+    ));
     if p.auto_answered > 0 {
-        line = format!("{line:<39} {} auto-answered (-aa)", p.auto_answered);
+        lines.push(format!("  {} auto-answered (-aa)", p.auto_answered));
     }
-    lines.push(format!("  {line}"));
     lines.push(String::new());
     lines
 }

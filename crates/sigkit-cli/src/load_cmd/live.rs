@@ -142,7 +142,13 @@ fn draw_screens(info: &ScreenInfo, rx: &mpsc::Receiver<Progress>) {
             p = newer;
         }
         let mut frame = String::from("\x1b[H");
-        for line in scenario_screen(info, &p) {
+        let lines = scenario_screen(info, &p);
+        // A terminal of unknown size gets the whole screen.
+        let lines = match console::Term::stderr().size_checked() {
+            Some((rows, _)) => fit(lines, usize::from(rows)),
+            None => lines,
+        };
+        for line in lines {
             frame.push_str(&line);
             frame.push_str("\x1b[K\r\n");
         }
@@ -156,6 +162,22 @@ fn draw_screens(info: &ScreenInfo, rx: &mpsc::Receiver<Progress>) {
         let _ = err.write_all(screen_text(info, &p).as_bytes());
     }
     let _ = err.flush();
+}
+
+/// The screen's `lines` cut to a terminal of `rows` rows (one left for
+/// the cursor), so that redrawing in place never scrolls: the rows past
+/// the height give way to a line that says how many there are, the
+/// bottom line stays. The final screen, printed below, has them all.
+fn fit(mut lines: Vec<String>, rows: usize) -> Vec<String> {
+    let room = rows.saturating_sub(1).max(12);
+    if lines.len() > room {
+        let bottom = lines.pop().unwrap_or_default();
+        let hidden = lines.len() + 2 - room;
+        lines.truncate(room - 2);
+        lines.push(format!("  ... {hidden} more lines (a taller terminal shows them)"));
+        lines.push(bottom);
+    }
+    lines
 }
 
 /// The screen as plain text, a line end after each line: what is printed
@@ -229,6 +251,18 @@ mod tests {
         assert_eq!(Mode::choose(true, true, true, false, false), Mode::Lines);
         assert_eq!(Mode::choose(true, true, false, true, false), Mode::Quiet);
         assert_eq!(Mode::choose(false, false, false, false, true), Mode::Quiet, "no bar off a terminal");
+    }
+
+    #[test]
+    fn a_screen_taller_than_the_terminal_is_cut_above_its_bottom_line() {
+        let lines: Vec<String> = (0..30).map(|i| format!("line {i}")).collect();
+        assert_eq!(fit(lines.clone(), 40), lines, "it fits");
+        let cut = fit(lines.clone(), 25);
+        assert_eq!(cut.len(), 24);
+        assert_eq!(cut[21], "line 21");
+        assert_eq!(cut[22], "  ... 7 more lines (a taller terminal shows them)", "lines 22 to 28");
+        assert_eq!(cut[23], "line 29");
+        assert_eq!(fit(lines, 0).len(), 12, "a terminal of unknown height still shows the top");
     }
 
     #[test]

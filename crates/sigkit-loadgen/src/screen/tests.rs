@@ -63,7 +63,7 @@ fn the_uac_screen_has_sipps_header_and_rows() {
         "  Call limit 5 hit, 0.0 s period          5 successful, 0 failed calls",
         "  0 calls                                 Peak was 1 calls, after 0 s",
         "  0 dead call msg (discarded)             0 out-of-call msg (discarded)",
-        "  0 retransmissions",
+        "  0 retransmissions                       Call rate 0.0 cps (9.8 overall)",
         "",
         "                                 Messages  Retrans   Timeout   Unexpected-Msg",
         "      INVITE ---------->         5         0         0                         ",
@@ -128,6 +128,7 @@ fn the_uas_screen_turns_the_arrows_and_fills_every_column() {
     );
     assert_eq!(lines[5], "  0 calls                                 Peak was 5 calls, after 1 s");
     assert_eq!(lines[6], "  1 dead call msg (discarded)           ");
+    assert_eq!(lines[7], "  3 retransmissions                       Call rate 2.0 cps (1.0 overall)");
     let table = &lines[lines.iter().position(|l| l.contains("Unexpected-Msg")).unwrap() + 1..];
     assert_eq!(
         table,
