@@ -97,8 +97,9 @@ pub struct EngineConfig {
     /// lines (and a load run's Poisson arrivals and service times).
     pub seed: u64,
     /// SIPp's `-aa`: an INFO, NOTIFY, OPTIONS or UPDATE that arrives in a
-    /// call and matches nothing the call expects is answered with a 200 OK
-    /// instead of failing the call ([`auto_answer`]).
+    /// call and matches nothing the call expects (or for no call) is
+    /// answered with SIPp's default 200 OK, counted in `AutoAnswered`,
+    /// instead of failing the call (or being discarded).
     pub auto_answer: bool,
 }
 

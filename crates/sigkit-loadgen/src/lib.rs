@@ -14,7 +14,10 @@
 //!
 //! [`engine`] runs the calls, sans-IO; [`runtime`] runs it on tokio. A
 //! UAS can sit behind a server of limited capacity ([`service`]), the
-//! bottleneck of an overload experiment.
+//! bottleneck of an overload experiment. [`screen`] makes SIPp's
+//! scenario screen (a row per scenario step with its messages,
+//! retransmissions, timeouts and unexpected messages) from the run's
+//! [`Progress`] snapshots, and [`trace`] writes SIPp's trace files.
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), sigkit_loadgen::LoadError> {
