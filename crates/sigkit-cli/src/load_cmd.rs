@@ -699,6 +699,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
     let keyboard = !args.nostdin && std::io::stdin().is_terminal();
     let mode = live::Mode::choose(std::io::stderr().is_terminal(), keyboard, args.json, args.quiet, args.bar);
     let screen = ScreenParts::of(&config);
+    let every = config.progress_every;
     let report = runtime.block_on(async {
         let prepared = sigkit_loadgen::Prepared::bind(config).await?;
         let transport = if args.transport == "t1" { "tcp" } else { "udp" };
@@ -721,7 +722,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
         };
         let info = screen.info(&prepared);
         let last = prepared.progress();
-        let shown = live::start(mode, prepared.progress(), info.clone());
+        let shown = live::start(mode, prepared.progress(), info.clone(), every);
         let report = prepared.run(stop).await;
         if let Some(l) = shown {
             l.finish().await;

@@ -68,7 +68,7 @@ pub struct LoadConfig {
     /// An [`Interval`] row every this long (SIPp's `-fd`).
     pub report_every: Duration,
     /// A [`Progress`] update every this long (SIPp's `-f`, its screen's
-    /// refresh period), besides the last one at the end.
+    /// refresh period), besides one at each interval row and the last one at the end.
     pub progress_every: Duration,
     /// A UDP control socket on this port of the local address (SIPp's
     /// `-cp`); 0 picks a free port.
@@ -440,7 +440,7 @@ impl Prepared {
         Control { tx: self.control_tx.clone() }
     }
 
-    /// Live progress, updated every `progress_every` and at the end.
+    /// Live progress, updated every `progress_every`, at each interval row and at the end.
     pub fn progress(&self) -> watch::Receiver<Progress> {
         self.progress_tx.subscribe()
     }
@@ -688,14 +688,16 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         }
         run.engine.handle_timeout(now);
         flush(&mut run.engine, &mut net, &mut sigcomp, &mut tracer, &mut outbox).await;
+        let mut update = now >= updates.next;
         if now >= reports.next {
             reports.add(&mut run, start, now);
             if let Some(t) = &mut tracer {
                 stat_row(t, &run, &config, now);
                 t.flush();
             }
+            update = true;
         }
-        if now >= updates.next {
+        if update {
             let _ = progress_tx.send(updates.progress(&run, start, now, &reports, false));
         }
         if run.calls_done(client, start, now) {

@@ -52,13 +52,18 @@ pub(super) struct Live {
 }
 
 /// Starts showing `progress` as `mode` says (None for [`Mode::Quiet`]);
-/// `info` describes the run for the screen.
-pub(super) fn start(mode: Mode, mut progress: watch::Receiver<Progress>, info: ScreenInfo) -> Option<Live> {
+/// `info` describes the run for the screen, redrawn at most every `every` (`-f`).
+pub(super) fn start(
+    mode: Mode,
+    mut progress: watch::Receiver<Progress>,
+    info: ScreenInfo,
+    every: Duration,
+) -> Option<Live> {
     match mode {
         Mode::Quiet => None,
         Mode::Screen => {
             let (tx, rx) = mpsc::channel::<Progress>();
-            let writer = std::thread::spawn(move || draw_screens(&info, &rx));
+            let writer = std::thread::spawn(move || draw_screens(&info, &rx, every));
             let task = tokio::spawn(async move {
                 while progress.changed().await.is_ok() {
                     let p = progress.borrow_and_update().clone();
@@ -132,15 +137,22 @@ pub(super) fn leave_alternate_screen() {
 /// The writer thread: each snapshot's screen drawn over the previous one
 /// on the terminal's alternate screen (as SIPp draws with curses); at the
 /// end the terminal's own screen back, and the last frame printed on it.
-fn draw_screens(info: &ScreenInfo, rx: &mpsc::Receiver<Progress>) {
+fn draw_screens(info: &ScreenInfo, rx: &mpsc::Receiver<Progress>, every: Duration) {
     let mut err = std::io::stderr();
     let mut last: Option<Progress> = None;
+    let mut drawn: Option<std::time::Instant> = None;
     let _ = err.write_all(b"\x1b[?1049h\x1b[2J");
     while let Ok(mut p) = rx.recv() {
         // Only the newest of what waits is worth drawing.
         while let Ok(newer) = rx.try_recv() {
             p = newer;
         }
+        // Updates come at each interval too (`-fd`): the screen keeps to `-f`, and 1% of slack.
+        if drawn.is_some_and(|t| t.elapsed() < every.mul_f64(0.99)) && !p.finished {
+            last = Some(p);
+            continue;
+        }
+        drawn = Some(std::time::Instant::now());
         let mut frame = String::from("\x1b[H");
         let lines = scenario_screen(info, &p);
         // A terminal of unknown size gets the whole screen.
