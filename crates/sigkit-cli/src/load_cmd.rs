@@ -168,7 +168,7 @@ pub struct LoadArgs {
     /// The scenario's <log> actions in <scenario>_<pid>_logs.log.
     #[arg(long = "trace_logs")]
     trace_logs: bool,
-    /// The final scenario screen and summary also in
+    /// The final scenario and statistics screens and the summary also in
     /// <scenario>_<pid>_screen.log.
     #[arg(long = "trace_screen")]
     trace_screen: bool,
@@ -722,16 +722,17 @@ pub fn load(args: LoadArgs) -> ExitCode {
         };
         let info = screen.info(&prepared);
         let last = prepared.progress();
-        let shown = live::start(mode, prepared.progress(), info.clone(), every);
+        let started = std::time::SystemTime::now();
+        let shown = live::start(mode, prepared.progress(), info.clone(), every, started);
         let report = prepared.run(stop).await;
         if let Some(l) = shown {
             l.finish().await;
         }
         drop(raw);
         let last = last.borrow().clone();
-        report.map(|r| (r, info, last))
+        report.map(|r| (r, info, last, started))
     });
-    let (report, info, last) = match report {
+    let (report, info, last, started) = match report {
         Ok(r) => r,
         Err(e) => return CliError { kind: failure_of(&e), message: e.to_string() }.report("sigkit load"),
     };
@@ -747,7 +748,7 @@ pub fn load(args: LoadArgs) -> ExitCode {
     let summary = outcome::summary_text(&report);
     if args.trace_screen {
         let path = sipp::screen_path(&args);
-        let text = format!("{}\n{summary}", live::screen_text(&info, &last));
+        let text = format!("{}\n{summary}", live::screen_text(&info, &last, started));
         if let Err(e) = std::fs::write(&path, text) {
             eprintln!("sigkit load: {}: {e}", path.display());
         }
@@ -810,6 +811,7 @@ impl ScreenParts {
             limit: self.limit,
             max_calls: self.max_calls,
             rows: sigkit_loadgen::screen::rows_of(scenario, self.hold),
+            rtd_names: scenario.rtds.clone(),
         }
     }
 }

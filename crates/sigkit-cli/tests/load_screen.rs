@@ -156,6 +156,28 @@ fn trace_screen_rows_are_sipps_and_count_the_run() {
     assert!(screen.contains("\n  Call limit 5 hit, "), "{screen}");
     assert!(screen.contains(" 5 successful, 0 failed calls\n"), "{screen}");
 
+    // The statistics screen after it, SIPp's rows; the calls those of the run.
+    let stats = |text: &str| -> Vec<(String, String)> {
+        text.lines()
+            .skip_while(|l| !l.contains("Statistics Screen"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("-----") || l.contains('+'))
+            .filter(|l| !l.contains('+'))
+            .map(|l| {
+                let mut f = l.split('|').map(|f| f.trim().to_string());
+                (f.next().unwrap_or_default(), f.next_back().unwrap_or_default())
+            })
+            .collect()
+    };
+    let (ours_stats, sipps_stats) = (stats(&screen), stats(&sipp_screen));
+    let names = |s: &[(String, String)]| s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours_stats), names(&sipps_stats), "ours:\n{screen}\nSIPp's:\n{sipp_screen}");
+    let total = |s: &[(String, String)], name: &str| s.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    for name in ["Successful call", "Failed call", "Total Calls created", "Outgoing calls created"] {
+        assert_eq!(total(&ours_stats, name), total(&sipps_stats, name), "{name}");
+    }
+    assert_eq!(total(&ours_stats, "Successful call"), stat("SuccessfulCall(C)").to_string());
+
     // The UAS's screen: its arrows the other way, ten calls taken.
     let server_rows = table(&file(&dir, "uas_", "_screen.log"));
     assert_eq!(cells(&server_rows[0]), ("  ----------> INVITE".to_string(), vec![10, 0, 0, 0]));

@@ -173,7 +173,7 @@ pub struct Recorder {
 /// Count, sum and sum of squares of whole milliseconds: how SIPp keeps a
 /// mean and a standard deviation (its `-trace_stat` `ResponseTime` and
 /// `CallLength` columns), so a period's are the difference of two.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Moments {
     /// Samples.
     pub count: u64,

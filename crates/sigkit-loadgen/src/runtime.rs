@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 use crate::control::{self, ControlCommand};
 use crate::engine::{Engine, EngineConfig, Outbox, Transport};
 use crate::inject::Injection;
-use crate::metrics::{Interval, StepMessages, StepReport, Summary, Tail};
+use crate::metrics::{Interval, StepReport, Summary, Tail};
 use crate::pattern::{Arrivals, Pattern, RateController, StepSpan};
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::service::{ServiceModel, ServiceModelError, ServiceQueue};
@@ -24,8 +24,11 @@ use crate::sut::SutSampler;
 use crate::trace::{TraceConfig, TraceError, Tracer};
 
 mod net;
+mod progress;
 
 use net::{bind_udp, tcp_reader, Net, TcpEvent, TcpNet};
+pub use progress::Progress;
+use progress::Updates;
 
 /// Which side of the call a run plays when no scenario is given: the
 /// built-in `uac` or `uas`.
@@ -211,66 +214,6 @@ pub struct RunReport {
     /// The first trace file write that failed (the run went on without that file).
     #[serde(skip)]
     pub trace_error: Option<String>,
-}
-
-/// Live progress of a run (a watch channel: [`Prepared::progress`]).
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Progress {
-    /// Seconds since the run started.
-    pub elapsed_s: f64,
-    /// The rate asked for now, calls per rate period (SIPp's `-r` unit).
-    pub rate: f64,
-    /// The rate asked for now, calls/s.
-    pub cps: f64,
-    /// The load step in progress, from 0.
-    pub step: usize,
-    /// Whether starting calls is paused (SIPp's `p` key).
-    pub paused: bool,
-    /// Calls the load pattern asked for so far.
-    pub offered: u64,
-    /// Calls started so far.
-    pub attempted: u64,
-    /// Calls that reached the end of their scenario so far.
-    pub successful: u64,
-    /// Calls that failed so far.
-    pub failed: u64,
-    /// Calls in progress now (`-trace_stat` `CurrentCall`).
-    pub active: u64,
-    /// Successful calls per second over the last interval.
-    pub calls_per_s: f64,
-    /// p95 set-up delay (INVITE→200) over the last interval, ms; 0 with
-    /// no call set up in it.
-    pub setup_p95_ms: f64,
-    /// Messages sent again so far (RFC 3261 §17 timers).
-    pub retransmissions: u64,
-    /// Whether the run places calls (a UAC) rather than answers them.
-    pub client: bool,
-    /// Calls the run places in all (`max_calls`), when bounded.
-    pub max_calls: Option<u64>,
-    /// Whether the run is over (the last update).
-    pub finished: bool,
-    /// Whether the run starts no more calls and waits for those in
-    /// progress to end: told to quit, or (a UAC) its calls all placed.
-    pub quitting: bool,
-    /// Interval rows made so far (one every `report_every`).
-    pub intervals: usize,
-    /// Seconds since the previous update.
-    pub period_s: f64,
-    /// Calls started since the previous update.
-    pub period_created: u64,
-    /// The most calls in progress at once so far.
-    pub peak_active: u64,
-    /// When that many were first in progress, seconds since the run started.
-    pub peak_at_s: f64,
-    /// Messages for calls already over, answered again (SIPp's dead call messages).
-    pub dead_call: u64,
-    /// Messages for no call in progress (SIPp's out-of-call messages).
-    pub out_of_call: u64,
-    /// Requests answered by `-aa`.
-    pub auto_answered: u64,
-    /// Per step of the scenario, over the run: messages, retransmissions,
-    /// timeouts and unexpected messages (SIPp's scenario screen).
-    pub scenario_steps: Vec<StepMessages>,
 }
 
 /// Changes a running load (rate, pause, quit): cloneable, usable from any
@@ -860,62 +803,6 @@ async fn flush(
         }
     }
     engine.return_outbox(out);
-}
-
-/// The run's [`Progress`] updates, every `progress_every`.
-struct Updates {
-    every: Duration,
-    /// When the next is due.
-    next: Instant,
-    /// When the previous one was made, and the calls started by then.
-    last: (Instant, u64),
-}
-
-impl Updates {
-    fn new(config: &LoadConfig, start: Instant) -> Updates {
-        let every = config.progress_every.max(Duration::from_millis(10));
-        Updates { every, next: start + every, last: (start, 0) }
-    }
-
-    /// The update at `now`: a snapshot of the counts, copied so the run
-    /// goes on while it is shown.
-    fn progress(&mut self, run: &Run, start: Instant, now: Instant, reports: &Reports, finished: bool) -> Progress {
-        let r = &run.engine.recorder;
-        let t = &r.total;
-        let cps = run.rate.current_cps(now);
-        let last = reports.intervals.last();
-        let (peak, peak_at) = run.engine.peak();
-        let (since, created_then) = std::mem::replace(&mut self.last, (now, t.attempted));
-        self.next = now + self.every;
-        Progress {
-            elapsed_s: (now - start).as_secs_f64(),
-            rate: cps * run.period.as_secs_f64(),
-            cps,
-            step: run.rate.current_step(now),
-            paused: run.rate.paused(),
-            offered: t.offered,
-            attempted: t.attempted,
-            successful: t.successful,
-            failed: t.failed,
-            active: run.engine.active() as u64,
-            calls_per_s: last.map_or(0.0, |i| i.calls_per_s),
-            setup_p95_ms: last.map_or(0.0, |i| i.setup_p95_ms),
-            retransmissions: t.retransmissions,
-            client: run.engine.is_client(),
-            max_calls: run.max_calls,
-            finished,
-            quitting: run.quitting || run.engine.is_client() && run.placed_all(),
-            intervals: reports.intervals.len(),
-            period_s: now.saturating_duration_since(since).as_secs_f64(),
-            period_created: t.attempted.saturating_sub(created_then),
-            peak_active: peak as u64,
-            peak_at_s: peak_at.saturating_duration_since(start).as_secs_f64(),
-            dead_call: r.sipp.dead_call,
-            out_of_call: t.out_of_call,
-            auto_answered: r.sipp.auto_answered,
-            scenario_steps: r.scenario_steps.clone(),
-        }
-    }
 }
 
 fn interval_row(

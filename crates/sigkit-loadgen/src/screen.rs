@@ -4,6 +4,9 @@
 //! code, and the messages, retransmissions, timeouts and unexpected
 //! messages counted at it, in the columns SIPp 3.6 prints.
 //!
+//! [`statistics_screen`] is SIPp's statistics screen (calls and response
+//! times over the last period and since the start).
+//!
 //! Drawing is apart from counting: [`scenario_screen`] is a pure function
 //! of what the run is ([`ScreenInfo`], fixed) and a [`Progress`]
 //! snapshot, which the run publishes every `progress_every` (SIPp's
@@ -80,6 +83,8 @@ pub struct ScreenInfo {
     pub max_calls: Option<u64>,
     /// A row per step shown (labels are not).
     pub rows: Vec<Row>,
+    /// The scenario's response-time names (its `rtds`), for the statistics screen.
+    pub rtd_names: Vec<String>,
 }
 
 /// SIPp's `time_string`: a length in milliseconds as its screen shows it.
@@ -268,6 +273,10 @@ pub fn scenario_screen(info: &ScreenInfo, p: &Progress) -> Vec<String> {
     lines.push(bottom_line(info, p).to_string());
     lines
 }
+
+mod statistics;
+
+pub use statistics::statistics_screen;
 
 #[cfg(test)]
 mod tests;

@@ -10,9 +10,9 @@
 
 use std::io::Write;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use sigkit_loadgen::screen::{scenario_screen, ScreenInfo};
+use sigkit_loadgen::screen::{scenario_screen, statistics_screen, ScreenInfo};
 use sigkit_loadgen::Progress;
 use tokio::sync::watch;
 
@@ -52,18 +52,20 @@ pub(super) struct Live {
 }
 
 /// Starts showing `progress` as `mode` says (None for [`Mode::Quiet`]);
-/// `info` describes the run for the screen, redrawn at most every `every` (`-f`).
+/// `info` describes the run for the screen, redrawn at most every `every`
+/// (`-f`), `started` when it starts on the clock.
 pub(super) fn start(
     mode: Mode,
     mut progress: watch::Receiver<Progress>,
     info: ScreenInfo,
     every: Duration,
+    started: SystemTime,
 ) -> Option<Live> {
     match mode {
         Mode::Quiet => None,
         Mode::Screen => {
             let (tx, rx) = mpsc::channel::<Progress>();
-            let writer = std::thread::spawn(move || draw_screens(&info, &rx, every));
+            let writer = std::thread::spawn(move || draw_screens(&info, &rx, every, started));
             let task = tokio::spawn(async move {
                 while progress.changed().await.is_ok() {
                     let p = progress.borrow_and_update().clone();
@@ -137,7 +139,7 @@ pub(super) fn leave_alternate_screen() {
 /// The writer thread: each snapshot's screen drawn over the previous one
 /// on the terminal's alternate screen (as SIPp draws with curses); at the
 /// end the terminal's own screen back, and the last frame printed on it.
-fn draw_screens(info: &ScreenInfo, rx: &mpsc::Receiver<Progress>, every: Duration) {
+fn draw_screens(info: &ScreenInfo, rx: &mpsc::Receiver<Progress>, every: Duration, started: SystemTime) {
     let mut err = std::io::stderr();
     let mut last: Option<Progress> = None;
     let mut drawn: Option<std::time::Instant> = None;
@@ -171,7 +173,7 @@ fn draw_screens(info: &ScreenInfo, rx: &mpsc::Receiver<Progress>, every: Duratio
     }
     leave_alternate_screen();
     if let Some(p) = last.filter(|p| p.finished) {
-        let _ = err.write_all(screen_text(info, &p).as_bytes());
+        let _ = err.write_all(screen_text(info, &p, started).as_bytes());
     }
     let _ = err.flush();
 }
@@ -192,11 +194,13 @@ fn fit(mut lines: Vec<String>, rows: usize) -> Vec<String> {
     lines
 }
 
-/// The screen as plain text, a line end after each line: what is printed
-/// at the end of the run and written by `-trace_screen`.
-pub(super) fn screen_text(info: &ScreenInfo, p: &Progress) -> String {
+/// The scenario screen and the statistics screen as plain text, a line
+/// end after each line: what is printed at the end of the run and written
+/// by `-trace_screen` (as SIPp writes its screens there); `started` is
+/// when the run started on the clock.
+pub(super) fn screen_text(info: &ScreenInfo, p: &Progress, started: SystemTime) -> String {
     let mut out = String::new();
-    for line in scenario_screen(info, p) {
+    for line in scenario_screen(info, p).into_iter().chain(statistics_screen(info, p, started)) {
         out.push_str(&line);
         out.push('\n');
     }

@@ -12,6 +12,7 @@ fn info(scenario: &Scenario, client: bool, port: u16) -> ScreenInfo {
         limit: None,
         max_calls: Some(5),
         rows: rows_of(scenario, Duration::ZERO),
+        rtd_names: scenario.rtds.clone(),
     }
 }
 
@@ -185,4 +186,51 @@ Call-ID: [call_id]
     let lines = scenario_screen(&info, &Progress::default());
     assert!(lines.contains(&"       Pause [10ms/20ms]         0                             0        ".to_string()));
     assert!(lines.contains(&"              [ NOP ]              ".to_string()));
+}
+
+/// The statistics screen of the same five calls: SIPp 3.6.1's lines for
+/// them, character for character (times aside, which are the clock's).
+#[test]
+fn the_statistics_screen_has_sipps_rows() {
+    use crate::metrics::Moments;
+    let scenario = crate::scenario::built_in("uac").unwrap();
+    let info = info(&scenario, true, 15061);
+    let p = Progress {
+        elapsed_s: 0.51,
+        attempted: 5,
+        successful: 5,
+        client: true,
+        finished: true,
+        rtd: vec![Moments { count: 5, sum: 0, sum_sq: 0 }],
+        period_rtd: vec![Moments::default()],
+        call_length: Moments { count: 5, sum: 12, sum_sq: 40 },
+        ..Progress::default()
+    };
+    let start = std::time::UNIX_EPOCH + Duration::from_secs(1_795_982_167);
+    let lines = statistics_screen(&info, &p, start);
+    assert_eq!(lines[0], "----------------------------- Statistics Screen ------- [1-9]: Change Screen --");
+    let at = |name: &str| lines.iter().find(|l| l.starts_with(&format!("  {name} "))).unwrap().clone();
+    assert!(at("Start Time").ends_with("\t1795982167.000000         "), "{lines:#?}");
+    assert!(at("Current Time").ends_with("\t1795982167.510000         "), "{lines:#?}");
+    assert_eq!(at("Last Reset Time"), at("Current Time").replacen("Current Time   ", "Last Reset Time", 1));
+    let expected = [
+        "-------------------------+---------------------------+--------------------------",
+        "  Counter Name           | Periodic value            | Cumulative value",
+        "-------------------------+---------------------------+--------------------------",
+        "  Elapsed Time           | 00:00:00:000000           | 00:00:00:510000          ",
+        "  Call Rate              |    0.000 cps              |    9.804 cps             ",
+        "-------------------------+---------------------------+--------------------------",
+        "  Incoming calls created |        0                  |        0                 ",
+        "  Outgoing calls created |        0                  |        5                 ",
+        "  Total Calls created    |                           |        5                 ",
+        "  Current Calls          |        0                  |                          ",
+        "-------------------------+---------------------------+--------------------------",
+        "  Successful call        |        0                  |        5                 ",
+        "  Failed call            |        0                  |        0                 ",
+        "-------------------------+---------------------------+--------------------------",
+        "  Response Time 1        | 00:00:00:000000           | 00:00:00:000000          ",
+        "  Call Length            | 00:00:00:000000           | 00:00:00:002000          ",
+        "------------------------------ Test Terminated --------------------------------",
+    ];
+    assert_eq!(lines[4..], expected);
 }
