@@ -223,8 +223,9 @@ pub struct LoadArgs {
     /// Keep the last rate after -rate_max instead of stopping.
     #[arg(long = "no_rate_quit")]
     no_rate_quit: bool,
-    /// SIPp's automatic answers: an INFO, NOTIFY, OPTIONS or UPDATE that
-    /// comes in a call unexpected is answered with 200 OK, and the call goes on.
+    /// SIPp's automatic answers: an INFO, NOTIFY, OPTIONS or UPDATE that no
+    /// step expects (in a call, or for none) is answered with 200 OK, and
+    /// the call goes on.
     #[arg(long = "aa")]
     auto_answer: bool,
     /// SIPp's user-based mode: not supported (an error says so).
