@@ -11,11 +11,13 @@ use std::time::Duration;
 
 use clap::Args;
 use sigkit_loadgen::engine::Transport;
+use sigkit_loadgen::screen::ScreenInfo;
 use sigkit_loadgen::{scenario, Arrivals, EndReason, EngineConfig, Injection, LoadConfig, LoadError, Pattern, Role};
 use sigkit_proxy::locate::host_port;
 
 use crate::exit::{CliError, Failure};
 
+mod live;
 mod outcome;
 mod sipp;
 
@@ -49,6 +51,7 @@ const SIPP_FLAGS: &[&str] = &[
     "key",
     "set",
     "fd",
+    "f",
     "cp",
     "nostdin",
     "bg",
@@ -165,7 +168,8 @@ pub struct LoadArgs {
     /// The scenario's <log> actions in <scenario>_<pid>_logs.log.
     #[arg(long = "trace_logs")]
     trace_logs: bool,
-    /// The final summary also in <scenario>_<pid>_screen.log.
+    /// The final scenario and statistics screens and the summary also in
+    /// <scenario>_<pid>_screen.log.
     #[arg(long = "trace_screen")]
     trace_screen: bool,
     /// SIPp's -key NAME VALUE: [NAME] in the scenario is VALUE (repeat it).
@@ -178,6 +182,9 @@ pub struct LoadArgs {
     /// or 500ms; SIPp's default is 60).
     #[arg(long = "fd", default_value = "1")]
     report_every: String,
+    /// The live screen's refresh period (s; or 500ms; SIPp's default 1).
+    #[arg(long = "f", default_value = "1")]
+    screen_every: String,
     /// UDP control port (SIPp's remote control: "cset rate 50", keys
     /// + - * / p q Q). Without it there is no control socket.
     #[arg(long = "cp")]
@@ -216,8 +223,9 @@ pub struct LoadArgs {
     /// Keep the last rate after -rate_max instead of stopping.
     #[arg(long = "no_rate_quit")]
     no_rate_quit: bool,
-    /// Accepted for SIPp compatibility, with a warning (automatic answers
-    /// are not sent).
+    /// SIPp's automatic answers: an INFO, NOTIFY, OPTIONS or UPDATE that no
+    /// step expects (in a call, or for none) is answered with 200 OK, and
+    /// the call goes on.
     #[arg(long = "aa")]
     auto_answer: bool,
     /// SIPp's user-based mode: not supported (an error says so).
@@ -294,9 +302,12 @@ pub struct LoadArgs {
     /// Print the run's report (summary, intervals, steps) as JSON at the end.
     #[arg(long)]
     json: bool,
-    /// No live progress on stderr (the bar, or the interval lines).
+    /// No live progress on stderr (the screen, the bar, or the interval lines).
     #[arg(long)]
     quiet: bool,
+    /// In a terminal, the one-line progress bar instead of SIPp's scenario screen.
+    #[arg(long)]
+    bar: bool,
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
@@ -416,6 +427,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, CliError> {
         return Err("-r: the rate must be a number, 0 or more".into());
     }
     let report_every = dur("-fd", &args.report_every, 1.0)?.max(Duration::from_millis(10));
+    let progress_every = dur("-f", &args.screen_every, 1.0)?.max(Duration::from_millis(10));
     let pattern = pattern_of(args, client, rate_period, report_every)?;
     // A server stops after -m calls only if it is given some.
     let max_calls = args.max_calls.filter(|&m| client || m != 0);
@@ -449,6 +461,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, CliError> {
             call_timeout: args.call_timeout.as_deref().map(|v| dur("--call-timeout", v, 1.0)).transpose()?,
             auth_user: args.auth_user.clone(),
             auth_password: args.auth_password.clone(),
+            auto_answer: args.auto_answer,
             ..LoadConfig::default().engine
         },
         rate: args.rate,
@@ -459,6 +472,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, CliError> {
         max_concurrent: args.limit,
         duration: duration_limit,
         report_every,
+        progress_every,
         control_port: args.control_port,
         sut_pids: args.sut_pid.clone(),
         sigcomp: args.sigcomp,
@@ -684,10 +698,9 @@ pub fn load(args: LoadArgs) -> ExitCode {
         Err(e) => return CliError::run(format!("the async runtime: {e}")).report("sigkit load"),
     };
     let keyboard = !args.nostdin && std::io::stdin().is_terminal();
-    let live = std::io::stderr().is_terminal();
-    // A bar only where a person watches stderr and it is not parsed.
-    let bar = live && !args.json && !args.quiet;
-    let lines = !bar && keyboard && !args.quiet;
+    let mode = live::Mode::choose(std::io::stderr().is_terminal(), keyboard, args.json, args.quiet, args.bar);
+    let screen = ScreenParts::of(&config);
+    let every = config.progress_every;
     let report = runtime.block_on(async {
         let prepared = sigkit_loadgen::Prepared::bind(config).await?;
         let transport = if args.transport == "t1" { "tcp" } else { "udp" };
@@ -698,61 +711,29 @@ pub fn load(args: LoadArgs) -> ExitCode {
         let mut raw = None;
         if keyboard {
             raw = Some(RawTerminal::enter());
-            eprintln!("sigkit load: keys: + - * / change the rate, p pauses, q quits, Q quits now");
+            eprintln!("sigkit load: keys: + - * / change the rate, p pauses, q quits (twice: at once), Q quits now");
             read_keys(prepared.control());
         }
-        let stop = match sipp::stop_on_signals() {
+        let stop = match sipp::stop_on_signals(mode == live::Mode::Screen) {
             Ok(rx) => Some(rx),
             Err(e) => {
                 eprintln!("sigkit load: SIGINT and SIGTERM will end the process without a summary: {e}");
                 None
             }
         };
-        let mut progress = prepared.progress();
-        let bar = bar.then(progress_bar);
-        let printer = (bar.is_some() || lines).then(|| {
-            let bar = bar.clone();
-            tokio::spawn(async move {
-                while progress.changed().await.is_ok() {
-                    let p = progress.borrow().clone();
-                    match &bar {
-                        Some(bar) => {
-                            if let Some(m) = p.max_calls.filter(|_| p.client) {
-                                bar.set_length(m);
-                            }
-                            bar.set_position(p.successful + p.failed);
-                            bar.set_message(progress_message(&p));
-                        }
-                        None => eprintln!(
-                            "{:7.1} s  rate {:.1}/s{}  step {}  {} attempted  {} ok  {} failed  {} active  {:.1} calls/s",
-                            p.elapsed_s,
-                            p.cps,
-                            if p.paused { " (paused)" } else { "" },
-                            p.step,
-                            p.attempted,
-                            p.successful,
-                            p.failed,
-                            p.active,
-                            p.calls_per_s
-                        ),
-                    }
-                    if p.finished {
-                        break;
-                    }
-                }
-            })
-        });
+        let info = screen.info(&prepared);
+        let last = prepared.progress();
+        let started = std::time::SystemTime::now();
+        let shown = live::start(mode, prepared.progress(), info.clone(), every, started);
         let report = prepared.run(stop).await;
-        if let Some(p) = printer {
-            p.abort();
-        }
-        if let Some(b) = bar {
-            b.finish_and_clear();
+        if let Some(l) = shown {
+            l.finish().await;
         }
         drop(raw);
-        report
+        let last = last.borrow().clone();
+        report.map(|r| (r, info, last, started))
     });
-    let report = match report {
+    let (report, info, last, started) = match report {
         Ok(r) => r,
         Err(e) => return CliError { kind: failure_of(&e), message: e.to_string() }.report("sigkit load"),
     };
@@ -768,7 +749,8 @@ pub fn load(args: LoadArgs) -> ExitCode {
     let summary = outcome::summary_text(&report);
     if args.trace_screen {
         let path = sipp::screen_path(&args);
-        if let Err(e) = std::fs::write(&path, &summary) {
+        let text = format!("{}\n{summary}", live::screen_text(&info, &last, started));
+        if let Err(e) = std::fs::write(&path, text) {
             eprintln!("sigkit load: {}: {e}", path.display());
         }
     }
@@ -791,34 +773,48 @@ pub fn load(args: LoadArgs) -> ExitCode {
     }
 }
 
-/// The live progress of a long run, on stderr: a bar toward `-m` calls
-/// (empty without it), redrawn in place; the message is cut to the
-/// terminal's width rather than wrapped, so the most wanted comes first.
-fn progress_bar() -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-    let style = indicatif::ProgressStyle::with_template("{spinner} {elapsed:>4} [{bar:16}] {pos}/{len} {wide_msg}")
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar
+/// What the screen shows of a run's configuration, kept before the
+/// configuration goes to the run.
+struct ScreenParts {
+    remote: Option<SocketAddr>,
+    transport: &'static str,
+    rate_period: Duration,
+    hold: Duration,
+    limit: Option<usize>,
+    max_calls: Option<u64>,
 }
 
-/// The bar's text: calls completed per second, successes, failures and
-/// p95 set-up delay over the last interval; then the rate a UAC asks for
-/// and the calls in progress.
-fn progress_message(p: &sigkit_loadgen::Progress) -> String {
-    let mut m = format!("{:.1} calls/s  {} ok  {} failed  set-up p95 ", p.calls_per_s, p.successful, p.failed);
-    if p.setup_p95_ms > 0.0 {
-        m.push_str(&format!("{:.2} ms", p.setup_p95_ms));
-    } else {
-        m.push('-');
+impl ScreenParts {
+    fn of(config: &LoadConfig) -> ScreenParts {
+        ScreenParts {
+            remote: config.engine.remote,
+            transport: match config.engine.transport {
+                Transport::Udp => "UDP",
+                Transport::Tcp => "TCP",
+            },
+            rate_period: config.rate_period,
+            hold: config.engine.hold,
+            limit: config.max_concurrent,
+            max_calls: config.max_calls,
+        }
     }
-    if p.client {
-        m.push_str(&format!("  asked {:.1}/s{}", p.cps, if p.paused { " (paused)" } else { "" }));
+
+    /// The screen's description of the run `prepared` is about to make.
+    fn info(&self, prepared: &sigkit_loadgen::Prepared) -> ScreenInfo {
+        let scenario = prepared.scenario();
+        ScreenInfo {
+            client: scenario.is_client(),
+            local_port: prepared.local_addr().port(),
+            remote: self.remote,
+            transport: self.transport,
+            rate_period: self.rate_period,
+            hold: self.hold,
+            limit: self.limit,
+            max_calls: self.max_calls,
+            rows: sigkit_loadgen::screen::rows_of(scenario, self.hold),
+            rtd_names: scenario.rtds.clone(),
+        }
     }
-    m.push_str(&format!("  {} active", p.active));
-    m
 }
 
 #[cfg(test)]
@@ -832,32 +828,6 @@ mod tests {
             sipp_style(v("sigkit -m load -sn uac -r 5 -rp 1s --json -x 1.2.3.4:5")),
             v("sigkit -m load --sn uac --r 5 --rp 1s --json -x 1.2.3.4:5")
         );
-    }
-
-    #[test]
-    fn the_progress_message_has_rate_successes_failures_and_p95() {
-        let p = sigkit_loadgen::Progress {
-            client: true,
-            cps: 100.0,
-            calls_per_s: 98.5,
-            successful: 1200,
-            failed: 3,
-            active: 41,
-            setup_p95_ms: 12.345,
-            ..sigkit_loadgen::Progress::default()
-        };
-        assert_eq!(
-            progress_message(&p),
-            "98.5 calls/s  1200 ok  3 failed  set-up p95 12.35 ms  asked 100.0/s  41 active"
-        );
-        let paused = sigkit_loadgen::Progress { paused: true, setup_p95_ms: 0.0, ..p.clone() };
-        assert_eq!(
-            progress_message(&paused),
-            "98.5 calls/s  1200 ok  3 failed  set-up p95 -  asked 100.0/s (paused)  41 active"
-        );
-        // A UAS asks for no rate.
-        let uas = sigkit_loadgen::Progress { client: false, ..p };
-        assert_eq!(progress_message(&uas), "98.5 calls/s  1200 ok  3 failed  set-up p95 12.35 ms  41 active");
     }
 
     fn parse(line: &str) -> Result<LoadConfig, String> {

@@ -114,7 +114,7 @@ fn in_a_terminal(args: &str) -> (bool, String) {
 }
 
 #[test]
-fn a_terminal_gets_a_progress_bar_unless_quiet_or_json() {
+fn a_terminal_gets_the_screen_or_the_bar_unless_quiet_or_json() {
     let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut uas = sigkit()
         .args(["load", "-sn", "uas", "-i", "127.0.0.1", "-p", &port.to_string(), "-timeout", "60s", "--quiet"])
@@ -124,17 +124,27 @@ fn a_terminal_gets_a_progress_bar_unless_quiet_or_json() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let uac = format!("load -sn uac -r 20 -m 30 -fd 200ms -nostdin -timeout 60s 127.0.0.1:{port}");
+    // SIPp's scenario screen by default, its rows counting the calls.
     let (ok, screen) = in_a_terminal(&uac);
     assert!(ok, "{screen}");
-    // The bar (drawn with escape codes, redrawn in place) with the live
-    // rate, successes, failures and p95 set-up delay; then the summary.
+    assert!(
+        screen.contains("Scenario Screen") && screen.contains("      INVITE ---------->         30 "),
+        "{screen:?}"
+    );
+    assert!(!screen.contains("set-up p95"), "no bar with the screen: {screen:?}");
+    // The bar with --bar (drawn with escape codes, redrawn in place), with
+    // the live rate, successes, failures and p95 set-up delay; then the summary.
+    let (ok, screen) = in_a_terminal(&format!("{uac} --bar"));
+    assert!(ok, "{screen}");
     assert!(screen.contains('\x1b'), "{screen:?}");
     assert!(screen.contains("/30 ") && screen.contains(" ok ") && screen.contains("set-up p95"), "{screen:?}");
     assert!(screen.contains("30 successful, 0 failed"), "{screen:?}");
+    assert!(!screen.contains("Scenario Screen"), "{screen:?}");
     for quiet in ["--quiet", "--json"] {
         let (ok, screen) = in_a_terminal(&format!("{uac} {quiet}"));
         assert!(ok, "{screen}");
         assert!(!screen.contains("set-up p95") && !screen.contains("/30 "), "{quiet}: {screen:?}");
+        assert!(!screen.contains("Scenario Screen"), "{quiet}: {screen:?}");
     }
     let _ = uas.kill();
     let _ = uas.wait();

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use sigkit_sip::transaction::Timers;
 use sigkit_sip::{HeaderName, Message};
 
+mod auto_answer;
 mod call;
 mod linger;
 mod outbox;
@@ -95,6 +96,11 @@ pub struct EngineConfig {
     /// Seed of the random numbers: random pauses and random injection
     /// lines (and a load run's Poisson arrivals and service times).
     pub seed: u64,
+    /// SIPp's `-aa`: an INFO, NOTIFY, OPTIONS or UPDATE that arrives in a
+    /// call and matches nothing the call expects (or for no call) is
+    /// answered with SIPp's default 200 OK, counted in `AutoAnswered`,
+    /// instead of failing the call (or being discarded).
+    pub auto_answer: bool,
 }
 
 impl Default for EngineConfig {
@@ -115,6 +121,7 @@ impl Default for EngineConfig {
             auth_password: "password".into(),
             pid: std::process::id(),
             seed: 0x5eed,
+            auto_answer: false,
         }
     }
 }
@@ -155,6 +162,8 @@ pub struct Engine {
     pub trace: EngineTrace,
     /// The time of the event being handled, for what ends without being given one (a call's length).
     clock: Instant,
+    /// The most calls in progress at once, and when that was first reached.
+    peak: (usize, Instant),
 }
 
 fn lower(s: &str) -> String {
@@ -208,6 +217,7 @@ impl Engine {
             scenario.repartition_rtds,
             &scenario.call_length_repartition,
         );
+        recorder.set_scenario_steps(scenario.steps.len());
         let client = scenario.is_client();
         let vias_of = scenario.steps.iter().any(|s| match &s.kind {
             StepKind::Send(send) => send.template.keywords().any(|k| matches!(k, Keyword::ViaOf(_))),
@@ -237,6 +247,7 @@ impl Engine {
             recorder,
             trace: EngineTrace::default(),
             clock: now,
+            peak: (0, now),
         }
     }
 
@@ -254,6 +265,12 @@ impl Engine {
     /// retransmissions, `timewait`, not counted).
     pub fn active(&self) -> usize {
         self.active
+    }
+
+    /// The most calls in progress at once so far, and when that many
+    /// were first in progress (SIPp's "Peak was N calls, after T s").
+    pub fn peak(&self) -> (usize, Instant) {
+        self.peak
     }
 
     /// Calls held in memory, lingering ones included.
@@ -332,6 +349,9 @@ impl Engine {
         c.call_id.clear();
         self.live += 1;
         self.active += 1;
+        if self.active > self.peak.0 {
+            self.peak = (self.active, self.clock);
+        }
         slot
     }
 
@@ -422,15 +442,19 @@ impl Engine {
                 let opens = !self.client
                     && msg.method().is_some_and(|m| m != "ACK" && Some(m) == self.scenario.first_request());
                 if !opens {
-                    if !self.answer_lingering(now, from, &msg, call_id.as_bytes()) {
-                        self.recorder.out_of_call();
-                        self.warn(|_| {
-                            format!(
-                                "Discarding message which can't be mapped to a known SIPp call:\n{}",
-                                String::from_utf8_lossy(bytes)
-                            )
-                        });
+                    if self.answer_lingering(now, from, &msg, call_id.as_bytes()) {
+                        return;
                     }
+                    if self.config.auto_answer && self.auto_answer_out_of_call(from, &msg, call_id) {
+                        return;
+                    }
+                    self.recorder.out_of_call();
+                    self.warn(|_| {
+                        format!(
+                            "Discarding message which can't be mapped to a known SIPp call:\n{}",
+                            String::from_utf8_lossy(bytes)
+                        )
+                    });
                     return;
                 }
                 let slot = self.new_call(now, 0);
@@ -526,6 +550,7 @@ impl Engine {
         };
         if let Some(k) = earlier {
             self.recorder.retransmission_received();
+            self.recorder.at_step(k, |m| m.recv_retrans += 1);
             let c = &self.calls[slot];
             if c.last_recv_step == Some(k) && c.sent_since_recv {
                 // Answer again what answered it: a final response, or the
@@ -543,8 +568,15 @@ impl Engine {
                     let c = &self.calls[slot];
                     self.outbox.push(to, &c.last_sent);
                     self.recorder.retransmitted(c.load_step);
+                    if let Some(s) = c.last_sent_what {
+                        self.recorder.at_step(s, |m| m.sent_retrans += 1);
+                    }
                 }
             }
+            return;
+        }
+        if self.config.auto_answer && auto_answer::answers(msg) && self.auto_answer(from, msg) {
+            self.warn(|_| "Processing auto_response for unexpected INFO, NOTIFY, OPTIONS or UPDATE\n".into());
             return;
         }
         if self.calls[slot].timewait {
@@ -552,6 +584,7 @@ impl Engine {
             return;
         }
         self.recorder.unexpected_in(self.calls[slot].load_step);
+        self.recorder.at_step(self.calls[slot].index, |m| m.unexpected += 1);
         self.warn_unexpected(slot, bytes);
         let cause = match (msg.status_code(), msg.cseq()) {
             (Some(code), Ok(cseq)) if code >= 300 => {
@@ -615,6 +648,7 @@ impl Engine {
         let scenario = Arc::clone(&self.scenario);
         let step = &scenario.steps[j];
         let StepKind::Recv(r) = &step.kind else { return };
+        self.recorder.at_step(j, |m| m.recv += 1);
         let needs_last = scenario.needs_last_message;
         let c = &mut self.calls[slot];
         // What was being sent again is answered.
@@ -789,6 +823,7 @@ impl Engine {
                 }
                 StepKind::Pause(p) => {
                     if self.calls[slot].pause_until.is_none() {
+                        self.recorder.at_step(i, |m| m.sessions += 1);
                         let d = self.pause_length(*p);
                         if !d.is_zero() {
                             self.calls[slot].pause_until = Some(now + d);
@@ -804,6 +839,8 @@ impl Engine {
                 StepKind::Timewait(d) => {
                     let c = &mut self.calls[slot];
                     if !c.timewait {
+                        self.recorder.at_step(i, |m| m.sessions += 1);
+                        let c = &mut self.calls[slot];
                         c.timewait = true;
                         c.pause_until = Some(now + *d);
                         c.call_deadline = None;
@@ -878,6 +915,7 @@ impl Engine {
         let to = self.destination(slot);
         self.outbox.push(to, &out);
         self.recorder.message_sent(false);
+        self.recorder.at_step(i, |m| m.sent += 1);
         let udp = self.config.transport == Transport::Udp;
         let timers = self.config.timers;
         let c = &mut self.calls[slot];

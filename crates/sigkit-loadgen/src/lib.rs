@@ -14,7 +14,10 @@
 //!
 //! [`engine`] runs the calls, sans-IO; [`runtime`] runs it on tokio. A
 //! UAS can sit behind a server of limited capacity ([`service`]), the
-//! bottleneck of an overload experiment.
+//! bottleneck of an overload experiment. [`screen`] makes SIPp's
+//! scenario screen (a row per scenario step with its messages,
+//! retransmissions, timeouts and unexpected messages) from the run's
+//! [`Progress`] snapshots, and [`trace`] writes SIPp's trace files.
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), sigkit_loadgen::LoadError> {
@@ -37,6 +40,7 @@ pub mod metrics;
 pub mod pattern;
 pub mod runtime;
 pub mod scenario;
+pub mod screen;
 pub mod service;
 pub mod sigcomp_layer;
 pub mod sut;
@@ -48,7 +52,8 @@ pub use control::ControlCommand;
 pub use engine::{Engine, EngineConfig, Transport};
 pub use inject::Injection;
 pub use metrics::{
-    Interval, Moments, Percentiles, Recorder, SippTotals, StepReport, Summary, SutUsage, Tail, TransactionTimes,
+    Interval, Moments, Percentiles, Recorder, SippTotals, StepMessages, StepReport, Summary, SutUsage, Tail,
+    TransactionTimes,
 };
 pub use pattern::{Arrivals, Pattern, RateController};
 pub use runtime::{run, Control, EndReason, LoadConfig, LoadError, Prepared, Progress, Role, RunReport};

@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+mod messages;
+
+pub use messages::StepMessages;
+
 /// Longest delay a histogram holds, µs (10 minutes); longer ones are
 /// clamped to it.
 const MAX_DELAY_US: u64 = 600_000_000;
@@ -161,12 +165,15 @@ pub struct Recorder {
     pub tail_failed: u64,
     /// Over the whole run, what SIPp's `-trace_stat` file reads beyond the counters.
     pub sipp: SippTotals,
+    /// Over the whole run, per step of the scenario (by index in its `steps`; empty until
+    /// [`Recorder::set_scenario_steps`]): SIPp's scenario screen.
+    pub scenario_steps: Vec<StepMessages>,
 }
 
 /// Count, sum and sum of squares of whole milliseconds: how SIPp keeps a
 /// mean and a standard deviation (its `-trace_stat` `ResponseTime` and
 /// `CallLength` columns), so a period's are the difference of two.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Moments {
     /// Samples.
     pub count: u64,
@@ -237,6 +244,8 @@ pub struct SippTotals {
     pub dead_call: u64,
     /// Events SIPp reports as warnings: calls aborted on an unexpected message or a timeout, messages discarded.
     pub warnings: u64,
+    /// Requests answered with a 200 OK by `-aa` instead of counting as unexpected (SIPp's `AutoAnswered`).
+    pub auto_answered: u64,
 }
 
 /// The bucket of `ms` among `borders` as SIPp counts it: the first border
@@ -286,6 +295,19 @@ impl Recorder {
             tail_successful: 0,
             tail_failed: 0,
             sipp: SippTotals::new(n),
+            scenario_steps: Vec::new(),
+        }
+    }
+
+    /// Counts per scenario step from now on, for a scenario of `steps` steps.
+    pub fn set_scenario_steps(&mut self, steps: usize) {
+        self.scenario_steps = vec![StepMessages::default(); steps];
+    }
+
+    /// Counts at scenario step `index` (`count` changes its counts), if the recorder keeps them.
+    pub fn at_step(&mut self, index: usize, count: impl FnOnce(&mut StepMessages)) {
+        if let Some(m) = self.scenario_steps.get_mut(index) {
+            count(m);
         }
     }
 
@@ -319,6 +341,12 @@ impl Recorder {
     /// An event SIPp reports as a warning (and writes with `-trace_err`).
     pub fn warning(&mut self) {
         self.sipp.warnings += 1;
+    }
+
+    /// A request answered by `-aa` (SIPp's `AutoAnswered`); the answer is counted as a message sent.
+    pub fn auto_answered(&mut self) {
+        self.sipp.auto_answered += 1;
+        self.message_sent(false);
     }
 
     fn step(&mut self, step: usize) -> &mut Counters {

@@ -24,8 +24,11 @@ use crate::sut::SutSampler;
 use crate::trace::{TraceConfig, TraceError, Tracer};
 
 mod net;
+mod progress;
 
 use net::{bind_udp, tcp_reader, Net, TcpEvent, TcpNet};
+pub use progress::Progress;
+use progress::Updates;
 
 /// Which side of the call a run plays when no scenario is given: the
 /// built-in `uac` or `uas`.
@@ -67,6 +70,9 @@ pub struct LoadConfig {
     pub duration: Option<Duration>,
     /// An [`Interval`] row every this long (SIPp's `-fd`).
     pub report_every: Duration,
+    /// A [`Progress`] update every this long (SIPp's `-f`, its screen's
+    /// refresh period), besides one at each interval row and the last one at the end.
+    pub progress_every: Duration,
     /// A UDP control socket on this port of the local address (SIPp's
     /// `-cp`); 0 picks a free port.
     pub control_port: Option<u16>,
@@ -101,6 +107,7 @@ impl Default for LoadConfig {
             max_concurrent: None,
             duration: None,
             report_every: Duration::from_secs(1),
+            progress_every: Duration::from_secs(1),
             control_port: None,
             sut_pids: Vec::new(),
             sigcomp: false,
@@ -207,44 +214,6 @@ pub struct RunReport {
     /// The first trace file write that failed (the run went on without that file).
     #[serde(skip)]
     pub trace_error: Option<String>,
-}
-
-/// Live progress of a run (a watch channel: [`Prepared::progress`]).
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Progress {
-    /// Seconds since the run started.
-    pub elapsed_s: f64,
-    /// The rate asked for now, calls per rate period (SIPp's `-r` unit).
-    pub rate: f64,
-    /// The rate asked for now, calls/s.
-    pub cps: f64,
-    /// The load step in progress, from 0.
-    pub step: usize,
-    /// Whether starting calls is paused (SIPp's `p` key).
-    pub paused: bool,
-    /// Calls the load pattern asked for so far.
-    pub offered: u64,
-    /// Calls started so far.
-    pub attempted: u64,
-    /// Calls that reached the end of their scenario so far.
-    pub successful: u64,
-    /// Calls that failed so far.
-    pub failed: u64,
-    /// Calls in progress now (`-trace_stat` `CurrentCall`).
-    pub active: u64,
-    /// Successful calls per second over the last interval.
-    pub calls_per_s: f64,
-    /// p95 set-up delay (INVITE→200) over the last interval, ms; 0 with
-    /// no call set up in it.
-    pub setup_p95_ms: f64,
-    /// Messages sent again so far (RFC 3261 §17 timers).
-    pub retransmissions: u64,
-    /// Whether the run places calls (a UAC) rather than answers them.
-    pub client: bool,
-    /// Calls the run places in all (`max_calls`), when bounded.
-    pub max_calls: Option<u64>,
-    /// Whether the run is over (the last update).
-    pub finished: bool,
 }
 
 /// Changes a running load (rate, pause, quit): cloneable, usable from any
@@ -414,7 +383,7 @@ impl Prepared {
         Control { tx: self.control_tx.clone() }
     }
 
-    /// Live progress, updated at each interval and at the end.
+    /// Live progress, updated every `progress_every`, at each interval row and at the end.
     pub fn progress(&self) -> watch::Receiver<Progress> {
         self.progress_tx.subscribe()
     }
@@ -481,7 +450,12 @@ impl Run {
             }
             ControlCommand::SetLimit(l) => self.limit = Some(l),
             ControlCommand::TogglePause => self.rate.toggle_pause(now),
-            ControlCommand::Quit => self.quitting = true,
+            // SIPp's q: the first waits for the calls in progress, a
+            // second ends the run at once.
+            ControlCommand::Quit => {
+                self.quit_now |= self.quitting;
+                self.quitting = true;
+            }
             ControlCommand::QuitNow => self.quit_now = true,
         }
     }
@@ -504,12 +478,17 @@ impl Run {
         }
     }
 
+    /// Whether a client has placed every call it will (`-m` of them, or its load pattern's end).
+    fn placed_all(&self) -> bool {
+        self.max_calls.is_some_and(|m| self.started >= m) || self.rate.finished()
+    }
+
     /// Whether the run's calls are over: a client's once it has placed
     /// all it will and none is active; a server's once -m calls ended, or
     /// it was told to quit and none is active.
     fn calls_done(&mut self, client: bool, start: Instant, now: Instant) -> bool {
         if client {
-            let placed_all = self.max_calls.is_some_and(|m| self.started >= m) || self.rate.finished();
+            let placed_all = self.placed_all();
             if placed_all || self.quitting {
                 let end = last_step_end(&self.rate, start).unwrap_or(now).min(now);
                 self.engine.recorder.load_ended(end);
@@ -625,6 +604,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         stat_row(t, &run, &config, start);
     }
     let end = config.duration.map(|d| start + d);
+    let mut updates = Updates::new(&config, start);
     let mut buf: Vec<u8> = vec![0; 65536];
     let mut plain: Vec<u8> = Vec::with_capacity(65536);
     let mut ctl_buf = vec![0u8; 2048];
@@ -651,13 +631,17 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         }
         run.engine.handle_timeout(now);
         flush(&mut run.engine, &mut net, &mut sigcomp, &mut tracer, &mut outbox).await;
+        let mut update = now >= updates.next;
         if now >= reports.next {
             reports.add(&mut run, start, now);
             if let Some(t) = &mut tracer {
                 stat_row(t, &run, &config, now);
                 t.flush();
             }
-            let _ = progress_tx.send(progress(&run, start, now, reports.intervals.last(), false));
+            update = true;
+        }
+        if update {
+            let _ = progress_tx.send(updates.progress(&run, start, now, &reports, false));
         }
         if run.calls_done(client, start, now) {
             break EndReason::Calls;
@@ -673,7 +657,10 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
         }
         let starting = if client && !run.quitting { run.rate.next_due() } else { None };
         let serving = service.as_ref().and_then(|q| q.poll_timeout());
-        let wake = [starting, run.engine.poll_timeout(), serving, Some(reports.next), end].into_iter().flatten().min();
+        let wake = [starting, run.engine.poll_timeout(), serving, Some(reports.next), Some(updates.next), end]
+            .into_iter()
+            .flatten()
+            .min();
         let wake = wake.unwrap_or(now + Duration::from_secs(1));
         tokio::select! {
             got = net.recv(&mut buf) => {
@@ -734,7 +721,7 @@ async fn run_loop(p: Prepared, mut stop: Option<watch::Receiver<bool>>) -> Resul
     summary.sigcomp = sigcomp.as_ref().map(|l| l.counts);
     summary.service = service.as_ref().map(|q| q.counts());
     let steps = step_rows(&run, start, now, in_progress);
-    let _ = progress_tx.send(progress(&run, start, now, reports.intervals.last(), true));
+    let _ = progress_tx.send(updates.progress(&run, start, now, &reports, true));
     Ok(RunReport {
         summary,
         intervals: reports.intervals,
@@ -816,29 +803,6 @@ async fn flush(
         }
     }
     engine.return_outbox(out);
-}
-
-fn progress(run: &Run, start: Instant, now: Instant, last: Option<&Interval>, finished: bool) -> Progress {
-    let t = &run.engine.recorder.total;
-    let cps = run.rate.current_cps(now);
-    Progress {
-        elapsed_s: (now - start).as_secs_f64(),
-        rate: cps * run.period.as_secs_f64(),
-        cps,
-        step: run.rate.current_step(now),
-        paused: run.rate.paused(),
-        offered: t.offered,
-        attempted: t.attempted,
-        successful: t.successful,
-        failed: t.failed,
-        active: run.engine.active() as u64,
-        calls_per_s: last.map_or(0.0, |i| i.calls_per_s),
-        setup_p95_ms: last.map_or(0.0, |i| i.setup_p95_ms),
-        retransmissions: t.retransmissions,
-        client: run.engine.is_client(),
-        max_calls: run.max_calls,
-        finished,
-    }
 }
 
 fn interval_row(

@@ -52,7 +52,6 @@ pub(super) fn ignored_flags(args: &LoadArgs) -> Vec<String> {
         }
     };
     not_implemented(args.background, "-bg");
-    not_implemented(args.auto_answer, "-aa");
     let mut needs = |given: bool, flag: &str, other: &str| {
         if given {
             lines.push(format!("sigkit load: {flag} does nothing without {other}; ignored"));
@@ -72,10 +71,11 @@ pub(super) fn ignored_flags(args: &LoadArgs) -> Vec<String> {
 /// A channel that turns true on the first SIGINT or SIGTERM, so the run
 /// ends as at `-timeout`: its summary printed and its files flushed. A
 /// second signal ends the process at once (exit 130 or 143, 128 plus the
-/// signal's number, as a shell reports a process killed by it).
+/// signal's number, as a shell reports a process killed by it), after
+/// leaving the terminal's alternate screen when the live `screen` is on.
 ///
 /// Call it inside the runtime that runs the load.
-pub(super) fn stop_on_signals() -> std::io::Result<watch::Receiver<bool>> {
+pub(super) fn stop_on_signals(screen: bool) -> std::io::Result<watch::Receiver<bool>> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
@@ -91,6 +91,9 @@ pub(super) fn stop_on_signals() -> std::io::Result<watch::Receiver<bool>> {
             _ = interrupt.recv() => 130,
             _ = terminate.recv() => 143,
         };
+        if screen {
+            super::live::leave_alternate_screen();
+        }
         std::process::exit(code);
     });
     Ok(rx)
@@ -118,7 +121,6 @@ mod tests {
             lines,
             [
                 "sigkit load: -bg is accepted but not implemented; ignored",
-                "sigkit load: -aa is accepted but not implemented; ignored",
                 "sigkit load: -rate_max does nothing without -rate_increase; ignored",
                 "sigkit load: -stf does nothing without -trace_stat; ignored",
                 "sigkit load: -rtt_freq does nothing without -trace_rtt; ignored",

@@ -523,3 +523,111 @@ fn a_bye_sent_again_after_the_call_ended_is_answered_until_timer_j() {
     assert!(drain(&mut b).is_empty());
     assert_eq!(b.recorder.total.out_of_call, out_of_call + 1);
 }
+
+/// The counts of each step of the scenario, as SIPp's scenario screen
+/// shows them: messages per send and recv, calls per pause, and the peak
+/// of calls in progress.
+#[test]
+fn each_step_counts_its_messages_and_pauses() {
+    let t0 = Instant::now();
+    let mut a = uac_with(built_in("uac").unwrap(), None, Duration::from_millis(100), t0);
+    let mut b = uas(t0);
+    for i in 0..5 {
+        a.start_call(t0 + Duration::from_millis(i), 0);
+    }
+    exchange(&mut a, &mut b, t0, t0 + Duration::from_secs(10));
+    let count = |e: &Engine| -> Vec<u64> {
+        e.recorder.scenario_steps.iter().map(|m| m.sent + m.recv + m.sessions).collect::<Vec<_>>()
+    };
+    // INVITE, 100, 180, 183, 200, ACK, pause, BYE, 200.
+    assert_eq!(count(&a), [5, 0, 5, 0, 5, 5, 5, 5, 5]);
+    // INVITE, 180, 200, ACK, BYE, 200, timewait.
+    assert_eq!(count(&b), [5, 5, 5, 5, 5, 5, 5]);
+    assert!(a.recorder.scenario_steps.iter().all(|m| m.sent_retrans + m.timeouts + m.unexpected == 0));
+    assert_eq!(a.peak().0, 5, "five calls were in progress at once");
+    assert!(a.peak().1 >= t0 && a.peak().1 <= t0 + Duration::from_millis(4));
+}
+
+/// A request sent again counts at its step as a retransmission, and when
+/// Timer B fires as a timeout there.
+#[test]
+fn retransmissions_and_timeouts_count_at_the_step_that_sent() {
+    let t0 = Instant::now();
+    let mut a = uac(t0);
+    a.start_call(t0, 0);
+    drain(&mut a);
+    let mut now = t0;
+    while let Some(t) = a.poll_timeout() {
+        now = t;
+        a.handle_timeout(now);
+        drain(&mut a);
+    }
+    let invite = a.recorder.scenario_steps[0];
+    assert_eq!((invite.sent, invite.sent_retrans, invite.timeouts), (1, 6, 1), "Timer A six times, then B");
+    assert_eq!(a.recorder.total.retransmissions, 6);
+    assert!(now >= t0 + Duration::from_secs(32));
+}
+
+/// An INFO for the call while the UAC holds (in its pause): unexpected,
+/// counted at the pause, the call failed; with `-aa` answered with a 200
+/// OK of the same transaction, the call going on to succeed. An OPTIONS
+/// for no call: out of call, or with `-aa` answered.
+#[test]
+fn auto_answer_turns_an_unexpected_info_into_a_200_ok() {
+    for aa in [false, true] {
+        let t0 = Instant::now();
+        let config = EngineConfig {
+            local: addr(UAC),
+            remote: Some(addr(UAS)),
+            hold: Duration::from_millis(500),
+            auto_answer: aa,
+            ..EngineConfig::default()
+        };
+        let mut a = Engine::new(Arc::new(built_in("uac").unwrap()), config, None, t0);
+        let mut b = uas(t0);
+        a.start_call(t0, 0);
+        let now = exchange(&mut a, &mut b, t0, t0 + Duration::from_millis(100));
+        assert_eq!(a.calls.iter().filter(|c| c.live).map(|c| c.index).collect::<Vec<_>>(), [6], "in the pause");
+        let call_id = text(&a.calls.iter().find(|c| c.live).unwrap().call_id);
+        let info = format!(
+            "INFO sip:x@127.0.0.1:5061 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:5060;branch=z9hG4bK-info\r\n\
+             From: <sip:service@127.0.0.1:5060>;tag=b\r\nTo: <sip:x@127.0.0.1:5061>;tag=a\r\n\
+             Call-ID: {call_id}\r\nCSeq: 7 INFO\r\nContent-Length: 0\r\n\r\n"
+        );
+        // An OPTIONS for no call: answered with -aa (as SIPp 3.6 does), else out of call.
+        let stranger = info.replace(&call_id, "stranger").replace("INFO", "OPTIONS");
+        a.on_message(now, addr(UAS), stranger.as_bytes());
+        let answered = drain(&mut a);
+        assert_eq!(answered.len(), usize::from(aa));
+        assert_eq!((a.recorder.sipp.auto_answered, a.recorder.total.out_of_call), (u64::from(aa), u64::from(!aa)));
+        if let Some((_, ok)) = answered.first() {
+            let ok = Message::parse(ok).unwrap();
+            assert_eq!((ok.status_code(), ok.call_id().unwrap()), (Some(200), "stranger"));
+        }
+        a.on_message(now, addr(UAS), info.as_bytes());
+        let sent = drain(&mut a);
+        let pause = a.recorder.scenario_steps[6];
+        if aa {
+            assert_eq!(sent.len(), 1);
+            let (to, ok) = &sent[0];
+            let ok = Message::parse(ok).unwrap();
+            assert_eq!((*to, ok.status_code()), (addr(UAS), Some(200)));
+            assert_eq!(ok.call_id().unwrap(), call_id);
+            let cseq = ok.cseq().unwrap();
+            assert_eq!((cseq.number, cseq.method), (7, "INFO"));
+            assert_eq!(ok.top_via().unwrap().branch(), Some("z9hG4bK-info"));
+            assert_eq!((a.recorder.sipp.auto_answered, pause.unexpected, a.recorder.total.unexpected), (2, 0, 0));
+            exchange(&mut a, &mut b, now, now + Duration::from_secs(10));
+            assert_eq!((a.recorder.total.successful, a.recorder.total.failed), (1, 0));
+        } else {
+            assert!(sent.is_empty(), "no answer without -aa");
+            assert_eq!((a.recorder.sipp.auto_answered, pause.unexpected, a.recorder.total.unexpected), (0, 1, 1));
+            assert_eq!(a.recorder.total.failures.get("unexpected_message"), Some(&1));
+        }
+    }
+    // -aa answers those four methods only.
+    for (m, yes) in [("INFO", true), ("notify", true), ("OPTIONS", true), ("UPDATE", true), ("MESSAGE", false)] {
+        let req = format!("{m} sip:x SIP/2.0\r\nCall-ID: c\r\nCSeq: 1 {m}\r\n\r\n");
+        assert_eq!(auto_answer::answers(&Message::parse(req.as_bytes()).unwrap()), yes, "{m}");
+    }
+}

@@ -68,6 +68,8 @@ impl Engine {
                 _ => None,
             };
             self.warn_recv_timeout(slot, target);
+            let at = self.calls[slot].index;
+            self.recorder.at_step(at, |m| m.timeouts += 1);
             let c = &mut self.calls[slot];
             match target {
                 Some(t) => {
@@ -98,6 +100,7 @@ impl Engine {
                     },
                     _ => "timeout".to_string(),
                 };
+                self.recorder.at_step(rt.step, |m| m.timeouts += 1);
                 self.warn_failed(slot, &cause);
                 self.fail(slot, &cause, true);
                 return;
@@ -115,6 +118,7 @@ impl Engine {
                 let c = &self.calls[slot];
                 self.outbox.push(to, &c.last_sent);
                 self.recorder.retransmitted(c.load_step);
+                self.recorder.at_step(rt.step, |m| m.sent_retrans += 1);
             }
         }
         let c = &mut self.calls[slot];

@@ -10,8 +10,9 @@
 //! did not expect (`unexpected_message`, an error response such as
 //! `invite_486`) `FailedUnexpectedMessage`; failures SIPp has no column
 //! for (`call_timeout`, `auth_failed`) count in `FailedCall` only, and
-//! SIPp's other causes (TCP, regular expressions, `-aa`, the watchdog)
-//! have nothing to count here and stay 0.
+//! SIPp's other causes (TCP, regular expressions, the watchdog) have
+//! nothing to count here and stay 0. `AutoAnswered` counts the requests
+//! `-aa` answered.
 
 use std::io::{self, Write};
 use std::time::{Instant, SystemTime};
@@ -96,6 +97,7 @@ impl Totals {
         set("DeadCallMsgs", r.sipp.dead_call);
         set("Retransmissions", t.retransmissions);
         set("Warnings", r.sipp.warnings);
+        set("AutoAnswered", r.sipp.auto_answered);
         Totals {
             created: t.attempted,
             successful: t.successful,
