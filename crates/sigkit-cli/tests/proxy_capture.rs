@@ -1,0 +1,400 @@
+//! `sigkit proxy`'s capture tap, observed as a SIP server operator's
+//! tools observe it, on real sockets on 127.0.0.1: a SigComp terminal
+//! played by the test registers and makes a call (INVITE, 200, ACK, BYE,
+//! 200) through the proxy to a stand-in upstream that answers 200.
+//!
+//! - `--hep`: a stand-in Homer collector (a UDP socket) gets every message
+//!   of both sides as HEPv3, the terminal's as the plain SIP it compressed,
+//!   each with the addresses and ports it crossed, SIP as its protocol
+//!   type, `--hep-id` as its capture agent and the Call-ID as its
+//!   correlation id. Each packet is checked twice: by the proxy's own
+//!   parser and by the magic and length alone.
+//! - `--capture`: tshark reads the pcap file and finds each request and
+//!   response of the call on both sides; the file is readable while the
+//!   proxy runs (flushed every second) and whole after SIGTERM.
+#![allow(clippy::unwrap_used)] // a test fails by panicking
+
+mod common;
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use sigcomp::{CompartmentId, Params, Transport};
+use sigcomp_compress::{Config, Endpoint, EndpointConfig, Mechanism, Received};
+use sigkit_proxy::hep::{self, Packet};
+use sigkit_sip::Message;
+
+/// A UDP socket read by a thread of its own until dropped: each datagram
+/// and its source.
+struct Listener {
+    addr: SocketAddr,
+    got: Arc<Mutex<Vec<(SocketAddr, Vec<u8>)>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Listener {
+    /// `answer` may reply to each datagram (the stand-in upstream).
+    fn start(answer: fn(&[u8]) -> Option<Vec<u8>>) -> Listener {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let addr = socket.local_addr().unwrap();
+        let (got, stop) = (Arc::new(Mutex::new(Vec::new())), Arc::new(AtomicBool::new(false)));
+        let (kept, stopped) = (got.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 65536];
+            while !stopped.load(Ordering::Relaxed) {
+                let Ok((n, from)) = socket.recv_from(&mut buf) else { continue };
+                kept.lock().unwrap().push((from, buf[..n].to_vec()));
+                if let Some(reply) = answer(&buf[..n]) {
+                    socket.send_to(&reply, from).unwrap();
+                }
+            }
+        });
+        Listener { addr, got, stop, thread: Some(thread) }
+    }
+
+    fn datagrams(&self) -> Vec<(SocketAddr, Vec<u8>)> {
+        self.got.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The stand-in upstream: every request but ACK is answered 200 OK, a
+/// REGISTER's with its binding, an INVITE's with a Contact.
+fn upstream_answer(bytes: &[u8]) -> Option<Vec<u8>> {
+    let msg = Message::parse(bytes).ok()?;
+    if !msg.is_request() || msg.method() == Some("ACK") {
+        return None;
+    }
+    let text = String::from_utf8_lossy(bytes).to_string();
+    let contact = text.lines().find_map(|l| l.strip_prefix("Contact: ")).unwrap_or_default();
+    let binding = format!("{contact};expires=300");
+    let extra: Vec<(&str, &str)> = match msg.method() {
+        Some("REGISTER") => vec![("Contact", binding.as_str())],
+        Some("INVITE") => vec![("Contact", "<sip:bob@127.0.0.1:5999>")],
+        _ => Vec::new(),
+    };
+    Some(sigkit_sip::proxy::build_response(&msg, 200, "OK", Some("up"), &extra).unwrap())
+}
+
+/// `sigkit proxy` as a process with two worker threads (two shards, whose
+/// captures meet in one tap), its standard error kept.
+struct Proxy {
+    child: Child,
+    sip: SocketAddr,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl Proxy {
+    fn start(upstream: SocketAddr, extra: &[&str]) -> Proxy {
+        let free = || UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let (port, metrics) = (free(), free());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sigkit"))
+            .args(["proxy", "--listen", &format!("udp:127.0.0.1:{port}"), "--threads", "2"])
+            .args(["--upstream", &format!("udp:{upstream}"), "--metrics", &format!("127.0.0.1:{metrics}")])
+            .args(extra)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut pipe = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut out = String::new();
+            let _ = pipe.read_to_string(&mut out);
+            out
+        });
+        let proxy = Proxy { child, sip: SocketAddr::from(([127, 0, 0, 1], port)), stderr: Some(stderr) };
+        // Ready once its metrics listener, bound after the SIP sockets,
+        // accepts.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", metrics)).is_err() {
+            assert!(Instant::now() < deadline, "the proxy did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        proxy
+    }
+
+    /// Stops it with SIGTERM; its log.
+    fn stop(mut self) -> String {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        let status = self.child.wait().unwrap();
+        let log = self.stderr.take().unwrap().join().unwrap();
+        assert!(status.success(), "{status:?}\n{log}");
+        log
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const COMPARTMENT: CompartmentId = CompartmentId(1);
+
+/// A SigComp terminal over UDP (RFC 5049).
+struct Terminal {
+    socket: UdpSocket,
+    endpoint: Endpoint,
+    proxy: SocketAddr,
+}
+
+impl Terminal {
+    fn new(proxy: SocketAddr) -> Terminal {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let params = Params { dms: 8192, sms: 8192, cpb: 16, version: 2 };
+        let config = Config { mechanism: Mechanism::Dynamic, transport: Transport::Message, ..Config::default() };
+        let endpoint = Endpoint::new(EndpointConfig::new(params, params, config)).unwrap();
+        Terminal { socket, endpoint, proxy }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.socket.local_addr().unwrap()
+    }
+
+    /// A request of the call `call_id` (or its REGISTER), to the proxy as
+    /// the outbound proxy.
+    fn request(&self, method: &str, call_id: &str, cseq: u32, to_tag: &str) -> Vec<u8> {
+        let (me, proxy) = (self.addr(), self.proxy);
+        let id = format!("urn:uuid:00000000-0000-4000-8000-{:012x}", me.port());
+        let ruri = if method == "REGISTER" { "sip:127.0.0.1".to_string() } else { "sip:bob@127.0.0.1".to_string() };
+        let to = if method == "REGISTER" { "sip:alice@127.0.0.1" } else { "sip:bob@127.0.0.1" };
+        format!(
+            "{method} {ruri} SIP/2.0\r\n\
+             Via: SIP/2.0/UDP {me};branch=z9hG4bK-{call_id}-{method};rport;comp=sigcomp;sigcomp-id=\"<{id}>\"\r\n\
+             Max-Forwards: 70\r\nRoute: <sip:{proxy};lr;comp=sigcomp>\r\n\
+             From: <sip:alice@127.0.0.1>;tag=a1\r\nTo: <{to}>{to_tag}\r\nCall-ID: {call_id}\r\n\
+             CSeq: {cseq} {method}\r\nContact: <sip:alice@{me};comp=sigcomp>;+sip.instance=\"<{id}>\"\r\n\
+             Content-Length: 0\r\n\r\n"
+        )
+        .into_bytes()
+    }
+
+    fn send(&mut self, sip: &[u8]) {
+        let out = self.endpoint.compress(Instant::now(), COMPARTMENT, sip).unwrap();
+        self.socket.send_to(&out.message, self.proxy).unwrap();
+    }
+
+    /// The next SIP message from the proxy, decompressed.
+    fn receive(&mut self) -> Vec<u8> {
+        let mut buf = vec![0u8; 65536];
+        let (n, _) = self.socket.recv_from(&mut buf).expect("a datagram from the proxy");
+        let Received::Message(incoming) = self.endpoint.receive(&buf[..n], Transport::Message).unwrap() else {
+            panic!("a NACK from the proxy")
+        };
+        self.endpoint.accept(Instant::now(), incoming, COMPARTMENT).message
+    }
+
+    /// Sends `request` and, unless it is an ACK, takes its 200 OK.
+    fn exchange(&mut self, request: &[u8]) -> Option<Vec<u8>> {
+        self.send(request);
+        if request.starts_with(b"ACK ") {
+            return None;
+        }
+        let ok = self.receive();
+        assert!(ok.starts_with(b"SIP/2.0 200 OK\r\n"), "{}", String::from_utf8_lossy(&ok));
+        Some(ok)
+    }
+}
+
+/// What the terminal sent (plain) and received (decompressed) in a
+/// registration and a call.
+struct Call {
+    call_id: String,
+    sent: Vec<Vec<u8>>,
+    received: Vec<Vec<u8>>,
+}
+
+/// Registers, then calls: INVITE, ACK, BYE.
+fn register_and_call(t: &mut Terminal, call_id: &str) -> Call {
+    let mut call = Call { call_id: call_id.to_string(), sent: Vec::new(), received: Vec::new() };
+    let requests = [
+        t.request("REGISTER", &format!("{call_id}-reg"), 1, ""),
+        t.request("INVITE", call_id, 1, ""),
+        t.request("ACK", call_id, 1, ";tag=up"),
+        t.request("BYE", call_id, 2, ";tag=up"),
+    ];
+    for r in requests {
+        if let Some(ok) = t.exchange(&r) {
+            call.received.push(ok);
+        }
+        call.sent.push(r);
+    }
+    call
+}
+
+/// A request's method or a response's status, as `INVITE` or `200`.
+fn kind(sip: &[u8]) -> String {
+    let msg = Message::parse(sip).unwrap_or_else(|e| panic!("not SIP ({e:?}): {}", String::from_utf8_lossy(sip)));
+    msg.method().map_or_else(|| msg.status_code().unwrap().to_string(), str::to_string)
+}
+
+#[test]
+fn a_hep_collector_gets_both_sides_of_a_sigcomp_call_as_plain_sip() {
+    let collector = Listener::start(|_| None);
+    let upstream = Listener::start(upstream_answer);
+    let started = SystemTime::now() - Duration::from_secs(1);
+    let proxy = Proxy::start(upstream.addr, &["--hep", &collector.addr.to_string(), "--hep-id", "4242"]);
+    let mut t = Terminal::new(proxy.sip);
+    let call = register_and_call(&mut t, "hep-call-1");
+    // The upstream's datagrams came from the proxy's upstream socket.
+    let from_proxy: Vec<SocketAddr> = upstream.datagrams().iter().map(|(from, _)| *from).collect();
+    assert_eq!(from_proxy.len(), 4, "REGISTER, INVITE, ACK, BYE reached the upstream");
+    let upstream_side = from_proxy[0];
+    assert!(from_proxy.iter().all(|a| *a == upstream_side));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // 4 requests and 3 responses, each on both sides.
+    while collector.datagrams().len() < 14 {
+        assert!(Instant::now() < deadline, "{} HEP packets", collector.datagrams().len());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    proxy.stop();
+
+    let packets: Vec<Packet> = collector
+        .datagrams()
+        .iter()
+        .map(|(_, d)| {
+            // Independently of the parser: the magic, and the total
+            // length in network order equal to the datagram's.
+            assert_eq!(&d[..4], b"HEP3");
+            assert_eq!(usize::from(u16::from_be_bytes([d[4], d[5]])), d.len());
+            Packet::parse(d).unwrap()
+        })
+        .collect();
+    assert_eq!(packets.len(), 14);
+    for p in &packets {
+        assert_eq!((p.proto_type, p.ip_protocol, p.capture_id), (hep::PROTO_SIP, hep::IPPROTO_UDP, 4242));
+        assert!(p.time >= started && p.time <= SystemTime::now(), "{:?}", p.time);
+        let sip = Message::parse(&p.payload).expect("the payload is SIP");
+        assert_eq!(p.correlation_id.as_deref(), Some(sip.call_id().unwrap().as_bytes()), "Call-ID correlation");
+    }
+    let (me, proxy_addr, up) = (t.addr(), t.proxy, upstream.addr);
+    let of_call: Vec<&Packet> =
+        packets.iter().filter(|p| p.correlation_id.as_deref() == Some(call.call_id.as_bytes())).collect();
+    let leg = |src: SocketAddr, dst: SocketAddr| -> Vec<String> {
+        of_call.iter().filter(|p| (p.src, p.dst) == (src, dst)).map(|p| kind(&p.payload)).collect()
+    };
+    // Terminal side: plain SIP with the terminal's address and the
+    // proxy's listen address; upstream side: the proxy's upstream socket
+    // and the upstream's address.
+    assert_eq!(leg(me, proxy_addr), ["INVITE", "ACK", "BYE"]);
+    assert_eq!(leg(upstream_side, up), ["INVITE", "ACK", "BYE"]);
+    assert_eq!(leg(up, upstream_side), ["200", "200"]);
+    assert_eq!(leg(proxy_addr, me), ["200", "200"]);
+    assert_eq!(of_call.len(), 10);
+    // The terminal side is what the terminal compressed and what it
+    // decompressed, byte for byte.
+    let terminal_sent: Vec<&[u8]> =
+        packets.iter().filter(|p| (p.src, p.dst) == (me, proxy_addr)).map(|p| p.payload.as_slice()).collect();
+    let sent: Vec<&[u8]> = call.sent.iter().map(Vec::as_slice).collect();
+    assert_eq!(terminal_sent, sent);
+    let terminal_got: Vec<&[u8]> =
+        packets.iter().filter(|p| (p.src, p.dst) == (proxy_addr, me)).map(|p| p.payload.as_slice()).collect();
+    let received: Vec<&[u8]> = call.received.iter().map(Vec::as_slice).collect();
+    assert_eq!(terminal_got, received);
+    // The upstream side is what the upstream received, byte for byte.
+    let upstream_got: Vec<Vec<u8>> = upstream.datagrams().into_iter().map(|(_, d)| d).collect();
+    let upstream_seen: Vec<Vec<u8>> = packets.iter().filter(|p| p.dst == up).map(|p| p.payload.clone()).collect();
+    assert_eq!(upstream_seen, upstream_got);
+}
+
+/// tshark's method and status code of each SIP packet of `file`, with
+/// its source and destination `IP:PORT`.
+fn tshark_sip(file: &Path) -> Vec<(String, String, String)> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(["-Y", "sip", "-T", "fields", "-E", "separator=|"])
+        .args(["-e", "sip.Method", "-e", "sip.Status-Code", "-e", "ip.src", "-e", "udp.srcport"])
+        .args(["-e", "ip.dst", "-e", "udp.dstport"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            let what = if f[0].is_empty() { f[1].to_string() } else { f[0].to_string() };
+            (what, format!("{}:{}", f[2], f[3]), format!("{}:{}", f[4], f[5]))
+        })
+        .collect()
+}
+
+fn pcap_packets(file: &Path) -> usize {
+    let Ok(bytes) = std::fs::read(file) else { return 0 };
+    let Ok(mut r) = pcap_file::pcap::PcapReader::new(bytes.as_slice()) else { return 0 };
+    let mut n = 0;
+    while let Some(Ok(_)) = r.next_packet() {
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn a_capture_file_shows_both_sides_of_a_sigcomp_call_in_tshark() {
+    if !common::have("tshark") {
+        return;
+    }
+    let upstream = Listener::start(upstream_answer);
+    let file: PathBuf = common::temp_file("capture.pcap", b"");
+    let proxy = Proxy::start(upstream.addr, &["--capture", file.to_str().unwrap()]);
+    let mut t = Terminal::new(proxy.sip);
+    register_and_call(&mut t, "pcap-call-1");
+    let upstream_side = upstream.datagrams()[0].0;
+    // Readable while the proxy runs: flushed within a second or so.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pcap_packets(&file) < 14 {
+        assert!(Instant::now() < deadline, "{} packets in the running proxy's file", pcap_packets(&file));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    proxy.stop();
+
+    let rows = tshark_sip(&file);
+    let (me, proxy_addr, up) = (t.addr().to_string(), t.proxy.to_string(), upstream.addr.to_string());
+    let upstream_side = upstream_side.to_string();
+    let leg = |src: &str, dst: &str| -> Vec<String> {
+        rows.iter().filter(|(_, s, d)| (s.as_str(), d.as_str()) == (src, dst)).map(|(w, _, _)| w.clone()).collect()
+    };
+    assert_eq!(leg(&me, &proxy_addr), ["REGISTER", "INVITE", "ACK", "BYE"], "{rows:#?}");
+    assert_eq!(leg(&upstream_side, &up), ["REGISTER", "INVITE", "ACK", "BYE"], "{rows:#?}");
+    assert_eq!(leg(&up, &upstream_side), ["200", "200", "200"], "{rows:#?}");
+    assert_eq!(leg(&proxy_addr, &me), ["200", "200", "200"], "{rows:#?}");
+    assert_eq!(rows.len(), 14, "{rows:#?}");
+}
+
+/// A capture file that cannot be created is the run's failure (exit 1),
+/// named; a HEP collector that is not a host:port is a usage error (2).
+#[test]
+fn a_capture_file_that_cannot_be_written_or_a_bad_collector_is_refused() {
+    let upstream = "udp:127.0.0.1:9";
+    let run = common::sigkit(
+        &["proxy", "--listen", "udp:127.0.0.1:0", "--upstream", upstream, "--capture", "/nonexistent/dir/x.pcap"],
+        b"",
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.starts_with("sigkit proxy: /nonexistent/dir/x.pcap: "), "{}", run.stderr);
+    let run = common::sigkit(&["proxy", "--listen", "udp:127.0.0.1:0", "--upstream", upstream, "--hep", "nope"], b"");
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.starts_with("sigkit proxy: --hep: "), "{}", run.stderr);
+}
