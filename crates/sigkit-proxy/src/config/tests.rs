@@ -150,6 +150,22 @@ fn a_tcp_upstream_is_refused() {
     ProxyConfig::from_toml("sigkit.toml", &text).unwrap().validate().unwrap();
 }
 
+/// The capture tap's keys: a collector's name is resolved as the file is
+/// read, and one that is not a host:port is refused with its line.
+#[test]
+fn the_capture_keys_parse() {
+    let head = "listen = [\"udp:127.0.0.1:5060\"]\nupstream = \"udp:127.0.0.1:5070\"\n";
+    let text = format!("{head}hep = \"localhost:9060\"\nhep_id = 7\ncapture = \"x.pcap\"\ncapture_queue = 10\n");
+    let c = ProxyConfig::from_toml("sigkit.toml", &text).unwrap();
+    c.validate().unwrap();
+    assert!(c.hep.is_some_and(|a| a.ip().is_loopback() && a.port() == 9060), "{:?}", c.hep);
+    assert_eq!((c.hep_id, c.capture.as_deref(), c.capture_queue), (7, Some(std::path::Path::new("x.pcap")), 10));
+    let e = ProxyConfig::from_toml("sigkit.toml", &format!("{head}hep = \"9060\"\n")).unwrap_err().to_string();
+    assert!(e.starts_with("sigkit.toml:3: hep: ") && e.contains("not a host:port"), "{e}");
+    let e = ProxyConfig::from_toml("sigkit.toml", &format!("{head}capture_queue = 0\n")).unwrap().validate();
+    assert!(e.unwrap_err().to_string().starts_with("sigkit.toml:3: capture_queue: "));
+}
+
 /// What the configuration lacks is named, with an example of the key.
 #[test]
 fn a_missing_listen_address_or_upstream_is_named() {
@@ -193,6 +209,7 @@ mod example_file {
             (d.max_pending_registers, d.max_pending_registers_per_source, d.max_pending_state_bytes)
         );
         assert_eq!(c.max_registrations, d.max_registrations);
+        assert_eq!((c.hep, c.hep_id, &c.capture, c.capture_queue), (d.hep, d.hep_id, &d.capture, d.capture_queue));
         let (s, t) = (&c.sigcomp, &d.sigcomp);
         assert_eq!(
             (s.dms, s.sms, s.cpb, &s.algorithm, &s.mechanism, s.assumed_dms, s.assumed_sms, s.assumed_cpb),
