@@ -51,7 +51,8 @@
 //! endpoint and its budgets), besides overload control and the metrics.
 //! The steps that join them are `impl Proxy` blocks: here,
 //! `from_terminal.rs`, `toward_terminal.rs` and `stateful.rs`; `trace.rs`
-//! writes the debug event of each message they handle, and `listing.rs`
+//! writes the debug event of each message they handle, `tap.rs` keeps a
+//! copy of each as plain SIP when the capture tap is on, and `listing.rs`
 //! reads the compartments and registrations for the admin interface.
 
 use std::collections::VecDeque;
