@@ -26,15 +26,18 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use sigcomp::{CompartmentId, Params, Transport};
-use sigcomp_compress::{Config, Endpoint, EndpointConfig, Mechanism, Received};
+use sigcomp_compress::{Config, Endpoint, EndpointConfig, Mechanism};
 use sigkit_proxy::hep::{self, Packet};
 use sigkit_sip::Message;
+
+/// Datagrams received, each with its source.
+type Received = Arc<Mutex<Vec<(SocketAddr, Vec<u8>)>>>;
 
 /// A UDP socket read by a thread of its own until dropped: each datagram
 /// and its source.
 struct Listener {
     addr: SocketAddr,
-    got: Arc<Mutex<Vec<(SocketAddr, Vec<u8>)>>>,
+    got: Received,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -199,7 +202,7 @@ impl Terminal {
     fn receive(&mut self) -> Vec<u8> {
         let mut buf = vec![0u8; 65536];
         let (n, _) = self.socket.recv_from(&mut buf).expect("a datagram from the proxy");
-        let Received::Message(incoming) = self.endpoint.receive(&buf[..n], Transport::Message).unwrap() else {
+        let sigcomp_compress::Received::Message(incoming) = self.endpoint.receive(&buf[..n], Transport::Message).unwrap() else {
             panic!("a NACK from the proxy")
         };
         self.endpoint.accept(Instant::now(), incoming, COMPARTMENT).message
