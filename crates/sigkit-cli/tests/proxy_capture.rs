@@ -100,6 +100,7 @@ fn upstream_answer(bytes: &[u8]) -> Option<Vec<u8>> {
 struct Proxy {
     child: Child,
     sip: SocketAddr,
+    metrics: SocketAddr,
     stderr: Option<JoinHandle<String>>,
 }
 
@@ -108,7 +109,8 @@ impl Proxy {
         let free = || UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let (port, metrics) = (free(), free());
         let mut child = Command::new(env!("CARGO_BIN_EXE_sigkit"))
-            .args(["proxy", "--listen", &format!("udp:127.0.0.1:{port}"), "--threads", "2"])
+            .args(["proxy", "--listen", &format!("udp:127.0.0.1:{port}"), "--listen", &format!("tcp:127.0.0.1:{port}")])
+            .args(["--threads", "2"])
             .args(["--upstream", &format!("udp:{upstream}"), "--metrics", &format!("127.0.0.1:{metrics}")])
             .args(extra)
             .env_remove("RUST_LOG")
@@ -123,7 +125,8 @@ impl Proxy {
             let _ = pipe.read_to_string(&mut out);
             out
         });
-        let proxy = Proxy { child, sip: SocketAddr::from(([127, 0, 0, 1], port)), stderr: Some(stderr) };
+        let sip = SocketAddr::from(([127, 0, 0, 1], port));
+        let proxy = Proxy { child, sip, metrics: SocketAddr::from(([127, 0, 0, 1], metrics)), stderr: Some(stderr) };
         // Ready once its metrics listener, bound after the SIP sockets,
         // accepts.
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -132,6 +135,18 @@ impl Proxy {
             std::thread::sleep(Duration::from_millis(50));
         }
         proxy
+    }
+
+    /// A counter's value from /metrics.
+    fn metric(&self, series: &str) -> f64 {
+        use std::io::Write;
+        let mut s = TcpStream::connect(self.metrics).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in {text}"))
     }
 
     /// Stops it with SIGTERM; its log.
@@ -271,6 +286,9 @@ fn a_hep_collector_gets_both_sides_of_a_sigcomp_call_as_plain_sip() {
         assert!(Instant::now() < deadline, "{} HEP packets", collector.datagrams().len());
         std::thread::sleep(Duration::from_millis(20));
     }
+    assert_eq!(proxy.metric("sigkit_proxy_capture_messages_total"), 14.0);
+    assert_eq!(proxy.metric("sigkit_proxy_capture_dropped_total"), 0.0);
+    assert_eq!(proxy.metric("sigkit_proxy_capture_errors_total{sink=\"hep\"}"), 0.0);
     proxy.stop();
 
     let packets: Vec<Packet> = collector
@@ -319,6 +337,50 @@ fn a_hep_collector_gets_both_sides_of_a_sigcomp_call_as_plain_sip() {
     let upstream_got: Vec<Vec<u8>> = upstream.datagrams().into_iter().map(|(_, d)| d).collect();
     let upstream_seen: Vec<Vec<u8>> = packets.iter().filter(|p| p.dst == up).map(|p| p.payload.clone()).collect();
     assert_eq!(upstream_seen, upstream_got);
+}
+
+/// Over TCP the terminal side is captured as TCP (IP protocol 6) with the
+/// proxy's TCP listener as its end; the upstream side stays UDP.
+#[test]
+fn a_tcp_terminal_is_captured_as_tcp() {
+    use std::io::Write;
+    let collector = Listener::start(|_| None);
+    let upstream = Listener::start(upstream_answer);
+    let proxy = Proxy::start(upstream.addr, &["--hep", &collector.addr.to_string()]);
+    let mut conn = TcpStream::connect(proxy.sip).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let me = conn.local_addr().unwrap();
+    let options = format!(
+        "OPTIONS sip:bob@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/TCP {me};branch=z9hG4bK-tcp-1\r\nMax-Forwards: 70\r\n\
+         From: <sip:alice@127.0.0.1>;tag=a1\r\nTo: <sip:bob@127.0.0.1>\r\nCall-ID: hep-tcp-1\r\n\
+         CSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n"
+    );
+    conn.write_all(options.as_bytes()).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = conn.read(&mut buf).unwrap();
+    assert!(buf[..n].starts_with(b"SIP/2.0 200 OK\r\n"), "{}", String::from_utf8_lossy(&buf[..n]));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while collector.datagrams().len() < 4 {
+        assert!(Instant::now() < deadline, "{} HEP packets", collector.datagrams().len());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let listener = proxy.sip;
+    proxy.stop();
+    let packets: Vec<Packet> = collector.datagrams().iter().map(|(_, d)| Packet::parse(d).unwrap()).collect();
+    let ends: Vec<(u8, SocketAddr, SocketAddr, String)> =
+        packets.iter().map(|p| (p.ip_protocol, p.src, p.dst, kind(&p.payload))).collect();
+    let side = upstream.datagrams()[0].0;
+    let (tcp, udp, up) = (hep::IPPROTO_TCP, hep::IPPROTO_UDP, upstream.addr);
+    assert_eq!(
+        ends,
+        [
+            (tcp, me, listener, "OPTIONS".to_string()),
+            (udp, side, up, "OPTIONS".to_string()),
+            (udp, up, side, "200".to_string()),
+            (tcp, listener, me, "200".to_string()),
+        ]
+    );
+    assert_eq!(packets[0].payload, options.as_bytes());
 }
 
 /// tshark's method and status code of each SIP packet of `file`, with
