@@ -217,7 +217,9 @@ impl Terminal {
     fn receive(&mut self) -> Vec<u8> {
         let mut buf = vec![0u8; 65536];
         let (n, _) = self.socket.recv_from(&mut buf).expect("a datagram from the proxy");
-        let sigcomp_compress::Received::Message(incoming) = self.endpoint.receive(&buf[..n], Transport::Message).unwrap() else {
+        let sigcomp_compress::Received::Message(incoming) =
+            self.endpoint.receive(&buf[..n], Transport::Message).unwrap()
+        else {
             panic!("a NACK from the proxy")
         };
         self.endpoint.accept(Instant::now(), incoming, COMPARTMENT).message

@@ -190,3 +190,70 @@ impl HepSink {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{Encoding, LocalAddrs, Peer};
+
+    /// A proxy with the tap on that has handled `n` OPTIONS from a plain
+    /// terminal: 2 × `n` captured messages waiting.
+    fn proxy_with_captures(n: usize) -> Proxy {
+        let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let config = ProxyConfig {
+            listen: vec!["udp:127.0.0.1:5060".parse().unwrap()],
+            upstream: Some("udp:127.0.0.1:5070".parse().unwrap()),
+            ..ProxyConfig::default()
+        };
+        let addrs = LocalAddrs {
+            terminal: vec![(SipTransport::Udp, addr("127.0.0.1:5060"))],
+            upstream: addr("127.0.0.1:5062"),
+            upstream_peer: addr("127.0.0.1:5070"),
+        };
+        let mut p = Proxy::new(&config, addrs).unwrap();
+        p.set_capture(true);
+        let from = Peer { transport: SipTransport::Udp, addr: addr("10.0.0.9:5080"), local: None, conn: None };
+        for i in 0..n {
+            let options = format!(
+                "OPTIONS sip:127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 10.0.0.9:5080;branch=z9hG4bK{i}\r\n\
+                 Max-Forwards: 70\r\nFrom: <sip:u@x>;tag=1\r\nTo: <sip:u@x>\r\nCall-ID: q{i}\r\n\
+                 CSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n"
+            );
+            p.from_terminal(Instant::now(), from, options.as_bytes(), Encoding::Plain);
+            while p.poll_transmit().is_some() {}
+        }
+        p
+    }
+
+    /// A queue of one: what does not fit is dropped and counted, never
+    /// waited for, and the file holds exactly what was counted captured.
+    #[test]
+    fn a_full_queue_drops_and_counts_and_the_file_has_the_rest() {
+        let path = std::env::temp_dir().join(format!("sigkit-tap-{}.pcap", std::process::id()));
+        let config = ProxyConfig { capture: Some(path.clone()), capture_queue: 1, ..ProxyConfig::default() };
+        let tap = Tap::start(&config).unwrap().expect("a tap");
+        let mut proxy = proxy_with_captures(2000);
+        tap.take(&mut proxy);
+        assert_eq!(proxy.poll_captured(), None, "all taken");
+        tap.close();
+        let s = tap.snapshot();
+        assert_eq!(s.captured + s.dropped, 4000);
+        assert!(s.dropped > 0, "{s:?}");
+        assert_eq!((s.hep_errors, s.pcap_errors), (0, 0));
+        let bytes = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let mut r = pcap_file::pcap::PcapReader::new(bytes.as_slice()).unwrap();
+        let mut n = 0;
+        while let Some(p) = r.next_packet() {
+            p.unwrap();
+            n += 1;
+        }
+        assert_eq!(n, s.captured);
+    }
+
+    /// No `hep` and no `capture`: no tap, no thread.
+    #[test]
+    fn no_sink_no_tap() {
+        assert!(Tap::start(&ProxyConfig::default()).unwrap().is_none());
+    }
+}
