@@ -451,7 +451,8 @@ fn a_capture_file_shows_both_sides_of_a_sigcomp_call_in_tshark() {
 }
 
 /// A capture file that cannot be created is the run's failure (exit 1),
-/// named; a HEP collector that is not a host:port is a usage error (2).
+/// named; a HEP collector that is not a host:port is a usage error (2),
+/// one whose name does not resolve the network's (4) (docs/cli.md).
 #[test]
 fn a_capture_file_that_cannot_be_written_or_a_bad_collector_is_refused() {
     let upstream = "udp:127.0.0.1:9";
@@ -464,4 +465,10 @@ fn a_capture_file_that_cannot_be_written_or_a_bad_collector_is_refused() {
     let run = common::sigkit(&["proxy", "--listen", "udp:127.0.0.1:0", "--upstream", upstream, "--hep", "nope"], b"");
     assert_eq!(run.code, Some(2), "{}", run.stderr);
     assert!(run.stderr.starts_with("sigkit proxy: --hep: "), "{}", run.stderr);
+    // A collector's name that does not resolve: the network's failure (4).
+    let hep = ["--hep", "sigkit-test.invalid:9060"];
+    let run =
+        common::sigkit(&[&["proxy", "--listen", "udp:127.0.0.1:0", "--upstream", upstream][..], &hep].concat(), b"");
+    assert_eq!(run.code, Some(4), "{}", run.stderr);
+    assert!(run.stderr.contains("cannot resolve sigkit-test.invalid"), "{}", run.stderr);
 }

@@ -409,9 +409,8 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         tasks.shutdown().await;
         // What the shards captured is sent and the capture file flushed
         // before the proxy counts as stopped.
-        let closing = closed.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            if let Some(tap) = &closing.tap {
+            if let Some(tap) = &closed.tap {
                 tap.close();
             }
         })
