@@ -8,7 +8,9 @@
 //!   each with the addresses and ports it crossed, SIP as its protocol
 //!   type, `--hep-id` as its capture agent and the Call-ID as its
 //!   correlation id. Each packet is checked twice: by the proxy's own
-//!   parser and by the magic and length alone.
+//!   parser and by the magic and length alone. Kamailio's sipcapture
+//!   module, a real HEP receiver, reads the same packets back to each
+//!   message's SIP, source and Call-ID.
 //! - `--capture`: tshark reads the pcap file and finds each request and
 //!   response of the call on both sides; the file is readable while the
 //!   proxy runs (flushed every second) and whole after SIGTERM.
@@ -339,6 +341,111 @@ fn a_hep_collector_gets_both_sides_of_a_sigcomp_call_as_plain_sip() {
     let upstream_got: Vec<Vec<u8>> = upstream.datagrams().into_iter().map(|(_, d)| d).collect();
     let upstream_seen: Vec<Vec<u8>> = packets.iter().filter(|p| p.dst == up).map(|p| p.payload.clone()).collect();
     assert_eq!(upstream_seen, upstream_got);
+}
+
+/// Kamailio as the HEP collector (its sipcapture module, as a Homer
+/// capture node runs it), logging each message it decapsulated: a real
+/// HEPv3 receiver reads the proxy's packets, finding in them the SIP, the
+/// source address and port, and the Call-ID.
+struct KamailioCollector {
+    child: Child,
+    addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl KamailioCollector {
+    fn start() -> KamailioCollector {
+        use std::os::unix::process::CommandExt;
+        let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hep-kamailio-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // sipcapture decapsulates HEP and hands the SIP to the routing
+        // script with the HEP source as the message's; db_text only
+        // satisfies the module's database binding (nothing is stored).
+        let cfg = format!(
+            "#!KAMAILIO\ndebug=2\nlog_stderror=yes\nchildren=1\nauto_aliases=no\n\
+             listen=udp:127.0.0.1:{port}\nlisten=tcp:127.0.0.1:{port}\n\
+             loadmodule \"db_text.so\"\nloadmodule \"pv.so\"\nloadmodule \"xlog.so\"\nloadmodule \"sipcapture.so\"\n\
+             modparam(\"sipcapture\", \"db_url\", \"text://{dir}\")\nmodparam(\"sipcapture\", \"hep_capture_on\", 1)\n\
+             request_route {{ xlog(\"L_NOTICE\", \"HEPSEEN $rm $si:$sp $ci\\n\"); drop; }}\n\
+             reply_route {{ xlog(\"L_NOTICE\", \"HEPSEEN $rs $si:$sp $ci\\n\"); drop; }}\n",
+            dir = dir.display()
+        );
+        let path = dir.join("kamailio.cfg");
+        std::fs::write(&path, cfg).unwrap();
+        let log = dir.join("kamailio.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new("kamailio")
+            .arg("-f")
+            .arg(&path)
+            .args(["-DD", "-E", "-w"])
+            .arg(&dir)
+            .arg("-P")
+            .arg(dir.join("kamailio.pid"))
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let k = KamailioCollector { child, addr: SocketAddr::from(([127, 0, 0, 1], port)), log };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(k.addr).is_err() {
+            assert!(Instant::now() < deadline, "kamailio did not start:\n{}", k.seen().join("\n"));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        k
+    }
+
+    /// What the script logged of each message: `METHOD-or-STATUS
+    /// SOURCE CALL-ID`.
+    fn seen(&self) -> Vec<String> {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        log.lines().filter_map(|l| Some(l.split_once("HEPSEEN ")?.1.to_string())).collect()
+    }
+}
+
+impl Drop for KamailioCollector {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn kamailio_as_the_hep_collector_reads_both_sides_of_the_call() {
+    if !common::have("kamailio") {
+        return;
+    }
+    let kamailio = KamailioCollector::start();
+    let upstream = Listener::start(upstream_answer);
+    let proxy = Proxy::start(upstream.addr, &["--hep", &kamailio.addr.to_string()]);
+    let mut t = Terminal::new(proxy.sip);
+    register_and_call(&mut t, "kam-call-1");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while kamailio.seen().len() < 14 {
+        assert!(Instant::now() < deadline, "{:#?}", kamailio.seen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    proxy.stop();
+    let (me, listen, up, side) = (t.addr(), t.proxy, upstream.addr, upstream.datagrams()[0].0);
+    let line = |what: &str, from: SocketAddr, call: &str| format!("{what} {from} {call}");
+    let mut want = Vec::new();
+    for (request, call) in [("REGISTER", "kam-call-1-reg"), ("INVITE", "kam-call-1"), ("BYE", "kam-call-1")] {
+        want.extend([
+            line(request, me, call),
+            line(request, side, call),
+            line("200", up, call),
+            line("200", listen, call),
+        ]);
+    }
+    want.extend([line("ACK", me, "kam-call-1"), line("ACK", side, "kam-call-1")]);
+    let mut seen = kamailio.seen();
+    seen.sort();
+    want.sort();
+    assert_eq!(seen, want);
 }
 
 /// Over TCP the terminal side is captured as TCP (IP protocol 6) with the
