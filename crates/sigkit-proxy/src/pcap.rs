@@ -96,6 +96,11 @@ impl<W: Write> PcapSink<W> {
         Ok(())
     }
 
+    /// Bytes added since the last [`PcapSink::flush`].
+    pub fn pending_bytes(&self) -> usize {
+        self.pending.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
     /// Writes what has been added to the file, whole packets only, and
     /// flushes it.
     pub fn flush(&mut self) -> Result<(), PcapError> {
@@ -218,7 +223,9 @@ mod tests {
         let (a, b) = ("10.0.0.1:5060".parse().unwrap(), "10.0.0.2:5070".parse().unwrap());
         sink.write(SipTransport::Udp, a, b, SystemTime::now(), SIP).unwrap();
         assert_eq!(sink.file.len(), 24);
+        assert_eq!(sink.pending_bytes(), 16 + 28 + SIP.len(), "a record header, IPv4 and UDP headers, the SIP");
         sink.flush().unwrap();
+        assert_eq!(sink.pending_bytes(), 0);
         assert_eq!(read(&sink.file).len(), 1);
         let big = vec![b'x'; 70_000];
         assert!(matches!(sink.write(SipTransport::Udp, a, b, SystemTime::now(), &big), Err(PcapError::TooLong(_))));

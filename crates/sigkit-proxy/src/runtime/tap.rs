@@ -6,7 +6,7 @@
 //! file is flushed every [`FLUSH_EVERY`] and when the proxy stops.
 
 use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -23,6 +23,10 @@ use crate::pcap::PcapSink;
 /// How often the capture file is flushed: a proxy killed outright loses
 /// at most this much of it.
 pub(super) const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// Bytes of packets the capture file is flushed at sooner, so a busy
+/// proxy holds no more than this waiting for the next second.
+const FLUSH_BYTES: usize = 1 << 20;
 
 /// What the writer thread is given.
 enum Item {
@@ -59,7 +63,7 @@ impl Tap {
             Some(path) => {
                 let file =
                     File::create(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-                Some(PcapSink::new(BufWriter::new(file)).map_err(io::Error::other)?)
+                Some(PcapSink::new(file).map_err(io::Error::other)?)
             }
             None => None,
         };
@@ -109,7 +113,7 @@ impl Tap {
 
 /// The writer thread: each message to each sink, the file flushed every
 /// [`FLUSH_EVERY`], until told to stop or the tap is dropped.
-fn write_all(rx: &Receiver<Item>, mut hep: Option<HepSink>, mut pcap: Option<PcapSink<BufWriter<File>>>, c: &Counters) {
+fn write_all(rx: &Receiver<Item>, mut hep: Option<HepSink>, mut pcap: Option<PcapSink<File>>, c: &Counters) {
     let mut flushed = Instant::now();
     loop {
         match rx.recv_timeout(FLUSH_EVERY) {
@@ -135,7 +139,8 @@ fn write_all(rx: &Receiver<Item>, mut hep: Option<HepSink>, mut pcap: Option<Pca
             Ok(Item::Stop) | Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => {}
         }
-        if flushed.elapsed() >= FLUSH_EVERY {
+        let full = pcap.as_ref().is_some_and(|p| p.pending_bytes() >= FLUSH_BYTES);
+        if full || flushed.elapsed() >= FLUSH_EVERY {
             flush(&mut pcap);
             flushed = Instant::now();
         }
@@ -143,7 +148,7 @@ fn write_all(rx: &Receiver<Item>, mut hep: Option<HepSink>, mut pcap: Option<Pca
     flush(&mut pcap);
 }
 
-fn flush(pcap: &mut Option<PcapSink<BufWriter<File>>>) {
+fn flush(pcap: &mut Option<PcapSink<File>>) {
     if let Some(p) = pcap.as_mut() {
         if let Err(e) = p.flush() {
             tracing::warn!(error = %e, "capture file not flushed");
