@@ -46,6 +46,20 @@ pub struct ProxyArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Send every SIP message the proxy handles, both sides as plain SIP
+    /// (a terminal's decompressed), to a Homer/heplify collector as HEPv3
+    /// over UDP. Replaces the file's `hep`.
+    #[arg(long, value_name = "HOST:PORT")]
+    hep: Option<String>,
+    /// The capture agent id of the HEP packets (default 1). Replaces the
+    /// file's `hep_id`.
+    #[arg(long, value_name = "N")]
+    hep_id: Option<u32>,
+    /// Write the same messages to a pcap file (replaced if it exists) for
+    /// sngrep or Wireshark, flushed every second and at SIGINT/SIGTERM.
+    /// Replaces the file's `capture`.
+    #[arg(long, value_name = "FILE")]
+    capture: Option<PathBuf>,
     /// What to log: a level (error, warn, info, debug, trace) or
     /// RUST_LOG-style directives such as
     /// `info,sigkit_proxy::messages=debug`. `debug` logs one event per SIP
@@ -166,6 +180,18 @@ fn configuration(args: &ProxyArgs) -> Result<ProxyConfig, CliError> {
         config.threads = t;
         config.overridden("threads");
     }
+    if let Some(h) = &args.hep {
+        config.hep = Some(socket_addr("hep", h)?);
+        config.overridden("hep");
+    }
+    if let Some(id) = args.hep_id {
+        config.hep_id = id;
+        config.overridden("hep_id");
+    }
+    if let Some(c) = &args.capture {
+        config.capture = Some(c.clone());
+        config.overridden("capture");
+    }
     config.validate().map_err(config_failure)?;
     Ok(config)
 }
@@ -180,6 +206,13 @@ pub fn proxy(args: ProxyArgs) -> ExitCode {
     };
     if let Err(e) = init_logging(args.log_level.as_deref(), args.log_format) {
         return CliError::usage(e).report("sigkit proxy");
+    }
+    // An output that cannot be written is the run's failure (1), told
+    // apart from an address that cannot be bound (4).
+    if let Some(path) = &config.capture {
+        if let Err(e) = std::fs::File::create(path) {
+            return CliError::run(format!("{}: {e}", path.display())).report("sigkit proxy");
+        }
     }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();

@@ -51,7 +51,8 @@
 //! endpoint and its budgets), besides overload control and the metrics.
 //! The steps that join them are `impl Proxy` blocks: here,
 //! `from_terminal.rs`, `toward_terminal.rs` and `stateful.rs`; `trace.rs`
-//! writes the debug event of each message they handle, and `listing.rs`
+//! writes the debug event of each message they handle, `tap.rs` keeps a
+//! copy of each as plain SIP when the capture tap is on, and `listing.rs`
 //! reads the compartments and registrations for the admin interface.
 
 use std::collections::VecDeque;
@@ -73,6 +74,7 @@ mod peer;
 mod registrar;
 mod shard;
 mod stateful;
+mod tap;
 mod toward_terminal;
 pub mod trace;
 mod transactions;
@@ -85,7 +87,9 @@ pub use peer::{is_sigcomp_first_byte, Encoding, LocalAddrs, Peer, Side, Transmit
 use registrar::{Registrar, Registration};
 pub use shard::{new_instance_id, Shard};
 use shard::{socket_addr, BRANCH_PREFIX};
-use trace::{Direction, Summary};
+pub use tap::Captured;
+pub use trace::Direction;
+use trace::Summary;
 use transactions::Transactions;
 
 use crate::compartments::{ProxyName, Terminal};
@@ -118,6 +122,9 @@ pub struct Proxy {
     overload: Overload,
     /// What is ready to send ([`Proxy::poll_transmit`]).
     out: VecDeque<Transmit>,
+    /// The capture tap's records ([`Proxy::poll_captured`]); `None` when
+    /// it is off.
+    captured: Option<VecDeque<Captured>>,
     metrics: ProxyMetrics,
 }
 
@@ -165,6 +172,7 @@ impl Proxy {
                 config.stateful,
             ),
             out: VecDeque::new(),
+            captured: None,
             metrics: ProxyMetrics::default(),
         })
     }
@@ -217,6 +225,9 @@ impl Proxy {
                 &Summary::parse(&bytes),
                 trace::SigComp::default(),
             );
+        }
+        if self.capturing() {
+            self.capture(Direction::ToUpstream, &to, &bytes);
         }
         self.send(Side::Upstream, to, bytes, Encoding::Plain);
     }
@@ -386,6 +397,9 @@ impl Proxy {
         let (Some(c), Some(report), Some(conn)) = (nack.compartment, nack.report, from.conn) else { return };
         let Some(s) = self.compression.nacked(conn, &report.nack.message_sha1, c) else { return };
         self.metrics.nack_resends += 1;
+        if self.capturing() {
+            self.capture(Direction::ToTerminal, &s.to, &s.sip);
+        }
         let compressed = self.compression.endpoint.compress(now, c, &s.sip);
         if trace::enabled() {
             let sigcomp = trace::SigComp {
@@ -467,6 +481,9 @@ impl Proxy {
     /// hands that parse here.
     pub fn upstream_message(&mut self, now: Instant, msg: &Message<'_>) {
         self.trace_from_upstream(|| Summary::of(msg));
+        if self.capturing() {
+            self.capture(Direction::FromUpstream, &self.identity.upstream_peer(), msg.input());
+        }
         self.metrics.messages_in[1] += 1;
         self.metrics.bytes_in[1] += msg.input().len() as u64;
         if msg.is_request() {

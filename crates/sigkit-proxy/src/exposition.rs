@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 use sigcomp::Reason;
 
 use crate::defence::Refusal;
-use crate::metrics::{Snapshot, TcpSnapshot, HANDLING_BUCKETS_US};
+use crate::metrics::{Snapshot, TapSnapshot, TcpSnapshot, HANDLING_BUCKETS_US};
 use crate::pending::Cap;
 
 /// The shards' snapshots, added up, in the Prometheus text exposition
@@ -27,16 +27,22 @@ pub fn text(shards: &[Snapshot]) -> String {
 
 /// [`text`] with the TCP connections' series.
 pub fn text_with_tcp(shards: &[Snapshot], tcp: &TcpSnapshot) -> String {
-    exposition(shards, Some(tcp.clone()))
+    exposition(shards, Some((tcp.clone(), TapSnapshot::default())))
 }
 
-fn exposition(shards: &[Snapshot], tcp: Option<TcpSnapshot>) -> String {
+/// [`text`] with the runtime's series: the TCP connections' and the
+/// capture tap's.
+pub fn text_with_runtime(shards: &[Snapshot], tcp: &TcpSnapshot, tap: TapSnapshot) -> String {
+    exposition(shards, Some((tcp.clone(), tap)))
+}
+
+fn exposition(shards: &[Snapshot], runtime: Option<(TcpSnapshot, TapSnapshot)>) -> String {
     let mut sum = Snapshot::default();
     for s in shards {
         sum += s;
     }
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(Exposition(sum, tcp)));
+    registry.register_collector(Box::new(Exposition(sum, runtime)));
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
@@ -100,10 +106,10 @@ fn by_reason(counts: &[u64; 32]) -> Vec<(Labels, u64)> {
         .collect()
 }
 
-/// The summed snapshot, and the TCP connections' when the runtime has
-/// them, encoded at each scrape.
+/// The summed snapshot, and the TCP connections' and the capture tap's
+/// when the runtime has them, encoded at each scrape.
 #[derive(Debug)]
-struct Exposition(Snapshot, Option<TcpSnapshot>);
+struct Exposition(Snapshot, Option<(TcpSnapshot, TapSnapshot)>);
 
 impl Collector for Exposition {
     fn encode(&self, mut e: DescriptorEncoder<'_>) -> fmt::Result {
@@ -112,10 +118,36 @@ impl Collector for Exposition {
         defence_and_limits(&mut e, &self.0)?;
         transactions_and_overload(&mut e, &self.0)?;
         match &self.1 {
-            Some(t) => tcp(&mut e, t),
+            Some((t, c)) => {
+                tcp(&mut e, t)?;
+                tap(&mut e, c)
+            }
             None => Ok(()),
         }
     }
+}
+
+/// The capture tap (`hep`, `capture`): what its writer took, dropped and
+/// failed to send or write.
+fn tap(e: &mut DescriptorEncoder<'_>, t: &TapSnapshot) -> fmt::Result {
+    counter(
+        e,
+        "sigkit_proxy_capture_messages",
+        "SIP messages handed to the capture tap (HEP and/or pcap).",
+        t.captured,
+    )?;
+    counter(
+        e,
+        "sigkit_proxy_capture_dropped",
+        "SIP messages the capture tap dropped because its writer's queue was full.",
+        t.dropped,
+    )?;
+    counters(
+        e,
+        "sigkit_proxy_capture_errors",
+        "Captured messages a sink could not take: a HEP packet not built or sent, a pcap record not written.",
+        &[(label("sink", "hep"), t.hep_errors), (label("sink", "pcap"), t.pcap_errors)],
+    )
 }
 
 /// The terminals' TCP connections and their caps (`[tcp]`).

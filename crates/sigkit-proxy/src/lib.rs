@@ -16,9 +16,11 @@ pub mod connections;
 pub mod core;
 pub mod defence;
 pub mod exposition;
+pub mod hep;
 pub mod locate;
 pub mod metrics;
 pub mod overload;
+pub mod pcap;
 pub mod pending;
 pub mod runtime;
 

@@ -259,6 +259,24 @@ impl AddAssign<&Snapshot> for Snapshot {
     }
 }
 
+/// What the capture tap (`hep`, `capture`) reads at a scrape: the
+/// runtime's, not a shard's; all zero when no tap is configured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TapSnapshot {
+    /// Messages handed to the tap's writer
+    /// (`sigkit_proxy_capture_messages_total`).
+    pub captured: u64,
+    /// Messages dropped because the writer's queue was full
+    /// (`sigkit_proxy_capture_dropped_total`).
+    pub dropped: u64,
+    /// HEP packets that could not be built or sent
+    /// (`sigkit_proxy_capture_errors_total{sink="hep"}`).
+    pub hep_errors: u64,
+    /// Messages the capture file did not take
+    /// (`sigkit_proxy_capture_errors_total{sink="pcap"}`).
+    pub pcap_errors: u64,
+}
+
 /// What the terminals' TCP connections read at a scrape
 /// ([`crate::connections`]): the proxy's, not a shard's.
 #[derive(Debug, Clone, Default)]

@@ -22,8 +22,10 @@ use sigkit_sip::Message;
 mod datagrams;
 mod deadlines;
 mod http;
+mod tap;
 use datagrams::BatchReceiver;
 use deadlines::Deadlines;
+use tap::Tap;
 
 /// Longest SIP message or SigComp message the proxy takes (RFC 3320 §4.2.2
 /// leaves the bound to the implementation; SIP messages are a few KiB).
@@ -100,6 +102,8 @@ struct Shared {
     deadlines: Deadlines,
     /// What `GET /status` tells besides the shards' counts.
     info: Info,
+    /// The capture tap (`hep`, `capture`), when configured.
+    tap: Option<Tap>,
 }
 
 /// The facts of a running proxy that `GET /status` reports.
@@ -235,6 +239,9 @@ impl Shared {
         };
         let now = Instant::now();
         feed(&mut p, now);
+        if let Some(tap) = &self.tap {
+            tap.take(&mut p);
+        }
         self.deadlines.set(index as usize, p.poll_timeout());
         let out = std::iter::from_fn(|| p.poll_transmit()).collect();
         p.record_handling(now.elapsed());
@@ -330,9 +337,14 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
         n => u32::try_from(n).unwrap_or(u32::MAX),
     };
     let instance = crate::core::new_instance_id();
+    let tap = Tap::start(&config)?;
     let shards = (0..count)
-        .map(|index| Proxy::sharded(&config, addrs.clone(), Shard { index, count, instance }).map(Mutex::new))
-        .collect::<Result<Vec<_>, _>>()
+        .map(|index| {
+            let mut p = Proxy::sharded(&config, addrs.clone(), Shard { index, count, instance })?;
+            p.set_capture(tap.is_some());
+            Ok(Mutex::new(p))
+        })
+        .collect::<Result<Vec<_>, crate::ConfigError>>()
         .map_err(io::Error::other)?;
     if !tcp.is_empty() {
         check_descriptor_limit(config.tcp.max_connections);
@@ -352,6 +364,7 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
             listen: terminal_addrs.clone(),
             upstream: upstream.addr,
         },
+        tap,
     });
     let (shutdown, stop) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
@@ -389,10 +402,19 @@ pub async fn start(config: ProxyConfig) -> io::Result<Running> {
     }
     tasks.spawn(signals(shutdown.clone()));
     let inspected = shared.clone();
+    let closed = shared.clone();
     let done = tokio::spawn(async move {
         let mut stop = stop;
         let _ = stop.wait_for(|s| *s).await;
         tasks.shutdown().await;
+        // What the shards captured is sent and the capture file flushed
+        // before the proxy counts as stopped.
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(tap) = &closed.tap {
+                tap.close();
+            }
+        })
+        .await;
         tracing::info!("stopped");
     });
     Ok(Running { terminal_addrs, upstream_local, metrics_addr, shutdown, done, shared: inspected })
@@ -832,6 +854,9 @@ async fn timer(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
         for index in shared.deadlines.due(now).collect::<Vec<_>>() {
             let Some(Ok(mut p)) = shared.shards.get(index).map(|m| m.lock()) else { return };
             p.handle_timeout(now);
+            if let Some(tap) = &shared.tap {
+                tap.take(&mut p);
+            }
             let produced = std::iter::from_fn(|| p.poll_transmit()).collect();
             out.extend(shared.queue_streams(&mut p, produced));
             shared.deadlines.set(index, p.poll_timeout());

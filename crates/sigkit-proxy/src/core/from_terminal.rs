@@ -16,6 +16,9 @@ impl Proxy {
         wire_len: usize,
     ) {
         let encoding = if incoming.is_some() { Encoding::SigComp } else { Encoding::Plain };
+        if self.capturing() {
+            self.capture(trace::Direction::FromTerminal, &from, bytes);
+        }
         let Ok(msg) = Message::parse(bytes) else {
             self.trace_arrival(&from, None, bytes.len(), incoming.as_ref(), wire_len, None);
             self.metrics.bad_sip += 1;

@@ -241,3 +241,46 @@ fn stateful_retransmissions_fire_at_the_deadlines_poll_timeout_reports() {
     assert_eq!(timeout_at, Some(ms(32_000)), "408 at Timer F");
     assert_eq!(proxy.metrics().upstream_retransmissions, want.len() as u64);
 }
+
+/// With the tap on, a terminal's request and the upstream's answer leave
+/// four records, plain SIP with the ends each crossed; with it off, none.
+#[test]
+fn the_tap_captures_both_sides_only_when_on() {
+    let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
+    let terminal = addr("10.0.0.9:5080");
+    let local = addr("127.0.0.1:5060");
+    let from = Peer { transport: SipTransport::Udp, addr: terminal, local: Some(local), conn: None };
+    let request = "OPTIONS sip:127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 10.0.0.9:5080;branch=z9hG4bKtap;rport\r\n\
+                   Max-Forwards: 70\r\nFrom: <sip:u@127.0.0.1>;tag=1\r\nTo: <sip:u@127.0.0.1>\r\nCall-ID: tap-1\r\n\
+                   CSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n";
+    let now = Instant::now();
+    let mut proxy = udp_proxy();
+    proxy.from_terminal(now, from, request.as_bytes(), Encoding::Plain);
+    assert!(proxy.poll_transmit().is_some());
+    assert_eq!(proxy.poll_captured(), None, "off by default");
+
+    proxy.set_capture(true);
+    proxy.from_terminal(now, from, request.as_bytes(), Encoding::Plain);
+    let forwarded = proxy.poll_transmit().expect("forwarded").bytes;
+    let ok = Message::parse(&forwarded).unwrap();
+    let ok = build_response(&ok, 200, "OK", Some("t"), &[]).unwrap();
+    proxy.from_upstream(now, proxy.identity.upstream_peer(), &ok);
+    let back = proxy.poll_transmit().expect("the 200 to the terminal").bytes;
+    let records: Vec<Captured> = std::iter::from_fn(|| proxy.poll_captured()).collect();
+    let (upstream_local, upstream) = (addr("127.0.0.1:5062"), addr("127.0.0.1:5070"));
+    let ends: Vec<_> = records.iter().map(|r| (r.direction, r.src, r.dst)).collect();
+    assert_eq!(
+        ends,
+        [
+            (Direction::FromTerminal, terminal, local),
+            (Direction::ToUpstream, upstream_local, upstream),
+            (Direction::FromUpstream, upstream, upstream_local),
+            (Direction::ToTerminal, local, terminal),
+        ]
+    );
+    assert_eq!(records[0].sip, request.as_bytes());
+    assert_eq!(records[1].sip, forwarded);
+    assert_eq!(records[2].sip, ok);
+    assert_eq!(records[3].sip, back, "plain toward a plain terminal");
+    assert!(records.iter().all(|r| r.transport == SipTransport::Udp));
+}

@@ -183,6 +183,9 @@ impl Proxy {
     /// where it speaks SigComp.
     pub(super) fn deliver_to_terminal(&mut self, now: Instant, to: Peer, app: &App, encoding: Encoding, sip: Vec<u8>) {
         self.flows.sent_to(app.token, now);
+        if self.capturing() {
+            self.capture(Direction::ToTerminal, &to, &sip);
+        }
         // Read before `sip` moves into the compressor.
         let summary = trace::enabled().then(|| Summary::parse(&sip));
         if encoding == Encoding::Plain {

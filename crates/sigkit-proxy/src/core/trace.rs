@@ -27,16 +27,21 @@ pub(super) fn enabled() -> bool {
 }
 
 /// Which way a message crossed the proxy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Direction {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// From a terminal (SigComp or plain) to the proxy.
     FromTerminal,
+    /// From the proxy to the upstream (plain SIP).
     ToUpstream,
+    /// From the upstream to the proxy (plain SIP).
     FromUpstream,
+    /// From the proxy to a terminal (SigComp or plain).
     ToTerminal,
 }
 
 impl Direction {
-    fn name(self) -> &'static str {
+    /// The direction as the message events name it (`from_terminal`, ...).
+    pub fn name(self) -> &'static str {
         match self {
             Direction::FromTerminal => "from_terminal",
             Direction::ToUpstream => "to_upstream",

@@ -80,7 +80,8 @@ fn respond(shared: &Shared, route: Route) -> (&'static str, &'static str, String
     match route {
         Route::Metrics => {
             let snapshots = each_shard(shared, Proxy::snapshot);
-            let text = crate::exposition::text_with_tcp(&snapshots, &shared.conns.snapshot());
+            let tap = shared.tap.as_ref().map(|t| t.snapshot()).unwrap_or_default();
+            let text = crate::exposition::text_with_runtime(&snapshots, &shared.conns.snapshot(), tap);
             ("200 OK", crate::exposition::CONTENT_TYPE, text)
         }
         Route::Status => json(&status(shared)),
