@@ -216,8 +216,8 @@ mod example_file {
             (t.dms, t.sms, t.cpb, &t.algorithm, &t.mechanism, t.assumed_dms, t.assumed_sms, t.assumed_cpb)
         );
         assert_eq!(
-            (s.max_compartments, s.max_state_bytes, s.idle_timeout_s, s.hot_compartments),
-            (t.max_compartments, t.max_state_bytes, t.idle_timeout_s, t.hot_compartments)
+            (s.max_compartments, s.max_state_bytes, s.idle_timeout_s, s.hot_compartments, s.level),
+            (t.max_compartments, t.max_state_bytes, t.idle_timeout_s, t.hot_compartments, t.level)
         );
         assert_eq!(c.stateful, d.stateful);
         let (o, q) = (&c.overload, &d.overload);
