@@ -94,10 +94,109 @@ pub(super) fn pcapng_cut(rest: &[u8], section: Endianness) -> Option<Option<usiz
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+    use std::time::Duration;
+
+    use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+    use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+    use pcap_file::pcapng::PcapNgWriter;
+    use pcap_file::DataLink;
+
     use super::*;
+    use crate::capture::{read_capture, write_pcap, CaptureError};
+    use crate::synth::{bulk_transfer, FlowOptions};
+
+    fn flow() -> Vec<Vec<u8>> {
+        bulk_transfer(4, 100, 0, FlowOptions::default()).into_iter().map(|(_, p)| p).collect()
+    }
+
+    fn pcapng_of(packets: &[Vec<u8>]) -> Vec<u8> {
+        let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+        let idb = InterfaceDescriptionBlock { linktype: DataLink::RAW, snaplen: 0, options: vec![] };
+        w.write_pcapng_block(idb).unwrap();
+        for p in packets {
+            let epb = EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp: Duration::from_micros(3),
+                original_len: p.len() as u32,
+                data: Cow::Borrowed(p),
+                options: vec![],
+            };
+            w.write_pcapng_block(epb).unwrap();
+        }
+        w.into_inner()
+    }
+
+    /// Cuts the file at every offset from the start of its last record to
+    /// its end: the records before are all read, the partial one dropped,
+    /// and the truncation says where; at the boundary there is no cut.
+    fn every_cut_of_the_last_record(file: &[u8], last: usize, header: usize, format: CaptureFormat, n: usize) {
+        for cut in last..file.len() {
+            let cap = read_capture(&file[..cut]).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+            assert_eq!((cap.frames, cap.packets.len()), (n - 1, n - 1), "cut at {cut}");
+            let want = (cut > last).then_some(Truncation {
+                format,
+                records: n - 1,
+                offset: last,
+                present: cut - last,
+                declared: (cut - last >= header).then_some(file.len() - last),
+            });
+            assert_eq!(cap.truncated, want, "cut at {cut}");
+        }
+        assert_eq!(read_capture(file).unwrap().truncated, None);
+    }
 
     #[test]
-    fn a_record_that_fits_is_not_a_cut() {
+    fn a_pcap_cut_in_its_last_record_keeps_the_records_before() {
+        let flow = flow();
+        let file = write_pcap(Vec::new(), flow.iter().map(|p| (Duration::ZERO, p.as_slice()))).unwrap();
+        let last = file.len() - 16 - flow.last().unwrap().len();
+        every_cut_of_the_last_record(&file, last, 16, CaptureFormat::Pcap, flow.len());
+        let t = read_capture(&file[..last + 20]).unwrap().truncated.unwrap().to_string();
+        assert!(t.contains("cut short") && t.contains(&format!("byte offset {last}")) && t.contains("dropped"), "{t}");
+    }
+
+    #[test]
+    fn a_pcapng_cut_in_its_last_block_keeps_the_blocks_before() {
+        let flow = flow();
+        let file = pcapng_of(&flow);
+        let last = file.len() - 32 - flow.last().unwrap().len().next_multiple_of(4);
+        every_cut_of_the_last_record(&file, last, 12, CaptureFormat::PcapNg, flow.len());
+    }
+
+    #[test]
+    fn a_file_header_cut_short_is_still_an_error() {
+        let flow = flow();
+        let pcap = write_pcap(Vec::new(), flow.iter().map(|p| (Duration::ZERO, p.as_slice()))).unwrap();
+        let ng = pcapng_of(&flow);
+        for file in [&pcap[..23], &ng[..27]] {
+            assert!(matches!(read_capture(file), Err(CaptureError::Truncated { .. })));
+        }
+    }
+
+    /// An option running past the end of a whole block: `pcap-file` says
+    /// `IncompleteBuffer`, but the file is damaged, not cut short.
+    #[test]
+    fn a_damaged_whole_block_stays_an_error() {
+        let flow = flow();
+        let mut file = pcapng_of(&flow[..1]);
+        // The last block is the Enhanced Packet Block; give it a Custom
+        // Option (code 2989) of 2 octets, too short for the Private
+        // Enterprise Number it starts with, and fix the block's lengths.
+        let epb = file.len() - 32 - flow[0].len().next_multiple_of(4);
+        file.truncate(file.len() - 4);
+        file.extend_from_slice(&[0xad, 0x0b, 2, 0, 0, 0, 0, 0]);
+        let len = (file.len() + 4 - epb) as u32;
+        file.extend_from_slice(&len.to_le_bytes());
+        file[epb + 4..epb + 8].copy_from_slice(&len.to_le_bytes());
+        match read_capture(&file) {
+            Err(CaptureError::Malformed { source: pcap_file::PcapError::IncompleteBuffer, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn lengths_of_records_that_fit_are_no_cut() {
         let mut rec = vec![0u8; 16 + 5];
         rec[8] = 5;
         assert_eq!(pcap_cut(&rec, Endianness::Little), None);
