@@ -88,9 +88,12 @@ fn check_cuts(file_path: &Path) {
         assert_eq!(count, n, "{name}: tshark and this test's parser agree on the whole file");
     }
     let header = if name.ends_with(".pcapng") { 12 } else { 16 };
-    for (what, cut) in
-        [("at the record boundary", last), ("in the header", last + 7), ("in the data", last + header + 10), ("a byte short", end - 1)]
-    {
+    for (what, cut) in [
+        ("at the record boundary", last),
+        ("in the header", last + 7),
+        ("in the data", last + header + 10),
+        ("a byte short", end - 1),
+    ] {
         let path = temp_file(&format!("cut-{name}-{cut}"), &file[..cut]);
         let cut_short = cut != last;
         for command in ["rohc", "analyze"] {

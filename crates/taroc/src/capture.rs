@@ -223,13 +223,9 @@ fn bad_record(
     e: PcapError,
 ) -> Result<Option<Truncation>, CaptureError> {
     match (e, cut) {
-        (PcapError::IncompleteBuffer, Some(declared)) => Ok(Some(Truncation {
-            format,
-            records,
-            offset: data.len() - rest.len(),
-            present: rest.len(),
-            declared,
-        })),
+        (PcapError::IncompleteBuffer, Some(declared)) => {
+            Ok(Some(Truncation { format, records, offset: data.len() - rest.len(), present: rest.len(), declared }))
+        }
         (source, _) => {
             let format = if format == CaptureFormat::Pcap { "pcap" } else { "pcapng" };
             Err(CaptureError::Malformed { format, source })

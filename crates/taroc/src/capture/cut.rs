@@ -46,10 +46,20 @@ impl fmt::Display for Truncation {
         };
         write!(f, "the {format} file appears to have been cut short in the middle of a {unit}: ")?;
         match self.declared {
-            Some(len) => write!(f, "the {unit} at byte offset {} has {} of its {len} bytes", self.offset, self.present)?,
-            None => write!(f, "the file ends {} bytes into the header of the {unit} at byte offset {}", self.present, self.offset)?,
+            Some(len) => {
+                write!(f, "the {unit} at byte offset {} has {} of its {len} bytes", self.offset, self.present)?
+            }
+            None => write!(
+                f,
+                "the file ends {} bytes into the header of the {unit} at byte offset {}",
+                self.present, self.offset
+            )?,
         }
-        write!(f, "; the {} packets before it were read and the partial {unit} was dropped (as tshark does)", self.records)
+        write!(
+            f,
+            "; the {} packets before it were read and the partial {unit} was dropped (as tshark does)",
+            self.records
+        )
     }
 }
 
