@@ -35,7 +35,9 @@ use crate::packet::{checksums_ok, fix_checksums, is_ipv6_extension_header, Packe
 
 mod cut;
 
-pub use cut::Truncation;
+use cut::RecordEnd;
+
+pub use cut::{Truncation, PCAPNG_MAX_BLOCK, PCAP_MAX_CAPTURED};
 
 /// Why bytes are not a readable capture.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +64,22 @@ pub enum CaptureError {
     Truncated {
         /// `"pcap"` or `"pcapng"`.
         format: &'static str,
+    },
+    /// A record (pcapng: block) whose header declares more bytes than a
+    /// capture record may hold and than the file has left: a damaged
+    /// length, refused as tshark refuses it, not read as a cut.
+    #[error("bad {format} file: the record at byte offset {offset} declares {length} bytes, more than the {max} a record may hold")]
+    RecordTooLong {
+        /// `"pcap"` or `"pcapng"`.
+        format: &'static str,
+        /// The record's byte offset in the file.
+        offset: usize,
+        /// The length its header declares (pcap: captured bytes; pcapng:
+        /// the Block Total Length).
+        length: usize,
+        /// The most a record may hold ([`PCAP_MAX_CAPTURED`],
+        /// [`PCAPNG_MAX_BLOCK`]).
+        max: usize,
     },
     /// A pcapng packet (its number, from 1) names an interface (the
     /// second field) no Interface Description Block before it describes.
@@ -212,24 +230,29 @@ fn bad_header(format: &'static str, e: PcapError) -> CaptureError {
 }
 
 /// `pcap-file`'s error on the record at `rest`: a cut if the record runs
-/// past the end of the file (`cut` reads its length), any other error
-/// (a field running past the end of a whole block included) as it is.
+/// past the end of the file (`end`, from the record's own length), a
+/// damaged length if it declares more than a record may hold, any other
+/// error (a field running past the end of a whole block included) as it
+/// is.
 fn bad_record(
     data: &[u8],
     rest: &[u8],
     records: usize,
     format: CaptureFormat,
-    cut: Option<Option<usize>>,
+    end: RecordEnd,
     e: PcapError,
 ) -> Result<Option<Truncation>, CaptureError> {
-    match (e, cut) {
-        (PcapError::IncompleteBuffer, Some(declared)) => {
-            Ok(Some(Truncation { format, records, offset: data.len() - rest.len(), present: rest.len(), declared }))
+    let offset = data.len() - rest.len();
+    let name = if format == CaptureFormat::Pcap { "pcap" } else { "pcapng" };
+    match (e, end) {
+        (_, RecordEnd::TooLong(length)) => {
+            let max = if format == CaptureFormat::Pcap { PCAP_MAX_CAPTURED } else { PCAPNG_MAX_BLOCK };
+            Err(CaptureError::RecordTooLong { format: name, offset, length, max })
         }
-        (source, _) => {
-            let format = if format == CaptureFormat::Pcap { "pcap" } else { "pcapng" };
-            Err(CaptureError::Malformed { format, source })
+        (PcapError::IncompleteBuffer, RecordEnd::Cut(declared)) => {
+            Ok(Some(Truncation { format, records, offset, present: rest.len(), declared }))
         }
+        (source, _) => Err(CaptureError::Malformed { format: name, source }),
     }
 }
 
@@ -243,8 +266,8 @@ fn read_pcap(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<Option<Tru
         let (next, raw) = match parser.next_raw_packet(rest) {
             Ok(r) => r,
             Err(e) => {
-                let cut = cut::pcap_cut(rest, parser.header().endianness);
-                return bad_record(data, rest, frames, CaptureFormat::Pcap, cut, e);
+                let end = cut::pcap_end(rest, parser.header().endianness);
+                return bad_record(data, rest, frames, CaptureFormat::Pcap, end, e);
             }
         };
         rest = next;
@@ -266,8 +289,8 @@ fn read_pcapng(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<Option<T
         let (next, block) = match parser.next_block(rest) {
             Ok(b) => b,
             Err(e) => {
-                let cut = cut::pcapng_cut(rest, parser.section().endianness);
-                return bad_record(data, rest, frames, CaptureFormat::PcapNg, cut, e);
+                let end = cut::pcapng_end(rest, parser.section().endianness);
+                return bad_record(data, rest, frames, CaptureFormat::PcapNg, end, e);
             }
         };
         rest = next;

@@ -10,8 +10,11 @@
 //! `pcap-file`'s slice parsers say [`pcap_file::PcapError::IncompleteBuffer`]
 //! both when a record runs past the end of the bytes and when a field
 //! inside a whole pcapng block runs past the end of that block. Only the
-//! first is a cut: [`pcap_cut`] and [`pcapng_cut`] read the record's own
-//! length to tell them apart, so a damaged block stays an error.
+//! first is a cut: [`pcap_end`] and [`pcapng_end`] read the record's own
+//! length to tell them apart, so a damaged block stays an error. A length
+//! past the end of the file that no record may have (more than
+//! [`PCAP_MAX_CAPTURED`] or [`PCAPNG_MAX_BLOCK`]) is damage too, as tshark
+//! judges it, not a cut.
 
 use std::fmt;
 
@@ -68,29 +71,59 @@ fn u32_at(b: &[u8], at: usize, big: bool) -> Option<u32> {
     Some(if big { u32::from_be_bytes(s) } else { u32::from_le_bytes(s) })
 }
 
-/// `Some` if the pcap record at the start of `rest` runs past the end of
-/// the file (a cut), holding its declared length (the 16-octet record
-/// header plus the captured length), or `None` when the file ends inside
-/// that header; `None` for a record that fits, which is no cut.
-pub(super) fn pcap_cut(rest: &[u8], endianness: Endianness) -> Option<Option<usize>> {
-    if rest.len() < 16 {
-        return Some(None);
+/// How a record `pcap-file` found incomplete ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RecordEnd {
+    /// It fits in the file: what is incomplete is inside it (damage).
+    Fits,
+    /// It runs past the end of the file, a cut: its whole length as its
+    /// header declares it, `None` when the file ends inside that header.
+    Cut(Option<usize>),
+    /// Its header declares more than a capture record may hold (the
+    /// second field): a damaged length, not a cut, as tshark judges it.
+    TooLong(usize),
+}
+
+/// The most a pcap record may capture: Wireshark's
+/// `WTAP_MAX_PACKET_SIZE_STANDARD`, the bound of every link type read
+/// here. tshark refuses a longer record ("File has N-byte packet, bigger
+/// than maximum of 262144") rather than reading it as cut short.
+pub const PCAP_MAX_CAPTURED: usize = 262_144;
+
+/// The longest pcapng block tshark reads (Wireshark's pcapng
+/// `MAX_BLOCK_SIZE`: a 32-octet Enhanced Packet Block header, a 128 MiB
+/// D-Bus packet and 128 KiB of options); a longer one is "too large".
+pub const PCAPNG_MAX_BLOCK: usize = 32 + 128 * 1024 * 1024 + 131_072;
+
+/// How the pcap record at the start of `rest` ends: its 16-octet header
+/// holds the captured length third.
+pub(super) fn pcap_end(rest: &[u8], endianness: Endianness) -> RecordEnd {
+    let Some(captured) = u32_at(rest, 8, endianness == Endianness::Big) else {
+        return RecordEnd::Cut(None);
+    };
+    let captured = captured as usize;
+    if captured > PCAP_MAX_CAPTURED {
+        RecordEnd::TooLong(captured)
+    } else if rest.len() < 16 {
+        RecordEnd::Cut(None)
+    } else if rest.len() < 16 + captured {
+        RecordEnd::Cut(Some(16 + captured))
+    } else {
+        RecordEnd::Fits
     }
-    let declared = 16 + u32_at(rest, 8, endianness == Endianness::Big)? as usize;
-    (rest.len() < declared).then_some(Some(declared))
 }
 
 /// The pcapng Section Header Block's type; its own byte-order magic, not
 /// the current section's, says how its length is written.
 const SECTION_HEADER: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 
-/// As [`pcap_cut`], for the pcapng block starting `rest` (its Block Total
-/// Length is the second 32-bit field; `pcap-file` needs the 12 octets of
-/// the block's type, length and the Section Header's byte-order magic
-/// before it reads any block).
-pub(super) fn pcapng_cut(rest: &[u8], section: Endianness) -> Option<Option<usize>> {
+/// How the pcapng block at the start of `rest` ends: its Block Total
+/// Length is the second 32-bit field; `pcap-file` needs 12 octets (type,
+/// length and a Section Header's byte-order magic) before it reads any
+/// block, so fewer is a cut inside the header.
+pub(super) fn pcapng_end(rest: &[u8], section: Endianness) -> RecordEnd {
     if rest.len() < 12 {
-        return Some(None);
+        return RecordEnd::Cut(None);
     }
     let big = if rest[..4] == SECTION_HEADER {
         // The byte-order magic 0x1A2B3C4D, as written.
@@ -98,8 +131,14 @@ pub(super) fn pcapng_cut(rest: &[u8], section: Endianness) -> Option<Option<usiz
     } else {
         section == Endianness::Big
     };
-    let declared = u32_at(rest, 4, big)? as usize;
-    (rest.len() < declared).then_some(Some(declared))
+    let total = u32_at(rest, 4, big).map_or(0, |n| n as usize);
+    if total > PCAPNG_MAX_BLOCK {
+        RecordEnd::TooLong(total)
+    } else if rest.len() < total {
+        RecordEnd::Cut(Some(total))
+    } else {
+        RecordEnd::Fits
+    }
 }
 
 #[cfg(test)]
@@ -209,14 +248,39 @@ mod tests {
     fn lengths_of_records_that_fit_are_no_cut() {
         let mut rec = vec![0u8; 16 + 5];
         rec[8] = 5;
-        assert_eq!(pcap_cut(&rec, Endianness::Little), None);
-        assert_eq!(pcap_cut(&rec[..20], Endianness::Little), Some(Some(21)));
-        assert_eq!(pcap_cut(&rec[..15], Endianness::Little), Some(None));
+        let le = Endianness::Little;
+        assert_eq!(pcap_end(&rec, le), RecordEnd::Fits);
+        assert_eq!(pcap_end(&rec[..20], le), RecordEnd::Cut(Some(21)));
+        assert_eq!(pcap_end(&rec[..15], le), RecordEnd::Cut(None));
+        assert_eq!(pcap_end(&rec[..5], le), RecordEnd::Cut(None));
+        rec[8..12].copy_from_slice(&(PCAP_MAX_CAPTURED as u32).to_le_bytes());
+        assert_eq!(pcap_end(&rec, le), RecordEnd::Cut(Some(16 + PCAP_MAX_CAPTURED)));
+        rec[8..12].copy_from_slice(&(PCAP_MAX_CAPTURED as u32 + 1).to_le_bytes());
+        assert_eq!(pcap_end(&rec, le), RecordEnd::TooLong(PCAP_MAX_CAPTURED + 1));
         let mut block = vec![0u8; 16];
         block[0] = 6;
         block[4] = 16;
-        assert_eq!(pcapng_cut(&block, Endianness::Little), None);
-        assert_eq!(pcapng_cut(&block[..13], Endianness::Little), Some(Some(16)));
-        assert_eq!(pcapng_cut(&block[..11], Endianness::Little), Some(None));
+        assert_eq!(pcapng_end(&block, le), RecordEnd::Fits);
+        assert_eq!(pcapng_end(&block[..13], le), RecordEnd::Cut(Some(16)));
+        assert_eq!(pcapng_end(&block[..11], le), RecordEnd::Cut(None));
+        block[4..8].copy_from_slice(&(PCAPNG_MAX_BLOCK as u32 + 4).to_le_bytes());
+        assert_eq!(pcapng_end(&block, le), RecordEnd::TooLong(PCAPNG_MAX_BLOCK + 4));
+    }
+
+    #[test]
+    fn a_damaged_length_past_the_end_is_an_error_not_a_cut() {
+        let flow = flow();
+        let mut file = write_pcap(Vec::new(), flow.iter().map(|p| (Duration::ZERO, p.as_slice()))).unwrap();
+        file[24 + 8..24 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+        match read_capture(&file) {
+            Err(e @ CaptureError::RecordTooLong { offset: 24, length: 0xffff_ffff, .. }) => {
+                assert!(e.to_string().contains("262144"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut ng = pcapng_of(&flow);
+        let last = ng.len() - 32 - flow.last().unwrap().len().next_multiple_of(4);
+        ng[last + 4..last + 8].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+        assert!(matches!(read_capture(&ng), Err(CaptureError::RecordTooLong { .. })));
     }
 }
