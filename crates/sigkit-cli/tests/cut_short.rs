@@ -135,6 +135,21 @@ fn a_pcapng_cut_short_is_read_as_tshark_reads_it() {
     check_cuts(&data("sigkit-analyze", "sip-tcp.pcapng"));
 }
 
+/// A length past the end of the file that no record may have (the first
+/// record's captured length set to 2^32 - 1) is a damaged file, as tshark
+/// says ("bigger than maximum of 262144"), not one cut short.
+#[test]
+fn a_damaged_record_length_is_a_bad_input_file() {
+    let mut file = std::fs::read(data("taroc", "http-bulk-lo.pcap")).unwrap();
+    file[24 + 8..24 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let path = temp_file("damaged-length.pcap", &file);
+    for command in ["rohc", "analyze"] {
+        let r = sigkit(&[command, path.to_str().unwrap()], b"");
+        assert_eq!(r.code, Some(3), "sigkit {command}: {}", r.stderr);
+        assert!(r.stderr.contains("more than the 262144"), "{}", r.stderr);
+    }
+}
+
 #[test]
 fn a_file_header_cut_short_is_a_bad_input_file() {
     for (crate_dir, name, cut) in [("taroc", "http-bulk-lo.pcap", 20), ("taroc", "http-small-any.pcapng", 20)] {
