@@ -222,9 +222,11 @@ pub fn read_capture(data: &[u8]) -> Result<Capture, CaptureError> {
 
 /// `pcap-file`'s error on the file header (the pcap global header, the
 /// pcapng first Section Header Block): nothing is readable without it.
-fn bad_header(format: &'static str, e: PcapError) -> CaptureError {
+/// `whole`: the header does not run past the end of the file, so an
+/// incomplete field inside it is damage, not a cut.
+fn bad_header(format: &'static str, whole: bool, e: PcapError) -> CaptureError {
     match e {
-        PcapError::IncompleteBuffer => CaptureError::Truncated { format },
+        PcapError::IncompleteBuffer if !whole => CaptureError::Truncated { format },
         source => CaptureError::Malformed { format, source },
     }
 }
@@ -257,7 +259,7 @@ fn bad_record(
 }
 
 fn read_pcap(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<Option<Truncation>, CaptureError> {
-    let (mut rest, parser) = PcapParser::new(data).map_err(|e| bad_header("pcap", e))?;
+    let (mut rest, parser) = PcapParser::new(data).map_err(|e| bad_header("pcap", data.len() >= 24, e))?;
     let link = parser.header().datalink;
     let mut frames = 0;
     while !rest.is_empty() {
@@ -283,7 +285,11 @@ fn read_pcap(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<Option<Tru
 }
 
 fn read_pcapng(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<Option<Truncation>, CaptureError> {
-    let (mut rest, mut parser) = PcapNgParser::new(data).map_err(|e| bad_header("pcapng", e))?;
+    let (mut rest, mut parser) = PcapNgParser::new(data).map_err(|e| {
+        // The Section Header Block carries its own byte order.
+        let whole = !matches!(cut::pcapng_end(data, pcap_file::Endianness::Big), RecordEnd::Cut(_));
+        bad_header("pcapng", whole, e)
+    })?;
     let mut frames = 0;
     while !rest.is_empty() {
         let (next, block) = match parser.next_block(rest) {
