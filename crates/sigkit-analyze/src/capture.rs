@@ -12,7 +12,8 @@
 //! LINKTYPE_IPV6) and BSD loopback (NULL, LOOP). Frames that carry
 //! nothing usable are counted by why ([`Skipped`]); a file is refused only
 //! when it is not a capture or its records are damaged
-//! ([`CaptureError`]).
+//! ([`CaptureError`]). A file cut short inside a record is read as far as
+//! it goes, as tshark reads it ([`Capture::truncated`]).
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -22,9 +23,10 @@ use pcap_file::DataLink;
 use serde::Serialize;
 use taroc::capture::{ip_of, read_frames, CaptureFormat, UnsupportedLink};
 
-/// Why bytes are not a readable capture: the container walk is
-/// `taroc::capture`'s, which both readers share.
-pub use taroc::capture::CaptureError;
+/// Why bytes are not a readable capture, and where a capture was cut
+/// short: the container walk is `taroc::capture`'s, which both readers
+/// share.
+pub use taroc::capture::{CaptureError, Truncation};
 
 /// UDP or TCP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -126,17 +128,22 @@ pub struct Capture {
     /// checksums the NIC would have filled in, and TAROC's decompressor
     /// verifies the TCP checksum (the TAROC draft's §5.4).
     pub checksums_fixed: usize,
+    /// Set when the file ends inside a record: the records before it are
+    /// read, the partial one is dropped (as tshark does). A warning for
+    /// the user, not an error.
+    pub truncated: Option<Truncation>,
 }
 
 /// Reads a pcap or pcapng capture held in memory.
 pub fn read_capture(data: &[u8]) -> Result<Capture, CaptureError> {
     let mut cap = Capture::default();
-    let format = read_frames(data, |f| {
+    let walk = read_frames(data, |f| {
         cap.frames += 1;
         cap.note_link(f.link);
         cap.take(f.link, f.timestamp, f.data, f.orig_len);
     })?;
-    cap.format = match format {
+    cap.truncated = walk.truncated;
+    cap.format = match walk.format {
         CaptureFormat::Pcap => "pcap",
         CaptureFormat::PcapNg => "pcapng",
     };

@@ -64,7 +64,7 @@ use sigkit_eval::ran::{one_way_delay, per_message_delays};
 use sigkit_sip::Message;
 
 pub use ::taroc::Mode as TarocMode;
-pub use capture::{read_capture, Capture, CaptureError, Protocol, Segment};
+pub use capture::{read_capture, Capture, CaptureError, Protocol, Segment, Truncation};
 pub use filter::Filter;
 pub use ladder::{CallLadder, LadderMessage};
 pub use simulate::Variant;
@@ -176,6 +176,33 @@ pub struct CaptureSummary {
     /// TCP/IPv4 packets whose checksums were repaired
     /// ([`Capture::checksums_fixed`]).
     pub checksums_fixed: usize,
+    /// Set when the file was cut short inside a record
+    /// ([`Capture::truncated`]); in JSON an object with the same fields
+    /// and the warning's text, or null.
+    #[serde(serialize_with = "serialize_truncation")]
+    pub truncated: Option<Truncation>,
+}
+
+/// [`CaptureSummary::truncated`] in JSON.
+fn serialize_truncation<S: serde::Serializer>(t: &Option<Truncation>, s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct CutShort {
+        records: usize,
+        offset: usize,
+        present: usize,
+        declared: Option<usize>,
+        partial_record: &'static str,
+        warning: String,
+    }
+    t.map(|t| CutShort {
+        records: t.records,
+        offset: t.offset,
+        present: t.present,
+        declared: t.declared,
+        partial_record: "dropped",
+        warning: t.to_string(),
+    })
+    .serialize(s)
 }
 
 /// The options an analysis ran with, as the report shows them.
@@ -336,6 +363,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<Analysis, AnalyzeError>
         udp_tcp_packets: cap.segments.len(),
         skipped: cap.skipped,
         checksums_fixed: cap.checksums_fixed,
+        truncated: cap.truncated,
     };
     let mut reports: Vec<FlowReport> = Vec::new();
     let (mut other_flows, mut other_packets, mut other_bytes) = (0, 0, 0);

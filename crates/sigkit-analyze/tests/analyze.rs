@@ -221,16 +221,33 @@ fn bad_captures_are_errors() {
         ("empty", Vec::new()),
         ("text", b"INVITE sip:bob@example.com SIP/2.0\r\n".to_vec()),
         ("pcap header cut", synthetic[..10].to_vec()),
-        ("pcap record cut", synthetic[..synthetic.len() - 7].to_vec()),
-        ("pcapng block cut", real[..real.len() / 2].to_vec()),
+        ("pcapng header cut", real[..20].to_vec()),
     ] {
         let err = analyze(&bytes, &Options::default()).expect_err(what);
         assert!(!err.to_string().is_empty());
     }
-    // A damaged record length is an error, not a huge allocation.
+    // A damaged record length is an error, not a huge allocation nor a cut.
     let mut damaged = synthetic.clone();
     damaged[24 + 8..24 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
     assert!(analyze(&damaged, &Options::default()).is_err());
+}
+
+/// A capture cut short inside a record is read as tshark reads it: the
+/// records before the cut, the partial one dropped, and where it was cut.
+#[test]
+fn captures_cut_short_are_read_up_to_the_cut() {
+    let real = read("sip-udp.pcapng");
+    let synthetic = synthetic_capture().0;
+    let whole = |b: &[u8]| analyze(b, &Options::default()).unwrap().capture.frames;
+    for (what, file, cut) in
+        [("pcap record cut", &synthetic, synthetic.len() - 7), ("pcapng block cut", &real, real.len() / 2)]
+    {
+        let a = analyze(&file[..cut], &Options::default()).expect(what);
+        let t = a.capture.truncated.expect(what);
+        assert_eq!(t.records, a.capture.frames, "{what}");
+        assert!(a.capture.frames < whole(file) && a.capture.frames > 0, "{what}");
+        assert!(t.offset < cut && t.offset + t.present == cut, "{what}: {t:?}");
+    }
 }
 
 /// No prefix of a capture, and no damaged byte in it, makes the analysis

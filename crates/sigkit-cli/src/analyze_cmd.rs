@@ -161,6 +161,11 @@ pub fn analyze(args: AnalyzeArgs) -> ExitCode {
         Ok(a) => a,
         Err(e) => return CliError::input(format!("{}: {e}", args.capture.display())).report("sigkit analyze"),
     };
+    if let Some(t) = &analysis.capture.truncated {
+        // A cut-short capture is read as tshark reads it: a warning, not a
+        // failure.
+        eprintln!("sigkit analyze: warning: {}: {t}", args.capture.display());
+    }
     let printed = if args.json {
         // Written as it is serialised: the text of a large analysis is
         // never held whole.

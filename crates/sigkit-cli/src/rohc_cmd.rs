@@ -83,6 +83,11 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(Failure::Input, format!("{}: {e}", args.pcap.display())),
     };
+    if let Some(t) = &cap.truncated {
+        // A cut-short capture is read as tshark reads it: a warning, not a
+        // failure.
+        eprintln!("sigkit rohc: warning: {}: {t}", args.pcap.display());
+    }
     let mode = match args.mode {
         ModeArg::U => Mode::U,
         ModeArg::O => Mode::O,
@@ -184,6 +189,14 @@ fn print_json(args: &RohcArgs, cap: &Capture, ipv6: usize, reports: &[(Scheme, R
                 "unsupported_tcp_ipv4": cap.skipped.unsupported_tcp_ipv4,
             },
             "checksums_fixed": cap.checksums_fixed,
+            "truncated": cap.truncated.map(|t| serde_json::json!({
+                "records": t.records,
+                "offset": t.offset,
+                "present": t.present,
+                "declared": t.declared,
+                "partial_record": "dropped",
+                "warning": t.to_string(),
+            })),
         },
         "link": {
             "mode": format!("{:?}", match args.mode { ModeArg::U => Mode::U, ModeArg::O => Mode::O, ModeArg::R => Mode::R }).to_lowercase(),

@@ -142,8 +142,10 @@ fn bad_files_give_an_error_not_a_panic() {
     std::fs::write(&text, "not a capture\n").unwrap();
     fails(sigkit().args(["rohc", text.to_str().unwrap()]).output().unwrap(), "not a pcap or pcapng");
     let good = std::fs::read(data("http-bulk-lo.pcap")).unwrap();
+    // Cut inside the file header: nothing to read. (A file cut short later
+    // is read with a warning: tests/cut_short.rs.)
     let cut = dir.join("cut.pcap");
-    std::fs::write(&cut, &good[..good.len() - 100]).unwrap();
+    std::fs::write(&cut, &good[..20]).unwrap();
     fails(sigkit().args(["rohc", cut.to_str().unwrap()]).output().unwrap(), "cut short");
     fails(sigkit().args(["rohc", dir.join("missing.pcap").to_str().unwrap()]).output().unwrap(), "missing.pcap");
     fails(

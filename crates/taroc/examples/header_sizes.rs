@@ -14,6 +14,9 @@ use taroc::{Compressor, CompressorConfig, Mode, Packet, PacketKind, Scheme};
 fn main() {
     for path in std::env::args().skip(1) {
         let cap = taroc::capture::read_capture(&std::fs::read(&path).expect("reads")).expect("a capture");
+        if let Some(t) = &cap.truncated {
+            eprintln!("warning: {path}: {t}");
+        }
         let packets: Vec<Vec<u8>> = cap.packets.into_iter().map(|p| p.ip).collect();
         let name = path.rsplit('/').next().unwrap_or(&path).to_string();
         let means: Vec<String> = [

@@ -18,6 +18,9 @@ fn main() {
         Some("bulk-nots") => bulk_transfer(1500, 1460, 61, FlowOptions { timestamps: false, ..Default::default() }),
         Some(path) if path != "bulk" && path != "bulk-nots" => {
             let cap = taroc::capture::read_capture(&std::fs::read(path).expect("reads")).expect("a capture");
+            if let Some(t) = &cap.truncated {
+                eprintln!("warning: {path}: {t}");
+            }
             let first: Vec<u8> =
                 cap.packets.first().map(|p| [&p.ip[12..16], &p.ip[20..22]].concat()).unwrap_or_default();
             let dir =

@@ -7,7 +7,11 @@
 //! BSDs number it: 24, 28 or 30). A frame that does not carry an IPv4 or
 //! IPv6 packet with TCP that TAROC compresses (see [`Packet::parse`]) is
 //! skipped and counted by why; a capture is refused only when it is not a
-//! capture at all or is cut short inside a record header.
+//! capture at all, is cut short inside its file header, or has a damaged
+//! record. A capture cut short inside a later record (tcpdump killed, a
+//! file copied while being written) is read as tshark reads it: the
+//! records before the cut are used, the partial one is dropped, and the
+//! result says so ([`Truncation`], in `cut.rs`).
 //!
 //! A capture taken on the sending host usually carries TCP checksums the
 //! NIC would have filled in (checksum offload; always on the loopback
@@ -29,6 +33,12 @@ use pcap_file::{DataLink, PcapError};
 
 use crate::packet::{checksums_ok, fix_checksums, is_ipv6_extension_header, Packet};
 
+mod cut;
+
+use cut::RecordEnd;
+
+pub use cut::{Truncation, PCAPNG_MAX_BLOCK, PCAP_MAX_CAPTURED};
+
 /// Why bytes are not a readable capture.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
@@ -47,13 +57,29 @@ pub enum CaptureError {
         /// What `pcap-file` found wrong.
         source: PcapError,
     },
-    /// The file ends inside a header or record.
-    #[error("{format} capture cut short after {records} records")]
+    /// The file ends inside its file header (pcap) or its first Section
+    /// Header Block (pcapng), before any record. A file cut short later
+    /// is read, with a [`Truncation`].
+    #[error("{format} capture cut short inside its file header")]
     Truncated {
         /// `"pcap"` or `"pcapng"`.
         format: &'static str,
-        /// Packets read whole before the cut.
-        records: usize,
+    },
+    /// A record (pcapng: block) whose header declares more bytes than a
+    /// capture record may hold and than the file has left: a damaged
+    /// length, refused as tshark refuses it, not read as a cut.
+    #[error("bad {format} file: the record at byte offset {offset} declares {length} bytes, more than the {max} a record may hold")]
+    RecordTooLong {
+        /// `"pcap"` or `"pcapng"`.
+        format: &'static str,
+        /// The record's byte offset in the file.
+        offset: usize,
+        /// The length its header declares (pcap: captured bytes; pcapng:
+        /// the Block Total Length).
+        length: usize,
+        /// The most a record may hold ([`PCAP_MAX_CAPTURED`],
+        /// [`PCAPNG_MAX_BLOCK`]).
+        max: usize,
     },
     /// A pcapng packet (its number, from 1) names an interface (the
     /// second field) no Interface Description Block before it describes.
@@ -120,6 +146,18 @@ pub struct Capture {
     /// Packets whose IPv4 or TCP checksum was wrong in the capture
     /// (checksum offload) and was repaired.
     pub checksums_fixed: usize,
+    /// Set when the file ends inside a record: where, and that the
+    /// partial record was dropped. A warning for the user, not an error.
+    pub truncated: Option<Truncation>,
+}
+
+/// What [`read_frames`] found besides the frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameWalk {
+    /// Whether the file is pcap or pcapng.
+    pub format: CaptureFormat,
+    /// Set when the file ends inside a record (see [`Truncation`]).
+    pub truncated: Option<Truncation>,
 }
 
 const PCAP_MAGICS: [[u8; 4]; 4] =
@@ -140,10 +178,12 @@ pub struct Frame<'a> {
 }
 
 /// Hands every frame of a pcap or pcapng capture held in memory to
-/// `each`, in file order, and tells which format the file is. Record
-/// lengths are checked against the bytes present (`pcap-file`'s slice
-/// parsers), so a damaged length is an error, not a huge allocation.
-pub fn read_frames(data: &[u8], mut each: impl FnMut(Frame<'_>)) -> Result<CaptureFormat, CaptureError> {
+/// `each`, in file order, and tells which format the file is and whether
+/// it was cut short inside a record (the frames before the cut are handed
+/// over, the partial one is not). Record lengths are checked against the
+/// bytes present (`pcap-file`'s slice parsers), so a damaged length is a
+/// cut or an error, never a huge allocation.
+pub fn read_frames(data: &[u8], mut each: impl FnMut(Frame<'_>)) -> Result<FrameWalk, CaptureError> {
     if data.is_empty() {
         return Err(CaptureError::Empty);
     }
@@ -151,11 +191,9 @@ pub fn read_frames(data: &[u8], mut each: impl FnMut(Frame<'_>)) -> Result<Captu
     let n = data.len().min(4);
     magic[..n].copy_from_slice(&data[..n]);
     if PCAP_MAGICS.contains(&magic) {
-        read_pcap(data, &mut each)?;
-        Ok(CaptureFormat::Pcap)
+        Ok(FrameWalk { format: CaptureFormat::Pcap, truncated: read_pcap(data, &mut each)? })
     } else if magic == PCAPNG_MAGIC {
-        read_pcapng(data, &mut each)?;
-        Ok(CaptureFormat::PcapNg)
+        Ok(FrameWalk { format: CaptureFormat::PcapNg, truncated: read_pcapng(data, &mut each)? })
     } else {
         Err(CaptureError::NotACapture(magic))
     }
@@ -170,31 +208,70 @@ pub fn read_capture(data: &[u8]) -> Result<Capture, CaptureError> {
         packets: Vec::new(),
         skipped: Skipped::default(),
         checksums_fixed: 0,
+        truncated: None,
     };
-    let format = read_frames(data, |f| {
+    let walk = read_frames(data, |f| {
         cap.frames += 1;
         cap.note_link(f.link);
         cap.take(f.link, f.timestamp, f.data, f.orig_len);
     })?;
-    cap.format = format;
+    cap.format = walk.format;
+    cap.truncated = walk.truncated;
     Ok(cap)
 }
 
-fn malformed(format: &'static str, records: usize, e: PcapError) -> CaptureError {
+/// `pcap-file`'s error on the file header (the pcap global header, the
+/// pcapng first Section Header Block): nothing is readable without it.
+/// `whole`: the header does not run past the end of the file, so an
+/// incomplete field inside it is damage, not a cut.
+fn bad_header(format: &'static str, whole: bool, e: PcapError) -> CaptureError {
     match e {
-        PcapError::IncompleteBuffer => CaptureError::Truncated { format, records },
+        PcapError::IncompleteBuffer if !whole => CaptureError::Truncated { format },
         source => CaptureError::Malformed { format, source },
     }
 }
 
-fn read_pcap(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<(), CaptureError> {
-    let (mut rest, parser) = PcapParser::new(data).map_err(|e| malformed("pcap", 0, e))?;
+/// `pcap-file`'s error on the record at `rest`: a cut if the record runs
+/// past the end of the file (`end`, from the record's own length), a
+/// damaged length if it declares more than a record may hold, any other
+/// error (a field running past the end of a whole block included) as it
+/// is.
+fn bad_record(
+    data: &[u8],
+    rest: &[u8],
+    records: usize,
+    format: CaptureFormat,
+    end: RecordEnd,
+    e: PcapError,
+) -> Result<Option<Truncation>, CaptureError> {
+    let offset = data.len() - rest.len();
+    let name = if format == CaptureFormat::Pcap { "pcap" } else { "pcapng" };
+    match (e, end) {
+        (_, RecordEnd::TooLong(length)) => {
+            let max = if format == CaptureFormat::Pcap { PCAP_MAX_CAPTURED } else { PCAPNG_MAX_BLOCK };
+            Err(CaptureError::RecordTooLong { format: name, offset, length, max })
+        }
+        (PcapError::IncompleteBuffer, RecordEnd::Cut(declared)) => {
+            Ok(Some(Truncation { format, records, offset, present: rest.len(), declared }))
+        }
+        (source, _) => Err(CaptureError::Malformed { format: name, source }),
+    }
+}
+
+fn read_pcap(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<Option<Truncation>, CaptureError> {
+    let (mut rest, parser) = PcapParser::new(data).map_err(|e| bad_header("pcap", data.len() >= 24, e))?;
     let link = parser.header().datalink;
     let mut frames = 0;
     while !rest.is_empty() {
         // The raw record: lengths are checked against the bytes present, and
         // a record longer than the header's snap length is still read.
-        let (next, raw) = parser.next_raw_packet(rest).map_err(|e| malformed("pcap", frames, e))?;
+        let (next, raw) = match parser.next_raw_packet(rest) {
+            Ok(r) => r,
+            Err(e) => {
+                let end = cut::pcap_end(rest, parser.header().endianness);
+                return bad_record(data, rest, frames, CaptureFormat::Pcap, end, e);
+            }
+        };
         rest = next;
         frames += 1;
         let frac = match parser.header().ts_resolution {
@@ -204,14 +281,24 @@ fn read_pcap(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<(), Captur
         let timestamp = Duration::new(u64::from(raw.ts_sec), frac.min(999_999_999));
         each(Frame { link, timestamp, data: &raw.data, orig_len: raw.orig_len as usize });
     }
-    Ok(())
+    Ok(None)
 }
 
-fn read_pcapng(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<(), CaptureError> {
-    let (mut rest, mut parser) = PcapNgParser::new(data).map_err(|e| malformed("pcapng", 0, e))?;
+fn read_pcapng(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<Option<Truncation>, CaptureError> {
+    let (mut rest, mut parser) = PcapNgParser::new(data).map_err(|e| {
+        // The Section Header Block carries its own byte order.
+        let whole = !matches!(cut::pcapng_end(data, pcap_file::Endianness::Big), RecordEnd::Cut(_));
+        bad_header("pcapng", whole, e)
+    })?;
     let mut frames = 0;
     while !rest.is_empty() {
-        let (next, block) = parser.next_block(rest).map_err(|e| malformed("pcapng", frames, e))?;
+        let (next, block) = match parser.next_block(rest) {
+            Ok(b) => b,
+            Err(e) => {
+                let end = cut::pcapng_end(rest, parser.section().endianness);
+                return bad_record(data, rest, frames, CaptureFormat::PcapNg, end, e);
+            }
+        };
         rest = next;
         let (interface, timestamp, data, orig_len) = match &block {
             Block::EnhancedPacket(p) => (p.interface_id, p.timestamp, p.data.as_ref(), p.original_len),
@@ -230,7 +317,7 @@ fn read_pcapng(data: &[u8], each: &mut impl FnMut(Frame<'_>)) -> Result<(), Capt
             .ok_or(CaptureError::UnknownInterface(frames, interface))?;
         each(Frame { link, timestamp, data, orig_len: orig_len as usize });
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Ethertypes of IPv4 and IPv6.
@@ -507,7 +594,10 @@ mod tests {
         for cut in 1..good.len() {
             let _ = read_capture(&good[..cut]);
         }
-        assert!(matches!(read_capture(&good[..good.len() - 3]), Err(CaptureError::Truncated { .. })));
+        assert!(matches!(read_capture(&good[..10]), Err(CaptureError::Truncated { .. })));
+        let cut = read_capture(&good[..good.len() - 3]).unwrap();
+        assert_eq!((cut.frames, cut.packets.len()), (flow.len() - 1, flow.len() - 1));
+        assert_eq!(cut.truncated.map(|t| t.records), Some(flow.len() - 1));
         let mut x = 0x1234_5678u32;
         for i in 0..2000 {
             let mut d = good.clone();
