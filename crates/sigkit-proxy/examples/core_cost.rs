@@ -28,12 +28,16 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+// The proxy examples' responder; only its answers are used here.
+#[path = "support/responder.rs"]
+#[allow(dead_code)]
+mod responder;
+
 use clap::Parser;
 use sigcomp::{CompartmentId, Params, Transport};
 use sigcomp_compress::{Algorithm, Config, Endpoint, EndpointConfig, Mechanism, Received};
 use sigkit_proxy::core::{Encoding, LocalAddrs};
 use sigkit_proxy::{Peer, Proxy, ProxyConfig, Side, SipTransport};
-use sigkit_sip::Message;
 
 /// The proxy core's CPU per SigComp message, in one thread.
 #[derive(Parser, Debug)]
@@ -141,23 +145,6 @@ impl Terminal {
     }
 }
 
-/// The upstream's answer to a request the proxy forwarded: 200 OK, with
-/// the Contact for an hour on a REGISTER (the proxy examples' responder).
-fn answer(request: &[u8]) -> Vec<u8> {
-    let msg = Message::parse(request).unwrap();
-    let contact = msg
-        .headers()
-        .iter()
-        .find(|h| h.kind == sigkit_sip::HeaderName::Contact)
-        .and_then(|h| h.value_str().ok())
-        .map(|c| format!("{c};expires=3600"));
-    let extra: Vec<(&str, &str)> = match (msg.method(), &contact) {
-        (Some("REGISTER"), Some(c)) => vec![("Contact", c.as_str())],
-        _ => Vec::new(),
-    };
-    sigkit_sip::proxy::build_response(&msg, 200, "OK", Some("resp1"), &extra).unwrap()
-}
-
 /// The upstream's side of the proxy's socket pair.
 fn upstream_peer() -> Peer {
     Peer { transport: SipTransport::Udp, addr: UPSTREAM.parse().unwrap(), local: None, conn: None }
@@ -182,7 +169,7 @@ fn exchange(proxy: &mut Proxy, now: Instant, from: Peer, datagram: &[u8], pass: 
     let forwarded = proxy.poll_transmit().expect("the request forwarded upstream");
     pass.requests += t0.elapsed();
     assert_eq!(forwarded.side, Side::Upstream, "a request forwarded upstream");
-    let reply = answer(&forwarded.bytes);
+    let reply = responder::answer(&forwarded.bytes).expect("the upstream answers the request");
     let t1 = Instant::now();
     proxy.from_upstream(now, upstream_peer(), &reply);
     let back = proxy.poll_transmit().expect("the answer sent to the terminal");

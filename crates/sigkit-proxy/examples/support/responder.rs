@@ -21,25 +21,31 @@ pub fn start_responder() -> SocketAddr {
             let mut buf = vec![0u8; 65536];
             loop {
                 let Ok((n, from)) = socket.recv_from(&mut buf) else { continue };
-                let Ok(msg) = Message::parse(&buf[..n]) else { continue };
-                if !msg.is_request() || msg.method() == Some("ACK") {
-                    continue;
-                }
-                let contact = msg
-                    .headers()
-                    .iter()
-                    .find(|h| h.kind == sigkit_sip::HeaderName::Contact)
-                    .and_then(|h| h.value_str().ok())
-                    .map(|c| format!("{c};expires=3600"));
-                let extra: Vec<(&str, &str)> = match (msg.method(), &contact) {
-                    (Some("REGISTER"), Some(c)) => vec![("Contact", c.as_str())],
-                    _ => Vec::new(),
-                };
-                if let Ok(reply) = sigkit_sip::proxy::build_response(&msg, 200, "OK", Some("resp1"), &extra) {
+                if let Some(reply) = answer(&buf[..n]) {
                     let _ = socket.send_to(&reply, from);
                 }
             }
         })
         .unwrap();
     addr
+}
+
+/// The answer to one datagram: 200 OK to a request, with a REGISTER's
+/// Contact for an hour; None for an ACK, a response or what is not SIP.
+pub fn answer(datagram: &[u8]) -> Option<Vec<u8>> {
+    let msg = Message::parse(datagram).ok()?;
+    if !msg.is_request() || msg.method() == Some("ACK") {
+        return None;
+    }
+    let contact = msg
+        .headers()
+        .iter()
+        .find(|h| h.kind == sigkit_sip::HeaderName::Contact)
+        .and_then(|h| h.value_str().ok())
+        .map(|c| format!("{c};expires=3600"));
+    let extra: Vec<(&str, &str)> = match (msg.method(), &contact) {
+        (Some("REGISTER"), Some(c)) => vec![("Contact", c.as_str())],
+        _ => Vec::new(),
+    };
+    sigkit_sip::proxy::build_response(&msg, 200, "OK", Some("resp1"), &extra).ok()
 }
