@@ -8,29 +8,20 @@
 
 mod common;
 
-use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
 
 use common::have;
-
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use common::load::{finish, free_port, only_file, read, sigkit_load as sigkit, wait_bound};
 
 /// A fresh folder for one test's files.
 fn folder(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("load-screen-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::load::folder("load-screen", name)
 }
 
-fn sigkit(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sigkit"));
-    c.arg("load").args(args).current_dir(dir).stdin(Stdio::null());
-    c
+/// The text of the one file of `dir` named `prefix*suffix`.
+fn file(dir: &Path, prefix: &str, suffix: &str) -> String {
+    read(&only_file(dir, prefix, suffix))
 }
 
 /// A sigkit UAS on `port` (`args`: the scenario and its flags), in `dir`, once it holds the port.
@@ -41,38 +32,6 @@ fn uas(dir: &Path, port: u16, args: &[&str]) -> Child {
     let child = sigkit(dir, &all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     wait_bound(port);
     child
-}
-
-/// Waits until something holds UDP `port` on 127.0.0.1.
-fn wait_bound(port: u16) {
-    for _ in 0..200 {
-        if UdpSocket::bind(("127.0.0.1", port)).is_err() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("nothing bound port {port}");
-}
-
-fn finish(child: Child) -> Output {
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    out
-}
-
-/// The one file of `dir` whose name starts with `prefix` and ends with `suffix`.
-fn file(dir: &Path, prefix: &str, suffix: &str) -> String {
-    let found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy().into_owned();
-            n.starts_with(prefix) && n.ends_with(suffix)
-        })
-        .collect();
-    assert_eq!(found.len(), 1, "{prefix}*{suffix} in {}: {found:?}", dir.display());
-    String::from_utf8_lossy(&std::fs::read(&found[0]).unwrap()).into_owned()
 }
 
 /// The rows of the first scenario screen in `text`: from the line after

@@ -7,29 +7,16 @@
 
 mod common;
 
-use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use common::have;
-
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use common::load::{finish, free_port, only_file as file, read, sigkit_load as sigkit, wait_bound};
 
 /// A fresh folder for one run's files.
 fn folder(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sipp-trace-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn sigkit(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sigkit"));
-    c.arg("load").args(args).current_dir(dir).stdin(Stdio::null());
-    c
+    common::load::folder("sipp-trace", name)
 }
 
 /// A UAS of sigkit's on `port` answering `calls` calls (with `extra` flags), in `dir`.
@@ -40,17 +27,6 @@ fn sigkit_uas(dir: &Path, port: u16, calls: u32, extra: &[&str]) -> Child {
     let child = sigkit(dir, &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     wait_bound(port);
     child
-}
-
-/// Waits until something holds UDP `port` on 127.0.0.1.
-fn wait_bound(port: u16) {
-    for _ in 0..200 {
-        if UdpSocket::bind(("127.0.0.1", port)).is_err() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("nothing bound port {port}");
 }
 
 /// SIPp with `args` in `dir`, to its end (its own -timeout bounds it).
@@ -64,36 +40,11 @@ fn sipp(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The one file of `dir` whose name starts with `prefix` and ends with `suffix`.
-fn file(dir: &Path, prefix: &str, suffix: &str) -> PathBuf {
-    let found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy().into_owned();
-            n.starts_with(prefix) && n.ends_with(suffix)
-        })
-        .collect();
-    assert_eq!(found.len(), 1, "{prefix}*{suffix} in {}: {found:?}", dir.display());
-    found.into_iter().next().unwrap()
-}
-
 /// `<prefix><pid>_<suffix>` with `pid` the process's: SIPp's file name.
 fn named(dir: &Path, prefix: &str, pid: u32, suffix: &str) -> PathBuf {
     let p = dir.join(format!("{prefix}_{pid}_{suffix}"));
     assert!(p.exists(), "{} is missing; {:?}", p.display(), std::fs::read_dir(dir).unwrap().collect::<Vec<_>>());
     p
-}
-
-fn read(p: &Path) -> String {
-    String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned()
-}
-
-fn finish(child: Child) -> Output {
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    out
 }
 
 /// Whether `s` has the layout of `pattern`, where `d` stands for a digit

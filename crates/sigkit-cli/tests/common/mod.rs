@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 
 use sigcomp::StateId;
 
+pub mod load;
+
 /// Whether a real peer (Kamailio, nft, …) is installed, on the PATH or in
 /// an sbin folder; in CI (`CI` set) a missing one fails the test, since
 /// `.ci/run` installs it.
