@@ -571,4 +571,4 @@ pub fn metrics_text(shards: &[&Proxy]) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -28,8 +28,9 @@ fn upstream_messages_find_the_shard_that_wrote_their_branch_or_token() {
 }
 
 /// A proxy on the default configuration, terminals on UDP
-/// 127.0.0.1:5060, the upstream at 127.0.0.1:5070.
-fn udp_proxy() -> Proxy {
+/// 127.0.0.1:5060, the upstream at 127.0.0.1:5070 (the runtime's tests
+/// use it too).
+pub(crate) fn udp_proxy() -> Proxy {
     let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
     let config = ProxyConfig {
         listen: vec!["udp:127.0.0.1:5060".parse().unwrap()],

@@ -199,23 +199,13 @@ impl HepSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{Encoding, LocalAddrs, Peer};
+    use crate::core::{Encoding, Peer};
 
     /// A proxy with the tap on that has handled `n` OPTIONS from a plain
     /// terminal: 2 × `n` captured messages waiting.
     fn proxy_with_captures(n: usize) -> Proxy {
         let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
-        let config = ProxyConfig {
-            listen: vec!["udp:127.0.0.1:5060".parse().unwrap()],
-            upstream: Some("udp:127.0.0.1:5070".parse().unwrap()),
-            ..ProxyConfig::default()
-        };
-        let addrs = LocalAddrs {
-            terminal: vec![(SipTransport::Udp, addr("127.0.0.1:5060"))],
-            upstream: addr("127.0.0.1:5062"),
-            upstream_peer: addr("127.0.0.1:5070"),
-        };
-        let mut p = Proxy::new(&config, addrs).unwrap();
+        let mut p = crate::core::tests::udp_proxy();
         p.set_capture(true);
         let from = Peer { transport: SipTransport::Udp, addr: addr("10.0.0.9:5080"), local: None, conn: None };
         for i in 0..n {
