@@ -5,8 +5,8 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, UdpSocket};
+use std::io::Read;
+use std::net::{SocketAddr, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -71,13 +71,7 @@ fn the_proxy_serves_metrics_and_stops_on_sigterm() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    let scrape = || -> Option<String> {
-        let mut s = TcpStream::connect(("127.0.0.1", metrics)).ok()?;
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).ok()?;
-        Some(out)
-    };
+    let scrape = || common::scrape_metrics(SocketAddr::from(([127, 0, 0, 1], metrics)));
     let mut first = None;
     while first.is_none() && Instant::now() < deadline {
         first = scrape();

@@ -141,14 +141,8 @@ impl Proxy {
 
     /// A counter's value from /metrics.
     fn metric(&self, series: &str) -> f64 {
-        use std::io::Write;
-        let mut s = TcpStream::connect(self.metrics).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-        let mut text = String::new();
-        s.read_to_string(&mut text).unwrap();
-        text.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("no {series} in {text}"))
+        let text = common::scrape_metrics(self.metrics).expect("the metrics page");
+        common::series_value(&text, series).unwrap_or_else(|| panic!("no {series} in {text}"))
     }
 
     /// Stops it with SIGTERM; its log.

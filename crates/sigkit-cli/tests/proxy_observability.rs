@@ -13,7 +13,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,11 +124,8 @@ impl Proxy {
 
     /// A counter's value from /metrics.
     fn metric(&self, series: &str) -> f64 {
-        let mut s = TcpStream::connect(self.metrics).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-        let mut text = String::new();
-        s.read_to_string(&mut text).unwrap();
-        text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0.0)
+        let text = common::scrape_metrics(self.metrics).expect("the metrics page");
+        common::series_value(&text, series).unwrap_or(0.0)
     }
 
     /// Stops it with SIGTERM: everything it wrote to standard error.

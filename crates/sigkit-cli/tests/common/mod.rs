@@ -24,6 +24,22 @@ pub fn have(tool: &str) -> bool {
     found
 }
 
+/// The metrics page a proxy serves on `addr` (`GET /metrics`, the whole
+/// HTTP response), or None while it does not answer.
+pub fn scrape_metrics(addr: std::net::SocketAddr) -> Option<String> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+/// The value of a metrics page's `series` (its name and labels as written).
+pub fn series_value(page: &str, series: &str) -> Option<f64> {
+    page.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
 /// What one run of the binary did.
 pub struct Run {
     pub code: Option<i32>,
