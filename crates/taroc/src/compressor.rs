@@ -50,6 +50,18 @@ pub struct CompressorConfig {
     /// Hard cap on the VSW's length, in packets (memory bound; with
     /// feedback lost in R-mode nothing else shrinks it).
     pub max_vsw: usize,
+    /// U-mode only: the VSW holds at most this many packets, the last
+    /// sent; a burst of that many losses may leave the decompressor's
+    /// reference behind it (the CRC then refuses the packets until a
+    /// refresh). Without feedback the draft's W, sized for TCP's window,
+    /// holds every packet of a short flow, and fields must be covered
+    /// over all of them.
+    pub u_window: usize,
+    /// U-mode only: a change of a field the compressed formats need
+    /// STATIC (options, flags, IP fields, strides) is taken to have
+    /// arrived once this many packets carried it, and the references
+    /// before it leave the VSW.
+    pub u_settle: usize,
     /// Contexts (flows) kept, at most 16 (small CIDs); the least recently
     /// used is reused for a new flow.
     pub max_contexts: usize,
@@ -76,6 +88,8 @@ impl Default for CompressorConfig {
             issthresh: 0,
             min_vsw: 8,
             max_vsw: 128,
+            u_window: 8,
+            u_settle: 4,
             max_contexts: MAX_CONTEXTS,
             refresh_period: 256,
             infer: false,
@@ -391,8 +405,21 @@ impl Context {
                 }
             }
         }
-        if self.vsw.len() > config.max_vsw.max(1) {
-            self.vsw.drop_front(self.vsw.len() - config.max_vsw.max(1));
+        // U-mode: no feedback will ever shrink the VSW, and the draft's W
+        // keeps every packet of a short flow (a SIP connection's SYN
+        // among them) as a reference. The optimistic approach (RFC 3095
+        // §5.3.1.1.1; RFC 6846 §5.2.2.1 sizes its W-LSB windows so too)
+        // takes a change sent in `u_settle` packets as arrived, and the
+        // decompressor to hold one of the last `u_window` packets.
+        let cap = if config.mode == Mode::U {
+            let unsettled = self.vsw.unsettled_front(config.u_settle);
+            self.vsw.drop_front(unsettled);
+            config.u_window.min(config.max_vsw)
+        } else {
+            config.max_vsw
+        };
+        if self.vsw.len() > cap.max(1) {
+            self.vsw.drop_front(self.vsw.len() - cap.max(1));
         }
     }
 }

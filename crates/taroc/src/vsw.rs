@@ -388,6 +388,22 @@ impl Vsw {
         }
     }
 
+    /// In U-mode, the entries older than a change of a field compressed
+    /// packets need STATIC (IP, flags, urgent pointer, strides, option
+    /// skeleton) that has since gone out in `settle` packets or more: a
+    /// change sent that many times is taken to have arrived (RFC 3095
+    /// §5.3.1.1.1, the optimistic approach), so the references before it
+    /// need not be covered any more.
+    pub fn unsettled_front(&self, settle: usize) -> usize {
+        let front = self.front_at();
+        let settled = |run_from: u64| run_from > front && self.next - run_from >= settle as u64;
+        [self.ip.run_from, self.flags.run_from, self.urgent.run_from, self.strides.run_from, self.skeleton.run_from]
+            .into_iter()
+            .filter(|&r| settled(r))
+            .max()
+            .map_or(0, |r| (r - front) as usize)
+    }
+
     /// The spread of `cur`'s fields over the window.
     pub fn analyse(&mut self, cur: &Record) -> Analysis {
         let h = &cur.h;
