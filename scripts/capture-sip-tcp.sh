@@ -204,12 +204,11 @@ run() {
     (cd "$logs" && exec sipp -sn uac -t "$transport" -i "$ip" -p "$cport" -r "$rate" -m "$calls" -d 0 \
         -rsa "$host:$kport" -max_socket 1000 -nostdin -trace_err -timeout 60s "$host:$uport" >"$logs/sipp-uac.log" 2>&1) ||
         status=$?
-    # The UAS ends after its last call (-m); then the last FINs and ACKs.
-    for _ in $(seq 50); do
-        kill -0 "$uas" 2>/dev/null || break
-        sleep 0.1
-    done
-    sleep 1
+    # Every call has ended when the UAC exits; the last delayed ACKs (40 ms
+    # on Linux) follow. The UAS would linger 4 s more (its scenario's final
+    # pause, for a BYE sent again) before its -m ended it: it is stopped
+    # instead, which closes its connection with Kamailio.
+    sleep 0.5
     kill "$kam" "$uas" 2>/dev/null || true
     wait "$kam" "$uas" 2>/dev/null || true
     sleep 0.5
