@@ -144,8 +144,7 @@ fn table(title: &str, keys: &[String], sizes: &[Vec<u64>]) {
         let means: Vec<String> = sums.iter().map(|b| format!("{:8.2}", *b as f64 / *n as f64)).collect();
         println!("  {k:38} {n:6} {}", means.join(""));
     }
-    let all: Vec<String> =
-        sizes.iter().map(|sz| format!("{:8.2}", sz.iter().sum::<u64>() as f64 / total)).collect();
+    let all: Vec<String> = sizes.iter().map(|sz| format!("{:8.2}", sz.iter().sum::<u64>() as f64 / total)).collect();
     println!("  {:38} {:6} {}", "all", keys.len(), all.join(""));
 }
 
