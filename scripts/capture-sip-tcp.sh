@@ -25,8 +25,10 @@
 #   long   OUT_DIR/sip-kamailio-long.pcapng: one TCP connection per leg
 #          (SIPp -t t1 on both sides), CALLS calls (default 20).
 #   short  OUT_DIR/sip-kamailio-short.pcapng: SIPp's UAC opens a TCP
-#          connection per call (-t tn) and closes it after the call's BYE;
-#          the UAS side is -t tn too. CALLS calls (default 20).
+#          connection per call (-t tn) and closes it after the call's BYE
+#          (the UAS is -t tn too, but Kamailio keeps the one connection it
+#          opened to it, as it reuses a connection to the same address).
+#          CALLS calls (default 20).
 #   ipv6   OUT_DIR/sip-kamailio-ipv6.pcapng: "long" over ::1.
 # With no case named, all three are made.
 #
@@ -37,13 +39,17 @@
 # missing, a peer that did not start).
 set -euo pipefail
 
+# usage STATUS: the usage (this header from "Usage:") and exit STATUS.
 usage() {
-    sed -n '/^# Usage:/,/^# NO_NETNS=1/p' "$0" | sed 's/^# \{0,1\}//' >&2
-    exit 2
+    sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    exit "$1"
 }
 
-[ $# -ge 1 ] || usage
-case "$1" in -h | --help) usage ;; esac
+[ $# -ge 1 ] || usage 2
+case "$1" in -h | --help) usage 0 ;; esac
+for c in "${@:2}"; do
+    case "$c" in long | short | ipv6) ;; *) usage 2 ;; esac
+done
 
 for tool in kamailio sipp dumpcap ip ss; do
     if ! command -v "$tool" >/dev/null && [ ! -x "/usr/sbin/$tool" ]; then
@@ -229,7 +235,6 @@ for c in "${cases[@]}"; do
     long) run long sip-kamailio-long.pcapng 127.0.0.1 127.0.0.1 t1 "${CALLS:-20}" ;;
     short) run short sip-kamailio-short.pcapng 127.0.0.1 127.0.0.1 tn "${CALLS:-20}" ;;
     ipv6) run ipv6 sip-kamailio-ipv6.pcapng ::1 "[::1]" t1 "${CALLS:-20}" ;;
-    *) usage ;;
     esac
 done
 exit "$failed"
