@@ -95,9 +95,10 @@ fn main() -> ExitCode {
     if args.len() > 3 || !(seconds > 0.0 && seconds < 3600.0) {
         return usage();
     }
-    let cap = match std::fs::read(path).map_err(|e| e.to_string()).and_then(|d| {
-        taroc::capture::read_capture(&d).map_err(|e| e.to_string())
-    }) {
+    let cap = match std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|d| taroc::capture::read_capture(&d).map_err(|e| e.to_string()))
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("capture_rate: {path}: {e}");
