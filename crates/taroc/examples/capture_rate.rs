@@ -139,7 +139,8 @@ fn main() -> ExitCode {
         let headers = (passes * packets.len()) as f64;
         json += &format!(
             ", \"bench_passes\": {passes}, \"bench_cpu_s\": {cpu:.3}, \"bench_wall_s\": {elapsed:.3}, \
-             \"headers_per_s\": {:.0}, \"headers_per_wall_s\": {:.0}",
+             \"bench_all_ok\": {}, \"headers_per_s\": {:.0}, \"headers_per_wall_s\": {:.0}",
+            failures == checked.failures,
             headers / cpu,
             headers / elapsed
         );
