@@ -50,18 +50,19 @@ pub struct CompressorConfig {
     /// Hard cap on the VSW's length, in packets (memory bound; with
     /// feedback lost in R-mode nothing else shrinks it).
     pub max_vsw: usize,
-    /// U-mode only: the VSW holds at most this many packets, the last
-    /// sent; a burst of that many losses may leave the decompressor's
-    /// reference behind it (the CRC then refuses the packets until a
-    /// refresh). Without feedback the draft's W, sized for TCP's window,
-    /// holds every packet of a short flow, and fields must be covered
-    /// over all of them.
-    pub u_window: usize,
-    /// U-mode only: a change of a field the compressed formats need
+    /// U- and O-mode: the VSW holds at most this many packets, the last
+    /// sent (the optimistic approach, RFC 3095 §5.3.1.1.1). A burst of
+    /// that many losses may leave the decompressor's reference behind it:
+    /// the CRC then refuses the packets until a refresh (U-mode) or the
+    /// NACK's IR-DYN (O-mode). The draft's W alone, sized for TCP's
+    /// window, holds every packet of a short flow, and fields must be
+    /// covered over all of them.
+    pub optimistic_window: usize,
+    /// U- and O-mode: a change of a field the compressed formats need
     /// STATIC (options, flags, IP fields, strides) is taken to have
     /// arrived once this many packets carried it, and the references
     /// before it leave the VSW.
-    pub u_settle: usize,
+    pub optimistic_settle: usize,
     /// Contexts (flows) kept, at most 16 (small CIDs); the least recently
     /// used is reused for a new flow.
     pub max_contexts: usize,
@@ -88,8 +89,8 @@ impl Default for CompressorConfig {
             issthresh: 0,
             min_vsw: 8,
             max_vsw: 128,
-            u_window: 8,
-            u_settle: 4,
+            optimistic_window: 8,
+            optimistic_settle: 4,
             max_contexts: MAX_CONTEXTS,
             refresh_period: 256,
             infer: false,
@@ -200,6 +201,10 @@ struct Context {
     seq_stride: u16,
     ack_stride: u16,
     last_payload_len: usize,
+    /// How many segments in a row had the size of the one before them and
+    /// followed it.
+    payload_len_repeats: u32,
+    last_seq: Option<u32>,
     last_ack: Option<u32>,
     last_ack_delta: u32,
     last_used: u64,
@@ -233,6 +238,8 @@ impl Context {
             seq_stride: 0,
             ack_stride: 0,
             last_payload_len: 0,
+            payload_len_repeats: 0,
+            last_seq: None,
             last_ack: None,
             last_ack_delta: 0,
             last_used: now,
@@ -256,9 +263,17 @@ impl Context {
     /// only when a constant size shows twice, since every change is sent
     /// until the whole VSW carries it.
     fn update_strides(&mut self, h: &TcpIpHeader, payload_len: usize) {
-        if payload_len > 0 && payload_len == self.last_payload_len && payload_len <= 0xffff {
+        // Three segments of one size in a row, each following the one
+        // before: two equal sizes are as often a retransmission or two
+        // messages of one size (SIP), and a stride change costs the
+        // general format and 4 octets.
+        let runs = payload_len == self.last_payload_len
+            && self.last_seq.is_some_and(|s| h.seq.wrapping_sub(s) == self.last_payload_len as u32);
+        if payload_len > 0 && runs && self.payload_len_repeats >= 1 && payload_len <= 0xffff {
             self.seq_stride = payload_len as u16;
         }
+        self.payload_len_repeats = if runs { self.payload_len_repeats.saturating_add(1) } else { 0 };
+        self.last_seq = Some(h.seq);
         self.last_payload_len = payload_len;
         if h.tcp_flags & FLAG_ACK != 0 {
             if let Some(last) = self.last_ack {
@@ -405,16 +420,19 @@ impl Context {
                 }
             }
         }
-        // U-mode: no feedback will ever shrink the VSW, and the draft's W
-        // keeps every packet of a short flow (a SIP connection's SYN
-        // among them) as a reference. The optimistic approach (RFC 3095
-        // §5.3.1.1.1; RFC 6846 §5.2.2.1 sizes its W-LSB windows so too)
-        // takes a change sent in `u_settle` packets as arrived, and the
-        // decompressor to hold one of the last `u_window` packets.
-        let cap = if config.mode == Mode::U {
-            let unsettled = self.vsw.unsettled_front(config.u_settle);
+        // U- and O-mode: the draft's W keeps every packet of a short flow
+        // (a SIP connection's SYN among them) as a reference, and in
+        // O-mode only the rare ACK(O) shrinks it further. The optimistic
+        // approach (RFC 3095 §5.3.1.1.1; RFC 6846 sizes its W-LSB windows
+        // so) takes a change sent in `optimistic_settle` packets as
+        // arrived, and the decompressor to hold one of the last
+        // `optimistic_window` packets. In O-mode a longer burst of losses
+        // costs a NACK's round trip; R-mode decodes against acknowledged
+        // references only (§5.5.3), so it keeps its VSW.
+        let cap = if config.mode != Mode::R {
+            let unsettled = self.vsw.unsettled_front(config.optimistic_settle);
             self.vsw.drop_front(unsettled);
-            config.u_window.min(config.max_vsw)
+            config.optimistic_window.min(config.max_vsw)
         } else {
             config.max_vsw
         };

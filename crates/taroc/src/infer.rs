@@ -61,7 +61,7 @@
 //! timestamps are known, and the result is verified as any other. U-mode
 //! has no feedback to end a broken chain, and R-mode takes only
 //! acknowledged references (§5.5.3), so inference is O-mode only. A
-//! chained packet is sent only when it is at least five octets shorter
+//! chained packet is sent only when it is at least four octets shorter
 //! than the packet the other formats would send ([`MIN_SAVING`]).
 //!
 //! The chained format assumes a link that keeps the order of packets, as
@@ -219,13 +219,14 @@ pub struct ChainedPacket<'a> {
 /// The octets a chained packet must save over the other formats to be
 /// sent: a chained packet fails when the one before it is lost, and so
 /// does every chained packet sent until the NACK comes back, so it is
-/// worth that risk only where it saves much: SIP's 10–16 octets become
-/// 4–6, while a bulk transfer's 4–7 stay in the draft's formats. With a
-/// threshold of 2–4, the draft's throughput study lost up to 6 % of its
+/// worth that risk only where it saves much: SIP's 8–16 octets become
+/// 4–6, while a bulk transfer's 4–7 stay in the other formats. With a
+/// threshold of 2–3, the draft's throughput study lost up to 6 % of its
 /// goodput at BER 1e-6 to 3e-5 (64 and 9.6 kb/s) to the chained packets
-/// lost after each lost one; with 5 its goodput is 0.999–1.008 of
-/// TAROC's.
-pub const MIN_SAVING: usize = 5;
+/// lost after each lost one; with 4 its goodput is 0.993–0.999 of
+/// TAROC's (8 seeds), and SIP's short-format packets of 8 octets still
+/// chain.
+pub const MIN_SAVING: usize = 4;
 
 /// The largest TSval change a chained packet carries.
 pub const MAX_TSVAL_DELTA: u32 = (1 << 15) - 1;

@@ -388,7 +388,7 @@ impl Vsw {
         }
     }
 
-    /// In U-mode, the entries older than a change of a field compressed
+    /// The entries older than a change of a field compressed
     /// packets need STATIC (IP, flags, urgent pointer, strides, option
     /// skeleton) that has since gone out in `settle` packets or more: a
     /// change sent that many times is taken to have arrived (RFC 3095

@@ -627,12 +627,17 @@ fn an_ir_with_a_damaged_payload_still_repairs_the_context() {
     assert!(matches!(repaired_by, Some(1..=3)), "{repaired_by:?}: {kinds:?}");
 }
 
-/// A download's client side, compressed alone in `mode` with no feedback
-/// (in O-mode nothing but W then shrinks its VSW): its SYN, the handshake's ACK, a request, then an
+/// A download's client side, compressed alone by a compressor of `config`
+/// with no feedback: its SYN, the handshake's ACK, a request, then an
 /// ACK of each of the server's `segments` segments of `len` octets.
 /// Returns the header sizes and the VSW's length after each packet, and
 /// whether the client's ACK numbers lie 2^31 or more from 0.
-fn download_client_side(mode: Mode, seed: u64, segments: usize, len: usize) -> (Vec<usize>, Vec<usize>, bool) {
+fn download_client_side(
+    config: CompressorConfig,
+    seed: u64,
+    segments: usize,
+    len: usize,
+) -> (Vec<usize>, Vec<usize>, bool) {
     use taroc::packet::{FLAG_ACK, FLAG_SYN};
     let mut f = FlowBuilder::new(FlowOptions { seed, ..FlowOptions::default() }, 40000, 80);
     f.send(Dir::Forward, FLAG_SYN, &[], &[]);
@@ -644,7 +649,7 @@ fn download_client_side(mode: Mode, seed: u64, segments: usize, len: usize) -> (
         f.send(Dir::Backward, FLAG_ACK, &vec![b'x'; len], &[]);
         f.send(Dir::Forward, FLAG_ACK, &[], &[]);
     }
-    let mut c = Compressor::new(CompressorConfig::with_mode(mode));
+    let mut c = Compressor::new(config);
     let (mut headers, mut vsw, mut high) = (Vec::new(), Vec::new(), false);
     for (d, p) in &f.packets {
         if *d == Dir::Forward {
@@ -658,6 +663,16 @@ fn download_client_side(mode: Mode, seed: u64, segments: usize, len: usize) -> (
     (headers, vsw, high)
 }
 
+/// O-mode with the draft's W alone bounding the VSW (no optimistic
+/// approach), as without feedback.
+fn draft_w_only() -> CompressorConfig {
+    CompressorConfig {
+        optimistic_window: usize::MAX,
+        optimistic_settle: usize::MAX,
+        ..CompressorConfig::with_mode(Mode::O)
+    }
+}
+
 #[test]
 fn a_syn_leaves_the_window_with_the_first_ack_that_w_passes() {
     // A SYN carries no ACK number (its field is 0 here): it is older than
@@ -668,7 +683,7 @@ fn a_syn_leaves_the_window_with_the_first_ack_that_w_passes() {
     // only reference is the SYN could no longer decode.
     let (mut high, mut low) = (None, None);
     for seed in 1..64 {
-        let (headers, vsw, is_high) = download_client_side(Mode::O, seed, 300, 1448);
+        let (headers, vsw, is_high) = download_client_side(draft_w_only(), seed, 300, 1448);
         let slot = if is_high { &mut high } else { &mut low };
         slot.get_or_insert((headers, vsw));
         if high.is_some() && low.is_some() {
@@ -686,30 +701,30 @@ fn a_syn_leaves_the_window_with_the_first_ack_that_w_passes() {
     // While the ACKs move by less than W, nothing leaves, the SYN
     // included, past the VSW's floor of 8 packets.
     for seed in 1..64 {
-        let (_, vsw, _) = download_client_side(Mode::O, seed, 20, 10);
+        let (_, vsw, _) = download_client_side(draft_w_only(), seed, 20, 10);
         assert_eq!(vsw, (1..=vsw.len()).collect::<Vec<_>>(), "seed {seed}");
     }
 }
 
 #[test]
-fn u_mode_takes_a_change_sent_in_u_settle_packets_as_arrived() {
+fn u_mode_takes_a_change_sent_in_optimistic_settle_packets_as_arrived() {
     // Without feedback the SYN's options would stay a reference for as
-    // long as W holds it. In U-mode the VSW holds the last `u_window`
-    // packets, and a change of the option skeleton (the SYN's options to
-    // the timestamps alone) leaves the older references behind once
-    // `u_settle` packets carried it.
+    // long as W holds it. In U-mode the VSW holds the last
+    // `optimistic_window` packets, and a change of the option skeleton
+    // (the SYN's options to the timestamps alone) leaves the older
+    // references behind once `optimistic_settle` packets carried it.
     let config = CompressorConfig::with_mode(Mode::U);
     for seed in 1..16 {
-        let (headers, vsw, _) = download_client_side(Mode::U, seed, 20, 10);
-        assert!(vsw.iter().all(|&n| n <= config.u_window), "seed {seed}: VSW {vsw:?}");
+        let (headers, vsw, _) = download_client_side(config, seed, 20, 10);
+        assert!(vsw.iter().all(|&n| n <= config.optimistic_window), "seed {seed}: VSW {vsw:?}");
         // SYN, then the handshake's ACK and the request: the SYN is still
-        // a reference until u_settle packets without its options went.
-        assert_eq!(vsw[..config.u_settle], (1..=config.u_settle).collect::<Vec<_>>(), "seed {seed}");
-        assert_eq!(vsw[config.u_settle], config.u_settle, "seed {seed}: the SYN left: {vsw:?}");
-        // From then on no packet carries the SYN's options, where O-mode
-        // without feedback still covers them.
-        let (o_headers, o_vsw, _) = download_client_side(Mode::O, seed, 20, 10);
+        // a reference until optimistic_settle packets without its options went.
+        assert_eq!(vsw[..config.optimistic_settle], (1..=config.optimistic_settle).collect::<Vec<_>>(), "seed {seed}");
+        assert_eq!(vsw[config.optimistic_settle], config.optimistic_settle, "seed {seed}: the SYN left: {vsw:?}");
+        // From then on no packet carries the SYN's options, where the
+        // draft's W alone still covers them.
+        let (o_headers, o_vsw, _) = download_client_side(draft_w_only(), seed, 20, 10);
         let (u_tail, o_tail): (usize, usize) = (headers[8..].iter().sum(), o_headers[8..].iter().sum());
-        assert!(u_tail < o_tail, "seed {seed}: U {u_tail} B, O without feedback {o_tail} B (VSW {o_vsw:?})");
+        assert!(u_tail < o_tail, "seed {seed}: U {u_tail} B, the draft's W alone {o_tail} B (VSW {o_vsw:?})");
     }
 }

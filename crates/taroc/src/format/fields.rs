@@ -40,7 +40,7 @@ impl SeqEnc {
 /// Add-CID or feedback). Then the MSN-scaled encodings, which the general
 /// format does not carry: the short format's (index 8) and the compact
 /// format's (index 9).
-pub const SEQ_TABLE: [SeqEnc; 10] = [
+pub const SEQ_TABLE: [SeqEnc; 11] = [
     SeqEnc::Lsb(Lsb::new(0, 0)),
     SeqEnc::Lsb(Lsb::new(8, 63)),
     SeqEnc::Lsb(Lsb::new(14, 127)),
@@ -51,14 +51,15 @@ pub const SEQ_TABLE: [SeqEnc; 10] = [
     SeqEnc::FixedPayload(Lsb::new(12, 63)),
     SeqEnc::MsnScaled(MSN_SCALED),
     SeqEnc::MsnScaled(COMPACT_SCALED),
+    SeqEnc::Lsb(Lsb::new(14, 1023)),
 ];
 
 /// The bits each [`SEQ_TABLE`] encoding sends, as a table: the formats'
 /// writers and readers look a width up rather than match on the encoding.
-pub(crate) const SEQ_BITS: [u32; 10] = {
-    let mut b = [0; 10];
+pub(crate) const SEQ_BITS: [u32; 11] = {
+    let mut b = [0; 11];
     let mut i = 0;
-    while i < 10 {
+    while i < 11 {
         b[i] = SEQ_TABLE[i].bits();
         i += 1;
     }
@@ -162,10 +163,10 @@ pub const WINDOW_SHORT: Lsb = Lsb::new(6, 31);
 /// sender's ACK number while the peer is quiet), MSN-scaled (an ACK per
 /// the same number of full-sized segments), fixed payload LSB(8,15),
 /// LSB(20,1023).
-pub const SHORT_SEQ: [u8; 4] = [0, 8, 6, 3];
+pub const SHORT_SEQ: [u8; 4] = [0, 8, 10, 3];
 /// The short format's ACK selectors (its AA bits), as for
 /// [`SHORT_SEQ`].
-pub const SHORT_ACK: [u8; 4] = [0, 8, 6, 3];
+pub const SHORT_ACK: [u8; 4] = [0, 8, 10, 3];
 
 /// MSN widths (the profile's MSN-LSB(4,-1), MSN-LSB(7,-1), MSN-IRREGULAR(16)).
 pub const MSN_K: [u32; 3] = [4, 7, 16];

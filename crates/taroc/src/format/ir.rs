@@ -87,9 +87,24 @@ impl<'a> IrPacket<'a> {
         }
         out.extend_from_slice(&self.msn.to_be_bytes());
         out.push(h.tos);
+        // Which of the fields most packets have at a default follow
+        // (RFC 6846 §6.3.1 sends such fields by presence bits too): the
+        // IPv4 flags and fragment offset other than DF alone or nothing,
+        // a non-zero urgent pointer, strides.
+        let ff = match h.flags_frag {
+            _ if h.ipv6.is_some() => 0,
+            IR_DF => IR_D,
+            0 => 0,
+            _ => IR_F,
+        };
+        let urgent = if h.urgent != 0 { IR_U } else { 0 };
+        let strides = if self.strides != (0, 0) { IR_S } else { 0 };
+        out.push(ff | urgent | strides);
         if h.ipv6.is_none() {
             out.extend_from_slice(&h.ip_id.to_be_bytes());
-            out.extend_from_slice(&h.flags_frag.to_be_bytes());
+            if ff == IR_F {
+                out.extend_from_slice(&h.flags_frag.to_be_bytes());
+            }
         }
         out.push(h.ttl);
         out.extend_from_slice(&h.seq.to_be_bytes());
@@ -98,9 +113,13 @@ impl<'a> IrPacket<'a> {
         out.push(h.tcp_flags);
         out.extend_from_slice(&h.window.to_be_bytes());
         out.extend_from_slice(&fold_checksum(h.checksum, h, self.msn, self.strides).to_be_bytes());
-        out.extend_from_slice(&h.urgent.to_be_bytes());
-        out.extend_from_slice(&self.strides.0.to_be_bytes());
-        out.extend_from_slice(&self.strides.1.to_be_bytes());
+        if urgent != 0 {
+            out.extend_from_slice(&h.urgent.to_be_bytes());
+        }
+        if strides != 0 {
+            out.extend_from_slice(&self.strides.0.to_be_bytes());
+            out.extend_from_slice(&self.strides.1.to_be_bytes());
+        }
         out.extend_from_slice(h.options.as_slice());
         out.push(self.crc);
         out.extend_from_slice(self.payload);
@@ -149,21 +168,36 @@ impl<'a> IrPacket<'a> {
             t => return Err(FormatError::UnknownType(t)),
         };
         let v6 = static_part.map_or(ipv6_context, |s| s.ipv6.is_some());
-        // The IP part of the dynamic chain: MSN, TOS, IP-ID, flags+fragment
-        // offset, TTL (8 octets); IPv6: MSN, traffic class, hop limit (4).
-        let (dyn_len, b) = if v6 { (24, 4) } else { (28, 8) };
-        let d = data.get(at..at + dyn_len).ok_or(FormatError::Truncated)?;
-        let u16_at = |i: usize| u16::from_be_bytes([d[i], d[i + 1]]);
-        let doff = (d[b + 8] >> 4) as usize;
+        let mut r = Cursor { data, at };
+        let msn = r.u16()?;
+        let tos = r.u8()?;
+        let present = r.u8()?;
+        if present & !(IR_F | IR_D | IR_U | IR_S) != 0 || present & IR_F != 0 && present & IR_D != 0 {
+            return Err(FormatError::Reserved("IR presence bits"));
+        }
+        if v6 && present & (IR_F | IR_D) != 0 {
+            return Err(FormatError::Reserved("IPv4 flags in an IPv6 context"));
+        }
+        let (ip_id, flags_frag) = match (v6, present & (IR_F | IR_D)) {
+            (true, _) => (0, 0),
+            (false, IR_F) => (r.u16()?, r.u16()?),
+            (false, IR_D) => (r.u16()?, IR_DF),
+            (false, _) => (r.u16()?, 0),
+        };
+        let ttl = r.u8()?;
+        let (seq, ack) = (r.u32()?, r.u32()?);
+        let (off_res, tcp_flags, window, checksum) = (r.u8()?, r.u8()?, r.u16()?, r.u16()?);
+        let urgent = if present & IR_U != 0 { r.u16()? } else { 0 };
+        let strides = if present & IR_S != 0 { (r.u16()?, r.u16()?) } else { (0, 0) };
+        let doff = (off_res >> 4) as usize;
         if doff < 5 {
             return Err(FormatError::Reserved("data offset"));
         }
         let opt_len = doff * 4 - 20;
-        let opts = data.get(at + dyn_len..at + dyn_len + opt_len).ok_or(FormatError::Truncated)?;
-        let crc = *data.get(at + dyn_len + opt_len).ok_or(FormatError::Truncated)?;
-        let (ip_id, flags_frag, ttl) = if v6 { (0, 0, d[3]) } else { (u16_at(3), u16_at(5), d[7]) };
+        let opts = r.take(opt_len)?;
+        let crc = r.u8()?;
         let mut h = TcpIpHeader {
-            tos: d[2],
+            tos,
             ip_id,
             flags_frag,
             ttl,
@@ -174,21 +208,55 @@ impl<'a> IrPacket<'a> {
             ipv6: v6.then_some(Ipv6Part { src: [0; 16], dst: [0; 16], flow_label: 0 }),
             src_port: 0,
             dst_port: 0,
-            seq: be32(&d[b..]),
-            ack: be32(&d[b + 4..]),
-            tcp_res: d[b + 8] & 0x0f,
-            tcp_flags: d[b + 9],
-            window: u16_at(b + 10),
-            checksum: u16_at(b + 12),
-            urgent: u16_at(b + 14),
+            seq,
+            ack,
+            tcp_res: off_res & 0x0f,
+            tcp_flags,
+            window,
+            checksum,
+            urgent,
             options: RawOptions::from_slice(opts).map_err(|_| FormatError::OptionsLength(opt_len))?,
         };
-        let msn = u16_at(0);
-        let strides = (u16_at(b + 16), u16_at(b + 18));
         if let Some(s) = static_part {
             s.apply(&mut h);
         }
         h.checksum = fold_checksum(h.checksum, &h, msn, strides);
-        Ok(IrPacket { cid, static_part, msn, header: h, strides, crc, payload: &data[at + dyn_len + 1 + opt_len..] })
+        Ok(IrPacket { cid, static_part, msn, header: h, strides, crc, payload: &data[r.at..] })
+    }
+}
+
+/// The IR's presence bits: flags and fragment offset sent (F), or DF
+/// alone (D), else both zero; urgent pointer sent (U); strides sent (S).
+const IR_F: u8 = 0x80;
+const IR_D: u8 = 0x40;
+const IR_U: u8 = 0x20;
+const IR_S: u8 = 0x10;
+/// IPv4 flags and fragment offset with DF alone (RFC 791).
+const IR_DF: u16 = 0x4000;
+
+/// Reads an IR's fields in order; running out is [`FormatError::Truncated`].
+struct Cursor<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], FormatError> {
+        let b = self.data.get(self.at..self.at + n).ok_or(FormatError::Truncated)?;
+        self.at += n;
+        Ok(b)
+    }
+
+    fn u8(&mut self) -> Result<u8, FormatError> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16, FormatError> {
+        let b = self.take(2)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32, FormatError> {
+        Ok(be32(self.take(4)?))
     }
 }
