@@ -352,7 +352,15 @@ impl Decompressor {
         let mut header_passed = None;
         for r in std::iter::once(reference).chain(ctx.previous.as_ref()) {
             let co = CoPacket::parse(cid, rest, r.shape())?;
-            if let Some(rec) = reconstruct(&co, r, static_part) {
+            // The previous reference serves only a packet older than the
+            // current one (overtaken on the link), compressed before the
+            // current reference joined the VSW. A newer packet was
+            // compressed with the current reference in its VSW, or with
+            // neither: decoded against the older one it can only come out
+            // wrong, and a damaged packet then gets a second draw at the
+            // CRC-3 and the checksum.
+            let overtaken = |rec: &Record| r.msn == reference_msn || diff16(rec.msn, reference_msn) < 0;
+            if let Some(rec) = reconstruct(&co, r, static_part).filter(overtaken) {
                 out.truncate(start);
                 rec.h.emit(co.payload.len(), out)?;
                 out.extend_from_slice(co.payload);
