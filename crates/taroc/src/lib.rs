@@ -294,6 +294,7 @@ pub mod cwnd;
 pub mod decompressor;
 pub mod format;
 pub mod infer;
+pub mod iphc;
 pub mod packet;
 pub mod replay;
 pub mod scheme;
@@ -308,6 +309,7 @@ pub use compressor::{CompressError, Compressed, Compressor, CompressorConfig, Co
 pub use decompressor::{DecompressError, Decompressed, Decompressor, DecompressorConfig, DecompressorState};
 pub use format::{Feedback, FeedbackKind, FormatError};
 pub use infer::CrossedPacket;
+pub use iphc::{IphcCompressor, IphcConfig, IphcDecompressor};
 pub use packet::{checksums_ok, fix_checksums, Packet, ParseError, TcpIpHeader, TcpOption};
 pub use scheme::{ContextRecovery, HeaderCompressor, HeaderDecompressor, Ideal, Scheme, Uncompressed};
 pub use vj::{VjCompressor, VjDecompressor};

@@ -153,6 +153,25 @@ pub struct ThroughputConfig {
     /// The RTO's lower bound: RFC 6298 §2.4's 1 s by default (the ns-2
     /// of the draft's time had none).
     pub min_rto_ns: u64,
+    /// Which directions of the wireless link have bit errors.
+    pub error_directions: ErrorDirections,
+    /// The sender's initial window in segments; None: RFC 5681's.
+    pub initial_window: Option<u32>,
+}
+
+/// Which directions of the wireless link the BER applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorDirections {
+    /// Both: data and feedback toward the mobile host, ACKs and feedback
+    /// back.
+    Both,
+    /// Only router → mobile host (data) and header compression feedback
+    /// (whose channel has "the same [characteristics] as the forward
+    /// wireless link", Appendix A.2); TCP's ACKs cross clean, as with an
+    /// ns-2 error model attached to one simplex link. The default: it is
+    /// what reproduces the draft's figures at high bit error rates (see
+    /// docs/rohc.md).
+    Forward,
 }
 
 impl ThroughputConfig {
@@ -175,6 +194,8 @@ impl ThroughputConfig {
             receiver_window: 20,
             damaged_frames: DamagedFrames::Discard,
             min_rto_ns: NS_PER_S,
+            error_directions: ErrorDirections::Forward,
+            initial_window: None,
         }
     }
 
@@ -398,6 +419,7 @@ pub fn simulate(cfg: &ThroughputConfig) -> Result<RunReport, ConfigError> {
     let sender_cfg = SenderConfig {
         rwnd: mss.saturating_mul(cfg.receiver_window),
         min_rto_ns: cfg.min_rto_ns,
+        initial_window: cfg.initial_window,
         ..SenderConfig::new(cfg.variant, mss)
     };
     let fixed = [10, 0, 0, 1];
@@ -536,11 +558,15 @@ impl Sim {
     /// direction `w` and applies the link's bit errors; returns the frame
     /// and the octets it occupies on the link.
     fn put_on_wireless(&mut self, w: usize, frame: Frame) -> Option<(Frame, usize)> {
-        let ber = self.cfg.ber;
+        let ber = if w == 1 && self.cfg.error_directions == ErrorDirections::Forward { 0.0 } else { self.cfg.ber };
         let ideal = self.cfg.scheme == Scheme::Ideal;
         let dir = &mut self.wireless[w];
         match frame {
             Frame::Feedback(mut bytes) => {
+                // The feedback channel has the forward link's
+                // characteristics (Appendix A.2), errors included, even
+                // where the ACK direction is clean.
+                let ber = self.cfg.ber;
                 let n = bytes.len();
                 dir.counts.feedback_frames += 1;
                 dir.counts.bytes += n as u64;
@@ -726,6 +752,9 @@ pub struct Summary {
     pub min: f64,
     /// The greatest value (0 for none).
     pub max: f64,
+    /// The middle value (the mean of the two middle ones for an even
+    /// count; 0 for none).
+    pub median: f64,
 }
 
 impl Summary {
@@ -737,8 +766,12 @@ impl Summary {
         }
         let mean = values.iter().sum::<f64>() / n as f64;
         let var = if n > 1 { values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
         Summary {
             n,
+            median,
             mean,
             std_dev: var.sqrt(),
             min: values.iter().copied().fold(f64::INFINITY, f64::min),
