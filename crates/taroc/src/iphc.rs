@@ -135,6 +135,11 @@ struct CompContext {
     last_used: u64,
     /// A header request for this CID arrived: send a FULL_HEADER next.
     requested: bool,
+    /// The header before the one sent last, and its payload length.
+    /// Were the last packet lost, the decompressor would rebuild the next
+    /// header from this one; if that passes the TCP checksum, only the
+    /// IPv4 identification, which no checksum covers, could be wrong.
+    prev: Option<(TcpIpHeader, usize)>,
 }
 
 /// The RFC 2507 compressor of one direction of a link.
@@ -207,8 +212,9 @@ impl IphcCompressor {
     }
 
     fn sent(&mut self, cid: u8, key: StaticPart, h: TcpIpHeader, payload_len: usize, header_len: usize) -> usize {
-        self.contexts[cid as usize] =
-            CompContext { key, h, payload_len, last_used: self.clock, requested: false };
+        let old = self.contexts[cid as usize];
+        let prev = (old.last_used != self.clock).then_some((old.h, old.payload_len));
+        self.contexts[cid as usize] = CompContext { key, h, payload_len, last_used: self.clock, requested: false, prev };
         header_len
     }
 
@@ -217,7 +223,8 @@ impl IphcCompressor {
         if let Some(&cid) = self.by_flow.get(&key) {
             return (cid, false);
         }
-        let fresh = CompContext { key, h: *h, payload_len: 0, last_used: self.clock, requested: false };
+        let fresh =
+            CompContext { key, h: *h, payload_len: 0, last_used: self.clock, requested: false, prev: None };
         let cid = if self.contexts.len() < self.cfg.max_cids {
             self.contexts.push(fresh);
             self.contexts.len() - 1
@@ -309,7 +316,22 @@ fn choose(ctx: &CompContext, h: &TcpIpHeader, payload_len: usize, cid: u8) -> Se
         let di = h.ip_id.wrapping_sub(o.ip_id);
         f.ip_id = (di != 1).then_some(di);
     }
-    Send::Compressed(CompressedTcp { cid, nodelta: false, fields: f })
+    let c = CompressedTcp { cid, nodelta: false, fields: f };
+    // Were the last packet lost, would this header rebuilt from the one
+    // before it pass the TCP checksum? Then its IPv4 identification would
+    // be wrong and nothing would tell: send the identification whole.
+    if let Some((prev, prev_len)) = ctx.prev.filter(|_| h.ipv6.is_none()) {
+        if same_tcp(&apply(&prev, prev_len, &c), h) {
+            return nodelta(f);
+        }
+    }
+    Send::Compressed(c)
+}
+
+/// Whether two headers agree in every field the TCP checksum covers.
+fn same_tcp(a: &TcpIpHeader, b: &TcpIpHeader) -> bool {
+    (a.seq, a.ack, a.window, a.urgent, a.options, a.tcp_res, a.tcp_flags)
+        == (b.seq, b.ack, b.window, b.urgent, b.options, b.tcp_res, b.tcp_flags)
 }
 
 /// The header `c` describes on top of `base`, whose packet carried
