@@ -34,7 +34,7 @@
 //! (REGULAR_HEADER) and leave the context alone, as RFC 1144 does with
 //! them. Parsing and emitting the packets is [`wire`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use crate::compressor::{CompressError, FeedbackError};
 use crate::decompressor::DecompressError;
@@ -127,7 +127,7 @@ pub struct IphcCompressorStats {
     pub nodelta: u64,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct CompContext {
     key: StaticPart,
     h: TcpIpHeader,
@@ -135,12 +135,17 @@ struct CompContext {
     last_used: u64,
     /// A header request for this CID arrived: send a FULL_HEADER next.
     requested: bool,
-    /// The header before the one sent last, and its payload length.
-    /// Were the last packet lost, the decompressor would rebuild the next
-    /// header from this one; if that passes the TCP checksum, only the
-    /// IPv4 identification, which no checksum covers, could be wrong.
-    prev: Option<(TcpIpHeader, usize)>,
+    /// The headers sent before the last one, newest first, with their
+    /// payload lengths (at most [`HISTORY`]). Were the packets after one
+    /// of them lost, the decompressor would rebuild the next header from
+    /// it; if that passes the TCP checksum, only the IPv4 identification,
+    /// which no checksum covers, could be wrong.
+    history: VecDeque<(TcpIpHeader, usize)>,
 }
+
+/// Headers of a context the compressor checks a compressed header
+/// against (see `CompContext::history`): the losses in a row it covers.
+pub const HISTORY: usize = 16;
 
 /// The RFC 2507 compressor of one direction of a link.
 #[derive(Default)]
@@ -183,17 +188,14 @@ impl IphcCompressor {
         self.clock += 1;
         let key = StaticPart::of(&h);
         let (cid, fresh) = self.context_for(key, &h);
-        let ctx = self.contexts[cid as usize];
-        let send = if fresh || ctx.requested {
-            Send::Full
-        } else {
-            choose(&ctx, &h, p.payload.len(), cid)
-        };
+        let ctx = &self.contexts[cid as usize];
+        let requested = ctx.requested;
+        let send = if fresh || requested { Send::Full } else { choose(ctx, &h, p.payload.len(), cid) };
         let start = out.len();
         let header_len = match send {
             Send::Full => {
                 self.stats.full_headers += 1;
-                self.stats.requested_full_headers += ctx.requested as u64;
+                self.stats.requested_full_headers += requested as u64;
                 wire::emit_full_header(cid, frame, out);
                 return Ok(self.sent(cid, key, h, p.payload.len(), 1 + h.len()));
             }
@@ -212,9 +214,16 @@ impl IphcCompressor {
     }
 
     fn sent(&mut self, cid: u8, key: StaticPart, h: TcpIpHeader, payload_len: usize, header_len: usize) -> usize {
-        let old = self.contexts[cid as usize];
-        let prev = (old.last_used != self.clock).then_some((old.h, old.payload_len));
-        self.contexts[cid as usize] = CompContext { key, h, payload_len, last_used: self.clock, requested: false, prev };
+        let ctx = &mut self.contexts[cid as usize];
+        if ctx.last_used != self.clock {
+            ctx.history.push_front((ctx.h, ctx.payload_len));
+            ctx.history.truncate(HISTORY);
+        }
+        ctx.key = key;
+        ctx.h = h;
+        ctx.payload_len = payload_len;
+        ctx.last_used = self.clock;
+        ctx.requested = false;
         header_len
     }
 
@@ -224,7 +233,7 @@ impl IphcCompressor {
             return (cid, false);
         }
         let fresh =
-            CompContext { key, h: *h, payload_len: 0, last_used: self.clock, requested: false, prev: None };
+            CompContext { key, h: *h, payload_len: 0, last_used: self.clock, requested: false, history: VecDeque::new() };
         let cid = if self.contexts.len() < self.cfg.max_cids {
             self.contexts.push(fresh);
             self.contexts.len() - 1
@@ -317,13 +326,11 @@ fn choose(ctx: &CompContext, h: &TcpIpHeader, payload_len: usize, cid: u8) -> Se
         f.ip_id = (di != 1).then_some(di);
     }
     let c = CompressedTcp { cid, nodelta: false, fields: f };
-    // Were the last packet lost, would this header rebuilt from the one
-    // before it pass the TCP checksum? Then its IPv4 identification would
-    // be wrong and nothing would tell: send the identification whole.
-    if let Some((prev, prev_len)) = ctx.prev.filter(|_| h.ipv6.is_none()) {
-        if same_tcp(&apply(&prev, prev_len, &c), h) {
-            return nodelta(f);
-        }
+    // Were the packets after an earlier header lost, would this header
+    // rebuilt from it pass the TCP checksum? Then its IPv4 identification
+    // would be wrong and nothing would tell: send the identification whole.
+    if h.ipv6.is_none() && ctx.history.iter().any(|(m, len)| same_tcp(&apply(m, *len, &c), h)) {
+        return nodelta(f);
     }
     Send::Compressed(c)
 }
