@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use taroc::replay::scheme_name;
 use taroc::throughput::{
-    draft_mtu, draft_table, simulate, DamagedFrames, ErrorDirections, LinkCounts, RunReport, Summary, TcpVariant, ThroughputConfig,
-    DRAFT_BERS, NS_PER_S,
+    draft_mtu, draft_table, simulate, DamagedFrames, ErrorDirections, LinkCounts, RunReport, Summary, TcpVariant,
+    ThroughputConfig, DRAFT_BERS, NS_PER_S,
 };
 use taroc::{ContextRecovery, Mode, Scheme};
 

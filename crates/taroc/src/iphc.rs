@@ -39,7 +39,9 @@ use std::collections::{HashMap, VecDeque};
 use crate::compressor::{CompressError, FeedbackError};
 use crate::decompressor::DecompressError;
 use crate::format::StaticPart;
-use crate::packet::{checksums_ok, EmitError, Packet, TcpIpHeader, FLAG_ACK, FLAG_FIN, FLAG_PSH, FLAG_RST, FLAG_SYN, FLAG_URG};
+use crate::packet::{
+    checksums_ok, EmitError, Packet, TcpIpHeader, FLAG_ACK, FLAG_FIN, FLAG_PSH, FLAG_RST, FLAG_SYN, FLAG_URG,
+};
 
 pub mod wire;
 
@@ -232,8 +234,14 @@ impl IphcCompressor {
         if let Some(&cid) = self.by_flow.get(&key) {
             return (cid, false);
         }
-        let fresh =
-            CompContext { key, h: *h, payload_len: 0, last_used: self.clock, requested: false, history: VecDeque::new() };
+        let fresh = CompContext {
+            key,
+            h: *h,
+            payload_len: 0,
+            last_used: self.clock,
+            requested: false,
+            history: VecDeque::new(),
+        };
         let cid = if self.contexts.len() < self.cfg.max_cids {
             self.contexts.push(fresh);
             self.contexts.len() - 1
@@ -297,29 +305,24 @@ fn choose(ctx: &CompContext, h: &TcpIpHeader, payload_len: usize, cid: u8) -> Se
     }
     f.ack = (da != 0).then_some(da);
     f.seq = (ds != 0).then_some(ds);
-    let changes = f.urgent.is_some() || f.window.is_some() || f.ack.is_some() || f.seq.is_some();
-    let as_flags = |f: &TcpFields| {
-        (f.seq.is_some() as u8) << 3
-            | (f.ack.is_some() as u8) << 2
-            | (f.window.is_some() as u8) << 1
-            | f.urgent.is_some() as u8
-    };
-    if !changes && !(payload_len != ctx.payload_len && ctx.payload_len == 0) {
+    let flags = (f.seq.is_some() as u8) << 3
+        | (f.ack.is_some() as u8) << 2
+        | (f.window.is_some() as u8) << 1
+        | f.urgent.is_some() as u8;
+    // The first data after a pure ACK changes nothing but the payload and
+    // still goes compressed, as in RFC 1144.
+    let data_after_ack = payload_len != ctx.payload_len && ctx.payload_len == 0;
+    if flags == 0 && !data_after_ack {
         // A retransmission or duplicate ACK: no delta to send.
         return nodelta(f);
     }
-    let flags = as_flags(&f);
     if flags == SPECIAL_I || flags == SPECIAL_D {
         return nodelta(f);
     }
-    if f.seq.is_some() && f.ack.is_some() && f.window.is_none() && f.urgent.is_none() {
-        if ds == da && ds as usize == ctx.payload_len {
-            f.special = Some(SPECIAL_I);
-        }
-    } else if f.seq.is_some() && f.ack.is_none() && f.window.is_none() && f.urgent.is_none() {
-        if ds as usize == ctx.payload_len {
-            f.special = Some(SPECIAL_D);
-        }
+    if flags == wire::FLAG_S | wire::FLAG_A && ds == da && ds as usize == ctx.payload_len {
+        f.special = Some(SPECIAL_I);
+    } else if flags == wire::FLAG_S && ds as usize == ctx.payload_len {
+        f.special = Some(SPECIAL_D);
     }
     if h.ipv6.is_none() {
         let di = h.ip_id.wrapping_sub(o.ip_id);

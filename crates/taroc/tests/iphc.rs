@@ -53,8 +53,7 @@ fn every_packet_of_every_capture_round_trips_byte_for_byte() {
             assert_eq!(r.compress_errors, none.compress_errors, "{name}");
             assert_eq!((r.delivered, r.undetected, r.context_damage), (r.packets - r.compress_errors, 0, 0), "{name}");
             let emitted: Vec<Vec<u8>> = emitted.into_iter().map(|(_, p)| p).collect();
-            let expected: Vec<Vec<u8>> =
-                packets.iter().filter(|p| taroc::Packet::parse(p).is_ok()).cloned().collect();
+            let expected: Vec<Vec<u8>> = packets.iter().filter(|p| taroc::Packet::parse(p).is_ok()).cloned().collect();
             assert_eq!(emitted, expected, "{name} {scheme:?}");
             tcp_packets += emitted.len();
         }
