@@ -2,7 +2,8 @@
 //!
 //! TCP/IPv4 and TCP/IPv6 header compression after "TCP-Aware RObust Header
 //! Compression (TAROC)", draft-ietf-rohc-tcp-taroc-04, with the baselines
-//! its Appendix A compares it to: VJ (RFC 1144), no compression, and IDEAL.
+//! its Appendix A compares it to: VJ (RFC 1144), IPHC (RFC 2507, [`iphc`]),
+//! no compression, and IDEAL.
 //! Sans-IO: [`Compressor`] and [`Decompressor`] take and return bytes; the
 //! caller moves compressed packets one way and feedback the other.
 //!

@@ -132,7 +132,7 @@ pub enum Scheme {
     },
     /// No compression: 40-byte (and longer, with options) headers.
     None,
-    /// "Header compression [that] does not introduce additional errors",
+    /// "Header compression \[that\] does not introduce additional errors",
     /// counted as 4-byte headers (the draft's Appendix A.2).
     Ideal,
 }
