@@ -58,7 +58,8 @@ const R_FLAGS: u8 = 0xc0;
 pub struct IphcConfig {
     /// Apply the twice algorithm (§10.1) when a header fails its checksum.
     pub twice: bool,
-    /// Contexts in use at once, at most [`IPHC_TCP_CIDS`].
+    /// Contexts in use at once, at most [`IPHC_TCP_CIDS`] (16: RFC 2507's
+    /// default TCP_SPACE of 15, CIDs 0 to 15).
     pub max_cids: usize,
     /// Failures of one CID after which a header request is sent again
     /// while no FULL_HEADER has repaired it.
