@@ -24,7 +24,7 @@ echo "fuzz: targets built in $(($(date +%s) - start)) s" >&2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
-for target in decompress stream nack emit lines sip scenario inject taroc capture analyze compress proxy native hep; do
+for target in decompress stream nack emit lines sip scenario inject taroc iphc capture analyze compress proxy native hep; do
     mkdir -p "$work/$target" "artifacts/$target"
     echo "fuzz: $target for ${seconds} s" >&2
     log="$work/$target.log"

@@ -121,7 +121,7 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// TCP/IP header compression (TAROC, draft-ietf-rohc-tcp-taroc-04) of a
     /// capture's TCP/IP packets (IPv4, IPv6) over an emulated link with loss, bit
-    /// errors and reordering, beside VJ, none and IDEAL (see docs/rohc.md).
+    /// errors and reordering, beside VJ, IPHC, none and IDEAL (see docs/rohc.md).
     Rohc(rohc_cmd::RohcArgs),
     /// TCP throughput over a lossy narrowband link with each header
     /// compression scheme (the TAROC draft's Appendix A), beside the

@@ -106,9 +106,17 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
     let packets: Vec<Vec<u8>> = cap.packets.iter_mut().map(|p| std::mem::take(&mut p.ip)).collect();
     let mut reports = Vec::new();
     let inferring = args.infer.then_some(Scheme::TarocInfer);
-    for scheme in [Some(Scheme::Taroc(mode)), inferring, Some(Scheme::Vj), Some(Scheme::None), Some(Scheme::Ideal)]
-        .into_iter()
-        .flatten()
+    for scheme in [
+        Some(Scheme::Taroc(mode)),
+        inferring,
+        Some(Scheme::Vj),
+        Some(Scheme::Iphc { twice: false }),
+        Some(Scheme::Iphc { twice: true }),
+        Some(Scheme::None),
+        Some(Scheme::Ideal),
+    ]
+    .into_iter()
+    .flatten()
     {
         let keep = args.pcap_out.is_some() && matches!(scheme, Scheme::Taroc(_));
         let (report, emitted) = replay_bounded(scheme, &packets, &link, keep, args.max_connections);

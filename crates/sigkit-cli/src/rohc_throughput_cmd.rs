@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use taroc::replay::scheme_name;
 use taroc::throughput::{
-    draft_mtu, draft_table, simulate, DamagedFrames, LinkCounts, RunReport, Summary, TcpVariant, ThroughputConfig,
-    DRAFT_BERS, NS_PER_S,
+    draft_mtu, draft_table, simulate, DamagedFrames, ErrorDirections, LinkCounts, RunReport, Summary, TcpVariant,
+    ThroughputConfig, DRAFT_BERS, NS_PER_S,
 };
 use taroc::{ContextRecovery, Mode, Scheme};
 
@@ -41,9 +41,21 @@ pub enum DamagedArg {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ErrorsArg {
+    /// Bit errors in both directions of the wireless link.
+    Both,
+    /// Bit errors toward the mobile host only (the ACKs cross clean).
+    Forward,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchemeArg {
     None,
     Vj,
+    /// RFC 2507 with header requests, without the twice algorithm (the draft's IPHC).
+    Iphc,
+    /// RFC 2507 with header requests and the twice algorithm.
+    IphcTwice,
     Taroc,
     /// TAROC in O-mode with cross-direction inference (sigkit's extension).
     TarocInfer,
@@ -69,11 +81,17 @@ pub struct RohcThroughputArgs {
     #[arg(long, value_enum, default_value = "o")]
     pub mode: ModeArg,
     /// Schemes, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "none,vj,taroc,ideal")]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "none,vj,iphc,taroc,ideal")]
     pub schemes: Vec<SchemeArg>,
     /// What a frame with bit errors becomes.
     #[arg(long, value_enum, default_value = "discard")]
     pub damaged: DamagedArg,
+    /// Which directions of the wireless link have bit errors.
+    #[arg(long, value_enum, default_value = "forward")]
+    pub errors: ErrorsArg,
+    /// The sender's initial window in segments (default: RFC 5681's; ns-2's is 1).
+    #[arg(long, value_name = "N")]
+    pub initial_window: Option<u32>,
     /// Simulated seconds per run.
     #[arg(long, value_name = "T", default_value_t = 300.0)]
     pub seconds: f64,
@@ -139,6 +157,9 @@ pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
     if args.seeds == 0 || args.seeds > 10_000 {
         return usage("--seeds must be between 1 and 10000");
     }
+    if args.initial_window.is_some_and(|w| w == 0 || w > 64) {
+        return usage("--initial-window must be between 1 and 64 segments");
+    }
     if !(args.min_rto.is_finite() && args.min_rto > 0.0 && args.min_rto <= 60.0) {
         return usage("--min-rto must be in (0, 60] seconds");
     }
@@ -153,6 +174,8 @@ pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
         .map(|s| match s {
             SchemeArg::None => Scheme::None,
             SchemeArg::Vj => Scheme::Vj,
+            SchemeArg::Iphc => Scheme::Iphc { twice: false },
+            SchemeArg::IphcTwice => Scheme::Iphc { twice: true },
             SchemeArg::Taroc => Scheme::Taroc(mode),
             SchemeArg::TarocInfer => Scheme::TarocInfer,
             SchemeArg::Ideal => Scheme::Ideal,
@@ -170,6 +193,11 @@ pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
                     seconds: args.seconds,
                     damaged_frames: damaged,
                     min_rto_ns: (args.min_rto * NS_PER_S as f64) as u64,
+                    error_directions: match args.errors {
+                        ErrorsArg::Both => ErrorDirections::Both,
+                        ErrorsArg::Forward => ErrorDirections::Forward,
+                    },
+                    initial_window: args.initial_window,
                     ..ThroughputConfig::draft(
                         link,
                         ber,
@@ -228,6 +256,8 @@ fn scheme_label(s: Scheme) -> &'static str {
         Scheme::Taroc(_) => "TAROC",
         Scheme::TarocInfer => "TAROC+INFER",
         Scheme::Vj => "VJ",
+        Scheme::Iphc { twice: false } => "IPHC",
+        Scheme::Iphc { twice: true } => "IPHC+TWICE",
         Scheme::None => "NONE",
         Scheme::Ideal => "IDEAL",
     }
@@ -281,7 +311,7 @@ fn print_tables(args: &RohcThroughputArgs, bers: &[f64], schemes: &[Scheme], poi
                 spread = spread.max(g.relative_error());
                 let d = draft_value(p).map_or("-".to_string(), |v| v.to_string());
                 line += &format!(" {:>16}", format!("{:.0} ({d})", g.mean));
-                if matches!(s, Scheme::Vj | Scheme::Taroc(_)) {
+                if matches!(s, Scheme::Vj | Scheme::Iphc { .. } | Scheme::Taroc(_)) {
                     ctx.push(format!("{:.0}", p.summary(|r| r.context_damage() as f64).mean));
                 }
                 rtos.push(format!("{:.0}", p.summary(|r| r.sender.timeouts as f64).mean));
@@ -312,7 +342,7 @@ fn print_tables(args: &RohcThroughputArgs, bers: &[f64], schemes: &[Scheme], poi
     writeln!(out)?;
     writeln!(
         out,
-        "spread: the largest standard error of the mean over the row's schemes, in % of the mean; ctx dmg: packets lost to context damage per run (VJ/TAROC); RTOs: timeouts per run, per scheme"
+        "spread: the largest standard error of the mean over the row's schemes, in % of the mean; ctx dmg: packets lost to context damage per run (VJ/IPHC/TAROC); RTOs: timeouts per run, per scheme"
     )?;
     writeln!(
         out,
@@ -325,7 +355,7 @@ fn print_tables(args: &RohcThroughputArgs, bers: &[f64], schemes: &[Scheme], poi
 }
 
 fn summary_json(s: Summary) -> serde_json::Value {
-    serde_json::json!({ "n": s.n, "mean": s.mean, "std_dev": s.std_dev, "min": s.min, "max": s.max })
+    serde_json::json!({ "n": s.n, "mean": s.mean, "std_dev": s.std_dev, "min": s.min, "max": s.max, "median": s.median })
 }
 
 fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
@@ -372,6 +402,8 @@ fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
         "mode": format!("{:?}", match args.mode { ModeArg::U => Mode::U, ModeArg::O => Mode::O, ModeArg::R => Mode::R }).to_lowercase(),
         "damaged_frames": match args.damaged { DamagedArg::Discard => "discard", DamagedArg::Deliver => "deliver" },
         "min_rto": args.min_rto,
+        "errors": match args.errors { ErrorsArg::Both => "both", ErrorsArg::Forward => "forward" },
+        "initial_window": args.initial_window,
         "draft": "TCP-Aware RObust Header Compression (TAROC), draft-ietf-rohc-tcp-taroc-04, Appendix A.3",
         "points": rows,
     });

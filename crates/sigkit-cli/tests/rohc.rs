@@ -88,7 +88,7 @@ fn bit_errors_never_become_undetected_corruption() {
 fn json_reports_every_figure_for_every_scheme() {
     let r = json(&[data("http-bulk-lo.pcap").to_str().unwrap(), "--loss", "0.05", "--reorder", "2", "--seed", "3"]);
     let names: Vec<_> = r["schemes"].as_array().unwrap().iter().map(|s| s["scheme"].as_str().unwrap()).collect();
-    assert_eq!(names, ["taroc-o", "vj", "none", "ideal"]);
+    assert_eq!(names, ["taroc-o", "vj", "iphc", "iphc-twice", "none", "ideal"]);
     for s in r["schemes"].as_array().unwrap() {
         for field in [
             "header_bytes_before",
@@ -123,7 +123,7 @@ fn json_reports_every_figure_for_every_scheme() {
     assert!(r["capture"]["checksums_fixed"].as_u64().unwrap() > 0, "loopback captures carry offloaded checksums");
     let table = sigkit().args(["rohc", data("http-small-any.pcapng").to_str().unwrap()]).output().unwrap();
     let text = String::from_utf8(table.stdout).unwrap();
-    for name in ["taroc-o", "vj", "none", "ideal", "mean B", "ctxrec.mx", "beyond W"] {
+    for name in ["taroc-o", "vj", "iphc", "iphc-twice", "none", "ideal", "mean B", "ctxrec.mx", "beyond W"] {
         assert!(text.contains(name), "{text}");
     }
 }

@@ -27,10 +27,10 @@ fn point<'a>(report: &'a serde_json::Value, ber: f64, scheme: &str) -> &'a serde
 #[test]
 fn a_small_grid_reports_every_point_beside_the_draft() {
     let r = json(&["--link", "9600", "--ber", "0,1e-5", "--seconds", "120", "--seeds", "2"]);
-    assert_eq!(r["points"].as_array().unwrap().len(), 2 * 4);
+    assert_eq!(r["points"].as_array().unwrap().len(), 2 * 5);
     assert_eq!(
-        (r["seeds"].as_u64(), r["mode"].as_str(), r["damaged_frames"].as_str()),
-        (Some(2), Some("o"), Some("discard"))
+        (r["seeds"].as_u64(), r["mode"].as_str(), r["damaged_frames"].as_str(), r["errors"].as_str()),
+        (Some(2), Some("o"), Some("discard"), Some("forward"))
     );
     for p in r["points"].as_array().unwrap() {
         // The draft's Sack table at 9.6 kb/s: NewReno stands in.
@@ -46,6 +46,11 @@ fn a_small_grid_reports_every_point_beside_the_draft() {
     assert!(point(&r, 0.0, "none")["draft_goodput"].is_null());
     assert_eq!(point(&r, 1e-5, "none")["draft_goodput"], 979);
     assert_eq!(point(&r, 1e-5, "ideal")["draft_goodput"], 1123);
+    // The draft's IPHC column (RFC 2507 without TWICE).
+    assert_eq!(point(&r, 1e-5, "iphc")["draft_goodput"], 935);
+    // 5 octets a segment, more for the retransmissions after queue drops.
+    assert!(point(&r, 0.0, "iphc")["mean_header_forward"].as_f64().unwrap() < 8.0);
+    assert!(point(&r, 0.0, "iphc")["goodput"]["median"].is_number());
     assert_eq!(point(&r, 1e-5, "none")["mtu"], 296);
     // Compression gains throughput; IDEAL's 4-octet headers most.
     let g = |ber, s| point(&r, ber, s)["goodput"]["mean"].as_f64().unwrap();
@@ -110,6 +115,19 @@ fn options_choose_the_variant_mode_mtu_and_damage_model() {
 }
 
 #[test]
+fn errors_on_both_directions_cost_the_acks_too() {
+    let args = ["--link", "64000", "--ber", "3e-4", "--seconds", "100", "--seeds", "4", "--schemes", "none,iphc-twice"];
+    let fwd = json(&args);
+    let both = json(&[&args[..], &["--errors", "both", "--initial-window", "1"]].concat());
+    assert_eq!((both["errors"].as_str(), both["initial_window"].as_u64()), (Some("both"), Some(1)));
+    assert!(fwd["initial_window"].is_null());
+    let g = |r: &serde_json::Value, s| point(r, 3e-4, s)["goodput"]["mean"].as_f64().unwrap();
+    // 40-octet ACKs lost 9 % of the time: fewer ACKs, more timeouts.
+    assert!(g(&both, "none") < g(&fwd, "none"), "{} {}", g(&both, "none"), g(&fwd, "none"));
+    assert_eq!(point(&fwd, 3e-4, "iphc-twice")["draft_goodput"], 86);
+}
+
+#[test]
 fn the_table_names_the_draft_and_its_figures() {
     let out = sigkit()
         .args(["rohc-throughput", "--link", "384000", "--ber", "1e-6", "--seconds", "20", "--seeds", "1"])
@@ -120,6 +138,8 @@ fn the_table_names_the_draft_and_its_figures() {
     assert!(text.contains("draft A.3.1 Tahoe"), "{text}");
     // The draft's NONE and IDEAL figures at 1e-6, in parentheses.
     assert!(text.contains("(16703)") && text.contains("(17027)"), "{text}");
+    // IPHC's column, the draft's 13840 beside it.
+    assert!(text.contains("IPHC") && text.contains("(13840)"), "{text}");
     assert!(text.contains("draft-ietf-rohc-tcp-taroc-04"));
     assert!(text.contains("ctxrec.mx") && text.contains("beyond W"), "{text}");
 }
@@ -135,6 +155,9 @@ fn bad_arguments_are_refused() {
         &["--seconds", "-1"],
         &["--min-rto", "0"],
         &["--variant", "vegas"],
+        &["--errors", "backward"],
+        &["--initial-window", "0"],
+        &["--schemes", "iphc-thrice"],
     ] {
         let out = sigkit().arg("rohc-throughput").args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));

@@ -2,7 +2,8 @@
 //!
 //! TCP/IPv4 and TCP/IPv6 header compression after "TCP-Aware RObust Header
 //! Compression (TAROC)", draft-ietf-rohc-tcp-taroc-04, with the baselines
-//! its Appendix A compares it to: VJ (RFC 1144), no compression, and IDEAL.
+//! its Appendix A compares it to: VJ (RFC 1144), IPHC (RFC 2507, [`iphc`]),
+//! no compression, and IDEAL.
 //! Sans-IO: [`Compressor`] and [`Decompressor`] take and return bytes; the
 //! caller moves compressed packets one way and feedback the other.
 //!
@@ -294,6 +295,7 @@ pub mod cwnd;
 pub mod decompressor;
 pub mod format;
 pub mod infer;
+pub mod iphc;
 pub mod packet;
 pub mod replay;
 pub mod scheme;
@@ -308,6 +310,7 @@ pub use compressor::{CompressError, Compressed, Compressor, CompressorConfig, Co
 pub use decompressor::{DecompressError, Decompressed, Decompressor, DecompressorConfig, DecompressorState};
 pub use format::{Feedback, FeedbackKind, FormatError};
 pub use infer::CrossedPacket;
+pub use iphc::{IphcCompressor, IphcConfig, IphcDecompressor};
 pub use packet::{checksums_ok, fix_checksums, Packet, ParseError, TcpIpHeader, TcpOption};
 pub use scheme::{ContextRecovery, HeaderCompressor, HeaderDecompressor, Ideal, Scheme, Uncompressed};
 pub use vj::{VjCompressor, VjDecompressor};

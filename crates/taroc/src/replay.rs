@@ -539,6 +539,8 @@ pub fn scheme_name(s: Scheme) -> String {
         Scheme::Taroc(m) => format!("taroc-{}", format!("{m:?}").to_lowercase()),
         Scheme::TarocInfer => "taroc-o-infer".into(),
         Scheme::Vj => "vj".into(),
+        Scheme::Iphc { twice: false } => "iphc".into(),
+        Scheme::Iphc { twice: true } => "iphc-twice".into(),
         Scheme::None => "none".into(),
         Scheme::Ideal => "ideal".into(),
     }
@@ -562,6 +564,8 @@ mod tests {
             Scheme::Taroc(Mode::O),
             Scheme::Taroc(Mode::R),
             Scheme::Vj,
+            Scheme::Iphc { twice: false },
+            Scheme::Iphc { twice: true },
             Scheme::None,
             Scheme::Ideal,
         ] {

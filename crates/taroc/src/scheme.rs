@@ -1,9 +1,11 @@
 //! One API over every scheme the draft's Appendix A compares: TAROC, VJ
-//! (RFC 1144), NONE and IDEAL, so the same traffic runs through each.
+//! (RFC 1144), IPHC (RFC 2507), NONE and IDEAL, so the same traffic runs
+//! through each.
 
 use crate::compressor::{CompressError, Compressor, CompressorConfig, FeedbackError};
 use crate::decompressor::{DecompressError, Decompressor, DecompressorConfig};
 use crate::infer::CrossedPacket;
+use crate::iphc::{IphcCompressor, IphcConfig, IphcDecompressor};
 use crate::packet::{checksums_ok, Packet};
 use crate::vj::{VjCompressor, VjDecompressor};
 use crate::Mode;
@@ -112,7 +114,7 @@ pub trait HeaderDecompressor {
     fn note_reverse(&mut self, _p: &CrossedPacket) {}
 }
 
-/// The schemes of the draft's Appendix A.2 (IPHC aside).
+/// The schemes of the draft's Appendix A.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
     /// TAROC in the given mode.
@@ -122,9 +124,15 @@ pub enum Scheme {
     TarocInfer,
     /// RFC 1144.
     Vj,
+    /// RFC 2507 with header requests; `twice`: with the twice algorithm
+    /// (§10.1) too. The draft's IPHC is `twice: false` (Appendix A.2).
+    Iphc {
+        /// Whether the decompressor applies the twice algorithm.
+        twice: bool,
+    },
     /// No compression: 40-byte (and longer, with options) headers.
     None,
-    /// "Header compression [that] does not introduce additional errors",
+    /// "Header compression \[that\] does not introduce additional errors",
     /// counted as 4-byte headers (the draft's Appendix A.2).
     Ideal,
 }
@@ -158,6 +166,10 @@ impl Scheme {
                 (Box::new(Compressor::new(c)), Box::new(Decompressor::new(d)))
             }
             Scheme::Vj => (Box::new(VjCompressor::new()), Box::new(VjDecompressor::new())),
+            Scheme::Iphc { twice } => {
+                let cfg = if twice { IphcConfig::TWICE } else { IphcConfig::DRAFT };
+                (Box::new(IphcCompressor::new(cfg)), Box::new(IphcDecompressor::new(cfg)))
+            }
             Scheme::None => (Box::new(Uncompressed), Box::new(Uncompressed)),
             Scheme::Ideal => (Box::new(Ideal), Box::new(Ideal)),
         }
@@ -225,6 +237,26 @@ impl HeaderDecompressor for VjDecompressor {
 
     fn link_error(&mut self) {
         VjDecompressor::link_error(self);
+    }
+}
+
+impl HeaderCompressor for IphcCompressor {
+    fn compress_packet(&mut self, packet: &[u8], out: &mut Vec<u8>) -> Result<usize, CompressError> {
+        self.compress(packet, out)
+    }
+
+    fn feedback(&mut self, data: &[u8]) -> Result<(), FeedbackError> {
+        self.handle_feedback(data)
+    }
+}
+
+impl HeaderDecompressor for IphcDecompressor {
+    fn decompress_packet(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<usize, DecompressError> {
+        Ok(self.decompress(data, out)?)
+    }
+
+    fn poll_feedback(&mut self, out: &mut Vec<u8>) -> bool {
+        IphcDecompressor::poll_feedback(self, out)
     }
 }
 

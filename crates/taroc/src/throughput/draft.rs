@@ -46,7 +46,7 @@ pub struct DraftRow {
     pub none: u32,
     /// VJHC: RFC 1144.
     pub vjhc: u32,
-    /// IPHC: RFC 2507 without TWICE (not simulated here).
+    /// IPHC: RFC 2507 without TWICE.
     pub iphc: u32,
     /// TAROC.
     pub taroc: u32,
@@ -55,12 +55,13 @@ pub struct DraftRow {
 }
 
 impl DraftRow {
-    /// The draft's figure for a scheme (IPHC has no scheme here; TAROC's
-    /// figure is the draft's whatever the mode).
+    /// The draft's figure for a scheme (TAROC's figure is the draft's
+    /// whatever the mode, IPHC's with or without the twice algorithm).
     pub fn value(&self, scheme: Scheme) -> u32 {
         match scheme {
             Scheme::Taroc(_) | Scheme::TarocInfer => self.taroc,
             Scheme::Vj => self.vjhc,
+            Scheme::Iphc { .. } => self.iphc,
             Scheme::None => self.none,
             Scheme::Ideal => self.ideal,
         }

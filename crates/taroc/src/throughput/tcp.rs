@@ -58,6 +58,9 @@ pub struct SenderConfig {
     pub max_rto_ns: u64,
     /// G of RFC 6298 §2.
     pub clock_granularity_ns: u64,
+    /// The initial window in segments; None: RFC 5681 §3.1's
+    /// min(4·MSS, max(2·MSS, 4380)) (ns-2's `windowInit_` is 1).
+    pub initial_window: Option<u32>,
 }
 
 impl SenderConfig {
@@ -73,6 +76,7 @@ impl SenderConfig {
             min_rto_ns: NS_PER_S,
             max_rto_ns: 60 * NS_PER_S,
             clock_granularity_ns: 10 * MS,
+            initial_window: None,
         }
     }
 }
@@ -149,7 +153,7 @@ impl TcpSender {
             snd_nxt: 0,
             snd_max: 0,
             // RFC 5681 §3.1, equation (1).
-            cwnd: (4 * mss).min((2 * mss).max(4380)),
+            cwnd: cfg.initial_window.map_or((4 * mss).min((2 * mss).max(4380)), |w| w.max(1) as u64 * mss),
             // "Arbitrarily high": the receiver's window bounds it.
             ssthresh: u64::MAX / 4,
             dupacks: 0,
