@@ -99,6 +99,8 @@ pub struct CrossedPacket {
     pub flow: StaticPart,
     /// Its master sequence number in its own context.
     pub msn: u16,
+    /// Its SEQ.
+    pub seq: u32,
     /// The ACK number that acknowledges it whole: SEQ plus the payload
     /// length, plus one each for SYN and FIN.
     pub next_seq: u32,
@@ -108,7 +110,13 @@ pub struct CrossedPacket {
 
 impl CrossedPacket {
     pub(crate) fn of(rec: &Record, flow: StaticPart) -> CrossedPacket {
-        CrossedPacket { flow, msn: rec.msn, next_seq: next_seq(&rec.h, rec.payload_len), tsval: rec.ts.0 }
+        CrossedPacket {
+            flow,
+            msn: rec.msn,
+            seq: rec.h.seq,
+            next_seq: next_seq(&rec.h, rec.payload_len),
+            tsval: rec.ts.0,
+        }
     }
 }
 
@@ -178,9 +186,23 @@ impl CrossedPackets {
     }
 
     /// Compressor: the newest packet of the other direction that `ack`
-    /// acknowledges whole and whose TSval is `tsecr` (if `ts`).
-    pub fn named_by(&self, flow: &StaticPart, ack: u32, ts: Option<u32>) -> Option<&CrossedPacket> {
-        self.opposite(flow)?.iter().rev().find(|p| p.next_seq == ack && ts.is_none_or(|t| t == p.tsval))
+    /// acknowledges whole, if `tsecr` is what [`CrossedPackets::echoed`]
+    /// makes of it.
+    pub fn named_by(&self, flow: &StaticPart, ack: u32, acked_from: u32, tsecr: Option<u32>) -> Option<&CrossedPacket> {
+        let named = self.opposite(flow)?.iter().rev().find(|p| p.next_seq == ack)?;
+        tsecr.is_none_or(|t| t == self.echoed(flow, named, acked_from)).then_some(named)
+    }
+
+    /// The TSval an ACK of `named` echoes when the acknowledged data starts
+    /// at `acked_from` (the reference's ACK number): RFC 7323 §4.3 updates
+    /// TS.Recent from the segment at the last ACK sent, so an ACK of two
+    /// segments at once (a delayed ACK) echoes the first one's. That is
+    /// the newest packet of the other direction starting there that moves
+    /// SEQ, if this end holds it, else `named` itself.
+    pub fn echoed(&self, flow: &StaticPart, named: &CrossedPacket, acked_from: u32) -> u32 {
+        self.opposite(flow)
+            .and_then(|kept| kept.iter().rev().find(|p| p.seq == acked_from && p.next_seq != p.seq))
+            .map_or(named.tsval, |p| p.tsval)
     }
 
     /// Decompressor: the newest packet of the other direction whose MSN
@@ -206,10 +228,10 @@ pub struct ChainedPacket<'a> {
     pub ip_id_unchanged: bool,
     /// The named packet's MSN LSBs (N = 1).
     pub reverse_msn: Option<u8>,
-    /// The window's change from the reference's, if any (W = 1).
-    pub window_delta: Option<i8>,
+    /// The window, if not the reference's (W = 1).
+    pub window: Option<ChainedWindow>,
     /// TSval − TSval_ref, if the reference has a timestamp option.
-    pub tsval_delta: Option<u16>,
+    pub tsval_delta: Option<u32>,
     /// The folded checksum ([`fold_checksum`](crate::format::fold_checksum)).
     pub checksum: u16,
     /// The TCP payload, sent after the header.
@@ -229,25 +251,89 @@ pub struct ChainedPacket<'a> {
 pub const MIN_SAVING: usize = 4;
 
 /// The largest TSval change a chained packet carries.
-pub const MAX_TSVAL_DELTA: u32 = (1 << 15) - 1;
+pub const MAX_TSVAL_DELTA: u32 = (1 << 20) - 1;
+
+/// A chained packet's window: a signed change from the reference's
+/// window, or from the reference's right edge of the receive window
+/// (window + ACK number, unscaled): a receiver whose application has not
+/// read what it acknowledged yet advertises that much less window, and
+/// its right edge stays. 6 bits of change (−32 to 31), or 14 (−8,192 to
+/// 8,191).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainedWindow {
+    /// The change is from the right edge (E = 1), else from the window.
+    pub right_edge: bool,
+    /// The change.
+    pub delta: i16,
+}
+
+impl ChainedWindow {
+    fn long(&self) -> bool {
+        !(-32..32).contains(&self.delta)
+    }
+
+    fn bits(&self) -> u32 {
+        if self.long() {
+            16
+        } else {
+            8
+        }
+    }
+
+    /// The smallest encoding of `window` against the reference's window
+    /// `w_ref` and ACK number `ack_ref`, for ACK number `ack`.
+    fn encode(window: u16, w_ref: u16, ack: u32, ack_ref: u32) -> Option<ChainedWindow> {
+        let plain = window as i64 - w_ref as i64;
+        let edge = window as i64 - right_edge_base(w_ref, ack, ack_ref);
+        [ChainedWindow::fit(false, plain), ChainedWindow::fit(true, edge)]
+            .into_iter()
+            .flatten()
+            .min_by_key(|w| w.bits())
+    }
+
+    fn fit(right_edge: bool, delta: i64) -> Option<ChainedWindow> {
+        (-8192..8192).contains(&delta).then_some(ChainedWindow { right_edge, delta: delta as i16 })
+    }
+
+    /// The window it stands for; None if outside 0..=65535.
+    fn decode(&self, w_ref: u16, ack: u32, ack_ref: u32) -> Option<u16> {
+        let base = if self.right_edge { right_edge_base(w_ref, ack, ack_ref) } else { w_ref as i64 };
+        u16::try_from(base + self.delta as i64).ok()
+    }
+}
+
+/// The window that keeps the reference's right edge at ACK number `ack`.
+fn right_edge_base(w_ref: u16, ack: u32, ack_ref: u32) -> i64 {
+    w_ref as i64 - ack.wrapping_sub(ack_ref) as i32 as i64
+}
+
+/// TSval's change: `0` and 7 bits (0–127), `10` and 10 bits (0–1,023),
+/// `11` and 20 bits.
+fn tsval_bits(d: u32) -> u32 {
+    match d {
+        0..128 => 8,
+        128..1024 => 12,
+        _ => 22,
+    }
+}
 
 impl<'a> ChainedPacket<'a> {
     /// The header's length in octets, without the Add-CID octet.
     pub fn header_len(&self) -> usize {
-        let ts = match self.tsval_delta {
-            None => 0,
-            Some(d) if d < 128 => 8,
-            Some(_) => 16,
-        };
-        let bits = 12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + self.window_delta.map_or(0, |_| 8) + ts + 16;
+        let ts = self.tsval_delta.map_or(0, tsval_bits);
+        let bits =
+            12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + self.window.map_or(0, |w| w.bits()) + ts + 16;
         bits.div_ceil(8) as usize
     }
 
     /// Appends the packet (Add-CID octet, header, payload) to `out`; fails
     /// for a TSval change above [`MAX_TSVAL_DELTA`].
     pub fn emit(&self, out: &mut Vec<u8>) -> Result<(), FormatError> {
-        if self.tsval_delta.is_some_and(|d| d as u32 > MAX_TSVAL_DELTA) {
+        if self.tsval_delta.is_some_and(|d| d > MAX_TSVAL_DELTA) {
             return Err(FormatError::Reserved("TSval change"));
+        }
+        if self.window.is_some_and(|w| !(-8192..8192).contains(&w.delta)) {
+            return Err(FormatError::Reserved("window change"));
         }
         emit_cid(self.cid, out);
         let mut w = BitWriter::new(out);
@@ -257,17 +343,21 @@ impl<'a> ChainedPacket<'a> {
         w.put(self.psh as u32, 1);
         w.put(self.ip_id_unchanged as u32, 1);
         w.put(self.reverse_msn.is_some() as u32, 1);
-        w.put(self.window_delta.is_some() as u32, 1);
+        w.put(self.window.is_some() as u32, 1);
         if let Some(m) = self.reverse_msn {
             w.put(m as u32, REVERSE_MSN_BITS);
         }
-        if let Some(d) = self.window_delta {
-            w.put(d as u8 as u32, 8);
+        if let Some(win) = self.window {
+            let k = win.bits() - 2;
+            w.put(win.right_edge as u32, 1);
+            w.put(win.long() as u32, 1);
+            w.put(win.delta as u16 as u32 & ((1 << k) - 1), k);
         }
-        match self.tsval_delta {
+        match self.tsval_delta.map(|d| (d, tsval_bits(d))) {
             None => {}
-            Some(d) if d < 128 => w.put(d as u32, 8),
-            Some(d) => w.put(1 << 15 | d as u32, 16),
+            Some((d, 8)) => w.put(d, 8),
+            Some((d, 12)) => w.put(0b10 << 10 | d, 12),
+            Some((d, _)) => w.put(0b11 << 20 | d, 22),
         }
         w.put(self.checksum as u32, 16);
         w.finish();
@@ -290,8 +380,18 @@ impl<'a> ChainedPacket<'a> {
         let n = r.get(1) == 1;
         let w = r.get(1) == 1;
         let reverse_msn = n.then(|| r.get(REVERSE_MSN_BITS) as u8);
-        let window_delta = w.then(|| r.get(8) as u8 as i8);
-        let tsval_delta = if ts { Some(if r.get(1) == 1 { r.get(15) } else { r.get(7) } as u16) } else { None };
+        let window = w.then(|| {
+            let right_edge = r.get(1) == 1;
+            let k = if r.get(1) == 1 { 14 } else { 6 };
+            // Sign-extend the k-bit change.
+            let delta = ((r.get(k) << (32 - k)) as i32 >> (32 - k)) as i16;
+            ChainedWindow { right_edge, delta }
+        });
+        let tsval_delta = ts.then(|| match (r.get(1), r.get(1)) {
+            (0, b) => b << 6 | r.get(6),
+            (_, 0) => r.get(10),
+            _ => r.get(20),
+        });
         let checksum = r.get(16) as u16;
         r.check()?;
         let at = r.octets_used();
@@ -302,7 +402,7 @@ impl<'a> ChainedPacket<'a> {
             psh,
             ip_id_unchanged,
             reverse_msn,
-            window_delta,
+            window,
             tsval_delta,
             checksum,
             payload: &data[at..],
@@ -345,19 +445,19 @@ pub(crate) fn encode(
     let reverse_msn = if h.ack == p.ack && (!ts || rec.ts.1 == prev.ts.1) {
         None
     } else {
-        let named = crossed.named_by(flow, h.ack, ts.then_some(rec.ts.1))?;
+        let named = crossed.named_by(flow, h.ack, p.ack, ts.then_some(rec.ts.1))?;
         Some((named.msn & ((1 << REVERSE_MSN_BITS) - 1)) as u8)
     };
-    let window_delta = match h.window as i32 - p.window as i32 {
-        0 => None,
-        d => Some(i8::try_from(d).ok()?),
+    let window = match h.window == p.window {
+        true => None,
+        false => Some(ChainedWindow::encode(h.window, p.window, h.ack, p.ack)?),
     };
     let tsval_delta = if ts {
         let d = rec.ts.0.wrapping_sub(prev.ts.0);
         if d > MAX_TSVAL_DELTA {
             return None;
         }
-        Some(d as u16)
+        Some(d)
     } else {
         None
     };
@@ -372,7 +472,7 @@ pub(crate) fn encode(
         psh: h.tcp_flags & FLAG_PSH != 0,
         ip_id_unchanged,
         reverse_msn,
-        window_delta,
+        window,
         tsval_delta,
         checksum: 0,
         payload: &[],
@@ -404,17 +504,19 @@ pub(crate) fn reconstruct(
         h.ip_id = r.h.ip_id.wrapping_sub(r.msn).wrapping_add(msn);
     }
     h.tcp_flags = (r.h.tcp_flags & !FLAG_PSH) | (c.psh as u8 * FLAG_PSH);
-    h.window = r.h.window.wrapping_add_signed(c.window_delta.unwrap_or(0) as i16);
     let mut tsecr = r.ts.1;
     if let Some(bits) = c.reverse_msn {
         let named = crossed.find(static_part, bits)?;
         h.ack = named.next_seq;
-        tsecr = named.tsval;
+        tsecr = crossed.echoed(static_part, named, r.h.ack);
     }
+    if let Some(w) = c.window {
+        h.window = w.decode(r.h.window, h.ack, r.h.ack)?;
+    }
+    let tsval = r.ts.0.wrapping_add(c.tsval_delta.unwrap_or(0));
     if r.opt.sack_n != 0 {
         return None;
     }
-    let tsval = r.ts.0.wrapping_add(c.tsval_delta.unwrap_or(0) as u32);
     h.options = r.opt.fill((tsval, tsecr), &[])?;
     h.checksum = c.checksum;
     Some((h, msn))
@@ -424,11 +526,11 @@ pub(crate) fn reconstruct(
 mod tests {
     use super::*;
 
-    fn packet(reverse_msn: Option<u8>, tsval_delta: Option<u16>) -> ChainedPacket<'static> {
+    fn packet(reverse_msn: Option<u8>, tsval_delta: Option<u32>) -> ChainedPacket<'static> {
         ChainedPacket {
             cid: 3,
             msn: 1,
-            window_delta: None,
+            window: None,
             crc: 5,
             psh: true,
             ip_id_unchanged: false,
@@ -442,9 +544,18 @@ mod tests {
     #[test]
     fn parse_reads_what_emit_writes() {
         for rev in [None, Some(0), Some(15)] {
-            for ts in [None, Some(0), Some(127), Some(128), Some(MAX_TSVAL_DELTA as u16)] {
-                for window_delta in [None, Some(0), Some(-128), Some(127)] {
-                    let p = ChainedPacket { window_delta, ..packet(rev, ts) };
+            for ts in [None, Some(0), Some(127), Some(128), Some(1023), Some(1024), Some(MAX_TSVAL_DELTA)] {
+                let windows = [
+                    None,
+                    Some((false, 0)),
+                    Some((true, -32)),
+                    Some((false, 31)),
+                    Some((true, 32)),
+                    Some((false, -8192)),
+                    Some((true, 8191)),
+                ];
+                for window in windows.map(|w| w.map(|(right_edge, delta)| ChainedWindow { right_edge, delta })) {
+                    let p = ChainedPacket { window, ..packet(rev, ts) };
                     let mut out = Vec::new();
                     p.emit(&mut out).unwrap();
                     assert_eq!(out[0], 0xe3, "Add-CID");
@@ -461,8 +572,25 @@ mod tests {
         assert_eq!(packet(Some(1), None).header_len(), 4);
         assert_eq!(packet(Some(1), Some(40)).header_len(), 5);
         assert_eq!(packet(Some(1), Some(1000)).header_len(), 6);
+        assert_eq!(packet(Some(1), Some(5000)).header_len(), 7);
         assert_eq!(packet(None, None).header_len(), 4);
-        assert_eq!(ChainedPacket { window_delta: Some(1), ..packet(Some(1), Some(40)) }.header_len(), 6);
+        assert_eq!(packet(None, Some(1000)).header_len(), 5);
+        let window = Some(ChainedWindow { right_edge: true, delta: 1 });
+        assert_eq!(ChainedPacket { window, ..packet(Some(1), Some(40)) }.header_len(), 6);
+    }
+
+    #[test]
+    fn a_window_that_keeps_its_right_edge_costs_one_octet() {
+        // 890 octets acknowledged and not yet read: the window is 890 less.
+        let w = ChainedWindow::encode(64_000 - 890, 64_000, 10_890, 10_000).unwrap();
+        assert_eq!(w, ChainedWindow { right_edge: true, delta: 0 });
+        assert_eq!(w.bits(), 8);
+        assert_eq!(w.decode(64_000, 10_890, 10_000), Some(64_000 - 890));
+        // A scaled window's small change stays a change of the window.
+        let w = ChainedWindow::encode(67, 64, 10_890, 10_000).unwrap();
+        assert_eq!((w.right_edge, w.delta), (false, 3));
+        // Beyond 14 bits either way: no chained packet.
+        assert_eq!(ChainedWindow::encode(60_000, 1_000, 5, 5), None);
     }
 
     #[test]
@@ -483,12 +611,18 @@ mod tests {
             StaticPart { src: flow.dst, dst: flow.src, src_port: flow.dst_port, dst_port: flow.src_port, ipv6: None };
         let mut kept = CrossedPackets::default();
         for msn in 0..40u16 {
-            kept.note(CrossedPacket { flow: back, msn, next_seq: 1000 + msn as u32, tsval: msn as u32 });
+            // One octet each: packet `msn` takes SEQ 999 + msn.
+            let seq = 999 + msn as u32;
+            kept.note(CrossedPacket { flow: back, msn, seq, next_seq: seq + 1, tsval: msn as u32 });
         }
         assert_eq!(kept.find(&flow, 3).map(|p| p.msn), Some(35));
-        assert_eq!(kept.named_by(&flow, 1035, Some(35)).map(|p| p.msn), Some(35));
-        assert_eq!(kept.named_by(&flow, 1035, Some(34)), None);
-        assert_eq!(kept.named_by(&flow, 1010, None), None, "older than the 16 kept");
+        // An ACK of packet 35 alone echoes its TSval.
+        assert_eq!(kept.named_by(&flow, 1035, 1034, Some(35)).map(|p| p.msn), Some(35));
+        assert_eq!(kept.named_by(&flow, 1035, 1034, Some(34)), None);
+        // An ACK of packets 34 and 35 at once echoes 34's (RFC 7323 §4.3).
+        assert_eq!(kept.named_by(&flow, 1035, 1033, Some(34)).map(|p| p.msn), Some(35));
+        assert_eq!(kept.named_by(&flow, 1035, 1033, Some(35)), None);
+        assert_eq!(kept.named_by(&flow, 1010, 1009, None), None, "older than the 16 kept");
         assert_eq!(kept.find(&back, 3), None, "the packets of its own direction are not the other's");
     }
 }

@@ -63,8 +63,11 @@ struct Host {
     snd_nxt: u32,
     /// Next sequence number expected.
     rcv_nxt: u32,
-    /// Last TSval received (our TSecr).
+    /// TS.Recent: the TSval we echo (our TSecr).
     ts_recent: u32,
+    /// The ACK number of the last segment we sent (RFC 7323's
+    /// Last.ACK.sent).
+    last_ack_sent: u32,
 }
 
 /// Builds a flow packet by packet.
@@ -97,7 +100,7 @@ impl FlowBuilder {
                 h.flags_frag = IP_DF;
                 h
             };
-            Host { h, snd_nxt: isn, rcv_nxt: 0, ts_recent: 0 }
+            Host { h, snd_nxt: isn, rcv_nxt: 0, ts_recent: 0, last_ack_sent: 0 }
         };
         let a = host([192, 168, 1, 10], client_port, [10, 20, 30, 40], server_port, (CLIENT_V6, SERVER_V6));
         let b = host([10, 20, 30, 40], server_port, [192, 168, 1, 10], client_port, (SERVER_V6, CLIENT_V6));
@@ -154,6 +157,7 @@ impl FlowBuilder {
         let mut h = host.h;
         h.seq = seq;
         h.ack = if flags & FLAG_ACK != 0 { host.rcv_nxt } else { 0 };
+        host.last_ack_sent = host.rcv_nxt;
         h.tcp_flags = flags;
         h.window = if flags & FLAG_SYN != 0 { 65535 } else { 502 };
         h.options = RawOptions::build(&list).expect("synthesised options fit");
@@ -166,11 +170,14 @@ impl FlowBuilder {
             host.snd_nxt = end;
         }
         let peer = &mut self.hosts[peer];
+        // RFC 7323 §4.3: TS.Recent takes the TSval of a segment at or
+        // before the last ACK sent, so an ACK of several segments echoes
+        // the first one's.
+        if self.opts.timestamps && (flags & FLAG_SYN != 0 || crate::wlsb::diff32(seq, peer.last_ack_sent) <= 0) {
+            peer.ts_recent = ts.0;
+        }
         if flags & FLAG_SYN != 0 || seq == peer.rcv_nxt {
             peer.rcv_nxt = end;
-        }
-        if self.opts.timestamps {
-            peer.ts_recent = ts.0;
         }
     }
 
