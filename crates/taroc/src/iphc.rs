@@ -333,18 +333,51 @@ fn choose(ctx: &CompContext, h: &TcpIpHeader, payload_len: usize, cid: u8) -> Se
     }
     let c = CompressedTcp { cid, nodelta: false, fields: f };
     // Were the packets after an earlier header lost, would this header
-    // rebuilt from it pass the TCP checksum? Then its IPv4 identification
-    // would be wrong and nothing would tell: send the identification whole.
-    if h.ipv6.is_none() && ctx.history.iter().any(|(m, len)| same_tcp(&apply(m, *len, &c), h)) {
+    // rebuilt from it pass the TCP checksum and still be wrong? Its IPv4
+    // identification is covered by no checksum, and deltas that cancel in
+    // the checksum's ones' complement sum go unseen too: a receiver whose
+    // window shrinks by what it acknowledged (its right edge unmoved)
+    // moves ACK by +d and the window by −d. Then send the fields whole.
+    let passes_wrong = |(m, len): &(TcpIpHeader, usize)| {
+        let r = apply(m, *len, &c);
+        tcp_sum(&r) == tcp_sum(h) && (tcp_fields(&r) != tcp_fields(h) || (h.ipv6.is_none() && r.ip_id != h.ip_id))
+    };
+    if ctx.history.iter().any(passes_wrong) {
         return nodelta(f);
     }
     Send::Compressed(c)
 }
 
-/// Whether two headers agree in every field the TCP checksum covers.
-fn same_tcp(a: &TcpIpHeader, b: &TcpIpHeader) -> bool {
-    (a.seq, a.ack, a.window, a.urgent, a.options, a.tcp_res, a.tcp_flags)
-        == (b.seq, b.ack, b.window, b.urgent, b.options, b.tcp_res, b.tcp_flags)
+/// The fields of a header the TCP checksum covers (beside the payload and
+/// the pseudo-header, the same for every rebuild of one packet).
+fn tcp_fields(h: &TcpIpHeader) -> (u32, u32, u16, u16, crate::packet::RawOptions, u8, u8) {
+    (h.seq, h.ack, h.window, h.urgent, h.options, h.tcp_res, h.tcp_flags)
+}
+
+/// The ones' complement sum (RFC 1071) of those fields: two headers with
+/// equal sums pass the same TCP checksum.
+fn tcp_sum(h: &TcpIpHeader) -> u16 {
+    let mut sum = 0u32;
+    let mut add = |w: u32| sum += w;
+    add(h.seq >> 16);
+    add(h.seq & 0xffff);
+    add(h.ack >> 16);
+    add(h.ack & 0xffff);
+    add((h.tcp_res as u32) << 8 | h.tcp_flags as u32);
+    add(h.window as u32);
+    add(h.urgent as u32);
+    for pair in h.options.as_slice().chunks(2) {
+        add((pair[0] as u32) << 8 | pair.get(1).copied().unwrap_or(0) as u32);
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    // 0 and 0xffff are the same number in ones' complement.
+    if sum == 0xffff {
+        0
+    } else {
+        sum as u16
+    }
 }
 
 /// The header `c` describes on top of `base`, whose packet carried

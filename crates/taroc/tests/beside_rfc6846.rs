@@ -9,16 +9,12 @@
 //! stored file does not change. TAROC's side is run here, so a change
 //! that costs TAROC bytes on any capture fails.
 
-use std::path::PathBuf;
+mod common;
+
+use common::capture;
 
 use taroc::replay::{replay, LinkConfig, Report};
 use taroc::{Mode, Packet, Scheme};
-
-fn capture(path: &str) -> Vec<Vec<u8>> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path);
-    let cap = taroc::capture::read_capture(&std::fs::read(&path).expect("reads")).expect("a capture");
-    cap.packets.into_iter().map(|p| p.ip).collect()
-}
 
 fn clean(scheme: Scheme, packets: &[Vec<u8>]) -> Report {
     let (r, _) = replay(scheme, packets, &LinkConfig::default(), false);

@@ -2,19 +2,15 @@
 //! real captures and synthetic flows, its header sizes against TAROC's,
 //! and what a lost, damaged or late packet costs it.
 
-use std::path::PathBuf;
+mod common;
+
+use common::capture;
 
 use taroc::replay::{replay, LinkConfig, Report};
 use taroc::synth::{bulk_transfer, sip_over_tcp, Dir, FlowOptions, IpIdStyle};
 use taroc::{
     Compressor, CompressorConfig, DecompressError, Decompressor, DecompressorConfig, FeedbackKind, Mode, Scheme,
 };
-
-fn capture(path: &str) -> Vec<Vec<u8>> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path);
-    let cap = taroc::capture::read_capture(&std::fs::read(&path).expect("reads")).expect("a capture");
-    cap.packets.into_iter().map(|p| p.ip).collect()
-}
 
 fn packets(flow: Vec<(Dir, Vec<u8>)>) -> Vec<Vec<u8>> {
     flow.into_iter().map(|(_, p)| p).collect()
@@ -33,6 +29,9 @@ fn every_capture_and_flow_round_trips_byte_identical() {
         ("http-small-any", capture("tests/data/http-small-any.pcapng")),
         ("sip-tcp", capture("../sigkit-analyze/tests/data/sip-tcp.pcapng")),
         ("sip-tcp-12calls", capture("tests/data/sip-tcp-12calls.pcapng")),
+        ("sip-kamailio-long", capture("tests/data/sip-kamailio-long.pcapng")),
+        ("sip-kamailio-short", capture("tests/data/sip-kamailio-short.pcapng")),
+        ("sip-kamailio-ipv6", capture("tests/data/sip-kamailio-ipv6.pcapng")),
         ("sigcomp-tcp", capture("../sigkit-analyze/tests/data/sigcomp-tcp.pcapng")),
         ("sip", packets(sip_over_tcp(60, FlowOptions::default()))),
         ("sip-nots", packets(sip_over_tcp(60, FlowOptions { timestamps: false, ..Default::default() }))),

@@ -10,6 +10,13 @@ use taroc::{
     Mode, PacketKind, Scheme,
 };
 
+/// The IP packets of a capture, `path` relative to the crate.
+pub fn capture(path: &str) -> Vec<Vec<u8>> {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path);
+    let cap = taroc::capture::read_capture(&std::fs::read(&path).expect("reads")).expect("a capture");
+    cap.packets.into_iter().map(|p| p.ip).collect()
+}
+
 /// What crossed the link.
 #[derive(Debug, Default, Clone)]
 pub struct Outcome {
