@@ -466,8 +466,10 @@ impl IphcDecompressor {
     pub fn new(cfg: IphcConfig) -> IphcDecompressor {
         IphcDecompressor {
             cfg,
-            contexts: vec![None; IPHC_TCP_CIDS],
-            requests: vec![Request::default(); IPHC_TCP_CIDS],
+            // Grown to the highest CID seen: a replayed connection uses
+            // one CID of 256, and 256 empty contexts each way cost 77 KB.
+            contexts: Vec::new(),
+            requests: Vec::new(),
             pending: Vec::new(),
             stats: IphcDecompressorStats::default(),
         }
@@ -504,8 +506,7 @@ impl IphcDecompressor {
                 if !checksums_ok(&packet) {
                     return Err(IphcError::Checksum);
                 }
-                self.contexts[cid as usize] = Some(DecContext { h: p.header, payload_len: p.payload.len() });
-                self.requests[cid as usize] = Request::default();
+                self.set_context(cid, DecContext { h: p.header, payload_len: p.payload.len() });
                 out.extend_from_slice(&packet);
                 Ok(packet.len())
             }
@@ -518,7 +519,7 @@ impl IphcDecompressor {
     }
 
     fn compressed(&mut self, c: &CompressedTcp, payload: &[u8], out: &mut Vec<u8>) -> Result<usize, IphcError> {
-        let ctx = self.contexts[c.cid as usize].ok_or(IphcError::NoContext(c.cid))?;
+        let ctx = self.contexts.get(c.cid as usize).copied().flatten().ok_or(IphcError::NoContext(c.cid))?;
         let start = out.len();
         let once = apply(&ctx.h, ctx.payload_len, c);
         let mut candidates = vec![once];
@@ -532,8 +533,7 @@ impl IphcDecompressor {
             out.extend_from_slice(payload);
             if checksums_ok(&out[start..]) {
                 self.stats.twice_repairs += (i > 0) as u64;
-                self.contexts[c.cid as usize] = Some(DecContext { h, payload_len: payload.len() });
-                self.requests[c.cid as usize] = Request::default();
+                self.set_context(c.cid, DecContext { h, payload_len: payload.len() });
                 return Ok(out.len() - start);
             }
         }
@@ -541,10 +541,27 @@ impl IphcDecompressor {
         Err(IphcError::Checksum)
     }
 
+    /// Room for CID `cid` in the per-CID tables.
+    fn grow(&mut self, cid: u8) {
+        let n = cid as usize + 1;
+        if self.contexts.len() < n {
+            self.contexts.resize(n, None);
+            self.requests.resize(n, Request::default());
+        }
+    }
+
+    /// `ctx` is CID `cid`'s context now, and no request is outstanding.
+    fn set_context(&mut self, cid: u8, ctx: DecContext) {
+        self.grow(cid);
+        self.contexts[cid as usize] = Some(ctx);
+        self.requests[cid as usize] = Request::default();
+    }
+
     /// A header of `cid` could not be rebuilt: ask for a full header
     /// (§10.2), again after every `rerequest_after` further failures.
     fn failed(&mut self, cid: u8) {
         let every = self.cfg.rerequest_after.max(1);
+        self.grow(cid);
         let r = &mut self.requests[cid as usize];
         let send = !r.outstanding || r.failures + 1 >= every;
         if send {
