@@ -230,6 +230,10 @@ pub struct ChainedPacket<'a> {
     pub reverse_msn: Option<u8>,
     /// The window, if not the reference's (W = 1).
     pub window: Option<ChainedWindow>,
+    /// The FIN flag differs from the reference's (a connection's close):
+    /// W = 1 with the window field [`FIN_TOGGLED`], the window the
+    /// reference's.
+    pub fin_toggled: bool,
     /// TSval − TSval_ref, if the reference has a timestamp option.
     pub tsval_delta: Option<u32>,
     /// The folded checksum ([`fold_checksum`](crate::format::fold_checksum)).
@@ -267,9 +271,14 @@ pub struct ChainedWindow {
     pub delta: i16,
 }
 
+/// The short window field that stands for "FIN toggled, window
+/// unchanged": a change of the window by −32 (E = 0, L = 0, `100000`),
+/// which a window change of −32 takes the long form for instead.
+const FIN_TOGGLED: ChainedWindow = ChainedWindow { right_edge: false, delta: -32 };
+
 impl ChainedWindow {
     fn long(&self) -> bool {
-        !(-32..32).contains(&self.delta)
+        !(-32..32).contains(&self.delta) || *self == FIN_TOGGLED
     }
 
     fn bits(&self) -> u32 {
@@ -321,8 +330,8 @@ impl<'a> ChainedPacket<'a> {
     /// The header's length in octets, without the Add-CID octet.
     pub fn header_len(&self) -> usize {
         let ts = self.tsval_delta.map_or(0, tsval_bits);
-        let bits =
-            12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + self.window.map_or(0, |w| w.bits()) + ts + 16;
+        let window = self.window.map_or(0, |w| w.bits()) + if self.fin_toggled { 8 } else { 0 };
+        let bits = 12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + window + ts + 16;
         bits.div_ceil(8) as usize
     }
 
@@ -335,6 +344,9 @@ impl<'a> ChainedPacket<'a> {
         if self.window.is_some_and(|w| !(-8192..8192).contains(&w.delta)) {
             return Err(FormatError::Reserved("window change"));
         }
+        if self.fin_toggled && self.window.is_some() {
+            return Err(FormatError::Reserved("FIN toggled with a window change"));
+        }
         emit_cid(self.cid, out);
         let mut w = BitWriter::new(out);
         w.put(CHAINED_PREFIX as u32, 4);
@@ -343,9 +355,12 @@ impl<'a> ChainedPacket<'a> {
         w.put(self.psh as u32, 1);
         w.put(self.ip_id_unchanged as u32, 1);
         w.put(self.reverse_msn.is_some() as u32, 1);
-        w.put(self.window.is_some() as u32, 1);
+        w.put((self.window.is_some() || self.fin_toggled) as u32, 1);
         if let Some(m) = self.reverse_msn {
             w.put(m as u32, REVERSE_MSN_BITS);
+        }
+        if self.fin_toggled {
+            w.put(0b00_100000, 8);
         }
         if let Some(win) = self.window {
             let k = win.bits() - 2;
@@ -380,13 +395,19 @@ impl<'a> ChainedPacket<'a> {
         let n = r.get(1) == 1;
         let w = r.get(1) == 1;
         let reverse_msn = n.then(|| r.get(REVERSE_MSN_BITS) as u8);
-        let window = w.then(|| {
-            let right_edge = r.get(1) == 1;
-            let k = if r.get(1) == 1 { 14 } else { 6 };
-            // Sign-extend the k-bit change.
-            let delta = ((r.get(k) << (32 - k)) as i32 >> (32 - k)) as i16;
-            ChainedWindow { right_edge, delta }
-        });
+        let mut fin_toggled = false;
+        let window = w
+            .then(|| {
+                let right_edge = r.get(1) == 1;
+                let long = r.get(1) == 1;
+                let k = if long { 14 } else { 6 };
+                // Sign-extend the k-bit change.
+                let delta = ((r.get(k) << (32 - k)) as i32 >> (32 - k)) as i16;
+                let win = ChainedWindow { right_edge, delta };
+                fin_toggled = !long && win == FIN_TOGGLED;
+                win
+            })
+            .filter(|_| !fin_toggled);
         let tsval_delta = ts.then(|| match (r.get(1), r.get(1)) {
             (0, b) => b << 6 | r.get(6),
             (_, 0) => r.get(10),
@@ -403,6 +424,7 @@ impl<'a> ChainedPacket<'a> {
             ip_id_unchanged,
             reverse_msn,
             window,
+            fin_toggled,
             tsval_delta,
             checksum,
             payload: &data[at..],
@@ -423,7 +445,7 @@ pub(crate) fn encode(
     let (h, p) = (&rec.h, &prev.h);
     let same = h.seq == next_seq(p, prev.payload_len)
         && rec.msn == prev.msn.wrapping_add(1)
-        && h.tcp_flags & !FLAG_PSH == p.tcp_flags & !FLAG_PSH
+        && (h.tcp_flags ^ p.tcp_flags) & !(FLAG_PSH | FLAG_FIN) == 0
         && h.tcp_res == p.tcp_res
         && (h.tos, h.ttl, h.flags_frag) == (p.tos, p.ttl, p.flags_frag)
         && h.urgent == p.urgent
@@ -448,8 +470,10 @@ pub(crate) fn encode(
         let named = crossed.named_by(flow, h.ack, p.ack, ts.then_some(rec.ts.1))?;
         Some((named.msn & ((1 << REVERSE_MSN_BITS) - 1)) as u8)
     };
+    let fin_toggled = (h.tcp_flags ^ p.tcp_flags) & FLAG_FIN != 0;
     let window = match h.window == p.window {
         true => None,
+        false if fin_toggled => return None,
         false => Some(ChainedWindow::encode(h.window, p.window, h.ack, p.ack)?),
     };
     let tsval_delta = if ts {
@@ -473,6 +497,7 @@ pub(crate) fn encode(
         ip_id_unchanged,
         reverse_msn,
         window,
+        fin_toggled,
         tsval_delta,
         checksum: 0,
         payload: &[],
@@ -504,6 +529,9 @@ pub(crate) fn reconstruct(
         h.ip_id = r.h.ip_id.wrapping_sub(r.msn).wrapping_add(msn);
     }
     h.tcp_flags = (r.h.tcp_flags & !FLAG_PSH) | (c.psh as u8 * FLAG_PSH);
+    if c.fin_toggled {
+        h.tcp_flags ^= FLAG_FIN;
+    }
     let mut tsecr = r.ts.1;
     if let Some(bits) = c.reverse_msn {
         let named = crossed.find(static_part, bits)?;
@@ -531,6 +559,7 @@ mod tests {
             cid: 3,
             msn: 1,
             window: None,
+            fin_toggled: false,
             crc: 5,
             psh: true,
             ip_id_unchanged: false,
@@ -549,13 +578,17 @@ mod tests {
                     None,
                     Some((false, 0)),
                     Some((true, -32)),
+                    // The short form's −32 stands for FIN toggled: this
+                    // change goes long.
+                    Some((false, -32)),
                     Some((false, 31)),
                     Some((true, 32)),
                     Some((false, -8192)),
                     Some((true, 8191)),
                 ];
-                for window in windows.map(|w| w.map(|(right_edge, delta)| ChainedWindow { right_edge, delta })) {
-                    let p = ChainedPacket { window, ..packet(rev, ts) };
+                let windows = windows.map(|w| w.map(|(right_edge, delta)| ChainedWindow { right_edge, delta }));
+                for (window, fin_toggled) in windows.map(|w| (w, false)).into_iter().chain([(None, true)]) {
+                    let p = ChainedPacket { window, fin_toggled, ..packet(rev, ts) };
                     let mut out = Vec::new();
                     p.emit(&mut out).unwrap();
                     assert_eq!(out[0], 0xe3, "Add-CID");
@@ -577,6 +610,21 @@ mod tests {
         assert_eq!(packet(None, Some(1000)).header_len(), 5);
         let window = Some(ChainedWindow { right_edge: true, delta: 1 });
         assert_eq!(ChainedPacket { window, ..packet(Some(1), Some(40)) }.header_len(), 6);
+    }
+
+    #[test]
+    fn a_window_change_of_minus_32_is_not_read_as_a_fin() {
+        let window = Some(ChainedWindow { right_edge: false, delta: -32 });
+        let p = ChainedPacket { window, ..packet(Some(1), Some(40)) };
+        assert_eq!(p.header_len(), 7, "the long form");
+        let mut out = Vec::new();
+        p.emit(&mut out).unwrap();
+        let back = ChainedPacket::parse(3, &out[1..], true).unwrap();
+        assert_eq!((back.window, back.fin_toggled), (window, false));
+        let fin = ChainedPacket { fin_toggled: true, ..packet(Some(1), Some(40)) };
+        assert_eq!(fin.header_len(), 6);
+        let both = ChainedPacket { window, ..fin };
+        assert!(both.emit(&mut Vec::new()).is_err(), "FIN toggled and a window change do not chain");
     }
 
     #[test]
