@@ -30,16 +30,16 @@
 //! | 3 | CRC-3 | over the original header |
 //! | 1 | P | TCP PSH flag |
 //! | 1 | I | 0: IP-ID − MSN as the reference's; 1: IP-ID as the reference's (IPv6: 1) |
-//! | 1 | N | 1: the ACK number acknowledges the named packet of the other direction whole, and TSecr is its TSval; 0: both as the reference's |
-//! | 1 | W | the window's change follows (else the window is the reference's) |
+//! | 1 | N | 1: the ACK number acknowledges the named packet of the other direction whole, and TSecr is the TSval of the packet that starts at the reference's ACK number (RFC 7323 §4.3), else the named one's; 0: both as the reference's |
+//! | 1 | W | the window field follows (else the window and FIN are the reference's) |
 //! | 0/4 | reverse MSN | if N: the named packet's MSN, 4 LSBs, against the newest packet of that direction this end holds |
-//! | 0/8 | window | if W: window − window_ref, −128 to 127 (two's complement) |
-//! | 0/8/16 | TSval | if the reference has a timestamp option: L, then TSval − TSval_ref in 7 (L = 0) or 15 (L = 1) bits |
+//! | 0/8/16 | window | if W: E, L, then a change in 6 (L = 0) or 14 (L = 1) bits, two's complement: of the window (E = 0) or of the receive window's right edge, window + ACK number (E = 1); E = 0, L = 0 and −32 stand for "FIN toggled, window unchanged" |
+//! | 0/8/12/22 | TSval | if the reference has a timestamp option: TSval − TSval_ref as `0` and 7 bits, `10` and 10 bits, or `11` and 20 bits |
 //! | 16 | checksum | the folded TCP checksum of the general format |
 //! | 0–7 | padding | to the octet |
 //!
 //! Everything else is the reference's: SEQ follows from it; flags but
-//! PSH, IP fields, urgent pointer, strides and the options (the
+//! PSH and FIN, IP fields, urgent pointer, strides and the options (the
 //! timestamps aside) are equal to it. A SIP message's segment is then 4
 //! octets without timestamps and 5–6 with them, against 10–16 in TAROC's
 //! formats.
