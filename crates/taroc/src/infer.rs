@@ -231,8 +231,8 @@ pub struct ChainedPacket<'a> {
     /// The window, if not the reference's (W = 1).
     pub window: Option<ChainedWindow>,
     /// The FIN flag differs from the reference's (a connection's close):
-    /// W = 1 with the window field [`FIN_TOGGLED`], the window the
-    /// reference's.
+    /// W = 1 with the short window field's −32 of the window, which stands
+    /// for it; the window is the reference's.
     pub fin_toggled: bool,
     /// TSval − TSval_ref, if the reference has a timestamp option.
     pub tsval_delta: Option<u32>,
