@@ -259,9 +259,10 @@ impl Context {
         self.since_refresh = 0;
     }
 
-    /// Chooses the strides of fixed-payload encoding (§6.1). They change
-    /// only when a constant size shows twice, since every change is sent
-    /// until the whole VSW carries it.
+    /// Chooses the strides of fixed-payload encoding (§6.1). The SEQ
+    /// stride changes only when three segments in a row have one size,
+    /// each following the one before, since every change is sent until
+    /// the whole VSW carries it.
     fn update_strides(&mut self, h: &TcpIpHeader, payload_len: usize) {
         // Three segments of one size in a row, each following the one
         // before: two equal sizes are as often a retransmission or two

@@ -189,8 +189,9 @@ impl CrossedPackets {
     /// acknowledges whole, if `tsecr` is what [`CrossedPackets::echoed`]
     /// makes of it.
     pub fn named_by(&self, flow: &StaticPart, ack: u32, acked_from: u32, tsecr: Option<u32>) -> Option<&CrossedPacket> {
-        let named = self.opposite(flow)?.iter().rev().find(|p| p.next_seq == ack)?;
-        tsecr.is_none_or(|t| t == self.echoed(flow, named, acked_from)).then_some(named)
+        let kept = self.opposite(flow)?;
+        let named = kept.iter().rev().find(|p| p.next_seq == ack)?;
+        tsecr.is_none_or(|t| t == echoed_in(kept, named, acked_from)).then_some(named)
     }
 
     /// The TSval an ACK of `named` echoes when the acknowledged data starts
@@ -200,9 +201,7 @@ impl CrossedPackets {
     /// the newest packet of the other direction starting there that moves
     /// SEQ, if this end holds it, else `named` itself.
     pub fn echoed(&self, flow: &StaticPart, named: &CrossedPacket, acked_from: u32) -> u32 {
-        self.opposite(flow)
-            .and_then(|kept| kept.iter().rev().find(|p| p.seq == acked_from && p.next_seq != p.seq))
-            .map_or(named.tsval, |p| p.tsval)
+        self.opposite(flow).map_or(named.tsval, |kept| echoed_in(kept, named, acked_from))
     }
 
     /// Decompressor: the newest packet of the other direction whose MSN
@@ -211,6 +210,11 @@ impl CrossedPackets {
         let mask = (1u16 << REVERSE_MSN_BITS) - 1;
         self.opposite(flow)?.iter().rev().find(|p| p.msn & mask == bits as u16)
     }
+}
+
+/// [`CrossedPackets::echoed`] among `kept`, the other direction's packets.
+fn echoed_in(kept: &VecDeque<CrossedPacket>, named: &CrossedPacket, acked_from: u32) -> u32 {
+    kept.iter().rev().find(|p| p.seq == acked_from && p.next_seq != p.seq).map_or(named.tsval, |p| p.tsval)
 }
 
 /// A chained packet's fields as sent.
@@ -289,6 +293,14 @@ impl ChainedWindow {
         }
     }
 
+    /// Writes the field: E, L, the change in 6 (L = 0) or 14 bits.
+    fn put(&self, w: &mut BitWriter, long: bool) {
+        let k = if long { 14 } else { 6 };
+        w.put(self.right_edge as u32, 1);
+        w.put(long as u32, 1);
+        w.put(self.delta as u16 as u32 & ((1 << k) - 1), k);
+    }
+
     /// The smallest encoding of `window` against the reference's window
     /// `w_ref` and ACK number `ack_ref`, for ACK number `ack`.
     fn encode(window: u16, w_ref: u16, ack: u32, ack_ref: u32) -> Option<ChainedWindow> {
@@ -360,13 +372,10 @@ impl<'a> ChainedPacket<'a> {
             w.put(m as u32, REVERSE_MSN_BITS);
         }
         if self.fin_toggled {
-            w.put(0b00_100000, 8);
+            FIN_TOGGLED.put(&mut w, false);
         }
         if let Some(win) = self.window {
-            let k = win.bits() - 2;
-            w.put(win.right_edge as u32, 1);
-            w.put(win.long() as u32, 1);
-            w.put(win.delta as u16 as u32 & ((1 << k) - 1), k);
+            win.put(&mut w, win.long());
         }
         match self.tsval_delta.map(|d| (d, tsval_bits(d))) {
             None => {}

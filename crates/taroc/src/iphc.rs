@@ -40,7 +40,8 @@ use crate::compressor::{CompressError, FeedbackError};
 use crate::decompressor::DecompressError;
 use crate::format::StaticPart;
 use crate::packet::{
-    checksums_ok, EmitError, Packet, TcpIpHeader, FLAG_ACK, FLAG_FIN, FLAG_PSH, FLAG_RST, FLAG_SYN, FLAG_URG,
+    checksums_ok, fold, sum_words, EmitError, Packet, TcpIpHeader, FLAG_ACK, FLAG_FIN, FLAG_PSH, FLAG_RST, FLAG_SYN,
+    FLAG_URG,
 };
 
 pub mod wire;
@@ -357,26 +358,13 @@ fn tcp_fields(h: &TcpIpHeader) -> (u32, u32, u16, u16, crate::packet::RawOptions
 /// The ones' complement sum (RFC 1071) of those fields: two headers with
 /// equal sums pass the same TCP checksum.
 fn tcp_sum(h: &TcpIpHeader) -> u16 {
-    let mut sum = 0u32;
-    let mut add = |w: u32| sum += w;
-    add(h.seq >> 16);
-    add(h.seq & 0xffff);
-    add(h.ack >> 16);
-    add(h.ack & 0xffff);
-    add((h.tcp_res as u32) << 8 | h.tcp_flags as u32);
-    add(h.window as u32);
-    add(h.urgent as u32);
-    for pair in h.options.as_slice().chunks(2) {
-        add((pair[0] as u32) << 8 | pair.get(1).copied().unwrap_or(0) as u32);
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
+    let words = [h.seq >> 16, h.seq & 0xffff, h.ack >> 16, h.ack & 0xffff];
+    let fields = [(h.tcp_res as u32) << 8 | h.tcp_flags as u32, h.window as u32, h.urgent as u32];
+    let acc = words.iter().chain(&fields).map(|&w| w as u64).sum();
     // 0 and 0xffff are the same number in ones' complement.
-    if sum == 0xffff {
-        0
-    } else {
-        sum as u16
+    match fold(sum_words(h.options.as_slice(), acc)) {
+        0xffff => 0,
+        s => s,
     }
 }
 

@@ -637,7 +637,7 @@ impl<'a> Packet<'a> {
 }
 
 /// Folds a 32-bit-word ones' complement accumulator to 16 bits.
-fn fold(mut sum: u64) -> u16 {
+pub(crate) fn fold(mut sum: u64) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }

@@ -37,9 +37,10 @@ impl SeqEnc {
 /// The 3-bit selector of SEQ and ACK: the profile's seqno widths and
 /// offsets (§6.3), STATIC, and fixed-payload widths. SEQ's selector opens
 /// a CO packet, so it never takes 7 (`111` would read as IR, IR-DYN,
-/// Add-CID or feedback). Then the MSN-scaled encodings, which the general
-/// format does not carry: the short format's (index 8) and the compact
-/// format's (index 9).
+/// Add-CID or feedback). Then the encodings the general format does not
+/// carry: the MSN-scaled ones of the short format (index 8) and of the
+/// compact format (index 9), and the short format's LSB(14,1023) (index
+/// 10).
 pub const SEQ_TABLE: [SeqEnc; 11] = [
     SeqEnc::Lsb(Lsb::new(0, 0)),
     SeqEnc::Lsb(Lsb::new(8, 63)),
@@ -156,13 +157,14 @@ pub const TS_SHORT: Lsb = Lsb::new(8, 15);
 pub const WINDOW_SHORT: Lsb = Lsb::new(6, 31);
 /// The short format's SEQ and ACK selectors (2 bits each), as indices of
 /// [`SEQ_TABLE`]. SEQ: STATIC (ACK-only segments), MSN-scaled fixed
-/// payload [`MSN_SCALED`] (full-sized segments, one per MSN), fixed
-/// payload LSB(8,15) (a VSW of up to 240 strides that a retransmission
-/// broke the MSN scaling of), LSB(20,1023) (a VSW of up to ~700 full-sized
-/// segments after a short one broke the fixed payload). ACK: STATIC (a
-/// sender's ACK number while the peer is quiet), MSN-scaled (an ACK per
-/// the same number of full-sized segments), fixed payload LSB(8,15),
-/// LSB(20,1023).
+/// payload [`MSN_SCALED`] (full-sized segments, one per MSN), LSB(14,1023)
+/// (SIP: each segment moves SEQ by its predecessor's length, a few hundred
+/// octets, so a window of them spans up to ~15 KB, as RFC 6846's `rnd` and
+/// `seq` formats send 14 bits), LSB(20,1023) (a VSW of up to ~700
+/// full-sized segments after a short one broke the fixed payload). ACK:
+/// STATIC (a sender's ACK number while the peer is quiet), MSN-scaled (an
+/// ACK per the same number of full-sized segments), LSB(14,1023) (SIP: the
+/// other side's messages), LSB(20,1023).
 pub const SHORT_SEQ: [u8; 4] = [0, 8, 10, 3];
 /// The short format's ACK selectors (its AA bits), as for
 /// [`SHORT_SEQ`].
