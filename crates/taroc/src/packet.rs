@@ -101,7 +101,7 @@ pub enum EmitError {
 }
 
 /// Raw TCP options (at most 40 bytes, a multiple of 4), kept byte for byte.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub struct RawOptions {
     /// The options in the first `len` bytes; zeros after them.
     pub bytes: [u8; 40],
@@ -171,6 +171,22 @@ impl RawOptions {
         }
     }
 }
+
+/// All 40 octets and the length compared, as a derived comparison would,
+/// but as five 8-octet words inline: the derived one calls `memcmp`, and
+/// the VSW compares every packet's option skeleton with its references'.
+impl PartialEq for RawOptions {
+    #[inline]
+    fn eq(&self, other: &RawOptions) -> bool {
+        let word = |b: &[u8; 40], i: usize| {
+            u64::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]])
+        };
+        let differ = (0..40).step_by(8).fold(0, |d, i| d | (word(&self.bytes, i) ^ word(&other.bytes, i)));
+        self.len == other.len && differ == 0
+    }
+}
+
+impl Eq for RawOptions {}
 
 impl std::fmt::Debug for RawOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -671,14 +687,18 @@ pub(crate) fn sum_words(data: &[u8], acc: u64) -> u64 {
     fn le64(c: &[u8]) -> u64 {
         u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
     }
-    let mut sum = 0u128;
+    // Two accumulators: each 128-bit add is an add and an add-with-carry
+    // that wait for the previous one's carry, so two chains of them run
+    // side by side. Their sum is the same integer as one chain's.
+    let (mut even, mut odd) = (0u128, 0u128);
     let mut quads = data.chunks_exact(32);
     for c in &mut quads {
-        sum += le64(&c[..8]) as u128;
-        sum += le64(&c[8..16]) as u128;
-        sum += le64(&c[16..24]) as u128;
-        sum += le64(&c[24..32]) as u128;
+        even += le64(&c[..8]) as u128;
+        odd += le64(&c[8..16]) as u128;
+        even += le64(&c[16..24]) as u128;
+        odd += le64(&c[24..32]) as u128;
     }
+    let mut sum = even + odd;
     let mut wide = quads.remainder().chunks_exact(8);
     for c in &mut wide {
         sum += le64(c) as u128;
@@ -826,6 +846,19 @@ mod tests {
             p.header.options.parse().unwrap()[2..],
             [TcpOption::Timestamp { val: 1000, ecr: 999 }, TcpOption::Sack(vec![(5, 9)]), TcpOption::Eol]
         );
+    }
+
+    #[test]
+    fn raw_options_are_equal_only_in_every_octet_and_the_length() {
+        let a = RawOptions::from_slice(&[1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]).unwrap();
+        assert_eq!(a, a);
+        for i in 0..40 {
+            let mut b = a;
+            b.bytes[i] ^= 0x80;
+            assert_ne!(a, b, "octet {i}");
+        }
+        assert_ne!(a, RawOptions { len: 8, ..a });
+        assert_ne!(RawOptions::EMPTY, RawOptions { len: 4, ..RawOptions::EMPTY });
     }
 
     #[test]
