@@ -43,6 +43,58 @@ impl<'a> BitWriter<'a> {
     }
 }
 
+/// Where a format's fields of 0–32 bits go: written ([`BitWriter`]) or
+/// only counted ([`BitCount`]), so that a format's length comes from the
+/// very code that writes it.
+pub(crate) trait PutBits {
+    /// Takes the `width` low bits of `value`.
+    fn put(&mut self, value: u32, width: u32);
+}
+
+impl PutBits for BitWriter<'_> {
+    #[inline(always)]
+    fn put(&mut self, value: u32, width: u32) {
+        BitWriter::put(self, value, width);
+    }
+}
+
+/// Counts the bits of the fields put, writing nothing.
+#[derive(Debug, Default)]
+pub(crate) struct BitCount(pub u32);
+
+impl PutBits for BitCount {
+    #[inline(always)]
+    fn put(&mut self, _value: u32, width: u32) {
+        self.0 += width;
+    }
+}
+
+/// Fields of at most 128 bits in all, packed into one word that is
+/// appended at once ([`Wide::finish`]).
+#[derive(Debug, Default)]
+pub(crate) struct Wide {
+    acc: u128,
+    nbits: u32,
+}
+
+impl PutBits for Wide {
+    #[inline(always)]
+    fn put(&mut self, value: u32, width: u32) {
+        self.acc = (self.acc << width) | (value as u128 & ((1u128 << width) - 1));
+        self.nbits += width;
+    }
+}
+
+impl Wide {
+    /// Appends the fields, padded with zero bits to the next octet.
+    #[inline]
+    pub fn finish(self, out: &mut Vec<u8>) {
+        let octets = self.nbits.div_ceil(8);
+        let padded = self.acc << (octets * 8 - self.nbits);
+        out.extend_from_slice(&padded.to_be_bytes()[16 - octets as usize..]);
+    }
+}
+
 /// Reads fields of 0–32 bits; reading past the end is an error.
 pub(crate) struct BitReader<'a> {
     data: &'a [u8],

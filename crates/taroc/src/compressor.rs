@@ -614,16 +614,25 @@ impl Compressor {
             PacketKind::Co => {
                 let chains = config.chains();
                 let co = encode_co(cid, &rec, &a, ctx.state == CompressorState::So, chains, packet.payload);
-                co.emit(rec.shape(), &frame[..header_len], out)?;
-                if let Some(prev) = ctx.last.as_ref().filter(|_| chains && ctx.static_acked && !ctx.chain_paused) {
-                    let regular = out.len() - start - payload_len - (cid != 0) as usize;
-                    let chained = infer::encode(&rec, prev, &self.crossed, &key);
-                    if let Some(c) = chained.filter(|c| c.header_len() + infer::MIN_SAVING <= regular) {
+                let shape = rec.shape();
+                // The chained format goes when it saves enough on the
+                // header the other formats would send, which is measured,
+                // not written (nor its CRC computed); a format error is
+                // left for `emit` to return.
+                let chained = ctx
+                    .last
+                    .as_ref()
+                    .filter(|_| chains && ctx.static_acked && !ctx.chain_paused)
+                    .and_then(|prev| infer::encode(&rec, prev, &self.crossed, &key))
+                    .filter(|c| {
+                        co.header_len(shape).is_ok_and(|regular| c.header_len() + infer::MIN_SAVING <= regular)
+                    });
+                match chained {
+                    Some(c) => {
                         let crc = crc3(&frame[..header_len]);
-                        let c = ChainedPacket { cid, crc, checksum: co.checksum, payload: packet.payload, ..c };
-                        out.truncate(start);
-                        c.emit(out)?;
+                        ChainedPacket { cid, crc, checksum: co.checksum, payload: packet.payload, ..c }.emit(out)?;
                     }
+                    None => co.emit(shape, &frame[..header_len], out)?,
                 }
                 ctx.since_refresh += 1;
                 ctx.since_ir += 1;

@@ -2,7 +2,7 @@
 
 use super::common::*;
 use super::fields::*;
-use crate::bits::{BitReader, BitWriter, WordReader, SCRATCH};
+use crate::bits::{BitCount, BitReader, BitWriter, PutBits, Wide, WordReader, SCRATCH};
 use crate::crc::*;
 use crate::packet::{RawOptions, FLAG_PSH};
 
@@ -142,23 +142,56 @@ impl<'a> CoPacket<'a> {
     pub fn emit(&self, shape: OptShape, header: &[u8], out: &mut Vec<u8>) -> Result<(), FormatError> {
         emit_cid(self.cid, out);
         if let Some(data) = self.compact_data_bit(shape) {
-            self.emit_compact(data, header, out);
+            let mut w = BitWriter::new(out);
+            self.compact_fields(data, crc3(header), &mut w);
+            w.finish();
         } else if let Some(second) = self.short_octet(shape) {
-            self.emit_short(second, header, out);
+            let mut w = Wide::default();
+            self.short_fields(second, crc3(header), &mut w);
+            w.finish(out);
         } else {
-            self.emit_general(shape, header, out)?;
+            let mut w = BitWriter::new(out);
+            self.general_fields(shape, crc7(header), &mut w)?;
+            w.finish();
+            if let CoOptions::Raw(o) = self.options {
+                out.push(o.len);
+                out.extend_from_slice(o.as_slice());
+            }
         }
+        out.extend_from_slice(self.payload);
         Ok(())
     }
 
-    /// The compact format: `data` says whether SEQ (a data segment) or the
-    /// ACK number (its ACK) is sent.
-    fn emit_compact(&self, data: bool, header: &[u8], out: &mut Vec<u8>) {
+    /// The octets of the header [`CoPacket::emit`] writes, without the
+    /// Add-CID octet, or its error, without writing it or computing its
+    /// CRC: what the chained format is measured against. The fields are
+    /// those `emit` puts, counted.
+    pub fn header_len(&self, shape: OptShape) -> Result<usize, FormatError> {
+        let mut n = BitCount::default();
+        let raw = if let Some(data) = self.compact_data_bit(shape) {
+            self.compact_fields(data, 0, &mut n);
+            0
+        } else if let Some(second) = self.short_octet(shape) {
+            self.short_fields(second, 0, &mut n);
+            0
+        } else {
+            self.general_fields(shape, 0, &mut n)?;
+            match self.options {
+                CoOptions::Raw(o) => 1 + o.len as usize,
+                CoOptions::Compact { .. } => 0,
+            }
+        };
+        Ok(n.0.div_ceil(8) as usize + raw)
+    }
+
+    /// The compact format's fields: `data` says whether SEQ (a data
+    /// segment) or the ACK number (its ACK) is sent; `crc` is the CRC-3.
+    #[inline]
+    fn compact_fields(&self, data: bool, crc: u8, w: &mut impl PutBits) {
         let lag = if data { self.seq.1 } else { self.ack.1 };
-        let mut w = BitWriter::new(out);
         w.put(0b01, 2);
         w.put(self.msn.0 & ((1 << COMPACT_MSN.k) - 1), COMPACT_MSN.k);
-        w.put(crc3(header) as u32, 3);
+        w.put(crc as u32, 3);
         w.put(data as u32, 1);
         w.put(lag & ((1 << COMPACT_SCALED.k) - 1), COMPACT_SCALED.k);
         match self.options {
@@ -170,43 +203,34 @@ impl<'a> CoPacket<'a> {
             _ => w.put(0, 1),
         }
         w.put(self.checksum as u32, 16);
-        w.finish();
-        out.extend_from_slice(self.payload);
     }
 
-    /// The short format, `second` its second octet.
-    fn emit_short(&self, second: u8, header: &[u8], out: &mut Vec<u8>) {
-        // At most 98 bits: packed in one 128-bit word, appended at once.
-        let (mut acc, mut n) = (0u128, 0u32);
-        let mut put = |v: u32, width: u32| {
-            acc = (acc << width) | (v as u128 & ((1u128 << width) - 1));
-            n += width;
-        };
-        put(0b00, 2);
-        put(self.msn.0 & 0x7, 3);
-        put(crc3(header) as u32, 3);
-        put(second as u32, 8);
-        put(self.msn.0 >> 3, 4);
-        put(self.seq.1, SEQ_BITS[short_selector(self.seq.0) as usize]);
-        put(self.ack.1, SEQ_BITS[short_selector(self.ack.0) as usize]);
+    /// The short format's fields (at most 98 bits), `second` its second
+    /// octet and `crc` its CRC-3.
+    #[inline]
+    fn short_fields(&self, second: u8, crc: u8, w: &mut impl PutBits) {
+        w.put(0b00, 2);
+        w.put(self.msn.0 & 0x7, 3);
+        w.put(crc as u32, 3);
+        w.put(second as u32, 8);
+        w.put(self.msn.0 >> 3, 4);
+        w.put(self.seq.1, SEQ_BITS[short_selector(self.seq.0) as usize]);
+        w.put(self.ack.1, SEQ_BITS[short_selector(self.ack.0) as usize]);
         if let WindowField::Short(b) = self.window {
-            put(b, WINDOW_SHORT.k);
+            w.put(b, WINDOW_SHORT.k);
         }
         if second & 1 == 1 {
             if let CoOptions::Compact { ts, .. } = self.options {
-                put(ts[0].1, TS_SHORT.k);
-                put(ts[1].1, TS_SHORT.k);
+                w.put(ts[0].1, TS_SHORT.k);
+                w.put(ts[1].1, TS_SHORT.k);
             }
         }
-        put(self.checksum as u32, 16);
-        let octets = n.div_ceil(8);
-        let padded = acc << (octets * 8 - n);
-        out.extend_from_slice(&padded.to_be_bytes()[16 - octets as usize..]);
-        out.extend_from_slice(self.payload);
+        w.put(self.checksum as u32, 16);
     }
 
-    /// The general format: any field, each with its selector.
-    fn emit_general(&self, shape: OptShape, header: &[u8], out: &mut Vec<u8>) -> Result<(), FormatError> {
+    /// The general format's fields (any field, each with its selector),
+    /// `crc` its CRC-7; a verbatim option list follows them.
+    fn general_fields(&self, shape: OptShape, crc: u8, w: &mut impl PutBits) -> Result<(), FormatError> {
         if self.seq.0 >= 6 {
             return Err(FormatError::Reserved("SEQ selector 6 or above in the general format"));
         }
@@ -250,8 +274,7 @@ impl<'a> CoPacket<'a> {
             | (self.ack.0 as u32) << 9
             | (!matches!(self.window, WindowField::Static) as u32) << 8
             | (self.psh as u32) << 7
-            | crc7(header) as u32;
-        let mut w = BitWriter::new(out);
+            | crc as u32;
         if ext != 0 {
             w.put(head << 8 | ext, 32);
         } else {
@@ -312,12 +335,6 @@ impl<'a> CoPacket<'a> {
             }
         }
         w.put(self.checksum as u32, 16);
-        w.finish();
-        if let CoOptions::Raw(o) = self.options {
-            out.push(o.len);
-            out.extend_from_slice(o.as_slice());
-        }
-        out.extend_from_slice(self.payload);
         Ok(())
     }
 

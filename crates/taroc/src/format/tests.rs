@@ -69,11 +69,16 @@ fn short_format_round_trips_in_two_octets_and_the_checksum() {
     // 16 bits of base, 4 of MSN, 4 of MSN-scaled SEQ, 16 of timestamps,
     // 16 of checksum.
     assert_eq!(out.len(), 7 + 4);
+    assert_eq!(co.header_len(OptShape { ts: true, ipv6: false }), Ok(7));
     assert_eq!(out[0] >> 6, 0b00);
     // The general format has no MSN-scaled ACK.
     let general = CoPacket { seq: (1, 0x1a), ack: (8, 1), ip: Some((0, 64, 0)), ..co };
     assert_eq!(
         general.emit(OptShape { ts: true, ipv6: false }, b"header", &mut Vec::new()),
+        Err(FormatError::Reserved("MSN-scaled ACK in the general format"))
+    );
+    assert_eq!(
+        general.header_len(OptShape { ts: true, ipv6: false }),
         Err(FormatError::Reserved("MSN-scaled ACK in the general format"))
     );
     let back = CoPacket::parse(0, &out, OptShape { ts: true, ipv6: false }).unwrap();
@@ -94,6 +99,7 @@ fn compact_format_carries_a_bulk_segment_in_two_octets_and_the_checksum() {
         let mut out = Vec::new();
         co.emit(shape, b"header", &mut out).unwrap();
         assert_eq!(out.len(), len);
+        assert_eq!(co.header_len(shape), Ok(len - co.payload.len()));
         assert_eq!(out[0] >> 6, 0b01);
         let back = CoPacket::parse(0, &out, shape).unwrap();
         // The compact format sends 6 bits of MSN and 3 of m − MSN.
@@ -155,9 +161,77 @@ fn co_round_trips_with_every_optional_part() {
         let mut out = Vec::new();
         co.emit(OptShape { ts: true, ipv6: false }, b"header", &mut out).unwrap();
         let (cid, rest) = split_cid(&out).unwrap();
+        assert_eq!(co.header_len(OptShape { ts: true, ipv6: false }), Ok(rest.len() - co.payload.len()));
         let back = CoPacket::parse(cid, rest, OptShape { ts: true, ipv6: false }).unwrap();
         assert_eq!(format!("{back:?}"), format!("{co:?}"));
     }
+}
+
+/// `header_len` is the length `emit` writes (without the Add-CID octet
+/// and the payload), or its error, in every format and with every
+/// optional part and size of field.
+#[test]
+fn header_len_is_what_emit_writes() {
+    let opts = RawOptions::build(&[TcpOption::Nop, TcpOption::Nop, TcpOption::Timestamp { val: 1, ecr: 2 }]).unwrap();
+    // Short timestamps (the short and compact formats) and the general
+    // format's.
+    let short_ts = bulk_segment((8, 0xa), [(4, 0x15), (4, 0x2a)]);
+    let base = CoPacket { ip_id: (1, 7), ..bulk_segment((8, 0xa), [(1, 0x3f), (3, 0xdead_beef)]) };
+    let mut variants = vec![];
+    for base in [short_ts, base] {
+        for seq in 0..9 {
+            for ack in [0, 1, 3, 4, 5, 8, SEL_COMPACT_SCALED] {
+                variants.push(CoPacket { seq: (seq, 0x1234_5678), ack: (ack, 0x9abc_def0), ..base });
+            }
+        }
+        for msn in [(3, 4), (0x5a, 7), (0xbeef, 16), (1, 5)] {
+            for ip_id in [(0, 0), (1, 7), (3, 0xffff), (4, 0), (5, 0)] {
+                variants.push(CoPacket { msn, ip_id, ..base });
+            }
+        }
+    }
+    let extras = [
+        CoPacket { window: WindowField::Short(3), ..base },
+        CoPacket { window: WindowField::Lsb(0x1ff), seq: (1, 3), ..base },
+        CoPacket { window: WindowField::Irregular(0xffff), ..base },
+        CoPacket { psh: true, flags: Some((1, 0x18)), ..base },
+        CoPacket { ip: Some((0xb8, 63, 0x4000)), ..base },
+        CoPacket { urgent: Some(9), strides: Some((1460, 2920)), ..base },
+        CoPacket { options: CoOptions::Raw(opts), msn: (0x5a, 16), ..base },
+        CoPacket { options: CoOptions::Raw(RawOptions::EMPTY), msn: (0x5a, 16), ..base },
+        CoPacket {
+            options: CoOptions::Compact {
+                ts: [(2, 0xabc), (0, 0)],
+                sack_n: 3,
+                sack: [(5, 70000), (1, 2), (1 << 20, 9), (0, 0)],
+            },
+            msn: (0x5a, 16),
+            ..base
+        },
+        CoPacket { options: CoOptions::Compact { ts: [(1, 1), (1, 1)], sack_n: 5, sack: [(0, 0); 4] }, ..base },
+        CoPacket { seq: (SEL_COMPACT_SCALED, 3), ack: (0, 0), ip_id: (4, 0), ..base },
+        CoPacket { seq: (0, 0), ack: (SEL_COMPACT_SCALED, 3), ip_id: (4, 0), payload: b"", ..base },
+    ];
+    variants.extend(extras);
+    let mut emitted = 0;
+    for co in variants {
+        for cid in [0, 5] {
+            let co = CoPacket { cid, ..co };
+            for shape in [true, false]
+                .map(|ts| OptShape { ts, ipv6: false })
+                .into_iter()
+                .chain([OptShape { ts: true, ipv6: true }])
+            {
+                let mut out = Vec::new();
+                let written =
+                    co.emit(shape, b"header", &mut out).map(|()| out.len() - (cid != 0) as usize - co.payload.len());
+                emitted += written.is_ok() as usize;
+                assert_eq!(co.header_len(shape), written, "{co:?} {shape:?}");
+            }
+        }
+    }
+    // Many are packets, the rest errors.
+    assert!(emitted > 150, "{emitted}");
 }
 
 #[test]
