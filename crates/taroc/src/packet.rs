@@ -178,10 +178,15 @@ impl RawOptions {
 impl PartialEq for RawOptions {
     #[inline]
     fn eq(&self, other: &RawOptions) -> bool {
-        let word = |b: &[u8; 40], i: usize| {
-            u64::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]])
-        };
-        let differ = (0..40).step_by(8).fold(0, |d, i| d | (word(&self.bytes, i) ^ word(&other.bytes, i)));
+        #[inline(always)]
+        fn words(b: &[u8; 40]) -> [u64; 5] {
+            let w = |i: usize| {
+                u64::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]])
+            };
+            [w(0), w(8), w(16), w(24), w(32)]
+        }
+        let (a, b) = (words(&self.bytes), words(&other.bytes));
+        let differ = (a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]);
         self.len == other.len && differ == 0
     }
 }
