@@ -359,8 +359,10 @@ impl Decompressor {
             // neither: decoded against the older one it can only come out
             // wrong, and a damaged packet then gets a second draw at the
             // CRC-3 and the checksum.
-            let overtaken = |rec: &Record| r.msn == reference_msn || diff16(rec.msn, reference_msn) < 0;
-            if let Some(rec) = reconstruct(&co, r, static_part).filter(overtaken) {
+            let Some(rec) = reconstruct(&co, r, static_part) else { continue };
+            // Tested in place: `Option::filter` would move the record.
+            let overtaken = r.msn == reference_msn || diff16(rec.msn, reference_msn) < 0;
+            if overtaken {
                 out.truncate(start);
                 rec.h.emit(co.payload.len(), out)?;
                 out.extend_from_slice(co.payload);

@@ -623,7 +623,11 @@ impl<'a> Packet<'a> {
         let be16 = |i: usize| u16::from_be_bytes([t[i], t[i + 1]]);
         let be32 = |i: usize| u32::from_be_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
         let mut options = RawOptions::EMPTY;
-        options.bytes[..hl - 20].copy_from_slice(&t[20..hl]);
+        // 4-octet words (the data offset counts words), where a copy of
+        // variable length would call `memcpy`.
+        for (to, from) in options.bytes.chunks_exact_mut(4).zip(t[20..hl].chunks_exact(4)) {
+            to.copy_from_slice(from);
+        }
         options.len = (hl - 20) as u8;
         let header = TcpIpHeader {
             tos: 0,
@@ -708,10 +712,10 @@ pub(crate) fn sum_words(data: &[u8], acc: u64) -> u64 {
     for c in &mut wide {
         sum += le64(c) as u128;
     }
-    let rest = wide.remainder();
-    let mut tail = [0u8; 8];
-    tail[..rest.len()].copy_from_slice(rest);
-    sum += u64::from_le_bytes(tail) as u128;
+    // The last 0 to 7 octets, little-endian, zero-padded: octet by octet,
+    // where a copy of variable length would call `memcpy`.
+    let tail = wide.remainder().iter().rev().fold(0u64, |t, &b| t << 8 | b as u64);
+    sum += tail as u128;
     // Fold 128 to 64 bits (the high part is a small count of carries).
     let (lo, carry) = (sum as u64).overflowing_add((sum >> 64) as u64);
     let s = lo + carry as u64;
