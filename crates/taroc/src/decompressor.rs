@@ -348,7 +348,6 @@ impl Decompressor {
         let static_part = ctx.static_part.unwrap_or_else(|| StaticPart::of(&reference.h));
         let reference_msn = reference.msn;
         let start = out.len();
-        let mut decoded = None;
         let mut header_passed = None;
         for r in std::iter::once(reference).chain(ctx.previous.as_ref()) {
             let co = CoPacket::parse(cid, rest, r.shape())?;
@@ -375,24 +374,19 @@ impl Decompressor {
                     // Not a reference without its checksum: a CRC-3 passes
                     // one damaged header in eight.
                     if emitted_checksums_ok(&out[start..]) {
-                        decoded = Some((
-                            rec,
-                            co.payload.len(),
-                            matches!(co.options, CoOptions::Raw(_)) || co.strides.is_some(),
-                        ));
-                        break;
+                        // Accepted here, not carried out of the loop: the
+                        // record is some hundred octets, each move a copy.
+                        let new_options = matches!(co.options, CoOptions::Raw(_)) || co.strides.is_some();
+                        self.accept(cid, rec, reference_msn, new_options);
+                        return Ok((PacketKind::Co, co.payload.len()));
                     }
                     header_passed = header_passed.or(Some(rec));
                 }
             }
         }
-        let Some((rec, payload_len, new_options)) = decoded else {
-            let Some(rec) = header_passed else { return Err(DecompressError::Verification) };
-            self.note_unverified(cid, rec);
-            return Err(DecompressError::PayloadDamaged);
-        };
-        self.accept(cid, rec, reference_msn, new_options);
-        Ok((PacketKind::Co, payload_len))
+        let Some(rec) = header_passed else { return Err(DecompressError::Verification) };
+        self.note_unverified(cid, rec);
+        Err(DecompressError::PayloadDamaged)
     }
 
     /// The context's reference, by its MSN and TCP checksum: whether a
