@@ -451,54 +451,58 @@ impl TcpIpHeader {
     /// total length (IPv6: payload length) and IPv4 checksum computed and
     /// the TCP checksum as held.
     pub fn emit(&self, payload_len: usize, out: &mut Vec<u8>) -> Result<(), EmitError> {
-        // The header is built in place and appended at once.
-        let mut b = [0u8; 100];
-        let ip_len = if let Some(v6) = &self.ipv6 {
+        // The header goes out as 64- and 32-bit words made of the fields,
+        // and the IPv4 checksum is summed from the same words: octets
+        // written one by one and read back at once (to sum or to copy)
+        // would stall on store forwarding.
+        let tcp_len = self.tcp_len();
+        let start = out.len();
+        out.reserve(100);
+        if let Some(v6) = &self.ipv6 {
             // RFC 8200 §3: the payload length counts what follows the
             // 40-octet header (no jumbograms: they need a Hop-by-Hop option).
-            let payload = self.tcp_len() + payload_len;
+            let payload = tcp_len + payload_len;
             if payload > 65535 {
                 return Err(EmitError::TooLong(40 + payload));
             }
             let first = 6 << 28 | (self.tos as u32) << 20 | (v6.flow_label & 0xf_ffff);
-            b[0..4].copy_from_slice(&first.to_be_bytes());
-            b[4..6].copy_from_slice(&(payload as u16).to_be_bytes());
-            b[6..8].copy_from_slice(&[6, self.ttl]);
-            b[8..24].copy_from_slice(&v6.src);
-            b[24..40].copy_from_slice(&v6.dst);
-            40
+            let w0 = (first as u64) << 32 | (payload as u64) << 16 | 6 << 8 | self.ttl as u64;
+            out.extend_from_slice(&w0.to_be_bytes());
+            out.extend_from_slice(&v6.src);
+            out.extend_from_slice(&v6.dst);
         } else {
-            let total = self.len() + payload_len;
+            let total = 20 + tcp_len + payload_len;
             if total > 65535 {
                 return Err(EmitError::TooLong(total));
             }
-            b[0..2].copy_from_slice(&[0x45, self.tos]);
-            b[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-            b[4..6].copy_from_slice(&self.ip_id.to_be_bytes());
-            b[6..8].copy_from_slice(&self.flags_frag.to_be_bytes());
-            b[8..10].copy_from_slice(&[self.ttl, 6]);
-            b[12..16].copy_from_slice(&self.src);
-            b[16..20].copy_from_slice(&self.dst);
-            let c = ipv4_checksum(&b[..20]);
-            b[10..12].copy_from_slice(&c.to_be_bytes());
-            20
-        };
-        let t = &mut b[ip_len..];
-        t[0..2].copy_from_slice(&self.src_port.to_be_bytes());
-        t[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
-        t[4..8].copy_from_slice(&self.seq.to_be_bytes());
-        t[8..12].copy_from_slice(&self.ack.to_be_bytes());
-        let doff = (self.tcp_len() / 4) as u8;
-        t[12..14].copy_from_slice(&[(doff << 4) | (self.tcp_res & 0x0f), self.tcp_flags]);
-        t[14..16].copy_from_slice(&self.window.to_be_bytes());
-        t[16..18].copy_from_slice(&self.checksum.to_be_bytes());
-        t[18..20].copy_from_slice(&self.urgent.to_be_bytes());
-        t[20..60].copy_from_slice(&self.options.bytes);
-        // The whole buffer as one fixed-size copy, then cut to the header's
-        // length: cheaper than a copy of variable length.
-        let len = out.len() + ip_len + self.tcp_len();
-        out.extend_from_slice(&b);
-        out.truncate(len);
+            let w0 = 0x45 << 24 | (self.tos as u32) << 16 | total as u32;
+            let w1 = (self.ip_id as u32) << 16 | self.flags_frag as u32;
+            let w2 = (self.ttl as u32) << 24 | 6 << 16;
+            let (src, dst) = (u32::from_be_bytes(self.src), u32::from_be_bytes(self.dst));
+            // ipv4_checksum's five words, the checksum's half zero.
+            let c = !fold(w0 as u64 + w1 as u64 + w2 as u64 + src as u64 + dst as u64);
+            out.extend_from_slice(&((w0 as u64) << 32 | w1 as u64).to_be_bytes());
+            out.extend_from_slice(&(((w2 | c as u32) as u64) << 32 | src as u64).to_be_bytes());
+            out.extend_from_slice(&self.dst);
+        }
+        let doff = (tcp_len / 4) as u64;
+        let t0 = (self.src_port as u64) << 48 | (self.dst_port as u64) << 32 | self.seq as u64;
+        let t1 = (self.ack as u64) << 32
+            | ((doff << 4) | (self.tcp_res & 0x0f) as u64) << 24
+            | (self.tcp_flags as u64) << 16
+            | self.window as u64;
+        let t2 = (self.checksum as u32) << 16 | self.urgent as u32;
+        out.extend_from_slice(&t0.to_be_bytes());
+        out.extend_from_slice(&t1.to_be_bytes());
+        out.extend_from_slice(&t2.to_be_bytes());
+        // All 40 option octets as one fixed-size copy, then cut to the
+        // header's length: cheaper than a copy of variable length.
+        out.extend_from_slice(&self.options.bytes);
+        out.truncate(start + self.ip_len() + tcp_len);
+        debug_assert!(
+            self.ipv6.is_some()
+                || ipv4_checksum(&out[start..start + 20]) == u16::from_be_bytes([out[start + 10], out[start + 11]])
+        );
         Ok(())
     }
 
