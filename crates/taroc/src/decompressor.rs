@@ -431,25 +431,15 @@ impl Decompressor {
         let mut header_passed = None;
         for r in unverified.into_iter().chain(std::iter::once(reference)) {
             let c = ChainedPacket::parse(cid, rest, r.opt.ts_at.is_some())?;
-            let Some((mut h, msn)) = infer::reconstruct(&c, r, &static_part, &self.crossed) else { continue };
-            h.checksum = fold_checksum(c.checksum, &h, msn, r.strides);
+            let Some(mut rec) = infer::reconstruct(&c, r, &static_part, &self.crossed) else { continue };
+            rec.h.checksum = fold_checksum(c.checksum, &rec.h, rec.msn, rec.strides);
             out.truncate(start);
-            h.emit(c.payload.len(), out)?;
+            rec.h.emit(c.payload.len(), out)?;
             out.extend_from_slice(c.payload);
             // As the other formats: the CRC-3, then the TCP checksum.
-            if crc3(&out[start..start + h.len()]) != c.crc {
+            if crc3(&out[start..start + rec.h.len()]) != c.crc {
                 continue;
             }
-            let rec = Record {
-                msn,
-                h,
-                opt: r.opt,
-                ts: r.opt.ts(&h.options),
-                strides: r.strides,
-                payload_len: c.payload.len().min(u16::MAX as usize) as u16,
-                sent_as_ir: false,
-                fp: [(0, 0); 2],
-            };
             if !emitted_checksums_ok(&out[start..]) {
                 header_passed = header_passed.or(Some(rec));
                 continue;

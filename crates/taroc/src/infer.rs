@@ -71,8 +71,10 @@
 use std::collections::VecDeque;
 
 use crate::bits::{BitWriter, WordReader};
-use crate::format::{emit_cid, FormatError, StaticPart};
-use crate::packet::{TcpIpHeader, FLAG_FIN, FLAG_PSH, FLAG_SYN};
+use crate::format::{emit_cid, FormatError, OptInfo, StaticPart};
+use crate::packet::{
+    OptionWalker, RawOptions, TcpIpHeader, FLAG_ACK, FLAG_CWR, FLAG_ECE, FLAG_FIN, FLAG_PSH, FLAG_SYN,
+};
 use crate::Record;
 
 /// The chained format's first four bits.
@@ -451,6 +453,8 @@ pub(crate) fn encode(
     crossed: &CrossedPackets,
     flow: &StaticPart,
 ) -> Option<ChainedPacket<'static>> {
+    let strides = chained_strides(prev, &rec.h);
+    let prev = &chain_reference(prev);
     let (h, p) = (&rec.h, &prev.h);
     let same = h.seq == next_seq(p, prev.payload_len)
         && rec.msn == prev.msn.wrapping_add(1)
@@ -458,7 +462,7 @@ pub(crate) fn encode(
         && h.tcp_res == p.tcp_res
         && (h.tos, h.ttl, h.flags_frag) == (p.tos, p.ttl, p.flags_frag)
         && h.urgent == p.urgent
-        && rec.strides == prev.strides
+        && rec.strides == strides
         && rec.opt.ts_at == prev.opt.ts_at
         && rec.opt.sack_n == 0
         && prev.opt.sack_n == 0;
@@ -513,17 +517,18 @@ pub(crate) fn encode(
     })
 }
 
-/// The header a chained packet carries, from its reference `r` (the
-/// previous packet) and `crossed`, the other direction's packets as this
-/// end sent them; `None` if the MSN shows packets missing between them or
-/// the named packet is not held. The TCP checksum is left folded: the
-/// caller unfolds it with the MSN returned.
+/// The packet a chained packet carries, from its reference `previous`
+/// (the previous packet) and `crossed`, the other direction's packets as
+/// this end sent them; `None` if the MSN shows packets missing between
+/// them or the named packet is not held. The TCP checksum is left folded:
+/// the caller unfolds it with the record's MSN and strides.
 pub(crate) fn reconstruct(
     c: &ChainedPacket<'_>,
-    r: &Record,
+    previous: &Record,
     static_part: &StaticPart,
     crossed: &CrossedPackets,
-) -> Option<(TcpIpHeader, u16)> {
+) -> Option<Record> {
+    let r = &chain_reference(previous);
     let msn = r.msn.wrapping_add(1);
     if (msn & ((1 << MSN_BITS) - 1)) as u8 != c.msn {
         return None;
@@ -556,7 +561,70 @@ pub(crate) fn reconstruct(
     }
     h.options = r.opt.fill((tsval, tsecr), &[])?;
     h.checksum = c.checksum;
-    Some((h, msn))
+    Some(Record {
+        msn,
+        h,
+        opt: r.opt,
+        ts: (tsval, tsecr),
+        strides: chained_strides(previous, &h),
+        payload_len: c.payload.len().min(u16::MAX as usize) as u16,
+        sent_as_ir: false,
+        fp: [(0, 0); 2],
+    })
+}
+
+/// What a chained packet is encoded and decoded against: the previous
+/// packet `prev`, or after a SYN or SYN-ACK what the connection's next
+/// segment keeps of it. That segment has the ACK flag where the SYN had
+/// SYN (and drops ECN's set-up flags, RFC 3168 §6.1.1); its window is
+/// scaled by the shift the SYN advertised (RFC 7323 §2.2: a SYN's window is
+/// never scaled, a later segment's is); and of the SYN's options it keeps
+/// the timestamps alone, after two NOPs (RFC 7323 Appendix A's layout, as
+/// Linux, the BSDs and Windows send them). A segment that differs from
+/// this does not chain, and goes in the other formats.
+pub(crate) fn chain_reference(prev: &Record) -> Record {
+    if prev.h.tcp_flags & FLAG_SYN == 0 {
+        return *prev;
+    }
+    let mut r = *prev;
+    r.h.seq = next_seq(&prev.h, prev.payload_len);
+    r.payload_len = 0;
+    r.h.tcp_flags = FLAG_ACK | prev.h.tcp_flags & !(FLAG_SYN | FLAG_ECE | FLAG_CWR);
+    r.h.window = prev.h.window >> window_shift(&prev.h.options).min(14);
+    let mut options = [0u8; 12];
+    let layout: &[u8] = match prev.opt.ts_at {
+        Some(_) => {
+            options[..4].copy_from_slice(&[1, 1, 8, 10]);
+            options[4..8].copy_from_slice(&prev.ts.0.to_be_bytes());
+            options[8..].copy_from_slice(&prev.ts.1.to_be_bytes());
+            &options
+        }
+        None => &[],
+    };
+    r.h.options = RawOptions::from_slice(layout).unwrap_or(RawOptions::EMPTY);
+    r.opt = OptInfo::of(&r.h.options);
+    r
+}
+
+/// The window scale shift of a SYN's options (RFC 7323 §2.3), 0 without
+/// one.
+fn window_shift(options: &RawOptions) -> u8 {
+    let bytes = options.as_slice();
+    OptionWalker::new(bytes).find(|&(kind, _, len)| kind == 3 && len == 3).map_or(0, |(_, start, _)| bytes[start + 2])
+}
+
+/// The strides after `h` when it chains to `prev`: `prev`'s, but an ACK
+/// stride that was none becomes the ACK number's advance over `prev`'s,
+/// as the compressor's stride rule sets it (the decompressor holds
+/// `prev`, so it sets it alike). Any other stride change does not chain.
+pub(crate) fn chained_strides(prev: &Record, h: &TcpIpHeader) -> (u16, u16) {
+    let (seq, ack) = prev.strides;
+    let both_ack = prev.h.tcp_flags & h.tcp_flags & FLAG_ACK != 0;
+    let advance = h.ack.wrapping_sub(prev.h.ack);
+    match ack == 0 && both_ack && (1..=0xffff).contains(&advance) {
+        true => (seq, advance as u16),
+        false => (seq, ack),
+    }
 }
 
 #[cfg(test)]
@@ -659,6 +727,51 @@ mod tests {
             assert_eq!(ChainedPacket::parse(3, &header[..n], true), Err(FormatError::Truncated), "{n}");
         }
         assert!(ChainedPacket::parse(3, &[0x80, 0, 0, 0], false).is_err());
+    }
+
+    fn record(frame: &[u8], msn: u16, strides: (u16, u16)) -> Record {
+        let p = crate::Packet::parse(frame).unwrap();
+        let opt = OptInfo::of(&p.header.options);
+        let ts = opt.ts(&p.header.options);
+        let payload_len = p.payload.len() as u16;
+        Record { msn, h: p.header, opt, ts, strides, payload_len, sent_as_ir: false, fp: [(0, 0); 2] }
+    }
+
+    #[test]
+    fn after_a_syn_the_reference_is_what_the_next_segment_keeps_of_it() {
+        use crate::synth::{sip_over_tcp, FlowOptions};
+        let flow = sip_over_tcp(1, FlowOptions::default());
+        let (syn, syn_ack, ack) = (record(&flow[0].1, 1, (0, 0)), record(&flow[1].1, 1, (0, 0)), &flow[2].1);
+        let ack = record(ack, 2, (0, 0));
+        assert_eq!(syn.h.tcp_flags, FLAG_SYN);
+        let r = chain_reference(&syn);
+        assert_eq!(r.h.seq, ack.h.seq, "SEQ past the SYN");
+        assert_eq!(r.h.tcp_flags, FLAG_ACK);
+        assert_eq!(r.h.options.as_slice()[..4], [1, 1, 8, 10], "the timestamps alone, after two NOPs");
+        assert_eq!((r.opt.ts_at, r.ts), (ack.opt.ts_at, syn.ts));
+        // The SYN's 65,535 scaled by its shift of 7; the ACK advertises 502.
+        assert_eq!((syn.h.window, r.h.window, ack.h.window), (65_535, 511, 502));
+        assert_eq!(r.opt.fill(ack.ts, &[]), Some(ack.h.options));
+        // The SYN-ACK's flags lose SYN and keep ACK.
+        assert_eq!(chain_reference(&syn_ack).h.tcp_flags, FLAG_ACK);
+        // A packet other than a SYN is its own reference.
+        assert_eq!(chain_reference(&ack).h, ack.h);
+    }
+
+    #[test]
+    fn a_first_ack_stride_is_the_ack_numbers_advance_and_no_other_stride_changes() {
+        let mut prev = record(&crate::synth::sip_over_tcp(1, Default::default())[2].1, 2, (0, 0));
+        let mut h = prev.h;
+        h.ack = prev.h.ack.wrapping_add(298);
+        assert_eq!(chained_strides(&prev, &h), (0, 298));
+        prev.strides = (0, 100);
+        assert_eq!(chained_strides(&prev, &h), (0, 100), "a stride set stays");
+        prev.strides = (0, 0);
+        h.ack = prev.h.ack.wrapping_add(70_000);
+        assert_eq!(chained_strides(&prev, &h), (0, 0), "beyond 16 bits: none");
+        prev.h.tcp_flags = FLAG_SYN;
+        h.ack = prev.h.ack.wrapping_add(1);
+        assert_eq!(chained_strides(&prev, &h), (0, 0), "a SYN has no ACK number to advance from");
     }
 
     #[test]

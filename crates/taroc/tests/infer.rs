@@ -88,13 +88,16 @@ fn a_bulk_transfer_gains_little_and_keeps_its_compact_packets() {
 fn bit_errors_never_let_a_wrong_header_through() {
     let sip = packets(sip_over_tcp(100, FlowOptions::default()));
     let bulk = packets(bulk_transfer(400, 1460, 29, FlowOptions::default()));
+    // Real SIPp ⇄ Kamailio connections, whose handshakes chain.
+    let long = capture("tests/data/sip-kamailio-long.pcapng");
+    let v6 = capture("tests/data/sip-kamailio-ipv6.pcapng");
     let mut damaged = 0;
-    for flow in [&sip, &bulk] {
+    for flow in [&sip, &bulk, &long, &v6] {
         for seed in 1..=6 {
             for ber in [1e-3, 3e-4, 1e-4] {
                 let (r, _) = replay(Scheme::TarocInfer, flow, &LinkConfig { ber, seed, ..Default::default() }, false);
-                assert_eq!(r.undetected, 0, "BER {ber} seed {seed}");
-                assert_eq!(r.context_recovery.beyond_window, 0, "BER {ber} seed {seed}");
+                assert_eq!(r.undetected, 0, "BER {ber} seed {seed}: {r:?}");
+                assert_eq!(r.context_recovery.beyond_window, 0, "BER {ber} seed {seed}: {r:?}");
                 damaged += r.link_damaged;
             }
         }
