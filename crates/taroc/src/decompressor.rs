@@ -430,7 +430,7 @@ impl Decompressor {
         let start = out.len();
         let mut header_passed = None;
         for r in unverified.into_iter().chain(std::iter::once(reference)) {
-            let c = ChainedPacket::parse(cid, rest, r.opt.ts_at.is_some())?;
+            let c = ChainedPacket::parse(cid, rest, r.opt.ts_at.is_some(), infer::sends_whole_ip_id(r))?;
             let Some(mut rec) = infer::reconstruct(&c, r, &static_part, &self.crossed) else { continue };
             rec.h.checksum = fold_checksum(c.checksum, &rec.h, rec.msn, rec.strides);
             out.truncate(start);

@@ -230,8 +230,12 @@ pub struct ChainedPacket<'a> {
     pub crc: u8,
     /// The TCP PSH flag.
     pub psh: bool,
-    /// IP-ID equal to the reference's (else IP-ID − MSN is).
+    /// IP-ID equal to the reference's (else IP-ID − MSN is, or the IP-ID
+    /// is sent whole).
     pub ip_id_unchanged: bool,
+    /// The IP-ID sent whole: I = 0 after an IPv4 SYN or SYN-ACK whose
+    /// IP-ID is 0 ([`sends_whole_ip_id`]).
+    pub ip_id: Option<u16>,
     /// The named packet's MSN LSBs (N = 1).
     pub reverse_msn: Option<u8>,
     /// The window, if not the reference's (W = 1).
@@ -345,7 +349,8 @@ impl<'a> ChainedPacket<'a> {
     pub fn header_len(&self) -> usize {
         let ts = self.tsval_delta.map_or(0, tsval_bits);
         let window = self.window.map_or(0, |w| w.bits()) + if self.fin_toggled { 8 } else { 0 };
-        let bits = 12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + window + ts + 16;
+        let ip_id = self.ip_id.map_or(0, |_| 16);
+        let bits = 12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + ip_id + window + ts + 16;
         bits.div_ceil(8) as usize
     }
 
@@ -361,6 +366,9 @@ impl<'a> ChainedPacket<'a> {
         if self.fin_toggled && self.window.is_some() {
             return Err(FormatError::Reserved("FIN toggled with a window change"));
         }
+        if self.ip_id_unchanged && self.ip_id.is_some() {
+            return Err(FormatError::Reserved("IP-ID unchanged and sent whole"));
+        }
         emit_cid(self.cid, out);
         let mut w = BitWriter::new(out);
         w.put(CHAINED_PREFIX as u32, 4);
@@ -372,6 +380,9 @@ impl<'a> ChainedPacket<'a> {
         w.put((self.window.is_some() || self.fin_toggled) as u32, 1);
         if let Some(m) = self.reverse_msn {
             w.put(m as u32, REVERSE_MSN_BITS);
+        }
+        if let Some(id) = self.ip_id {
+            w.put(id as u32, 16);
         }
         if self.fin_toggled {
             FIN_TOGGLED.put(&mut w, false);
@@ -392,8 +403,9 @@ impl<'a> ChainedPacket<'a> {
     }
 
     /// Parses a chained packet (after the Add-CID octet); `ts`: the
-    /// reference has a timestamp option.
-    pub fn parse(cid: u8, data: &'a [u8], ts: bool) -> Result<ChainedPacket<'a>, FormatError> {
+    /// reference has a timestamp option; `whole_ip_id`: I = 0 sends the
+    /// IP-ID whole ([`sends_whole_ip_id`] of the reference).
+    pub fn parse(cid: u8, data: &'a [u8], ts: bool, whole_ip_id: bool) -> Result<ChainedPacket<'a>, FormatError> {
         let mut r = WordReader::new(data);
         if r.get(4) != CHAINED_PREFIX as u32 {
             r.check()?;
@@ -406,6 +418,7 @@ impl<'a> ChainedPacket<'a> {
         let n = r.get(1) == 1;
         let w = r.get(1) == 1;
         let reverse_msn = n.then(|| r.get(REVERSE_MSN_BITS) as u8);
+        let ip_id = (whole_ip_id && !ip_id_unchanged).then(|| r.get(16) as u16);
         let mut fin_toggled = false;
         let window = w
             .then(|| {
@@ -433,6 +446,7 @@ impl<'a> ChainedPacket<'a> {
             crc,
             psh,
             ip_id_unchanged,
+            ip_id,
             reverse_msn,
             window,
             fin_toggled,
@@ -454,6 +468,7 @@ pub(crate) fn encode(
     flow: &StaticPart,
 ) -> Option<ChainedPacket<'static>> {
     let strides = chained_strides(prev, &rec.h);
+    let whole_ip_id = sends_whole_ip_id(prev);
     let prev = &chain_reference(prev);
     let (h, p) = (&rec.h, &prev.h);
     let same = h.seq == next_seq(p, prev.payload_len)
@@ -470,10 +485,12 @@ pub(crate) fn encode(
         return None;
     }
     let ts = rec.opt.ts_at.is_some();
-    let ip_id_unchanged = if h.ipv6.is_some() || h.ip_id == p.ip_id {
-        true
+    let (ip_id_unchanged, ip_id) = if h.ipv6.is_some() || h.ip_id == p.ip_id {
+        (true, None)
+    } else if whole_ip_id {
+        (false, Some(h.ip_id))
     } else if h.ip_id.wrapping_sub(rec.msn) == p.ip_id.wrapping_sub(prev.msn) {
-        false
+        (false, None)
     } else {
         return None;
     };
@@ -508,6 +525,7 @@ pub(crate) fn encode(
         crc: 0,
         psh: h.tcp_flags & FLAG_PSH != 0,
         ip_id_unchanged,
+        ip_id,
         reverse_msn,
         window,
         fin_toggled,
@@ -540,7 +558,7 @@ pub(crate) fn reconstruct(
         if h.ipv6.is_some() {
             return None;
         }
-        h.ip_id = r.h.ip_id.wrapping_sub(r.msn).wrapping_add(msn);
+        h.ip_id = c.ip_id.unwrap_or_else(|| r.h.ip_id.wrapping_sub(r.msn).wrapping_add(msn));
     }
     h.tcp_flags = (r.h.tcp_flags & !FLAG_PSH) | (c.psh as u8 * FLAG_PSH);
     if c.fin_toggled {
@@ -606,6 +624,14 @@ pub(crate) fn chain_reference(prev: &Record) -> Record {
     r
 }
 
+/// Whether a chained packet after `prev` with I = 0 sends its IP-ID whole:
+/// after an IPv4 SYN or SYN-ACK whose IP-ID is 0. Linux sends its SYN-ACKs
+/// so (with DF set) and starts the connection's own IP-ID counter at a
+/// random value, where IP-ID − MSN as the SYN-ACK's would say 1.
+pub(crate) fn sends_whole_ip_id(prev: &Record) -> bool {
+    prev.h.tcp_flags & FLAG_SYN != 0 && prev.h.ipv6.is_none() && prev.h.ip_id == 0
+}
+
 /// The window scale shift of a SYN's options (RFC 7323 §2.3), 0 without
 /// one.
 fn window_shift(options: &RawOptions) -> u8 {
@@ -640,6 +666,7 @@ mod tests {
             crc: 5,
             psh: true,
             ip_id_unchanged: false,
+            ip_id: None,
             reverse_msn,
             tsval_delta,
             checksum: 0xbeef,
@@ -665,13 +692,15 @@ mod tests {
                 ];
                 let windows = windows.map(|w| w.map(|(right_edge, delta)| ChainedWindow { right_edge, delta }));
                 for (window, fin_toggled) in windows.map(|w| (w, false)).into_iter().chain([(None, true)]) {
-                    let p = ChainedPacket { window, fin_toggled, ..packet(rev, ts) };
-                    let mut out = Vec::new();
-                    p.emit(&mut out).unwrap();
-                    assert_eq!(out[0], 0xe3, "Add-CID");
-                    assert_eq!(out[1] >> 4, CHAINED_PREFIX);
-                    assert_eq!(out.len(), 1 + p.header_len() + p.payload.len());
-                    assert_eq!(ChainedPacket::parse(3, &out[1..], ts.is_some()).unwrap(), p);
+                    for ip_id in [None, Some(0x9c8b)] {
+                        let p = ChainedPacket { window, fin_toggled, ip_id, ..packet(rev, ts) };
+                        let mut out = Vec::new();
+                        p.emit(&mut out).unwrap();
+                        assert_eq!(out[0], 0xe3, "Add-CID");
+                        assert_eq!(out[1] >> 4, CHAINED_PREFIX);
+                        assert_eq!(out.len(), 1 + p.header_len() + p.payload.len());
+                        assert_eq!(ChainedPacket::parse(3, &out[1..], ts.is_some(), ip_id.is_some()).unwrap(), p);
+                    }
                 }
             }
         }
@@ -685,6 +714,7 @@ mod tests {
         assert_eq!(packet(Some(1), Some(5000)).header_len(), 7);
         assert_eq!(packet(None, None).header_len(), 4);
         assert_eq!(packet(None, Some(1000)).header_len(), 5);
+        assert_eq!(ChainedPacket { ip_id: Some(7), ..packet(Some(1), Some(40)) }.header_len(), 7, "IP-ID whole");
         let window = Some(ChainedWindow { right_edge: true, delta: 1 });
         assert_eq!(ChainedPacket { window, ..packet(Some(1), Some(40)) }.header_len(), 6);
     }
@@ -696,7 +726,7 @@ mod tests {
         assert_eq!(p.header_len(), 7, "the long form");
         let mut out = Vec::new();
         p.emit(&mut out).unwrap();
-        let back = ChainedPacket::parse(3, &out[1..], true).unwrap();
+        let back = ChainedPacket::parse(3, &out[1..], true, false).unwrap();
         assert_eq!((back.window, back.fin_toggled), (window, false));
         let fin = ChainedPacket { fin_toggled: true, ..packet(Some(1), Some(40)) };
         assert_eq!(fin.header_len(), 6);
@@ -724,9 +754,9 @@ mod tests {
         packet(Some(1), Some(1000)).emit(&mut out).unwrap();
         let header = &out[1..1 + packet(Some(1), Some(1000)).header_len()];
         for n in 0..header.len() {
-            assert_eq!(ChainedPacket::parse(3, &header[..n], true), Err(FormatError::Truncated), "{n}");
+            assert_eq!(ChainedPacket::parse(3, &header[..n], true, false), Err(FormatError::Truncated), "{n}");
         }
-        assert!(ChainedPacket::parse(3, &[0x80, 0, 0, 0], false).is_err());
+        assert!(ChainedPacket::parse(3, &[0x80, 0, 0, 0], false, false).is_err());
     }
 
     fn record(frame: &[u8], msn: u16, strides: (u16, u16)) -> Record {
