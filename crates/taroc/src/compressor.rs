@@ -13,7 +13,9 @@ mod encode;
 use std::collections::HashMap;
 
 use crate::cwnd::{vsw_bound, AckTracker, SeqTracker, TrackerParams};
-use crate::format::{crc3, crc8, Feedback, FeedbackKind, FormatError, IrPacket, OptInfo, StaticPart, MAX_CONTEXTS};
+use crate::format::{
+    crc3, crc8, Base, Feedback, FeedbackKind, FormatError, IrPacket, OptInfo, StaticPart, Template, MAX_CONTEXTS,
+};
 use crate::infer::{self, ChainedPacket, CrossedPacket, CrossedPackets};
 use crate::packet::{Packet, ParseError, TcpIpHeader, FLAG_ACK, FLAG_SYN};
 use crate::vsw::{Analysis, Vsw};
@@ -214,6 +216,12 @@ struct Context {
     /// With inference: a NACK came and no ACK since, so the decompressor
     /// may lack the reference a chained packet needs.
     chain_paused: bool,
+    /// The last SYN or SYN-ACK sent, by its MSN: what an IR-CR of a later
+    /// connection can take from this context.
+    template: Option<(u16, Template)>,
+    /// Feedback acknowledged the packet `template` came from, so the
+    /// decompressor holds it.
+    template_acked: bool,
 }
 
 impl Context {
@@ -245,6 +253,8 @@ impl Context {
             last_used: now,
             last: None,
             chain_paused: false,
+            template: None,
+            template_acked: false,
         }
     }
 
@@ -543,6 +553,39 @@ impl Compressor {
         cid as u8
     }
 
+    /// The context an IR of flow `key` on CID `cid` replicates, as an IR-CR
+    /// (O- and R-mode, where feedback shows which contexts the
+    /// decompressor holds): one whose static part feedback acknowledged,
+    /// with the same addresses; of those, one whose template the
+    /// decompressor holds, then one that shares more ports, then the most
+    /// recently used. U-mode sends IRs whole: nothing tells it that the
+    /// base arrived.
+    fn replication_base(&self, cid: u8, key: &StaticPart) -> Option<Base> {
+        if self.config.mode == Mode::U {
+            return None;
+        }
+        let addresses =
+            |s: &StaticPart| s.ipv6.map_or((s.src, s.dst, [0; 16], [0; 16]), |v6| ([0; 4], [0; 4], v6.src, v6.dst));
+        let wanted = addresses(key);
+        self.contexts
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != cid as usize)
+            .filter_map(|(i, c)| Some((i, c.as_ref()?)))
+            .filter(|(_, c)| {
+                c.static_acked && addresses(&c.key) == wanted && c.key.ipv6.is_some() == key.ipv6.is_some()
+            })
+            .max_by_key(|(_, c)| {
+                let ports = (c.key.src_port == key.src_port) as u8 + (c.key.dst_port == key.dst_port) as u8;
+                (c.template_acked, ports, c.last_used)
+            })
+            .map(|(i, c)| Base {
+                cid: i as u8,
+                static_part: c.key,
+                template: c.template.filter(|_| c.template_acked).map(|(_, t)| t),
+            })
+    }
+
     /// Compresses one IPv4/TCP or IPv6/TCP packet, appending the compressed
     /// packet (header and payload) to `out`.
     pub fn compress(&mut self, frame: &[u8], out: &mut Vec<u8>) -> Result<Compressed, CompressError> {
@@ -580,6 +623,8 @@ impl Compressor {
         let a = ctx.vsw.analyse(&rec);
 
         let kind = ctx.choose_kind(&config, &rec, &a, long_jump);
+        let base = if kind == PacketKind::Ir { self.replication_base(cid, &key) } else { None };
+        let Some(ctx) = self.contexts[cid as usize].as_mut() else { unreachable!("context_for fills the slot") };
 
         // §5.3.2 d, §5.3.3 d: SO while fixed-payload encoding applies.
         if kind == PacketKind::Co && ctx.state != CompressorState::Ir {
@@ -597,6 +642,7 @@ impl Compressor {
                 let ir = IrPacket {
                     cid,
                     static_part: (kind == PacketKind::Ir).then_some(key),
+                    base,
                     msn: rec.msn,
                     header: rec.h,
                     strides: rec.strides,
@@ -630,6 +676,10 @@ impl Compressor {
             }
         }
         let header_len = out.len() - start - payload_len;
+        if tcp_flags & FLAG_SYN != 0 {
+            ctx.template = Some((rec.msn, Template::of(&rec.h)));
+            ctx.template_acked = false;
+        }
         if config.chains() {
             ctx.last = Some(rec);
             self.sent = Some(CrossedPacket::of(&rec, key));
@@ -655,6 +705,7 @@ impl Compressor {
                 if let Some((pos, acked_ir)) = ctx.vsw.find(fb.msn, fb.checksum).map(|(pos, e)| (pos, e.sent_as_ir)) {
                     ctx.vsw.drop_front(pos);
                     ctx.static_acked = true;
+                    ctx.template_acked |= ctx.template.is_some_and(|(msn, _)| msn == fb.msn);
                     ctx.chain_paused = false;
                     // The IR state ends with an ACK of an IR/IR-DYN: ACK(O)
                     // in O-mode (§5.5.2.1), ACK(R) in R-mode (§5.5.3.1).
