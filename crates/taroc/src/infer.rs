@@ -33,6 +33,7 @@
 //! | 1 | N | 1: the ACK number acknowledges the named packet of the other direction whole, and TSecr is the TSval of the packet that starts at the reference's ACK number (RFC 7323 §4.3), else the named one's; 0: both as the reference's |
 //! | 1 | W | the window field follows (else the window and FIN are the reference's) |
 //! | 0/4 | reverse MSN | if N: the named packet's MSN, 4 LSBs, against the newest packet of that direction this end holds |
+//! | 0/16 | IP-ID | if I = 0 after an IPv4 SYN or SYN-ACK with IP-ID 0: the IP-ID whole |
 //! | 0/8/16 | window | if W: E, L, then a change in 6 (L = 0) or 14 (L = 1) bits, two's complement: of the window (E = 0) or of the receive window's right edge, window + ACK number (E = 1); E = 0, L = 0 and −32 stand for "FIN toggled, window unchanged" |
 //! | 0/8/12/22 | TSval | if the reference has a timestamp option: TSval − TSval_ref as `0` and 7 bits, `10` and 10 bits, or `11` and 20 bits |
 //! | 16 | checksum | the folded TCP checksum of the general format |
@@ -43,6 +44,17 @@
 //! timestamps aside) are equal to it. A SIP message's segment is then 4
 //! octets without timestamps and 5–6 with them, against 10–16 in TAROC's
 //! formats.
+//!
+//! **The handshake.** After a SYN or SYN-ACK the reference is what the
+//! connection's next segment keeps of it (`chain_reference`): ACK for
+//! SYN, the window scaled by the shift the SYN advertised, of the options
+//! the timestamps alone. So the handshake's ACK and each side's first
+//! segment chain at 5–8 octets, where the other formats sent the new
+//! option list whole (26–31 octets). An ACK stride that was none may
+//! become the ACK number's advance, as the compressor's stride rule sets
+//! it; no other stride change chains. After an IPv4 SYN or SYN-ACK whose
+//! IP-ID is 0, I = 0 sends the IP-ID whole, in 16 bits after the reverse
+//! MSN (`sends_whole_ip_id`).
 //!
 //! **Robustness.** The reference must be the previous packet: the
 //! decompressor refuses a chained packet whose MSN bit shows a gap, and
@@ -234,7 +246,7 @@ pub struct ChainedPacket<'a> {
     /// is sent whole).
     pub ip_id_unchanged: bool,
     /// The IP-ID sent whole: I = 0 after an IPv4 SYN or SYN-ACK whose
-    /// IP-ID is 0 ([`sends_whole_ip_id`]).
+    /// IP-ID is 0 (`sends_whole_ip_id`).
     pub ip_id: Option<u16>,
     /// The named packet's MSN LSBs (N = 1).
     pub reverse_msn: Option<u8>,
@@ -404,7 +416,7 @@ impl<'a> ChainedPacket<'a> {
 
     /// Parses a chained packet (after the Add-CID octet); `ts`: the
     /// reference has a timestamp option; `whole_ip_id`: I = 0 sends the
-    /// IP-ID whole ([`sends_whole_ip_id`] of the reference).
+    /// IP-ID whole (`sends_whole_ip_id` of the reference).
     pub fn parse(cid: u8, data: &'a [u8], ts: bool, whole_ip_id: bool) -> Result<ChainedPacket<'a>, FormatError> {
         let mut r = WordReader::new(data);
         if r.get(4) != CHAINED_PREFIX as u32 {
