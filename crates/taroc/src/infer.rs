@@ -34,7 +34,7 @@
 //! | 1 | W | the window field follows (else the window and FIN are the reference's) |
 //! | 0/4 | reverse MSN | if N: the named packet's MSN, 4 LSBs, against the newest packet of that direction this end holds |
 //! | 0/16 | IP-ID | if I = 0 after an IPv4 SYN or SYN-ACK with IP-ID 0: the IP-ID whole |
-//! | 0/8/16 | window | if W: E, L, then a change in 6 (L = 0) or 14 (L = 1) bits, two's complement: of the window (E = 0) or of the receive window's right edge, window + ACK number (E = 1); E = 0, L = 0 and −32 stand for "FIN toggled, window unchanged" |
+//! | 0/8/16/24 | window | if W: E, L, then a change in 6 (L = 0) or 14 (L = 1) bits, two's complement: of the window (E = 0) or of the receive window's right edge, window + ACK number (E = 1); L = 0 and −32 stand for "FIN toggled", with E = 0 "window unchanged", with E = 1 "a window field follows" |
 //! | 0/8/12/22 | TSval | if the reference has a timestamp option: TSval − TSval_ref as `0` and 7 bits, `10` and 10 bits, or `11` and 20 bits |
 //! | 16 | checksum | the folded TCP checksum of the general format |
 //! | 0–7 | padding | to the octet |
@@ -253,8 +253,9 @@ pub struct ChainedPacket<'a> {
     /// The window, if not the reference's (W = 1).
     pub window: Option<ChainedWindow>,
     /// The FIN flag differs from the reference's (a connection's close):
-    /// W = 1 with the short window field's −32 of the window, which stands
-    /// for it; the window is the reference's.
+    /// W = 1 with the short window field's −32, which stands for it; with
+    /// E = 1 the window field follows it, else the window is the
+    /// reference's.
     pub fin_toggled: bool,
     /// TSval − TSval_ref, if the reference has a timestamp option.
     pub tsval_delta: Option<u32>,
@@ -293,14 +294,14 @@ pub struct ChainedWindow {
     pub delta: i16,
 }
 
-/// The short window field that stands for "FIN toggled, window
-/// unchanged": a change of the window by −32 (E = 0, L = 0, `100000`),
-/// which a window change of −32 takes the long form for instead.
-const FIN_TOGGLED: ChainedWindow = ChainedWindow { right_edge: false, delta: -32 };
+/// The short window field's change of −32 stands for "FIN toggled"
+/// (L = 0, `100000`): with E = 0 the window is unchanged, with E = 1 the
+/// window field follows. A change of −32 takes the long form instead.
+const FIN_TOGGLED: i16 = -32;
 
 impl ChainedWindow {
     fn long(&self) -> bool {
-        !(-32..32).contains(&self.delta) || *self == FIN_TOGGLED
+        !(-32..32).contains(&self.delta) || self.delta == FIN_TOGGLED
     }
 
     fn bits(&self) -> u32 {
@@ -309,6 +310,16 @@ impl ChainedWindow {
         } else {
             8
         }
+    }
+
+    /// Reads a field: the window and whether it took the long form.
+    fn get(r: &mut WordReader) -> (ChainedWindow, bool) {
+        let right_edge = r.get(1) == 1;
+        let long = r.get(1) == 1;
+        let k = if long { 14 } else { 6 };
+        // Sign-extend the k-bit change.
+        let delta = ((r.get(k) << (32 - k)) as i32 >> (32 - k)) as i16;
+        (ChainedWindow { right_edge, delta }, long)
     }
 
     /// Writes the field: E, L, the change in 6 (L = 0) or 14 bits.
@@ -375,9 +386,6 @@ impl<'a> ChainedPacket<'a> {
         if self.window.is_some_and(|w| !(-8192..8192).contains(&w.delta)) {
             return Err(FormatError::Reserved("window change"));
         }
-        if self.fin_toggled && self.window.is_some() {
-            return Err(FormatError::Reserved("FIN toggled with a window change"));
-        }
         if self.ip_id_unchanged && self.ip_id.is_some() {
             return Err(FormatError::Reserved("IP-ID unchanged and sent whole"));
         }
@@ -397,7 +405,7 @@ impl<'a> ChainedPacket<'a> {
             w.put(id as u32, 16);
         }
         if self.fin_toggled {
-            FIN_TOGGLED.put(&mut w, false);
+            ChainedWindow { right_edge: self.window.is_some(), delta: FIN_TOGGLED }.put(&mut w, false);
         }
         if let Some(win) = self.window {
             win.put(&mut w, win.long());
@@ -432,18 +440,16 @@ impl<'a> ChainedPacket<'a> {
         let reverse_msn = n.then(|| r.get(REVERSE_MSN_BITS) as u8);
         let ip_id = (whole_ip_id && !ip_id_unchanged).then(|| r.get(16) as u16);
         let mut fin_toggled = false;
-        let window = w
-            .then(|| {
-                let right_edge = r.get(1) == 1;
-                let long = r.get(1) == 1;
-                let k = if long { 14 } else { 6 };
-                // Sign-extend the k-bit change.
-                let delta = ((r.get(k) << (32 - k)) as i32 >> (32 - k)) as i16;
-                let win = ChainedWindow { right_edge, delta };
-                fin_toggled = !long && win == FIN_TOGGLED;
-                win
-            })
-            .filter(|_| !fin_toggled);
+        let mut window = None;
+        if w {
+            let (win, long) = ChainedWindow::get(&mut r);
+            fin_toggled = !long && win.delta == FIN_TOGGLED;
+            window = match (fin_toggled, win.right_edge) {
+                (false, _) => Some(win),
+                (true, true) => Some(ChainedWindow::get(&mut r).0),
+                (true, false) => None,
+            };
+        }
         let tsval_delta = ts.then(|| match (r.get(1), r.get(1)) {
             (0, b) => b << 6 | r.get(6),
             (_, 0) => r.get(10),
@@ -515,7 +521,6 @@ pub(crate) fn encode(
     let fin_toggled = (h.tcp_flags ^ p.tcp_flags) & FLAG_FIN != 0;
     let window = match h.window == p.window {
         true => None,
-        false if fin_toggled => return None,
         false => Some(ChainedWindow::encode(h.window, p.window, h.ack, p.ack)?),
     };
     let tsval_delta = if ts {
@@ -742,8 +747,15 @@ mod tests {
         assert_eq!((back.window, back.fin_toggled), (window, false));
         let fin = ChainedPacket { fin_toggled: true, ..packet(Some(1), Some(40)) };
         assert_eq!(fin.header_len(), 6);
-        let both = ChainedPacket { window, ..fin };
-        assert!(both.emit(&mut Vec::new()).is_err(), "FIN toggled and a window change do not chain");
+        // FIN toggled and a window change: the FIN's field, then the
+        // window's.
+        for delta in [-32, 5, 700] {
+            let both = ChainedPacket { window: Some(ChainedWindow { right_edge: true, delta }), ..fin };
+            let mut out = Vec::new();
+            both.emit(&mut out).unwrap();
+            assert_eq!(out.len(), 1 + both.header_len() + both.payload.len());
+            assert_eq!(ChainedPacket::parse(3, &out[1..], true, false).unwrap(), both);
+        }
     }
 
     #[test]
