@@ -165,6 +165,24 @@ pub struct ThroughputConfig {
     pub error_directions: ErrorDirections,
     /// The sender's initial window in segments; None: RFC 5681's.
     pub initial_window: Option<u32>,
+    /// The sender's retransmission timer.
+    pub timer: TimerModel,
+}
+
+/// The sender's retransmission timer in a simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimerModel {
+    /// RFC 6298 ([`RtoModel::Rfc6298`]): 1 s before the first sample,
+    /// at most 60 s.
+    Rfc6298,
+    /// ns-2.1b8's `Agent/TCP` ([`RtoModel::Ns2`]) with this `tcpTick_`
+    /// in nanoseconds: 6 s before the first sample (`rtxcur_init_`), no
+    /// upper bound to speak of (`maxrto_` 100000 s), the clock's phase
+    /// within a tick drawn from the seed (`boot_time_`).
+    Ns2 {
+        /// `tcpTick_`, nanoseconds (ns-2.1b8: 0.1 s).
+        tick_ns: u64,
+    },
 }
 
 /// Which directions of the wireless link the BER applies to.
@@ -204,6 +222,7 @@ impl ThroughputConfig {
             min_rto_ns: NS_PER_S,
             error_directions: ErrorDirections::Forward,
             initial_window: None,
+            timer: TimerModel::Rfc6298,
         }
     }
 
@@ -228,6 +247,11 @@ impl ThroughputConfig {
         if self.receiver_window == 0 || self.router_queue == 0 || self.mobile_queue == 0 {
             return Err(ConfigError::Window);
         }
+        if let TimerModel::Ns2 { tick_ns } = self.timer {
+            if !(MS..=10 * NS_PER_S).contains(&tick_ns) {
+                return Err(ConfigError::Tick(tick_ns));
+            }
+        }
         Ok(())
     }
 }
@@ -250,6 +274,9 @@ pub enum ConfigError {
     /// A receiver window or queue of 0 packets.
     #[error("the receiver window and the queues must hold at least one packet")]
     Window,
+    /// An ns-2 clock tick outside 1 ms..=10 s; holds it in nanoseconds.
+    #[error("TCP clock tick of {0} ns is outside 1 ms..=10 s")]
+    Tick(u64),
 }
 
 /// What crossed one direction of the wireless link.
@@ -424,11 +451,20 @@ pub fn simulate(cfg: &ThroughputConfig) -> Result<RunReport, ConfigError> {
             episode: None,
         }
     };
-    let sender_cfg = SenderConfig {
+    let base = SenderConfig {
         rwnd: mss.saturating_mul(cfg.receiver_window),
         min_rto_ns: cfg.min_rto_ns,
         initial_window: cfg.initial_window,
         ..SenderConfig::new(cfg.variant, mss)
+    };
+    let sender_cfg = match cfg.timer {
+        TimerModel::Rfc6298 => base,
+        TimerModel::Ns2 { tick_ns } => SenderConfig {
+            rto_model: RtoModel::Ns2 { tick_ns, phase_ns: seeds.next() % tick_ns },
+            initial_rto_ns: 6 * NS_PER_S,
+            max_rto_ns: 100_000 * NS_PER_S,
+            ..base
+        },
     };
     let fixed = [10, 0, 0, 1];
     let mobile = [10, 1, 0, 2];
