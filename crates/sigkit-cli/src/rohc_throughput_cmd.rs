@@ -308,10 +308,14 @@ fn print_tables(args: &RohcThroughputArgs, bers: &[f64], schemes: &[Scheme], poi
         writeln!(out)?;
         writeln!(
             out,
-            "{} b/s wireless link, TCP {}{}; {} s x {} seeds; {damaged}; goodput in Byte/s, ours (draft's)",
+            "{} b/s wireless link, TCP {}{}{}; {} s x {} seeds; {damaged}; goodput in Byte/s, ours (draft's)",
             link,
             variant.name(),
             draft.map_or(String::new(), |t| format!(" (draft {} {})", t.section, t.tcp.name())),
+            match args.timer {
+                TimerArg::Rfc6298 => String::new(),
+                TimerArg::Ns2 => format!(", ns-2.1b8 timer (tick {} s)", args.tcp_tick),
+            },
             args.seconds,
             args.seeds,
         )?;
