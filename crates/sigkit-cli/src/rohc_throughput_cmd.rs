@@ -98,7 +98,7 @@ pub struct RohcThroughputArgs {
     /// Which directions of the wireless link have bit errors.
     #[arg(long, value_enum, default_value = "forward")]
     pub errors: ErrorsArg,
-    /// The sender's initial window in segments (default: RFC 5681's; ns-2's is 1).
+    /// The sender's initial window in segments (default: RFC 5681's; ns-2's: 1, and 2 from May 2001).
     #[arg(long, value_name = "N")]
     pub initial_window: Option<u32>,
     /// Simulated seconds per run.

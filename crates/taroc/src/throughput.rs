@@ -91,11 +91,15 @@
 //! provokes do not halve the window again. The retransmission timer
 //! follows RFC 6298: SRTT and RTTVAR from one timed segment per window
 //! (Karn's rule: none across a retransmission), RTO = SRTT + max(G,
-//! 4·RTTVAR) with G = 10 ms, initial RTO 1 s, minimum 1 s (§2.4; the
-//! ns-2 of 2001 had no minimum, `minrto_` 0, until it too took 1 s in
-//! 2004; [`ThroughputConfig::min_rto_ns`] sets it), maximum 60 s, doubled
-//! on each expiry and kept until a new sample (§5.5, §5.7). With round
-//! trips of 0.42 s and more, the minimum only matters at 384 kb/s. The receiver
+//! 4·RTTVAR) with G = 10 ms, initial RTO 1 s, minimum 1 s (§2.4, and
+//! ns-2's `minrto_` from May 2001 to 2004;
+//! [`ThroughputConfig::min_rto_ns`] sets it), maximum 60 s, doubled on
+//! each expiry and kept until a new sample (§5.5, §5.7). At high bit
+//! error rates the floor binds on every link, so a timeout costs the
+//! same whatever the link's round trip. [`TimerModel::Ns2`] puts ns-2.1b8's
+//! timer in its place ([`RtoModel::Ns2`]): SRTT + 4·RTTVAR in 0.1 s
+//! ticks, backed off before the floor, so its timeouts grow with the
+//! round trip (docs/rohc.md, "The timer"). The receiver
 //! acknowledges every segment at once (ns-2's TCPSink, no delayed ACKs),
 //! keeps out-of-order segments and advertises a window of 20 segments:
 //! ns-2's default `window_`, which the draft does not change (its 384 kb/s
@@ -158,8 +162,8 @@ pub struct ThroughputConfig {
     /// Whether damaged frames are discarded by the link or reach the
     /// decompressor.
     pub damaged_frames: DamagedFrames,
-    /// The RTO's lower bound: RFC 6298 §2.4's 1 s by default (the ns-2
-    /// of the draft's time had none).
+    /// The RTO's lower bound: RFC 6298 §2.4's 1 s by default (ns-2.1b8's
+    /// `minrto_` too; ns-2.1b7's timer had none but two ticks).
     pub min_rto_ns: u64,
     /// Which directions of the wireless link have bit errors.
     pub error_directions: ErrorDirections,

@@ -143,7 +143,7 @@ pub struct SenderConfig {
     /// G of RFC 6298 §2.
     pub clock_granularity_ns: u64,
     /// The initial window in segments; None: RFC 5681 §3.1's
-    /// min(4·MSS, max(2·MSS, 4380)) (ns-2's `windowInit_` is 1).
+    /// min(4·MSS, max(2·MSS, 4380)) (ns-2's `windowInit_`: 1, and 2 from May 2001).
     pub initial_window: Option<u32>,
     /// How the retransmission timeout is computed.
     pub rto_model: RtoModel,
