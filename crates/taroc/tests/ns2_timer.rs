@@ -150,7 +150,8 @@ fn with_ns2s_timer_timeouts_grow_with_the_round_trip_and_the_slow_link_falls_beh
     // Round trips: 0.40 s at 384 kb/s, 0.51 s at 9.6 kb/s (80 ms of data
     // and 33 ms of ACK serialisation).
     let ns2 = TimerModel::Ns2 { tick_ns: TICK };
-    let (fast_rfc, slow_rfc) = (figures(&runs(384_000, TimerModel::Rfc6298)), figures(&runs(9600, TimerModel::Rfc6298)));
+    let (fast_rfc, slow_rfc) =
+        (figures(&runs(384_000, TimerModel::Rfc6298)), figures(&runs(9600, TimerModel::Rfc6298)));
     let (fast_ns2, slow_ns2) = (figures(&runs(384_000, ns2)), figures(&runs(9600, ns2)));
     // RFC 6298 doubles the 1 s floor, whatever the round trip: the same
     // wait per timeout on both links (12 seeds: 2.02 and 1.97 s).
