@@ -116,6 +116,10 @@ pub struct RohcThroughputArgs {
     /// ns-2's TCP clock tick in seconds (tcpTick_; with --timer ns2 only).
     #[arg(long, value_name = "S", default_value_t = 0.1)]
     pub tcp_tick: f64,
+    /// Delay the receiver's ACKs up to S seconds, acknowledging every
+    /// second segment at once (ns-2's TCPSink/DelAck: 0.1; default: none).
+    #[arg(long, value_name = "S")]
+    pub delayed_ack: Option<f64>,
     /// Worker threads (default: the machine's cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -181,6 +185,9 @@ pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
     if !(args.tcp_tick.is_finite() && (0.001..=10.0).contains(&args.tcp_tick)) {
         return usage("--tcp-tick must be in [0.001, 10] seconds");
     }
+    if args.delayed_ack.is_some_and(|d| !(d.is_finite() && d > 0.0 && d <= 10.0)) {
+        return usage("--delayed-ack must be in (0, 10] seconds");
+    }
     let timer = match args.timer {
         TimerArg::Rfc6298 => TimerModel::Rfc6298,
         TimerArg::Ns2 => TimerModel::Ns2 { tick_ns: (args.tcp_tick * NS_PER_S as f64).round() as u64 },
@@ -221,6 +228,7 @@ pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
                     },
                     initial_window: args.initial_window,
                     timer,
+                    delayed_ack_ns: args.delayed_ack.map(|d| (d * NS_PER_S as f64).round().max(1.0) as u64),
                     ..ThroughputConfig::draft(
                         link,
                         ber,
@@ -433,6 +441,7 @@ fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
         "errors": match args.errors { ErrorsArg::Both => "both", ErrorsArg::Forward => "forward" },
         "initial_window": args.initial_window,
         "timer": match args.timer { TimerArg::Rfc6298 => "rfc6298", TimerArg::Ns2 => "ns2" },
+        "delayed_ack": args.delayed_ack,
         "tcp_tick": (args.timer == TimerArg::Ns2).then_some(args.tcp_tick),
         "draft": "TCP-Aware RObust Header Compression (TAROC), draft-ietf-rohc-tcp-taroc-04, Appendix A.3",
         "points": rows,

@@ -142,6 +142,12 @@ fn the_ns2_timer_is_chosen_and_reported() {
         assert!(p(r, "timeout_wait_s") > 30.0 && p(r, "timeout_wait_s") < 100.0, "{r}");
     }
     assert_ne!(p(&rfc, "timeout_wait_s"), p(&ns2, "timeout_wait_s"));
+    assert!(rfc["delayed_ack"].is_null());
+    let delack = json(&[&args[..], &["--delayed-ack", "0.1"]].concat());
+    assert_eq!(delack["delayed_ack"].as_f64(), Some(0.1));
+    // The held ACKs change the run.
+    let g = |r: &serde_json::Value| point(r, 3e-4, "none")["goodput"]["mean"].as_f64().unwrap();
+    assert_ne!(g(&rfc), g(&delack));
 }
 
 #[test]
@@ -173,6 +179,7 @@ fn bad_arguments_are_refused() {
         &["--min-rto", "0"],
         &["--timer", "ns3"],
         &["--tcp-tick", "0"],
+        &["--delayed-ack", "0"],
         &["--variant", "vegas"],
         &["--errors", "backward"],
         &["--initial-window", "0"],

@@ -171,6 +171,12 @@ pub struct ThroughputConfig {
     pub initial_window: Option<u32>,
     /// The sender's retransmission timer.
     pub timer: TimerModel,
+    /// The receiver's delayed ACKs: None acknowledges every segment at
+    /// once (ns-2's `TCPSink`); Some(t) holds the ACK of an in-order
+    /// segment up to t nanoseconds, acknowledging at once a second segment,
+    /// a segment out of order or one that fills a gap (ns-2's
+    /// `TCPSink/DelAck`, `interval_` 100 ms, RFC 2581 §4.2).
+    pub delayed_ack_ns: Option<u64>,
 }
 
 /// The sender's retransmission timer in a simulation.
@@ -227,6 +233,7 @@ impl ThroughputConfig {
             error_directions: ErrorDirections::Forward,
             initial_window: None,
             timer: TimerModel::Rfc6298,
+            delayed_ack_ns: None,
         }
     }
 
@@ -250,6 +257,9 @@ impl ThroughputConfig {
         }
         if self.receiver_window == 0 || self.router_queue == 0 || self.mobile_queue == 0 {
             return Err(ConfigError::Window);
+        }
+        if self.delayed_ack_ns.is_some_and(|t| t == 0 || t > 10 * NS_PER_S) {
+            return Err(ConfigError::DelayedAck);
         }
         if let TimerModel::Ns2 { tick_ns } = self.timer {
             if !(MS..=10 * NS_PER_S).contains(&tick_ns) {
@@ -278,6 +288,9 @@ pub enum ConfigError {
     /// A receiver window or queue of 0 packets.
     #[error("the receiver window and the queues must hold at least one packet")]
     Window,
+    /// A delayed-ACK interval of 0 or above 10 s.
+    #[error("the delayed-ACK interval must be in (0, 10] s")]
+    DelayedAck,
     /// An ns-2 clock tick outside 1 ms..=10 s; holds it in nanoseconds.
     #[error("TCP clock tick of {0} ns is outside 1 ms..=10 s")]
     Tick(u64),
@@ -430,6 +443,8 @@ struct Sim {
     sender: TcpSender,
     receiver: TcpReceiver,
     timer_scheduled: Option<u64>,
+    /// The receiver's delayed ACK: when its timer fires.
+    ack_due: Option<u64>,
     data: PacketMaker,
     acks: PacketMaker,
     isn_data: u32,
@@ -497,6 +512,7 @@ pub fn simulate(cfg: &ThroughputConfig) -> Result<RunReport, ConfigError> {
         sender: TcpSender::new(sender_cfg),
         receiver: TcpReceiver::new(),
         timer_scheduled: None,
+        ack_due: None,
         data: PacketMaker { h: data_h },
         acks: PacketMaker { h: ack_h },
         isn_data,
@@ -514,6 +530,12 @@ pub fn simulate(cfg: &ThroughputConfig) -> Result<RunReport, ConfigError> {
         match event {
             Event::TxDone(l) => sim.tx_done(l),
             Event::Arrive(l) => sim.arrive(l),
+            Event::DelayedAck(t) => {
+                if sim.ack_due == Some(t) {
+                    sim.ack_due = None;
+                    sim.send_ack();
+                }
+            }
             Event::Timer(t) => {
                 if sim.sender.timer_deadline() == Some(t) {
                     sim.timer_scheduled = None;
@@ -780,8 +802,27 @@ impl Sim {
         let nxt = self.receiver.delivered();
         let d = p.header.seq.wrapping_sub(self.isn_data).wrapping_sub(nxt as u32) as i32;
         let Some(offset) = nxt.checked_add_signed(d as i64) else { return };
-        let ack = self.receiver.on_segment(offset, p.payload.len() as u32);
-        let ack_seq = self.isn_data.wrapping_add(ack as u32);
+        let len = p.payload.len() as u64;
+        let ack = self.receiver.on_segment(offset, len as u32);
+        if let Some(interval) = self.cfg.delayed_ack_ns {
+            // ns-2's DelAckSink: an in-order segment with nothing above
+            // it and no ACK held is held; anything else is acknowledged
+            // at once, the held ACK with it.
+            let in_order = offset == nxt && ack == offset + len && !self.receiver.holds_out_of_order();
+            if in_order && self.ack_due.is_none() {
+                let due = self.now + interval;
+                self.ack_due = Some(due);
+                self.schedule(due, Event::DelayedAck(due));
+                return;
+            }
+            self.ack_due = None;
+        }
+        self.send_ack();
+    }
+
+    /// The mobile host's ACK of everything delivered so far.
+    fn send_ack(&mut self) {
+        let ack_seq = self.isn_data.wrapping_add(self.receiver.delivered() as u32);
         let packet = self.acks.packet(self.isn_ack, ack_seq, &[]);
         self.enqueue(WIRELESS_BACK, Frame::Packet(packet));
     }

@@ -528,6 +528,11 @@ impl TcpReceiver {
         self.rcv_nxt
     }
 
+    /// Whether out-of-order data waits above a gap.
+    pub fn holds_out_of_order(&self) -> bool {
+        !self.ooo.is_empty()
+    }
+
     /// A segment of `len` octets at `offset` arrived; returns the ACK.
     pub fn on_segment(&mut self, offset: u64, len: u32) -> u64 {
         let end = offset + len as u64;

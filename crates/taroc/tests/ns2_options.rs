@@ -1,9 +1,11 @@
-//! The throughput study's ns-2 retransmission timer (`RtoModel::Ns2`,
+//! The throughput study's options that model ns-2's TCP as the TAROC
+//! draft's Appendix A ran it. The retransmission timer (`RtoModel::Ns2`,
 //! ns-2.1b8's `Agent/TCP`): RTTs in whole clock ticks, the backoff
 //! multiplying the unrounded RTO before the 1 s floor, SRTT cleared past
 //! a backoff of 8; and what it changes in the study: timeouts that grow
 //! with the link's round trip, so the 9.6 kb/s link falls behind the
-//! 384 kb/s one as in the TAROC draft's Appendix A.
+//! 384 kb/s one as in the draft. The delayed ACKs of ns-2's
+//! `TCPSink/DelAck`: one ACK for two segments, a lone one held.
 
 use taroc::throughput::{
     simulate, ErrorDirections, RtoModel, RunReport, SenderConfig, Summary, TcpSender, TcpVariant, ThroughputConfig,
@@ -164,4 +166,39 @@ fn with_ns2s_timer_timeouts_grow_with_the_round_trip_and_the_slow_link_falls_beh
     // Byte/s, 0.80).
     let (ratio_rfc, ratio_ns2) = (slow_rfc.0 / fast_rfc.0, slow_ns2.0 / fast_ns2.0);
     assert!(ratio_ns2 < 0.88 && ratio_ns2 < ratio_rfc - 0.05, "{ratio_rfc} {ratio_ns2}");
+}
+
+fn bulk(delayed_ack_ns: Option<u64>) -> RunReport {
+    let cfg = ThroughputConfig {
+        seconds: 60.0,
+        delayed_ack_ns,
+        ..ThroughputConfig::draft(384_000, 0.0, 576, Scheme::None, TcpVariant::NewReno)
+    };
+    simulate(&cfg).expect("valid configuration")
+}
+
+#[test]
+fn delayed_acks_acknowledge_every_second_segment_and_slow_a_window_limited_link() {
+    let (at_once, delayed) = (bulk(None), bulk(Some(100 * MS)));
+    // One ACK a segment; with delayed ACKs one for two (and a few held
+    // ones, sent when their 100 ms run out).
+    assert_eq!(at_once.backward.packets, at_once.forward.packets);
+    let ratio = delayed.backward.packets as f64 / delayed.forward.packets as f64;
+    assert!((0.5..0.6).contains(&ratio), "{ratio}");
+    // At 384 kb/s the 20-segment window over a 0.4 s round trip is the
+    // limit: held ACKs and a slower-growing window cost goodput (22.7
+    // against 24.5 kB/s in this minute).
+    assert!(delayed.goodput < 0.95 * at_once.goodput, "{} {}", delayed.goodput, at_once.goodput);
+    assert_eq!(delayed.sender.timeouts, 0);
+}
+
+#[test]
+fn a_delayed_ack_interval_of_zero_is_refused() {
+    let cfg = ThroughputConfig {
+        delayed_ack_ns: Some(0),
+        ..ThroughputConfig::draft(9600, 0.0, 576, Scheme::None, TcpVariant::NewReno)
+    };
+    assert!(simulate(&cfg).is_err());
+    let tick = ThroughputConfig { timer: TimerModel::Ns2 { tick_ns: 0 }, ..cfg };
+    assert!(simulate(&ThroughputConfig { delayed_ack_ns: None, ..tick }).is_err());
 }
