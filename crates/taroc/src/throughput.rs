@@ -99,10 +99,11 @@
 //! same whatever the link's round trip. [`TimerModel::Ns2`] puts ns-2.1b8's
 //! timer in its place ([`RtoModel::Ns2`]): SRTT + 4·RTTVAR in 0.1 s
 //! ticks, backed off before the floor, so its timeouts grow with the
-//! round trip (docs/rohc.md, "The timer"). The receiver
-//! acknowledges every segment at once (ns-2's TCPSink, no delayed ACKs),
-//! keeps out-of-order segments and advertises a window of 20 segments:
-//! ns-2's default `window_`, which the draft does not change (its 384 kb/s
+//! round trip (docs/rohc.md, "The timer"). The receiver acknowledges
+//! every segment at once (ns-2's TCPSink, no delayed ACKs;
+//! [`ThroughputConfig::delayed_ack_ns`] for `TCPSink/DelAck`'s), keeps
+//! out-of-order segments and advertises a window of 20 segments: ns-2's
+//! default `window_`, which the draft does not change (its 384 kb/s
 //! figures, 25.5 kB/s of a 48 kB/s link at BER 1e-8, are 20 segments of
 //! 536 octets per 0.42 s round trip).
 //!
