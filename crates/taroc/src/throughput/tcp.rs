@@ -41,6 +41,90 @@ pub enum DamagedFrames {
     Deliver,
 }
 
+/// How the sender computes its retransmission timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RtoModel {
+    /// RFC 6298: SRTT and RTTVAR of exact samples, RTO = SRTT + max(G,
+    /// 4·RTTVAR) raised to the minimum, doubled on each expiry.
+    Rfc6298,
+    /// ns-2's `Agent/TCP` timer as released in ns-2.1b8 (June 2001, the
+    /// draft's time; `tcp.cc`'s `rtt_update`, `rtt_timeout` and
+    /// `rtt_backoff`): an RTT counts the clock ticks of `tick_ns`
+    /// (`tcpTick_`, 0.1 s then) crossed between the send and the ACK;
+    /// SRTT and RTTVAR are integers in ticks with 3 and 2 fraction bits;
+    /// RTO = SRTT + 4·RTTVAR in whole ticks. The timeout is that RTO times
+    /// the backoff (doubled on each expiry up to 64, back to 1 at the next
+    /// RTT sample), then raised to the minimum (`minrto_`, 1 s in
+    /// ns-2.1b8) and to two ticks. Past a backoff of 8 SRTT is cleared, so
+    /// the next sample starts the estimate afresh (RTO = 3 RTT).
+    Ns2 {
+        /// `tcpTick_`, nanoseconds.
+        tick_ns: u64,
+        /// Where the sender's clock stands within a tick at time 0
+        /// (ns-2's `boot_time_`, uniform in one tick), nanoseconds.
+        phase_ns: u64,
+    },
+}
+
+/// ns-2's timer state: its fixed-point estimates and backoff.
+#[derive(Debug, Clone, Copy)]
+struct Ns2Timer {
+    tick_ns: u64,
+    phase_ns: u64,
+    /// `t_srtt_`: SRTT in ticks, times 8 (0: no estimate).
+    srtt: i32,
+    /// `t_rttvar_`: RTTVAR in ticks, times 4.
+    rttvar: i32,
+    /// `t_rtxcur_`: the RTO before backoff, nanoseconds.
+    rtxcur_ns: u64,
+    /// `t_backoff_`.
+    backoff: u64,
+}
+
+impl Ns2Timer {
+    /// `rtt_update`: a segment sent at `sent` was acknowledged at `now`.
+    fn update(&mut self, sent: u64, now: u64) {
+        let tick = self.tick_ns.max(1);
+        // int((tao + fmod(sendtime, tick)) / tick): the ticks crossed.
+        let ticks = ((now + self.phase_ns) / tick).saturating_sub((sent + self.phase_ns) / tick);
+        let rtt = (ticks.min(i16::MAX as u64) as i32).max(1);
+        if self.srtt != 0 {
+            let mut delta = rtt - (self.srtt >> 3);
+            self.srtt += delta;
+            if self.srtt <= 0 {
+                self.srtt = 1;
+            }
+            delta = delta.abs() - (self.rttvar >> 2);
+            self.rttvar += delta;
+            if self.rttvar <= 0 {
+                self.rttvar = 1;
+            }
+        } else {
+            self.srtt = rtt << 3;
+            self.rttvar = rtt << 1;
+        }
+        self.rtxcur_ns = (((self.rttvar << 3) + self.srtt) >> 3) as u64 * tick;
+        self.backoff = 1;
+    }
+
+    /// `rtt_backoff`.
+    fn back_off(&mut self) {
+        if self.backoff < 64 {
+            self.backoff <<= 1;
+        }
+        if self.backoff > 8 {
+            self.rttvar += self.srtt >> 3;
+            self.srtt = 0;
+        }
+    }
+
+    /// `rtt_timeout`, with the bounds of `cfg`.
+    fn timeout(&self, cfg: &SenderConfig) -> u64 {
+        let t = self.rtxcur_ns.saturating_mul(self.backoff).min(cfg.max_rto_ns);
+        t.max(cfg.min_rto_ns).max(2 * self.tick_ns)
+    }
+}
+
 /// The sender's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SenderConfig {
@@ -59,8 +143,10 @@ pub struct SenderConfig {
     /// G of RFC 6298 §2.
     pub clock_granularity_ns: u64,
     /// The initial window in segments; None: RFC 5681 §3.1's
-    /// min(4·MSS, max(2·MSS, 4380)) (ns-2's `windowInit_` is 1).
+    /// min(4·MSS, max(2·MSS, 4380)) (ns-2's `windowInit_`: 1, and 2 from May 2001).
     pub initial_window: Option<u32>,
+    /// How the retransmission timeout is computed.
+    pub rto_model: RtoModel,
 }
 
 impl SenderConfig {
@@ -77,6 +163,7 @@ impl SenderConfig {
             max_rto_ns: 60 * NS_PER_S,
             clock_granularity_ns: 10 * MS,
             initial_window: None,
+            rto_model: RtoModel::Rfc6298,
         }
     }
 }
@@ -105,6 +192,9 @@ pub struct SenderStats {
     pub timeouts: u64,
     /// Round-trip times measured (RFC 6298 §3: never of a retransmission).
     pub rtt_samples: u64,
+    /// The time the expired timers ran, from being set to expiring,
+    /// nanoseconds: how long the sender sat waiting for its timeouts.
+    pub timeout_wait_ns: u64,
 }
 
 /// A sans-IO TCP sender of an endless byte stream, in stream offsets
@@ -136,8 +226,12 @@ pub struct TcpSender {
     /// Consecutive expiries without new data acknowledged.
     backoffs: u32,
     timer: Option<u64>,
+    /// When the running timer was set.
+    timer_set_at: u64,
     /// The timed segment: its end offset and when it was sent.
     timed: Option<(u64, u64)>,
+    /// ns-2's timer, when the model is [`RtoModel::Ns2`].
+    ns2: Option<Ns2Timer>,
     stats: SenderStats,
 }
 
@@ -166,7 +260,19 @@ impl TcpSender {
             rto_ns: cfg.initial_rto_ns.clamp(1, cfg.max_rto_ns.max(1)),
             backoffs: 0,
             timer: None,
+            timer_set_at: 0,
             timed: None,
+            ns2: match cfg.rto_model {
+                RtoModel::Rfc6298 => None,
+                RtoModel::Ns2 { tick_ns, phase_ns } => Some(Ns2Timer {
+                    tick_ns,
+                    phase_ns: phase_ns % tick_ns.max(1),
+                    srtt: 0,
+                    rttvar: 0,
+                    rtxcur_ns: cfg.initial_rto_ns,
+                    backoff: 1,
+                }),
+            },
             stats: SenderStats::default(),
         }
     }
@@ -198,7 +304,10 @@ impl TcpSender {
 
     /// The current retransmission timeout, nanoseconds, backoff included.
     pub fn rto_ns(&self) -> u64 {
-        self.rto_ns
+        match &self.ns2 {
+            Some(t) => t.timeout(&self.cfg),
+            None => self.rto_ns,
+        }
     }
 
     /// The counters so far.
@@ -250,7 +359,7 @@ impl TcpSender {
         }
         // RFC 6298 §5.1.
         if self.timer.is_none() {
-            self.timer = Some(now + self.rto_ns);
+            self.arm_timer(now);
         }
         Segment { offset, len: self.cfg.mss, retransmission }
     }
@@ -265,7 +374,7 @@ impl TcpSender {
             let acked = ack - self.snd_una;
             if let Some((end, at)) = self.timed {
                 if ack >= end {
-                    self.sample(now.saturating_sub(at));
+                    self.sample(at, now);
                     self.timed = None;
                 }
             }
@@ -306,7 +415,7 @@ impl TcpSender {
             if self.snd_una >= self.snd_max {
                 self.timer = None;
             } else if restart_timer {
-                self.timer = Some(now + self.rto_ns);
+                self.arm_timer(now);
             }
         } else if ack == self.snd_una && self.snd_max > self.snd_una {
             self.dupacks += 1;
@@ -332,7 +441,7 @@ impl TcpSender {
                         self.partial_acked = false;
                     }
                 }
-                self.timer = Some(now + self.rto_ns);
+                self.arm_timer(now);
             }
         }
     }
@@ -346,6 +455,7 @@ impl TcpSender {
         }
         let mss = self.mss();
         self.stats.timeouts += 1;
+        self.stats.timeout_wait_ns += now.saturating_sub(self.timer_set_at);
         if self.backoffs == 0 {
             self.ssthresh = (self.flight() / 2).max(2 * mss);
         }
@@ -358,12 +468,26 @@ impl TcpSender {
         self.snd_nxt = self.snd_una;
         self.timed = None;
         self.rto_ns = (self.rto_ns.saturating_mul(2)).min(self.cfg.max_rto_ns);
+        if let Some(t) = &mut self.ns2 {
+            t.back_off();
+        }
         self.timer = None;
     }
 
-    pub(super) fn sample(&mut self, r_ns: u64) {
-        let r = r_ns as f64;
+    /// (Re)starts the retransmission timer at `now` for the current RTO.
+    fn arm_timer(&mut self, now: u64) {
+        self.timer = Some(now + self.rto_ns());
+        self.timer_set_at = now;
+    }
+
+    /// An RTT sample: the timed segment, sent at `sent`, acknowledged at
+    /// `now`.
+    pub(super) fn sample(&mut self, sent: u64, now: u64) {
+        let r = now.saturating_sub(sent) as f64;
         self.stats.rtt_samples += 1;
+        if let Some(t) = &mut self.ns2 {
+            t.update(sent, now);
+        }
         let srtt = match self.srtt_ns {
             None => {
                 self.rttvar_ns = r / 2.0;
@@ -402,6 +526,11 @@ impl TcpReceiver {
     /// Octets delivered in order to the application.
     pub fn delivered(&self) -> u64 {
         self.rcv_nxt
+    }
+
+    /// Whether out-of-order data waits above a gap.
+    pub fn holds_out_of_order(&self) -> bool {
+        !self.ooo.is_empty()
     }
 
     /// A segment of `len` octets at `offset` arrived; returns the ACK.
