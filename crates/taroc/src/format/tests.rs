@@ -220,6 +220,12 @@ fn ir_bytes(ir: &IrPacket<'_>) -> Vec<u8> {
     out
 }
 
+/// An IR of `h` on CID 5 that replicates `base`.
+fn ir_cr(h: crate::packet::TcpIpHeader, base: Base) -> IrPacket<'static> {
+    let static_part = Some(StaticPart::of(&h));
+    IrPacket { cid: 5, static_part, base: Some(base), msn: 9, header: h, strides: (0, 0), crc: 0x5a, payload: b"" }
+}
+
 #[test]
 fn an_ir_cr_takes_the_base_contexts_addresses_and_syn_and_round_trips() {
     for ipv6 in [false, true] {
@@ -230,16 +236,7 @@ fn an_ir_cr_takes_the_base_contexts_addresses_and_syn_and_round_trips() {
         // SYN-ACK from the last SYN-ACK.
         for (h, b, with_template) in [(syn2, syn, true), (syn2, syn, false), (syn_ack2, syn_ack, true)] {
             let base = Base { template: base_of(b).template.filter(|_| with_template), ..base_of(b) };
-            let ir = IrPacket {
-                cid: 5,
-                static_part: Some(StaticPart::of(&h)),
-                base: Some(base),
-                msn: 9,
-                header: h,
-                strides: (0, 0),
-                crc: 0x5a,
-                payload: b"",
-            };
+            let ir = ir_cr(h, base);
             let out = ir_bytes(&ir);
             let full = ir_bytes(&IrPacket { base: None, ..ir });
             assert_eq!((out[1], IrPacket::base_cid(&out[1..])), (TYPE_IR_CR, Some(2)));
@@ -257,16 +254,7 @@ fn an_ir_cr_takes_the_base_contexts_addresses_and_syn_and_round_trips() {
         }
         // Without the base, or without the template its flags need, it is
         // refused; a base of other addresses makes the IR whole.
-        let ir = IrPacket {
-            cid: 5,
-            static_part: Some(StaticPart::of(&syn2)),
-            base: Some(base),
-            msn: 9,
-            header: syn2,
-            strides: (0, 0),
-            crc: 0,
-            payload: b"",
-        };
+        let ir = ir_cr(syn2, base);
         let out = ir_bytes(&ir);
         assert!(matches!(IrPacket::parse(5, &out[1..], false, None), Err(FormatError::Reserved(_))));
         let bare = Base { template: None, ..base };
