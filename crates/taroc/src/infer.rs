@@ -80,6 +80,7 @@
 //! RFC 3095's profiles do (RFC 4224 discusses links that do not): a packet
 //! that arrives after its successor breaks the chain as a lost one does.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use crate::bits::{BitWriter, WordReader};
@@ -487,7 +488,8 @@ pub(crate) fn encode(
 ) -> Option<ChainedPacket<'static>> {
     let strides = chained_strides(prev, &rec.h);
     let whole_ip_id = sends_whole_ip_id(prev);
-    let prev = &chain_reference(prev);
+    let reference = chain_reference(prev);
+    let prev = reference.as_ref();
     let (h, p) = (&rec.h, &prev.h);
     let same = h.seq == next_seq(p, prev.payload_len)
         && rec.msn == prev.msn.wrapping_add(1)
@@ -563,7 +565,8 @@ pub(crate) fn reconstruct(
     static_part: &StaticPart,
     crossed: &CrossedPackets,
 ) -> Option<Record> {
-    let r = &chain_reference(previous);
+    let reference = chain_reference(previous);
+    let r = reference.as_ref();
     let msn = r.msn.wrapping_add(1);
     if (msn & ((1 << MSN_BITS) - 1)) as u8 != c.msn {
         return None;
@@ -617,9 +620,10 @@ pub(crate) fn reconstruct(
 /// the timestamps alone, after two NOPs (RFC 7323 Appendix A's layout, as
 /// Linux, the BSDs and Windows send them). A segment that differs from
 /// this does not chain, and goes in the other formats.
-pub(crate) fn chain_reference(prev: &Record) -> Record {
+pub(crate) fn chain_reference(prev: &Record) -> Cow<'_, Record> {
     if prev.h.tcp_flags & FLAG_SYN == 0 {
-        return *prev;
+        // Every packet but the handshake's: no copy of the record.
+        return Cow::Borrowed(prev);
     }
     let mut r = *prev;
     r.h.seq = next_seq(&prev.h, prev.payload_len);
@@ -638,7 +642,7 @@ pub(crate) fn chain_reference(prev: &Record) -> Record {
     };
     r.h.options = RawOptions::from_slice(layout).unwrap_or(RawOptions::EMPTY);
     r.opt = OptInfo::of(&r.h.options);
-    r
+    Cow::Owned(r)
 }
 
 /// Whether a chained packet after `prev` with I = 0 sends its IP-ID whole:
