@@ -23,6 +23,7 @@ pub enum VariantArg {
     Tahoe,
     Reno,
     Newreno,
+    Sack,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -164,6 +165,7 @@ fn variant_for(link_bps: u64, arg: Option<VariantArg>) -> TcpVariant {
         Some(VariantArg::Tahoe) => TcpVariant::Tahoe,
         Some(VariantArg::Reno) => TcpVariant::Reno,
         Some(VariantArg::Newreno) => TcpVariant::NewReno,
+        Some(VariantArg::Sack) => TcpVariant::Sack,
         None => draft_table(link_bps).map_or(TcpVariant::NewReno, |t| t.tcp.model_variant()),
     }
 }
