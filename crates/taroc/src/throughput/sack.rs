@@ -6,7 +6,9 @@
 //! (whose first version, RFC 3517, came two years after the draft): a
 //! scoreboard of the SACKed octets; fast recovery entered on the third
 //! duplicate ACK with cwnd halved and a pipe estimate of the segments
-//! outstanding less three; each ACK in recovery takes one segment from the
+//! outstanding less three (ns-2's `maxseq_ - highest_ack_ - numdupacks`;
+//! its first `Sack1` took cwnd less three, the same while the window is
+//! not held by the receiver's); each ACK in recovery takes one segment from the
 //! pipe, a partial ACK two; while the pipe is under cwnd the sender
 //! retransmits the first hole below the highest SACKed octet not yet
 //! retransmitted in this recovery, or else sends new data. Unlike RFC

@@ -393,8 +393,10 @@ impl TcpSender {
     }
 
     /// ns-2's `Sack1` `send_much` in fast recovery: while the pipe is
-    /// under cwnd, the next hole, else new data up to twice the
-    /// receiver's window past the cumulative ACK.
+    /// under cwnd, the next hole, else new data within the receiver's
+    /// window past the cumulative ACK (ns-2.35's `highest_ack_ + wnd_`;
+    /// the 1997 `Sack1` let new data run to twice the window, which puts
+    /// the 114 kb/s link's rows at BER 1e-8 to 1e-6 a further 2–3 % up).
     fn poll_sack_recovery(&mut self, now: u64) -> Option<Segment> {
         let mss = self.mss();
         if self.pipe >= (self.cwnd / mss) as i64 {
@@ -403,7 +405,7 @@ impl TcpSender {
         let seg = if let Some(hole) = self.scoreboard.next_hole(self.snd_una, mss) {
             self.scoreboard.mark_retransmitted(hole);
             self.emit(now, hole, true)
-        } else if self.snd_nxt + mss <= self.snd_una + 2 * self.cfg.rwnd as u64 {
+        } else if self.snd_nxt + mss <= self.snd_una + self.cfg.rwnd as u64 {
             let offset = self.snd_nxt;
             let retransmission = offset < self.snd_max;
             self.snd_nxt += mss;
