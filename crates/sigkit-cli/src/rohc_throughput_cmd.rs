@@ -84,7 +84,8 @@ pub struct RohcThroughputArgs {
     #[arg(long)]
     pub mtu: Option<u16>,
     /// TCP variant (default: the draft's per link, NewReno for its Sack
-    /// tables and for links it has no table for).
+    /// tables and for links it has no table for; `sack`: RFC 2018 SACK
+    /// blocks on the ACKs and ns-2's Sack1 loss recovery).
     #[arg(long, value_enum)]
     pub variant: Option<VariantArg>,
     /// TAROC's mode (§5.5); O-mode's feedback crosses the reverse link.
