@@ -2,6 +2,7 @@
 //! receiver's SACK blocks (RFC 2018 §4), the sender's recovery of several
 //! losses of one window in one round trip (ns-2's `Sack1`), and ACKs with
 //! SACK options through every scheme's compressor and decompressor.
+#![allow(clippy::unwrap_used)] // a test fails by panicking
 
 use taroc::packet::{RawOptions, TcpIpHeader, TcpOption, FLAG_ACK};
 use taroc::throughput::{
