@@ -23,6 +23,7 @@ pub enum VariantArg {
     Tahoe,
     Reno,
     Newreno,
+    Sack,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -83,7 +84,8 @@ pub struct RohcThroughputArgs {
     #[arg(long)]
     pub mtu: Option<u16>,
     /// TCP variant (default: the draft's per link, NewReno for its Sack
-    /// tables and for links it has no table for).
+    /// tables and for links it has no table for; `sack`: RFC 2018 SACK
+    /// blocks on the ACKs and ns-2's Sack1 loss recovery).
     #[arg(long, value_enum)]
     pub variant: Option<VariantArg>,
     /// TAROC's mode (§5.5); O-mode's feedback crosses the reverse link.
@@ -164,6 +166,7 @@ fn variant_for(link_bps: u64, arg: Option<VariantArg>) -> TcpVariant {
         Some(VariantArg::Tahoe) => TcpVariant::Tahoe,
         Some(VariantArg::Reno) => TcpVariant::Reno,
         Some(VariantArg::Newreno) => TcpVariant::NewReno,
+        Some(VariantArg::Sack) => TcpVariant::Sack,
         None => draft_table(link_bps).map_or(TcpVariant::NewReno, |t| t.tcp.model_variant()),
     }
 }

@@ -115,6 +115,25 @@ fn options_choose_the_variant_mode_mtu_and_damage_model() {
 }
 
 #[test]
+fn sack_puts_sack_options_on_the_acks() {
+    let args = ["--link", "114000", "--ber", "1e-6", "--seconds", "60", "--seeds", "2", "--schemes", "none,taroc"];
+    let newreno = json(&args);
+    let sack = json(&[&args[..], &["--variant", "sack"]].concat());
+    let p = point(&sack, 1e-6, "none");
+    assert_eq!(p["variant"], "sack");
+    assert_eq!(point(&newreno, 1e-6, "none")["variant"], "newreno");
+    // Queue overflows leave holes, so some ACKs carry SACK blocks: NONE's
+    // mean ACK header grows past 40 octets, NewReno's does not.
+    assert!(p["mean_header_backward"].as_f64().unwrap() > 40.5, "{p}");
+    assert_eq!(point(&newreno, 1e-6, "none")["mean_header_backward"].as_f64(), Some(40.0));
+    assert!(p["fast_retransmits"].as_f64().unwrap() > 0.0);
+    // TAROC compresses them, and loses none.
+    let t = point(&sack, 1e-6, "taroc-o");
+    assert_eq!((t["context_damage"].as_f64(), t["undetected"].as_u64()), (Some(0.0), Some(0)));
+    assert!(t["mean_header_backward"].as_f64().unwrap() < 10.0, "{t}");
+}
+
+#[test]
 fn errors_on_both_directions_cost_the_acks_too() {
     let args = ["--link", "64000", "--ber", "3e-4", "--seconds", "100", "--seeds", "4", "--schemes", "none,iphc-twice"];
     let fwd = json(&args);
