@@ -265,8 +265,13 @@ fn print_table(args: &RohcArgs, cap: &Capture, ipv6: usize, reports: &[(Scheme, 
     }
     writeln!(
         out,
-        "link: loss {}, BER {}, reorder depth {} (p {}), seed {}",
-        args.loss, args.ber, args.reorder, args.reorder_prob, args.seed
+        "link: loss {}, BER {}, reorder depth {} (p {}), seed {}{}",
+        args.loss,
+        args.ber,
+        args.reorder,
+        args.reorder_prob,
+        args.seed,
+        if args.shared_link { "; every connection on this one link (--shared-link)" } else { "" }
     )?;
     let w = reports.iter().map(|(_, r)| r.scheme.len()).max().unwrap_or(0).max(8);
     writeln!(
