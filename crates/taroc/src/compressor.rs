@@ -222,6 +222,9 @@ struct Context {
     /// Feedback acknowledged the packet `template` came from, so the
     /// decompressor holds it.
     template_acked: bool,
+    /// A STATIC-NACK came: the decompressor may lack what an IR-CR or
+    /// IR-REV takes from elsewhere, so IRs go whole until an ACK.
+    whole_irs: bool,
 }
 
 impl Context {
@@ -255,6 +258,7 @@ impl Context {
             chain_paused: false,
             template: None,
             template_acked: false,
+            whole_irs: false,
         }
     }
 
@@ -581,9 +585,25 @@ impl Compressor {
             })
             .map(|(i, c)| Base {
                 cid: i as u8,
+                reverse: false,
                 static_part: c.key,
                 template: c.template.filter(|_| c.template_acked).map(|(_, t)| t),
             })
+    }
+
+    /// With inference, the other direction's flow an IR of flow `key` can
+    /// take its addresses from (an IR-REV): the one flow of the other
+    /// direction this end delivered whose ports are `key`'s reversed, if
+    /// its addresses are `key`'s reversed too.
+    fn reverse_base(&self, key: &StaticPart) -> Option<Base> {
+        if !self.config.chains() {
+            return None;
+        }
+        let mut s = self.crossed.reversed_flow(key.src_port, key.dst_port)?;
+        if let (Some(v6), Some(k6)) = (s.ipv6.as_mut(), key.ipv6) {
+            v6.flow_label = k6.flow_label;
+        }
+        (s == *key).then_some(Base { cid: 0, reverse: true, static_part: s, template: None })
     }
 
     /// Compresses one IPv4/TCP or IPv6/TCP packet, appending the compressed
@@ -623,7 +643,10 @@ impl Compressor {
         let a = ctx.vsw.analyse(&rec);
 
         let kind = ctx.choose_kind(&config, &rec, &a, long_jump);
-        let base = if kind == PacketKind::Ir { self.replication_base(cid, &key) } else { None };
+        let base = match kind {
+            PacketKind::Ir if !ctx.whole_irs => self.replication_base(cid, &key).or_else(|| self.reverse_base(&key)),
+            _ => None,
+        };
         let Some(ctx) = self.contexts[cid as usize].as_mut() else { unreachable!("context_for fills the slot") };
 
         // §5.3.2 d, §5.3.3 d: SO while fixed-payload encoding applies.
@@ -705,6 +728,7 @@ impl Compressor {
                 if let Some((pos, acked_ir)) = ctx.vsw.find(fb.msn, fb.checksum).map(|(pos, e)| (pos, e.sent_as_ir)) {
                     ctx.vsw.drop_front(pos);
                     ctx.static_acked = true;
+                    ctx.whole_irs = false;
                     ctx.template_acked |= ctx.template.is_some_and(|(msn, _)| msn == fb.msn);
                     ctx.chain_paused = false;
                     // The IR state ends with an ACK of an IR/IR-DYN: ACK(O)
@@ -732,6 +756,7 @@ impl Compressor {
                 ctx.chain_paused = true;
             }
             FeedbackKind::StaticNack => {
+                ctx.whole_irs = true;
                 ctx.restart_slow_start();
                 ctx.chain_paused = true;
                 ctx.need_static = true;

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use crate::format::{
     crc3, crc7, crc8, fold_checksum, split_cid, Base, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError,
     IpIdEnc, IrPacket, OptInfo, SeqEnc, StaticPart, Template, WindowField, IPID_TABLE, MSN_P, SEQ_TABLE, TS_TABLE,
-    TYPE_IR, TYPE_IR_CR, TYPE_IR_DYN, TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
+    TYPE_IR, TYPE_IR_CR, TYPE_IR_DYN, TYPE_IR_REV, TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
 };
 use crate::infer::{self, ChainedPacket, CrossedPacket, CrossedPackets, CHAINED_PREFIX};
 use crate::packet::{emitted_checksums_ok, EmitError, FLAG_PSH, FLAG_SYN};
@@ -204,7 +204,7 @@ impl Decompressor {
         }
         let start = out.len();
         let first = *rest.first().ok_or(FormatError::Empty)?;
-        let is_ir = matches!(first, TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN | TYPE_IR_CR);
+        let is_ir = matches!(first, TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN | TYPE_IR_CR | TYPE_IR_REV);
         let chains = self.config.chains();
         let reference_before = if chains { self.reference_id(cid) } else { None };
         let result = match first {
@@ -281,18 +281,26 @@ impl Decompressor {
         rest: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(PacketKind, usize), DecompressError> {
-        // An IR-CR's base context: its static part and template.
-        let base = IrPacket::base_cid(rest).and_then(|b| {
-            let c = self.contexts.get(b as usize)?;
-            Some(Base { cid: b, static_part: c.static_part?, template: c.template })
-        });
-        let replica = rest.first() == Some(&TYPE_IR_CR);
+        // An IR-CR's base context: its static part and template; an
+        // IR-REV's flow of the other direction.
+        let base = match rest.first() {
+            Some(&TYPE_IR_REV) => IrPacket::reverse_ports(rest)
+                .filter(|_| self.config.chains())
+                .and_then(|(src, dst)| self.crossed.reversed_flow(src, dst))
+                .map(|static_part| Base { cid: 0, reverse: true, static_part, template: None }),
+            _ => IrPacket::base_cid(rest).and_then(|b| {
+                let c = self.contexts.get(b as usize)?;
+                Some(Base { cid: b, reverse: false, static_part: c.static_part?, template: c.template })
+            }),
+        };
+        let replica = matches!(rest.first(), Some(&(TYPE_IR_CR | TYPE_IR_REV)));
         let ctx = &self.contexts[cid as usize];
         // An IR-DYN's dynamic chain is the IP version's of the static part
         // held (without one, the IR-DYN is refused below).
         let ir = match IrPacket::parse(cid, rest, ctx.static_part.is_some_and(|s| s.ipv6.is_some()), base) {
-            // An IR-CR whose base (or template) this end lacks: the
-            // compressor sends the static chain whole after a STATIC-NACK.
+            // An IR-CR whose base (or template) this end lacks, an IR-REV
+            // whose flow it does not hold: the compressor sends the static
+            // chain whole after a STATIC-NACK.
             Err(FormatError::Reserved(_)) if replica => {
                 self.send(cid, FeedbackKind::StaticNack, None);
                 return Err(DecompressError::NoStaticContext(cid));

@@ -219,6 +219,20 @@ impl CrossedPackets {
         self.opposite(flow).map_or(named.tsval, |kept| echoed_in(kept, named, acked_from))
     }
 
+    /// This direction's static part (flow label 0) of a flow with ports
+    /// `src_port` and `dst_port`, from the one flow of the other direction
+    /// with those ports reversed; `None` if none or several are held.
+    pub fn reversed_flow(&self, src_port: u16, dst_port: u16) -> Option<StaticPart> {
+        let mut matching = self.flows.iter().filter(|(k, _)| k.ports == (dst_port, src_port));
+        let (_, kept) = matching.next()?;
+        if matching.next().is_some() {
+            return None;
+        }
+        let f = kept.back()?.flow;
+        let ipv6 = f.ipv6.map(|v6| crate::packet::Ipv6Part { src: v6.dst, dst: v6.src, flow_label: 0 });
+        Some(StaticPart { src: f.dst, dst: f.src, src_port, dst_port, ipv6 })
+    }
+
     /// Decompressor: the newest packet of the other direction whose MSN
     /// has the LSBs `bits`.
     pub fn find(&self, flow: &StaticPart, bits: u8) -> Option<&CrossedPacket> {

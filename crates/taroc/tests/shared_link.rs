@@ -101,3 +101,43 @@ fn bit_errors_never_let_a_replicated_header_through() {
     }
     assert!(damaged > 5_000, "{damaged} damaged packets");
 }
+
+#[test]
+fn an_ir_cr_whose_base_the_decompressor_lacks_draws_a_static_nack_then_goes_whole() {
+    use taroc::{Compressor, CompressorConfig, Decompressor, DecompressorConfig, FeedbackKind};
+    let packets = short_connections(false);
+    let syns: Vec<&Vec<u8>> =
+        packets.iter().filter(|p| taroc::Packet::parse(p).unwrap().header.tcp_flags == 0x02).take(2).collect();
+    let mut c = Compressor::new(CompressorConfig::with_mode(Mode::O));
+    let mut d = Decompressor::new(DecompressorConfig::with_mode(Mode::O));
+    let feed = |c: &mut Compressor, d: &mut Decompressor| {
+        while let Some(f) = d.poll_feedback() {
+            let mut b = Vec::new();
+            f.emit(&mut b);
+            c.handle_feedback(&b).unwrap();
+        }
+    };
+    let mut wire = Vec::new();
+    c.compress(syns[0], &mut wire).unwrap();
+    d.decompress(&wire, &mut Vec::new()).unwrap();
+    feed(&mut c, &mut d);
+    // The second connection's SYN replicates the first's context; a
+    // decompressor that lost it (a fresh one here) refuses it.
+    let mut wire = Vec::new();
+    c.compress(syns[1], &mut wire).unwrap();
+    assert_eq!(wire[1], taroc::format::TYPE_IR_CR);
+    let mut fresh = Decompressor::new(DecompressorConfig::with_mode(Mode::O));
+    assert!(fresh.decompress(&wire, &mut Vec::new()).is_err());
+    let f = fresh.poll_feedback().expect("a STATIC-NACK");
+    assert_eq!(f.kind, FeedbackKind::StaticNack);
+    let mut b = Vec::new();
+    f.emit(&mut b);
+    c.handle_feedback(&b).unwrap();
+    // The SYN again (TCP resends it): whole this time.
+    let mut wire = Vec::new();
+    c.compress(syns[1], &mut wire).unwrap();
+    assert_eq!(wire[1], taroc::format::TYPE_IR);
+    let mut out = Vec::new();
+    fresh.decompress(&wire, &mut out).unwrap();
+    assert_eq!(&out, syns[1]);
+}

@@ -42,6 +42,11 @@ pub const TYPE_IR_V6: u8 = 0xf9;
 /// TAROC does not send).
 pub const TYPE_IR_CR: u8 = 0xfc;
 
+/// IR-REV: an IR whose addresses are the other direction's flow's, with
+/// cross-direction inference. RFC 3095 §5.2 leaves 0xF9–0xFB unused; the
+/// IPv6 IR takes 0xF9.
+pub const TYPE_IR_REV: u8 = 0xfa;
+
 /// IR-DYN: dynamic chain only (RFC 3095's IR-DYN type).
 pub const TYPE_IR_DYN: u8 = 0xf8;
 

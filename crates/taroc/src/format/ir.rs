@@ -71,11 +71,16 @@ impl Template {
 
 /// The context an IR-CR replicates (RFC 6846 §6.3's context replication,
 /// after RFC 4164): its CID, its static part and, if the decompressor
-/// holds it, the template of its last SYN or SYN-ACK.
+/// holds it, the template of its last SYN or SYN-ACK. Or, for an IR-REV,
+/// the other direction's flow, reversed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Base {
-    /// The base context's CID.
+    /// The base context's CID (none for an IR-REV).
     pub cid: u8,
+    /// IR-REV (with cross-direction inference): not a context of this
+    /// direction but the other direction's flow with the reversed ports,
+    /// whose addresses, swapped, are this flow's.
+    pub reverse: bool,
     /// Its static part.
     pub static_part: StaticPart,
     /// Its last SYN's or SYN-ACK's template, if both ends hold it.
@@ -118,11 +123,24 @@ impl<'a> IrPacket<'a> {
     /// template's) and O (the options are the template's: only TSval, and
     /// TSecr unless presence bit E says it is 0, are sent); then the ports
     /// sent, an IPv6 flow label in 3 octets, and the dynamic chain.
+    ///
+    /// With a reverse base it is an IR-REV ([`TYPE_IR_REV`]): both ports,
+    /// an IPv6 flow label in 3 octets, and the dynamic chain; the
+    /// addresses are the other direction's flow's with those ports
+    /// reversed.
     pub fn emit(&self, out: &mut Vec<u8>) {
         let h = &self.header;
         emit_cid(self.cid, out);
         let replica = self.replica();
         match (self.static_part, replica) {
+            (Some(s), Some((base, _))) if base.reverse => {
+                out.push(TYPE_IR_REV);
+                out.extend_from_slice(&s.src_port.to_be_bytes());
+                out.extend_from_slice(&s.dst_port.to_be_bytes());
+                if let Some(v6) = s.ipv6 {
+                    out.extend_from_slice(&(v6.flow_label & 0xf_ffff).to_be_bytes()[1..]);
+                }
+            }
             (Some(s), Some((base, flags))) => {
                 out.push(TYPE_IR_CR);
                 out.push(base.cid << 4 | flags);
@@ -230,6 +248,10 @@ impl<'a> IrPacket<'a> {
         if !same_addresses || base.cid as usize >= MAX_CONTEXTS {
             return None;
         }
+        if base.reverse {
+            let ports_match = (s.src_port, s.dst_port) == (b.src_port, b.dst_port);
+            return ports_match.then_some((Base { template: None, ..base }, 0));
+        }
         let h = &self.header;
         let mut flags = 0;
         if s.src_port != b.src_port {
@@ -254,6 +276,16 @@ impl<'a> IrPacket<'a> {
     pub fn base_cid(data: &[u8]) -> Option<u8> {
         match data {
             [TYPE_IR_CR, b, ..] => Some(b >> 4),
+            _ => None,
+        }
+    }
+
+    /// The source and destination ports an IR-REV carries (after the
+    /// Add-CID octet), for the decompressor to find the other direction's
+    /// flow before [`IrPacket::parse`].
+    pub fn reverse_ports(data: &[u8]) -> Option<(u16, u16)> {
+        match data {
+            [TYPE_IR_REV, a, b, c, d, ..] => Some((u16::from_be_bytes([*a, *b]), u16::from_be_bytes([*c, *d]))),
             _ => None,
         }
     }
@@ -302,11 +334,27 @@ impl<'a> IrPacket<'a> {
                 })
             }
             TYPE_IR_DYN => None,
+            TYPE_IR_REV => {
+                let mut r = Cursor { data, at };
+                let ports = (r.u16()?, r.u16()?);
+                let b = base.filter(|b| b.reverse).ok_or(FormatError::Reserved("IR-REV flow"))?;
+                let mut s = b.static_part;
+                if (s.src_port, s.dst_port) != ports {
+                    return Err(FormatError::Reserved("IR-REV flow"));
+                }
+                if let Some(v6) = s.ipv6.as_mut() {
+                    v6.flow_label = r.flow_label()?;
+                }
+                at = r.at;
+                Some(s)
+            }
             TYPE_IR_CR => {
                 let mut r = Cursor { data, at };
                 let octet = r.u8()?;
                 flags = octet & 0x0f;
-                let b = base.filter(|b| b.cid == octet >> 4).ok_or(FormatError::Reserved("IR-CR base context"))?;
+                let b = base
+                    .filter(|b| !b.reverse && b.cid == octet >> 4)
+                    .ok_or(FormatError::Reserved("IR-CR base context"))?;
                 if flags & (CR_W | CR_O) != 0 {
                     template = Some(b.template.ok_or(FormatError::Reserved("IR-CR template"))?);
                 }
@@ -318,11 +366,7 @@ impl<'a> IrPacket<'a> {
                     s.dst_port = r.u16()?;
                 }
                 if let Some(v6) = s.ipv6.as_mut() {
-                    let l = r.take(3)?;
-                    if l[0] & 0xf0 != 0 {
-                        return Err(FormatError::Reserved("IR-CR flow label"));
-                    }
-                    v6.flow_label = u32::from_be_bytes([0, l[0], l[1], l[2]]);
+                    v6.flow_label = r.flow_label()?;
                 }
                 at = r.at;
                 Some(s)
@@ -413,7 +457,7 @@ impl<'a> IrPacket<'a> {
             s.apply(&mut h);
         }
         h.checksum = fold_checksum(h.checksum, &h, msn, strides);
-        let base = base.filter(|_| ty == TYPE_IR_CR);
+        let base = base.filter(|_| matches!(ty, TYPE_IR_CR | TYPE_IR_REV));
         Ok(IrPacket { cid, static_part, base, msn, header: h, strides, crc, payload: &data[r.at..] })
     }
 }
@@ -461,5 +505,14 @@ impl<'a> Cursor<'a> {
 
     fn u32(&mut self) -> Result<u32, FormatError> {
         Ok(be32(self.take(4)?))
+    }
+
+    /// An IPv6 flow label in 3 octets, its first 4 bits zero.
+    fn flow_label(&mut self) -> Result<u32, FormatError> {
+        let l = self.take(3)?;
+        if l[0] & 0xf0 != 0 {
+            return Err(FormatError::Reserved("flow label"));
+        }
+        Ok(u32::from_be_bytes([0, l[0], l[1], l[2]]))
     }
 }

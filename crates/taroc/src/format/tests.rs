@@ -230,7 +230,8 @@ fn ir_cr(h: crate::packet::TcpIpHeader, base: Base) -> IrPacket<'static> {
 fn an_ir_cr_takes_the_base_contexts_addresses_and_syn_and_round_trips() {
     for ipv6 in [false, true] {
         let [syn, syn_ack, syn2, syn_ack2] = two_handshakes(ipv6);
-        let base_of = |h| Base { cid: 2, static_part: StaticPart::of(&h), template: Some(Template::of(&h)) };
+        let base_of =
+            |h| Base { cid: 2, reverse: false, static_part: StaticPart::of(&h), template: Some(Template::of(&h)) };
         let base = base_of(syn);
         // A SYN from the last SYN, with and without its template; a
         // SYN-ACK from the last SYN-ACK.
