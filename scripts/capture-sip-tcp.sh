@@ -72,87 +72,20 @@ fi
 
 out=$1
 shift
+repo=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(long short ipv6)
 rate=${RATE:-5}
 
-# Kamailio's configuration: ADDR is the listening address (127.0.0.1 or
-# [::1]), PORT its port.
+# Kamailio's configuration: sigkit's own (crates/sigkit-eval/src/kamailio.cfg,
+# the one `sigkit eval` runs), its listener on TCP at ADDR:PORT (ADDR
+# 127.0.0.1 or [::1]).
 kamailio_cfg() {
-    cat <<EOF
-#!KAMAILIO
-# Stateful record-routing proxy (as sigkit eval's, crates/sigkit-eval/src/peers.rs)
-# on TCP only. One worker: with several, a 180 can overtake the 200 after it.
-debug=2
-log_stderror=yes
-fork=yes
-children=1
-tcp_children=1
-auto_aliases=no
-listen=tcp:$1:$2
-
-loadmodule "tm.so"
-loadmodule "sl.so"
-loadmodule "rr.so"
-loadmodule "pv.so"
-loadmodule "maxfwd.so"
-loadmodule "siputils.so"
-loadmodule "textops.so"
-loadmodule "xlog.so"
-
-request_route {
-    xlog("L_INFO", "request \$rm \$ru cseq \$cs from \$si:\$sp\n");
-    if (!mf_process_maxfwd_header("10")) {
-        sl_send_reply("483", "Too Many Hops");
-        exit;
-    }
-    if (has_totag()) {
-        if (loose_route()) {
-            t_relay();
-            exit;
-        }
-        route(TO_UAS);
-        if (is_method("ACK")) {
-            if (t_check_trans()) {
-                t_relay();
-                exit;
-            }
-            # The ACK of a 2xx is a transaction of its own (RFC 3261
-            # §17.1.1.3). SIPp's built-in UAS does not copy Record-Route
-            # into its 200, so it goes by its Request-URI, as the BYE does.
-            forward();
-            exit;
-        }
-        t_relay();
-        exit;
-    }
-    if (is_method("CANCEL")) {
-        if (t_check_trans()) {
-            t_relay();
-        }
-        exit;
-    }
-    if (t_check_trans()) {
-        exit;
-    }
-    loose_route();
-    if (is_method("INVITE")) {
-        record_route();
-    }
-    route(TO_UAS);
-    t_relay();
-}
-
-# SIPp's built-in scenarios name their peer without a transport: go on to
-# it over TCP, as the request came.
-route[TO_UAS] {
-    if (\$du == "") {
-        \$du = "sip:" + \$rd + ":" + \$rp + ";transport=tcp";
-    }
-}
-EOF
+    sed -e "s/^listen=udp:127\.0\.0\.1:LISTEN_PORT\$/listen=tcp:$1:$2/" \
+        -e "s/^alias=\"127\.0\.0\.1:LISTEN_PORT\"\$/alias=\"$1:$2\"/" \
+        "$repo/crates/sigkit-eval/src/kamailio.cfg"
 }
 
 # wait_listen PORT: until something listens on TCP PORT (10 s).

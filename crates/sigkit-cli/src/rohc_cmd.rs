@@ -63,6 +63,14 @@ pub struct RohcArgs {
     #[arg(long, value_name = "N", default_value_t = MAX_CONNECTIONS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_connections: usize,
+    /// One link carries every connection, as a terminal's radio link does:
+    /// each direction has one compressor, whose contexts (CIDs, up to 16)
+    /// the connections share, so a new connection's IR can replicate an
+    /// earlier one's context (IR-CR). A direction is from the end that
+    /// opened the packet's connection. Without it, each connection has a
+    /// link of its own.
+    #[arg(long)]
+    pub shared_link: bool,
 }
 
 fn fail(kind: Failure, msg: impl std::fmt::Display) -> ExitCode {
@@ -102,6 +110,7 @@ pub fn rohc(args: RohcArgs) -> ExitCode {
         reorder_depth: args.reorder,
         reorder_prob: args.reorder_prob,
         seed: args.seed,
+        shared: args.shared_link,
     };
     let packets: Vec<Vec<u8>> = cap.packets.iter_mut().map(|p| std::mem::take(&mut p.ip)).collect();
     let mut reports = Vec::new();
@@ -214,6 +223,7 @@ fn print_json(args: &RohcArgs, cap: &Capture, ipv6: usize, reports: &[(Scheme, R
             "reorder_prob": args.reorder_prob,
             "seed": args.seed,
             "max_connections": args.max_connections,
+            "shared": args.shared_link,
         },
         "schemes": schemes,
     });
@@ -255,8 +265,13 @@ fn print_table(args: &RohcArgs, cap: &Capture, ipv6: usize, reports: &[(Scheme, 
     }
     writeln!(
         out,
-        "link: loss {}, BER {}, reorder depth {} (p {}), seed {}",
-        args.loss, args.ber, args.reorder, args.reorder_prob, args.seed
+        "link: loss {}, BER {}, reorder depth {} (p {}), seed {}{}",
+        args.loss,
+        args.ber,
+        args.reorder,
+        args.reorder_prob,
+        args.seed,
+        if args.shared_link { "; every connection on this one link (--shared-link)" } else { "" }
     )?;
     let w = reports.iter().map(|(_, r)| r.scheme.len()).max().unwrap_or(0).max(8);
     writeln!(

@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 use taroc::replay::scheme_name;
 use taroc::throughput::{
     draft_mtu, draft_table, simulate, DamagedFrames, ErrorDirections, LinkCounts, RunReport, Summary, TcpVariant,
-    ThroughputConfig, DRAFT_BERS, NS_PER_S,
+    ThroughputConfig, TimerModel, DRAFT_BERS, NS_PER_S,
 };
 use taroc::{ContextRecovery, Mode, Scheme};
 
@@ -23,6 +23,7 @@ pub enum VariantArg {
     Tahoe,
     Reno,
     Newreno,
+    Sack,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -46,6 +47,15 @@ pub enum ErrorsArg {
     Both,
     /// Bit errors toward the mobile host only (the ACKs cross clean).
     Forward,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TimerArg {
+    /// RFC 6298: exact RTT samples, RTO doubled from the minimum.
+    Rfc6298,
+    /// ns-2.1b8's Agent/TCP: RTTs in clock ticks (--tcp-tick), the
+    /// backoff multiplying the unrounded RTO, 6 s before the first sample.
+    Ns2,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -74,7 +84,8 @@ pub struct RohcThroughputArgs {
     #[arg(long)]
     pub mtu: Option<u16>,
     /// TCP variant (default: the draft's per link, NewReno for its Sack
-    /// tables and for links it has no table for).
+    /// tables and for links it has no table for; `sack`: RFC 2018 SACK
+    /// blocks on the ACKs and ns-2's Sack1 loss recovery).
     #[arg(long, value_enum)]
     pub variant: Option<VariantArg>,
     /// TAROC's mode (§5.5); O-mode's feedback crosses the reverse link.
@@ -89,7 +100,7 @@ pub struct RohcThroughputArgs {
     /// Which directions of the wireless link have bit errors.
     #[arg(long, value_enum, default_value = "forward")]
     pub errors: ErrorsArg,
-    /// The sender's initial window in segments (default: RFC 5681's; ns-2's is 1).
+    /// The sender's initial window in segments (default: RFC 5681's; ns-2's: 1, and 2 from May 2001).
     #[arg(long, value_name = "N")]
     pub initial_window: Option<u32>,
     /// Simulated seconds per run.
@@ -101,6 +112,16 @@ pub struct RohcThroughputArgs {
     /// Minimum retransmission timeout in seconds (RFC 6298: 1; ns-2: 0.2).
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     pub min_rto: f64,
+    /// The sender's retransmission timer.
+    #[arg(long, value_enum, default_value = "rfc6298")]
+    pub timer: TimerArg,
+    /// ns-2's TCP clock tick in seconds (tcpTick_; with --timer ns2 only).
+    #[arg(long, value_name = "S", default_value_t = 0.1)]
+    pub tcp_tick: f64,
+    /// Delay the receiver's ACKs up to S seconds, acknowledging every
+    /// second segment at once (ns-2's TCPSink/DelAck: 0.1; default: none).
+    #[arg(long, value_name = "S")]
+    pub delayed_ack: Option<f64>,
     /// Worker threads (default: the machine's cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -145,6 +166,7 @@ fn variant_for(link_bps: u64, arg: Option<VariantArg>) -> TcpVariant {
         Some(VariantArg::Tahoe) => TcpVariant::Tahoe,
         Some(VariantArg::Reno) => TcpVariant::Reno,
         Some(VariantArg::Newreno) => TcpVariant::NewReno,
+        Some(VariantArg::Sack) => TcpVariant::Sack,
         None => draft_table(link_bps).map_or(TcpVariant::NewReno, |t| t.tcp.model_variant()),
     }
 }
@@ -163,6 +185,16 @@ pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
     if !(args.min_rto.is_finite() && args.min_rto > 0.0 && args.min_rto <= 60.0) {
         return usage("--min-rto must be in (0, 60] seconds");
     }
+    if !(args.tcp_tick.is_finite() && (0.001..=10.0).contains(&args.tcp_tick)) {
+        return usage("--tcp-tick must be in [0.001, 10] seconds");
+    }
+    if args.delayed_ack.is_some_and(|d| !(d.is_finite() && d > 0.0 && d <= 10.0)) {
+        return usage("--delayed-ack must be in (0, 10] seconds");
+    }
+    let timer = match args.timer {
+        TimerArg::Rfc6298 => TimerModel::Rfc6298,
+        TimerArg::Ns2 => TimerModel::Ns2 { tick_ns: (args.tcp_tick * NS_PER_S as f64).round() as u64 },
+    };
     let mode = match args.mode {
         ModeArg::U => Mode::U,
         ModeArg::O => Mode::O,
@@ -198,6 +230,8 @@ pub fn rohc_throughput(args: RohcThroughputArgs) -> ExitCode {
                         ErrorsArg::Forward => ErrorDirections::Forward,
                     },
                     initial_window: args.initial_window,
+                    timer,
+                    delayed_ack_ns: args.delayed_ack.map(|d| (d * NS_PER_S as f64).round().max(1.0) as u64),
                     ..ThroughputConfig::draft(
                         link,
                         ber,
@@ -285,10 +319,14 @@ fn print_tables(args: &RohcThroughputArgs, bers: &[f64], schemes: &[Scheme], poi
         writeln!(out)?;
         writeln!(
             out,
-            "{} b/s wireless link, TCP {}{}; {} s x {} seeds; {damaged}; goodput in Byte/s, ours (draft's)",
+            "{} b/s wireless link, TCP {}{}{}; {} s x {} seeds; {damaged}; goodput in Byte/s, ours (draft's)",
             link,
             variant.name(),
             draft.map_or(String::new(), |t| format!(" (draft {} {})", t.section, t.tcp.name())),
+            match args.timer {
+                TimerArg::Rfc6298 => String::new(),
+                TimerArg::Ns2 => format!(", ns-2.1b8 timer (tick {} s)", args.tcp_tick),
+            },
             args.seconds,
             args.seeds,
         )?;
@@ -376,6 +414,7 @@ fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
                 "draft_goodput": draft_value(p),
                 "context_damage": mean(&|r| r.context_damage() as f64),
                 "timeouts": mean(&|r| r.sender.timeouts as f64),
+                "timeout_wait_s": mean(&|r| r.sender.timeout_wait_ns as f64 / NS_PER_S as f64),
                 "fast_retransmits": mean(&|r| r.sender.fast_retransmits as f64),
                 "retransmissions": mean(&|r| r.sender.retransmissions as f64),
                 "segments_sent": mean(&|r| r.sender.segments_sent as f64),
@@ -404,6 +443,9 @@ fn print_json(args: &RohcThroughputArgs, points: &[Point]) -> io::Result<()> {
         "min_rto": args.min_rto,
         "errors": match args.errors { ErrorsArg::Both => "both", ErrorsArg::Forward => "forward" },
         "initial_window": args.initial_window,
+        "timer": match args.timer { TimerArg::Rfc6298 => "rfc6298", TimerArg::Ns2 => "ns2" },
+        "delayed_ack": args.delayed_ack,
+        "tcp_tick": (args.timer == TimerArg::Ns2).then_some(args.tcp_tick),
         "draft": "TCP-Aware RObust Header Compression (TAROC), draft-ietf-rohc-tcp-taroc-04, Appendix A.3",
         "points": rows,
     });

@@ -172,3 +172,24 @@ fn infer_adds_a_row_that_shrinks_sip_over_tcp_headers() {
     assert_eq!(u.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&u.stderr).contains("--infer needs --mode o"));
 }
+
+#[test]
+fn a_shared_link_replicates_contexts_across_connections() {
+    // SIPp ⇄ Kamailio with a connection per call: on one link each new
+    // connection's IRs replicate an earlier connection's context.
+    let file = data("sip-kamailio-short.pcapng");
+    let path = file.to_str().unwrap();
+    let own = json(&[path, "--infer"]);
+    let one = json(&[path, "--infer", "--shared-link"]);
+    assert_eq!((&own["link"]["shared"], &one["link"]["shared"]), (&false.into(), &true.into()));
+    for name in ["taroc-o", "taroc-o-infer"] {
+        let (a, b) = (scheme(&own, name), scheme(&one, name));
+        assert_eq!(b["delivered"], b["packets"], "{name}");
+        assert_eq!(b["undetected"], 0, "{name}");
+        let (a, b) = (a["mean_header_after"].as_f64().unwrap(), b["mean_header_after"].as_f64().unwrap());
+        assert!(b < a - 0.5, "{name}: {b} B on one link against {a} B on a link each");
+    }
+    let out = sigkit().args(["rohc", path, "--shared-link"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("every connection on this one link"));
+}

@@ -17,68 +17,7 @@ use std::time::{Duration, Instant};
 /// readiness probe) and relays everything else to its Request-URI, within
 /// a dialog by its route set. One worker: with several, a 180 can overtake
 /// the 200 that follows it.
-pub const KAMAILIO_CFG: &str = r#"#!KAMAILIO
-debug=1
-log_stderror=yes
-fork=yes
-children=1
-auto_aliases=no
-listen=udp:127.0.0.1:LISTEN_PORT
-alias="127.0.0.1:LISTEN_PORT"
-
-loadmodule "tm.so"
-loadmodule "sl.so"
-loadmodule "rr.so"
-loadmodule "pv.so"
-loadmodule "maxfwd.so"
-loadmodule "siputils.so"
-loadmodule "textops.so"
-
-request_route {
-    if (!mf_process_maxfwd_header("10")) {
-        sl_send_reply("483", "Too Many Hops");
-        exit;
-    }
-    if (is_method("OPTIONS") && uri == myself) {
-        sl_send_reply("200", "OK");
-        exit;
-    }
-    if (has_totag()) {
-        if (loose_route()) {
-            t_relay();
-            exit;
-        }
-        if (is_method("ACK")) {
-            if (t_check_trans()) {
-                t_relay();
-                exit;
-            }
-            # The ACK of a 2xx is a transaction of its own (RFC 3261
-            # §17.1.1.3). Without a route set (a UAS that does not copy
-            # Record-Route into its 200, as SIPp 3.6's built-in uas does not)
-            # it goes by its Request-URI, as the BYE after it does.
-            forward();
-            exit;
-        }
-        t_relay();
-        exit;
-    }
-    if (is_method("CANCEL")) {
-        if (t_check_trans()) {
-            t_relay();
-        }
-        exit;
-    }
-    if (t_check_trans()) {
-        exit;
-    }
-    loose_route();
-    if (is_method("INVITE")) {
-        record_route();
-    }
-    t_relay();
-}
-"#;
+pub const KAMAILIO_CFG: &str = include_str!("kamailio.cfg");
 
 /// Where `tool` is on `PATH`, if it is.
 pub fn find(tool: &str) -> Option<PathBuf> {

@@ -2,8 +2,8 @@
 //! packet kind, compressor state, header bytes, and the first octets.
 //! `cargo run --release -p taroc --example trace -- bulk|bulk-nots|sip|CAPTURE [u|o|r|infer]`
 //! (`infer`: O-mode with cross-direction inference)
-//! (a capture's packets are split in two directions by the first packet's
-//! source).
+//! (a capture's packets are split in two directions: from the end that
+//! opened their connection, and to it).
 
 // A development aid: bad input panics with the error rather than exiting.
 #![allow(clippy::unwrap_used)]
@@ -21,11 +21,32 @@ fn main() {
             if let Some(t) = &cap.truncated {
                 eprintln!("warning: {path}: {t}");
             }
-            let first: Vec<u8> =
-                cap.packets.first().map(|p| [&p.ip[12..16], &p.ip[20..22]].concat()).unwrap_or_default();
-            let dir =
-                |ip: &[u8]| if [&ip[12..16], &ip[20..22]].concat() == first { Dir::Forward } else { Dir::Backward };
-            cap.packets.into_iter().map(|p| (dir(&p.ip), p.ip)).collect()
+            // Forward: from the end that opened the packet's connection
+            // (sent its SYN), else from the first packet's source port.
+            let ends = |ip: &[u8]| {
+                let h = Packet::parse(ip).expect("a TCP/IP packet").header;
+                let (src, dst) =
+                    h.ipv6.map_or((h.src.to_vec(), h.dst.to_vec()), |v6| (v6.src.to_vec(), v6.dst.to_vec()));
+                (
+                    (src, h.src_port),
+                    (dst, h.dst_port),
+                    h.tcp_flags & taroc::packet::FLAG_SYN != 0 && h.tcp_flags & taroc::packet::FLAG_ACK == 0,
+                )
+            };
+            let first_port = cap.packets.first().map(|p| ends(&p.ip).0 .1);
+            let mut opened_by = std::collections::HashMap::new();
+            cap.packets
+                .into_iter()
+                .map(|p| {
+                    let (src, dst, syn) = ends(&p.ip);
+                    let conn = if src < dst { (src.clone(), dst) } else { (dst, src.clone()) };
+                    if syn {
+                        opened_by.insert(conn.clone(), src.clone());
+                    }
+                    let forward = opened_by.get(&conn).map_or(Some(src.1) == first_port, |o| *o == src);
+                    (if forward { Dir::Forward } else { Dir::Backward }, p.ip)
+                })
+                .collect()
         }
         _ => bulk_transfer(1500, 1460, 61, FlowOptions::default()),
     };

@@ -13,7 +13,9 @@ mod encode;
 use std::collections::HashMap;
 
 use crate::cwnd::{vsw_bound, AckTracker, SeqTracker, TrackerParams};
-use crate::format::{crc3, crc8, Feedback, FeedbackKind, FormatError, IrPacket, OptInfo, StaticPart, MAX_CONTEXTS};
+use crate::format::{
+    crc3, crc8, Base, Feedback, FeedbackKind, FormatError, IrPacket, OptInfo, StaticPart, Template, MAX_CONTEXTS,
+};
 use crate::infer::{self, ChainedPacket, CrossedPacket, CrossedPackets};
 use crate::packet::{Packet, ParseError, TcpIpHeader, FLAG_ACK, FLAG_SYN};
 use crate::vsw::{Analysis, Vsw};
@@ -214,6 +216,15 @@ struct Context {
     /// With inference: a NACK came and no ACK since, so the decompressor
     /// may lack the reference a chained packet needs.
     chain_paused: bool,
+    /// The last SYN or SYN-ACK sent, by its MSN: what an IR-CR of a later
+    /// connection can take from this context.
+    template: Option<(u16, Template)>,
+    /// Feedback acknowledged the packet `template` came from, so the
+    /// decompressor holds it.
+    template_acked: bool,
+    /// A STATIC-NACK came: the decompressor may lack what an IR-CR or
+    /// IR-REV takes from elsewhere, so IRs go whole until an ACK.
+    whole_irs: bool,
 }
 
 impl Context {
@@ -245,6 +256,9 @@ impl Context {
             last_used: now,
             last: None,
             chain_paused: false,
+            template: None,
+            template_acked: false,
+            whole_irs: false,
         }
     }
 
@@ -543,6 +557,55 @@ impl Compressor {
         cid as u8
     }
 
+    /// The context an IR of flow `key` on CID `cid` replicates, as an IR-CR
+    /// (O- and R-mode, where feedback shows which contexts the
+    /// decompressor holds): one whose static part feedback acknowledged,
+    /// with the same addresses; of those, one whose template the
+    /// decompressor holds, then one that shares more ports, then the most
+    /// recently used. U-mode sends IRs whole: nothing tells it that the
+    /// base arrived.
+    fn replication_base(&self, cid: u8, key: &StaticPart) -> Option<Base> {
+        if self.config.mode == Mode::U {
+            return None;
+        }
+        let addresses =
+            |s: &StaticPart| s.ipv6.map_or((s.src, s.dst, [0; 16], [0; 16]), |v6| ([0; 4], [0; 4], v6.src, v6.dst));
+        let wanted = addresses(key);
+        self.contexts
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != cid as usize)
+            .filter_map(|(i, c)| Some((i, c.as_ref()?)))
+            .filter(|(_, c)| {
+                c.static_acked && addresses(&c.key) == wanted && c.key.ipv6.is_some() == key.ipv6.is_some()
+            })
+            .max_by_key(|(_, c)| {
+                let ports = (c.key.src_port == key.src_port) as u8 + (c.key.dst_port == key.dst_port) as u8;
+                (c.template_acked, ports, c.last_used)
+            })
+            .map(|(i, c)| Base {
+                cid: i as u8,
+                reverse: false,
+                static_part: c.key,
+                template: c.template.filter(|_| c.template_acked).map(|(_, t)| t),
+            })
+    }
+
+    /// With inference, the other direction's flow an IR of flow `key` can
+    /// take its addresses from (an IR-REV): the one flow of the other
+    /// direction this end delivered whose ports are `key`'s reversed, if
+    /// its addresses are `key`'s reversed too.
+    fn reverse_base(&self, key: &StaticPart) -> Option<Base> {
+        if !self.config.chains() {
+            return None;
+        }
+        let mut s = self.crossed.reversed_flow(key.src_port, key.dst_port)?;
+        if let (Some(v6), Some(k6)) = (s.ipv6.as_mut(), key.ipv6) {
+            v6.flow_label = k6.flow_label;
+        }
+        (s == *key).then_some(Base { cid: 0, reverse: true, static_part: s, template: None })
+    }
+
     /// Compresses one IPv4/TCP or IPv6/TCP packet, appending the compressed
     /// packet (header and payload) to `out`.
     pub fn compress(&mut self, frame: &[u8], out: &mut Vec<u8>) -> Result<Compressed, CompressError> {
@@ -580,6 +643,11 @@ impl Compressor {
         let a = ctx.vsw.analyse(&rec);
 
         let kind = ctx.choose_kind(&config, &rec, &a, long_jump);
+        let base = match kind {
+            PacketKind::Ir if !ctx.whole_irs => self.replication_base(cid, &key).or_else(|| self.reverse_base(&key)),
+            _ => None,
+        };
+        let Some(ctx) = self.contexts[cid as usize].as_mut() else { unreachable!("context_for fills the slot") };
 
         // §5.3.2 d, §5.3.3 d: SO while fixed-payload encoding applies.
         if kind == PacketKind::Co && ctx.state != CompressorState::Ir {
@@ -597,6 +665,7 @@ impl Compressor {
                 let ir = IrPacket {
                     cid,
                     static_part: (kind == PacketKind::Ir).then_some(key),
+                    base,
                     msn: rec.msn,
                     header: rec.h,
                     strides: rec.strides,
@@ -639,6 +708,10 @@ impl Compressor {
             }
         }
         let header_len = out.len() - start - payload_len;
+        if tcp_flags & FLAG_SYN != 0 {
+            ctx.template = Some((rec.msn, Template::of(&rec.h)));
+            ctx.template_acked = false;
+        }
         if config.chains() {
             ctx.last = Some(rec);
             self.sent = Some(CrossedPacket::of(&rec, key));
@@ -664,6 +737,8 @@ impl Compressor {
                 if let Some((pos, acked_ir)) = ctx.vsw.find(fb.msn, fb.checksum).map(|(pos, e)| (pos, e.sent_as_ir)) {
                     ctx.vsw.drop_front(pos);
                     ctx.static_acked = true;
+                    ctx.whole_irs = false;
+                    ctx.template_acked |= ctx.template.is_some_and(|(msn, _)| msn == fb.msn);
                     ctx.chain_paused = false;
                     // The IR state ends with an ACK of an IR/IR-DYN: ACK(O)
                     // in O-mode (§5.5.2.1), ACK(R) in R-mode (§5.5.3.1).
@@ -690,6 +765,7 @@ impl Compressor {
                 ctx.chain_paused = true;
             }
             FeedbackKind::StaticNack => {
+                ctx.whole_irs = true;
                 ctx.restart_slow_start();
                 ctx.chain_paused = true;
                 ctx.need_static = true;

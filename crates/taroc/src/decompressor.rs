@@ -7,12 +7,12 @@
 use std::collections::VecDeque;
 
 use crate::format::{
-    crc3, crc7, crc8, fold_checksum, split_cid, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError, IpIdEnc,
-    IrPacket, OptInfo, SeqEnc, StaticPart, WindowField, IPID_TABLE, MSN_P, SEQ_TABLE, TS_TABLE, TYPE_IR, TYPE_IR_DYN,
-    TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
+    crc3, crc7, crc8, fold_checksum, split_cid, Base, CoOptions, CoPacket, Feedback, FeedbackKind, FormatError,
+    IpIdEnc, IrPacket, OptInfo, SeqEnc, StaticPart, Template, WindowField, IPID_TABLE, MSN_P, SEQ_TABLE, TS_TABLE,
+    TYPE_IR, TYPE_IR_CR, TYPE_IR_DYN, TYPE_IR_REV, TYPE_IR_V6, WINDOW_LSB, WINDOW_SHORT,
 };
 use crate::infer::{self, ChainedPacket, CrossedPacket, CrossedPackets, CHAINED_PREFIX};
-use crate::packet::{emitted_checksums_ok, EmitError, FLAG_PSH};
+use crate::packet::{emitted_checksums_ok, EmitError, FLAG_PSH, FLAG_SYN};
 use crate::wlsb::{decode, diff16, Lsb};
 use crate::{Mode, PacketKind, Record};
 
@@ -123,6 +123,9 @@ struct Context {
     ack_next: bool,
     failures: u32,
     updates: u32,
+    /// The last SYN or SYN-ACK decoded: what an IR-CR naming this context
+    /// takes from it.
+    template: Option<Template>,
 }
 
 /// The TAROC decompressor for every context of one link direction.
@@ -201,7 +204,7 @@ impl Decompressor {
         }
         let start = out.len();
         let first = *rest.first().ok_or(FormatError::Empty)?;
-        let is_ir = matches!(first, TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN);
+        let is_ir = matches!(first, TYPE_IR | TYPE_IR_V6 | TYPE_IR_DYN | TYPE_IR_CR | TYPE_IR_REV);
         let chains = self.config.chains();
         let reference_before = if chains { self.reference_id(cid) } else { None };
         let result = match first {
@@ -278,10 +281,32 @@ impl Decompressor {
         rest: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(PacketKind, usize), DecompressError> {
+        // An IR-CR's base context: its static part and template; an
+        // IR-REV's flow of the other direction.
+        let base = match rest.first() {
+            Some(&TYPE_IR_REV) => IrPacket::reverse_ports(rest)
+                .filter(|_| self.config.chains())
+                .and_then(|(src, dst)| self.crossed.reversed_flow(src, dst))
+                .map(|static_part| Base { cid: 0, reverse: true, static_part, template: None }),
+            _ => IrPacket::base_cid(rest).and_then(|b| {
+                let c = self.contexts.get(b as usize)?;
+                Some(Base { cid: b, reverse: false, static_part: c.static_part?, template: c.template })
+            }),
+        };
+        let replica = matches!(rest.first(), Some(&(TYPE_IR_CR | TYPE_IR_REV)));
         let ctx = &self.contexts[cid as usize];
         // An IR-DYN's dynamic chain is the IP version's of the static part
         // held (without one, the IR-DYN is refused below).
-        let ir = IrPacket::parse(cid, rest, ctx.static_part.is_some_and(|s| s.ipv6.is_some()))?;
+        let ir = match IrPacket::parse(cid, rest, ctx.static_part.is_some_and(|s| s.ipv6.is_some()), base) {
+            // An IR-CR whose base (or template) this end lacks, an IR-REV
+            // whose flow it does not hold: the compressor sends the static
+            // chain whole after a STATIC-NACK.
+            Err(FormatError::Reserved(_)) if replica => {
+                self.send(cid, FeedbackKind::StaticNack, None);
+                return Err(DecompressError::NoStaticContext(cid));
+            }
+            r => r?,
+        };
         let kind = if ir.static_part.is_some() { PacketKind::Ir } else { PacketKind::IrDyn };
         let Some(static_part) = ir.static_part.or(ctx.static_part) else {
             self.send(cid, FeedbackKind::StaticNack, None);
@@ -304,6 +329,12 @@ impl Decompressor {
             return Err(DecompressError::Verification);
         }
         let payload_intact = emitted_checksums_ok(&out[start..]);
+        // An IR-CR takes fields from another context: the TCP checksum
+        // verifies them as well (it covers the addresses, ports, window
+        // and options), so one whose payload was hit sets up nothing.
+        if replica && !payload_intact {
+            return Err(DecompressError::Verification);
+        }
         let rec = Record {
             msn: ir.msn,
             h,
@@ -322,6 +353,9 @@ impl Decompressor {
         ctx.static_part = Some(static_part);
         ctx.full = true;
         ctx.failures = 0;
+        if h.tcp_flags & FLAG_SYN != 0 {
+            ctx.template = Some(Template::of(&h));
+        }
         // §6.1: an uncompressed value whose header passed its CRC-8 is a
         // reference.
         ctx.previous = ctx.reference.replace(rec);
@@ -426,26 +460,16 @@ impl Decompressor {
         let start = out.len();
         let mut header_passed = None;
         for r in unverified.into_iter().chain(std::iter::once(reference)) {
-            let c = ChainedPacket::parse(cid, rest, r.opt.ts_at.is_some())?;
-            let Some((mut h, msn)) = infer::reconstruct(&c, r, &static_part, &self.crossed) else { continue };
-            h.checksum = fold_checksum(c.checksum, &h, msn, r.strides);
+            let c = ChainedPacket::parse(cid, rest, r.opt.ts_at.is_some(), infer::sends_whole_ip_id(r))?;
+            let Some(mut rec) = infer::reconstruct(&c, r, &static_part, &self.crossed) else { continue };
+            rec.h.checksum = fold_checksum(c.checksum, &rec.h, rec.msn, rec.strides);
             out.truncate(start);
-            h.emit(c.payload.len(), out)?;
+            rec.h.emit(c.payload.len(), out)?;
             out.extend_from_slice(c.payload);
             // As the other formats: the CRC-3, then the TCP checksum.
-            if crc3(&out[start..start + h.len()]) != c.crc {
+            if crc3(&out[start..start + rec.h.len()]) != c.crc {
                 continue;
             }
-            let rec = Record {
-                msn,
-                h,
-                opt: r.opt,
-                ts: r.opt.ts(&h.options),
-                strides: r.strides,
-                payload_len: c.payload.len().min(u16::MAX as usize) as u16,
-                sent_as_ir: false,
-                fp: [(0, 0); 2],
-            };
             if !emitted_checksums_ok(&out[start..]) {
                 header_passed = header_passed.or(Some(rec));
                 continue;
@@ -497,6 +521,9 @@ impl Decompressor {
         // sender's go-back-N resends a whole window of retransmissions,
         // the VSW slides over them, and the packets after failed.
         if diff16(rec.msn, reference_msn) > 0 {
+            if rec.h.tcp_flags & FLAG_SYN != 0 {
+                ctx.template = Some(Template::of(&rec.h));
+            }
             ctx.previous = ctx.reference.replace(rec);
             ctx.updates += 1;
             let every = match self.config.mode {

@@ -33,7 +33,8 @@
 //! | 1 | N | 1: the ACK number acknowledges the named packet of the other direction whole, and TSecr is the TSval of the packet that starts at the reference's ACK number (RFC 7323 §4.3), else the named one's; 0: both as the reference's |
 //! | 1 | W | the window field follows (else the window and FIN are the reference's) |
 //! | 0/4 | reverse MSN | if N: the named packet's MSN, 4 LSBs, against the newest packet of that direction this end holds |
-//! | 0/8/16 | window | if W: E, L, then a change in 6 (L = 0) or 14 (L = 1) bits, two's complement: of the window (E = 0) or of the receive window's right edge, window + ACK number (E = 1); E = 0, L = 0 and −32 stand for "FIN toggled, window unchanged" |
+//! | 0/16 | IP-ID | if I = 0 after an IPv4 SYN or SYN-ACK with IP-ID 0: the IP-ID whole |
+//! | 0/8/16/24 | window | if W: E, L, then a change in 6 (L = 0) or 14 (L = 1) bits, two's complement: of the window (E = 0) or of the receive window's right edge, window + ACK number (E = 1); L = 0 and −32 stand for "FIN toggled", with E = 0 "window unchanged", with E = 1 "a window field follows" |
 //! | 0/8/12/22 | TSval | if the reference has a timestamp option: TSval − TSval_ref as `0` and 7 bits, `10` and 10 bits, or `11` and 20 bits |
 //! | 16 | checksum | the folded TCP checksum of the general format |
 //! | 0–7 | padding | to the octet |
@@ -43,6 +44,17 @@
 //! timestamps aside) are equal to it. A SIP message's segment is then 4
 //! octets without timestamps and 5–6 with them, against 10–16 in TAROC's
 //! formats.
+//!
+//! **The handshake.** After a SYN or SYN-ACK the reference is what the
+//! connection's next segment keeps of it (`chain_reference`): ACK for
+//! SYN, the window scaled by the shift the SYN advertised, of the options
+//! the timestamps alone. So the handshake's ACK and each side's first
+//! segment chain at 5–8 octets, where the other formats sent the new
+//! option list whole (26–31 octets). An ACK stride that was none may
+//! become the ACK number's advance, as the compressor's stride rule sets
+//! it; no other stride change chains. After an IPv4 SYN or SYN-ACK whose
+//! IP-ID is 0, I = 0 sends the IP-ID whole, in 16 bits after the reverse
+//! MSN (`sends_whole_ip_id`).
 //!
 //! **Robustness.** The reference must be the previous packet: the
 //! decompressor refuses a chained packet whose MSN bit shows a gap, and
@@ -68,11 +80,14 @@
 //! RFC 3095's profiles do (RFC 4224 discusses links that do not): a packet
 //! that arrives after its successor breaks the chain as a lost one does.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use crate::bits::{BitWriter, WordReader};
-use crate::format::{emit_cid, FormatError, StaticPart};
-use crate::packet::{TcpIpHeader, FLAG_FIN, FLAG_PSH, FLAG_SYN};
+use crate::format::{emit_cid, FormatError, OptInfo, StaticPart};
+use crate::packet::{
+    OptionWalker, RawOptions, TcpIpHeader, FLAG_ACK, FLAG_CWR, FLAG_ECE, FLAG_FIN, FLAG_PSH, FLAG_SYN,
+};
 use crate::Record;
 
 /// The chained format's first four bits.
@@ -204,6 +219,20 @@ impl CrossedPackets {
         self.opposite(flow).map_or(named.tsval, |kept| echoed_in(kept, named, acked_from))
     }
 
+    /// This direction's static part (flow label 0) of a flow with ports
+    /// `src_port` and `dst_port`, from the one flow of the other direction
+    /// with those ports reversed; `None` if none or several are held.
+    pub fn reversed_flow(&self, src_port: u16, dst_port: u16) -> Option<StaticPart> {
+        let mut matching = self.flows.iter().filter(|(k, _)| k.ports == (dst_port, src_port));
+        let (_, kept) = matching.next()?;
+        if matching.next().is_some() {
+            return None;
+        }
+        let f = kept.back()?.flow;
+        let ipv6 = f.ipv6.map(|v6| crate::packet::Ipv6Part { src: v6.dst, dst: v6.src, flow_label: 0 });
+        Some(StaticPart { src: f.dst, dst: f.src, src_port, dst_port, ipv6 })
+    }
+
     /// Decompressor: the newest packet of the other direction whose MSN
     /// has the LSBs `bits`.
     pub fn find(&self, flow: &StaticPart, bits: u8) -> Option<&CrossedPacket> {
@@ -228,15 +257,20 @@ pub struct ChainedPacket<'a> {
     pub crc: u8,
     /// The TCP PSH flag.
     pub psh: bool,
-    /// IP-ID equal to the reference's (else IP-ID − MSN is).
+    /// IP-ID equal to the reference's (else IP-ID − MSN is, or the IP-ID
+    /// is sent whole).
     pub ip_id_unchanged: bool,
+    /// The IP-ID sent whole: I = 0 after an IPv4 SYN or SYN-ACK whose
+    /// IP-ID is 0 (`sends_whole_ip_id`).
+    pub ip_id: Option<u16>,
     /// The named packet's MSN LSBs (N = 1).
     pub reverse_msn: Option<u8>,
     /// The window, if not the reference's (W = 1).
     pub window: Option<ChainedWindow>,
     /// The FIN flag differs from the reference's (a connection's close):
-    /// W = 1 with the short window field's −32 of the window, which stands
-    /// for it; the window is the reference's.
+    /// W = 1 with the short window field's −32, which stands for it; with
+    /// E = 1 the window field follows it, else the window is the
+    /// reference's.
     pub fin_toggled: bool,
     /// TSval − TSval_ref, if the reference has a timestamp option.
     pub tsval_delta: Option<u32>,
@@ -275,14 +309,14 @@ pub struct ChainedWindow {
     pub delta: i16,
 }
 
-/// The short window field that stands for "FIN toggled, window
-/// unchanged": a change of the window by −32 (E = 0, L = 0, `100000`),
-/// which a window change of −32 takes the long form for instead.
-const FIN_TOGGLED: ChainedWindow = ChainedWindow { right_edge: false, delta: -32 };
+/// The short window field's change of −32 stands for "FIN toggled"
+/// (L = 0, `100000`): with E = 0 the window is unchanged, with E = 1 the
+/// window field follows. A change of −32 takes the long form instead.
+const FIN_TOGGLED: i16 = -32;
 
 impl ChainedWindow {
     fn long(&self) -> bool {
-        !(-32..32).contains(&self.delta) || *self == FIN_TOGGLED
+        !(-32..32).contains(&self.delta) || self.delta == FIN_TOGGLED
     }
 
     fn bits(&self) -> u32 {
@@ -291,6 +325,16 @@ impl ChainedWindow {
         } else {
             8
         }
+    }
+
+    /// Reads a field: the window and whether it took the long form.
+    fn get(r: &mut WordReader) -> (ChainedWindow, bool) {
+        let right_edge = r.get(1) == 1;
+        let long = r.get(1) == 1;
+        let k = if long { 14 } else { 6 };
+        // Sign-extend the k-bit change.
+        let delta = ((r.get(k) << (32 - k)) as i32 >> (32 - k)) as i16;
+        (ChainedWindow { right_edge, delta }, long)
     }
 
     /// Writes the field: E, L, the change in 6 (L = 0) or 14 bits.
@@ -343,7 +387,8 @@ impl<'a> ChainedPacket<'a> {
     pub fn header_len(&self) -> usize {
         let ts = self.tsval_delta.map_or(0, tsval_bits);
         let window = self.window.map_or(0, |w| w.bits()) + if self.fin_toggled { 8 } else { 0 };
-        let bits = 12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + window + ts + 16;
+        let ip_id = self.ip_id.map_or(0, |_| 16);
+        let bits = 12 + self.reverse_msn.map_or(0, |_| REVERSE_MSN_BITS) + ip_id + window + ts + 16;
         bits.div_ceil(8) as usize
     }
 
@@ -356,8 +401,8 @@ impl<'a> ChainedPacket<'a> {
         if self.window.is_some_and(|w| !(-8192..8192).contains(&w.delta)) {
             return Err(FormatError::Reserved("window change"));
         }
-        if self.fin_toggled && self.window.is_some() {
-            return Err(FormatError::Reserved("FIN toggled with a window change"));
+        if self.ip_id_unchanged && self.ip_id.is_some() {
+            return Err(FormatError::Reserved("IP-ID unchanged and sent whole"));
         }
         emit_cid(self.cid, out);
         let mut w = BitWriter::new(out);
@@ -371,8 +416,11 @@ impl<'a> ChainedPacket<'a> {
         if let Some(m) = self.reverse_msn {
             w.put(m as u32, REVERSE_MSN_BITS);
         }
+        if let Some(id) = self.ip_id {
+            w.put(id as u32, 16);
+        }
         if self.fin_toggled {
-            FIN_TOGGLED.put(&mut w, false);
+            ChainedWindow { right_edge: self.window.is_some(), delta: FIN_TOGGLED }.put(&mut w, false);
         }
         if let Some(win) = self.window {
             win.put(&mut w, win.long());
@@ -390,8 +438,9 @@ impl<'a> ChainedPacket<'a> {
     }
 
     /// Parses a chained packet (after the Add-CID octet); `ts`: the
-    /// reference has a timestamp option.
-    pub fn parse(cid: u8, data: &'a [u8], ts: bool) -> Result<ChainedPacket<'a>, FormatError> {
+    /// reference has a timestamp option; `whole_ip_id`: I = 0 sends the
+    /// IP-ID whole (`sends_whole_ip_id` of the reference).
+    pub fn parse(cid: u8, data: &'a [u8], ts: bool, whole_ip_id: bool) -> Result<ChainedPacket<'a>, FormatError> {
         let mut r = WordReader::new(data);
         if r.get(4) != CHAINED_PREFIX as u32 {
             r.check()?;
@@ -404,19 +453,18 @@ impl<'a> ChainedPacket<'a> {
         let n = r.get(1) == 1;
         let w = r.get(1) == 1;
         let reverse_msn = n.then(|| r.get(REVERSE_MSN_BITS) as u8);
+        let ip_id = (whole_ip_id && !ip_id_unchanged).then(|| r.get(16) as u16);
         let mut fin_toggled = false;
-        let window = w
-            .then(|| {
-                let right_edge = r.get(1) == 1;
-                let long = r.get(1) == 1;
-                let k = if long { 14 } else { 6 };
-                // Sign-extend the k-bit change.
-                let delta = ((r.get(k) << (32 - k)) as i32 >> (32 - k)) as i16;
-                let win = ChainedWindow { right_edge, delta };
-                fin_toggled = !long && win == FIN_TOGGLED;
-                win
-            })
-            .filter(|_| !fin_toggled);
+        let mut window = None;
+        if w {
+            let (win, long) = ChainedWindow::get(&mut r);
+            fin_toggled = !long && win.delta == FIN_TOGGLED;
+            window = match (fin_toggled, win.right_edge) {
+                (false, _) => Some(win),
+                (true, true) => Some(ChainedWindow::get(&mut r).0),
+                (true, false) => None,
+            };
+        }
         let tsval_delta = ts.then(|| match (r.get(1), r.get(1)) {
             (0, b) => b << 6 | r.get(6),
             (_, 0) => r.get(10),
@@ -431,6 +479,7 @@ impl<'a> ChainedPacket<'a> {
             crc,
             psh,
             ip_id_unchanged,
+            ip_id,
             reverse_msn,
             window,
             fin_toggled,
@@ -451,6 +500,10 @@ pub(crate) fn encode(
     crossed: &CrossedPackets,
     flow: &StaticPart,
 ) -> Option<ChainedPacket<'static>> {
+    let strides = chained_strides(prev, &rec.h);
+    let whole_ip_id = sends_whole_ip_id(prev);
+    let reference = chain_reference(prev);
+    let prev = reference.as_ref();
     let (h, p) = (&rec.h, &prev.h);
     let same = h.seq == next_seq(p, prev.payload_len)
         && rec.msn == prev.msn.wrapping_add(1)
@@ -458,7 +511,7 @@ pub(crate) fn encode(
         && h.tcp_res == p.tcp_res
         && (h.tos, h.ttl, h.flags_frag) == (p.tos, p.ttl, p.flags_frag)
         && h.urgent == p.urgent
-        && rec.strides == prev.strides
+        && rec.strides == strides
         && rec.opt.ts_at == prev.opt.ts_at
         && rec.opt.sack_n == 0
         && prev.opt.sack_n == 0;
@@ -466,10 +519,12 @@ pub(crate) fn encode(
         return None;
     }
     let ts = rec.opt.ts_at.is_some();
-    let ip_id_unchanged = if h.ipv6.is_some() || h.ip_id == p.ip_id {
-        true
+    let (ip_id_unchanged, ip_id) = if h.ipv6.is_some() || h.ip_id == p.ip_id {
+        (true, None)
+    } else if whole_ip_id {
+        (false, Some(h.ip_id))
     } else if h.ip_id.wrapping_sub(rec.msn) == p.ip_id.wrapping_sub(prev.msn) {
-        false
+        (false, None)
     } else {
         return None;
     };
@@ -482,7 +537,6 @@ pub(crate) fn encode(
     let fin_toggled = (h.tcp_flags ^ p.tcp_flags) & FLAG_FIN != 0;
     let window = match h.window == p.window {
         true => None,
-        false if fin_toggled => return None,
         false => Some(ChainedWindow::encode(h.window, p.window, h.ack, p.ack)?),
     };
     let tsval_delta = if ts {
@@ -504,6 +558,7 @@ pub(crate) fn encode(
         crc: 0,
         psh: h.tcp_flags & FLAG_PSH != 0,
         ip_id_unchanged,
+        ip_id,
         reverse_msn,
         window,
         fin_toggled,
@@ -513,17 +568,19 @@ pub(crate) fn encode(
     })
 }
 
-/// The header a chained packet carries, from its reference `r` (the
-/// previous packet) and `crossed`, the other direction's packets as this
-/// end sent them; `None` if the MSN shows packets missing between them or
-/// the named packet is not held. The TCP checksum is left folded: the
-/// caller unfolds it with the MSN returned.
+/// The packet a chained packet carries, from its reference `previous`
+/// (the previous packet) and `crossed`, the other direction's packets as
+/// this end sent them; `None` if the MSN shows packets missing between
+/// them or the named packet is not held. The TCP checksum is left folded:
+/// the caller unfolds it with the record's MSN and strides.
 pub(crate) fn reconstruct(
     c: &ChainedPacket<'_>,
-    r: &Record,
+    previous: &Record,
     static_part: &StaticPart,
     crossed: &CrossedPackets,
-) -> Option<(TcpIpHeader, u16)> {
+) -> Option<Record> {
+    let reference = chain_reference(previous);
+    let r = reference.as_ref();
     let msn = r.msn.wrapping_add(1);
     if (msn & ((1 << MSN_BITS) - 1)) as u8 != c.msn {
         return None;
@@ -535,7 +592,7 @@ pub(crate) fn reconstruct(
         if h.ipv6.is_some() {
             return None;
         }
-        h.ip_id = r.h.ip_id.wrapping_sub(r.msn).wrapping_add(msn);
+        h.ip_id = c.ip_id.unwrap_or_else(|| r.h.ip_id.wrapping_sub(r.msn).wrapping_add(msn));
     }
     h.tcp_flags = (r.h.tcp_flags & !FLAG_PSH) | (c.psh as u8 * FLAG_PSH);
     if c.fin_toggled {
@@ -556,7 +613,79 @@ pub(crate) fn reconstruct(
     }
     h.options = r.opt.fill((tsval, tsecr), &[])?;
     h.checksum = c.checksum;
-    Some((h, msn))
+    Some(Record {
+        msn,
+        h,
+        opt: r.opt,
+        ts: (tsval, tsecr),
+        strides: chained_strides(previous, &h),
+        payload_len: c.payload.len().min(u16::MAX as usize) as u16,
+        sent_as_ir: false,
+        fp: [(0, 0); 2],
+    })
+}
+
+/// What a chained packet is encoded and decoded against: the previous
+/// packet `prev`, or after a SYN or SYN-ACK what the connection's next
+/// segment keeps of it. That segment has the ACK flag where the SYN had
+/// SYN (and drops ECN's set-up flags, RFC 3168 §6.1.1); its window is
+/// scaled by the shift the SYN advertised (RFC 7323 §2.2: a SYN's window is
+/// never scaled, a later segment's is); and of the SYN's options it keeps
+/// the timestamps alone, after two NOPs (RFC 7323 Appendix A's layout, as
+/// Linux, the BSDs and Windows send them). A segment that differs from
+/// this does not chain, and goes in the other formats.
+pub(crate) fn chain_reference(prev: &Record) -> Cow<'_, Record> {
+    if prev.h.tcp_flags & FLAG_SYN == 0 {
+        // Every packet but the handshake's: no copy of the record.
+        return Cow::Borrowed(prev);
+    }
+    let mut r = *prev;
+    r.h.seq = next_seq(&prev.h, prev.payload_len);
+    r.payload_len = 0;
+    r.h.tcp_flags = FLAG_ACK | prev.h.tcp_flags & !(FLAG_SYN | FLAG_ECE | FLAG_CWR);
+    r.h.window = prev.h.window >> window_shift(&prev.h.options).min(14);
+    let mut options = [0u8; 12];
+    let layout: &[u8] = match prev.opt.ts_at {
+        Some(_) => {
+            options[..4].copy_from_slice(&[1, 1, 8, 10]);
+            options[4..8].copy_from_slice(&prev.ts.0.to_be_bytes());
+            options[8..].copy_from_slice(&prev.ts.1.to_be_bytes());
+            &options
+        }
+        None => &[],
+    };
+    r.h.options = RawOptions::from_slice(layout).unwrap_or(RawOptions::EMPTY);
+    r.opt = OptInfo::of(&r.h.options);
+    Cow::Owned(r)
+}
+
+/// Whether a chained packet after `prev` with I = 0 sends its IP-ID whole:
+/// after an IPv4 SYN or SYN-ACK whose IP-ID is 0. Linux sends its SYN-ACKs
+/// so (with DF set) and starts the connection's own IP-ID counter at a
+/// random value, where IP-ID − MSN as the SYN-ACK's would say 1.
+pub(crate) fn sends_whole_ip_id(prev: &Record) -> bool {
+    prev.h.tcp_flags & FLAG_SYN != 0 && prev.h.ipv6.is_none() && prev.h.ip_id == 0
+}
+
+/// The window scale shift of a SYN's options (RFC 7323 §2.3), 0 without
+/// one.
+fn window_shift(options: &RawOptions) -> u8 {
+    let bytes = options.as_slice();
+    OptionWalker::new(bytes).find(|&(kind, _, len)| kind == 3 && len == 3).map_or(0, |(_, start, _)| bytes[start + 2])
+}
+
+/// The strides after `h` when it chains to `prev`: `prev`'s, but an ACK
+/// stride that was none becomes the ACK number's advance over `prev`'s,
+/// as the compressor's stride rule sets it (the decompressor holds
+/// `prev`, so it sets it alike). Any other stride change does not chain.
+pub(crate) fn chained_strides(prev: &Record, h: &TcpIpHeader) -> (u16, u16) {
+    let (seq, ack) = prev.strides;
+    let both_ack = prev.h.tcp_flags & h.tcp_flags & FLAG_ACK != 0;
+    let advance = h.ack.wrapping_sub(prev.h.ack);
+    match ack == 0 && both_ack && (1..=0xffff).contains(&advance) {
+        true => (seq, advance as u16),
+        false => (seq, ack),
+    }
 }
 
 #[cfg(test)]
@@ -572,6 +701,7 @@ mod tests {
             crc: 5,
             psh: true,
             ip_id_unchanged: false,
+            ip_id: None,
             reverse_msn,
             tsval_delta,
             checksum: 0xbeef,
@@ -597,13 +727,15 @@ mod tests {
                 ];
                 let windows = windows.map(|w| w.map(|(right_edge, delta)| ChainedWindow { right_edge, delta }));
                 for (window, fin_toggled) in windows.map(|w| (w, false)).into_iter().chain([(None, true)]) {
-                    let p = ChainedPacket { window, fin_toggled, ..packet(rev, ts) };
-                    let mut out = Vec::new();
-                    p.emit(&mut out).unwrap();
-                    assert_eq!(out[0], 0xe3, "Add-CID");
-                    assert_eq!(out[1] >> 4, CHAINED_PREFIX);
-                    assert_eq!(out.len(), 1 + p.header_len() + p.payload.len());
-                    assert_eq!(ChainedPacket::parse(3, &out[1..], ts.is_some()).unwrap(), p);
+                    for ip_id in [None, Some(0x9c8b)] {
+                        let p = ChainedPacket { window, fin_toggled, ip_id, ..packet(rev, ts) };
+                        let mut out = Vec::new();
+                        p.emit(&mut out).unwrap();
+                        assert_eq!(out[0], 0xe3, "Add-CID");
+                        assert_eq!(out[1] >> 4, CHAINED_PREFIX);
+                        assert_eq!(out.len(), 1 + p.header_len() + p.payload.len());
+                        assert_eq!(ChainedPacket::parse(3, &out[1..], ts.is_some(), ip_id.is_some()).unwrap(), p);
+                    }
                 }
             }
         }
@@ -617,6 +749,7 @@ mod tests {
         assert_eq!(packet(Some(1), Some(5000)).header_len(), 7);
         assert_eq!(packet(None, None).header_len(), 4);
         assert_eq!(packet(None, Some(1000)).header_len(), 5);
+        assert_eq!(ChainedPacket { ip_id: Some(7), ..packet(Some(1), Some(40)) }.header_len(), 7, "IP-ID whole");
         let window = Some(ChainedWindow { right_edge: true, delta: 1 });
         assert_eq!(ChainedPacket { window, ..packet(Some(1), Some(40)) }.header_len(), 6);
     }
@@ -628,12 +761,19 @@ mod tests {
         assert_eq!(p.header_len(), 7, "the long form");
         let mut out = Vec::new();
         p.emit(&mut out).unwrap();
-        let back = ChainedPacket::parse(3, &out[1..], true).unwrap();
+        let back = ChainedPacket::parse(3, &out[1..], true, false).unwrap();
         assert_eq!((back.window, back.fin_toggled), (window, false));
         let fin = ChainedPacket { fin_toggled: true, ..packet(Some(1), Some(40)) };
         assert_eq!(fin.header_len(), 6);
-        let both = ChainedPacket { window, ..fin };
-        assert!(both.emit(&mut Vec::new()).is_err(), "FIN toggled and a window change do not chain");
+        // FIN toggled and a window change: the FIN's field, then the
+        // window's.
+        for delta in [-32, 5, 700] {
+            let both = ChainedPacket { window: Some(ChainedWindow { right_edge: true, delta }), ..fin };
+            let mut out = Vec::new();
+            both.emit(&mut out).unwrap();
+            assert_eq!(out.len(), 1 + both.header_len() + both.payload.len());
+            assert_eq!(ChainedPacket::parse(3, &out[1..], true, false).unwrap(), both);
+        }
     }
 
     #[test]
@@ -656,9 +796,54 @@ mod tests {
         packet(Some(1), Some(1000)).emit(&mut out).unwrap();
         let header = &out[1..1 + packet(Some(1), Some(1000)).header_len()];
         for n in 0..header.len() {
-            assert_eq!(ChainedPacket::parse(3, &header[..n], true), Err(FormatError::Truncated), "{n}");
+            assert_eq!(ChainedPacket::parse(3, &header[..n], true, false), Err(FormatError::Truncated), "{n}");
         }
-        assert!(ChainedPacket::parse(3, &[0x80, 0, 0, 0], false).is_err());
+        assert!(ChainedPacket::parse(3, &[0x80, 0, 0, 0], false, false).is_err());
+    }
+
+    fn record(frame: &[u8], msn: u16, strides: (u16, u16)) -> Record {
+        let p = crate::Packet::parse(frame).unwrap();
+        let opt = OptInfo::of(&p.header.options);
+        let ts = opt.ts(&p.header.options);
+        let payload_len = p.payload.len() as u16;
+        Record { msn, h: p.header, opt, ts, strides, payload_len, sent_as_ir: false, fp: [(0, 0); 2] }
+    }
+
+    #[test]
+    fn after_a_syn_the_reference_is_what_the_next_segment_keeps_of_it() {
+        use crate::synth::{sip_over_tcp, FlowOptions};
+        let flow = sip_over_tcp(1, FlowOptions::default());
+        let (syn, syn_ack, ack) = (record(&flow[0].1, 1, (0, 0)), record(&flow[1].1, 1, (0, 0)), &flow[2].1);
+        let ack = record(ack, 2, (0, 0));
+        assert_eq!(syn.h.tcp_flags, FLAG_SYN);
+        let r = chain_reference(&syn);
+        assert_eq!(r.h.seq, ack.h.seq, "SEQ past the SYN");
+        assert_eq!(r.h.tcp_flags, FLAG_ACK);
+        assert_eq!(r.h.options.as_slice()[..4], [1, 1, 8, 10], "the timestamps alone, after two NOPs");
+        assert_eq!((r.opt.ts_at, r.ts), (ack.opt.ts_at, syn.ts));
+        // The SYN's 65,535 scaled by its shift of 7; the ACK advertises 502.
+        assert_eq!((syn.h.window, r.h.window, ack.h.window), (65_535, 511, 502));
+        assert_eq!(r.opt.fill(ack.ts, &[]), Some(ack.h.options));
+        // The SYN-ACK's flags lose SYN and keep ACK.
+        assert_eq!(chain_reference(&syn_ack).h.tcp_flags, FLAG_ACK);
+        // A packet other than a SYN is its own reference.
+        assert_eq!(chain_reference(&ack).h, ack.h);
+    }
+
+    #[test]
+    fn a_first_ack_stride_is_the_ack_numbers_advance_and_no_other_stride_changes() {
+        let mut prev = record(&crate::synth::sip_over_tcp(1, Default::default())[2].1, 2, (0, 0));
+        let mut h = prev.h;
+        h.ack = prev.h.ack.wrapping_add(298);
+        assert_eq!(chained_strides(&prev, &h), (0, 298));
+        prev.strides = (0, 100);
+        assert_eq!(chained_strides(&prev, &h), (0, 100), "a stride set stays");
+        prev.strides = (0, 0);
+        h.ack = prev.h.ack.wrapping_add(70_000);
+        assert_eq!(chained_strides(&prev, &h), (0, 0), "beyond 16 bits: none");
+        prev.h.tcp_flags = FLAG_SYN;
+        h.ack = prev.h.ack.wrapping_add(1);
+        assert_eq!(chained_strides(&prev, &h), (0, 0), "a SYN has no ACK number to advance from");
     }
 
     #[test]

@@ -355,11 +355,15 @@ fn tcp_fields(h: &TcpIpHeader) -> (u32, u32, u16, u16, crate::packet::RawOptions
     (h.seq, h.ack, h.window, h.urgent, h.options, h.tcp_res, h.tcp_flags)
 }
 
-/// The ones' complement sum (RFC 1071) of those fields: two headers with
-/// equal sums pass the same TCP checksum.
+/// The ones' complement sum (RFC 1071) of those fields, with the data
+/// offset and the header's part of the pseudo-header's TCP length (RFC
+/// 9293 §3.1), which follow from the options' length: two rebuilds of one
+/// packet (one payload) with equal sums pass the same TCP checksum.
 fn tcp_sum(h: &TcpIpHeader) -> u16 {
     let words = [h.seq >> 16, h.seq & 0xffff, h.ack >> 16, h.ack & 0xffff];
-    let fields = [(h.tcp_res as u32) << 8 | h.tcp_flags as u32, h.window as u32, h.urgent as u32];
+    let offset = (h.tcp_len() as u32 / 4) << 12;
+    let fields =
+        [offset | (h.tcp_res as u32) << 8 | h.tcp_flags as u32, h.window as u32, h.urgent as u32, h.tcp_len() as u32];
     let acc = words.iter().chain(&fields).map(|&w| w as u64).sum();
     // 0 and 0xffff are the same number in ones' complement.
     match fold(sum_words(h.options.as_slice(), acc)) {
@@ -592,6 +596,57 @@ mod tests {
                 out
             })
             .collect()
+    }
+
+    #[test]
+    fn equal_sums_are_equal_tcp_checksums_whatever_the_options_length() {
+        use crate::packet::{tcp_checksum, RawOptions};
+        // Headers that differ in the fields the TCP checksum covers, the
+        // options' length among them, each with one payload: tcp_sum
+        // tells their checksums apart exactly as the checksums do.
+        let payload = [0x5au8; 37];
+        let mut x = 0x2545_f491u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let options = [&[][..], &[1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2][..], &[1, 1, 1, 0][..], &[2, 4, 5, 0xb4][..]];
+        for base in [
+            TcpIpHeader::new([10, 0, 0, 1], 80, [10, 0, 0, 2], 4000),
+            TcpIpHeader::new_v6([1; 16], 80, [2; 16], 4000, 7),
+        ] {
+            let mut same = 0;
+            for i in 0..4000 {
+                let mut hs = [base, base];
+                for h in &mut hs {
+                    let r = next();
+                    // Few values each, so that some pairs collide.
+                    h.seq = r & 0x3;
+                    h.ack = (r >> 2) & 0x3;
+                    h.window = ((r >> 4) & 0x3) as u16 * 0x1000;
+                    h.options = RawOptions::from_slice(options[(r >> 6) as usize % 4]).unwrap();
+                    h.tcp_flags = ((r >> 8) & 0x18) as u8;
+                }
+                let checksum = |h: &TcpIpHeader| {
+                    let mut out = Vec::new();
+                    h.emit(payload.len(), &mut out).unwrap();
+                    out.extend_from_slice(&payload);
+                    tcp_checksum(&out)
+                };
+                if i % 2 == 0 {
+                    // Half the pairs made to collide: the urgent pointer
+                    // takes up the difference of the sums.
+                    let (c0, c1) = (checksum(&hs[0]), checksum(&hs[1]));
+                    hs[1].urgent = crate::packet::fold(!c0 as u64 + c1 as u64 + hs[1].urgent as u64);
+                }
+                let by_checksum = checksum(&hs[0]) == checksum(&hs[1]);
+                assert_eq!(tcp_sum(&hs[0]) == tcp_sum(&hs[1]), by_checksum, "pair {i}: {hs:?}");
+                same += (by_checksum && hs[0].options.len != hs[1].options.len) as usize;
+            }
+            assert!(same > 1000, "{same} pairs of unequal option lengths with equal checksums");
+        }
     }
 
     #[test]

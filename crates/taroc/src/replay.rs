@@ -9,6 +9,8 @@
 //! a decompressor of their own, as the two ends of a link do, and a
 //! decompressor's feedback crosses the opposite direction of the link
 //! (so it is lost and damaged too) before the compressor applies it.
+//! With [`LinkConfig::shared`] one link carries every connection: its
+//! two directions' compressors hold a context (CID) per connection.
 //!
 //! The link's faults are a function of the seed and of the packet's
 //! position in the capture only, so every scheme sees the same packets
@@ -41,7 +43,7 @@ use std::collections::{HashSet, VecDeque};
 use hashlink::LruCache;
 
 use crate::infer::CrossedPacket;
-use crate::packet::Packet;
+use crate::packet::{Packet, FLAG_ACK, FLAG_SYN};
 use crate::scheme::{ContextRecovery, HeaderCompressor, HeaderDecompressor, Scheme, IDEAL_HEADER_LEN};
 
 /// The emulated link's faults.
@@ -59,11 +61,18 @@ pub struct LinkConfig {
     /// Seed of the fault draws: the same seed gives every scheme the same
     /// faults.
     pub seed: u64,
+    /// One link carries every connection: one compressor and decompressor
+    /// per direction, whose contexts (CIDs) the connections share, as on a
+    /// terminal's radio link. A direction is from the end that opened the
+    /// packet's connection (sent its SYN; without one seen, the first
+    /// packet's sender), or towards it. Else each connection has a link of
+    /// its own.
+    pub shared: bool,
 }
 
 impl Default for LinkConfig {
     fn default() -> Self {
-        LinkConfig { loss: 0.0, ber: 0.0, reorder_depth: 0, reorder_prob: 0.1, seed: 1 }
+        LinkConfig { loss: 0.0, ber: 0.0, reorder_depth: 0, reorder_prob: 0.1, seed: 1, shared: false }
     }
 }
 
@@ -291,6 +300,31 @@ fn connection_of(p: &Packet<'_>) -> (ConnKey, bool) {
     }
 }
 
+/// The key a shared link's packets all go under.
+const SHARED_LINK: ConnKey = ((None, [0; 4], 0), (None, [0; 4], 0));
+
+/// On a shared link: which end opened each connection.
+#[derive(Default)]
+struct Openers {
+    by_connection: std::collections::HashMap<ConnKey, Endpoint>,
+}
+
+impl Openers {
+    /// Whether `p` goes towards the end that opened its connection: the
+    /// sender of its SYN, else of its first packet.
+    fn towards_opener(&mut self, p: &Packet<'_>) -> bool {
+        let h = &p.header;
+        let (key, _) = connection_of(p);
+        let src = (h.ipv6.map(|v6| v6.src), h.src, h.src_port);
+        let syn = h.tcp_flags & (FLAG_SYN | FLAG_ACK) == FLAG_SYN;
+        let opener = self.by_connection.entry(key).or_insert(src);
+        if syn {
+            *opener = src;
+        }
+        *opener != src
+    }
+}
+
 /// Connections whose contexts [`replay`] keeps at once: 16,384 take some
 /// 100 MB with TAROC's contexts (a few kilobytes each way), where a
 /// capture's flows would otherwise all be kept to its end.
@@ -321,6 +355,7 @@ pub fn replay_bounded(
     let mut conns: LruCache<ConnKey, ([Direction; 2], bool)> = LruCache::new_unbounded();
     // Every connection seen, for the count (a key, not its contexts).
     let mut seen: HashSet<ConnKey> = HashSet::new();
+    let mut opened = Openers::default();
     let new_dir = || {
         let (comp, decomp) = scheme.pair();
         Direction { comp, decomp, passed: 0, held: VecDeque::new(), recovering: None, delivered: Vec::new() }
@@ -331,7 +366,10 @@ pub fn replay_bounded(
             r.compress_errors += 1;
             continue;
         };
-        let (key, flipped) = connection_of(&parsed);
+        let (key, flipped) = match link.shared {
+            true => (SHARED_LINK, opened.towards_opener(&parsed)),
+            false => connection_of(&parsed),
+        };
         if !conns.contains_key(&key) {
             if conns.len() >= max_connections {
                 if let Some((_, (mut dirs, _))) = conns.remove_lru() {
@@ -340,8 +378,8 @@ pub fn replay_bounded(
                 }
             }
             conns.insert(key, ([new_dir(), new_dir()], flipped));
-            seen.insert(key);
         }
+        seen.insert(connection_of(&parsed).0);
         let Some((dirs, first_flipped)) = conns.get_mut(&key) else { continue };
         let d = (flipped != *first_flipped) as usize;
         cross(dirs);

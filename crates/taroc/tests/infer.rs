@@ -9,7 +9,8 @@ use common::capture;
 use taroc::replay::{replay, LinkConfig, Report};
 use taroc::synth::{bulk_transfer, sip_over_tcp, Dir, FlowOptions, IpIdStyle};
 use taroc::{
-    Compressor, CompressorConfig, DecompressError, Decompressor, DecompressorConfig, FeedbackKind, Mode, Scheme,
+    Compressor, CompressorConfig, DecompressError, Decompressor, DecompressorConfig, FeedbackKind, Mode, PacketKind,
+    Scheme,
 };
 
 fn packets(flow: Vec<(Dir, Vec<u8>)>) -> Vec<Vec<u8>> {
@@ -88,13 +89,16 @@ fn a_bulk_transfer_gains_little_and_keeps_its_compact_packets() {
 fn bit_errors_never_let_a_wrong_header_through() {
     let sip = packets(sip_over_tcp(100, FlowOptions::default()));
     let bulk = packets(bulk_transfer(400, 1460, 29, FlowOptions::default()));
+    // Real SIPp ⇄ Kamailio connections, whose handshakes chain.
+    let long = capture("tests/data/sip-kamailio-long.pcapng");
+    let v6 = capture("tests/data/sip-kamailio-ipv6.pcapng");
     let mut damaged = 0;
-    for flow in [&sip, &bulk] {
+    for flow in [&sip, &bulk, &long, &v6] {
         for seed in 1..=6 {
             for ber in [1e-3, 3e-4, 1e-4] {
                 let (r, _) = replay(Scheme::TarocInfer, flow, &LinkConfig { ber, seed, ..Default::default() }, false);
-                assert_eq!(r.undetected, 0, "BER {ber} seed {seed}");
-                assert_eq!(r.context_recovery.beyond_window, 0, "BER {ber} seed {seed}");
+                assert_eq!(r.undetected, 0, "BER {ber} seed {seed}: {r:?}");
+                assert_eq!(r.context_recovery.beyond_window, 0, "BER {ber} seed {seed}: {r:?}");
                 damaged += r.link_damaged;
             }
         }
@@ -228,4 +232,50 @@ fn reordering_costs_packets_but_never_a_wrong_one() {
     let (r, _) = replay(Scheme::TarocInfer, &sip, &link, false);
     assert_eq!(r.undetected, 0);
     assert!(r.delivered > r.packets * 4 / 5, "{r:?}");
+}
+
+#[test]
+fn a_syn_ack_takes_its_addresses_from_the_syn_it_answers() {
+    for ipv6 in [false, true] {
+        let flow = sip_over_tcp(1, FlowOptions { ipv6, ..Default::default() });
+        // The SYN-ACK's IR whole, from a compressor that holds nothing.
+        let whole = Compressor::new(CompressorConfig::with_mode(Mode::O)).compress(&flow[1].1, &mut Vec::new());
+        let whole = whole.unwrap().header_len;
+        // Wired: the SYN-ACK goes as an IR-REV, ports and flow label
+        // beside the dynamic chain, and comes back byte for byte.
+        let mut link = Link::new();
+        assert_eq!(link.send(0, &flow[0].1, false).1.unwrap(), flow[0].1);
+        let mut wire = Vec::new();
+        let sent = link.ends[1].0.compress(&flow[1].1, &mut wire).unwrap();
+        assert_eq!((sent.kind, wire[0]), (PacketKind::Ir, taroc::format::TYPE_IR_REV), "IPv6 {ipv6}");
+        assert!(sent.header_len <= whole - if ipv6 { 33 } else { 8 }, "IPv6 {ipv6}: {}", sent.header_len);
+        let mut out = Vec::new();
+        link.ends[1].1.decompress(&wire, &mut out).unwrap();
+        assert_eq!(out, flow[1].1);
+
+        // A decompressor that never heard of the SYN refuses it and asks
+        // for the static chain, which the next packet brings whole.
+        let mut link = Link::new();
+        let mut wire = Vec::new();
+        link.ends[0].0.compress(&flow[0].1, &mut wire).unwrap();
+        // What the forward compressor sent is not told to the backward
+        // decompressor.
+        assert!(link.ends[0].0.poll_crossed().is_some());
+        let mut out = Vec::new();
+        link.ends[0].1.decompress(&wire, &mut out).unwrap();
+        if let Some(x) = link.ends[0].1.poll_crossed() {
+            link.ends[1].0.note_reverse(&x);
+        }
+        let mut wire = Vec::new();
+        link.ends[1].0.compress(&flow[1].1, &mut wire).unwrap();
+        assert_eq!(wire[0], taroc::format::TYPE_IR_REV);
+        assert!(matches!(link.ends[1].1.decompress(&wire, &mut Vec::new()), Err(DecompressError::NoStaticContext(0))));
+        let f = link.ends[1].1.poll_feedback().expect("a STATIC-NACK");
+        assert_eq!(f.kind, FeedbackKind::StaticNack);
+        let mut b = Vec::new();
+        f.emit(&mut b);
+        link.ends[1].0.handle_feedback(&b).unwrap();
+        let (_, again) = link.send(1, &flow[1].1, false);
+        assert_eq!(again.unwrap(), flow[1].1, "IPv6 {ipv6}: the SYN-ACK again, whole");
+    }
 }

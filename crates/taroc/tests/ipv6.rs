@@ -117,11 +117,12 @@ fn an_ipv6_context_carries_no_ip_id_and_its_ir_holds_the_ipv6_static_chain() {
     let mut wire = Vec::new();
     let r = c6.compress(&f6[0], &mut wire).unwrap();
     assert_eq!((r.kind, wire[0]), (PacketKind::Ir, taroc::format::TYPE_IR_V6));
-    // Static chain 40 octets; dynamic 19 + options (MSN, traffic class,
-    // presence bits, hop limit, SEQ, ACK, offset, flags, window, checksum;
-    // a SYN's urgent pointer and strides are zero, so absent); CRC: 61 +
-    // options.
-    assert_eq!(r.header_len, 1 + 40 + 19 + Packet::parse(&f6[0]).unwrap().header.options.len as usize + 1);
+    // Static chain 40 octets; dynamic 15 + options (MSN, presence bits,
+    // traffic class, hop limit, SEQ, offset, flags, window, checksum; a
+    // SYN's ACK number, urgent pointer and strides are zero, so absent);
+    // CRC: 57 + options.
+    assert_eq!(Packet::parse(&f6[0]).unwrap().header.ack, 0);
+    assert_eq!(r.header_len, 1 + 40 + 15 + Packet::parse(&f6[0]).unwrap().header.options.len as usize + 1);
     let (mut h6, mut h4) = (0, 0);
     let mut six = 0;
     for (p6, p4) in f6.iter().zip(&f4).skip(1) {

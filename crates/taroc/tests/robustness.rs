@@ -150,15 +150,32 @@ fn write_fuzz_seeds() {
         ("sip", sip_over_tcp(2, FlowOptions { seed: 4, ..Default::default() })),
         ("bulk-ipv6", bulk_transfer(40, 100, 13, FlowOptions { ipv6: true, ..Default::default() })),
     ];
+    // Two connections between the same hosts, one after the other: with
+    // feedback the second one's SYN goes as an IR-CR.
+    let second = sip_over_tcp(1, FlowOptions { seed: 5, ..Default::default() }).into_iter().map(|(d, mut p)| {
+        p[if d == Dir::Forward { 20 } else { 22 }] ^= 0x40; // another client port
+        taroc::packet::fix_checksums(&mut p).unwrap();
+        (d, p)
+    });
+    let mut two = sip_over_tcp(1, FlowOptions::default());
+    two.extend(second);
+    let flows = flows.into_iter().chain([("two-connections", two)]);
     for (name, flow) in flows {
         for (i, mode) in [Mode::U, Mode::O, Mode::R].into_iter().enumerate() {
             let mut c = Compressor::new(CompressorConfig::with_mode(mode));
+            let mut d = taroc::Decompressor::new(taroc::DecompressorConfig::with_mode(mode));
             let mut input = vec![i as u8];
             for (_, p) in flow.iter().filter(|(d, _)| *d == Dir::Forward) {
                 let mut wire = Vec::new();
                 c.compress(p, &mut wire).unwrap();
                 input.extend_from_slice(&(wire.len() as u16).to_be_bytes());
                 input.extend_from_slice(&wire);
+                d.decompress(&wire, &mut Vec::new()).unwrap();
+                while let Some(f) = d.poll_feedback() {
+                    let mut b = Vec::new();
+                    f.emit(&mut b);
+                    c.handle_feedback(&b).unwrap();
+                }
             }
             std::fs::write(dir.join(format!("{name}-{mode:?}")), input).unwrap();
         }

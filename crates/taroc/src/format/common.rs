@@ -37,6 +37,16 @@ pub const TYPE_IR: u8 = 0xfd;
 /// the IPv4 IR keeps 0xFD and its chain without a version field.
 pub const TYPE_IR_V6: u8 = 0xf9;
 
+/// IR-CR: an IR that replicates another context's static chain; 0xFC is
+/// RFC 6846's IR-CR type (RFC 3095's IR without a dynamic chain, which
+/// TAROC does not send).
+pub const TYPE_IR_CR: u8 = 0xfc;
+
+/// IR-REV: an IR whose addresses are the other direction's flow's, with
+/// cross-direction inference. RFC 3095 §5.2 leaves 0xF9–0xFB unused; the
+/// IPv6 IR takes 0xF9.
+pub const TYPE_IR_REV: u8 = 0xfa;
+
 /// IR-DYN: dynamic chain only (RFC 3095's IR-DYN type).
 pub const TYPE_IR_DYN: u8 = 0xf8;
 

@@ -270,3 +270,101 @@ fn opt_info_takes_forty_one_byte_options() {
     let info = OptInfo::of(&o);
     assert_eq!((info.ts_at, info.ts(&o)), (Some(32), (7, 9)));
 }
+
+/// The SYN and SYN-ACK of two synthesised connections between the same
+/// hosts (ports differ), IPv4 or IPv6.
+fn two_handshakes(ipv6: bool) -> [crate::packet::TcpIpHeader; 4] {
+    use crate::synth::{sip_over_tcp, FlowOptions};
+    let first = |seed| {
+        let flow = sip_over_tcp(1, FlowOptions { ipv6, seed, ..Default::default() });
+        [0, 1].map(|i| crate::Packet::parse(&flow[i].1).unwrap().header)
+    };
+    let ([syn, syn_ack], [mut syn2, mut syn_ack2]) = (first(1), first(2));
+    // The same hosts, a new source port.
+    (syn2.src, syn2.dst, syn2.ipv6, syn2.dst_port) = (syn.src, syn.dst, syn.ipv6, syn.dst_port);
+    (syn_ack2.src, syn_ack2.dst, syn_ack2.ipv6, syn_ack2.src_port) = (syn.dst, syn.src, syn_ack.ipv6, syn.dst_port);
+    syn2.src_port = syn.src_port.wrapping_add(1);
+    syn_ack2.dst_port = syn2.src_port;
+    [syn, syn_ack, syn2, syn_ack2]
+}
+
+fn ir_bytes(ir: &IrPacket<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    ir.emit(&mut out);
+    out
+}
+
+/// An IR of `h` on CID 5 that replicates `base`.
+fn ir_cr(h: crate::packet::TcpIpHeader, base: Base) -> IrPacket<'static> {
+    let static_part = Some(StaticPart::of(&h));
+    IrPacket { cid: 5, static_part, base: Some(base), msn: 9, header: h, strides: (0, 0), crc: 0x5a, payload: b"" }
+}
+
+#[test]
+fn an_ir_cr_takes_the_base_contexts_addresses_and_syn_and_round_trips() {
+    for ipv6 in [false, true] {
+        let [syn, syn_ack, syn2, syn_ack2] = two_handshakes(ipv6);
+        let base_of =
+            |h| Base { cid: 2, reverse: false, static_part: StaticPart::of(&h), template: Some(Template::of(&h)) };
+        let base = base_of(syn);
+        // A SYN from the last SYN, with and without its template; a
+        // SYN-ACK from the last SYN-ACK.
+        for (h, b, with_template) in [(syn2, syn, true), (syn2, syn, false), (syn_ack2, syn_ack, true)] {
+            let base = Base { template: base_of(b).template.filter(|_| with_template), ..base_of(b) };
+            let ir = ir_cr(h, base);
+            let out = ir_bytes(&ir);
+            let full = ir_bytes(&IrPacket { base: None, ..ir });
+            assert_eq!((out[1], IrPacket::base_cid(&out[1..])), (TYPE_IR_CR, Some(2)));
+            let back = IrPacket::parse(5, &out[1..], false, Some(base)).unwrap();
+            assert_eq!((back.header, back.static_part, back.msn, back.crc), (h, ir.static_part, 9, 0x5a));
+            // The addresses stay behind (and, from the template, the
+            // window, TOS, TTL and options but the timestamps).
+            let saved = if ipv6 { 32 - 1 - 3 } else { 8 - 1 } + if with_template { 4 + 12 } else { 0 };
+            assert!(
+                out.len() + saved <= full.len(),
+                "IPv6 {ipv6}, template {with_template}: {} {}",
+                out.len(),
+                full.len()
+            );
+        }
+        // Without the base, or without the template its flags need, it is
+        // refused; a base of other addresses makes the IR whole.
+        let ir = ir_cr(syn2, base);
+        let out = ir_bytes(&ir);
+        assert!(matches!(IrPacket::parse(5, &out[1..], false, None), Err(FormatError::Reserved(_))));
+        let bare = Base { template: None, ..base };
+        assert!(matches!(IrPacket::parse(5, &out[1..], false, Some(bare)), Err(FormatError::Reserved(_))));
+        let wrong_cid = Base { cid: 3, ..base };
+        assert!(matches!(IrPacket::parse(5, &out[1..], false, Some(wrong_cid)), Err(FormatError::Reserved(_))));
+        for n in 1..out.len() - 1 {
+            assert!(IrPacket::parse(5, &out[1..n], false, Some(base)).is_err(), "{n}");
+        }
+        let mut elsewhere = base;
+        elsewhere.static_part.src[0] ^= 1;
+        if let Some(v6) = elsewhere.static_part.ipv6.as_mut() {
+            v6.src[0] ^= 1;
+        }
+        let whole = ir_bytes(&IrPacket { base: Some(elsewhere), ..ir });
+        assert_eq!(whole[1], if ipv6 { TYPE_IR_V6 } else { TYPE_IR });
+    }
+}
+
+#[test]
+fn an_ir_leaves_out_an_ack_number_of_zero() {
+    let [syn, syn_ack, ..] = two_handshakes(false);
+    assert_eq!(syn.ack, 0);
+    let ir = |h| IrPacket {
+        cid: 0,
+        static_part: Some(StaticPart::of(&h)),
+        base: None,
+        msn: 1,
+        header: h,
+        strides: (0, 0),
+        crc: 0,
+        payload: b"",
+    };
+    let (a, b) = (ir_bytes(&ir(syn)), ir_bytes(&ir(syn_ack)));
+    assert_eq!(a.len() + 4, b.len() + (syn_ack.options.len as usize).abs_diff(syn.options.len as usize));
+    assert_eq!(IrPacket::parse(0, &a, false, None).unwrap().header, syn);
+    assert_eq!(IrPacket::parse(0, &b, false, None).unwrap().header, syn_ack);
+}

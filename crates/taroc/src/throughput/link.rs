@@ -110,6 +110,8 @@ pub(super) enum Event {
     TxDone(usize),
     Arrive(usize),
     Timer(u64),
+    /// The receiver's delayed-ACK timer set for this time.
+    DelayedAck(u64),
 }
 
 /// Builds one direction's packets: fixed addresses, a counting IP-ID.
