@@ -80,8 +80,11 @@
 //! RFC 3095's profiles do (RFC 4224 discusses links that do not): a packet
 //! that arrives after its successor breaks the chain as a lost one does.
 
+mod crossed;
+
 use std::borrow::Cow;
-use std::collections::VecDeque;
+
+pub(crate) use crossed::CrossedPackets;
 
 use crate::bits::{BitWriter, WordReader};
 use crate::format::{emit_cid, FormatError, OptInfo, StaticPart};
@@ -96,11 +99,6 @@ pub const CHAINED_PREFIX: u8 = 0b1101;
 const MSN_BITS: u32 = 1;
 /// The reverse MSN LSBs: the named packet must be among the 16 newest.
 const REVERSE_MSN_BITS: u32 = 4;
-/// Packets of the other direction kept per flow: as many as the reverse
-/// MSN can tell apart.
-const KEPT: usize = 1 << REVERSE_MSN_BITS;
-/// Flows whose packets are kept (twice the contexts of a link).
-const FLOWS: usize = 32;
 
 /// A packet that crossed the link, as one end holds it: what its
 /// decompressor delivered or its compressor sent. The compressor and
@@ -139,111 +137,6 @@ impl CrossedPacket {
 pub(crate) fn next_seq(h: &TcpIpHeader, payload_len: u16) -> u32 {
     let flags = (h.tcp_flags & FLAG_SYN != 0) as u32 + (h.tcp_flags & FLAG_FIN != 0) as u32;
     h.seq.wrapping_add(payload_len as u32).wrapping_add(flags)
-}
-
-/// One direction's endpoints, without the IPv6 flow label (each direction
-/// picks its own).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Endpoints {
-    src: [u8; 16],
-    dst: [u8; 16],
-    ports: (u16, u16),
-}
-
-impl Endpoints {
-    fn of(flow: &StaticPart) -> Endpoints {
-        let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
-        match flow.ipv6 {
-            Some(v6) => (src, dst) = (v6.src, v6.dst),
-            None => {
-                src[..4].copy_from_slice(&flow.src);
-                dst[..4].copy_from_slice(&flow.dst);
-            }
-        }
-        Endpoints { src, dst, ports: (flow.src_port, flow.dst_port) }
-    }
-
-    fn reversed(self) -> Endpoints {
-        Endpoints { src: self.dst, dst: self.src, ports: (self.ports.1, self.ports.0) }
-    }
-}
-
-/// The newest packets of each flow of the other direction.
-#[derive(Default)]
-pub(crate) struct CrossedPackets {
-    flows: VecDeque<(Endpoints, VecDeque<CrossedPacket>)>,
-}
-
-impl CrossedPackets {
-    pub fn note(&mut self, p: CrossedPacket) {
-        let key = Endpoints::of(&p.flow);
-        let at = match self.flows.iter().position(|(k, _)| *k == key) {
-            Some(at) => at,
-            None => {
-                if self.flows.len() >= FLOWS {
-                    self.flows.pop_front();
-                }
-                self.flows.push_back((key, VecDeque::with_capacity(KEPT)));
-                self.flows.len() - 1
-            }
-        };
-        let kept = &mut self.flows[at].1;
-        if kept.len() >= KEPT {
-            kept.pop_front();
-        }
-        kept.push_back(p);
-    }
-
-    /// The packets of the direction opposite to `flow`, oldest first.
-    fn opposite(&self, flow: &StaticPart) -> Option<&VecDeque<CrossedPacket>> {
-        let key = Endpoints::of(flow).reversed();
-        self.flows.iter().find(|(k, _)| *k == key).map(|(_, kept)| kept)
-    }
-
-    /// Compressor: the newest packet of the other direction that `ack`
-    /// acknowledges whole, if `tsecr` is what [`CrossedPackets::echoed`]
-    /// makes of it.
-    pub fn named_by(&self, flow: &StaticPart, ack: u32, acked_from: u32, tsecr: Option<u32>) -> Option<&CrossedPacket> {
-        let kept = self.opposite(flow)?;
-        let named = kept.iter().rev().find(|p| p.next_seq == ack)?;
-        tsecr.is_none_or(|t| t == echoed_in(kept, named, acked_from)).then_some(named)
-    }
-
-    /// The TSval an ACK of `named` echoes when the acknowledged data starts
-    /// at `acked_from` (the reference's ACK number): RFC 7323 §4.3 updates
-    /// TS.Recent from the segment at the last ACK sent, so an ACK of two
-    /// segments at once (a delayed ACK) echoes the first one's. That is
-    /// the newest packet of the other direction starting there that moves
-    /// SEQ, if this end holds it, else `named` itself.
-    pub fn echoed(&self, flow: &StaticPart, named: &CrossedPacket, acked_from: u32) -> u32 {
-        self.opposite(flow).map_or(named.tsval, |kept| echoed_in(kept, named, acked_from))
-    }
-
-    /// This direction's static part (flow label 0) of a flow with ports
-    /// `src_port` and `dst_port`, from the one flow of the other direction
-    /// with those ports reversed; `None` if none or several are held.
-    pub fn reversed_flow(&self, src_port: u16, dst_port: u16) -> Option<StaticPart> {
-        let mut matching = self.flows.iter().filter(|(k, _)| k.ports == (dst_port, src_port));
-        let (_, kept) = matching.next()?;
-        if matching.next().is_some() {
-            return None;
-        }
-        let f = kept.back()?.flow;
-        let ipv6 = f.ipv6.map(|v6| crate::packet::Ipv6Part { src: v6.dst, dst: v6.src, flow_label: 0 });
-        Some(StaticPart { src: f.dst, dst: f.src, src_port, dst_port, ipv6 })
-    }
-
-    /// Decompressor: the newest packet of the other direction whose MSN
-    /// has the LSBs `bits`.
-    pub fn find(&self, flow: &StaticPart, bits: u8) -> Option<&CrossedPacket> {
-        let mask = (1u16 << REVERSE_MSN_BITS) - 1;
-        self.opposite(flow)?.iter().rev().find(|p| p.msn & mask == bits as u16)
-    }
-}
-
-/// [`CrossedPackets::echoed`] among `kept`, the other direction's packets.
-fn echoed_in(kept: &VecDeque<CrossedPacket>, named: &CrossedPacket, acked_from: u32) -> u32 {
-    kept.iter().rev().find(|p| p.seq == acked_from && p.next_seq != p.seq).map_or(named.tsval, |p| p.tsval)
 }
 
 /// A chained packet's fields as sent.
@@ -602,7 +495,7 @@ pub(crate) fn reconstruct(
     if let Some(bits) = c.reverse_msn {
         let named = crossed.find(static_part, bits)?;
         h.ack = named.next_seq;
-        tsecr = crossed.echoed(static_part, named, r.h.ack);
+        tsecr = crossed.echoed(static_part, &named, r.h.ack);
     }
     if let Some(w) = c.window {
         h.window = w.decode(r.h.window, h.ack, r.h.ack)?;
@@ -634,11 +527,18 @@ pub(crate) fn reconstruct(
 /// the timestamps alone, after two NOPs (RFC 7323 Appendix A's layout, as
 /// Linux, the BSDs and Windows send them). A segment that differs from
 /// this does not chain, and goes in the other formats.
+#[inline]
 pub(crate) fn chain_reference(prev: &Record) -> Cow<'_, Record> {
-    if prev.h.tcp_flags & FLAG_SYN == 0 {
+    match prev.h.tcp_flags & FLAG_SYN {
         // Every packet but the handshake's: no copy of the record.
-        return Cow::Borrowed(prev);
+        0 => Cow::Borrowed(prev),
+        _ => Cow::Owned(after_syn(prev)),
     }
+}
+
+/// [`chain_reference`] of a SYN or SYN-ACK.
+#[cold]
+fn after_syn(prev: &Record) -> Record {
     let mut r = *prev;
     r.h.seq = next_seq(&prev.h, prev.payload_len);
     r.payload_len = 0;
@@ -656,13 +556,14 @@ pub(crate) fn chain_reference(prev: &Record) -> Cow<'_, Record> {
     };
     r.h.options = RawOptions::from_slice(layout).unwrap_or(RawOptions::EMPTY);
     r.opt = OptInfo::of(&r.h.options);
-    Cow::Owned(r)
+    r
 }
 
 /// Whether a chained packet after `prev` with I = 0 sends its IP-ID whole:
 /// after an IPv4 SYN or SYN-ACK whose IP-ID is 0. Linux sends its SYN-ACKs
 /// so (with DF set) and starts the connection's own IP-ID counter at a
 /// random value, where IP-ID − MSN as the SYN-ACK's would say 1.
+#[inline]
 pub(crate) fn sends_whole_ip_id(prev: &Record) -> bool {
     prev.h.tcp_flags & FLAG_SYN != 0 && prev.h.ipv6.is_none() && prev.h.ip_id == 0
 }
@@ -678,6 +579,7 @@ fn window_shift(options: &RawOptions) -> u8 {
 /// stride that was none becomes the ACK number's advance over `prev`'s,
 /// as the compressor's stride rule sets it (the decompressor holds
 /// `prev`, so it sets it alike). Any other stride change does not chain.
+#[inline]
 pub(crate) fn chained_strides(prev: &Record, h: &TcpIpHeader) -> (u16, u16) {
     let (seq, ack) = prev.strides;
     let both_ack = prev.h.tcp_flags & h.tcp_flags & FLAG_ACK != 0;
@@ -844,27 +746,5 @@ mod tests {
         prev.h.tcp_flags = FLAG_SYN;
         h.ack = prev.h.ack.wrapping_add(1);
         assert_eq!(chained_strides(&prev, &h), (0, 0), "a SYN has no ACK number to advance from");
-    }
-
-    #[test]
-    fn the_newest_packet_with_the_lsbs_is_found() {
-        let flow = StaticPart { src: [10, 0, 0, 1], dst: [10, 0, 0, 2], src_port: 5060, dst_port: 40000, ipv6: None };
-        let back =
-            StaticPart { src: flow.dst, dst: flow.src, src_port: flow.dst_port, dst_port: flow.src_port, ipv6: None };
-        let mut kept = CrossedPackets::default();
-        for msn in 0..40u16 {
-            // One octet each: packet `msn` takes SEQ 999 + msn.
-            let seq = 999 + msn as u32;
-            kept.note(CrossedPacket { flow: back, msn, seq, next_seq: seq + 1, tsval: msn as u32 });
-        }
-        assert_eq!(kept.find(&flow, 3).map(|p| p.msn), Some(35));
-        // An ACK of packet 35 alone echoes its TSval.
-        assert_eq!(kept.named_by(&flow, 1035, 1034, Some(35)).map(|p| p.msn), Some(35));
-        assert_eq!(kept.named_by(&flow, 1035, 1034, Some(34)), None);
-        // An ACK of packets 34 and 35 at once echoes 34's (RFC 7323 §4.3).
-        assert_eq!(kept.named_by(&flow, 1035, 1033, Some(34)).map(|p| p.msn), Some(35));
-        assert_eq!(kept.named_by(&flow, 1035, 1033, Some(35)), None);
-        assert_eq!(kept.named_by(&flow, 1010, 1009, None), None, "older than the 16 kept");
-        assert_eq!(kept.find(&back, 3), None, "the packets of its own direction are not the other's");
     }
 }
