@@ -493,9 +493,9 @@ pub(crate) fn reconstruct(
     }
     let mut tsecr = r.ts.1;
     if let Some(bits) = c.reverse_msn {
-        let named = crossed.find(static_part, bits)?;
+        let (named, echoed) = crossed.find(static_part, bits, r.h.ack)?;
         h.ack = named.next_seq;
-        tsecr = crossed.echoed(static_part, &named, r.h.ack);
+        tsecr = echoed;
     }
     if let Some(w) = c.window {
         h.window = w.decode(r.h.window, h.ack, r.h.ack)?;

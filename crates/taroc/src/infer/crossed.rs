@@ -35,36 +35,30 @@ pub(crate) struct Kept {
     pub tsval: u32,
 }
 
-/// One direction's endpoints, without the IPv6 flow label (each direction
-/// picks its own).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Endpoints {
-    src: [u8; 16],
-    dst: [u8; 16],
-    ports: (u16, u16),
+/// Whether `a` and `b` are one direction's endpoints: addresses and
+/// ports, not the IPv6 flow label (each direction picks its own, and may
+/// change it).
+fn same_endpoints(a: &StaticPart, b: &StaticPart) -> bool {
+    (a.src_port, a.dst_port) == (b.src_port, b.dst_port)
+        && match (&a.ipv6, &b.ipv6) {
+            (Some(x), Some(y)) => x.src == y.src && x.dst == y.dst,
+            (None, None) => (a.src, a.dst) == (b.src, b.dst),
+            _ => false,
+        }
 }
 
-impl Endpoints {
-    fn of(flow: &StaticPart) -> Endpoints {
-        let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
-        match flow.ipv6 {
-            Some(v6) => (src, dst) = (v6.src, v6.dst),
-            None => {
-                src[..4].copy_from_slice(&flow.src);
-                dst[..4].copy_from_slice(&flow.dst);
-            }
+/// Whether `a` is the direction opposite to `b`.
+fn opposite_endpoints(a: &StaticPart, b: &StaticPart) -> bool {
+    (a.src_port, a.dst_port) == (b.dst_port, b.src_port)
+        && match (&a.ipv6, &b.ipv6) {
+            (Some(x), Some(y)) => x.src == y.dst && x.dst == y.src,
+            (None, None) => (a.src, a.dst) == (b.dst, b.src),
+            _ => false,
         }
-        Endpoints { src, dst, ports: (flow.src_port, flow.dst_port) }
-    }
-
-    fn reversed(self) -> Endpoints {
-        Endpoints { src: self.dst, dst: self.src, ports: (self.ports.1, self.ports.0) }
-    }
 }
 
 /// One flow's newest packets: a ring, `next` the slot the next one takes.
 struct Flow {
-    key: Endpoints,
     /// The flow's static part, from its newest packet.
     static_part: StaticPart,
     ring: [Kept; KEPT],
@@ -86,8 +80,11 @@ impl Flow {
     }
 
     /// The TSval an ACK of `named` echoes when the acknowledged data starts
-    /// at `acked_from`: the newest packet starting there that moves SEQ,
-    /// else `named` itself ([`CrossedPackets::echoed`]).
+    /// at `acked_from` (the reference's ACK number): RFC 7323 §4.3 updates
+    /// TS.Recent from the segment at the last ACK sent, so an ACK of two
+    /// segments at once (a delayed ACK) echoes the first one's. That is
+    /// the newest packet starting there that moves SEQ, if this end holds
+    /// it, else `named` itself.
     fn echoed(&self, named: &Kept, acked_from: u32) -> u32 {
         self.newest_first().find(|p| p.seq == acked_from && p.next_seq != p.seq).map_or(named.tsval, |p| p.tsval)
     }
@@ -106,16 +103,15 @@ pub(crate) struct CrossedPackets {
 
 impl CrossedPackets {
     pub fn note(&mut self, p: CrossedPacket) {
-        let key = Endpoints::of(&p.flow);
-        let at = match self.flows.get(self.noted).filter(|f| f.key == key) {
+        let at = match self.flows.get(self.noted).filter(|f| same_endpoints(&f.static_part, &p.flow)) {
             Some(_) => self.noted,
-            None => match self.flows.iter().position(|f| f.key == key) {
+            None => match self.flows.iter().position(|f| same_endpoints(&f.static_part, &p.flow)) {
                 Some(at) => at,
                 None => {
                     if self.flows.len() >= FLOWS {
                         self.flows.remove(0);
                     }
-                    let empty = Flow { key, static_part: p.flow, ring: [Kept::default(); KEPT], next: 0, len: 0 };
+                    let empty = Flow { static_part: p.flow, ring: [Kept::default(); KEPT], next: 0, len: 0 };
                     self.flows.push(empty);
                     self.flows.len() - 1
                 }
@@ -127,18 +123,17 @@ impl CrossedPackets {
 
     /// The flow of the direction opposite to `flow`.
     fn opposite(&self, flow: &StaticPart) -> Option<&Flow> {
-        let key = Endpoints::of(flow).reversed();
         let last = self.looked_up.get();
-        if let Some(f) = self.flows.get(last).filter(|f| f.key == key) {
+        if let Some(f) = self.flows.get(last).filter(|f| opposite_endpoints(&f.static_part, flow)) {
             return Some(f);
         }
-        let at = self.flows.iter().position(|f| f.key == key)?;
+        let at = self.flows.iter().position(|f| opposite_endpoints(&f.static_part, flow))?;
         self.looked_up.set(at);
         Some(&self.flows[at])
     }
 
     /// Compressor: the newest packet of the other direction that `ack`
-    /// acknowledges whole, if `tsecr` is what [`CrossedPackets::echoed`]
+    /// acknowledges whole, if `tsecr` is what `Flow::echoed`
     /// makes of it.
     pub fn named_by(&self, flow: &StaticPart, ack: u32, acked_from: u32, tsecr: Option<u32>) -> Option<Kept> {
         let f = self.opposite(flow)?;
@@ -146,21 +141,12 @@ impl CrossedPackets {
         tsecr.is_none_or(|t| t == f.echoed(&named, acked_from)).then_some(named)
     }
 
-    /// The TSval an ACK of `named` echoes when the acknowledged data starts
-    /// at `acked_from` (the reference's ACK number): RFC 7323 §4.3 updates
-    /// TS.Recent from the segment at the last ACK sent, so an ACK of two
-    /// segments at once (a delayed ACK) echoes the first one's. That is
-    /// the newest packet of the other direction starting there that moves
-    /// SEQ, if this end holds it, else `named` itself.
-    pub fn echoed(&self, flow: &StaticPart, named: &Kept, acked_from: u32) -> u32 {
-        self.opposite(flow).map_or(named.tsval, |f| f.echoed(named, acked_from))
-    }
-
     /// This direction's static part (flow label 0) of a flow with ports
     /// `src_port` and `dst_port`, from the one flow of the other direction
     /// with those ports reversed; `None` if none or several are held.
     pub fn reversed_flow(&self, src_port: u16, dst_port: u16) -> Option<StaticPart> {
-        let mut matching = self.flows.iter().filter(|f| f.key.ports == (dst_port, src_port));
+        let mut matching =
+            self.flows.iter().filter(|f| (f.static_part.src_port, f.static_part.dst_port) == (dst_port, src_port));
         let f = matching.next()?.static_part;
         if matching.next().is_some() {
             return None;
@@ -170,10 +156,13 @@ impl CrossedPackets {
     }
 
     /// Decompressor: the newest packet of the other direction whose MSN
-    /// has the LSBs `bits`.
-    pub fn find(&self, flow: &StaticPart, bits: u8) -> Option<Kept> {
+    /// has the LSBs `bits`, and the TSval an ACK of it echoes when the
+    /// acknowledged data starts at `acked_from` (`Flow::echoed`).
+    pub fn find(&self, flow: &StaticPart, bits: u8, acked_from: u32) -> Option<(Kept, u32)> {
         let mask = (1u16 << REVERSE_MSN_BITS) - 1;
-        self.opposite(flow)?.newest_first().find(|p| p.msn & mask == bits as u16).copied()
+        let f = self.opposite(flow)?;
+        let named = *f.newest_first().find(|p| p.msn & mask == bits as u16)?;
+        Some((named, f.echoed(&named, acked_from)))
     }
 }
 
@@ -192,7 +181,7 @@ mod tests {
             let seq = 999 + msn as u32;
             kept.note(CrossedPacket { flow: back, msn, seq, next_seq: seq + 1, tsval: msn as u32 });
         }
-        assert_eq!(kept.find(&flow, 3).map(|p| p.msn), Some(35));
+        assert_eq!(kept.find(&flow, 3, 0).map(|p| p.0.msn), Some(35));
         // An ACK of packet 35 alone echoes its TSval.
         assert_eq!(kept.named_by(&flow, 1035, 1034, Some(35)).map(|p| p.msn), Some(35));
         assert_eq!(kept.named_by(&flow, 1035, 1034, Some(34)), None);
@@ -200,7 +189,7 @@ mod tests {
         assert_eq!(kept.named_by(&flow, 1035, 1033, Some(34)).map(|p| p.msn), Some(35));
         assert_eq!(kept.named_by(&flow, 1035, 1033, Some(35)), None);
         assert_eq!(kept.named_by(&flow, 1010, 1009, None), None, "older than the 16 kept");
-        assert_eq!(kept.find(&back, 3), None, "the packets of its own direction are not the other's");
+        assert_eq!(kept.find(&back, 3, 0), None, "the packets of its own direction are not the other's");
     }
 
     #[test]
@@ -223,12 +212,12 @@ mod tests {
             dst_port: port,
             ipv6: None,
         };
-        assert_eq!(kept.find(&reply(2), 2), None, "the third flow left");
-        assert_eq!(kept.find(&reply(3), 3).map(|p| p.msn), Some(3));
-        assert_eq!(kept.find(&reply(FLOWS as u16 + 2), 2).map(|p| p.msn), Some(FLOWS as u16 + 2));
+        assert_eq!(kept.find(&reply(2), 2, 0), None, "the third flow left");
+        assert_eq!(kept.find(&reply(3), 3, 0).map(|p| p.0.msn), Some(3));
+        assert_eq!(kept.find(&reply(FLOWS as u16 + 2), 2, 0).map(|p| p.0.msn), Some(FLOWS as u16 + 2));
         // The cached lookup does not answer for another flow.
-        assert_eq!(kept.find(&reply(3), 3).map(|p| p.msn), Some(3));
-        assert_eq!(kept.find(&reply(1), 1), None);
+        assert_eq!(kept.find(&reply(3), 3, 0).map(|p| p.0.msn), Some(3));
+        assert_eq!(kept.find(&reply(1), 1, 0), None);
         assert_eq!(
             kept.reversed_flow(5060, 3).map(|s| (s.src_port, s.dst_port, s.src)),
             Some((5060, 3, [10, 0, 0, 1]))
