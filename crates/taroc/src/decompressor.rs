@@ -104,14 +104,40 @@ pub struct Decompressed {
     pub len: usize,
 }
 
+/// The reference and the one before it (a packet overtaken by a newer one
+/// was compressed against a VSW that lacked the newer one), in two slots
+/// that swap roles: a new reference is written once, not moved twice.
+#[derive(Default)]
+struct References {
+    slots: [Option<Record>; 2],
+    current: usize,
+}
+
+impl References {
+    fn reference(&self) -> Option<&Record> {
+        self.slots[self.current].as_ref()
+    }
+
+    fn previous(&self) -> Option<&Record> {
+        self.slots[1 - self.current].as_ref()
+    }
+
+    /// `rec` becomes the reference, the reference the previous one.
+    fn push(&mut self, rec: Record) {
+        self.current = 1 - self.current;
+        self.slots[self.current] = Some(rec);
+    }
+
+    fn clear(&mut self) {
+        self.slots = [None, None];
+    }
+}
+
 #[derive(Default)]
 struct Context {
     full: bool,
     static_part: Option<StaticPart>,
-    reference: Option<Record>,
-    /// The reference before the current one: a packet overtaken by a newer
-    /// one was compressed against a VSW that lacked the newer one.
-    previous: Option<Record>,
+    refs: References,
     /// With inference: a packet newer than the reference whose header
     /// passed its CRC but whose payload failed the TCP checksum. The
     /// chained packet after it names it as its reference: its SEQ, length
@@ -217,7 +243,7 @@ impl Decompressor {
             Ok((kind, payload_len)) => {
                 if chains && self.reference_id(cid) != reference_before {
                     let ctx = &self.contexts[cid as usize];
-                    if let (Some(r), Some(s)) = (ctx.reference.as_ref(), ctx.static_part) {
+                    if let (Some(r), Some(s)) = (ctx.refs.reference(), ctx.static_part) {
                         self.delivered = Some(CrossedPacket::of(r, s));
                     }
                 }
@@ -264,11 +290,10 @@ impl Decompressor {
         if lost {
             // §5.4.2 c; the static part stays, so an IR-DYN re-enters.
             ctx.full = false;
-            ctx.reference = None;
-            ctx.previous = None;
+            ctx.refs.clear();
             ctx.unverified = None;
         }
-        let reference = ctx.reference;
+        let reference = ctx.refs.reference().copied();
         if header_failed || lost {
             // §5.5.2.2 NACK(O); §5.5.3.2 NACK(R).
             self.send(cid, FeedbackKind::Nack, reference.as_ref());
@@ -358,7 +383,7 @@ impl Decompressor {
         }
         // §6.1: an uncompressed value whose header passed its CRC-8 is a
         // reference.
-        ctx.previous = ctx.reference.replace(rec);
+        ctx.refs.push(rec);
         ctx.updates = 0;
         // §5.5.2.2: ACK(O) for an IR that passes; §5.5.3.2 ACK(R) for every
         // context update.
@@ -376,14 +401,14 @@ impl Decompressor {
         out: &mut Vec<u8>,
     ) -> Result<(PacketKind, usize), DecompressError> {
         let ctx = &self.contexts[cid as usize];
-        let Some(reference) = ctx.reference.as_ref().filter(|_| ctx.full) else {
+        let Some(reference) = ctx.refs.reference().filter(|_| ctx.full) else {
             return Err(self.no_context(cid));
         };
         let static_part = ctx.static_part.unwrap_or_else(|| StaticPart::of(&reference.h));
         let reference_msn = reference.msn;
         let start = out.len();
         let mut header_passed = None;
-        for r in std::iter::once(reference).chain(ctx.previous.as_ref()) {
+        for r in std::iter::once(reference).chain(ctx.refs.previous()) {
             let co = CoPacket::parse(cid, rest, r.shape())?;
             // The previous reference serves only a packet older than the
             // current one (overtaken on the link), compressed before the
@@ -426,7 +451,7 @@ impl Decompressor {
     /// The context's reference, by its MSN and TCP checksum: whether a
     /// packet moved it.
     fn reference_id(&self, cid: u8) -> Option<(u16, u16)> {
-        self.contexts[cid as usize].reference.as_ref().map(|r| (r.msn, r.h.checksum))
+        self.contexts[cid as usize].refs.reference().map(|r| (r.msn, r.h.checksum))
     }
 
     /// §5.4.1: only IR/IR-DYN decompress in No Context; a compressed
@@ -450,7 +475,7 @@ impl Decompressor {
         out: &mut Vec<u8>,
     ) -> Result<(PacketKind, usize), DecompressError> {
         let ctx = &self.contexts[cid as usize];
-        let Some(reference) = ctx.reference.as_ref().filter(|_| ctx.full) else {
+        let Some(reference) = ctx.refs.reference().filter(|_| ctx.full) else {
             return Err(self.no_context(cid));
         };
         let static_part = ctx.static_part.unwrap_or_else(|| StaticPart::of(&reference.h));
@@ -497,7 +522,7 @@ impl Decompressor {
     /// after it.
     fn note_unverified(&mut self, cid: u8, rec: Record) {
         let ctx = &mut self.contexts[cid as usize];
-        if self.config.chains() && ctx.reference.is_some_and(|r| diff16(rec.msn, r.msn) > 0) {
+        if self.config.chains() && ctx.refs.reference().is_some_and(|r| diff16(rec.msn, r.msn) > 0) {
             ctx.unverified = Some(rec);
         }
     }
@@ -524,7 +549,7 @@ impl Decompressor {
             if rec.h.tcp_flags & FLAG_SYN != 0 {
                 ctx.template = Some(Template::of(&rec.h));
             }
-            ctx.previous = ctx.reference.replace(rec);
+            ctx.refs.push(rec);
             ctx.updates += 1;
             let every = match self.config.mode {
                 Mode::R => self.config.ack_every.max(1),
