@@ -448,14 +448,7 @@ impl TcpSender {
         if ack <= self.snd_una {
             return;
         }
-        if let Some((end, at)) = self.timed {
-            if ack >= end {
-                self.sample(at, now);
-                self.timed = None;
-            }
-        }
-        self.snd_una = ack;
-        self.snd_nxt = self.snd_nxt.max(ack);
+        self.advance_una(now, ack);
         self.backoffs = 0;
         if self.recover.is_some_and(|r| ack >= r) {
             self.in_recovery = false;
@@ -472,19 +465,25 @@ impl TcpSender {
         }
     }
 
+    /// New data acknowledged up to `ack`: the timed segment's round trip
+    /// sampled if `ack` covers it, and SND.UNA (SND.NXT with it) moved.
+    fn advance_una(&mut self, now: u64, ack: u64) {
+        if let Some((end, at)) = self.timed {
+            if ack >= end {
+                self.sample(at, now);
+                self.timed = None;
+            }
+        }
+        self.snd_una = ack;
+        self.snd_nxt = self.snd_nxt.max(ack);
+    }
+
     /// An ACK outside SACK's recovery.
     fn cumulative_ack(&mut self, now: u64, ack: u64) {
         let mss = self.mss();
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
-            if let Some((end, at)) = self.timed {
-                if ack >= end {
-                    self.sample(at, now);
-                    self.timed = None;
-                }
-            }
-            self.snd_una = ack;
-            self.snd_nxt = self.snd_nxt.max(ack);
+            self.advance_una(now, ack);
             self.dupacks = 0;
             self.backoffs = 0;
             let mut restart_timer = true;
