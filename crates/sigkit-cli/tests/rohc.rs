@@ -184,6 +184,7 @@ fn a_shared_link_replicates_contexts_across_connections() {
     assert_eq!((&own["link"]["shared"], &one["link"]["shared"]), (&false.into(), &true.into()));
     for name in ["taroc-o", "taroc-o-infer"] {
         let (a, b) = (scheme(&own, name), scheme(&one, name));
+        assert_eq!(a["flows"], b["flows"], "{name}: the same connections counted on one link");
         assert_eq!(b["delivered"], b["packets"], "{name}");
         assert_eq!(b["undetected"], 0, "{name}");
         let (a, b) = (a["mean_header_after"].as_f64().unwrap(), b["mean_header_after"].as_f64().unwrap());

@@ -310,11 +310,10 @@ struct Openers {
 }
 
 impl Openers {
-    /// Whether `p` goes towards the end that opened its connection: the
-    /// sender of its SYN, else of its first packet.
-    fn towards_opener(&mut self, p: &Packet<'_>) -> bool {
+    /// Whether `p`, of connection `key`, goes towards the end that opened
+    /// it: the sender of its SYN, else of its first packet.
+    fn towards_opener(&mut self, key: ConnKey, p: &Packet<'_>) -> bool {
         let h = &p.header;
-        let (key, _) = connection_of(p);
         let src = (h.ipv6.map(|v6| v6.src), h.src, h.src_port);
         let syn = h.tcp_flags & (FLAG_SYN | FLAG_ACK) == FLAG_SYN;
         let opener = self.by_connection.entry(key).or_insert(src);
@@ -353,7 +352,8 @@ pub fn replay_bounded(
     // Per connection: its two directions, and which way the first packet
     // went; the least recently used first.
     let mut conns: LruCache<ConnKey, ([Direction; 2], bool)> = LruCache::new_unbounded();
-    // Every connection seen, for the count (a key, not its contexts).
+    // Every connection seen, for the count (a key, not its contexts), on
+    // links of their own.
     let mut seen: HashSet<ConnKey> = HashSet::new();
     let mut opened = Openers::default();
     let new_dir = || {
@@ -367,7 +367,7 @@ pub fn replay_bounded(
             continue;
         };
         let (key, flipped) = match link.shared {
-            true => (SHARED_LINK, opened.towards_opener(&parsed)),
+            true => (SHARED_LINK, opened.towards_opener(connection_of(&parsed).0, &parsed)),
             false => connection_of(&parsed),
         };
         if !conns.contains_key(&key) {
@@ -378,8 +378,8 @@ pub fn replay_bounded(
                 }
             }
             conns.insert(key, ([new_dir(), new_dir()], flipped));
+            seen.insert(key);
         }
-        seen.insert(connection_of(&parsed).0);
         let Some((dirs, first_flipped)) = conns.get_mut(&key) else { continue };
         let d = (flipped != *first_flipped) as usize;
         cross(dirs);
@@ -448,7 +448,9 @@ pub fn replay_bounded(
     while let Some((_, (mut dirs, _))) = conns.remove_lru() {
         close(&mut dirs, &mut r, packets, link, keep, &mut emitted);
     }
-    r.flows = seen.len();
+    // On a shared link the one key stands for every connection, each of
+    // which the openers hold.
+    r.flows = if link.shared { opened.by_connection.len() } else { seen.len() };
     (r, emitted)
 }
 
