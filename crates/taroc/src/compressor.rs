@@ -568,17 +568,12 @@ impl Compressor {
         if self.config.mode == Mode::U {
             return None;
         }
-        let addresses =
-            |s: &StaticPart| s.ipv6.map_or((s.src, s.dst, [0; 16], [0; 16]), |v6| ([0; 4], [0; 4], v6.src, v6.dst));
-        let wanted = addresses(key);
         self.contexts
             .iter()
             .enumerate()
             .filter(|&(i, _)| i != cid as usize)
             .filter_map(|(i, c)| Some((i, c.as_ref()?)))
-            .filter(|(_, c)| {
-                c.static_acked && addresses(&c.key) == wanted && c.key.ipv6.is_some() == key.ipv6.is_some()
-            })
+            .filter(|(_, c)| c.static_acked && c.key.same_addresses(key))
             .max_by_key(|(_, c)| {
                 let ports = (c.key.src_port == key.src_port) as u8 + (c.key.dst_port == key.dst_port) as u8;
                 (c.template_acked, ports, c.last_used)
@@ -599,11 +594,8 @@ impl Compressor {
         if !self.config.chains() {
             return None;
         }
-        let mut s = self.crossed.reversed_flow(key.src_port, key.dst_port)?;
-        if let (Some(v6), Some(k6)) = (s.ipv6.as_mut(), key.ipv6) {
-            v6.flow_label = k6.flow_label;
-        }
-        (s == *key).then_some(Base { cid: 0, reverse: true, static_part: s, template: None })
+        let s = self.crossed.reversed_flow(key.src_port, key.dst_port)?;
+        s.same_addresses(key).then_some(Base { cid: 0, reverse: true, static_part: *key, template: None })
     }
 
     /// Compresses one IPv4/TCP or IPv6/TCP packet, appending the compressed

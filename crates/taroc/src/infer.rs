@@ -89,7 +89,7 @@ pub(crate) use crossed::CrossedPackets;
 use crate::bits::{BitWriter, WordReader};
 use crate::format::{emit_cid, FormatError, OptInfo, StaticPart};
 use crate::packet::{
-    OptionWalker, RawOptions, TcpIpHeader, FLAG_ACK, FLAG_CWR, FLAG_ECE, FLAG_FIN, FLAG_PSH, FLAG_SYN,
+    OptionWalker, RawOptions, TcpIpHeader, TcpOption, FLAG_ACK, FLAG_CWR, FLAG_ECE, FLAG_FIN, FLAG_PSH, FLAG_SYN,
 };
 use crate::Record;
 
@@ -544,17 +544,12 @@ fn after_syn(prev: &Record) -> Record {
     r.payload_len = 0;
     r.h.tcp_flags = FLAG_ACK | prev.h.tcp_flags & !(FLAG_SYN | FLAG_ECE | FLAG_CWR);
     r.h.window = prev.h.window >> window_shift(&prev.h.options).min(14);
-    let mut options = [0u8; 12];
-    let layout: &[u8] = match prev.opt.ts_at {
-        Some(_) => {
-            options[..4].copy_from_slice(&[1, 1, 8, 10]);
-            options[4..8].copy_from_slice(&prev.ts.0.to_be_bytes());
-            options[8..].copy_from_slice(&prev.ts.1.to_be_bytes());
-            &options
-        }
+    let (val, ecr) = prev.ts;
+    let layout: &[TcpOption] = match prev.opt.ts_at {
+        Some(_) => &[TcpOption::Nop, TcpOption::Nop, TcpOption::Timestamp { val, ecr }],
         None => &[],
     };
-    r.h.options = RawOptions::from_slice(layout).unwrap_or(RawOptions::EMPTY);
+    r.h.options = RawOptions::build(layout).unwrap_or(RawOptions::EMPTY);
     r.opt = OptInfo::of(&r.h.options);
     r
 }

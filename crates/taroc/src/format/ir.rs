@@ -38,6 +38,39 @@ impl StaticPart {
         h.dst_port = self.dst_port;
         h.ipv6 = self.ipv6;
     }
+
+    /// Whether `other` has these source and destination addresses (and IP
+    /// version), whatever its ports and flow label.
+    pub fn same_addresses(&self, other: &StaticPart) -> bool {
+        match (&self.ipv6, &other.ipv6) {
+            (Some(a), Some(b)) => a.src == b.src && a.dst == b.dst,
+            (None, None) => (self.src, self.dst) == (other.src, other.dst),
+            _ => false,
+        }
+    }
+
+    /// Whether `other` is the opposite direction of these endpoints
+    /// (addresses and ports swapped), whatever its flow label.
+    pub fn is_reverse_of(&self, other: &StaticPart) -> bool {
+        (self.src_port, self.dst_port) == (other.dst_port, other.src_port)
+            && match (&self.ipv6, &other.ipv6) {
+                (Some(a), Some(b)) => a.src == b.dst && a.dst == b.src,
+                (None, None) => (self.src, self.dst) == (other.dst, other.src),
+                _ => false,
+            }
+    }
+
+    /// The opposite direction's static part: addresses and ports swapped,
+    /// the flow label 0 (each direction picks its own).
+    pub fn reversed(&self) -> StaticPart {
+        StaticPart {
+            src: self.dst,
+            dst: self.src,
+            src_port: self.dst_port,
+            dst_port: self.src_port,
+            ipv6: self.ipv6.map(|v6| Ipv6Part { src: v6.dst, dst: v6.src, flow_label: 0 }),
+        }
+    }
 }
 
 /// What an IR-CR can take from its base context's last SYN or SYN-ACK:
@@ -137,9 +170,7 @@ impl<'a> IrPacket<'a> {
                 out.push(TYPE_IR_REV);
                 out.extend_from_slice(&s.src_port.to_be_bytes());
                 out.extend_from_slice(&s.dst_port.to_be_bytes());
-                if let Some(v6) = s.ipv6 {
-                    out.extend_from_slice(&(v6.flow_label & 0xf_ffff).to_be_bytes()[1..]);
-                }
+                emit_flow_label(&s, out);
             }
             (Some(s), Some((base, flags))) => {
                 out.push(TYPE_IR_CR);
@@ -150,9 +181,7 @@ impl<'a> IrPacket<'a> {
                 if flags & CR_D != 0 {
                     out.extend_from_slice(&s.dst_port.to_be_bytes());
                 }
-                if let Some(v6) = s.ipv6 {
-                    out.extend_from_slice(&(v6.flow_label & 0xf_ffff).to_be_bytes()[1..]);
-                }
+                emit_flow_label(&s, out);
             }
             (Some(StaticPart { ipv6: Some(v6), src_port, dst_port, .. }), None) => {
                 out.push(TYPE_IR_V6);
@@ -240,12 +269,7 @@ impl<'a> IrPacket<'a> {
     fn replica(&self) -> Option<(Base, u8)> {
         let (s, base) = (self.static_part?, self.base?);
         let b = base.static_part;
-        let same_addresses = match (s.ipv6, b.ipv6) {
-            (Some(v6), Some(w6)) => (v6.src, v6.dst) == (w6.src, w6.dst),
-            (None, None) => (s.src, s.dst) == (b.src, b.dst),
-            _ => false,
-        };
-        if !same_addresses || base.cid as usize >= MAX_CONTEXTS {
+        if !s.same_addresses(&b) || base.cid as usize >= MAX_CONTEXTS {
             return None;
         }
         if base.reverse {
@@ -480,6 +504,14 @@ const CR_W: u8 = 0x02;
 const CR_O: u8 = 0x01;
 /// IPv4 flags and fragment offset with DF alone (RFC 791).
 const IR_DF: u16 = 0x4000;
+
+/// Writes an IPv6 flow label in 3 octets (as [`Cursor::flow_label`] reads
+/// it); nothing for IPv4.
+fn emit_flow_label(s: &StaticPart, out: &mut Vec<u8>) {
+    if let Some(v6) = s.ipv6 {
+        out.extend_from_slice(&(v6.flow_label & 0xf_ffff).to_be_bytes()[1..]);
+    }
+}
 
 /// Reads an IR's fields in order; running out is [`FormatError::Truncated`].
 struct Cursor<'a> {

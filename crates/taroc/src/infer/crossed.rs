@@ -13,7 +13,6 @@ use std::cell::Cell;
 
 use super::{CrossedPacket, REVERSE_MSN_BITS};
 use crate::format::StaticPart;
-use crate::packet::Ipv6Part;
 
 /// Packets of the other direction kept per flow: as many as the reverse
 /// MSN can tell apart.
@@ -39,22 +38,7 @@ pub(crate) struct Kept {
 /// ports, not the IPv6 flow label (each direction picks its own, and may
 /// change it).
 fn same_endpoints(a: &StaticPart, b: &StaticPart) -> bool {
-    (a.src_port, a.dst_port) == (b.src_port, b.dst_port)
-        && match (&a.ipv6, &b.ipv6) {
-            (Some(x), Some(y)) => x.src == y.src && x.dst == y.dst,
-            (None, None) => (a.src, a.dst) == (b.src, b.dst),
-            _ => false,
-        }
-}
-
-/// Whether `a` is the direction opposite to `b`.
-fn opposite_endpoints(a: &StaticPart, b: &StaticPart) -> bool {
-    (a.src_port, a.dst_port) == (b.dst_port, b.src_port)
-        && match (&a.ipv6, &b.ipv6) {
-            (Some(x), Some(y)) => x.src == y.dst && x.dst == y.src,
-            (None, None) => (a.src, a.dst) == (b.dst, b.src),
-            _ => false,
-        }
+    (a.src_port, a.dst_port) == (b.src_port, b.dst_port) && a.same_addresses(b)
 }
 
 /// One flow's newest packets: a ring, `next` the slot the next one takes.
@@ -124,10 +108,10 @@ impl CrossedPackets {
     /// The flow of the direction opposite to `flow`.
     fn opposite(&self, flow: &StaticPart) -> Option<&Flow> {
         let last = self.looked_up.get();
-        if let Some(f) = self.flows.get(last).filter(|f| opposite_endpoints(&f.static_part, flow)) {
+        if let Some(f) = self.flows.get(last).filter(|f| f.static_part.is_reverse_of(flow)) {
             return Some(f);
         }
-        let at = self.flows.iter().position(|f| opposite_endpoints(&f.static_part, flow))?;
+        let at = self.flows.iter().position(|f| f.static_part.is_reverse_of(flow))?;
         self.looked_up.set(at);
         Some(&self.flows[at])
     }
@@ -151,8 +135,7 @@ impl CrossedPackets {
         if matching.next().is_some() {
             return None;
         }
-        let ipv6 = f.ipv6.map(|v6| Ipv6Part { src: v6.dst, dst: v6.src, flow_label: 0 });
-        Some(StaticPart { src: f.dst, dst: f.src, src_port, dst_port, ipv6 })
+        Some(f.reversed())
     }
 
     /// Decompressor: the newest packet of the other direction whose MSN
