@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::capture;
+use common::{capture, replay_exact};
 use taroc::packet::{FLAG_ACK, FLAG_PSH};
-use taroc::replay::{replay, LinkConfig, Report};
+use taroc::replay::{replay, LinkConfig};
 use taroc::synth::{Dir, FlowBuilder, FlowOptions};
 use taroc::{Mode, Scheme};
 
@@ -38,13 +38,6 @@ fn short_connections(ipv6: bool) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn clean(scheme: Scheme, packets: &[Vec<u8>], link: &LinkConfig) -> Report {
-    let (r, emitted) = replay(scheme, packets, link, true);
-    let emitted: Vec<Vec<u8>> = emitted.into_iter().map(|(_, p)| p).collect();
-    assert_eq!(&emitted, packets, "{scheme:?}: in order, byte for byte");
-    r
-}
-
 #[test]
 fn every_capture_round_trips_on_a_shared_link() {
     let sources = [
@@ -58,7 +51,7 @@ fn every_capture_round_trips_on_a_shared_link() {
     ];
     for (name, packets) in &sources {
         for scheme in SCHEMES.into_iter().chain([Scheme::Vj, Scheme::Iphc { twice: false }]) {
-            let r = clean(scheme, packets, &shared(0.0, 1));
+            let r = replay_exact(scheme, packets, &shared(0.0, 1));
             assert_eq!((r.delivered, r.undetected, r.context_damage), (r.packets, 0, 0), "{name} {scheme:?}");
         }
     }
@@ -77,8 +70,8 @@ fn a_new_connection_replicates_an_earlier_ones_context() {
     ];
     for (name, packets) in sources {
         for scheme in [Scheme::Taroc(Mode::O), Scheme::Taroc(Mode::R), Scheme::TarocInfer] {
-            let own = clean(scheme, &packets, &LinkConfig::default()).mean_header_after();
-            let one = clean(scheme, &packets, &shared(0.0, 1)).mean_header_after();
+            let own = replay_exact(scheme, &packets, &LinkConfig::default()).mean_header_after();
+            let one = replay_exact(scheme, &packets, &shared(0.0, 1)).mean_header_after();
             assert!(one < own - 0.5, "{name} {scheme:?}: {one:.2} B shared against {own:.2} B a link each");
         }
     }

@@ -17,6 +17,17 @@ pub fn capture(path: &str) -> Vec<Vec<u8>> {
     cap.packets.into_iter().map(|p| p.ip).collect()
 }
 
+/// `packets` replayed through `scheme` over `link`; every packet must come
+/// out of the decompressors in order, byte for byte.
+pub fn replay_exact(scheme: Scheme, packets: &[Vec<u8>], link: &taroc::replay::LinkConfig) -> taroc::replay::Report {
+    let (r, emitted) = taroc::replay::replay(scheme, packets, link, true);
+    assert_eq!(emitted.len(), packets.len(), "{scheme:?}: every packet delivered");
+    for (i, ((_, got), sent)) in emitted.iter().zip(packets).enumerate() {
+        assert_eq!(got, sent, "{scheme:?}: packet {i} in order, byte for byte");
+    }
+    r
+}
+
 /// What crossed the link.
 #[derive(Debug, Default, Clone)]
 pub struct Outcome {
